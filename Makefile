@@ -1,0 +1,26 @@
+# Every target that runs code first makes sure .venv holds the project and what it needs,
+# so `make demo` and `make test` work on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev,distributed]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/fleetplan demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check fleetplan tests
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,105 @@
+"""Problem data: one module per problem kind, and the registry of kinds.
+
+A new kind adds its module and one :class:`ProblemKind` entry to :data:`KINDS`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic import BaseModel
+
+from fleetplan.instances import allocation
+from fleetplan.instances.base import (
+    Evaluation,
+    InstanceBase,
+    InstanceError,
+    PlanBase,
+    ProblemKind,
+    Violation,
+    atomic_write_text,
+    parse_json_text,
+    read_json_file,
+    to_json_text,
+    validate_model,
+)
+
+KINDS: dict[str, ProblemKind] = {
+    "allocation": ProblemKind(
+        name="allocation",
+        instance_type=allocation.AllocationInstance,
+        plan_type=allocation.AllocationPlan,
+        evaluate=allocation.evaluate,
+        generate=allocation.generate,
+        generate_params=allocation.AllocationParams,
+        description="Gavel: share heterogeneous accelerators among jobs (allocation matrix X)",
+    ),
+}
+
+
+def get_kind(name: str) -> ProblemKind:
+    if name not in KINDS:
+        raise InstanceError("kind", f"unknown problem kind '{name}' (known: {', '.join(sorted(KINDS))})")
+    return KINDS[name]
+
+
+def _kind_of(data: Any, source: str | None) -> ProblemKind:
+    if not isinstance(data, dict):
+        raise InstanceError("$", "expected a JSON object", source)
+    if "kind" not in data:
+        raise InstanceError("kind", "required field is missing", source)
+    try:
+        return get_kind(str(data["kind"]))
+    except InstanceError as error:
+        raise InstanceError(error.path, error.reason, source) from None
+
+
+def instance_from_data(data: Any, source: str | None = None) -> InstanceBase:
+    """Validate parsed JSON as an instance of the kind it names."""
+    return validate_model(_kind_of(data, source).instance_type, data, source)
+
+
+def load_instance(path: str | os.PathLike[str]) -> InstanceBase:
+    """Load and validate an instance file; raises :class:`InstanceError` naming the JSON path."""
+    return instance_from_data(read_json_file(path), str(path))
+
+
+def load_plan(path: str | os.PathLike[str]) -> PlanBase:
+    """Load and validate a plan file (a ``fleetplan solve`` output, or its ``plan`` field)."""
+    data = read_json_file(path)
+    if isinstance(data, dict) and "plan" in data and "kind" not in data:
+        data = data["plan"]
+    return validate_model(_kind_of(data, str(path)).plan_type, data, str(path))
+
+
+def save(obj: BaseModel, path: str | os.PathLike[str]) -> None:
+    """Save an instance, plan or evaluation as JSON, atomically."""
+    atomic_write_text(path, to_json_text(obj))
+
+
+def schema(kind: str) -> dict[str, Any]:
+    """The JSON Schema of a kind's instance files."""
+    return get_kind(kind).instance_type.model_json_schema()
+
+
+def evaluate(instance: InstanceBase, plan: PlanBase) -> Evaluation:
+    """The one judge of a plan: objective and its terms, violations, metrics."""
+    if plan.kind != instance.kind:
+        raise InstanceError("kind", f"a {plan.kind} plan cannot be judged against a {instance.kind} instance")
+    return get_kind(instance.kind).evaluate(instance, plan)
+
+
+def generate(kind: str, params: dict[str, Any] | BaseModel | None = None, seed: int = 0) -> InstanceBase:
+    """A seeded, deterministic instance of ``kind``; ``params`` as a dict or the kind's model."""
+    spec = get_kind(kind)
+    if not isinstance(params, BaseModel):
+        params = validate_model(spec.generate_params, params or {}, "parameters")
+    return spec.generate(params, seed=seed)
+
+
+__all__ = [
+    "KINDS", "Evaluation", "InstanceBase", "InstanceError", "PlanBase", "ProblemKind", "Violation",
+    "evaluate", "generate", "get_kind", "instance_from_data", "load_instance", "load_plan",
+    "parse_json_text", "save", "schema",
+]

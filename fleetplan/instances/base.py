@@ -1,0 +1,193 @@
+"""Contracts shared by every problem kind: instances, plans, evaluations, errors and file I/O.
+
+Every kind (``allocation``, ``placement``, ``reservation``, ``binpack``) defines
+
+* an *instance* — a pydantic model saved as JSON with ``kind`` and ``schema_version``;
+* a *plan* — the solution, JSON too, naming the solver and options that produced it;
+* ``evaluate(instance, plan) -> Evaluation`` — the one judge, written independently of solvers;
+* ``generate(params, seed) -> instance`` — a seeded, deterministic generator.
+
+and registers them as a :class:`ProblemKind` in :mod:`fleetplan.instances`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+SCHEMA_VERSION = 1
+
+
+class InstanceError(Exception):
+    """An instance, plan or parameter set is invalid.
+
+    ``path`` is the JSON path of the offending value (``jobs[3].scale_factor``), ``reason``
+    says what is wrong with it. ``str(error)`` is one line, fit for a command-line message.
+    """
+
+    def __init__(self, path: str, reason: str, source: str | None = None):
+        self.path = path
+        self.reason = reason
+        self.source = source
+        where = f"{source}: " if source else ""
+        at = f"{path}: " if path else ""
+        super().__init__(f"{where}{at}{reason}")
+
+
+def json_path(loc: Sequence[str | int]) -> str:
+    """Render a pydantic ``loc`` tuple as a JSON path: ``("jobs", 3, "weight")`` -> ``jobs[3].weight``."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text or "$"
+
+
+def _from_validation_error(error: ValidationError, source: str | None) -> InstanceError:
+    first = error.errors()[0]
+    loc = [p for p in first["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+    reason = first["msg"]
+    if first["type"] == "missing":
+        reason = "required field is missing"
+    elif first["type"] == "extra_forbidden":
+        reason = "unknown field"
+    elif first["type"] == "finite_number":
+        reason = "must be a finite number (NaN and infinity are not allowed)"
+    return InstanceError(json_path(loc), reason, source)
+
+
+class StrictModel(BaseModel):
+    """Base of every file schema: unknown fields, NaN and infinity are errors."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_assignment=False)
+
+
+class InstanceBase(StrictModel):
+    """Fields every instance file carries."""
+
+    kind: str
+    schema_version: Literal[1] = SCHEMA_VERSION
+    name: str = ""
+
+
+class PlanBase(StrictModel):
+    """Fields every plan file carries: which solver made it and how."""
+
+    kind: str
+    schema_version: Literal[1] = SCHEMA_VERSION
+    solver: str = ""
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class Violation(StrictModel):
+    """One broken constraint: which, where, and by how much (in the constraint's own unit)."""
+
+    constraint: str
+    where: str
+    amount: float
+    message: str = ""
+
+
+class Evaluation(StrictModel):
+    """The judge's verdict on a plan: objective with its terms, violations and metrics."""
+
+    kind: str
+    objective: float
+    sense: Literal["min", "max"]
+    terms: dict[str, float] = Field(default_factory=dict)
+    violations: list[Violation] = Field(default_factory=list)
+    metrics: dict[str, float] = Field(default_factory=dict)
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=True)
+
+    @property
+    def feasible(self) -> bool:
+        return not self.violations
+
+
+@dataclass(frozen=True)
+class ProblemKind:
+    """What the library knows about one problem kind."""
+
+    name: str
+    instance_type: type[InstanceBase]
+    plan_type: type[PlanBase]
+    evaluate: Callable[[Any, Any], Evaluation]
+    generate: Callable[..., Any]
+    generate_params: type[BaseModel]
+    description: str = ""
+    examples: tuple[str, ...] = field(default_factory=tuple)
+
+
+def parse_json_text(text: str, source: str | None = None) -> Any:
+    """Parse JSON, turning a syntax error into a one-line :class:`InstanceError`."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as error:
+        raise InstanceError("", f"malformed JSON at line {error.lineno} column {error.colno}: {error.msg}", source) from None
+    except ValueError as error:
+        raise InstanceError("", str(error), source) from None
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"malformed JSON: {name} is not a JSON number")
+
+
+def read_json_file(path: str | os.PathLike[str]) -> Any:
+    """Read and parse a JSON file with one-line errors."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InstanceError("", "file not found", source) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise InstanceError("", f"cannot read file: {error}", source) from None
+    return parse_json_text(text, source)
+
+
+def validate_model(model_type: type[BaseModel], data: Any, source: str | None = None) -> Any:
+    """Validate ``data`` against ``model_type``; any failure becomes an :class:`InstanceError`."""
+    try:
+        return model_type.model_validate(data)
+    except ValidationError as error:
+        raise _from_validation_error(error, source) from None
+    except InstanceError as error:
+        if error.source is None and source is not None:
+            raise InstanceError(error.path, error.reason, source) from None
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename, so a crash never
+    leaves a half-written file behind."""
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temporary, target)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def to_json_text(model: BaseModel) -> str:
+    return model.model_dump_json(indent=1) + "\n"
+
+
+def finite_or_none(value: float | None) -> float | None:
+    if value is None or not math.isfinite(value):
+        return None
+    return value

@@ -1,0 +1,23 @@
+"""Algorithms and backends, and the solver registry.
+
+Importing this package registers every solver: each solver module below registers its
+functions with :func:`fleetplan.solvers.base.register` when imported.
+"""
+
+from fleetplan.solvers import allocation  # noqa: F401  (registers solvers)
+from fleetplan.solvers.base import (
+    STATUSES,
+    Progress,
+    SolveResult,
+    SolverSpec,
+    get_solver,
+    register,
+    relative_gap,
+    solve,
+    solvers,
+)
+
+__all__ = [
+    "STATUSES", "Progress", "SolveResult", "SolverSpec", "get_solver", "register", "relative_gap",
+    "solve", "solvers",
+]

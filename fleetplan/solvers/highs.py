@@ -1,0 +1,158 @@
+"""Runners for HiGHS: a :class:`~fleetplan.models.linear.LinearProgram` through ``highspy``
+directly, or a Pyomo model through Pyomo's HiGHS interface. Both return an :class:`LpOutcome`.
+
+HiGHS's interior point method (``lp_algorithm="ipm"``) solves large Gavel-like LPs far faster
+than its default dual simplex (DESIGN.md: 5 s against 8 min at 65,536 jobs on 2 cores), so it is
+the default for large LPs; ``simplex`` gives vertex solutions on small ones.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+import highspy
+import numpy as np
+import pyomo.environ as pyo
+from pyomo.contrib.appsi.base import TerminationCondition
+from pyomo.contrib.appsi.solvers import Highs as AppsiHighs
+
+from fleetplan.models.linear import INF, LinearProgram
+
+LpAlgorithm = Literal["auto", "simplex", "ipm", "pdlp"]
+# Below this many columns simplex is fast and exact to the vertex; above it the interior
+# point method wins (measured: benchmarks/RESULTS.md).
+AUTO_IPM_COLUMNS = 20_000
+
+
+@dataclass
+class LpOutcome:
+    """What came back from HiGHS, independent of how the model was handed over."""
+
+    status: str  # optimal | time_limit | infeasible | unbounded | error
+    values: np.ndarray | None
+    objective: float | None
+    log: list[str] = field(default_factory=list)
+    build_s: float = 0.0
+    solve_s: float = 0.0
+
+
+_STATUS = {
+    highspy.HighsModelStatus.kOptimal: "optimal",
+    highspy.HighsModelStatus.kTimeLimit: "time_limit",
+    highspy.HighsModelStatus.kInfeasible: "infeasible",
+    highspy.HighsModelStatus.kUnbounded: "unbounded",
+    highspy.HighsModelStatus.kUnboundedOrInfeasible: "infeasible",
+    highspy.HighsModelStatus.kIterationLimit: "time_limit",
+}
+
+
+def _algorithm_name(algorithm: LpAlgorithm, num_cols: int) -> str:
+    if algorithm == "auto":
+        return "ipm" if num_cols > AUTO_IPM_COLUMNS else "simplex"
+    return algorithm
+
+
+def new_highs(time_limit: float | None, threads: int, seed: int) -> highspy.Highs:
+    highs = highspy.Highs()
+    highs.setOptionValue("output_flag", False)
+    highs.setOptionValue("random_seed", int(seed) % 2_147_483_647)
+    highs.setOptionValue("threads", int(threads))
+    if time_limit is not None:
+        highs.setOptionValue("time_limit", float(time_limit))
+    return highs
+
+
+def pass_lp(highs: highspy.Highs, lp: LinearProgram, algorithm: LpAlgorithm = "auto") -> None:
+    """Hand ``lp`` to ``highs`` as one sparse model (no per-row Python calls)."""
+    model = highspy.HighsLp()
+    model.num_col_ = lp.num_cols
+    model.num_row_ = lp.num_rows
+    model.col_cost_ = np.asarray(lp.cost, dtype=float)
+    model.col_lower_ = np.asarray(lp.col_lower, dtype=float)
+    model.col_upper_ = np.asarray(lp.col_upper, dtype=float)
+    model.row_lower_ = np.asarray(lp.row_lower, dtype=float)
+    model.row_upper_ = np.asarray(lp.row_upper, dtype=float)
+    model.sense_ = highspy.ObjSense.kMaximize if lp.sense == "max" else highspy.ObjSense.kMinimize
+    csc = lp.matrix.tocsc()
+    model.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    model.a_matrix_.start_ = csc.indptr.astype(np.int32)
+    model.a_matrix_.index_ = csc.indices.astype(np.int32)
+    model.a_matrix_.value_ = csc.data.astype(float)
+    if lp.integrality is not None:
+        model.integrality_ = [highspy.HighsVarType(int(v)) for v in lp.integrality]
+    highs.passModel(model)
+    chosen = _algorithm_name(algorithm, lp.num_cols)
+    highs.setOptionValue("solver", chosen)
+
+
+def run(highs: highspy.Highs) -> LpOutcome:
+    """Run ``highs`` on the model it holds and collect the outcome."""
+    started = time.perf_counter()
+    highs.run()
+    solve_s = time.perf_counter() - started
+    model_status = highs.getModelStatus()
+    status = _STATUS.get(model_status, "error")
+    log = [f"HiGHS: {highs.modelStatusToString(model_status)} in {solve_s:.3f} s"]
+    values = objective = None
+    if highs.getInfo().primal_solution_status == 2:  # feasible point available
+        values = np.asarray(highs.getSolution().col_value, dtype=float)
+        objective = float(highs.getInfo().objective_function_value)
+    elif status == "optimal":
+        status = "error"
+    return LpOutcome(status=status, values=values, objective=objective, log=log, solve_s=solve_s)
+
+
+def solve_lp(lp: LinearProgram, *, time_limit: float | None = None, threads: int = 1, seed: int = 0,
+             algorithm: LpAlgorithm = "auto") -> LpOutcome:
+    """Solve a sparse LP with HiGHS through ``passModel``."""
+    started = time.perf_counter()
+    highs = new_highs(time_limit, threads, seed)
+    pass_lp(highs, lp, algorithm)
+    build_s = time.perf_counter() - started
+    outcome = run(highs)
+    outcome.build_s = build_s
+    return outcome
+
+
+_PYOMO_STATUS = {
+    TerminationCondition.optimal: "optimal",
+    TerminationCondition.maxTimeLimit: "time_limit",
+    TerminationCondition.maxIterations: "time_limit",
+    TerminationCondition.infeasible: "infeasible",
+    TerminationCondition.unbounded: "unbounded",
+    TerminationCondition.infeasibleOrUnbounded: "infeasible",
+}
+
+
+def solve_pyomo(model: pyo.ConcreteModel, *, time_limit: float | None = None, threads: int = 1,
+                seed: int = 0, algorithm: LpAlgorithm = "auto") -> LpOutcome:
+    """Solve a Pyomo model with HiGHS through Pyomo's persistent ``appsi`` interface; the
+    solution is loaded into the model's variables."""
+    solver = AppsiHighs()
+    num_cols = sum(1 for _ in model.component_data_objects(pyo.Var, active=True))
+    solver.highs_options = {
+        "random_seed": int(seed) % 2_147_483_647,
+        "threads": int(threads),
+        "solver": _algorithm_name(algorithm, num_cols),
+    }
+    if time_limit is not None:
+        solver.config.time_limit = float(time_limit)
+    solver.config.load_solution = False
+    started = time.perf_counter()
+    results = solver.solve(model)
+    elapsed = time.perf_counter() - started
+    condition = results.termination_condition
+    status = _PYOMO_STATUS.get(condition, "error")
+    objective = results.best_feasible_objective
+    if objective is not None and math.isfinite(objective):
+        results.solution_loader.load_vars()
+        objective = float(objective)
+    else:
+        objective = None
+        if status == "optimal":
+            status = "error"
+    return LpOutcome(status=status, values=None, objective=objective,
+                     log=[f"HiGHS via Pyomo: {condition.name} in {elapsed:.3f} s"], solve_s=elapsed)
