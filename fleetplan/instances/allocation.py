@@ -402,3 +402,9 @@ def generate(params: AllocationParams | None = None, seed: int = 0) -> Allocatio
 
 def _largest_power_of_two_at_most(value: int) -> int:
     return 1 << (int(value).bit_length() - 1)
+
+
+# The water-filling policies (§4.3) live in their own module; they extend the judge here.
+from fleetplan.instances.allocation_hierarchical import with_water_filling_policies  # noqa: E402
+
+evaluate = with_water_filling_policies(evaluate)
