@@ -1,0 +1,274 @@
+"""Cells — one (instance, solver, seed, repeat) of a suite — and the function that runs one.
+
+:func:`expand_cells` turns a suite into its cells, in a fixed order. :func:`run_cell` runs one
+cell in the current process and returns its row of the results table. :class:`CellProcess`
+runs a cell in a fresh Python child process (``python -m fleetplan.benchmarks.cells``), so
+each run's time and peak memory are its own and a run past its limit can be killed; both
+executors use it, which is why their tables agree except for timings.
+
+The child reads the cell as JSON on stdin and writes the row as JSON to a file: nothing is
+pickled, and solvers that print to stdout cannot corrupt the answer.
+
+>>> from fleetplan.benchmarks.suite import load_suite
+>>> cells = expand_cells(load_suite("quick"))
+>>> row = run_cell(cells[0])
+>>> row["status"], row["violations"]
+('optimal', 0)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fleetplan.benchmarks.suite import Suite, group_name
+from fleetplan.instances import InstanceError, generate, save
+from fleetplan.solvers import solve
+
+# The shared suite format's columns, then two of the harness's own: the sense of the objective
+# (to compare bounds the right way) and what the gap was measured against.
+COLUMNS: tuple[str, ...] = (
+    "suite", "group", "kind", "instance", "params", "seed", "solver", "label", "options", "repeat",
+    "status", "objective", "bound", "best_bound", "gap", "wall_s", "peak_mem_mb", "violations",
+    "message", "sense", "gap_reference",
+)
+# Beyond time_limit * KILL_FACTOR + grace a child is killed (solvers honour their limit within
+# a few percent; the grace covers interpreter start and instance generation).
+KILL_FACTOR = 1.5
+DEFAULT_GRACE_S = 10.0
+KILLED_MESSAGE = "killed: past time limit"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """Everything needed to run one solver once on one generated instance."""
+
+    suite: str
+    group: str
+    kind: str
+    instance: str
+    params: dict[str, Any]
+    seed: int
+    solver: str
+    label: str
+    options: dict[str, Any]
+    repeat: int
+    time_limit: float
+    threads: int = 1
+    order: int = 0
+    plan_dir: str | None = field(default=None, compare=False)
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str]:
+        """What identifies a cell across runs of a sweep (used by ``--resume``)."""
+        return cell_key(self.group, self.instance, self.seed, self.label, self.repeat)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Cell:
+        return cls(**json.loads(text))
+
+
+def cell_key(group: Any, instance: Any, seed: Any, label: Any, repeat: Any) -> tuple[str, str, str, str, str]:
+    return (str(group), str(instance), str(seed), str(label), str(repeat))
+
+
+def instance_name(kind: str, params: dict[str, Any]) -> str:
+    """A readable, unique name for a generated instance: ``allocation[jobs=32,multi_gpu=false]``."""
+    inside = ",".join(f"{key}={json.dumps(params[key], separators=(',', ':'))}" for key in sorted(params))
+    return f"{kind}[{inside}]"
+
+
+def expand_cells(suite: Suite, *, repeats: int | None = None, plan_dir: str | None = None) -> list[Cell]:
+    """The cells of ``suite`` in run order: group, parameter set, seed, solver, repeat.
+
+    ``repeats`` overrides every group's own count (``fleetplan bench --repeats``).
+    """
+    cells: list[Cell] = []
+    for index, group in enumerate(suite.groups):
+        name = group_name(group, index)
+        for params in group.parameter_sets():
+            instance = instance_name(group.kind, params)
+            for seed in group.seeds:
+                for entry in group.solver_entries():
+                    for repeat in range(repeats or group.repeats):
+                        cells.append(Cell(
+                            suite=suite.name, group=name, kind=group.kind, instance=instance,
+                            params=params, seed=seed, solver=entry.name, label=entry.display,
+                            options=dict(entry.options), repeat=repeat, time_limit=group.time_limit,
+                            threads=group.threads, order=len(cells), plan_dir=plan_dir,
+                        ))
+    return cells
+
+
+def base_row(cell: Cell) -> dict[str, Any]:
+    """The row's identifying columns, with every result column empty."""
+    row: dict[str, Any] = dict.fromkeys(COLUMNS, "")
+    row.update(
+        suite=cell.suite, group=cell.group, kind=cell.kind, instance=cell.instance,
+        params=json.dumps(cell.params, sort_keys=True), seed=cell.seed, solver=cell.solver,
+        label=cell.label, options=json.dumps(cell.options, sort_keys=True), repeat=cell.repeat,
+    )
+    return row
+
+
+def error_row(cell: Cell, message: str, wall_s: float | str = "", peak_mem_mb: float | str = "") -> dict[str, Any]:
+    row = base_row(cell)
+    row.update(status="error", message=one_line(message), wall_s=wall_s, peak_mem_mb=peak_mem_mb)
+    return row
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _number(value: float | None) -> float | str:
+    return value if value is not None and math.isfinite(value) else ""
+
+
+def peak_memory_mb() -> float:
+    """Peak resident memory of this process in MiB (ru_maxrss counts C extensions too)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports KiB, macOS bytes.
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def plan_file(plan_dir: str | os.PathLike[str], cell: Cell) -> Path:
+    """Where ``--save-plans`` keeps a cell's plan."""
+    safe = "__".join(part.replace("/", "_") for part in cell.key)
+    return Path(plan_dir) / f"{safe}.json"
+
+
+def run_cell(cell: Cell) -> dict[str, Any]:
+    """Generate the cell's instance, solve it, and return its row (in this process).
+
+    The objective, the violation count and the sense come from ``evaluate`` (through
+    :func:`fleetplan.solve`); ``bound`` is the solver's own proven bound; ``best_bound`` and
+    ``gap`` stay empty until every cell of the instance is in (see :mod:`.results`).
+    """
+    row = base_row(cell)
+    try:
+        instance = generate(cell.kind, cell.params, seed=cell.seed)
+        result = solve(instance, cell.solver, time_limit=cell.time_limit, seed=cell.seed,
+                       threads=cell.threads, **cell.options)
+    except InstanceError as error:
+        return error_row(cell, f"invalid input: {error}", peak_mem_mb=round(peak_memory_mb(), 1))
+    except Exception as error:  # a crashing solver is a result, not the end of the sweep
+        where = traceback.extract_tb(error.__traceback__)[-1]
+        return error_row(cell, f"{type(error).__name__}: {error} ({Path(where.filename).name}:{where.lineno})",
+                         peak_mem_mb=round(peak_memory_mb(), 1))
+    evaluation = result.evaluation
+    row.update(
+        status=result.status, objective=_number(result.objective), bound=_number(result.bound),
+        wall_s=round(result.wall_s, 6), peak_mem_mb=round(peak_memory_mb(), 1),
+        violations=len(evaluation.violations) if evaluation is not None else "",
+        message=one_line(result.message), sense=evaluation.sense if evaluation is not None else "",
+    )
+    if cell.plan_dir and result.plan is not None:
+        save(result.plan, plan_file(cell.plan_dir, cell))
+    return row
+
+
+class CellProcess:
+    """One cell running in a child Python process, killed if it outlives its limit.
+
+    >>> from fleetplan.benchmarks.suite import load_suite
+    >>> process = CellProcess(expand_cells(load_suite("quick"))[0]).start()
+    >>> process.wait()["status"]
+    'optimal'
+    """
+
+    def __init__(self, cell: Cell, grace_s: float = DEFAULT_GRACE_S):
+        self.cell = cell
+        self.deadline_s = cell.time_limit * KILL_FACTOR + grace_s
+        self._process: subprocess.Popen[bytes] | None = None
+        self._folder: tempfile.TemporaryDirectory[str] | None = None
+        self._started = 0.0
+
+    def start(self) -> CellProcess:
+        self._folder = tempfile.TemporaryDirectory(prefix="fleetplan-cell-")
+        folder = Path(self._folder.name)
+        (folder / "cell.json").write_text(self.cell.to_json(), encoding="utf-8")
+        with open(folder / "cell.json", "rb") as stdin, open(folder / "stderr.txt", "wb") as stderr:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "fleetplan.benchmarks.cells", str(folder / "row.json")],
+                stdin=stdin, stdout=subprocess.DEVNULL, stderr=stderr,
+            )
+        self._started = time.monotonic()
+        return self
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self._started
+
+    def poll(self) -> dict[str, Any] | None:
+        """The row once the child has finished (or was killed now); None while it runs."""
+        assert self._process is not None, "start() first"
+        code = self._process.poll()
+        if code is None:
+            if self.elapsed_s <= self.deadline_s:
+                return None
+            self.kill()
+            return self._finish(error_row(self.cell, KILLED_MESSAGE, wall_s=round(self.elapsed_s, 6)))
+        return self._finish(self._read_row(code))
+
+    def wait(self, interval_s: float = 0.05) -> dict[str, Any]:
+        while (row := self.poll()) is None:
+            time.sleep(interval_s)
+        return row
+
+    def kill(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
+
+    def _read_row(self, code: int) -> dict[str, Any]:
+        assert self._folder is not None
+        folder = Path(self._folder.name)
+        try:
+            row = json.loads((folder / "row.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            tail = (folder / "stderr.txt").read_text(encoding="utf-8", errors="replace").strip().splitlines()
+            detail = tail[-1] if tail else "no output"
+            return error_row(self.cell, f"child process exited with code {code}: {detail}",
+                             wall_s=round(self.elapsed_s, 6))
+        return {column: row.get(column, "") for column in COLUMNS}
+
+    def _finish(self, row: dict[str, Any]) -> dict[str, Any]:
+        if self._folder is not None:
+            self._folder.cleanup()
+            self._folder = None
+        return row
+
+
+def run_cell_isolated(cell: Cell, grace_s: float = DEFAULT_GRACE_S) -> dict[str, Any]:
+    """Run one cell in a child process and wait for its row (what a Dask task does)."""
+    return CellProcess(cell, grace_s).start().wait()
+
+
+def _main(argv: list[str]) -> int:
+    """Child entry point: cell JSON on stdin, row JSON written atomically to ``argv[0]``."""
+    cell = Cell.from_json(sys.stdin.read())
+    row = run_cell(cell)
+    target = Path(argv[0])
+    temporary = target.with_suffix(".tmp")
+    temporary.write_text(json.dumps(row), encoding="utf-8")
+    os.replace(temporary, target)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

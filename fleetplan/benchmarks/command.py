@@ -1,0 +1,100 @@
+"""The ``fleetplan bench`` sub-command (wired into :mod:`fleetplan.cli` by :func:`add_arguments`).
+
+::
+
+    fleetplan bench SUITE [-o DIR] [--executor local|dask] [--workers N] [--address tcp://HOST:8786]
+                          [--resume] [--repeats N] [--grace S] [--save-plans] [--no-report]
+    fleetplan bench report DIR
+
+SUITE is a YAML file or the name of a bundled suite (``quick``, ``standard``, ``paper``).
+Errors in the suite or the arguments raise :class:`InstanceError` (one line, exit code 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from fleetplan.benchmarks.cells import DEFAULT_GRACE_S
+from fleetplan.benchmarks.results import RESULTS_FILE
+from fleetplan.benchmarks.suite import bundled_suites, load_suite
+from fleetplan.benchmarks.sweep import run_sweep
+from fleetplan.instances import InstanceError
+
+
+def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``bench`` sub-command to an ``argparse`` sub-parser collection."""
+    bench = subparsers.add_parser(
+        "bench", help="run a benchmark suite (or `bench report DIR` to render stored results)",
+        description="Run every solver of a suite on its generated instances and tabulate the "
+                    "results; `fleetplan bench report DIR` renders the report again from DIR/results.csv.",
+    )
+    bench.add_argument("suite", metavar="SUITE",
+                       help=f"a suite YAML file or a bundled name ({', '.join(bundled_suites())}); "
+                            "or the word `report`")
+    bench.add_argument("directory", nargs="?", default=None, metavar="DIR",
+                       help="with `report`: the results folder to render")
+    bench.add_argument("-o", "--output", default=None, metavar="DIR",
+                       help="results folder (default: bench-results/SUITE_NAME)")
+    bench.add_argument("--executor", choices=("local", "dask"), default="local")
+    bench.add_argument("--workers", type=int, default=1, metavar="N",
+                       help="local executor: solver processes run at once (default 1)")
+    bench.add_argument("--address", default=None, metavar="tcp://HOST:8786",
+                       help="dask executor: the scheduler's address")
+    bench.add_argument("--resume", action="store_true",
+                       help="keep DIR/results.csv and run only the cells missing from it")
+    bench.add_argument("--repeats", type=int, default=None, metavar="N",
+                       help="runs per cell, overriding the suite")
+    bench.add_argument("--grace", type=float, default=DEFAULT_GRACE_S, metavar="S",
+                       help="seconds past time_limit x 1.5 before a run is killed "
+                            f"(default {DEFAULT_GRACE_S:g})")
+    bench.add_argument("--save-plans", action="store_true", help="keep every plan in DIR/plans/")
+    bench.add_argument("--no-report", action="store_true", help="write results.csv only")
+    bench.set_defaults(handler=handle)
+    return bench
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Run the ``bench`` command; returns the exit code (1 when some cell failed)."""
+    if args.suite == "report":
+        if not args.directory:
+            raise InstanceError("DIR", "`fleetplan bench report DIR` needs the results folder")
+        return _report(Path(args.directory))
+    if args.directory is not None:
+        raise InstanceError("DIR", f"unexpected argument '{args.directory}' (use -o DIR for the results folder)")
+    if args.workers < 1:
+        raise InstanceError("--workers", "must be at least 1")
+    if args.repeats is not None and args.repeats < 1:
+        raise InstanceError("--repeats", "must be at least 1")
+    if args.grace < 0:
+        raise InstanceError("--grace", "must be >= 0")
+    if args.executor == "dask" and not args.address:
+        raise InstanceError("--address", "the dask executor needs --address tcp://HOST:8786")
+    if args.executor == "local" and args.address:
+        raise InstanceError("--address", "only the dask executor takes an address (add --executor dask)")
+    suite = load_suite(args.suite)
+    out = Path(args.output or Path("bench-results") / suite.name)
+    if not args.resume and (out / RESULTS_FILE).exists():
+        raise InstanceError("-o", f"{out / RESULTS_FILE} exists: pass --resume to finish it, "
+                                  "or choose another folder")
+    rows = run_sweep(suite, out, executor=args.executor, workers=args.workers, address=args.address,
+                     resume=args.resume, repeats=args.repeats, grace_s=args.grace,
+                     save_plans=args.save_plans)
+    failed = sum(row["status"] == "error" for row in rows)
+    print(f"{len(rows)} cells, {failed} failed: {out / RESULTS_FILE}", file=sys.stderr)
+    if not args.no_report:
+        _report(out)
+    return 1 if failed else 0
+
+
+def _report(folder: Path) -> int:
+    try:
+        from fleetplan.benchmarks.report import write_report
+    except ImportError:
+        print("reports are not available in this version", file=sys.stderr)
+        return 0
+    path = write_report(folder)
+    print(f"report: {path}", file=sys.stderr)
+    return 0

@@ -1,0 +1,194 @@
+"""The results table: ``OUT/results.csv``, one row per cell, appended as cells finish.
+
+Rows are appended one ``write`` at a time and flushed to disk, so an interrupted sweep loses
+at most the cells that were running; a torn last line (a crash mid-write) is dropped when the
+file is read back, and ``--resume`` runs exactly the cells whose key is missing.
+
+Gaps need every solver's result for an instance, so they are filled in at the end
+(:func:`finalize`): per instance (kind, parameters, seed), ``best_bound`` is the best bound any
+solver proved — for a maximization the *lowest* upper bound, for a minimization the highest
+lower bound — and ``gap = (best_bound - objective) / |objective|`` for a maximization
+(``(objective - best_bound) / |objective|`` for a minimization), which is >= 0 whenever the
+bounds are right. When no solver proved a bound, the best objective any feasible plan reached
+stands in, and ``gap_reference`` says ``best_objective`` instead of ``bound``. The finalized
+table is rewritten atomically, sorted in cell order.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from fleetplan.benchmarks.cells import COLUMNS, Cell, cell_key
+from fleetplan.instances import InstanceError
+from fleetplan.instances.base import atomic_write_text
+
+RESULTS_FILE = "results.csv"
+SOLVED = ("optimal", "feasible", "time_limit")
+# An objective may beat the best bound by this much (relative) before we call the bound wrong:
+# LP solutions are feasible only to ~1e-7.
+BOUND_TOLERANCE = 1e-6
+
+
+def row_key(row: dict[str, Any]) -> tuple[str, str, str, str, str]:
+    return cell_key(row["group"], row["instance"], row["seed"], row["label"], row["repeat"])
+
+
+def _csv_line(row: dict[str, Any]) -> str:
+    buffer = io.StringIO()
+    csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n").writerow(
+        {column: row.get(column, "") for column in COLUMNS})
+    return buffer.getvalue()
+
+
+def header_line() -> str:
+    return ",".join(COLUMNS) + "\n"
+
+
+class ResultsWriter:
+    """Appends rows to ``results.csv`` as they arrive, durably (flush + fsync per row)."""
+
+    def __init__(self, folder: str | os.PathLike[str], *, resume: bool = False):
+        self.path = Path(folder) / RESULTS_FILE
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.rows: list[dict[str, Any]] = read_results(self.path) if resume and self.path.exists() else []
+        # Rewrite what we keep, so a torn last line from a crash does not stay in the file.
+        atomic_write_text(self.path, header_line() + "".join(_csv_line(row) for row in self.rows))
+        self._stream = open(self.path, "a", encoding="utf-8", newline="")
+
+    @property
+    def done_keys(self) -> set[tuple[str, str, str, str, str]]:
+        return {row_key(row) for row in self.rows}
+
+    def append(self, row: dict[str, Any]) -> None:
+        self._stream.write(_csv_line(row))
+        self._stream.flush()
+        os.fsync(self._stream.fileno())
+        self.rows.append(row)
+
+    def close(self) -> None:
+        if not self._stream.closed:
+            self._stream.close()
+
+    def __enter__(self) -> ResultsWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_results(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Read a results table back, dropping a torn last line; raise InstanceError if it is not one."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / RESULTS_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InstanceError("", "no results table here (run `fleetplan bench SUITE -o DIR` first)", str(path)) from None
+    if text and not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [column for column in COLUMNS if column not in (reader.fieldnames or [])]
+    if missing:
+        raise InstanceError(missing[0], "column missing: this is not a fleetplan results table", str(path))
+    rows = []
+    for line, row in enumerate(reader, start=2):
+        if None in row or any(value is None for value in row.values()):
+            raise InstanceError(f"line {line}", "wrong number of fields", str(path))
+        rows.append({column: row[column] for column in COLUMNS})
+    return rows
+
+
+def as_float(value: Any) -> float | None:
+    """A table value as a float, or None when empty or not finite."""
+    if value is None or value == "":
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def instance_id(row: dict[str, Any]) -> tuple[str, str, str]:
+    """Rows about the same generated instance share (kind, instance, seed)."""
+    return (str(row["kind"]), str(row["instance"]), str(row["seed"]))
+
+
+def _better(sense: str, a: float, b: float) -> bool:
+    return a > b if sense == "max" else a < b
+
+
+def finalize(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Fill ``best_bound``, ``gap`` and ``gap_reference`` for every row (returns new rows)."""
+    rows = [dict(row) for row in rows]
+    by_instance: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_instance[instance_id(row)].append(row)
+    for group in by_instance.values():
+        senses = {row["sense"] for row in group if row["sense"]}
+        for row in group:
+            row["best_bound"] = row["gap"] = row["gap_reference"] = ""
+        if len(senses) != 1:
+            # Nothing solved, or solvers scored under different objectives: no common yardstick.
+            continue
+        sense = senses.pop()
+        solved = [row for row in group if row["status"] in SOLVED and as_float(row["objective"]) is not None]
+        bounds = [as_float(row["bound"]) for row in solved if as_float(row["bound"]) is not None]
+        feasible = [as_float(row["objective"]) for row in solved if str(row["violations"]) in ("0", "0.0")]
+        if bounds:
+            # For a maximization every proven bound is an upper bound: the tightest is the lowest.
+            reference = min(bounds) if sense == "max" else max(bounds)
+            label = "bound"
+        elif feasible:
+            reference = max(feasible) if sense == "max" else min(feasible)
+            label = "best_objective"
+        else:
+            continue
+        for row in solved:
+            objective = as_float(row["objective"])
+            assert objective is not None
+            signed = (reference - objective) if sense == "max" else (objective - reference)
+            gap = signed / max(abs(objective), 1e-9)
+            if gap < 0:
+                if label == "bound" and gap < -BOUND_TOLERANCE:
+                    row["message"] = _append(row["message"], f"objective beats the best bound by {-gap:.3g} (relative)")
+                gap = 0.0
+            row["best_bound"] = reference
+            row["gap"] = gap
+            row["gap_reference"] = label
+    return rows
+
+
+def _append(message: str, note: str) -> str:
+    return f"{message}; {note}" if message else note
+
+
+def sort_rows(rows: Iterable[dict[str, Any]], cells: list[Cell] | None = None) -> list[dict[str, Any]]:
+    """Rows in cell order when the cells are known, else by their identifying columns."""
+    rows = list(rows)
+    if cells is not None:
+        order = {cell.key: cell.order for cell in cells}
+        return sorted(rows, key=lambda row: (order.get(row_key(row), len(order)), row_key(row)))
+    return sorted(rows, key=lambda row: (row["group"], row["instance"], _int(row["seed"]), row["label"], _int(row["repeat"])))
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return -1
+
+
+def write_results(folder: str | os.PathLike[str], rows: Iterable[dict[str, Any]]) -> Path:
+    """Write a complete table atomically."""
+    path = Path(folder) / RESULTS_FILE
+    atomic_write_text(path, header_line() + "".join(_csv_line(row) for row in rows))
+    return path

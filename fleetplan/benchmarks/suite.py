@@ -1,0 +1,204 @@
+"""Benchmark suites: the YAML file format, its validation, and where bundled suites live.
+
+A suite names problem kinds, generator parameters to sweep, seeds, and the solvers (with
+options) to pit against each other::
+
+    name: gavel-scaling
+    description: one line
+    groups:
+      - kind: allocation
+        generator: {jobs: [32, 256], multi_gpu: [false, true]}   # a list is swept
+        seeds: [0]
+        repeats: 3
+        time_limit: 600
+        solvers:
+          - name: max-min-fairness
+            label: las
+            options: {lp_algorithm: ipm}
+
+A list value under ``generator`` is swept (cartesian product of every list); to pass a
+parameter whose own value is a list, wrap it once more (``worker_types: [[v100, k80]]``).
+``solvers: all`` stands for every solver registered for the kind, with default options, so a
+solver added to the registry is benchmarked without editing the suite.
+
+Loading validates everything up front — kinds, solver names, solver options, and every
+generator parameter set after expansion — and fails with an :class:`InstanceError` naming the
+YAML path (``groups[0].solvers[1].options.lp_algorithm``), never half-way through a sweep.
+
+>>> suite = load_suite("quick")
+>>> suite.name
+'quick'
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field, model_validator
+
+from fleetplan.instances import KINDS, InstanceError, get_kind
+from fleetplan.instances.base import StrictModel, validate_model
+from fleetplan.solvers import get_solver, solvers
+
+DEFAULT_TIME_LIMIT = 600.0
+
+
+class SolverEntry(StrictModel):
+    """One solver of a group: a registered name, an optional label, and its options."""
+
+    name: str = Field(min_length=1)
+    label: str | None = Field(default=None, min_length=1)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def display(self) -> str:
+        return self.label or self.name
+
+
+class Group(StrictModel):
+    """A block of cells: one kind, swept generator parameters, seeds, solvers, limits."""
+
+    name: str | None = Field(default=None, min_length=1, description="defaults to the group's index")
+    kind: str
+    generator: dict[str, Any] = Field(default_factory=dict)
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    repeats: int = Field(default=1, ge=1, le=1000)
+    time_limit: float = Field(default=DEFAULT_TIME_LIMIT, gt=0)
+    threads: int = Field(default=1, ge=1)
+    solvers: list[SolverEntry] | Literal["all"] = "all"
+
+    def solver_entries(self) -> list[SolverEntry]:
+        """The group's solvers, with ``all`` expanded from the registry."""
+        if self.solvers == "all":
+            return [SolverEntry(name=spec.name) for spec in solvers(self.kind)]
+        return list(self.solvers)
+
+    def parameter_sets(self) -> list[dict[str, Any]]:
+        """The cartesian product of every list under ``generator``, in file order."""
+        keys = list(self.generator)
+        axes = [value if isinstance(value, list) else [value] for value in self.generator.values()]
+        return [dict(zip(keys, combination, strict=True)) for combination in itertools.product(*axes)]
+
+
+class Suite(StrictModel):
+    """A benchmark suite file."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    groups: list[Group] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> Suite:
+        # Checked here rather than in Group so that errors carry the full path (groups[i]...).
+        names: set[str] = set()
+        for index, group in enumerate(self.groups):
+            _check_group(group, f"groups[{index}]")
+            name = group_name(group, index)
+            if name in names:
+                raise InstanceError(f"groups[{index}].name", f"duplicate group name '{name}'")
+            names.add(name)
+            spec = get_kind(group.kind)
+            for key, value in group.generator.items():
+                if isinstance(value, list) and not value:
+                    raise InstanceError(f"groups[{index}].generator.{key}", "an empty list sweeps nothing")
+            for params in group.parameter_sets():
+                try:
+                    validate_model(spec.generate_params, params)
+                except InstanceError as error:
+                    raise InstanceError(f"groups[{index}].generator.{error.path}", error.reason) from None
+        return self
+
+
+def _check_group(group: Group, at: str) -> None:
+    for index, seed in enumerate(group.seeds):
+        if seed < 0:
+            raise InstanceError(f"{at}.seeds[{index}]", "a seed must be >= 0")
+        if group.seeds.index(seed) != index:
+            raise InstanceError(f"{at}.seeds[{index}]", f"duplicate seed {seed}")
+    if group.kind not in KINDS:
+        raise InstanceError(f"{at}.kind", f"unknown problem kind '{group.kind}' (known: {', '.join(sorted(KINDS))})")
+    if group.solvers == "all":
+        if not solvers(group.kind):
+            raise InstanceError(f"{at}.solvers", f"no solver is registered for kind '{group.kind}'")
+        return
+    if not group.solvers:
+        raise InstanceError(f"{at}.solvers", "must list at least one solver (or say 'all')")
+    labels: set[str] = set()
+    for index, entry in enumerate(group.solvers):
+        try:
+            spec = get_solver(group.kind, entry.name)
+        except InstanceError as error:
+            raise InstanceError(f"{at}.solvers[{index}].name", error.reason) from None
+        unknown = sorted(set(entry.options) - set(spec.options))
+        if unknown:
+            known = ", ".join(sorted(spec.options)) or "none"
+            raise InstanceError(f"{at}.solvers[{index}].options.{unknown[0]}",
+                                f"unknown option for solver '{spec.name}' (known: {known})")
+        if entry.display in labels:
+            raise InstanceError(f"{at}.solvers[{index}].label",
+                                f"duplicate label '{entry.display}' (give each entry its own label)")
+        labels.add(entry.display)
+
+
+def group_name(group: Group, index: int) -> str:
+    """A group's name in the results table: its ``name`` field, else its index."""
+    return group.name or str(index)
+
+
+def bundled_suites() -> list[str]:
+    """Names of the suites shipped in ``fleetplan/benchmarks/suites/``."""
+    folder = resources.files("fleetplan.benchmarks").joinpath("suites")
+    return sorted(entry.name[:-5] for entry in folder.iterdir() if entry.name.endswith(".yaml"))
+
+
+def suite_path(name_or_path: str | os.PathLike[str]) -> Path:
+    """Resolve a suite argument: an existing file, or the name of a bundled suite."""
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    text = str(name_or_path)
+    if "/" not in text and not text.endswith((".yaml", ".yml")):
+        bundled = Path(str(resources.files("fleetplan.benchmarks").joinpath("suites", f"{text}.yaml")))
+        if bundled.is_file():
+            return bundled
+        known = ", ".join(bundled_suites())
+        raise InstanceError("", f"no suite file '{text}' and no bundled suite of that name (bundled: {known})")
+    raise InstanceError("", "file not found", text)
+
+
+def parse_suite(text: str, source: str | None = None) -> Suite:
+    """Validate the text of a suite file."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or "invalid YAML"
+        raise InstanceError("", f"malformed YAML{where}: {problem}", source) from None
+    if not isinstance(data, dict):
+        raise InstanceError("$", "expected a mapping with name and groups", source)
+    return validate_model(Suite, data, source)
+
+
+def load_suite(name_or_path: str | os.PathLike[str]) -> Suite:
+    """Load and validate a suite: a YAML file, or a bundled name (``quick``, ``standard``...)."""
+    path = suite_path(name_or_path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise InstanceError("", f"cannot read file: {error}", str(path)) from None
+    return parse_suite(text, str(path))
+
+
+def kinds_covered(suite: Suite) -> set[str]:
+    """The problem kinds a suite benchmarks."""
+    return {group.kind for group in suite.groups}
+
+
+def registered_kinds() -> set[str]:
+    return set(KINDS)
