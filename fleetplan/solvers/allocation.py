@@ -11,6 +11,7 @@ jobs that can use it. The objective (the minimum) is unchanged by the refinement
 
 from __future__ import annotations
 
+import time
 from typing import Literal
 
 import numpy as np
@@ -40,11 +41,14 @@ def _solve_highspy(instance: AllocationInstance, aware: bool, refine: bool, time
                    threads: int, seed: int, algorithm: highs_runner.LpAlgorithm,
                    progress: Progress) -> tuple[highs_runner.LpOutcome, np.ndarray | None]:
     arrays = instance.arrays()
+    started = time.perf_counter()
     lp, cells = max_min_fairness_lp(arrays, heterogeneity_aware=aware)
     highs = highs_runner.new_highs(time_limit, threads, seed)
     highs_runner.pass_lp(highs, lp, algorithm)
+    build_s = time.perf_counter() - started
     progress(0.1, f"solving max-min LP ({lp.num_cols} columns, {lp.num_rows} rows)")
     outcome = highs_runner.run(highs)
+    outcome.build_s = build_s
     if outcome.status == "optimal" and refine:
         level = outcome.objective
         t_column = lp.names["t"].start
@@ -56,6 +60,7 @@ def _solve_highspy(instance: AllocationInstance, aware: bool, refine: bool, time
         progress(0.6, "refining: spare capacity to jobs above the max-min level")
         refined = highs_runner.run(highs)
         outcome.log += refined.log
+        outcome.solve_s += refined.solve_s
         if refined.status == "optimal":
             outcome.values = refined.values
         else:
@@ -71,10 +76,13 @@ def _solve_pyomo(instance: AllocationInstance, aware: bool, refine: bool, time_l
                  progress: Progress) -> tuple[highs_runner.LpOutcome, np.ndarray | None]:
     arrays = instance.arrays()
     progress(0.05, "building the Pyomo model")
+    started = time.perf_counter()
     model, cells = max_min_fairness_pyomo(arrays, heterogeneity_aware=aware)
+    build_s = time.perf_counter() - started
     progress(0.3, "solving the Pyomo model with HiGHS")
     outcome = highs_runner.solve_pyomo(model, time_limit=time_limit, threads=threads, seed=seed,
                                        algorithm=algorithm)
+    outcome.build_s = build_s
     if outcome.status == "optimal" and refine:
         level = outcome.objective
         coefficient = fairness_coefficients(arrays, aware)
@@ -88,6 +96,7 @@ def _solve_pyomo(instance: AllocationInstance, aware: bool, refine: bool, time_l
         refined = highs_runner.solve_pyomo(model, time_limit=time_limit, threads=threads, seed=seed,
                                            algorithm=algorithm)
         outcome.log += refined.log
+        outcome.solve_s += refined.solve_s
         if refined.status != "optimal":
             outcome.log.append(f"refinement ended {refined.status}")
     if outcome.objective is None:
@@ -115,7 +124,7 @@ def _max_min(instance: AllocationInstance, aware: bool, *, time_limit: float | N
     return SolveResult(status=status, plan=plan, objective=outcome.objective if aware else None,
                        bound=outcome.objective if aware and status == "optimal" else None,
                        log=outcome.log, message=f"max-min fairness LP {outcome.status}",
-                       stats={"solve_s": outcome.solve_s})
+                       stats={"build_s": outcome.build_s, "solve_s": outcome.solve_s})
 
 
 @register("allocation", "max-min-fairness", exact=True, default=True,

@@ -24,7 +24,7 @@ from fleetplan.models.linear import INF, LinearProgram
 LpAlgorithm = Literal["auto", "simplex", "ipm", "pdlp"]
 # Below this many columns simplex is fast and exact to the vertex; above it the interior
 # point method wins (measured: benchmarks/RESULTS.md).
-AUTO_IPM_COLUMNS = 20_000
+AUTO_IPM_COLUMNS = 2_000
 
 
 @dataclass

@@ -1,0 +1,70 @@
+"""``fleetplan demo``: solve every bundled example with the solvers worth comparing on it.
+
+Each kind names the solvers to compare and the metrics that show the difference; a kind
+without an entry is solved with its default solver.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+import fleetplan
+from fleetplan.instances import InstanceError
+
+DEMO_SOLVERS: dict[str, list[str]] = {
+    "allocation": ["max-min-fairness", "max-min-fairness-agnostic"],
+}
+# metric name -> column heading
+DEMO_METRICS: dict[str, dict[str, str]] = {
+    "allocation": {
+        "min_normalized_throughput": "min norm. thr.",
+        "total_throughput": "total thr.",
+        "mean_speedup_over_isolated": "vs isolated",
+    },
+}
+DEMO_TIME_LIMIT_S = 60.0
+
+
+def run_demo(examples: Path, console: Console, json_output: bool = False) -> int:
+    """Solve each ``examples/*.json`` and print one comparison table per kind."""
+    files = sorted(examples.glob("*.json"))
+    if not files:
+        raise InstanceError("--examples", f"no example instances (*.json) in '{examples}'")
+    rows: dict[str, list[dict]] = {}
+    for path in files:
+        instance = fleetplan.load_instance(path)
+        names = DEMO_SOLVERS.get(instance.kind) or [fleetplan.get_solver(instance.kind).name]
+        for name in names:
+            result = fleetplan.solve(instance, name, time_limit=DEMO_TIME_LIMIT_S, seed=0)
+            evaluation = result.evaluation
+            rows.setdefault(instance.kind, []).append({
+                "example": path.name, "solver": name, "status": result.status,
+                "objective": result.objective, "wall_s": result.wall_s,
+                "violations": len(evaluation.violations) if evaluation else None,
+                **{m: evaluation.metrics.get(m) for m in DEMO_METRICS.get(instance.kind, {}) if evaluation},
+            })
+    if json_output:
+        sys.stdout.write(json.dumps(rows, indent=1) + "\n")
+        return 0
+    for kind, kind_rows in rows.items():
+        table = Table(title=f"{kind}: solvers compared on the bundled examples", header_style="bold")
+        headings = {"example": "example", "solver": "solver", "status": "status", "objective": "objective",
+                    **DEMO_METRICS.get(kind, {}), "violations": "violations", "wall_s": "wall s"}
+        columns = list(headings)
+        for column, heading in headings.items():
+            table.add_column(heading, justify="left" if column in ("example", "solver") else "right")
+        for row in kind_rows:
+            table.add_row(*[_cell(row.get(column)) for column in columns])
+        console.print(table)
+    return 0
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return "-" if value is None else str(value)

@@ -1,0 +1,22 @@
+from pathlib import Path
+
+import pytest
+
+from fleetplan.instances import instance_from_data
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def gavel_example_data() -> dict:
+    """Gavel §4.1: one V100, one K80; jobs with throughputs [4, 1], [3, 1], [2, 1]."""
+    return {
+        "kind": "allocation",
+        "worker_types": [{"name": "v100", "count": 1}, {"name": "k80", "count": 1}],
+        "jobs": [{"id": f"job{i}", "throughput": {"v100": v, "k80": 1.0}} for i, v in enumerate([4.0, 3.0, 2.0])],
+    }
+
+
+@pytest.fixture
+def gavel_example():
+    return instance_from_data(gavel_example_data())

@@ -1,0 +1,30 @@
+"""highspy and ortools must load into one process (DESIGN.md "Known clash": highspy 1.15.x
+with ortools 9.15 fails with an undefined symbol). Each order runs in a fresh interpreter,
+because the first import decides which shared libraries are loaded."""
+
+import subprocess
+import sys
+
+import pytest
+
+SOLVE_BOTH = """
+import {first}, {second}
+import highspy
+from ortools.linear_solver import pywraplp
+from ortools.sat.python import cp_model
+h = highspy.Highs(); h.setOptionValue("output_flag", False)
+h.addVar(0, 1); h.changeColCost(0, -1); h.run()
+assert abs(h.getInfo().objective_function_value + 1) < 1e-9
+model = cp_model.CpModel(); x = model.NewIntVar(0, 3, "x"); model.Maximize(x)
+solver = cp_model.CpSolver(); assert solver.Solve(model) == cp_model.OPTIMAL and solver.Value(x) == 3
+glop = pywraplp.Solver.CreateSolver("GLOP"); assert glop is not None
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("first,second", [("highspy", "ortools"), ("ortools", "highspy")])
+def test_highspy_and_ortools_share_a_process(first, second):
+    code = SOLVE_BOTH.format(first=first, second=second)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "ok"
