@@ -550,3 +550,9 @@ def generate(params: AllocationParams | None = None, seed: int = 0) -> Allocatio
     (8, [8, 8, 8])
     """
     return AllocationInstance.model_validate(generated_instance_data(params or AllocationParams(), seed))
+
+
+# The water-filling policies (§4.3) live in their own module; they extend the judge here.
+from fleetplan.instances.allocation_hierarchical import with_water_filling_policies  # noqa: E402
+
+evaluate = with_water_filling_policies(evaluate)
