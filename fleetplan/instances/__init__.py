@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from fleetplan.instances import allocation
+from fleetplan.instances import allocation, placement, placement_evaluate, placement_generate
 from fleetplan.instances.base import (
     Evaluation,
     InstanceBase,
@@ -34,6 +34,15 @@ KINDS: dict[str, ProblemKind] = {
         generate=allocation.generate,
         generate_params=allocation.AllocationParams,
         description="Gavel: share heterogeneous accelerators among jobs (allocation matrix X)",
+    ),
+    "placement": ProblemKind(
+        name="placement",
+        instance_type=placement.PlacementInstance,
+        plan_type=placement.PlacementPlan,
+        evaluate=placement_evaluate.evaluate,
+        generate=placement_generate.generate,
+        generate_params=placement_generate.PlacementParams,
+        description="Tetris (MAST §3): place tables in regions (home region per table, replicas)",
     ),
 }
 

@@ -1,0 +1,289 @@
+"""The judge of the ``placement`` kind: Tetris's objective, constraints and metrics (MAST §3.3, §5.6).
+
+Objective (Figure 4; minimised), over the recurring jobs Tetris plans for::
+
+    w1 * sum_job w_job * sum_{table in job} size(table) * [R(job) != R(table)]      (1)
+  + w2 * sum_{GPU type g, priority p} w_p * sum_region [                            (2)
+          (D[r,g,p] / sum_r D[r,g,p] - S[r,g] / sum_r S[r,g])^2                     (7)
+        + (D[r,g,p] / sum_r D[r,g,p]) * sigmoid(max(0, D[r,g,p] - S[r,g]) / tau) ]   (8)
+  + w3 * sum_region (B[r] / sum_r B[r] - C[r] / sum_r C[r])^2                      (3, 9)
+
+D is GPU demand (GPU-hours of ML jobs whose R(job) is the region), S GPU supply, B the bytes of
+tables homed in a region, C its storage capacity. An ML job whose tables are split (R(job) is
+none) reads all its tables across regions in (1) and adds no demand in (2), as §3.3 says.
+Expression 8 is read from the figure as the region's *share* of the demand times the sigmoid of
+its overload, so that it lies in [0.5, 1] per (type, priority) like (7) lies in [0, 2]; a
+(type, priority) with no demand contributes nothing.
+
+Hard constraints: storage (4) — every byte stored in a region (home tables and replicas) fits
+its capacity; CPU (5) — each application's CPU-hours per region within its capacity;
+home training (6) — the share of high-priority recurring ML GPU-hours whose R(job) has the job's
+GPU type is at least ``home_training_threshold``; the daily move quota in bytes; no replica in a
+table's own home region.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from fleetplan.instances.base import Evaluation, Violation
+from fleetplan.instances.placement import (
+    KIND,
+    ML,
+    NO_REGION,
+    PRIORITY_LEVELS,
+    PlacementArrays,
+    PlacementInstance,
+    PlacementPlan,
+)
+
+# Relative slack when checking capacities: sums of floats in another order differ by ~1e-12.
+TOLERANCE = 1e-9
+MAX_LISTED = 20
+
+
+def job_regions(arrays: PlacementArrays, home: np.ndarray) -> np.ndarray:
+    """R(job) for every job given the tables' home regions (§3.3); -1 for none.
+
+    Spark/Presto: the region with most of the job's tables; ties to more bytes, then to the
+    lower region index. ML: the common region of all its tables, else -1.
+
+    >>> from fleetplan.instances import generate
+    >>> instance = generate("placement", {"regions": 3, "tables": 20, "jobs": 20}, seed=0)
+    >>> arrays = instance.arrays()
+    >>> int(job_regions(arrays, arrays.table_home).min()) >= -1
+    True
+    """
+    return regions_of_jobs(home, arrays.job_ptr, arrays.job_tables, arrays.job_kind,
+                           arrays.table_size, arrays.num_regions)
+
+
+def regions_of_jobs(home: np.ndarray, job_ptr: np.ndarray, job_tables: np.ndarray,
+                    job_kind: np.ndarray, table_size: np.ndarray, num_regions: int) -> np.ndarray:
+    """:func:`job_regions` over plain arrays (the generator uses it before an instance exists)."""
+    num_jobs = len(job_kind)
+    region = np.full(num_jobs, NO_REGION, dtype=np.int64)
+    if num_jobs == 0:
+        return region
+    pair_home = home[job_tables]
+    starts = job_ptr[:-1]
+    low = np.minimum.reduceat(pair_home, starts)
+    high = np.maximum.reduceat(pair_home, starts)
+    is_ml = job_kind == ML
+    region[is_ml] = np.where(low[is_ml] == high[is_ml], low[is_ml], NO_REGION)
+    majority = ~is_ml & (low != high)
+    region[~is_ml & (low == high)] = low[~is_ml & (low == high)]
+    if majority.any():
+        pair_job = np.repeat(np.arange(num_jobs, dtype=np.int64), np.diff(job_ptr))
+        pick = majority[pair_job]
+        keys = pair_job[pick] * num_regions + pair_home[pick]
+        unique, inverse = np.unique(keys, return_inverse=True)
+        count = np.bincount(inverse)
+        size = np.bincount(inverse, weights=table_size[job_tables[pick]])
+        job, reg = unique // num_regions, unique % num_regions
+        order = np.lexsort((reg, -size, -count, job))
+        job, reg = job[order], reg[order]
+        first = np.concatenate([[True], job[1:] != job[:-1]])
+        region[job[first]] = reg[first]
+    return region
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * x))  # = 1 / (1 + exp(-x)), without overflow
+
+
+def gpu_demand(arrays: PlacementArrays, region: np.ndarray) -> np.ndarray:
+    """D[r, g, p]: GPU-hours of planned ML jobs placed in region r, by GPU type and priority."""
+    use = arrays.planned & (arrays.job_kind == ML) & (region >= 0)
+    num_types = len(arrays.gpu_types)
+    cell = (region[use] * num_types + arrays.job_gpu_type[use]) * PRIORITY_LEVELS + arrays.job_priority[use]
+    flat = np.bincount(cell, weights=arrays.job_gpu_hours[use],
+                       minlength=arrays.num_regions * num_types * PRIORITY_LEVELS).astype(float)
+    return flat.reshape(arrays.num_regions, num_types, PRIORITY_LEVELS)
+
+
+def gpu_terms(arrays: PlacementArrays, demand: np.ndarray) -> tuple[float, float]:
+    """Expressions 7 and 8 summed over regions, GPU types and priorities, weighted by w_p."""
+    supply = arrays.gpu_supply
+    total = demand.sum(axis=0)
+    active = total > 0
+    share = np.divide(demand, total, out=np.zeros_like(demand), where=active)
+    supply_total = supply.sum(axis=0)
+    supply_share = np.divide(supply, supply_total, out=np.zeros_like(supply), where=supply_total > 0)
+    balance = (np.square(share - supply_share[:, :, None]).sum(axis=0) * active) @ arrays.w_priority
+    over = np.maximum(0.0, demand - supply[:, :, None]) / arrays.sigmoid_scale
+    overload = (share * sigmoid(over)).sum(axis=0) @ arrays.w_priority
+    return float(balance.sum()), float(overload.sum())
+
+
+def storage_balance(arrays: PlacementArrays, home_bytes: np.ndarray) -> float:
+    """Expression 9 summed over regions: (share of bytes - share of capacity)^2."""
+    total = home_bytes.sum()
+    capacity = arrays.storage_capacity.sum()
+    share = home_bytes / total if total > 0 else np.zeros_like(home_bytes)
+    capacity_share = arrays.storage_capacity / capacity if capacity > 0 else np.zeros_like(home_bytes)
+    return float(np.square(share - capacity_share).sum())
+
+
+def cross_region_bytes(arrays: PlacementArrays, home: np.ndarray, region: np.ndarray,
+                       weighted: bool = True) -> float:
+    """Expression 1 without w1: bytes planned jobs read from a region other than R(job)."""
+    pair_job = arrays.pair_job
+    cross = arrays.planned[pair_job] & (region[pair_job] != home[arrays.job_tables])
+    size = arrays.table_size[arrays.job_tables]
+    if weighted:
+        size = size * arrays.job_weight[pair_job]
+    return float(size[cross].sum())
+
+
+def objective_terms(arrays: PlacementArrays, home: np.ndarray) -> dict[str, float]:
+    """The weighted terms of the objective for a home assignment (their sum is the objective)."""
+    region = job_regions(arrays, home)
+    balance, overload = gpu_terms(arrays, gpu_demand(arrays, region))
+    home_bytes = np.bincount(home, weights=arrays.table_size, minlength=arrays.num_regions)
+    return {
+        "traffic": arrays.w_traffic * cross_region_bytes(arrays, home, region),
+        "gpu_balance": arrays.w_gpu * balance,
+        "gpu_overload": arrays.w_gpu * overload,
+        "storage_balance": arrays.w_storage * storage_balance(arrays, home_bytes),
+    }
+
+
+def hosting_regions(arrays: PlacementArrays, home: np.ndarray, replica_table: np.ndarray,
+                    replica_region: np.ndarray, jobs: np.ndarray) -> sp.csr_matrix:
+    """Boolean (len(jobs), regions) matrix: the region holds a copy of every table of the job and
+    has supply of its GPU type — data-GPU collocation (§3.1), counting replicas."""
+    num_tables, num_regions = arrays.num_tables, arrays.num_regions
+    rows = np.concatenate([np.arange(num_tables), replica_table])
+    cols = np.concatenate([home, replica_region])
+    presence = sp.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)),
+                             shape=(num_tables, num_regions))
+    presence.data[:] = 1.0  # a replica in the home region must not count twice
+    starts, ends = arrays.job_ptr[jobs], arrays.job_ptr[jobs + 1]
+    lengths = ends - starts
+    pair_rows = np.repeat(np.arange(len(jobs)), lengths)
+    offsets = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    pair_tables = arrays.job_tables[np.repeat(starts, lengths) + offsets]
+    incidence = sp.csr_matrix((np.ones(len(pair_rows), dtype=np.float32), (pair_rows, pair_tables)),
+                              shape=(len(jobs), num_tables))
+    present = (incidence @ presence).tocoo()
+    has_type = arrays.gpu_supply[present.col, arrays.job_gpu_type[jobs][present.row]] > 0
+    ok = (present.data >= lengths[present.row] - 0.5) & has_type
+    return sp.csr_matrix((np.ones(int(ok.sum()), dtype=bool), (present.row[ok], present.col[ok])),
+                         shape=(len(jobs), num_regions))
+
+
+def _share(weights: np.ndarray, good: np.ndarray) -> float:
+    total = weights.sum()
+    return float(weights[good].sum() / total) if total > 0 else 1.0
+
+
+def evaluate(instance: PlacementInstance, plan: PlacementPlan) -> Evaluation:
+    """Judge a placement plan: the Figure 4 objective and its terms, violations, §5.6 metrics.
+
+    >>> from fleetplan.instances import generate
+    >>> from fleetplan.instances.placement import PlacementPlan
+    >>> instance = generate("placement", {"regions": 4, "tables": 50, "jobs": 60}, seed=1)
+    >>> plan = PlacementPlan.from_arrays(instance, instance.arrays().table_home)
+    >>> evaluation = evaluate(instance, plan)
+    >>> evaluation.feasible, evaluation.metrics["bytes_moved"]
+    (True, 0.0)
+    """
+    arrays = instance.arrays()
+    home = plan.home_array(instance)
+    replica_table, replica_region, replica_bytes = plan.replica_arrays(instance)
+    region = job_regions(arrays, home)
+    demand = gpu_demand(arrays, region)
+    balance, overload = gpu_terms(arrays, demand)
+    num_regions = arrays.num_regions
+    home_bytes = np.bincount(home, weights=arrays.table_size, minlength=num_regions)
+    traffic = cross_region_bytes(arrays, home, region)
+    terms = {
+        "traffic": arrays.w_traffic * traffic,
+        "gpu_balance": arrays.w_gpu * balance,
+        "gpu_overload": arrays.w_gpu * overload,
+        "storage_balance": arrays.w_storage * storage_balance(arrays, home_bytes),
+    }
+    violations: list[Violation] = []
+
+    stored = home_bytes + np.bincount(replica_region, weights=replica_bytes, minlength=num_regions).astype(float)
+    capacity = arrays.storage_capacity
+    for r in np.flatnonzero(stored > capacity * (1 + TOLERANCE) + 1e-6)[:MAX_LISTED]:
+        violations.append(Violation(
+            constraint="storage", where=arrays.region_ids[r], amount=float(stored[r] - capacity[r]),
+            message=f"{stored[r]:.6g} bytes stored (homes and replicas) of {capacity[r]:.6g}"))
+
+    placed = arrays.planned & (region >= 0)
+    cpu = np.bincount(arrays.job_app[placed] * num_regions + region[placed],
+                      weights=arrays.job_cpu_hours[placed], minlength=len(arrays.app_ids) * num_regions).astype(float)
+    cpu = cpu.reshape(len(arrays.app_ids), num_regions)
+    over = np.argwhere(cpu > arrays.cpu_capacity * (1 + TOLERANCE) + 1e-9)
+    for a, r in over[:MAX_LISTED]:
+        violations.append(Violation(
+            constraint="cpu", where=f"{arrays.app_ids[a]}/{arrays.region_ids[r]}",
+            amount=float(cpu[a, r] - arrays.cpu_capacity[a, r]),
+            message=f"{cpu[a, r]:.6g} CPU-hours of {arrays.cpu_capacity[a, r]:.6g}"))
+
+    high = arrays.high_priority_ml
+    hp_hours = arrays.job_gpu_hours[high]
+    hp_region, hp_type = region[high], arrays.job_gpu_type[high]
+    at_home = (hp_region >= 0) & (arrays.gpu_supply[np.maximum(hp_region, 0), hp_type] > 0)
+    home_rate = _share(hp_hours, at_home)
+    if home_rate < arrays.home_training_threshold - TOLERANCE:
+        violations.append(Violation(
+            constraint="home_training", where="high-priority ML jobs",
+            amount=float(arrays.home_training_threshold - home_rate),
+            message=f"{home_rate:.4%} of high-priority GPU-hours train in their home region, "
+                    f"below the threshold {arrays.home_training_threshold:.4%}"))
+
+    moved = home != arrays.table_home
+    bytes_moved = float(arrays.table_size[moved].sum())
+    if bytes_moved > arrays.move_quota_bytes * (1 + TOLERANCE) + 1e-6:
+        violations.append(Violation(
+            constraint="move_quota", where="tables", amount=bytes_moved - arrays.move_quota_bytes,
+            message=f"{bytes_moved:.6g} bytes moved, daily quota {arrays.move_quota_bytes:.6g}"))
+    at_own_home = replica_region == home[replica_table]
+    for index in np.flatnonzero(at_own_home)[:MAX_LISTED]:
+        violations.append(Violation(
+            constraint="replica_at_home", where=arrays.table_ids[replica_table[index]],
+            amount=float(replica_bytes[index]), message="a replica in the table's own home region"))
+
+    # §5.6 metrics: high-priority GPU demand/supply per region (regions that have GPUs).
+    supply = arrays.gpu_supply.sum(axis=1)
+    hp_demand = np.bincount(hp_region[hp_region >= 0], weights=hp_hours[hp_region >= 0],
+                            minlength=num_regions).astype(float)
+    with_gpus = supply > 0
+    ratio = hp_demand[with_gpus] / supply[with_gpus]
+    ml = np.flatnonzero(arrays.job_kind == ML)
+    hosts = hosting_regions(arrays, home, replica_table, replica_region, ml)
+    collocated = np.diff(hosts.indptr) > 0
+    ml_hours = arrays.job_gpu_hours[ml]
+    ml_high = high[ml]
+    ml_first = ~arrays.job_recurring[ml]
+    metrics = {
+        "hp_demand_supply_max": float(ratio.max()) if ratio.size else 0.0,
+        "hp_demand_supply_std": float(ratio.std()) if ratio.size else 0.0,
+        "hp_demand_supply_overall": float(hp_demand.sum() / supply.sum()) if supply.sum() > 0 else 0.0,
+        "hp_gpu_hours_in_regions_without_gpus": float(hp_demand[~with_gpus].sum()),
+        "home_training_rate": home_rate,
+        "collocation_rate": _share(ml_hours[ml_high], collocated[ml_high]),
+        "collocation_rate_first_time": _share(ml_hours[ml_first], collocated[ml_first]),
+        "collocation_rate_jobs": float(collocated.mean()) if ml.size else 1.0,
+        "candidate_regions_mean": float(np.diff(hosts.indptr).mean()) if ml.size else 0.0,
+        "ml_jobs_no_feasible_region": float((~collocated).sum()),
+        "hp_ml_jobs_no_feasible_region": float((~collocated & ml_high).sum()),
+        "ml_jobs_split": float(((region < 0) & (arrays.job_kind == ML) & arrays.planned).sum()),
+        "cross_region_bytes": cross_region_bytes(arrays, home, region, weighted=False),
+        "home_bytes": float(home_bytes.sum()),
+        "replica_bytes": float(replica_bytes.sum()),
+        "replica_storage_overhead": float(replica_bytes.sum() / home_bytes.sum()) if home_bytes.sum() > 0 else 0.0,
+        "storage_utilization_max": float((stored / np.maximum(capacity, 1e-300)).max()),
+        "bytes_moved": bytes_moved,
+        "tables_moved": float(moved.sum()),
+        "moves_listed": float(len(plan.moves)),
+    }
+    if np.isfinite(arrays.move_quota_bytes):
+        metrics["move_quota_bytes"] = arrays.move_quota_bytes
+    return Evaluation(kind=KIND, objective=float(sum(terms.values())), sense="min", terms=terms,
+                      violations=violations, metrics=metrics)
