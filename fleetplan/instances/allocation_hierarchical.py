@@ -42,7 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from fleetplan.instances.base import Evaluation
+from fleetplan.instances.base import Evaluation, InstanceError
 
 HIERARCHICAL = "hierarchical"
 WATER_FILLING = "max_min_fairness_water_filling"
@@ -242,6 +242,8 @@ def with_water_filling_policies(base_evaluate: Callable[[Any, Any], Evaluation])
         if getattr(plan, "policy", None) not in POLICY_METRICS:
             return base_evaluate(instance, plan)
         objective, metrics = POLICY_METRICS[plan.policy]
+        if getattr(plan, "pairs", None):
+            raise InstanceError("pairs", f"the {plan.policy} policy has no space-sharing rows")
         verdict = base_evaluate(instance, plan.model_copy(update={"policy": "max_min_fairness"}))
         matrix = plan.matrix(instance)
         terms = objective(instance, matrix)

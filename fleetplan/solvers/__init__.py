@@ -5,6 +5,7 @@ functions with :func:`fleetplan.solvers.base.register` when imported.
 """
 
 from fleetplan.solvers import allocation  # noqa: F401  (registers solvers)
+from fleetplan.solvers import water_filling  # noqa: F401  (registers solvers)
 from fleetplan.solvers.base import (
     STATUSES,
     Progress,
