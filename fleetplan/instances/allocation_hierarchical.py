@@ -52,7 +52,7 @@ WATER_FILLING = "max_min_fairness_water_filling"
 RISE_TOLERANCE = 1e-6
 # Each job's trial rise is capped (score units, relative to the largest score) so that the
 # one LP spreads the spare capacity over many jobs instead of pouring it into one.
-RISE_CAP = 1e-2
+RISE_CAP = 1e-3
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ Jobs not yet bottlenecked but of zero weight (FIFO jobs behind their entity's he
 too: one that cannot rise now never will (the other jobs' levels only grow), so marking it now
 gives the same allocation as the paper's procedure in fewer iterations.
 
-Numerics: levels are set slightly below the LP's optimum (relative ``LEVEL_BACKOFF``) so the next
-problems stay feasible; a rise counts when it exceeds ``RISE_TOLERANCE`` (1e-6) times the largest
+Numerics: a class's new level is the LP's promise capped by what the LP's solution delivers, so
+the next problems stay feasible without handing out slack; a rise counts when it exceeds ``RISE_TOLERANCE`` (1e-6) times the largest
 level — the same tolerance the judge uses.
 """
 
@@ -60,7 +60,6 @@ from fleetplan.solvers import highs as highs_runner
 from fleetplan.solvers.base import Progress, SolveResult, register
 
 BottleneckTest = Literal["lp", "milp"]
-LEVEL_BACKOFF = 1e-9
 MILP_TOLERANCE = 1e-9
 
 
@@ -132,11 +131,14 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
             run.status = outcome.status if outcome.status == "time_limit" else "error"
             run.log += outcome.log + [f"iteration {run.iterations}: level LP ended {outcome.status}"]
             break
-        step = max(0.0, outcome.objective * (1.0 - LEVEL_BACKOFF) - LEVEL_BACKOFF)
+        step = max(0.0, outcome.objective)
         if run.first_level is None:
             run.first_level = float(outcome.objective)
-        levels = levels + rate * step
         run.values = outcome.values[: len(classes.cell_class)]
+        # New levels: what the LP promised, but never more than its solution delivers (within
+        # the LP's feasibility tolerance it may fall short by ~1e-9), so the solution itself
+        # satisfies every later floor and no slack is handed out as a fake rise.
+        levels = np.maximum(levels, np.minimum(levels + rate * step, classes.scores(run.values)))
         tested = np.flatnonzero(~done)
         if bottleneck_test == "milp":
             stuck, solves = _milp_test(classes, levels, tested, deadline, threads, seed)
