@@ -130,8 +130,10 @@ class AllocationArrays:
     colocation_class: np.ndarray | None = None  # (jobs,), index into colocation_throughput, -1 none
     colocation_throughput: np.ndarray | None = None  # (classes, classes, types, 2)
     # Set when these arrays are a part of a larger instance (POP partitioning): the isolated
-    # 1/n share is the whole cluster's, not the part's.
+    # 1/n share is the whole cluster's, not the part's, and a job fits a type if the whole
+    # cluster has enough workers of it (a part may hold a fraction of a worker).
     isolated_override: np.ndarray | None = None
+    fit_workers: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n_jobs, n_types = self.throughput.shape
@@ -147,7 +149,8 @@ class AllocationArrays:
     @property
     def runnable(self) -> np.ndarray:
         """(jobs, types): the job has throughput there and the type has enough workers."""
-        return (self.throughput > 0) & (self.num_workers[None, :] >= self.scale_factor[:, None])
+        workers = self.num_workers if self.fit_workers is None else self.fit_workers
+        return (self.throughput > 0) & (workers[None, :] >= self.scale_factor[:, None])
 
     @property
     def equal_share_throughput(self) -> np.ndarray:
@@ -192,6 +195,7 @@ class AllocationArrays:
             arrival_rank=self.arrival_rank[jobs], colocation_class=self.colocation_class[jobs],
             colocation_throughput=self.colocation_throughput,
             isolated_override=self.isolated_throughput[jobs],
+            fit_workers=self.num_workers if self.fit_workers is None else self.fit_workers,
         )
 
 

@@ -4,8 +4,11 @@ Importing this package registers every solver: each solver module below register
 functions with :func:`fleetplan.solvers.base.register` when imported.
 """
 
-from fleetplan.solvers import allocation  # noqa: F401  (registers solvers)
-from fleetplan.solvers import water_filling  # noqa: F401  (registers solvers)
+from fleetplan.solvers import (
+    allocation,  # noqa: F401  (registers solvers)
+    allocation_policies,  # noqa: F401  (registers solvers)
+    water_filling,  # noqa: F401  (registers solvers)
+)
 from fleetplan.solvers.base import (
     STATUSES,
     Progress,

@@ -1,0 +1,190 @@
+"""Solving one allocation policy LP: aggregation, backends, refinement, expansion.
+
+:func:`solve_spec` takes the arrays of an instance (or of a POP part) and a
+:class:`~fleetplan.models.allocation_policies.PolicySpec` and returns the allocation:
+
+1. *aggregate* (when allowed): jobs identical in every number the LP reads share one set of
+   variables — the LP of a convex symmetric policy has a symmetric optimum (averaging an optimum
+   over permutations of identical jobs keeps it optimal), so solving the class LP and giving
+   every member its class's row reaches the full model's optimum (tests check it);
+2. build the space (single cells, and pair columns with space sharing) and the LP;
+3. solve it with the chosen backend — HiGHS through highspy (default), the Pyomo reference
+   model through HiGHS, or OR-Tools GLOP / PDLP;
+4. for ``max_min`` forms, *refine*: a second LP keeps the max-min level and maximizes the sum of
+   the same scores, so capacity the minimum does not need is not left idle;
+5. expand classes back to jobs and Charnes-Cooper's y / s back to X.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+import numpy as np
+import pyomo.environ as pyo
+
+from fleetplan.instances.allocation import AllocationArrays
+from fleetplan.models.allocation_policies import (
+    PolicySpec,
+    aggregate_jobs,
+    build_space,
+    model_throughput,
+    policy_lp,
+    policy_pyomo,
+    refinement_lp,
+)
+from fleetplan.solvers import highs as highs_runner
+from fleetplan.solvers.ortools_lp import run_lp
+
+Backend = Literal["highspy", "pyomo", "ortools-glop", "ortools-pdlp"]
+BACKENDS: tuple[str, ...] = ("highspy", "pyomo", "ortools-glop", "ortools-pdlp")
+
+
+@dataclass
+class LpOptions:
+    """How to solve: backend, HiGHS algorithm, limits, aggregation, refinement, pairs."""
+
+    backend: Backend = "highspy"
+    lp_algorithm: highs_runner.LpAlgorithm = "auto"
+    time_limit: float | None = None
+    threads: int = 1
+    seed: int = 0
+    aggregate: bool = True
+    refine: bool = True
+    heterogeneity_aware: bool = True
+    pair_jobs: np.ndarray | None = None  # space sharing: pair columns (P, 2) and their type (P,)
+    pair_type: np.ndarray | None = None
+
+
+@dataclass
+class SpecOutcome:
+    """An LP's answer as an allocation of the arrays' jobs (and pair rows)."""
+
+    status: str
+    matrix: np.ndarray | None = None
+    pair_jobs: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=int))
+    pair_matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    objective: float | None = None  # the LP's own optimum (t for max_min before refinement)
+    log: list[str] = field(default_factory=list)
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+def _run(space, spec: PolicySpec, options: LpOptions, level: float | None = None, lp=None):
+    """Solve the spec's LP (or its refinement at ``level``); returns (outcome, values, lp)."""
+    remaining = options.time_limit
+    if options.backend == "pyomo":
+        started = time.perf_counter()
+        model = policy_pyomo(space, spec, level=level)
+        build_s = time.perf_counter() - started
+        outcome = highs_runner.solve_pyomo(model, time_limit=remaining, threads=options.threads,
+                                           seed=options.seed, algorithm=options.lp_algorithm)
+        outcome.build_s = build_s
+        if outcome.objective is None:
+            return outcome, None, None
+        values = np.array([pyo.value(model.x[c], exception=False) or 0.0 for c in range(space.n_cols)])
+        extra = [pyo.value(model.t)] if spec.form == "max_min" else [pyo.value(model.s)] if spec.form == "charnes_cooper" else []
+        return outcome, np.concatenate([values, extra]), None
+    started = time.perf_counter()
+    if level is None:
+        lp = policy_lp(space, spec)
+    else:
+        lp = refinement_lp(lp, space, spec, level)
+    build_s = time.perf_counter() - started
+    outcome = run_lp(lp, options.backend, algorithm=options.lp_algorithm, time_limit=remaining,
+                     threads=options.threads, seed=options.seed)
+    outcome.build_s += build_s
+    return outcome, outcome.values, lp
+
+
+def _expand_pairs(space, pair_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pair columns (one per pair and type) as rows per pair: (pairs, 2) jobs, (pairs, types)."""
+    used = pair_values > 1e-12
+    if not used.any():
+        return np.zeros((0, 2), dtype=int), np.zeros((0, space.n_types))
+    jobs, inverse = np.unique(space.pair_jobs[used], axis=0, return_inverse=True)
+    matrix = np.zeros((len(jobs), space.n_types))
+    np.add.at(matrix, (inverse.reshape(-1), space.pair_type[used]), pair_values[used])
+    return jobs, matrix
+
+
+def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -> SpecOutcome:
+    """Solve ``spec`` over ``arrays`` (see the module docstring)."""
+    n_jobs = len(arrays.job_ids)
+    has_pairs = options.pair_jobs is not None and len(options.pair_jobs) > 0
+    inverse = None
+    work_arrays, work_spec, multiplicity = arrays, spec, None
+    if options.aggregate and not has_pairs:
+        throughput = model_throughput(arrays, options.heterogeneity_aware)
+        floor = np.zeros(n_jobs) if spec.floor is None else spec.floor
+        representative, inverse, count = aggregate_jobs(
+            throughput, arrays.runnable, arrays.scale_factor, spec.coefficient, floor)
+        if len(representative) < n_jobs:
+            work_arrays = arrays.subset(representative)
+            # subset() keeps the part's workers; the classes share the whole cluster.
+            work_arrays = replace(work_arrays, num_workers=arrays.num_workers)
+            work_spec = replace(spec, coefficient=spec.coefficient[representative],
+                                floor=None if spec.floor is None else spec.floor[representative])
+            multiplicity = count
+        else:
+            inverse = None
+    scale = 1.0
+    if spec.form == "max_min":
+        # Keep the level t near 1: coefficients like 1 / steps (1e-6) would put the optimum
+        # within the LP solvers' absolute tolerances (1e-7).
+        reach = work_spec.coefficient * np.where(work_arrays.runnable, model_throughput(work_arrays, options.heterogeneity_aware), 0).max(axis=1)
+        scale = 1.0 / float(np.median(reach[reach > 0])) if np.any(reach > 0) else 1.0
+        work_spec = replace(work_spec, coefficient=work_spec.coefficient * scale)
+    started = time.perf_counter()
+    space = build_space(work_arrays, options.heterogeneity_aware,
+                        options.pair_jobs if has_pairs else None, options.pair_type if has_pairs else None,
+                        multiplicity=multiplicity)
+    stats = {"lp_columns": float(space.n_cols), "lp_jobs": float(space.n_jobs),
+             "space_s": time.perf_counter() - started}
+    outcome, values, lp = _run(space, work_spec, options)
+    log = list(outcome.log)
+    build_s, solve_s = outcome.build_s + stats["space_s"], outcome.solve_s
+    level = outcome.objective
+    if level is not None and spec.form == "max_min":
+        level_unscaled = level / scale
+    else:
+        level_unscaled = level
+    if spec.form == "max_min" and options.refine and outcome.status == "optimal":
+        refined, refined_values, _ = _run(space, work_spec, options, level=level, lp=lp)
+        log += refined.log
+        build_s += refined.build_s
+        solve_s += refined.solve_s
+        if refined.status == "optimal" and refined_values is not None:
+            values = refined_values
+        else:
+            log.append(f"refinement ended {refined.status}; keeping the max-min solution")
+    stats.update(build_s=build_s, solve_s=solve_s)
+    if values is None:
+        return SpecOutcome(status=outcome.status if outcome.status != "optimal" else "error", log=log, stats=stats)
+    columns = values[: space.n_cols]
+    if spec.form == "charnes_cooper":
+        scale = values[space.n_cols]
+        if not scale > 0:
+            return SpecOutcome(status="error", log=log + ["Charnes-Cooper scale s is 0"], stats=stats)
+        columns = columns / scale
+    matrix, pair_values = space.split(np.clip(columns, 0.0, 1.0))
+    if inverse is not None:
+        matrix = matrix[inverse]
+    pair_jobs, pair_matrix = _expand_pairs(space, pair_values) if has_pairs else (
+        np.zeros((0, 2), dtype=int), np.zeros((0, space.n_types)))
+    return SpecOutcome(status=outcome.status, matrix=matrix, pair_jobs=pair_jobs, pair_matrix=pair_matrix,
+                       objective=level_unscaled, log=log, stats=stats)
+
+
+def effective_model_throughput(arrays: AllocationArrays, outcome: SpecOutcome, heterogeneity_aware: bool = True) -> np.ndarray:
+    """throughput(m, X) of an outcome in the model's units (measured, or time shares when agnostic)."""
+    throughput = (model_throughput(arrays, heterogeneity_aware) * outcome.matrix).sum(axis=1)
+    if len(outcome.pair_jobs):
+        shared = arrays.pair_throughput(outcome.pair_jobs[:, 0], outcome.pair_jobs[:, 1])
+        if not heterogeneity_aware:
+            alone = arrays.throughput[outcome.pair_jobs]  # (pairs, 2, types)
+            shared = np.where(shared > 0, shared / np.maximum(np.moveaxis(alone, 1, 2), 1e-300), 0.0)
+        earned = (shared * outcome.pair_matrix[:, :, None]).sum(axis=1)
+        np.add.at(throughput, outcome.pair_jobs[:, 0], earned[:, 0])
+        np.add.at(throughput, outcome.pair_jobs[:, 1], earned[:, 1])
+    return throughput
