@@ -123,5 +123,6 @@ POLICY_OBJECTIVES: dict[str, PolicyObjective] = {
     "min_makespan": PolicyObjective("min", min_makespan, needs_steps=True),
     "max_throughput": PolicyObjective("max", max_throughput),
     "min_cost": PolicyObjective("max", min_cost),
-    "min_cost_slo": PolicyObjective("max", min_cost, needs_steps=True, checks_slo=True),
+    # Only jobs with an SLO need steps_left, and the instance schema requires it of them.
+    "min_cost_slo": PolicyObjective("max", min_cost, checks_slo=True),
 }

@@ -338,7 +338,7 @@ _register_pair("min-cost", drive_min_cost, "min_cost",
                "maximize throughput per dollar (linear-fractional, Charnes-Cooper LP)", f"{GAVEL}, §4.2")
 _register_pair("min-cost-slo", drive_min_cost, "min_cost_slo",
                "maximize throughput per dollar subject to every job meeting its SLO (Charnes-Cooper LP)",
-               f"{GAVEL}, §4.2", needs_steps=True, with_slo=True)
+               f"{GAVEL}, §4.2", with_slo=True)
 
 
 def _binary_search(instance: AllocationInstance, aware: bool, tolerance: float, options: dict) -> SolveResult:
