@@ -27,7 +27,9 @@ def test_quick_covers_every_kind_and_solver():
     suite = load_suite("quick")
     covered = {(cell.kind, cell.solver) for cell in expand_cells(suite)}
     registered = {(spec.kind, spec.name) for spec in fleetplan.solvers()}
-    missing_kinds = set(fleetplan.KINDS) - {kind for kind, _ in covered}
+    # A kind with no solver yet has nothing to benchmark; once it has one, quick must cover it.
+    with_solvers = {spec.kind for spec in fleetplan.solvers()}
+    missing_kinds = with_solvers - {kind for kind, _ in covered}
     assert not missing_kinds, f"add a group for {sorted(missing_kinds)} to fleetplan/benchmarks/suites/quick.yaml"
     assert registered <= covered, f"quick misses solvers {sorted(registered - covered)}"
 
@@ -93,8 +95,8 @@ def test_best_bound_is_the_tightest_proven_bound(quick_run):
         sense = group[0]["sense"]
         if bounds:
             expected = min(bounds) if sense == "max" else max(bounds)
-            assert all(row["best_bound"] == expected for row in group if row["status"] in SOLVED)
+            assert all(float(row["best_bound"]) == expected for row in group if row["status"] in SOLVED)
             for row in group:
                 objective = float(row["objective"])
                 gap = (expected - objective) if sense == "max" else (objective - expected)
-                assert math.isclose(row["gap"], max(0.0, gap / max(abs(objective), 1e-9)), rel_tol=1e-9, abs_tol=1e-12)
+                assert math.isclose(float(row["gap"]), max(0.0, gap / max(abs(objective), 1e-9)), rel_tol=1e-9, abs_tol=1e-12)

@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
+import multiprocessing.context
+import multiprocessing.process
 import os
 import resource
 import subprocess
@@ -29,7 +32,7 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from fleetplan.benchmarks.suite import Suite, group_name
 from fleetplan.instances import InstanceError, generate, save
@@ -47,6 +50,7 @@ COLUMNS: tuple[str, ...] = (
 KILL_FACTOR = 1.5
 DEFAULT_GRACE_S = 10.0
 KILLED_MESSAGE = "killed: past time limit"
+Launch = Literal["forkserver", "subprocess"]
 
 
 @dataclass(frozen=True)
@@ -183,7 +187,13 @@ def run_cell(cell: Cell) -> dict[str, Any]:
 
 
 class CellProcess:
-    """One cell running in a child Python process, killed if it outlives its limit.
+    """One cell running in a child process of its own, killed if it outlives its limit.
+
+    ``launch="forkserver"`` (the local executor's) forks the child from a server process that
+    has already imported fleetplan, so a cell starts in milliseconds; ``launch="subprocess"``
+    starts a fresh interpreter (``python -m fleetplan.benchmarks.cells``), which works inside
+    daemonic processes such as Dask workers. Either way the child runs :func:`run_cell` and
+    nothing but that cell, so its ``ru_maxrss`` is that cell's peak memory.
 
     >>> from fleetplan.benchmarks.suite import load_suite
     >>> process = CellProcess(expand_cells(load_suite("quick"))[0]).start()
@@ -191,24 +201,39 @@ class CellProcess:
     'optimal'
     """
 
-    def __init__(self, cell: Cell, grace_s: float = DEFAULT_GRACE_S):
+    def __init__(self, cell: Cell, grace_s: float = DEFAULT_GRACE_S, launch: Launch = "forkserver"):
+        if launch not in ("forkserver", "subprocess"):
+            raise ValueError(f"unknown launch method {launch!r}")
         self.cell = cell
+        self.launch = launch
         self.deadline_s = cell.time_limit * KILL_FACTOR + grace_s
-        self._process: subprocess.Popen[bytes] | None = None
+        self._process: subprocess.Popen[bytes] | multiprocessing.process.BaseProcess | None = None
         self._folder: tempfile.TemporaryDirectory[str] | None = None
         self._started = 0.0
 
     def start(self) -> CellProcess:
         self._folder = tempfile.TemporaryDirectory(prefix="fleetplan-cell-")
         folder = Path(self._folder.name)
-        (folder / "cell.json").write_text(self.cell.to_json(), encoding="utf-8")
-        with open(folder / "cell.json", "rb") as stdin, open(folder / "stderr.txt", "wb") as stderr:
-            self._process = subprocess.Popen(
-                [sys.executable, "-m", "fleetplan.benchmarks.cells", str(folder / "row.json")],
-                stdin=stdin, stdout=subprocess.DEVNULL, stderr=stderr,
-            )
+        if self.launch == "forkserver":
+            self._process = _forkserver().Process(
+                target=_forked_child, args=(self.cell.to_json(), str(folder)), daemon=True)
+            self._process.start()
+        else:
+            (folder / "cell.json").write_text(self.cell.to_json(), encoding="utf-8")
+            with open(folder / "cell.json", "rb") as stdin, open(folder / "stderr.txt", "wb") as stderr:
+                self._process = subprocess.Popen(
+                    [sys.executable, "-m", "fleetplan.benchmarks.cells", str(folder / "row.json")],
+                    stdin=stdin, stdout=subprocess.DEVNULL, stderr=stderr,
+                )
         self._started = time.monotonic()
         return self
+
+    def _exit_code(self) -> int | None:
+        process = self._process
+        if isinstance(process, subprocess.Popen):
+            return process.poll()
+        assert process is not None
+        return process.exitcode
 
     @property
     def elapsed_s(self) -> float:
@@ -217,7 +242,7 @@ class CellProcess:
     def poll(self) -> dict[str, Any] | None:
         """The row once the child has finished (or was killed now); None while it runs."""
         assert self._process is not None, "start() first"
-        code = self._process.poll()
+        code = self._exit_code()
         if code is None:
             if self.elapsed_s <= self.deadline_s:
                 return None
@@ -231,9 +256,14 @@ class CellProcess:
         return row
 
     def kill(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.kill()
-            self._process.wait()
+        process = self._process
+        if process is None or self._exit_code() is not None:
+            return
+        process.kill()
+        if isinstance(process, subprocess.Popen):
+            process.wait()
+        else:
+            process.join()
 
     def _read_row(self, code: int) -> dict[str, Any]:
         assert self._folder is not None
@@ -241,7 +271,9 @@ class CellProcess:
         try:
             row = json.loads((folder / "row.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            tail = (folder / "stderr.txt").read_text(encoding="utf-8", errors="replace").strip().splitlines()
+            errors = folder / "stderr.txt"
+            text = errors.read_text(encoding="utf-8", errors="replace") if errors.exists() else ""
+            tail = text.strip().splitlines()
             detail = tail[-1] if tail else "no output"
             return error_row(self.cell, f"child process exited with code {code}: {detail}",
                              wall_s=round(self.elapsed_s, 6))
@@ -254,19 +286,46 @@ class CellProcess:
         return row
 
 
-def run_cell_isolated(cell: Cell, grace_s: float = DEFAULT_GRACE_S) -> dict[str, Any]:
+def run_cell_isolated(cell: Cell, grace_s: float = DEFAULT_GRACE_S,
+                      launch: Launch = "subprocess") -> dict[str, Any]:
     """Run one cell in a child process and wait for its row (what a Dask task does)."""
-    return CellProcess(cell, grace_s).start().wait()
+    return CellProcess(cell, grace_s, launch).start().wait()
+
+
+_FORKSERVER: multiprocessing.context.BaseContext | None = None
+
+
+def _forkserver() -> multiprocessing.context.BaseContext:
+    """The forkserver context, its server preloading fleetplan and every solver.
+
+    Not plain fork: the parent may hold threads (HiGHS, OR-Tools, Dask, rich) that a fork
+    would copy in an arbitrary state; the server forks from a clean single-threaded process.
+    """
+    global _FORKSERVER
+    if _FORKSERVER is None:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["fleetplan.benchmarks.cells"])
+        _FORKSERVER = context
+    return _FORKSERVER
+
+
+def _write_row(row: dict[str, Any], target: Path) -> None:
+    temporary = target.with_suffix(".tmp")
+    temporary.write_text(json.dumps(row), encoding="utf-8")
+    os.replace(temporary, target)
+
+
+def _forked_child(cell_json: str, folder: str) -> None:
+    try:
+        _write_row(run_cell(Cell.from_json(cell_json)), Path(folder) / "row.json")
+    except BaseException:
+        Path(folder, "stderr.txt").write_text(traceback.format_exc(), encoding="utf-8")
+        raise
 
 
 def _main(argv: list[str]) -> int:
     """Child entry point: cell JSON on stdin, row JSON written atomically to ``argv[0]``."""
-    cell = Cell.from_json(sys.stdin.read())
-    row = run_cell(cell)
-    target = Path(argv[0])
-    temporary = target.with_suffix(".tmp")
-    temporary.write_text(json.dumps(row), encoding="utf-8")
-    os.replace(temporary, target)
+    _write_row(run_cell(Cell.from_json(sys.stdin.read())), Path(argv[0]))
     return 0
 
 

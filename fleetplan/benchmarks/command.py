@@ -81,7 +81,7 @@ def handle(args: argparse.Namespace) -> int:
                                   "or choose another folder")
     rows = run_sweep(suite, out, executor=args.executor, workers=args.workers, address=args.address,
                      resume=args.resume, repeats=args.repeats, grace_s=args.grace,
-                     save_plans=args.save_plans)
+                     save_plans=args.save_plans, command="fleetplan " + " ".join(sys.argv[1:]))
     failed = sum(row["status"] == "error" for row in rows)
     print(f"{len(rows)} cells, {failed} failed: {out / RESULTS_FILE}", file=sys.stderr)
     if not args.no_report:

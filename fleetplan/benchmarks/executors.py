@@ -68,7 +68,8 @@ def run_local(cells: Sequence[Cell], on_row: OnRow, *, workers: int = 1,
 
 
 def run_dask(cells: Sequence[Cell], on_row: OnRow, *, address: str | Any,
-             grace_s: float = DEFAULT_GRACE_S, on_start: OnStart = _nothing) -> None:
+             grace_s: float = DEFAULT_GRACE_S, on_start: OnStart = _nothing,
+             connect_timeout_s: float = 30.0) -> None:
     """Run ``cells`` on the Dask cluster at ``address`` (``tcp://HOST:8786``, or a ``Client``).
 
     One task per cell (``pure=False``: a repeat is a new measurement, never a cached result);
@@ -81,7 +82,7 @@ def run_dask(cells: Sequence[Cell], on_row: OnRow, *, address: str | Any,
     own_client = not isinstance(address, Client)
     if own_client:
         try:
-            client = Client(address, timeout=30)
+            client = Client(address, timeout=connect_timeout_s)
         except (OSError, TimeoutError) as error:
             raise InstanceError("address", f"cannot reach the Dask scheduler at {address}: {error}") from None
     else:

@@ -12,22 +12,33 @@
 >>> out = tempfile.mkdtemp()
 >>> rows = run_sweep(suite, out, progress=None)
 >>> [(row["label"], row["status"], row["gap"]) for row in rows]
-[('max-min-fairness', 'optimal', 0.0)]
+[('max-min-fairness', 'optimal', '0.0')]
 """
 
 from __future__ import annotations
 
+import json
 import os
+import platform
 import sys
 import time
+from datetime import datetime, timezone
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from fleetplan.benchmarks import executors
 from fleetplan.benchmarks.cells import DEFAULT_GRACE_S, Cell, expand_cells
-from fleetplan.benchmarks.results import ResultsWriter, finalize, sort_rows, write_results
+from fleetplan.benchmarks.results import (
+    ResultsWriter,
+    finalize,
+    read_results,
+    sort_rows,
+    write_results,
+)
 from fleetplan.benchmarks.suite import Suite
 from fleetplan.instances import InstanceError
+from fleetplan.instances.base import atomic_write_text
 
 Executor = Literal["local", "dask"]
 
@@ -36,20 +47,19 @@ class SweepProgress:
     """Cells done, running and failed, and an estimate of the time left.
 
     A rich progress bar when ``stream`` is a terminal, plain log lines otherwise (CI logs).
-    The estimate is (cells left) x (mean wall time of finished cells) / (cells run at once).
+    The estimate divides the cells left by the rate at which cells have finished so far.
     """
 
-    def __init__(self, total: int, already_done: int = 0, parallel: int = 1,
+    def __init__(self, total: int, already_done: int = 0,
                  stream: TextIO | None = None, live: bool | None = None):
         self.total = total
         self.done = already_done
         self.skipped = already_done
         self.failed = 0
         self.running = 0
-        self.parallel = max(1, parallel)
-        self.stream = stream or sys.stderr
+        self.stream = stream  # None: silent
         self.started = time.monotonic()
-        self._live = self.stream.isatty() if live is None else live
+        self._live = stream is not None and (stream.isatty() if live is None else live)
         self._bar: Any = None
         self._task: Any = None
 
@@ -84,8 +94,9 @@ class SweepProgress:
         finished = self.done - self.skipped
         if finished == 0:
             return None
-        per_cell = (time.monotonic() - self.started) / finished * min(self.parallel, max(1, self.running))
-        return per_cell * (self.total - self.done) / self.parallel
+        # Cells finished per second so far, across all workers, predicts the rest.
+        rate = finished / max(time.monotonic() - self.started, 1e-9)
+        return (self.total - self.done) / rate
 
     def _status(self) -> str:
         eta = self.eta_s()
@@ -93,7 +104,8 @@ class SweepProgress:
         return f"running {self.running}  failed {self.failed}  ETA {left}"
 
     def _log(self, text: str) -> None:
-        print(text, file=self.stream, flush=True)
+        if self.stream is not None:
+            print(text, file=self.stream, flush=True)
 
     def _refresh(self) -> None:
         if self._bar is not None:
@@ -109,24 +121,25 @@ class SweepProgress:
         if row["status"] == "error":
             self.failed += 1
         self._refresh()
-        if self._bar is None:
+        if self._bar is None and self.stream is not None:
             objective = row["objective"] if row["objective"] != "" else "-"
             wall = f"{float(row['wall_s']):.3f}s" if row["wall_s"] != "" else "-"
             note = f"  {row['message']}" if row["status"] == "error" else ""
             self._log(f"[{self.done}/{self.total}] {cell.label} {cell.instance} seed={cell.seed} "
                       f"repeat={cell.repeat}: {row['status']} objective={objective} wall={wall} "
-                      f"(running {self.running}, failed {self.failed}){note}")
+                      f"({self._status()}){note}")
 
 
 def run_sweep(suite: Suite, out: str | os.PathLike[str], *, executor: Executor = "local",
               workers: int = 1, address: Any = None, resume: bool = False,
               repeats: int | None = None, grace_s: float = DEFAULT_GRACE_S,
               save_plans: bool = False, progress: TextIO | None | Literal["auto"] = "auto",
-              live: bool | None = None) -> list[dict[str, Any]]:
+              live: bool | None = None, command: str | None = None) -> list[dict[str, Any]]:
     """Run ``suite`` into ``out/results.csv`` and return the finalized rows.
 
     ``resume=True`` keeps the rows already in ``out/results.csv`` and runs only the cells whose
     key (group, instance, seed, label, repeat) is missing. ``progress=None`` is silent.
+    ``out/run.json`` records each session: command, executor, machine, package versions.
     """
     if executor not in ("local", "dask"):
         raise InstanceError("executor", f"unknown executor '{executor}' (local or dask)")
@@ -139,13 +152,18 @@ def run_sweep(suite: Suite, out: str | os.PathLike[str], *, executor: Executor =
         (folder / "plans").mkdir(exist_ok=True)
         plan_dir = str((folder / "plans").resolve())
     cells = expand_cells(suite, repeats=repeats, plan_dir=plan_dir)
+    session = {
+        "command": command or f"run_sweep({suite.name!r}, executor={executor!r}, workers={workers})",
+        "suite": suite.name, "executor": executor, "workers": workers,
+        "address": str(address) if executor == "dask" else None, "machine": machine_description(),
+        "versions": package_versions(), "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
     wanted = {cell.key for cell in cells}
     with ResultsWriter(folder, resume=resume) as writer:
         done = writer.done_keys & wanted
         todo = [cell for cell in cells if cell.key not in done]
         stream = None if progress is None else (sys.stderr if progress == "auto" else progress)
-        display = SweepProgress(len(cells), len(done), workers if executor == "local" else 1,
-                                stream=stream or open(os.devnull, "w"), live=False if stream is None else live)
+        display = SweepProgress(len(cells), len(done), stream=stream, live=live)
         with display:
             def on_row(cell: Cell, row: dict[str, Any]) -> None:
                 writer.append(row)
@@ -156,6 +174,41 @@ def run_sweep(suite: Suite, out: str | os.PathLike[str], *, executor: Executor =
             else:
                 executors.run_dask(todo, on_row, address=address, grace_s=grace_s, on_start=display.start)
         rows = writer.rows
-    rows = sort_rows(finalize(rows), cells)
-    write_results(folder, rows)
-    return rows
+    session["cells_run"] = len(todo)
+    session["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    _record_session(folder, session, resume)
+    write_results(folder, sort_rows(finalize(rows), cells))
+    # Read back, so callers see exactly what the file holds (strings, as any CSV reader would).
+    return read_results(folder)
+
+
+VERSIONED = ("fleetplan", "highspy", "ortools", "pyomo", "numpy", "scipy", "dask", "distributed")
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of the packages that decide the numbers (those installed)."""
+    versions = {}
+    for name in VERSIONED:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def machine_description() -> str:
+    cpu = platform.processor() or platform.machine()
+    return (f"{platform.system()} {platform.release()} {cpu}, {os.cpu_count()} logical CPUs, "
+            f"Python {platform.python_version()}")
+
+
+def _record_session(folder: Path, session: dict[str, Any], resume: bool) -> None:
+    path = folder / "run.json"
+    sessions: list[Any] = []
+    if resume and path.exists():
+        try:
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+            sessions = loaded if isinstance(loaded, list) else []
+        except ValueError:
+            sessions = []
+    atomic_write_text(path, json.dumps([*sessions, session], indent=1) + "\n")
