@@ -96,15 +96,6 @@ class Colocation(StrictModel):
     scale_factor: int = Field(default=1, ge=1)
     throughput: dict[str, list[float]]
 
-    @model_validator(mode="after")
-    def _pairs_of_non_negative(self) -> Colocation:
-        for name, value in self.throughput.items():
-            if len(value) != 2:
-                raise InstanceError(f"throughput.{name}", "must hold two throughputs [a, b]")
-            if min(value) < 0:
-                raise InstanceError(f"throughput.{name}", "must be >= 0")
-        return self
-
 
 class Entity(StrictModel):
     id: str = Field(min_length=1)
@@ -250,9 +241,14 @@ class AllocationInstance(InstanceBase):
             if key in seen:
                 raise InstanceError(f"colocations[{index}]", f"duplicate colocation of {entry.job_types}")
             seen.add(key)
-            for name in entry.throughput:
+            for name, value in entry.throughput.items():
+                where = f"colocations[{index}].throughput.{name}"
                 if name not in type_names:
-                    raise InstanceError(f"colocations[{index}].throughput.{name}", f"unknown worker type '{name}'")
+                    raise InstanceError(where, f"unknown worker type '{name}'")
+                if len(value) != 2:
+                    raise InstanceError(where, "must hold two throughputs [a, b]")
+                if min(value) < 0:
+                    raise InstanceError(where, "must be >= 0")
         return self
 
     def arrays(self) -> AllocationArrays:
