@@ -76,7 +76,7 @@ def placement_cpsat(data: PlacementData) -> CpsatPlacement:
 
     upper = arrays.w_traffic * sum(arrays.job_weight[j] * job_bytes[j] for j in own)
     upper += sum(3 * group.weight for group in data.groups) + (2 * arrays.w_storage if data.storage_points else 0)
-    scale = OBJECTIVE_RANGE / max(upper, 1e-12)
+    scale = float(OBJECTIVE_RANGE / max(upper, 1e-12))
 
     x = {}
     for t in data.tables.tolist():

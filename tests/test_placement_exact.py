@@ -1,0 +1,196 @@
+"""The exact placement solvers (mip-highs, cpsat) against brute force, the evaluator, and the
+infeasibility explanations (MAST §3.3, Figure 4)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fleetplan
+from fleetplan.instances.placement import PlacementInstance, PlacementPlan
+from fleetplan.models.placement import gpu_cost_lower_bound, make_levels, prepare, subset_sums
+from fleetplan.solvers.enumerate import enumerate_placements
+from fleetplan.solvers.placement_exact import components, coupling, explain_infeasibility
+
+EXACT = ("mip-highs", "cpsat")
+RELATIVE = 1e-6
+
+
+def tiny(seed: int, regions: int = 3, tables: int = 7, jobs: int = 8, **extra) -> PlacementInstance:
+    return fleetplan.generate("placement", {"regions": regions, "tables": tables, "jobs": jobs, **extra},
+                              seed=seed)
+
+
+def assert_judged(instance: PlacementInstance, result: fleetplan.SolveResult) -> None:
+    evaluation = fleetplan.evaluate(instance, result.plan)
+    assert evaluation.feasible, evaluation.violations
+    assert result.objective == pytest.approx(evaluation.objective, rel=1e-12)
+
+
+@pytest.mark.parametrize("solver", EXACT)
+@pytest.mark.parametrize("seed", range(6))
+def test_exact_solvers_reach_the_enumerated_optimum(solver: str, seed: int) -> None:
+    instance = tiny(seed, tables=6 + seed % 3, jobs=6 + seed)
+    best = enumerate_placements(instance)
+    result = fleetplan.solve(instance, solver, time_limit=60)
+    assert result.status == "optimal", result.message
+    assert_judged(instance, result)
+    assert result.objective == pytest.approx(best.objective, rel=RELATIVE, abs=1e-12)
+    # The bound is a bound: never above the true optimum (beyond the solver's tolerance).
+    assert result.bound <= best.objective * (1 + RELATIVE) + 1e-12
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_exact_solvers_with_only_traffic_split_into_components(solver: str) -> None:
+    instance = tiny(3, regions=2, tables=8, jobs=6)
+    data = instance.model_dump()
+    data["weights"].update(gpu_balance=0.0, storage_balance=0.0)
+    data["home_training_threshold"] = 0.0
+    data["daily_move_quota_bytes"] = None
+    for region in data["regions"]:
+        region["storage_capacity_bytes"] = 10 * sum(data["tables"]["size_bytes"])
+        region["cpu_capacity"] = {app: 1e9 for app in data["applications"]}
+    instance = PlacementInstance.model_validate(data)
+    arrays = instance.arrays()
+    assert coupling(arrays) is None
+    parts = components(arrays)
+    result = fleetplan.solve(instance, solver)
+    best = enumerate_placements(instance)
+    assert result.stats["parts"] == (len(parts) if len(parts) > 1 else 1)
+    assert result.status == "optimal"
+    assert_judged(instance, result)
+    assert result.objective == pytest.approx(best.objective, rel=RELATIVE, abs=1e-12)
+
+
+def test_components_partition_the_planned_jobs_and_their_tables() -> None:
+    instance = tiny(1, tables=30, jobs=20)
+    arrays = instance.arrays()
+    parts = components(arrays)
+    seen_jobs = np.concatenate([jobs for _, jobs in parts])
+    seen_tables = np.concatenate([tables for tables, _ in parts])
+    assert sorted(seen_jobs.tolist()) == np.flatnonzero(arrays.planned).tolist()
+    assert len(set(seen_tables.tolist())) == len(seen_tables)
+    owner = {t: index for index, (tables, _) in enumerate(parts) for t in tables.tolist()}
+    for index, (_, jobs) in enumerate(parts):
+        for j in jobs.tolist():
+            own = arrays.job_tables[arrays.job_ptr[j]:arrays.job_ptr[j + 1]]
+            assert {owner[t] for t in own.tolist()} == {index}
+
+
+def pinned_overflow() -> PlacementInstance:
+    return PlacementInstance.model_validate({
+        "kind": "placement", "gpu_types": ["h100"], "applications": ["ads"],
+        "regions": [
+            {"id": "east", "gpu_supply": {"h100": 100.0}, "storage_capacity_bytes": 10.0,
+             "cpu_capacity": {"ads": 50.0}},
+            {"id": "west", "gpu_supply": {"h100": 100.0}, "storage_capacity_bytes": 100.0,
+             "cpu_capacity": {"ads": 50.0}}],
+        "tables": {"id": ["a", "b", "c"], "size_bytes": [8.0, 7.0, 1.0], "home": ["east", "east", "west"]},
+        "jobs": {"id": ["train"], "kind": ["ml"], "tables": [[0, 2]], "gpu_type": ["h100"],
+                 "gpu_hours": [64.0], "cpu_hours": [1.0], "priority": [0], "application": ["ads"],
+                 "recurring": [True]},
+        "daily_move_quota_bytes": 5.0})
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_pinned_tables_over_a_regions_storage_are_infeasible_with_the_region_and_shortfall(solver: str) -> None:
+    instance = pinned_overflow()
+    result = fleetplan.solve(instance, solver)
+    assert result.status == "infeasible"
+    assert "'east'" in result.message
+    assert "short by 5 bytes" in result.message
+    assert enumerate_placements(instance).home is None
+
+
+def test_overflow_needing_more_moves_than_the_quota_is_explained() -> None:
+    data = pinned_overflow().model_dump()
+    data["tables"]["size_bytes"] = [6.0, 5.0, 1.0]  # nothing pinned, but 1 byte over in east
+    data["daily_move_quota_bytes"] = 6.0
+    assert explain_infeasibility(PlacementInstance.model_validate(data).arrays()) is None
+    data["regions"][0]["storage_capacity_bytes"] = 4.0  # 7 bytes must leave east, quota 6
+    reason = explain_infeasibility(PlacementInstance.model_validate(data).arrays())
+    assert "'east'" in reason and "short by 1 bytes of quota" in reason
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_the_solvers_own_infeasible_status(solver: str) -> None:
+    # Feasible by every pre-check, infeasible jointly: the ML job's tables (9 + 9 bytes) cannot
+    # share a region of 10 bytes, yet 100% of high-priority GPU-hours must train at home.
+    data = pinned_overflow().model_dump()
+    data["daily_move_quota_bytes"] = None
+    data["home_training_threshold"] = 1.0
+    data["tables"]["size_bytes"] = [9.0, 1.0, 9.0]
+    data["regions"][0]["storage_capacity_bytes"] = 10.0
+    data["regions"][1]["storage_capacity_bytes"] = 10.0
+    instance = PlacementInstance.model_validate(data)
+    assert explain_infeasibility(instance.arrays()) is None
+    assert enumerate_placements(instance).home is None
+    result = fleetplan.solve(instance, solver)
+    assert result.status == "infeasible"
+    assert "infeasible" in result.message
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_grid_levels_give_a_valid_bound_and_a_judged_plan(solver: str) -> None:
+    instance = tiny(2, tables=7, jobs=10)
+    best = enumerate_placements(instance)
+    result = fleetplan.solve(instance, solver, max_exact_levels=1, grid_levels=4, time_limit=60)
+    assert result.status in ("feasible", "optimal")
+    assert result.stats["exact_model"] == 0.0
+    assert_judged(instance, result)
+    assert result.bound <= best.objective * (1 + RELATIVE)
+    assert result.objective >= best.objective * (1 - RELATIVE)
+
+
+@pytest.mark.parametrize("warm_start", ["current", "none", "hill-climb"])
+def test_warm_starts_reach_the_same_optimum(warm_start: str) -> None:
+    instance = tiny(4)
+    best = enumerate_placements(instance)
+    result = fleetplan.solve(instance, "mip-highs", warm_start=warm_start)
+    assert result.objective == pytest.approx(best.objective, rel=RELATIVE)
+
+
+def test_same_seed_same_plan() -> None:
+    instance = tiny(5, tables=8)
+    first = fleetplan.solve(instance, "cpsat", seed=3)
+    second = fleetplan.solve(instance, "cpsat", seed=3)
+    assert first.plan.home == second.plan.home
+
+
+def test_bad_option_is_an_instance_error() -> None:
+    with pytest.raises(fleetplan.InstanceError, match="warm_start"):
+        fleetplan.solve(tiny(0), "mip-highs", warm_start="yesterday")
+
+
+def test_subset_sums_and_levels() -> None:
+    assert subset_sums(np.array([1.0, 2.0]), 0.5).tolist() == [0.5, 1.5, 2.5, 3.5]
+    assert subset_sums(np.array([1.0, 2.0, 4.0]), limit=4) is None
+    levels = make_levels(np.array([1.0, 2.0, 4.0]), 0.0, 4, 2, zero_point=True)
+    assert not levels.exact
+    assert levels.lower.tolist() == [0.0, 1.0, 4.0] and levels.upper.tolist() == [0.0, 4.0, 7.0]
+
+
+def test_gpu_cost_bound_is_exact_at_points_and_below_inside_boxes() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        t = rng.uniform(1, 100)
+        d = rng.uniform(0, t)
+        share, supply, tau = rng.uniform(), rng.uniform(0, 100), rng.uniform(0.1, 10)
+        q = d / t
+        exact = (q - share) ** 2 + q * 0.5 * (1 + np.tanh(0.5 * max(0.0, d - supply) / tau))
+        assert gpu_cost_lower_bound(np.array([d]), np.array([d]), t, t, share, supply, tau)[0] == pytest.approx(exact)
+        box = gpu_cost_lower_bound(np.array([d * 0.8]), np.array([min(d * 1.2, t)]), t * 0.9, t * 1.1,
+                                   share, supply, tau)[0]
+        assert box <= exact + 1e-12
+
+
+def test_model_is_exact_on_tiny_instances() -> None:
+    assert prepare(tiny(0).arrays()).exact
+
+
+def test_evaluator_agrees_with_the_plan_the_model_scored() -> None:
+    instance = tiny(6)
+    result = fleetplan.solve(instance, "mip-highs")
+    assert result.model_objective == pytest.approx(result.objective, rel=1e-7)
+    plan = PlacementPlan.model_validate(result.plan.model_dump())
+    assert fleetplan.evaluate(instance, plan).objective == pytest.approx(result.objective)
