@@ -9,8 +9,8 @@ from fleetplan.solvers.throughput_estimator import (
     closest_reference,
     complete_matrix,
     held_out_error,
-    reference_matrix,
     reference_match_error,
+    reference_matrix,
 )
 
 
