@@ -56,6 +56,7 @@ def test_every_cell_has_a_status_and_gaps_are_non_negative(quick_run):
             gap = as_float(row["gap"])
             assert gap is not None and gap >= 0, row
             assert row["gap_reference"] in ("bound", "best_objective")
+            assert row["objective_name"] and row["sense"] in ("min", "max")
         assert as_float(row["wall_s"]) is not None and float(row["wall_s"]) >= 0
         assert as_float(row["peak_mem_mb"]) is not None and float(row["peak_mem_mb"]) > 0
 
@@ -89,7 +90,7 @@ def test_best_bound_is_the_tightest_proven_bound(quick_run):
     _, _, rows = quick_run
     by_instance: dict = {}
     for row in rows:
-        by_instance.setdefault((row["kind"], row["instance"], row["seed"]), []).append(row)
+        by_instance.setdefault((row["kind"], row["instance"], row["seed"], row["objective_name"]), []).append(row)
     for group in by_instance.values():
         bounds = [float(row["bound"]) for row in group if row["bound"] != ""]
         sense = group[0]["sense"]

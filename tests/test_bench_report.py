@@ -15,12 +15,14 @@ from fleetplan.cli import main
 
 
 def row(label, objective, *, bound="", sense="max", status="optimal", wall=1.0, instance="i", seed=0,
-        repeat=0, violations=0, params=None, group="g"):
+        repeat=0, violations=0, params=None, group="g", objective_name="score"):
     values = dict.fromkeys(COLUMNS, "")
     values.update(suite="s", group=group, kind="k", instance=instance, seed=str(seed), solver=label,
                   label=label, options="{}", repeat=str(repeat), status=status,
                   objective="" if objective is None else str(objective), bound=str(bound),
-                  wall_s=str(wall), peak_mem_mb="50", violations=str(violations), sense=sense,
+                  wall_s=str(wall), peak_mem_mb="50", violations=str(violations),
+                  sense=sense if status != "error" else "",
+                  objective_name=objective_name if status != "error" else "",
                   params=json.dumps(params or {"n": 10}))
     return values
 
@@ -53,6 +55,33 @@ def test_without_bounds_the_best_feasible_objective_is_the_reference():
     assert rows["a"]["gap_reference"] == "best_objective"
     # A plan with violations is scored, but never sets the reference.
     assert rows["bad"]["gap"] == 0.0
+
+
+def test_only_plans_scored_by_the_same_objective_are_compared():
+    rows = by_label(finalize([row("fair", 8, bound=10), row("fair-baseline", 4),
+                              row("fifo", 3, bound=3, sense="min", objective_name="fifo_score")]))
+    assert rows["fair-baseline"]["gap"] == pytest.approx(1.5)  # (10 - 4) / 4
+    assert rows["fifo"]["best_bound"] == 3 and rows["fifo"]["gap"] == 0.0
+
+
+def test_report_splits_a_group_by_objective(tmp_path):
+    rows = finalize([row("fair", 8, bound=10), row("fair-baseline", 4, wall=0.5),
+                     row("fifo", 3, bound=3, sense="min", objective_name="fifo_score"),
+                     row("fifo", None, status="error", repeat=1)])
+    write_results(tmp_path, rows)
+    text = _render(tmp_path)
+    assert "### Objective `score` (maximize)" in text and "### Objective `fifo_score` (minimize)" in text
+    # The failed repeat stays with fifo's objective; one failure in two repeats makes the
+    # problem's status an error (ties go to the failure), so fifo is not at target there.
+    assert "| fifo | 1 | 2 | 1 | 0 |" in text
+    assert "| fair | 1 | 1 | 0 | 0 | 0.25 | 0.25 | 1 | 50 | 1 |" in text
+    assert "| fair-baseline | 1 | 1 | 0 | 0 | 1.5 | 1.5 | 0.5 | 50 | 0 |" in text
+
+
+def _render(folder):
+    from fleetplan.benchmarks.report import write_report
+
+    return write_report(folder).read_text()
 
 
 def test_failures_get_no_gap_and_instances_are_separate():

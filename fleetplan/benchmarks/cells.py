@@ -35,15 +35,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fleetplan.benchmarks.suite import Suite, group_name
-from fleetplan.instances import InstanceError, generate, save
+from fleetplan.instances import Evaluation, InstanceError, generate, save
 from fleetplan.solvers import solve
 
-# The shared suite format's columns, then two of the harness's own: the sense of the objective
-# (to compare bounds the right way) and what the gap was measured against.
+# The shared suite format's columns, then three of the harness's own: the sense of the
+# objective (to compare bounds the right way), which objective the judge scored (solvers of
+# different policies of one kind are scored differently, and only like is compared with like),
+# and what the gap was measured against.
 COLUMNS: tuple[str, ...] = (
     "suite", "group", "kind", "instance", "params", "seed", "solver", "label", "options", "repeat",
     "status", "objective", "bound", "best_bound", "gap", "wall_s", "peak_mem_mb", "violations",
-    "message", "sense", "gap_reference",
+    "message", "sense", "objective_name", "gap_reference",
 )
 # Beyond time_limit * KILL_FACTOR + grace a child is killed (solvers honour their limit within
 # a few percent; the grace covers interpreter start and instance generation).
@@ -156,10 +158,19 @@ def plan_file(plan_dir: str | os.PathLike[str], cell: Cell) -> Path:
     return Path(plan_dir) / f"{safe}.json"
 
 
+def objective_name(evaluation: Evaluation) -> str:
+    """What the judge scored: the names of the objective's terms (``+``-joined, sorted).
+
+    Two plans are comparable only when this and the sense agree — e.g. a FIFO plan and a
+    max-min plan of the same allocation instance are scored by different objectives.
+    """
+    return "+".join(sorted(evaluation.terms)) or "objective"
+
+
 def run_cell(cell: Cell) -> dict[str, Any]:
     """Generate the cell's instance, solve it, and return its row (in this process).
 
-    The objective, the violation count and the sense come from ``evaluate`` (through
+    The objective, the violation count, the sense and the objective's name come from ``evaluate`` (through
     :func:`fleetplan.solve`); ``bound`` is the solver's own proven bound; ``best_bound`` and
     ``gap`` stay empty until every cell of the instance is in (see :mod:`.results`).
     """
@@ -180,6 +191,7 @@ def run_cell(cell: Cell) -> dict[str, Any]:
         wall_s=round(result.wall_s, 6), peak_mem_mb=round(peak_memory_mb(), 1),
         violations=len(evaluation.violations) if evaluation is not None else "",
         message=one_line(result.message), sense=evaluation.sense if evaluation is not None else "",
+        objective_name=objective_name(evaluation) if evaluation is not None else "",
     )
     if cell.plan_dir and result.plan is not None:
         save(result.plan, plan_file(cell.plan_dir, cell))

@@ -5,7 +5,8 @@ All functions take the rows of ``results.csv`` (dicts of strings or numbers, as
 :func:`~fleetplan.benchmarks.results.read_results` returns them after
 :func:`~fleetplan.benchmarks.results.finalize`) and return plain data; :mod:`.report` draws it.
 
-* A *problem* is one generated instance of one group: (group, instance, seed).
+* A *problem* is one generated instance of one group scored by one objective: (group,
+  instance, seed, objective name). Solvers of different policies never compete.
 * A run *reaches the target* when its status is optimal/feasible/time_limit, its plan has no
   violations and its gap is at most ``target_gap``.
 * Performance profile (Dolan & Moré, Math. Programming 91, 2002): with ``t[p, s]`` the median
@@ -35,7 +36,7 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -65,10 +66,12 @@ class Run:
     wall_s: float | None
     peak_mem_mb: float | None
     sense: str
+    objective_name: str = ""
 
     @property
-    def problem(self) -> tuple[str, str, str]:
-        return (self.group, self.instance, self.seed)
+    def problem(self) -> tuple[str, str, str, str]:
+        """Runs of one problem are comparable: same instance, seed and objective."""
+        return (self.group, self.instance, self.seed, self.objective_name)
 
     def reaches(self, target_gap: float) -> bool:
         return self.status in SOLVED and self.gap is not None and self.gap <= target_gap
@@ -105,8 +108,14 @@ def median_runs(rows: Iterable[dict[str, Any]]) -> list[Run]:
             gap=_median(as_float(row["gap"]) for row in solved),
             wall_s=_median(as_float(row["wall_s"]) for row in use),
             peak_mem_mb=_median(as_float(row["peak_mem_mb"]) for row in use),
-            sense=str(bucket[0].get("sense") or ""),
+            sense=next((str(row["sense"]) for row in bucket if row.get("sense")), ""),
+            objective_name=next((str(row["objective_name"]) for row in bucket if row.get("objective_name")), ""),
         ))
+    # A failed run has no objective of its own; it belongs with the solver's other runs, so
+    # that it counts as a miss on that objective's problem.
+    known = {(run.group, run.label): (run.objective_name, run.sense) for run in runs if run.objective_name}
+    runs = [replace(run, objective_name=known[(run.group, run.label)][0], sense=known[(run.group, run.label)][1])
+            if not run.objective_name and (run.group, run.label) in known else run for run in runs]
     return runs  # in the order the rows came (cell order for a finalized table)
 
 
@@ -118,7 +127,7 @@ def wins(runs: Sequence[Run]) -> dict[str, int]:
     """Per solver, the problems it wins: it reaches the best objective found (ties within
     1e-6 relative) and is the fastest of those that do."""
     counts = dict.fromkeys(labels_in_order(runs), 0)
-    by_problem: dict[tuple[str, str, str], list[Run]] = defaultdict(list)
+    by_problem: dict[tuple[str, str, str, str], list[Run]] = defaultdict(list)
     for run in runs:
         if run.status in SOLVED and run.objective is not None:
             by_problem[run.problem].append(run)

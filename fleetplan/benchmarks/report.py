@@ -150,6 +150,40 @@ def _run_section(folder: Path) -> list[str]:
     return lines + [""]
 
 
+def _section(folder: Path, slug: str, rows: list[dict[str, Any]], runs: list[Run],
+             target_gap: float) -> list[str]:
+    """Table, plots and per-problem lines of solvers scored by one objective."""
+    lines = _table(
+        ["solver", "problems", "runs", "failed", "at target", "mean gap", "worst gap", "median s",
+         "median MiB", "wins"],
+        [[t["solver"], t["problems"], t["runs"], t["failed"], t["at_target"], t["mean_gap"],
+          t["worst_gap"], t["median_s"], t["median_mem_mb"], t["wins"]]
+         for t in profiles.solver_table(runs, target_gap)])
+    lines.append("")
+    if plot_profile(runs, folder / f"{slug}-profile.png", target_gap):
+        lines += [f"![performance profile]({slug}-profile.png)", ""]
+    if len({run.label for run in runs}) > 1 and plot_time_to_target(
+            rows, folder / f"{slug}-time-to-target.png", target_gap):
+        lines += [f"![time to target]({slug}-time-to-target.png)", ""]
+    parameter = profiles.size_parameter(runs)
+    if parameter is not None:
+        curves = profiles.scaling_curves(runs, parameter)
+        if plot_scaling(curves, parameter, folder / f"{slug}-scaling.png"):
+            lines += [f"![scaling]({slug}-scaling.png)", ""]
+            lines += _table(["solver", f"sizes ({parameter})", "median s at each size", "fitted slope"],
+                            [[c.label, ", ".join(_fmt(float(s)) for s in c.sizes),
+                              ", ".join(_fmt(float(t), 3) for t in c.median_s), c.slope] for c in curves])
+            lines.append("")
+    lines += ["Per problem (medians over repeats):", ""]
+    shown = runs[:MAX_INSTANCE_LINES]
+    lines += _table(["instance", "seed", "solver", "status", "objective", "gap", "median s", "failed/runs"],
+                    [[r.instance, r.seed, r.label, r.status, r.objective, r.gap, r.wall_s,
+                      f"{r.failed}/{r.repeats}"] for r in shown])
+    if len(runs) > len(shown):
+        lines.append(f"\n({len(runs) - len(shown)} more lines in results.csv)")
+    return lines + [""]
+
+
 def write_report(folder: str | os.PathLike[str], target_gap: float = DEFAULT_TARGET_GAP) -> Path:
     """Render ``folder/report.md`` and its PNGs from ``folder/results.csv``; returns the path."""
     folder = Path(folder)
@@ -166,39 +200,19 @@ def write_report(folder: str | os.PathLike[str], target_gap: float = DEFAULT_TAR
     for group in groups:
         group_rows = [row for row in rows if row["group"] == group]
         runs = profiles.median_runs(group_rows)
-        kind = group_rows[0]["kind"]
-        slug = _slug(group)
-        lines += [f"## Group `{group}` ({kind})", ""]
+        lines += [f"## Group `{group}` ({group_rows[0]['kind']})", ""]
         instances = sorted({(run.instance, run.seed) for run in runs})
         lines += [f"{len(instances)} problems (instance x seed), {len(group_rows)} runs.", ""]
-        table = profiles.solver_table(runs, target_gap)
-        lines += _table(
-            ["solver", "problems", "runs", "failed", "at target", "mean gap", "worst gap", "median s",
-             "median MiB", "wins"],
-            [[t["solver"], t["problems"], t["runs"], t["failed"], t["at_target"], t["mean_gap"],
-              t["worst_gap"], t["median_s"], t["median_mem_mb"], t["wins"]] for t in table])
-        lines.append("")
-        if plot_profile(runs, folder / f"{slug}-profile.png", target_gap):
-            lines += [f"![performance profile]({slug}-profile.png)", ""]
-        if plot_time_to_target(group_rows, folder / f"{slug}-time-to-target.png", target_gap):
-            lines += [f"![time to target]({slug}-time-to-target.png)", ""]
-        parameter = profiles.size_parameter(runs)
-        if parameter is not None:
-            curves = profiles.scaling_curves(runs, parameter)
-            if plot_scaling(curves, parameter, folder / f"{slug}-scaling.png"):
-                lines += [f"![scaling]({slug}-scaling.png)", ""]
-                lines += _table(["solver", f"sizes ({parameter})", "median s at each size", "fitted slope"],
-                                [[c.label, ", ".join(_fmt(float(s)) for s in c.sizes),
-                                  ", ".join(_fmt(float(t), 3) for t in c.median_s), c.slope] for c in curves])
-                lines.append("")
-        lines += ["Per problem (medians over repeats):", ""]
-        shown = runs[:MAX_INSTANCE_LINES]
-        lines += _table(["instance", "seed", "solver", "status", "objective", "gap", "median s", "failed/runs"],
-                        [[r.instance, r.seed, r.label, r.status, r.objective, r.gap, r.wall_s,
-                          f"{r.failed}/{r.repeats}"] for r in shown])
-        if len(runs) > len(shown):
-            lines.append(f"\n({len(runs) - len(shown)} more lines in results.csv)")
-        lines.append("")
+        objectives = list(dict.fromkeys(run.objective_name for run in runs))
+        for objective in objectives:
+            mine = [run for run in runs if run.objective_name == objective]
+            labels = {run.label for run in mine}
+            mine_rows = [row for row in group_rows if row["label"] in labels]
+            slug = _slug(group if len(objectives) == 1 else f"{group}-{objective}")
+            if len(objectives) > 1:
+                sense = {"max": "maximize", "min": "minimize"}.get(mine[0].sense, "no result")
+                lines += [f"### Objective `{objective or '(none: every run failed)'}` ({sense})", ""]
+            lines += _section(folder, slug, mine_rows, mine, target_gap)
     errors = [row for row in rows if row["status"] == "error"]
     if errors:
         lines += ["## Failed runs", ""]

@@ -5,7 +5,9 @@ at most the cells that were running; a torn last line (a crash mid-write) is dro
 file is read back, and ``--resume`` runs exactly the cells whose key is missing.
 
 Gaps need every solver's result for an instance, so they are filled in at the end
-(:func:`finalize`): per instance (kind, parameters, seed), ``best_bound`` is the best bound any
+(:func:`finalize`). Plans are compared only with plans of the same instance (kind, parameters,
+seed) scored by the same objective (``objective_name``: solvers of different policies of one
+kind are judged by different objectives). Among those, ``best_bound`` is the best bound any
 solver proved — for a maximization the *lowest* upper bound, for a minimization the highest
 lower bound — and ``gap = (best_bound - objective) / |objective|`` for a maximization
 (``(objective - best_bound) / |objective|`` for a minimization), which is >= 0 whenever the
@@ -117,29 +119,23 @@ def as_float(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def instance_id(row: dict[str, Any]) -> tuple[str, str, str]:
-    """Rows about the same generated instance share (kind, instance, seed)."""
-    return (str(row["kind"]), str(row["instance"]), str(row["seed"]))
-
-
-def _better(sense: str, a: float, b: float) -> bool:
-    return a > b if sense == "max" else a < b
+def comparable_id(row: dict[str, Any]) -> tuple[str, str, str, str, str]:
+    """Rows whose objectives can be compared: same generated instance (kind, instance, seed),
+    scored by the same objective in the same sense."""
+    return (str(row["kind"]), str(row["instance"]), str(row["seed"]), str(row["objective_name"]),
+            str(row["sense"]))
 
 
 def finalize(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Fill ``best_bound``, ``gap`` and ``gap_reference`` for every row (returns new rows)."""
     rows = [dict(row) for row in rows]
-    by_instance: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    by_objective: dict[tuple[str, str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
-        by_instance[instance_id(row)].append(row)
-    for group in by_instance.values():
-        senses = {row["sense"] for row in group if row["sense"]}
-        for row in group:
-            row["best_bound"] = row["gap"] = row["gap_reference"] = ""
-        if len(senses) != 1:
-            # Nothing solved, or solvers scored under different objectives: no common yardstick.
-            continue
-        sense = senses.pop()
+        row["best_bound"] = row["gap"] = row["gap_reference"] = ""
+        if row["sense"] in ("min", "max"):
+            by_objective[comparable_id(row)].append(row)
+    for group in by_objective.values():
+        sense = group[0]["sense"]
         solved = [row for row in group if row["status"] in SOLVED and as_float(row["objective"]) is not None]
         bounds = [as_float(row["bound"]) for row in solved if as_float(row["bound"]) is not None]
         feasible = [as_float(row["objective"]) for row in solved if str(row["violations"]) in ("0", "0.0")]
