@@ -151,6 +151,12 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
         level_unscaled = level
     if spec.form == "max_min" and options.refine and outcome.status == "optimal":
         refined, refined_values, _ = _run(space, work_spec, options, level=level, lp=lp)
+        if refined.status != "optimal" and options.backend == "highspy" and options.lp_algorithm != "ipm":
+            # Simplex sometimes ends "unknown" on this degenerate second LP; IPM does not.
+            log += refined.log
+            build_s += refined.build_s
+            solve_s += refined.solve_s
+            refined, refined_values, _ = _run(space, work_spec, replace(options, lp_algorithm="ipm"), level=level, lp=lp)
         log += refined.log
         build_s += refined.build_s
         solve_s += refined.solve_s

@@ -162,7 +162,9 @@ def drive_finish_time_fairness(arrays, options, n_total) -> PolicyAnswer:
     throughput = model_throughput(arrays, options.heterogeneity_aware)
     steps, elapsed = arrays.steps_left, arrays.time_elapsed
     finish_isolated = elapsed + steps / _isolated(arrays, throughput, options.heterogeneity_aware)
-    level, lower = 1.0, 0.0
+    # rho_m > t_m / D_m whatever the allocation: levels at or below that are unreachable.
+    lower = float(np.max(elapsed / finish_isolated))
+    level = 1.0
     best: SpecOutcome | None = None
     best_rho = np.inf
     log: list[str] = []
@@ -182,8 +184,14 @@ def drive_finish_time_fairness(arrays, options, n_total) -> PolicyAnswer:
         if rho.max() < best_rho:
             best, best_rho = outcome, float(rho.max())
         lower = max(lower, float(np.min((elapsed + (level * finish_isolated - elapsed) / reached) / finish_isolated)))
+        if reached < 1.0:
+            lower = max(lower, level)  # no allocation reaches this level
         log.append(f"step {step}: level {level:.9g} lambda {reached:.9g} -> rho {best_rho:.9g}, bound {lower:.9g}")
-        if best_rho - lower <= FTF_TOLERANCE * best_rho or best_rho >= level:
+        if best_rho - lower <= FTF_TOLERANCE * best_rho:
+            break
+        # R <- the achieved max rho: monotone, and exact in one step when every t_m is 0.
+        # (A secant step on lambda(R) = 1 was tried: lambda is too curved near R = max t/D.)
+        if best_rho >= level:
             break
         level = best_rho
     status = "optimal" if best_rho - lower <= FTF_TOLERANCE * best_rho else "feasible"
@@ -308,7 +316,7 @@ def _register_pair(name: str, driver, policy: str, summary: str, reference: str,
                    threads: int = 1, progress: Progress, backend: Backend = "highspy",
                    lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
                    space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
-                   refine: bool = True, _aware: bool = aware) -> SolveResult:
+                   refine: bool = False, _aware: bool = aware) -> SolveResult:
             return solve_policy(instance, driver, aware=_aware, policy=policy, time_limit=time_limit, seed=seed,
                                 threads=threads, progress=progress, backend=backend, lp_algorithm=lp_algorithm,
                                 partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs,

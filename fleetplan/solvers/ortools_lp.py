@@ -81,9 +81,22 @@ def solve_lp(lp: LinearProgram, *, solver: OrToolsSolver = "glop", time_limit: f
 def run_lp(lp: LinearProgram, backend: LpBackend = "highspy", *, algorithm: highs_runner.LpAlgorithm = "auto",
            time_limit: float | None = None, threads: int = 1, seed: int = 0) -> LpOutcome:
     """Solve ``lp`` with the named backend: HiGHS through highspy (``algorithm`` applies), or
-    OR-Tools GLOP / PDLP."""
+    OR-Tools GLOP / PDLP.
+
+    With ``algorithm="auto"`` a large LP goes to HiGHS's interior point method *without*
+    crossover: an allocation needs an optimal point, not a vertex, and crossover took more than
+    half the time (1.0 s against 2.2 s for a 16,384-job makespan LP; benchmarks/RESULTS.md).
+    ``algorithm="ipm"`` keeps HiGHS's default (crossover on)."""
     if backend == "highspy":
-        return highs_runner.solve_lp(lp, time_limit=time_limit, threads=threads, seed=seed, algorithm=algorithm)
+        started = time.perf_counter()
+        highs = highs_runner.new_highs(time_limit, threads, seed)
+        highs_runner.pass_lp(highs, lp, algorithm)
+        if algorithm == "auto" and lp.num_cols > highs_runner.AUTO_IPM_COLUMNS:
+            highs.setOptionValue("run_crossover", "off")
+        build_s = time.perf_counter() - started
+        outcome = highs_runner.run(highs)
+        outcome.build_s = build_s
+        return outcome
     if backend in ("ortools-glop", "ortools-pdlp"):
         return solve_lp(lp, solver=backend.removeprefix("ortools-"), time_limit=time_limit, threads=threads, seed=seed)
     raise ValueError(f"unknown LP backend {backend}")
