@@ -127,8 +127,9 @@ def test_weights_are_redistributed_by_each_entity_policy():
 
 # --- the two bottleneck tests agree, aggregation is exact, Pareto efficiency ---------------------
 
-def generated(jobs: int, entities: int, seed: int, fifo: bool = False):
-    data = fleetplan.generate("allocation", {"jobs": jobs, "entities": entities}, seed=seed).model_dump()
+def generated(jobs: int, entities: int, seed: int, fifo: bool = False, multi_gpu: bool = True):
+    params = {"jobs": jobs, "entities": entities, "multi_gpu": multi_gpu}
+    data = fleetplan.generate("allocation", params, seed=seed).model_dump()
     if fifo:
         data["entities"][0]["policy"] = "fifo"
         for index, job in enumerate(data["jobs"]):
@@ -138,8 +139,9 @@ def generated(jobs: int, entities: int, seed: int, fifo: bool = False):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("fifo", [False, True])
-def test_lp_test_and_milp_test_give_the_same_allocation(seed, fifo):
-    instance = generated(48, 3, seed, fifo)
+@pytest.mark.parametrize("multi_gpu", [False, True])
+def test_lp_test_and_milp_test_give_the_same_allocation(seed, fifo, multi_gpu):
+    instance = generated(48 if multi_gpu else 160, 3, seed, fifo, multi_gpu)
     lp = fleetplan.solve(instance, "hierarchical-water-filling", bottleneck_test="lp")
     milp = fleetplan.solve(instance, "hierarchical-water-filling", bottleneck_test="milp")
     check_plan(instance, lp)
@@ -174,7 +176,7 @@ def test_levels_never_drop_and_first_level_is_the_max_min_optimum():
     classes, run = single_level_run(instance)
     previous = np.zeros(classes.num_classes)
     for levels, _ in run.history:
-        assert (levels >= previous - 1e-12).all()
+        assert (levels >= previous * (1 - 1e-9) - 1e-12).all()  # up to feasibility rounding
         previous = levels
     lp = fleetplan.solve(instance, "max-min-fairness")
     result = fleetplan.solve(instance, "water-filling")

@@ -67,6 +67,17 @@ class JobClasses:
         return np.bincount(self.cell_class, weights=self.coefficient[self.cell_class, self.cell_type] * values,
                            minlength=self.num_classes)
 
+    def feasible_part(self, values: np.ndarray) -> np.ndarray:
+        """Cell values scaled down just enough to satisfy eqs. 1-3 exactly (an LP solution may
+        exceed a row by its feasibility tolerance, ~1e-7)."""
+        values = np.clip(values, 0.0, 1.0)
+        row_sum = np.bincount(self.cell_class, weights=values, minlength=self.num_classes)
+        values = values / np.maximum(row_sum, 1.0)[self.cell_class]
+        used = np.bincount(self.cell_type, weights=values * (self.count * self.scale_factor)[self.cell_class],
+                           minlength=len(self.num_workers))
+        factor = np.minimum(1.0, self.num_workers / np.maximum(used, 1e-300))
+        return values * factor[self.cell_type]
+
     def job_matrix(self, values: np.ndarray) -> np.ndarray:
         """Expand cell values to the (jobs, types) allocation matrix."""
         per_class = np.zeros(self.coefficient.shape)

@@ -134,11 +134,11 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
         step = max(0.0, outcome.objective)
         if run.first_level is None:
             run.first_level = float(outcome.objective)
-        run.values = outcome.values[: len(classes.cell_class)]
-        # New levels: what the LP promised, but never more than its solution delivers (within
-        # the LP's feasibility tolerance it may fall short by ~1e-9), so the solution itself
-        # satisfies every later floor and no slack is handed out as a fake rise.
-        levels = np.maximum(levels, np.minimum(levels + rate * step, classes.scores(run.values)))
+        run.values = classes.feasible_part(outcome.values[: len(classes.cell_class)])
+        # New levels: what the LP promised, but never more than its solution delivers once made
+        # exactly feasible (the LP's tolerance lets it overshoot rows by ~1e-7), so that
+        # solution satisfies every later floor exactly and no slack is handed out as a rise.
+        levels = np.minimum(levels + rate * step, classes.scores(run.values))
         tested = np.flatnonzero(~done)
         if bottleneck_test == "milp":
             stuck, solves = _milp_test(classes, levels, tested, deadline, threads, seed)
