@@ -167,3 +167,12 @@ def test_profile_on_nothing_solved_is_zero():
     runs = profiles.median_runs(finalize([row("a", None, status="error"), row("b", None, status="error")]))
     assert all(np.all(curve == 0) for curve in profiles.performance_profile(runs, taus=[1.0]).values())
     assert math.isfinite(profiles.profile_taus(np.array([[np.inf]]))[-1])
+
+
+def test_report_without_plots_keeps_the_tables(tmp_path):
+    write_results(tmp_path, finalize([row("a", 1, bound=1, wall=1e-3 * n, params={"n": n}, instance=f"n{n}")
+                                      for n in (10, 100)]))
+    assert main(["bench", "report", str(tmp_path), "--no-plots"]) == 0
+    text = (tmp_path / "report.md").read_text()
+    assert "| a | 10, 100 | 0.01, 0.1 | 1 |" in text and "![" not in text
+    assert not list(tmp_path.glob("*.png"))

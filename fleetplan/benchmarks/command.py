@@ -3,8 +3,8 @@
 ::
 
     fleetplan bench SUITE [-o DIR] [--executor local|dask] [--workers N] [--address tcp://HOST:8786]
-                          [--resume] [--repeats N] [--grace S] [--save-plans] [--no-report]
-    fleetplan bench report DIR
+                          [--resume] [--repeats N] [--grace S] [--save-plans] [--no-report] [--no-plots]
+    fleetplan bench report DIR [--no-plots]
 
 SUITE is a YAML file or the name of a bundled suite (``quick``, ``standard``, ``paper``).
 Errors in the suite or the arguments raise :class:`InstanceError` (one line, exit code 2).
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from fleetplan.benchmarks.cells import DEFAULT_GRACE_S
+from fleetplan.benchmarks.report import write_report
 from fleetplan.benchmarks.results import RESULTS_FILE
 from fleetplan.benchmarks.suite import bundled_suites, load_suite
 from fleetplan.benchmarks.sweep import run_sweep
@@ -52,6 +53,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
                             f"(default {DEFAULT_GRACE_S:g})")
     bench.add_argument("--save-plans", action="store_true", help="keep every plan in DIR/plans/")
     bench.add_argument("--no-report", action="store_true", help="write results.csv only")
+    bench.add_argument("--no-plots", action="store_true", help="report.md without PNG figures")
     bench.set_defaults(handler=handle)
     return bench
 
@@ -61,7 +63,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.suite == "report":
         if not args.directory:
             raise InstanceError("DIR", "`fleetplan bench report DIR` needs the results folder")
-        return _report(Path(args.directory))
+        return _report(Path(args.directory), plots=not args.no_plots)
     if args.directory is not None:
         raise InstanceError("DIR", f"unexpected argument '{args.directory}' (use -o DIR for the results folder)")
     if args.workers < 1:
@@ -85,16 +87,11 @@ def handle(args: argparse.Namespace) -> int:
     failed = sum(row["status"] == "error" for row in rows)
     print(f"{len(rows)} cells, {failed} failed: {out / RESULTS_FILE}", file=sys.stderr)
     if not args.no_report:
-        _report(out)
+        _report(out, plots=not args.no_plots)
     return 1 if failed else 0
 
 
-def _report(folder: Path) -> int:
-    try:
-        from fleetplan.benchmarks.report import write_report
-    except ImportError:
-        print("reports are not available in this version", file=sys.stderr)
-        return 0
-    path = write_report(folder)
+def _report(folder: Path, plots: bool = True) -> int:
+    path = write_report(folder, plots=plots)
     print(f"report: {path}", file=sys.stderr)
     return 0

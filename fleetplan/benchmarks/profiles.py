@@ -114,6 +114,13 @@ def median_runs(rows: Iterable[dict[str, Any]]) -> list[Run]:
     # A failed run has no objective of its own; it belongs with the solver's other runs, so
     # that it counts as a miss on that objective's problem.
     known = {(run.group, run.label): (run.objective_name, run.sense) for run in runs if run.objective_name}
+    # A solver that never returned a plan joins its group's only objective, when there is one.
+    per_group: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for (group, _), objective in known.items():
+        per_group[group].add(objective)
+    for run in runs:
+        if (run.group, run.label) not in known and len(per_group[run.group]) == 1:
+            known[(run.group, run.label)] = next(iter(per_group[run.group]))
     runs = [replace(run, objective_name=known[(run.group, run.label)][0], sense=known[(run.group, run.label)][1])
             if not run.objective_name and (run.group, run.label) in known else run for run in runs]
     return runs  # in the order the rows came (cell order for a finalized table)
@@ -243,13 +250,14 @@ class ScalingCurve:
 
 def scaling_curves(runs: Sequence[Run], parameter: str) -> list[ScalingCurve]:
     """Per solver: median time at each size (over seeds and other parameters) of the runs
-    that solved, and the fitted log-log slope."""
+    that returned a plan, and the fitted log-log slope."""
     curves = []
     for label in labels_in_order(runs):
         by_size: dict[float, list[float]] = defaultdict(list)
         for run in runs:
             size = run.params.get(parameter)
-            if run.label == label and run.status in SOLVED and run.wall_s is not None and size is not None:
+            if (run.label == label and run.status in SOLVED and run.objective is not None
+                    and run.wall_s is not None and size is not None):
                 by_size[float(size)].append(max(run.wall_s, 1e-6))
         if not by_size:
             continue

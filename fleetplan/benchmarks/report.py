@@ -151,7 +151,7 @@ def _run_section(folder: Path) -> list[str]:
 
 
 def _section(folder: Path, slug: str, rows: list[dict[str, Any]], runs: list[Run],
-             target_gap: float) -> list[str]:
+             target_gap: float, plots: bool) -> list[str]:
     """Table, plots and per-problem lines of solvers scored by one objective."""
     lines = _table(
         ["solver", "problems", "runs", "failed", "at target", "mean gap", "worst gap", "median s",
@@ -160,16 +160,17 @@ def _section(folder: Path, slug: str, rows: list[dict[str, Any]], runs: list[Run
           t["worst_gap"], t["median_s"], t["median_mem_mb"], t["wins"]]
          for t in profiles.solver_table(runs, target_gap)])
     lines.append("")
-    if plot_profile(runs, folder / f"{slug}-profile.png", target_gap):
+    if plots and plot_profile(runs, folder / f"{slug}-profile.png", target_gap):
         lines += [f"![performance profile]({slug}-profile.png)", ""]
-    if len({run.label for run in runs}) > 1 and plot_time_to_target(
+    if plots and len({run.label for run in runs}) > 1 and plot_time_to_target(
             rows, folder / f"{slug}-time-to-target.png", target_gap):
         lines += [f"![time to target]({slug}-time-to-target.png)", ""]
     parameter = profiles.size_parameter(runs)
     if parameter is not None:
         curves = profiles.scaling_curves(runs, parameter)
-        if plot_scaling(curves, parameter, folder / f"{slug}-scaling.png"):
-            lines += [f"![scaling]({slug}-scaling.png)", ""]
+        if any(len(curve.sizes) >= 2 for curve in curves):
+            if plots and plot_scaling(curves, parameter, folder / f"{slug}-scaling.png"):
+                lines += [f"![scaling]({slug}-scaling.png)", ""]
             lines += _table(["solver", f"sizes ({parameter})", "median s at each size", "fitted slope"],
                             [[c.label, ", ".join(_fmt(float(s)) for s in c.sizes),
                               ", ".join(_fmt(float(t), 3) for t in c.median_s), c.slope] for c in curves])
@@ -184,8 +185,10 @@ def _section(folder: Path, slug: str, rows: list[dict[str, Any]], runs: list[Run
     return lines + [""]
 
 
-def write_report(folder: str | os.PathLike[str], target_gap: float = DEFAULT_TARGET_GAP) -> Path:
-    """Render ``folder/report.md`` and its PNGs from ``folder/results.csv``; returns the path."""
+def write_report(folder: str | os.PathLike[str], target_gap: float = DEFAULT_TARGET_GAP,
+                 plots: bool = True) -> Path:
+    """Render ``folder/report.md`` and its PNGs (unless ``plots=False``) from
+    ``folder/results.csv``; returns the path."""
     folder = Path(folder)
     rows = finalize(read_results(folder))  # file order is cell order
     suites = sorted({str(row["suite"]) for row in rows})
@@ -211,8 +214,9 @@ def write_report(folder: str | os.PathLike[str], target_gap: float = DEFAULT_TAR
             slug = _slug(group if len(objectives) == 1 else f"{group}-{objective}")
             if len(objectives) > 1:
                 sense = {"max": "maximize", "min": "minimize"}.get(mine[0].sense, "no result")
-                lines += [f"### Objective `{objective or '(none: every run failed)'}` ({sense})", ""]
-            lines += _section(folder, slug, mine_rows, mine, target_gap)
+                title = f"Objective `{objective}`" if objective else "No plan (every run failed or timed out empty)"
+                lines += [f"### {title} ({sense})", ""]
+            lines += _section(folder, slug, mine_rows, mine, target_gap, plots)
     errors = [row for row in rows if row["status"] == "error"]
     if errors:
         lines += ["## Failed runs", ""]

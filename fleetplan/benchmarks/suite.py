@@ -194,11 +194,3 @@ def load_suite(name_or_path: str | os.PathLike[str]) -> Suite:
         raise InstanceError("", f"cannot read file: {error}", str(path)) from None
     return parse_suite(text, str(path))
 
-
-def kinds_covered(suite: Suite) -> set[str]:
-    """The problem kinds a suite benchmarks."""
-    return {group.kind for group in suite.groups}
-
-
-def registered_kinds() -> set[str]:
-    return set(KINDS)
