@@ -31,7 +31,7 @@ def test_hand_solved_las_with_a_pair():
     # against 1/2 without sharing.
     instance = two_jobs((3.0, 2.0))
     alone = fleetplan.solve(instance, "max-min-fairness")
-    shared = fleetplan.solve(instance, "max-min-fairness", space_sharing=True)
+    shared = fleetplan.solve(instance, "max-min-fairness", space_sharing=True, aggregate=False)
     assert alone.objective == pytest.approx(0.5, rel=1e-6)
     assert shared.status == "optimal" and shared.evaluation.violations == []
     assert shared.objective == pytest.approx(9 / 13, rel=1e-6)
@@ -56,8 +56,8 @@ def test_pruning_rule_drops_pairs_no_better_than_time_slicing():
 @pytest.mark.parametrize("multi_gpu", [False, True])
 def test_pruning_keeps_the_optimum_and_plans_pass_the_judge(solver, multi_gpu):
     instance = fleetplan.generate("allocation", {"jobs": 24, "multi_gpu": multi_gpu, "space_sharing": True}, seed=4)
-    pruned = fleetplan.solve(instance, solver, space_sharing=True)
-    full = fleetplan.solve(instance, solver, space_sharing=True, prune_pairs=False)
+    pruned = fleetplan.solve(instance, solver, space_sharing=True, aggregate=False)
+    full = fleetplan.solve(instance, solver, space_sharing=True, prune_pairs=False, aggregate=False)
     alone = fleetplan.solve(instance, solver)
     for result in (pruned, full):
         assert result.status == "optimal"
@@ -121,3 +121,26 @@ def test_placement_sensitivity_types_carry_unconsolidated_throughputs():
         assert job.throughput == {name: measured.get(name, 0.0) for name in names}
     result = fleetplan.solve(instance, "max-min-fairness")
     assert result.status == "optimal" and result.evaluation.violations == []
+
+
+@pytest.mark.parametrize("solver", ["max-min-fairness", "max-throughput", "min-makespan"])
+def test_class_pair_lp_reaches_the_job_pair_optimum(solver):
+    # Pairs of identical-job classes share one column; spread back over job pairs (north-west
+    # corner between classes, a ring inside one), the plan reaches the job-pair LP's optimum.
+    instance = fleetplan.generate("allocation", {"jobs": 40, "multi_gpu": True, "space_sharing": True}, seed=6)
+    if solver == "min-makespan":
+        data = instance.model_dump()
+        for job in data["jobs"]:
+            job["steps_left"] = 5000.0
+        instance = instance_from_data(data)
+    full = fleetplan.solve(instance, solver, space_sharing=True, aggregate=False)
+    merged = fleetplan.solve(instance, solver, space_sharing=True)
+    assert merged.stats["lp_columns"] < full.stats["lp_columns"] / 2
+    assert merged.evaluation.violations == [] and merged.plan.pairs
+    # KNOWN GAP (open): the class-pair LP should equal the job-pair LP by symmetry, but has come
+    # out up to 0.1% below it; it reports "feasible", not "optimal", until that is explained.
+    assert merged.status == "feasible" and full.status == "optimal"
+    gap = (full.objective - merged.objective) / abs(full.objective)
+    if full.evaluation.sense == "min":
+        gap = -gap
+    assert -1e-6 <= gap <= 2e-3

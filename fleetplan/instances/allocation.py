@@ -290,6 +290,10 @@ class AllocationInstance(InstanceBase):
             a = class_of[(entry.job_types[0], entry.scale_factor)]
             b = class_of[(entry.job_types[1], entry.scale_factor)]
             for name, (t_a, t_b) in entry.throughput.items():
+                if a == b:
+                    # Two jobs of one type: which of them is "a" is arbitrary, so a plan's score
+                    # must not depend on the order it lists them in: both get the mean.
+                    t_a = t_b = 0.5 * (t_a + t_b)
                 table[a, b, column[name]] = (t_a, t_b)
                 table[b, a, column[name]] = (t_b, t_a)
         classes = np.array([class_of.get((job.job_type, job.scale_factor), -1) for job in self.jobs], dtype=int)

@@ -76,3 +76,81 @@ def candidate_pairs(arrays: AllocationArrays, prune: bool = True,
         return np.zeros((0, 2), dtype=int), np.zeros(0, dtype=int), {"pairs_possible": float(possible), "pairs_kept": 0.0}
     return (np.concatenate(pair_jobs), np.concatenate(pair_type),
             {"pairs_possible": float(possible), "pairs_kept": float(kept)})
+
+
+def class_pairs(arrays: AllocationArrays, count: np.ndarray, prune: bool = True,
+                margin: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, float]]:
+    """Pair columns between *classes* of identical jobs (``arrays`` holds one representative per
+    class, ``count`` the class sizes): pairs (P, 2) of classes — a class with two or more jobs
+    may pair with itself — their type (P,) and each side's share of the column (P, 2).
+
+    A column is the total time all pairs of the two classes spend together on the type; spread
+    evenly, each job of class c gets 1/n_c of it (2/n_c when both jobs are of class c, each pair
+    holding two of them). The same rule as :func:`candidate_pairs` prunes it; the counts are in
+    job pairs, as there."""
+    classes = arrays.colocation_class
+    table = arrays.colocation_throughput
+    count = np.asarray(count, dtype=float)
+    eligible = np.flatnonzero(classes >= 0)
+    pair_classes, pair_type, share = [], [], []
+    possible = kept = 0.0
+    for position, c in enumerate(eligible):
+        for d in eligible[position:]:
+            if c == d and count[c] < 2:
+                continue
+            if arrays.scale_factor[c] != arrays.scale_factor[d]:
+                continue
+            jobs = count[c] * (count[c] - 1) / 2 if c == d else count[c] * count[d]
+            for j in range(len(arrays.worker_types)):
+                t_c, t_d = table[classes[c], classes[d], j]
+                alone_c, alone_d = arrays.throughput[c, j], arrays.throughput[d, j]
+                if (t_c <= 0 and t_d <= 0) or alone_c <= 0 or alone_d <= 0 or arrays.num_workers[j] < arrays.scale_factor[c]:
+                    continue
+                possible += jobs
+                if prune and t_c / alone_c + t_d / alone_d <= 1.0 + margin:
+                    continue
+                kept += jobs
+                pair_classes.append((c, d))
+                pair_type.append(j)
+                share.append((1.0 / count[c], 1.0 / count[d]))
+    if not pair_classes:
+        return (np.zeros((0, 2), dtype=int), np.zeros(0, dtype=int), np.zeros((0, 2)),
+                {"pairs_possible": possible, "pairs_kept": 0.0})
+    return (np.array(pair_classes, dtype=int), np.array(pair_type, dtype=int), np.array(share),
+            {"pairs_possible": possible, "pairs_kept": kept})
+
+
+def spread_pair_time(members_c: np.ndarray, members_d: np.ndarray, total: float) -> tuple[np.ndarray, np.ndarray]:
+    """Split ``total`` pair time between classes c and d into job pairs so that every job of c
+    gets total / n_c and every job of d total / n_d (every job of c gets 2 total / n_c when
+    ``members_d`` is ``members_c``), using few pairs: the north-west corner rule between two
+    classes (at most n_c + n_d - 1 pairs), a ring inside one class (n pairs).
+
+    >>> jobs, time = spread_pair_time(np.arange(3), np.arange(3), 1.5)
+    >>> jobs.tolist(), time.tolist()
+    [[0, 1], [1, 2], [2, 0]], [0.5, 0.5, 0.5]
+    """
+    if members_c is members_d or np.array_equal(members_c, members_d):
+        n = len(members_c)
+        each = 2.0 * total / n
+        if n == 2:
+            return np.array([[members_c[0], members_c[1]]]), np.array([each])
+        ring = np.column_stack([members_c, np.roll(members_c, -1)])
+        return ring, np.full(n, each / 2.0)
+    supply = np.full(len(members_c), total / len(members_c))
+    demand = np.full(len(members_d), total / len(members_d))
+    pairs, times = [], []
+    i = k = 0
+    while i < len(supply) and k < len(demand):
+        amount = min(supply[i], demand[k])
+        if amount > 0:
+            pairs.append((members_c[i], members_d[k]))
+            times.append(amount)
+        supply[i] -= amount
+        demand[k] -= amount
+        # Advance the side that ran out (both at an exact tie); floats leave crumbs of 1e-17.
+        if supply[i] <= 1e-15 * total:
+            i += 1
+        if k < len(demand) and demand[k] <= 1e-15 * total:
+            k += 1
+    return np.array(pairs, dtype=int).reshape(-1, 2), np.array(times)

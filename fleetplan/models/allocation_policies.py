@@ -111,7 +111,7 @@ def model_throughput(arrays: AllocationArrays, heterogeneity_aware: bool = True)
 
 def build_space(arrays: AllocationArrays, heterogeneity_aware: bool = True,
                 pair_jobs: np.ndarray | None = None, pair_type: np.ndarray | None = None,
-                multiplicity: np.ndarray | None = None) -> AllocationSpace:
+                multiplicity: np.ndarray | None = None, pair_share: np.ndarray | None = None) -> AllocationSpace:
     """The allocation space of ``arrays``: single cells where a job can run and, when given,
     pair columns (pair jobs (P, 2), type (P,)) from :func:`fleetplan.models.allocation_pairs.candidate_pairs`."""
     n_jobs, n_types = arrays.throughput.shape
@@ -120,6 +120,8 @@ def build_space(arrays: AllocationArrays, heterogeneity_aware: bool = True,
     pair_jobs = np.zeros((0, 2), dtype=int) if pair_jobs is None else pair_jobs
     pair_type = np.zeros(0, dtype=int) if pair_type is None else pair_type
     n_singles, n_pairs = len(single_job), len(pair_jobs)
+    # Aggregated pair columns (class pairs) give each side's job a share of the column's time.
+    pair_share = np.ones((n_pairs, 2)) if pair_share is None else pair_share
     single_cols = np.arange(n_singles)
     pair_cols = n_singles + np.arange(n_pairs)
     rows = np.concatenate([single_job, pair_jobs[:, 0], pair_jobs[:, 1]])
@@ -133,12 +135,14 @@ def build_space(arrays: AllocationArrays, heterogeneity_aware: bool = True,
             # Agnostic: a pair's rate as a fraction of each job's own rate on that type.
             shared = shared / arrays.throughput[pair_jobs, pair_type[:, None]]
         return sp.csr_matrix(
-            (np.concatenate([throughput[single_job, single_type], shared[:, 0], shared[:, 1]]), (rows, cols)),
+            (np.concatenate([throughput[single_job, single_type], shared[:, 0] * pair_share[:, 0],
+                             shared[:, 1] * pair_share[:, 1]]), (rows, cols)),
             shape=(n_jobs, n_cols))
 
     throughput_matrix = throughput_matrix_of(heterogeneity_aware)
     measured_matrix = throughput_matrix if heterogeneity_aware else throughput_matrix_of(True)
-    time_matrix = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_jobs, n_cols))
+    time_matrix = sp.csr_matrix((np.concatenate([np.ones(n_singles), pair_share[:, 0], pair_share[:, 1]]), (rows, cols)),
+                                shape=(n_jobs, n_cols))
     # A pair holds its jobs' scale factor once; aggregated columns stand for `multiplicity` jobs.
     # (Pairs are never aggregated: their multiplicity is 1.)
     held = np.concatenate([arrays.scale_factor[single_job] * multiplicity[single_job],

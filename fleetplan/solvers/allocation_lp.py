@@ -25,6 +25,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from fleetplan.instances.allocation import AllocationArrays
+from fleetplan.models.allocation_pairs import candidate_pairs, class_pairs, spread_pair_time
 from fleetplan.models.allocation_policies import (
     PolicySpec,
     aggregate_jobs,
@@ -53,8 +54,8 @@ class LpOptions:
     aggregate: bool = True
     refine: bool = True
     heterogeneity_aware: bool = True
-    pair_jobs: np.ndarray | None = None  # space sharing: pair columns (P, 2) and their type (P,)
-    pair_type: np.ndarray | None = None
+    space_sharing: bool = False
+    prune_pairs: bool = True
 
 
 @dataclass
@@ -97,6 +98,23 @@ def _run(space, spec: PolicySpec, options: LpOptions, level: float | None = None
     return outcome, outcome.values, lp
 
 
+def _spread_class_pairs(space, pair_values: np.ndarray, inverse: np.ndarray):
+    """Class-pair columns -> job-pair columns (a new space-like view with job pairs)."""
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(space.n_jobs + 1))
+    members = [order[bounds[c]:bounds[c + 1]] for c in range(space.n_jobs)]
+    jobs, types, values = [], [], []
+    for k in np.flatnonzero(pair_values > 1e-12):
+        c, d = space.pair_jobs[k]
+        pairs, times = spread_pair_time(members[c], members[d], float(pair_values[k]))
+        jobs.append(pairs)
+        types.append(np.full(len(pairs), space.pair_type[k]))
+        values.append(times)
+    space.pair_jobs = np.concatenate(jobs) if jobs else np.zeros((0, 2), dtype=int)
+    space.pair_type = np.concatenate(types) if types else np.zeros(0, dtype=int)
+    return np.concatenate(values) if values else np.zeros(0)
+
+
 def _expand_pairs(space, pair_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pair columns (one per pair and type) as rows per pair: (pairs, 2) jobs, (pairs, types)."""
     used = pair_values > 1e-12
@@ -111,23 +129,26 @@ def _expand_pairs(space, pair_values: np.ndarray) -> tuple[np.ndarray, np.ndarra
 def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -> SpecOutcome:
     """Solve ``spec`` over ``arrays`` (see the module docstring)."""
     n_jobs = len(arrays.job_ids)
-    has_pairs = options.pair_jobs is not None and len(options.pair_jobs) > 0
     inverse = None
     work_arrays, work_spec, multiplicity = arrays, spec, None
-    if options.aggregate and not has_pairs:
+    pair_jobs = pair_type = pair_share = None
+    pair_stats: dict[str, float] = {}
+    if options.aggregate:
         throughput = model_throughput(arrays, options.heterogeneity_aware)
         floor = np.zeros(n_jobs) if spec.floor is None else spec.floor
         representative, inverse, count = aggregate_jobs(
-            throughput, arrays.runnable, arrays.scale_factor, spec.coefficient, floor)
-        if len(representative) < n_jobs:
-            work_arrays = arrays.subset(representative)
-            # subset() keeps the part's workers; the classes share the whole cluster.
-            work_arrays = replace(work_arrays, num_workers=arrays.num_workers)
-            work_spec = replace(spec, coefficient=spec.coefficient[representative],
-                                floor=None if spec.floor is None else spec.floor[representative])
-            multiplicity = count
-        else:
-            inverse = None
+            throughput, arrays.runnable, arrays.scale_factor, spec.coefficient, floor, arrays.colocation_class)
+        work_arrays = arrays.subset(representative)
+        # subset() keeps the part's workers; the classes share the whole cluster.
+        work_arrays = replace(work_arrays, num_workers=arrays.num_workers)
+        work_spec = replace(spec, coefficient=spec.coefficient[representative],
+                            floor=None if spec.floor is None else spec.floor[representative])
+        multiplicity = count
+        if options.space_sharing:
+            pair_jobs, pair_type, pair_share, pair_stats = class_pairs(work_arrays, count, prune=options.prune_pairs)
+    elif options.space_sharing:
+        pair_jobs, pair_type, pair_stats = candidate_pairs(arrays, prune=options.prune_pairs)
+    has_pairs = pair_jobs is not None and len(pair_jobs) > 0
     scale = 1.0
     if spec.form == "max_min":
         # Keep the level t near 1: coefficients like 1 / steps (1e-6) would put the optimum
@@ -136,11 +157,11 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
         scale = 1.0 / float(np.median(reach[reach > 0])) if np.any(reach > 0) else 1.0
         work_spec = replace(work_spec, coefficient=work_spec.coefficient * scale)
     started = time.perf_counter()
-    space = build_space(work_arrays, options.heterogeneity_aware,
-                        options.pair_jobs if has_pairs else None, options.pair_type if has_pairs else None,
-                        multiplicity=multiplicity)
+    space = build_space(work_arrays, options.heterogeneity_aware, pair_jobs if has_pairs else None,
+                        pair_type if has_pairs else None, multiplicity=multiplicity,
+                        pair_share=pair_share if has_pairs else None)
     stats = {"lp_columns": float(space.n_cols), "lp_jobs": float(space.n_jobs),
-             "space_s": time.perf_counter() - started}
+             "space_s": time.perf_counter() - started, **pair_stats}
     outcome, values, lp = _run(space, work_spec, options)
     log = list(outcome.log)
     build_s, solve_s = outcome.build_s + stats["space_s"], outcome.solve_s
@@ -173,12 +194,20 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
         if not scale > 0:
             return SpecOutcome(status="error", log=log + ["Charnes-Cooper scale s is 0"], stats=stats)
         columns = columns / scale
-    matrix, pair_values = space.split(np.clip(columns, 0.0, 1.0))
+    matrix, pair_values = space.split(np.clip(columns, 0.0, None))
+    matrix = np.minimum(matrix, 1.0)
     if inverse is not None:
         matrix = matrix[inverse]
+        if has_pairs:
+            pair_values = _spread_class_pairs(space, pair_values, inverse)
     pair_jobs, pair_matrix = _expand_pairs(space, pair_values) if has_pairs else (
         np.zeros((0, 2), dtype=int), np.zeros((0, space.n_types)))
-    return SpecOutcome(status=outcome.status, matrix=matrix, pair_jobs=pair_jobs, pair_matrix=pair_matrix,
+    status = outcome.status
+    if has_pairs and inverse is not None and status == "optimal":
+        # KNOWN GAP: the class-pair LP has come out up to ~0.1% below the job-pair LP on small
+        # instances (tests/test_space_sharing.py); until that is explained, no optimality claim.
+        status = "feasible"
+    return SpecOutcome(status=status, matrix=matrix, pair_jobs=pair_jobs, pair_matrix=pair_matrix,
                        objective=level_unscaled, log=log, stats=stats)
 
 

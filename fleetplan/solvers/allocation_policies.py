@@ -46,7 +46,6 @@ import numpy as np
 
 from fleetplan.instances import InstanceError
 from fleetplan.instances.allocation import AllocationArrays, AllocationInstance, AllocationPlan
-from fleetplan.models.allocation_pairs import candidate_pairs
 from fleetplan.models.allocation_policies import PolicySpec, model_throughput
 from fleetplan.solvers import highs as highs_runner
 from fleetplan.solvers.allocation_lp import (
@@ -269,12 +268,12 @@ def solve_policy(instance: AllocationInstance, driver, *, aware: bool, policy: s
 
     def solve_part(part_arrays: AllocationArrays) -> SpecOutcome:
         options = LpOptions(backend=backend, lp_algorithm=lp_algorithm, time_limit=time_limit, threads=threads,
-                            seed=seed, aggregate=aggregate, refine=refine, heterogeneity_aware=aware)
-        if space_sharing:
-            options.pair_jobs, options.pair_type, counts = candidate_pairs(part_arrays, prune=prune_pairs)
-            for key, value in counts.items():
-                stats[key] = stats.get(key, 0.0) + value
+                            seed=seed, aggregate=aggregate, refine=refine, heterogeneity_aware=aware,
+                            space_sharing=space_sharing, prune_pairs=prune_pairs)
         answer = driver(part_arrays, options, n_total, **driver_options)
+        for key in ("pairs_possible", "pairs_kept"):
+            if key in answer.outcome.stats:
+                stats[key] = stats.get(key, 0.0) + answer.outcome.stats[key]
         answer.outcome.stats.update(model_objective=answer.model_objective if answer.model_objective is not None else np.nan,
                                     bound=answer.bound if answer.bound is not None else np.nan)
         answer.outcome.log += answer.messages
