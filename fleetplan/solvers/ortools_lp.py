@@ -95,6 +95,14 @@ def run_lp(lp: LinearProgram, backend: LpBackend = "highspy", *, algorithm: high
             highs.setOptionValue("run_crossover", "off")
         build_s = time.perf_counter() - started
         outcome = highs_runner.run(highs)
+        if outcome.status == "error" and highs.getOptionValue("run_crossover")[-1] == "off":
+            # IPM without crossover can stop "unknown" (seen on a 16,384-job FTF step): redo
+            # the solve with crossover, which cleans the point up.
+            highs.setOptionValue("run_crossover", "on")
+            retry = highs_runner.run(highs)
+            retry.log = outcome.log + retry.log
+            retry.solve_s += outcome.solve_s
+            outcome = retry
         outcome.build_s = build_s
         return outcome
     if backend in ("ortools-glop", "ortools-pdlp"):
