@@ -7,6 +7,7 @@ functions with :func:`fleetplan.solvers.base.register` when imported.
 from fleetplan.solvers import (
     allocation,  # noqa: F401  (registers solvers)
     allocation_policies,  # noqa: F401  (registers solvers)
+    placement,  # noqa: F401  (registers solvers)
     placement_exact,  # noqa: F401  (registers solvers)
     water_filling,  # noqa: F401  (registers solvers)
 )
