@@ -102,6 +102,7 @@ def _broken(mutate):
     (lambda d: d["jobs"][2]["throughput"].update(a100=3.0), "jobs[2].throughput.a100", "unknown worker type"),
     (lambda d: d.update(jobs=[]), "jobs", "at least one job"),
     (lambda d: d["jobs"][0]["throughput"].update(v100=math.nan), "jobs[0].throughput.v100", "finite"),
+    (lambda d: d["jobs"][2]["throughput"].update(k80=-1.0), "jobs[2].throughput.k80", "greater than or equal to 0"),
     (lambda d: d["jobs"][0].update(scale_factor=0), "jobs[0].scale_factor", "greater than or equal to 1"),
     (lambda d: d["jobs"][1].update(id="job0"), "jobs[1].id", "duplicate"),
     (lambda d: d["jobs"][0].update(weight=0), "jobs[0].weight", "greater than 0"),

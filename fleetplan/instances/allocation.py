@@ -26,7 +26,7 @@ Example
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import Field, PrivateAttr, model_validator
@@ -59,7 +59,7 @@ class WorkerType(StrictModel):
 
 class Job(StrictModel):
     id: str = Field(min_length=1)
-    throughput: dict[str, float] = Field(
+    throughput: dict[str, Annotated[float, Field(ge=0)]] = Field(
         description="training iterations per second on each worker type; a type left out "
         "(or 0) means the job cannot run there"
     )
@@ -75,13 +75,6 @@ class Job(StrictModel):
     slo_hours: float | None = Field(
         default=None, gt=0, description="the job must finish its steps_left within this many "
         "hours (min-cost-slo, Gavel §4.2); None: no SLO")
-
-    @model_validator(mode="after")
-    def _throughputs_non_negative(self) -> Job:
-        for name, value in self.throughput.items():
-            if value < 0:
-                raise InstanceError(f"throughput.{name}", "must be >= 0")
-        return self
 
 
 class Colocation(StrictModel):

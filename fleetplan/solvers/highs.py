@@ -19,7 +19,7 @@ import pyomo.environ as pyo
 from pyomo.contrib.appsi.base import TerminationCondition
 from pyomo.contrib.appsi.solvers import Highs as AppsiHighs
 
-from fleetplan.models.linear import INF, LinearProgram
+from fleetplan.models.linear import LinearProgram
 
 LpAlgorithm = Literal["auto", "simplex", "ipm", "pdlp"]
 # Below this many columns simplex is fast and exact to the vertex; above it the interior
