@@ -19,7 +19,7 @@ bottlenecked jobs with one of two exact tests (option ``bottleneck_test``):
   capped rise ``d`` exceeds the tolerance in a solution is free (that solution is the witness);
   the rounds end when the best total rise of the undecided jobs is within the tolerance, which
   proves each of them bottlenecked (a single job's rise would already give a better total).
-  Usually one or two LPs per iteration.
+  About two or three LPs per iteration on the generated instances (benchmarks/RESULTS.md).
 
 Jobs not yet bottlenecked but of zero weight (FIFO jobs behind their entity's head) are tested
 too: one that cannot rise now never will (the other jobs' levels only grow), so marking it now
