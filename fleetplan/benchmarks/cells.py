@@ -38,14 +38,15 @@ from fleetplan.benchmarks.suite import Suite, group_name
 from fleetplan.instances import Evaluation, InstanceError, generate, save
 from fleetplan.solvers import solve
 
-# The shared suite format's columns, then three of the harness's own: the sense of the
+# The shared suite format's columns, then four of the harness's own (the fourth, ``stats``,
+# is the solver's own measurements as JSON): the sense of the
 # objective (to compare bounds the right way), which objective the judge scored (solvers of
 # different policies of one kind are scored differently, and only like is compared with like),
 # and what the gap was measured against.
 COLUMNS: tuple[str, ...] = (
     "suite", "group", "kind", "instance", "params", "seed", "solver", "label", "options", "repeat",
     "status", "objective", "bound", "best_bound", "gap", "wall_s", "peak_mem_mb", "violations",
-    "message", "sense", "objective_name", "gap_reference",
+    "message", "sense", "objective_name", "gap_reference", "stats",
 )
 # Beyond time_limit * KILL_FACTOR + grace a child is killed (solvers honour their limit within
 # a few percent; the grace covers interpreter start and instance generation).
@@ -192,6 +193,8 @@ def run_cell(cell: Cell) -> dict[str, Any]:
         violations=len(evaluation.violations) if evaluation is not None else "",
         message=one_line(result.message), sense=evaluation.sense if evaluation is not None else "",
         objective_name=objective_name(evaluation) if evaluation is not None else "",
+        # The solver's own measurements (e.g. model-build and solve seconds), kept as JSON.
+        stats=json.dumps({k: _number(v) for k, v in sorted(result.stats.items())}),
     )
     if cell.plan_dir and result.plan is not None:
         save(result.plan, plan_file(cell.plan_dir, cell))
