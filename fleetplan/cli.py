@@ -22,7 +22,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.table import Table
 
 import fleetplan
-from fleetplan.instances import InstanceError, get_kind, load_plan
+from fleetplan.instances import InstanceError, evaluate_current, get_kind, load_plan
 from fleetplan.instances.base import Evaluation, atomic_write_text
 from fleetplan.solvers import SolveResult
 
@@ -140,6 +140,24 @@ def render_evaluation(evaluation: Evaluation, title: str) -> None:
                      f"{violation.amount:.6g} {violation.message}")
 
 
+def render_before_after(before: Evaluation, after: Evaluation) -> None:
+    """Today's plan beside the new one: objective, terms and metrics side by side."""
+    table = Table(title="today's plan and the new plan", show_header=True, header_style="bold")
+    for column, justify in (("measure", "left"), ("today", "right"), ("new plan", "right")):
+        table.add_column(column, justify=justify)
+    table.add_row("objective" + (" (maximize)" if after.sense == "max" else " (minimize)"),
+                  fmt(before.objective, 8), fmt(after.objective, 8))
+    for name in after.terms:
+        table.add_row(f"  term {name}", fmt(before.terms.get(name), 8), fmt(after.terms[name], 8))
+    for name in after.metrics:
+        table.add_row(name, fmt(before.metrics.get(name)), fmt(after.metrics[name]))
+    table.add_row("violations", str(len(before.violations)), str(len(after.violations)))
+    stdout.print(table)
+    for violation in after.violations[:20]:
+        stdout.print(f"  violation {violation.constraint} at {violation.where}: "
+                     f"{violation.amount:.6g} {violation.message}")
+
+
 def render_result(result: SolveResult) -> None:
     table = Table(title=f"{result.kind} / {result.solver}", show_header=True, header_style="bold")
     for column in ("status", "objective", "bound", "gap", "wall s"):
@@ -185,19 +203,25 @@ def cmd_solve(args: argparse.Namespace) -> int:
                                  threads=args.threads, progress=update, **options)
     if args.output and result.plan is not None:
         fleetplan.save(result.plan, args.output)
+    current = evaluate_current(instance)
     if args.json:
         data = result.to_dict()
         if args.output:
             data.pop("plan")
+        if current is not None:
+            data["current_evaluation"] = current.model_dump()
         print_json(data)
     else:
         render_result(result)
-        if result.evaluation is not None:
+        if result.evaluation is not None and current is not None:
+            render_before_after(current, result.evaluation)
+        elif result.evaluation is not None:
             render_evaluation(result.evaluation, "evaluation of the plan")
         if args.output and result.plan is not None:
             stdout.print(f"wrote plan to {args.output}")
         for line in result.log[-10:]:
-            stdout.print(f"[dim]{line}[/dim]")
+            if line != result.message:
+                stdout.print(line, style="dim", markup=False)
     return 0 if result.status in ("optimal", "feasible", "time_limit") else 1
 
 

@@ -104,3 +104,15 @@ def test_schema_solvers_and_demo(capsys, tmp_path):
     rows = json.loads(capsys.readouterr().out)
     assert all(row["violations"] == 0 for kind_rows in rows.values() for row in kind_rows)
     assert main(["demo", "--examples", str(tmp_path)]) == 2
+
+
+def test_placement_solve_shows_today_beside_the_new_plan(capsys):
+    example = str(EXAMPLES / "placement-small.json")
+    assert main(["solve", example, "--solver", "hill-climb"]) == 0
+    out = capsys.readouterr().out
+    assert "today's plan and the new plan" in out and "hp_demand_supply_max" in out
+    assert main(["solve", example, "--solver", "hill-climb", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    keep = data["current_evaluation"]
+    assert keep["metrics"]["bytes_moved"] == 0
+    assert data["objective"] <= keep["objective"]

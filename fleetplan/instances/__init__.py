@@ -43,6 +43,7 @@ KINDS: dict[str, ProblemKind] = {
         generate=placement_generate.generate,
         generate_params=placement_generate.PlacementParams,
         description="Tetris (MAST §3): place tables in regions (home region per table, replicas)",
+        current_plan=placement.PlacementPlan.current,
     ),
 }
 
@@ -92,6 +93,12 @@ def schema(kind: str) -> dict[str, Any]:
     return get_kind(kind).instance_type.model_json_schema()
 
 
+def evaluate_current(instance: InstanceBase) -> Evaluation | None:
+    """The judge's verdict on today's plan, for kinds whose instances carry one; else None."""
+    current_plan = get_kind(instance.kind).current_plan
+    return None if current_plan is None else evaluate(instance, current_plan(instance))
+
+
 def evaluate(instance: InstanceBase, plan: PlanBase) -> Evaluation:
     """The one judge of a plan: objective and its terms, violations, metrics."""
     if plan.kind != instance.kind:
@@ -109,6 +116,6 @@ def generate(kind: str, params: dict[str, Any] | BaseModel | None = None, seed: 
 
 __all__ = [
     "KINDS", "Evaluation", "InstanceBase", "InstanceError", "PlanBase", "ProblemKind", "Violation",
-    "evaluate", "generate", "get_kind", "instance_from_data", "load_instance", "load_plan",
+    "evaluate", "evaluate_current", "generate", "get_kind", "instance_from_data", "load_instance", "load_plan",
     "parse_json_text", "save", "schema",
 ]

@@ -17,7 +17,7 @@ import math
 import os
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -126,7 +126,9 @@ class ProblemKind:
     generate: Callable[..., Any]
     generate_params: type[BaseModel]
     description: str = ""
-    examples: tuple[str, ...] = field(default_factory=tuple)
+    # Today's plan, for kinds whose instance carries one (placement: tables where they are);
+    # `fleetplan solve` shows its metrics beside the new plan's.
+    current_plan: Callable[[Any], Any] | None = None
 
 
 def parse_json_text(text: str, source: str | None = None) -> Any:

@@ -453,6 +453,11 @@ class PlacementPlan(PlanBase):
             home=[regions[r] for r in np.asarray(home).tolist()],
             replicas=replicas or ReplicaColumns(), moves=list(moves or []))
 
+    @classmethod
+    def current(cls, instance: PlacementInstance) -> PlacementPlan:
+        """Today's placement (§5.6's V0): every table in its current home, no replicas."""
+        return cls.from_arrays(instance, instance.arrays().table_home)
+
     def home_array(self, instance: PlacementInstance) -> np.ndarray:
         """Home region index per table, checked against the instance."""
         arrays = instance.arrays()
