@@ -102,12 +102,14 @@ class SolverSpec:
 
     @property
     def options(self) -> dict[str, Any]:
-        """The solver-specific keyword options and their defaults."""
+        """The solver-specific keyword options and their defaults (a leading underscore marks
+        a parameter the registration fixes, not one a user sets)."""
         common = {"time_limit", "seed", "threads", "progress"}
         return {
             name: parameter.default
             for name, parameter in inspect.signature(self.function).parameters.items()
             if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name not in common
+            and not name.startswith("_")
         }
 
 
