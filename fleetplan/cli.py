@@ -121,6 +121,13 @@ def progress_display(description: str, enabled: bool) -> Iterator[Any]:
         yield update
 
 
+def working(message: str, enabled: bool = True) -> contextlib.AbstractContextManager[Any]:
+    """A spinner on stderr while something runs (terminals only; --json runs stay silent)."""
+    if not enabled or not stderr.is_terminal:
+        return contextlib.nullcontext()
+    return stderr.status(message)
+
+
 # --- rendering ---------------------------------------------------------------------------
 
 def render_evaluation(evaluation: Evaluation, title: str) -> None:
@@ -175,8 +182,9 @@ def cmd_generate(args: argparse.Namespace, extra: Sequence[str]) -> int:
     params = parse_flag_params(extra)
     params.update(parse_assignments(args.param, "--param"))
     check_output_path(args.output)
-    instance = fleetplan.generate(args.kind, params, seed=args.seed)
-    fleetplan.save(instance, args.output)
+    with working(f"generating a {args.kind} instance", not args.json):
+        instance = fleetplan.generate(args.kind, params, seed=args.seed)
+        fleetplan.save(instance, args.output)
     if args.json:
         print_json({"output": args.output, "kind": args.kind, "params": params, "seed": args.seed})
     else:
@@ -185,7 +193,8 @@ def cmd_generate(args: argparse.Namespace, extra: Sequence[str]) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    instance = fleetplan.load_instance(args.file)
+    with working(f"validating {args.file}", not args.json):
+        instance = fleetplan.load_instance(args.file)
     summary = {"file": args.file, "kind": instance.kind, "name": instance.name, "valid": True}
     if args.json:
         print_json(summary)
@@ -195,7 +204,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    instance = fleetplan.load_instance(args.file)
+    with working(f"loading {args.file}", not args.json):
+        instance = fleetplan.load_instance(args.file)
     options = parse_assignments(args.option, "--option")
     check_output_path(args.output)
     with progress_display(f"solving with {args.solver or 'default solver'}", not args.json) as update:
@@ -203,7 +213,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
                                  threads=args.threads, progress=update, **options)
     if args.output and result.plan is not None:
         fleetplan.save(result.plan, args.output)
-    current = evaluate_current(instance)
+    with working("judging today's plan", not args.json):
+        current = evaluate_current(instance)
     if args.json:
         data = result.to_dict()
         if args.output:
@@ -226,9 +237,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    instance = fleetplan.load_instance(args.file)
-    plan = load_plan(args.plan)
-    evaluation = fleetplan.evaluate(instance, plan)
+    with working(f"judging {args.plan}", not args.json):
+        instance = fleetplan.load_instance(args.file)
+        plan = load_plan(args.plan)
+        evaluation = fleetplan.evaluate(instance, plan)
     if args.json:
         print_json(evaluation.model_dump())
     else:
@@ -265,7 +277,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from fleetplan.demo import run_demo
 
-    return run_demo(Path(args.examples), stdout, json_output=args.json)
+    with working("solving the bundled examples", not args.json):
+        return run_demo(Path(args.examples), stdout, json_output=args.json)
 
 
 # --- parser ------------------------------------------------------------------------------
