@@ -81,6 +81,14 @@ class AllocationSpace:
     def n_singles(self) -> int:
         return len(self.single_job)
 
+    def column_upper(self) -> np.ndarray:
+        """Each column's upper bound: 1 for a job's (or a job pair's) time fraction, and for a
+        class-pair column — the total time all pairs of two classes spend together — the most
+        its time row allows: min(n_c, n_d) between two classes, n_c / 2 inside one. (A bound of 1
+        there cut the class-pair LP below the job-pair LP's optimum.)"""
+        largest = np.asarray(self.time.max(axis=0).todense()).ravel()
+        return np.divide(1.0, largest, out=np.ones(self.n_cols), where=largest > 0)
+
     def split(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Column values as a (jobs, types) matrix and a (pair columns,) vector."""
         matrix = np.zeros((self.n_jobs, self.n_types))
@@ -202,7 +210,7 @@ def policy_lp(space: AllocationSpace, spec: PolicySpec) -> LinearProgram:
             upper.append(floors[2])
         cost = np.zeros(n + 1)
         cost[n] = 1.0
-        col_upper = np.concatenate([np.ones(n), [INF]])
+        col_upper = np.concatenate([space.column_upper(), [INF]])
         names = {"x": slice(0, n), "t": slice(n, n + 1)}
     elif spec.form == "linear":
         blocks = [space.time, space.workers]
@@ -214,7 +222,7 @@ def policy_lp(space: AllocationSpace, spec: PolicySpec) -> LinearProgram:
             lower.append(floors[1])
             upper.append(floors[2])
         cost = np.asarray(space.throughput.T @ (weighted * space.multiplicity)).ravel()
-        col_upper = np.ones(n)
+        col_upper = space.column_upper()
         names = {"x": slice(0, n)}
     elif spec.form == "charnes_cooper":
         if spec.cost_per_hour is None:
@@ -275,7 +283,8 @@ def policy_pyomo(space: AllocationSpace, spec: PolicySpec, level: float | None =
     model.JOBS = pyo.RangeSet(0, space.n_jobs - 1)
     model.TYPES = pyo.RangeSet(0, space.n_types - 1)
     cc = spec.form == "charnes_cooper"
-    model.x = pyo.Var(model.COLS, bounds=(0, None if cc else 1))
+    upper = space.column_upper()
+    model.x = pyo.Var(model.COLS, bounds=lambda m, c: (0, None if cc else float(upper[c])))
     var = model.x
     if cc:
         model.s = pyo.Var(bounds=(0, None))
