@@ -16,11 +16,15 @@ Variables (over the tables and planned jobs of the part being solved)::
                           score[j, r] >= score[j, s] (+ eps when s < r) with
                           score = count of the job's tables in r * (1 + 1e-3) + bytes in r / bytes of j
                           (the evaluator's order: count, then bytes, then region index)
-    v[j, r] >= 0          bytes job j reads locally: v <= bytes of j in r, v <= bytes(j) z[j, r]
+    v[j, r] in [0, 1]     share of job j's bytes read locally: v <= its share in r, v <= z[j, r]
 
 Expression 1 is linear in these: ML jobs read ``bytes(j) (1 - sum_r y[j, r])`` across regions,
-Spark/Presto jobs ``bytes(j) - sum_r v[j, r]``. Constraints 4-6, the daily move quota and
-pinning are linear too. The non-linear terms are linearised as follows.
+Spark/Presto jobs ``bytes(j) (1 - sum_r v[j, r])``. Constraints 4-6, the daily move quota and
+pinning are linear too. Units: every row is scaled so its coefficients are at most 1 — bytes as
+shares of all bytes, a group's GPU-hours as shares of its largest total, CPU and home-training
+rows divided by their own totals (in raw bytes the matrix spanned 1e-9..1e13 and HiGHS both
+dropped coefficients and once claimed "unbounded"). The non-linear terms are linearised as
+follows.
 
 * Storage balance (Expressions 3, 9): ``w3 (B_r / sum B - C_r / sum C)^2`` is convex in the
   bytes B_r homed in r (sum B is constant), so an epigraph variable lies above its tangents at
@@ -364,11 +368,12 @@ def placement_mip(data: PlacementData) -> pyo.ConcreteModel:
 
     model.majority = pyo.Constraint(
         [(j, r, s) for j in voting for r in data.job_regions[j] for s in regions if s != r], rule=majority)
-    model.v = pyo.Var([(j, r) for j in voting for r in data.job_regions[j]], bounds=(0, None))
-    model.v_bytes = pyo.Constraint(list(model.v.index_set()),
-                                   rule=lambda m, j, r: m.v[j, r] <= sum(size[t] * x(t, r) for t in own[j]))
-    model.v_region = pyo.Constraint(list(model.v.index_set()),
-                                    rule=lambda m, j, r: m.v[j, r] <= job_bytes(j) * m.z[j, r])
+    # v is the *fraction* of the job's bytes read locally, so its rows have coefficients in [0, 1]
+    # (in bytes they reached 1e13 next to binaries, and HiGHS lost precision).
+    model.v = pyo.Var([(j, r) for j in voting for r in data.job_regions[j]], bounds=(0, 1))
+    model.v_bytes = pyo.Constraint(list(model.v.index_set()), rule=lambda m, j, r: m.v[j, r] <= sum(
+        float(size[t] / max(job_bytes(j), 1e-300)) * x(t, r) for t in own[j]))
+    model.v_region = pyo.Constraint(list(model.v.index_set()), rule=lambda m, j, r: m.v[j, r] <= m.z[j, r])
 
     def z(j: int, r: int):
         if j in decided:
@@ -386,15 +391,28 @@ def placement_mip(data: PlacementData) -> pyo.ConcreteModel:
             local = sum(size[t] for t in own[j] if data.allowed[t] == data.job_regions[j])
             traffic += arrays.job_weight[j] * (job_bytes(j) - local)
         else:
-            traffic += arrays.job_weight[j] * (job_bytes(j) - sum(model.v[j, r] for r in data.job_regions[j]))
+            traffic += arrays.job_weight[j] * job_bytes(j) * (1 - sum(model.v[j, r] for r in data.job_regions[j]))
     model.traffic = pyo.Expression(expr=arrays.w_traffic * traffic)
 
     _gpu_block(model, data, y)
-    stored = {r: sum(size[t] * x(t, r) for t in data.tables.tolist()) for r in regions}
+    # Bytes enter every row as shares of all bytes (sizes ~1e9-1e13 next to binaries made the
+    # matrix span 1e-9..1e13; HiGHS dropped coefficients and once reported "unbounded").
+    unit = byte_unit(arrays)
+    stored = {r: sum(float(size[t] / unit) * x(t, r) for t in data.tables.tolist()) for r in regions}
     _storage_block(model, data, stored)
     _constraints(model, data, stored, x, region_of)
     model.cost = pyo.Objective(expr=model.traffic + model.gpu + model.storage, sense=pyo.minimize)
     return model
+
+
+def byte_unit(arrays: PlacementArrays) -> float:
+    """Bytes per model unit: all bytes of the instance (so stored bytes are shares in [0, 1])."""
+    return max(float(arrays.table_size.sum()), 1e-300)
+
+
+def hour_unit(group: GpuGroup) -> float:
+    """GPU-hours per model unit in a group's rows: the most its demand can total."""
+    return max(float(group.total.upper.max(initial=0.0)), 1e-300)
 
 
 def _gpu_block(model: pyo.ConcreteModel, data: PlacementData, y) -> None:
@@ -408,8 +426,10 @@ def _gpu_block(model: pyo.ConcreteModel, data: PlacementData, y) -> None:
     model.u_one = pyo.Constraint(range(len(groups)), rule=lambda m, g: sum(
         m.u[g, k] for k in range(len(groups[g].total))) == 1)
 
-    def demand(g: int, r: int):
-        return sum(arrays.job_gpu_hours[j] * y(j, r) for j in groups[g].jobs.tolist())
+    units = [hour_unit(group) for group in groups]
+
+    def demand(g: int, r: int):  # in units of hour_unit(group): coefficients in (0, 1]
+        return sum(float(arrays.job_gpu_hours[j] / units[g]) * y(j, r) for j in groups[g].jobs.tolist())
 
     def pair_matches_level(m, g, r, k):
         ks = groups[g].pairs[r][0]
@@ -422,12 +442,12 @@ def _gpu_block(model: pyo.ConcreteModel, data: PlacementData, y) -> None:
     def demand_low(m, g, r):
         levels = groups[g].region_levels[r]
         _, i, _ = groups[g].pairs[r]
-        return demand(g, r) >= sum(levels.lower[i[n]] * m.lam[g, r, n] for n in range(len(i)))
+        return demand(g, r) >= sum(levels.lower[i[n]] / units[g] * m.lam[g, r, n] for n in range(len(i)))
 
     def demand_high(m, g, r):
         levels = groups[g].region_levels[r]
         _, i, _ = groups[g].pairs[r]
-        return demand(g, r) <= sum(levels.upper[i[n]] * m.lam[g, r, n] for n in range(len(i)))
+        return demand(g, r) <= sum(levels.upper[i[n]] / units[g] * m.lam[g, r, n] for n in range(len(i)))
 
     group_regions = [(g, r) for g in range(len(groups)) for r in range(arrays.num_regions)]
     model.demand_low = pyo.Constraint(group_regions, rule=demand_low)
@@ -437,9 +457,9 @@ def _gpu_block(model: pyo.ConcreteModel, data: PlacementData, y) -> None:
         return sum(demand(g, r) for r in range(arrays.num_regions))
 
     model.total_low = pyo.Constraint(range(len(groups)), rule=lambda m, g: total(g) >= sum(
-        groups[g].total.lower[k] * m.u[g, k] for k in range(len(groups[g].total))))
+        groups[g].total.lower[k] / units[g] * m.u[g, k] for k in range(len(groups[g].total))))
     model.total_high = pyo.Constraint(range(len(groups)), rule=lambda m, g: total(g) <= sum(
-        groups[g].total.upper[k] * m.u[g, k] for k in range(len(groups[g].total))))
+        groups[g].total.upper[k] / units[g] * m.u[g, k] for k in range(len(groups[g].total))))
     model.gpu = pyo.Expression(expr=sum(
         groups[g].weight * float(groups[g].pairs[r][2][n]) * model.lam[g, r, n]
         for (g, r, n) in lam_index if groups[g].pairs[r][2][n] != 0))
@@ -451,6 +471,7 @@ def _storage_block(model: pyo.ConcreteModel, data: PlacementData, stored: dict) 
         model.storage = pyo.Expression(expr=0)
         return
     total_bytes = float(arrays.table_size.sum())
+    unit = byte_unit(arrays)  # ``stored`` is in these units
     capacity_share = arrays.storage_capacity / max(arrays.storage_capacity.sum(), 1e-300)
     weight = arrays.w_storage
     model.e = pyo.Var(range(arrays.num_regions), bounds=(0, None))
@@ -458,7 +479,7 @@ def _storage_block(model: pyo.ConcreteModel, data: PlacementData, stored: dict) 
     for r, points in enumerate(data.storage_points):
         for p in points.tolist():
             gap = p / total_bytes - capacity_share[r]
-            cuts.append((r, weight * gap * gap, 2 * weight * gap / total_bytes, p))
+            cuts.append((r, weight * gap * gap, 2 * weight * gap * unit / total_bytes, p / unit))
     model.storage_tangent = pyo.Constraint(range(len(cuts)), rule=lambda m, c: m.e[cuts[c][0]] >= (
         cuts[c][1] + cuts[c][2] * (stored[cuts[c][0]] - cuts[c][3])))
     model.storage = pyo.Expression(expr=sum(model.e[r] for r in range(arrays.num_regions)))
@@ -471,7 +492,7 @@ def _constraints(model: pyo.ConcreteModel, data: PlacementData, stored: dict, x,
         return
     model.storage_capacity = pyo.Constraint(
         [r for r in regions if not isinstance(stored[r], (int, float))],
-        rule=lambda m, r: stored[r] <= float(arrays.storage_capacity[r]))
+        rule=lambda m, r: stored[r] <= float(arrays.storage_capacity[r] / byte_unit(arrays)))
     jobs = data.jobs.tolist()
     cpu_rows = []
     for a in range(len(arrays.app_ids)):
@@ -480,21 +501,26 @@ def _constraints(model: pyo.ConcreteModel, data: PlacementData, stored: dict, x,
             candidates = [j for j in members if r in data.job_regions[j]]
             if candidates and arrays.job_cpu_hours[candidates].sum() > arrays.cpu_capacity[a, r]:
                 cpu_rows.append((a, r, candidates))
-    model.cpu = pyo.Constraint(range(len(cpu_rows)), rule=lambda m, c: sum(
-        arrays.job_cpu_hours[j] * region_of(j, cpu_rows[c][1]) for j in cpu_rows[c][2])
-        <= float(arrays.cpu_capacity[cpu_rows[c][0], cpu_rows[c][1]]))
+    def cpu_row(m, c):  # divided by the row's CPU-hours, so its coefficients are in (0, 1]
+        a, r, candidates = cpu_rows[c]
+        scale = float(arrays.job_cpu_hours[candidates].sum())
+        return sum(float(arrays.job_cpu_hours[j] / scale) * region_of(j, r) for j in candidates) \
+            <= float(arrays.cpu_capacity[a, r] / scale)
+
+    model.cpu = pyo.Constraint(range(len(cpu_rows)), rule=cpu_row)
     high = [j for j in jobs if arrays.high_priority_ml[j]]
     hours = float(arrays.job_gpu_hours[high].sum()) if high else 0.0
     if arrays.home_training_threshold > 0 and hours > 0:
         model.home_training = pyo.Constraint(expr=sum(
-            arrays.job_gpu_hours[j] * region_of(j, r) for j in high for r in data.job_regions[j]
-            if arrays.gpu_supply[r, arrays.job_gpu_type[j]] > 0) >= arrays.home_training_threshold * hours)
+            float(arrays.job_gpu_hours[j] / hours) * region_of(j, r) for j in high for r in data.job_regions[j]
+            if arrays.gpu_supply[r, arrays.job_gpu_type[j]] > 0) >= arrays.home_training_threshold)
     if np.isfinite(arrays.move_quota_bytes):
         moved = [t for t in data.tables.tolist() if len(data.allowed[t]) > 1]
         if moved and arrays.table_size[moved].sum() > arrays.move_quota_bytes:
+            unit = byte_unit(arrays)
             model.move_quota = pyo.Constraint(expr=sum(
-                arrays.table_size[t] * (1 - x(t, int(arrays.table_home[t]))) for t in moved)
-                <= arrays.move_quota_bytes)
+                float(arrays.table_size[t] / unit) * (1 - x(t, int(arrays.table_home[t]))) for t in moved)
+                <= arrays.move_quota_bytes / unit)
 
 
 def set_placement(model: pyo.ConcreteModel, data: PlacementData, home: np.ndarray) -> None:
@@ -511,7 +537,8 @@ def set_placement(model: pyo.ConcreteModel, data: PlacementData, home: np.ndarra
         model.z[j, r].set_value(float(region[j] == r))
     for (j, r) in model.v:
         own = data.job_tables(j)
-        model.v[j, r].set_value(float(size[own][home[own] == r].sum()) if region[j] == r else 0.0)
+        local = float(size[own][home[own] == r].sum()) / max(float(size[own].sum()), 1e-300)
+        model.v[j, r].set_value(local if region[j] == r else 0.0)
     for g, group in enumerate(data.groups):
         placed = [j for j in group.jobs.tolist() if region[j] >= 0]
         demand = np.bincount(region[placed], weights=arrays.job_gpu_hours[placed],
