@@ -10,7 +10,13 @@ import fleetplan
 from fleetplan.instances.placement import PlacementInstance, PlacementPlan
 from fleetplan.models.placement import gpu_cost_lower_bound, make_levels, prepare, subset_sums
 from fleetplan.solvers.enumerate import enumerate_placements
-from fleetplan.solvers.placement_exact import components, coupling, explain_infeasibility
+from fleetplan.solvers.placement_exact import (
+    PartOutcome,
+    components,
+    coupling,
+    explain_infeasibility,
+    solve_exact,
+)
 
 EXACT = ("mip-highs", "cpsat")
 RELATIVE = 1e-6
@@ -194,3 +200,39 @@ def test_evaluator_agrees_with_the_plan_the_model_scored() -> None:
     assert result.model_objective == pytest.approx(result.objective, rel=1e-7)
     plan = PlacementPlan.model_validate(result.plan.model_dump())
     assert fleetplan.evaluate(instance, plan).objective == pytest.approx(result.objective)
+
+
+def _no_plan(status: str):
+    def part(data, warm, *, time_limit, threads, seed):
+        return PartOutcome(status=status, home=None, model_objective=None, bound=None, exact=data.exact,
+                           log=[f"fake part: {status}"])
+    return part
+
+
+@pytest.mark.parametrize(("part_status", "status"), [("time_limit", "time_limit"), ("error", "feasible")])
+@pytest.mark.parametrize("warm_start", ["current", "none"])
+def test_a_part_without_a_plan_keeps_the_best_feasible_warm_start(part_status: str, status: str,
+                                                                   warm_start: str) -> None:
+    # The contract: time_limit means "best plan so far"; a solver error still returns a plan.
+    instance = tiny(4)
+    current = fleetplan.evaluate(instance, PlacementPlan.from_arrays(instance, instance.arrays().table_home))
+    assert current.feasible
+    result = solve_exact(instance, _no_plan(part_status), name="fake", time_limit=30, seed=0, threads=1,
+                         progress=lambda fraction, message: None, warm_start=warm_start, split=True,
+                         max_exact_levels=64, grid_levels=16)
+    assert result.status == status
+    assert result.plan is not None and "warm start" in result.message
+    assert_judged(instance, result)
+    # With no warm start asked for, the fallback is the better of today's plan and the hill climb.
+    assert result.objective <= current.objective * (1 + 1e-12)
+    if warm_start == "current":
+        assert result.objective == pytest.approx(current.objective, rel=1e-12)
+
+
+@pytest.mark.parametrize("solver", EXACT)
+def test_a_short_time_limit_still_returns_a_judged_plan(solver: str) -> None:
+    instance = tiny(0, regions=5, tables=200, jobs=200)
+    result = fleetplan.solve(instance, solver, time_limit=1, warm_start="none")
+    assert result.status in ("time_limit", "feasible", "optimal"), result.message
+    assert result.plan is not None
+    assert_judged(instance, result)

@@ -196,6 +196,25 @@ def warm_start_home(instance: PlacementInstance, how: WarmStart, time_limit: flo
     return home
 
 
+def fallback_home(instance: PlacementInstance, warm: np.ndarray | None, warm_start: WarmStart,
+                  time_limit: float | None, seed: int, log: list[str]) -> np.ndarray | None:
+    """The best feasible plan known without the exact solver: the warm start if it was used,
+    else today's placement or the hill climb's, whichever is feasible and cheaper (or None)."""
+    if warm is not None:
+        return warm
+    best, best_objective = None, math.inf
+    for how in ("current", "hill-climb"):
+        if how == warm_start:
+            continue  # already tried and infeasible
+        home = warm_start_home(instance, how, time_limit, seed, log)
+        if home is None:
+            continue
+        objective = evaluate(instance, PlacementPlan.from_arrays(instance, home)).objective
+        if objective < best_objective:
+            best, best_objective = home, objective
+    return best
+
+
 # --- HiGHS ------------------------------------------------------------------------------------
 
 _STATUS = {
@@ -226,7 +245,11 @@ def solve_part_highs(data: PlacementData, warm: np.ndarray | None, *, time_limit
     if warm is not None:
         set_placement(model, data, warm)
         solver.config.warmstart = True
-    results = solver.solve(model)
+    try:
+        results = solver.solve(model)
+    except (RuntimeError, ValueError) as error:  # appsi raises on some HiGHS failures
+        return PartOutcome(status="error", home=None, model_objective=None, bound=None, exact=data.exact,
+                           log=[f"HiGHS MIP failed: {error}"])
     status = _STATUS.get(results.termination_condition, "error")
     objective = results.best_feasible_objective
     bound = results.best_objective_bound
@@ -274,6 +297,10 @@ def solve_exact(instance: PlacementInstance, solve_part, *, name: str, time_limi
     home = arrays.table_home.copy() if warm is None else warm.copy()
     bound_total, model_total = 0.0, 0.0
     statuses, exact = [], True
+    # Parts the solver left without a plan (time limit with no solution, or a solver error)
+    # keep the fallback's tables: "time_limit" promises the best plan so far, never none.
+    unsolved: list[str] = []
+    fallback: np.ndarray | None = None
     weights = np.array([max(len(d.tables), 1) for d in datas], dtype=float)
     for index, data in enumerate(datas):
         remaining = None
@@ -292,19 +319,31 @@ def solve_exact(instance: PlacementInstance, solve_part, *, name: str, time_limi
                                message=f"{name}: the solver proved the model infeasible "
                                        f"(part {index + 1} of {len(datas)}, {len(data.tables)} tables)")
         if outcome.home is None:
-            return SolveResult(status="error" if outcome.status == "optimal" else outcome.status,
-                               log=log, message=f"{name}: no placement found ({outcome.status})")
+            if not unsolved:
+                limit = None if time_limit is None else max(time_limit - (time.perf_counter() - started), 0.5)
+                fallback = fallback_home(instance, warm, warm_start, limit, seed, log)
+            unsolved.append(f"part {index + 1} ({outcome.status})")
+            if fallback is None:
+                return SolveResult(status="error" if outcome.status in ("optimal", "feasible") else outcome.status,
+                                   log=log, message=f"{name}: no placement found ({outcome.status}) and "
+                                                    "neither today's placement nor the hill climb is feasible")
+            home[data.tables] = fallback[data.tables]
+            model_total = None
+            bound_total = None if bound_total is None or outcome.bound is None else bound_total + outcome.bound
+            continue
         home[data.tables] = outcome.home[data.tables]
-        model_total += outcome.model_objective or 0.0
+        if model_total is not None:
+            model_total += outcome.model_objective or 0.0
         bound_total = None if bound_total is None or outcome.bound is None else bound_total + outcome.bound
     plan = PlacementPlan.from_arrays(instance, home, solver=name)
     objective = evaluate(instance, plan).objective
-    if len(datas) > 1:
-        # Parts hold only traffic; tables outside every part cost nothing (no planned job reads them).
-        model_objective = model_total
-    else:
-        model_objective = model_total
-    if all(s == "optimal" for s in statuses):
+    # With parts, they hold only traffic; tables outside every part cost nothing (no planned job
+    # reads them), so the parts' model objectives add up.
+    model_objective = model_total
+    if unsolved:
+        # The solver's own failure decides between the two: it ran out of time, or it erred.
+        status = "time_limit" if any(s == "time_limit" for s in statuses) else "feasible"
+    elif all(s == "optimal" for s in statuses):
         status = "optimal" if exact else "feasible"
     elif any(s == "time_limit" for s in statuses):
         status = "time_limit"
@@ -315,6 +354,10 @@ def solve_exact(instance: PlacementInstance, solve_part, *, name: str, time_limi
     stats["exact_model"] = float(exact)
     message = (f"{name}: {status}; model {'exact' if exact else 'under-estimates (breakpoint grid)'}"
                f", bound {bound_total if bound_total is not None else 'none'}")
+    if unsolved:
+        stats["fallback_parts"] = float(len(unsolved))
+        message += (f"; the solver returned no placement for {', '.join(unsolved)}: those tables keep the "
+                    "best feasible warm start (today's placement or the hill climb)")
     return SolveResult(status=status, plan=plan, objective=objective, bound=bound_total,
                        gap=relative_gap(objective, bound_total), log=log, message=message,
                        model_objective=model_objective, stats=stats)
