@@ -176,6 +176,31 @@ def test_finish_time_fairness_matches_an_independent_bisection(seed):
     assert result.bound <= result.objective and result.gap <= 1e-6
 
 
+@pytest.mark.parametrize("seed,multi_gpu,jobs", [(0, True, 12), (3, False, 64), (7, True, 256)])
+def test_finish_time_fairness_dinkelbach_equals_the_level_sequence(seed, multi_gpu, jobs):
+    instance = fleetplan.generate("allocation", {"jobs": jobs, "multi_gpu": multi_gpu}, seed=seed)
+    fast, _ = solved(instance, "finish-time-fairness")
+    levels, _ = solved(instance, "finish-time-fairness", method="levels")
+    assert fast.objective == pytest.approx(levels.objective, rel=1e-6)
+    assert fast.bound <= fast.objective and fast.gap <= 1e-6
+    assert fast.stats["ftf_steps"] <= levels.stats["ftf_steps"]
+    # The Pyomo reference declares the same offset rows.
+    if jobs <= 12:
+        reference, _ = solved(instance, "finish-time-fairness", backend="pyomo")
+        assert reference.objective == pytest.approx(fast.objective, rel=1e-6)
+        assert fast.objective == pytest.approx(_ftf_by_bisection(instance), rel=1e-6)
+
+
+def test_finish_time_fairness_agnostic_methods_agree_and_bad_method_is_named():
+    instance = fleetplan.generate("allocation", {"jobs": 48}, seed=1)
+    fast = fleetplan.solve(instance, "finish-time-fairness-agnostic")
+    levels = fleetplan.solve(instance, "finish-time-fairness-agnostic", method="levels")
+    assert fast.evaluation.violations == [] and fast.status == levels.status == "optimal"
+    assert fast.evaluation.objective == pytest.approx(levels.evaluation.objective, rel=1e-5)
+    with pytest.raises(InstanceError, match="options.method"):
+        fleetplan.solve(instance, "finish-time-fairness", method="newton")
+
+
 # --- every form, every backend, aggregation, the judge ------------------------------------------
 
 @pytest.mark.parametrize("solver", ALL_FORMS)

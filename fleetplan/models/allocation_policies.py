@@ -107,6 +107,9 @@ class PolicySpec:
     # Floors are physical (an SLO is in measured iterations per second) even in agnostic forms;
     # False puts them in the model's throughput units instead.
     floor_measured: bool = True
+    # max_min only: rows coefficient[m] * throughput(m, X) - t >= offset[m] (None: 0), the
+    # additive form of a Dinkelbach step for finish-time fairness.
+    offset: np.ndarray | None = None
 
 
 def model_throughput(arrays: AllocationArrays, heterogeneity_aware: bool = True) -> np.ndarray:
@@ -201,7 +204,8 @@ def policy_lp(space: AllocationSpace, spec: PolicySpec) -> LinearProgram:
         fairness = sp.hstack([sp.diags(weighted) @ space.throughput, -sp.csr_matrix(np.ones((n_jobs, 1)))])
         blocks = [fairness, sp.hstack([space.time, sp.csr_matrix((n_jobs, 1))]),
                   sp.hstack([space.workers, sp.csr_matrix((n_types, 1))])]
-        lower = [np.zeros(n_jobs), np.full(n_jobs, -INF), np.full(n_types, -INF)]
+        offset = np.zeros(n_jobs) if spec.offset is None else np.asarray(spec.offset, dtype=float)
+        lower = [offset, np.full(n_jobs, -INF), np.full(n_types, -INF)]
         upper = [np.full(n_jobs, INF), np.ones(n_jobs), space.num_workers]
         floors = _floor_rows(space, spec, None)
         if floors is not None:
@@ -300,7 +304,9 @@ def policy_pyomo(space: AllocationSpace, spec: PolicySpec, level: float | None =
     total = sum(float(weights[i] * space.multiplicity[i]) * row(throughput, i, var) for i in range(space.n_jobs))
     if spec.form == "max_min":
         model.t = pyo.Var(bounds=(0 if level is None else level - 1e-7 * abs(level), None))
-        model.fair = pyo.Constraint(model.JOBS, rule=lambda m, i: float(weights[i]) * row(throughput, i, var) >= m.t)
+        offset = np.zeros(space.n_jobs) if spec.offset is None else spec.offset
+        model.fair = pyo.Constraint(
+            model.JOBS, rule=lambda m, i: float(weights[i]) * row(throughput, i, var) - m.t >= float(offset[i]))
         model.objective = pyo.Objective(expr=model.t if level is None else total, sense=pyo.maximize)
     else:
         if cc:

@@ -137,12 +137,14 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
         throughput = model_throughput(arrays, options.heterogeneity_aware)
         floor = np.zeros(n_jobs) if spec.floor is None else spec.floor
         representative, inverse, count = aggregate_jobs(
-            throughput, arrays.runnable, arrays.scale_factor, spec.coefficient, floor, arrays.colocation_class)
+            throughput, arrays.runnable, arrays.scale_factor, spec.coefficient, floor, arrays.colocation_class,
+            np.zeros(n_jobs) if spec.offset is None else spec.offset)
         work_arrays = arrays.subset(representative)
         # subset() keeps the part's workers; the classes share the whole cluster.
         work_arrays = replace(work_arrays, num_workers=arrays.num_workers)
         work_spec = replace(spec, coefficient=spec.coefficient[representative],
-                            floor=None if spec.floor is None else spec.floor[representative])
+                            floor=None if spec.floor is None else spec.floor[representative],
+                            offset=None if spec.offset is None else spec.offset[representative])
         multiplicity = count
         if options.space_sharing:
             pair_jobs, pair_type, pair_share, pair_stats = class_pairs(work_arrays, count, prune=options.prune_pairs)
@@ -155,7 +157,8 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
         # within the LP solvers' absolute tolerances (1e-7).
         reach = work_spec.coefficient * np.where(work_arrays.runnable, model_throughput(work_arrays, options.heterogeneity_aware), 0).max(axis=1)
         scale = 1.0 / float(np.median(reach[reach > 0])) if np.any(reach > 0) else 1.0
-        work_spec = replace(work_spec, coefficient=work_spec.coefficient * scale)
+        work_spec = replace(work_spec, coefficient=work_spec.coefficient * scale,
+                            offset=None if work_spec.offset is None else work_spec.offset * scale)
     started = time.perf_counter()
     space = build_space(work_arrays, options.heterogeneity_aware, pair_jobs if has_pairs else None,
                         pair_type if has_pairs else None, multiplicity=multiplicity,
