@@ -21,6 +21,11 @@ Both follow the same steps:
    breakpoint is exact, see :mod:`fleetplan.models.placement`), so the solver's dual bound is a
    bound on the exact optimum; the gap is measured against the evaluator's objective. Status
    ``optimal`` is claimed only when the solver proved optimality of an exact model.
+5. *No plan from the solver* (CP-SAT or HiGHS stopped at the limit without a solution, or HiGHS
+   erred): the part keeps the best feasible plan known without it — the warm start, else the
+   better of today's placement and the hill climb — scored by the evaluator; the status is
+   ``time_limit`` (the limit was hit) or ``feasible`` (the solver erred), and the message names
+   the parts concerned. Only when none of those is feasible is there no plan.
 
 HiGHS 1.14.0's MIP presolve returns wrong "optimal" answers on some small models (HiGHS issues
 #3043, #3094, #2995; reproduced here on a 3-variable MIP: presolve on gives -1, off gives the
