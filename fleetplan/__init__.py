@@ -11,6 +11,7 @@ The public API::
     fleetplan.generate("allocation", {"jobs": 256}, seed=1)
 """
 
+from fleetplan import solvers
 from fleetplan.instances import (
     KINDS,
     Evaluation,
@@ -22,7 +23,7 @@ from fleetplan.instances import (
     save,
     schema,
 )
-from fleetplan.solvers import SolveResult, SolverSpec, get_solver, solve, solvers
+from fleetplan.solvers import SolveResult, SolverSpec, get_solver, solve
 
 __version__ = "0.1.0"
 

@@ -28,3 +28,13 @@ def test_highspy_and_ortools_share_a_process(first, second):
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "ok"
+
+
+def test_solvers_is_both_the_registry_listing_and_the_package():
+    import fleetplan
+    import fleetplan.solvers.highs as highs_module  # a function named `solvers` would break this
+
+    assert highs_module.__name__ == "fleetplan.solvers.highs"
+    names = {spec.name for spec in fleetplan.solvers("allocation")}
+    assert "max-min-fairness" in names
+    assert {spec.kind for spec in fleetplan.solvers()} >= {"allocation", "placement"}

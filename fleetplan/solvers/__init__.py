@@ -2,7 +2,14 @@
 
 Importing this package registers every solver: each solver module below registers its
 functions with :func:`fleetplan.solvers.base.register` when imported.
+
+The package is also callable: ``fleetplan.solvers("allocation")`` lists the registered solvers
+(the public API DESIGN.md names), while ``import fleetplan.solvers.highs`` still finds the
+submodule — a plain function of that name would shadow the package.
 """
+
+import sys
+import types
 
 from fleetplan.solvers import (
     allocation,  # noqa: F401  (registers solvers)
@@ -22,6 +29,16 @@ from fleetplan.solvers.base import (
     solve,
     solvers,
 )
+
+
+class _RegistryModule(types.ModuleType):
+    """This package's module type: calling it calls :func:`fleetplan.solvers.base.solvers`."""
+
+    def __call__(self, kind: str | None = None) -> list[SolverSpec]:
+        return solvers(kind)
+
+
+sys.modules[__name__].__class__ = _RegistryModule
 
 __all__ = [
     "STATUSES", "Progress", "SolveResult", "SolverSpec", "get_solver", "register", "relative_gap",
