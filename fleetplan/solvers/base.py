@@ -11,10 +11,12 @@ plan with the kind's ``evaluate`` — so the objective a result reports is alway
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import inspect
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -169,9 +171,34 @@ def solve(instance: InstanceBase, solver: str | None = None, *, time_limit: floa
     if threads < 1:
         raise InstanceError("threads", "must be at least 1")
     started = time.perf_counter()
-    result = spec.function(instance, time_limit=time_limit, seed=seed, threads=threads,
-                           progress=progress or no_progress, **options)
-    result.wall_s = time.perf_counter() - started
+    with instance_hidden_from_gc():
+        result = spec.function(instance, time_limit=time_limit, seed=seed, threads=threads,
+                               progress=progress or no_progress, **options)
+        result.wall_s = time.perf_counter() - started
+        _judge(instance, spec, result, time_limit, seed, threads, options)
+    return result
+
+
+@contextlib.contextmanager
+def instance_hidden_from_gc() -> Iterator[None]:
+    """Keep Python's cyclic garbage collector off the objects that exist before a solve.
+
+    A large instance is tens of thousands of long-lived objects, and every full collection that
+    a solve's temporaries trigger walks all of them (0.15 s a pass at 16,384 Gavel jobs, several
+    times the LP's own solve time). ``gc.freeze`` moves what exists now to a permanent
+    generation that collections skip, while garbage the solve creates (Pyomo models are full of
+    reference cycles) is still collected; ``gc.unfreeze`` puts everything back at the end.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def _judge(instance: InstanceBase, spec: SolverSpec, result: SolveResult, time_limit: float | None,
+           seed: int, threads: int, options: dict[str, Any]) -> None:
+    """Name the solver on the result and score its plan with the kind's judge."""
     result.solver = spec.name
     result.kind = instance.kind
     if result.plan is not None:
@@ -184,4 +211,3 @@ def solve(instance: InstanceBase, solver: str | None = None, *, time_limit: floa
         if result.status == "optimal" and result.bound is None and spec.exact:
             result.bound = result.model_objective
         result.gap = relative_gap(result.objective, result.bound)
-    return result
