@@ -236,3 +236,23 @@ def test_a_short_time_limit_still_returns_a_judged_plan(solver: str) -> None:
     assert result.status in ("time_limit", "feasible", "optimal"), result.message
     assert result.plan is not None
     assert_judged(instance, result)
+
+
+def test_a_solver_plan_worse_than_the_warm_start_under_the_evaluator_is_not_returned() -> None:
+    # A grid model can prefer a plan the evaluator scores worse; the best plan known wins.
+    instance = tiny(1, regions=3, tables=40, jobs=40)
+    today = instance.arrays().table_home
+    current = fleetplan.evaluate(instance, PlacementPlan.from_arrays(instance, today))
+    climbed = fleetplan.solve(instance, "hill-climb", replicas=False)
+    assert current.feasible and climbed.objective < current.objective
+
+    def today_again(data, warm, *, time_limit, threads, seed):
+        return PartOutcome(status="time_limit", home=today.copy(), model_objective=0.0, bound=0.0,
+                           exact=False, log=[])
+
+    result = solve_exact(instance, today_again, name="fake", time_limit=30, seed=0, threads=1,
+                         progress=lambda fraction, message: None, warm_start="hill-climb", split=False,
+                         max_exact_levels=64, grid_levels=16)
+    assert result.stats["kept_warm_start"] == 1.0
+    assert result.objective == pytest.approx(climbed.objective, rel=1e-12)
+    assert_judged(instance, result)
