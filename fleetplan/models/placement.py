@@ -78,6 +78,8 @@ from fleetplan.instances.placement_evaluate import job_regions, sigmoid
 # lower index" by TIE_EPSILON; both well above HiGHS's 1e-6 feasibility tolerance.
 COUNT_MARGIN = 1e-3
 TIE_EPSILON = 1e-5
+# Coefficients HiGHS would drop (its small_matrix_value is 1e-9) are folded into constants.
+SMALL_COEFFICIENT = 1e-8
 # Relative tolerance when deduplicating subset sums of floats.
 SUM_TOLERANCE = 1e-12
 
@@ -399,7 +401,7 @@ def placement_mip(data: PlacementData) -> pyo.ConcreteModel:
     # matrix span 1e-9..1e13; HiGHS dropped coefficients and once reported "unbounded").
     unit = byte_unit(arrays)
     stored = {r: sum(float(size[t] / unit) * x(t, r) for t in data.tables.tolist()) for r in regions}
-    _storage_block(model, data, stored)
+    _storage_block(model, data)
     _constraints(model, data, stored, x, region_of)
     model.cost = pyo.Objective(expr=model.traffic + model.gpu + model.storage, sense=pyo.minimize)
     return model
@@ -465,7 +467,7 @@ def _gpu_block(model: pyo.ConcreteModel, data: PlacementData, y) -> None:
         for (g, r, n) in lam_index if groups[g].pairs[r][2][n] != 0))
 
 
-def _storage_block(model: pyo.ConcreteModel, data: PlacementData, stored: dict) -> None:
+def _storage_block(model: pyo.ConcreteModel, data: PlacementData) -> None:
     arrays = data.arrays
     if not data.storage_points:
         model.storage = pyo.Expression(expr=0)
@@ -475,20 +477,28 @@ def _storage_block(model: pyo.ConcreteModel, data: PlacementData, stored: dict) 
     capacity_share = arrays.storage_capacity / max(arrays.storage_capacity.sum(), 1e-300)
     weight = arrays.w_storage
     model.e = pyo.Var(range(arrays.num_regions), bounds=(0, None))
-    # One variable per region for its share of all bytes, defined once: the tangents then have
-    # two non-zeros each instead of one per table, and no slope x size product falls below
-    # HiGHS's 1e-9 cut-off (at 200 tables 196 tangent coefficients were dropped).
-    varying = [r for r in range(arrays.num_regions) if not isinstance(stored[r], (int, float))]
-    model.stored_share = pyo.Var(varying, bounds=(0, None))
-    model.stored_share_def = pyo.Constraint(varying, rule=lambda m, r: m.stored_share[r] == stored[r])
-    share_of = {r: model.stored_share[r] if r in varying else stored[r] for r in range(arrays.num_regions)}
+    size = arrays.table_size / unit
+    free = [t for t in data.tables.tolist() if len(data.allowed[t]) > 1]
     cuts = []
     for r, points in enumerate(data.storage_points):
+        base = float(size[[t for t in data.tables.tolist() if data.allowed[t] == [r]]].sum())
         for p in points.tolist():
             gap = p / total_bytes - capacity_share[r]
-            cuts.append((r, weight * gap * gap, 2 * weight * gap * unit / total_bytes, p / unit))
-    model.storage_tangent = pyo.Constraint(range(len(cuts)), rule=lambda m, c: m.e[cuts[c][0]] >= (
-        cuts[c][1] + cuts[c][2] * (share_of[cuts[c][0]] - cuts[c][3])))
+            cuts.append((r, weight * gap * gap, 2 * weight * gap * unit / total_bytes, p / unit, base))
+
+    def tangent(m, c):
+        # e >= value + slope (stored share - point). Near the minimum slope x size falls below
+        # HiGHS's 1e-9 cut-off and HiGHS drops it (196 coefficients at 200 tables); such a
+        # term moves into the constant at its worst x in [0, 1], so the cut stays below the curve.
+        # (A stored-share variable per region avoids the products, but made the root LP of 500
+        # tables several times slower.)
+        r, value, slope, point, base = cuts[c]
+        coefficients = {t: slope * float(size[t]) for t in free if r in data.allowed[t]}
+        kept = sum(a * m.x[t, r] for t, a in coefficients.items() if abs(a) > SMALL_COEFFICIENT)
+        folded = sum(min(a, 0.0) for a in coefficients.values() if abs(a) <= SMALL_COEFFICIENT)
+        return m.e[r] >= value + slope * (base - point) + folded + kept
+
+    model.storage_tangent = pyo.Constraint(range(len(cuts)), rule=tangent)
     model.storage = pyo.Expression(expr=sum(model.e[r] for r in range(arrays.num_regions)))
 
 
@@ -565,8 +575,7 @@ def set_placement(model: pyo.ConcreteModel, data: PlacementData, home: np.ndarra
         share = arrays.storage_capacity / max(arrays.storage_capacity.sum(), 1e-300)
         for r in range(arrays.num_regions):
             model.e[r].set_value(arrays.w_storage * (stored[r] / total_bytes - share[r]) ** 2)
-        for r in model.stored_share:
-            model.stored_share[r].set_value(float(stored[r] / byte_unit(arrays)))
+
 
 
 def read_placement(model: pyo.ConcreteModel, data: PlacementData, home: np.ndarray | None = None) -> np.ndarray:
