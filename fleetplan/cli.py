@@ -130,37 +130,28 @@ def working(message: str, enabled: bool = True) -> contextlib.AbstractContextMan
 
 # --- rendering ---------------------------------------------------------------------------
 
-def render_evaluation(evaluation: Evaluation, title: str) -> None:
+def render_evaluations(columns: dict[str, Evaluation], title: str) -> None:
+    """One or more verdicts side by side (e.g. today's plan and the new one): objective, terms,
+    metrics and violation counts; then the last column's violations, one line each."""
+    verdicts = list(columns.values())
+    last = verdicts[-1]
     table = Table(title=title, show_header=True, header_style="bold")
     table.add_column("measure")
-    table.add_column("value", justify="right")
-    table.add_row("objective" + (" (maximize)" if evaluation.sense == "max" else " (minimize)"),
-                  fmt(evaluation.objective, 8))
-    for name, value in evaluation.terms.items():
-        table.add_row(f"  term {name}", fmt(value, 8))
-    for name, value in evaluation.metrics.items():
-        table.add_row(name, fmt(value))
-    table.add_row("violations", str(len(evaluation.violations)))
-    stdout.print(table)
-    for violation in evaluation.violations[:20]:
-        stdout.print(f"  violation {violation.constraint} at {violation.where}: "
-                     f"{violation.amount:.6g} {violation.message}")
+    for heading in columns:
+        table.add_column(heading, justify="right")
 
+    def row(label: str, values: list[float | None], digits: int = 6) -> None:
+        table.add_row(label, *[fmt(value, digits) for value in values])
 
-def render_before_after(before: Evaluation, after: Evaluation) -> None:
-    """Today's plan beside the new one: objective, terms and metrics side by side."""
-    table = Table(title="today's plan and the new plan", show_header=True, header_style="bold")
-    for column, justify in (("measure", "left"), ("today", "right"), ("new plan", "right")):
-        table.add_column(column, justify=justify)
-    table.add_row("objective" + (" (maximize)" if after.sense == "max" else " (minimize)"),
-                  fmt(before.objective, 8), fmt(after.objective, 8))
-    for name in after.terms:
-        table.add_row(f"  term {name}", fmt(before.terms.get(name), 8), fmt(after.terms[name], 8))
-    for name in after.metrics:
-        table.add_row(name, fmt(before.metrics.get(name)), fmt(after.metrics[name]))
-    table.add_row("violations", str(len(before.violations)), str(len(after.violations)))
+    row("objective" + (" (maximize)" if last.sense == "max" else " (minimize)"),
+        [e.objective for e in verdicts], 8)
+    for name in last.terms:
+        row(f"  term {name}", [e.terms.get(name) for e in verdicts], 8)
+    for name in last.metrics:
+        row(name, [e.metrics.get(name) for e in verdicts])
+    table.add_row("violations", *[str(len(e.violations)) for e in verdicts])
     stdout.print(table)
-    for violation in after.violations[:20]:
+    for violation in last.violations[:20]:
         stdout.print(f"  violation {violation.constraint} at {violation.where}: "
                      f"{violation.amount:.6g} {violation.message}")
 
@@ -225,9 +216,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
     else:
         render_result(result)
         if result.evaluation is not None and current is not None:
-            render_before_after(current, result.evaluation)
+            render_evaluations({"today": current, "new plan": result.evaluation},
+                               "today's plan and the new plan")
         elif result.evaluation is not None:
-            render_evaluation(result.evaluation, "evaluation of the plan")
+            render_evaluations({"value": result.evaluation}, "evaluation of the plan")
         if args.output and result.plan is not None:
             stdout.print(f"wrote plan to {args.output}")
         for line in result.log[-10:]:
@@ -244,7 +236,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(evaluation.model_dump())
     else:
-        render_evaluation(evaluation, f"{args.plan} on {args.file}")
+        render_evaluations({"value": evaluation}, f"{args.plan} on {args.file}")
         stdout.print("no violations" if evaluation.feasible else f"{len(evaluation.violations)} violations")
     return 0 if evaluation.feasible else 1
 
