@@ -1,11 +1,25 @@
-"""The Pyomo reference model and the sparse highspy model are the same LP."""
+"""The Pyomo reference model and the sparse highspy model are the same LP (the builders the
+allocation solvers use, :mod:`fleetplan.models.allocation_policies`)."""
 
 import numpy as np
 import pytest
 
 import fleetplan
-from fleetplan.models.allocation import max_min_fairness_lp, max_min_fairness_pyomo
+from fleetplan.models.allocation_policies import (
+    PolicySpec,
+    build_space,
+    model_throughput,
+    policy_lp,
+    policy_pyomo,
+)
 from fleetplan.solvers import highs
+
+
+def max_min_spec(arrays, aware):
+    """Gavel §4.1's max-min fairness rows: scale_factor / (weight * throughput(m, X_equal))."""
+    throughput = model_throughput(arrays, aware)
+    equal_share = throughput @ (arrays.num_workers / arrays.num_workers.sum())
+    return PolicySpec("max_min", arrays.scale_factor / (arrays.weight * equal_share))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -13,10 +27,10 @@ from fleetplan.solvers import highs
 def test_pyomo_and_highspy_reach_the_same_optimum(seed, aware):
     instance = fleetplan.generate("allocation", {"jobs": 40, "multi_gpu": True}, seed=seed)
     arrays = instance.arrays()
-    lp, _ = max_min_fairness_lp(arrays, heterogeneity_aware=aware)
-    direct = highs.solve_lp(lp)
-    model, _ = max_min_fairness_pyomo(arrays, heterogeneity_aware=aware)
-    through_pyomo = highs.solve_pyomo(model)
+    space = build_space(arrays, heterogeneity_aware=aware)
+    spec = max_min_spec(arrays, aware)
+    direct = highs.solve_lp(policy_lp(space, spec))
+    through_pyomo = highs.solve_pyomo(policy_pyomo(space, spec))
     assert direct.status == through_pyomo.status == "optimal"
     assert direct.objective == pytest.approx(through_pyomo.objective, rel=1e-7)
 
@@ -41,10 +55,11 @@ def test_refinement_keeps_the_level_and_uses_spare_capacity():
 def test_lp_shape_counts_only_runnable_cells():
     instance = fleetplan.generate("allocation", {"jobs": 10, "workers_per_type": 2}, seed=0)
     arrays = instance.arrays()
-    lp, cells = max_min_fairness_lp(arrays)
+    space = build_space(arrays)
+    lp = policy_lp(space, max_min_spec(arrays, True))
     runnable = (arrays.throughput > 0) & (arrays.num_workers[None, :] >= arrays.scale_factor[:, None])
-    assert lp.num_cols == runnable.sum() + 1
-    assert np.all(arrays.scale_factor[cells.job] <= arrays.num_workers[cells.worker_type])
+    assert space.n_cols == runnable.sum() and lp.num_cols == space.n_cols + 1
+    assert np.all(arrays.scale_factor[space.single_job] <= arrays.num_workers[space.single_type])
 
 
 def test_time_limit_and_unknown_option_are_checked(gavel_example):
