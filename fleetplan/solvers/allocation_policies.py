@@ -184,9 +184,7 @@ def drive_finish_time_fairness(arrays, options, n_total, method="dinkelbach") ->
         if outcome.matrix is None or outcome.status != "optimal" or not outcome.objective:
             return PolicyAnswer(SpecOutcome(status=outcome.status, log=log + outcome.log))
         reached = outcome.objective
-        rate = effective_model_throughput(arrays, outcome, options.heterogeneity_aware)
-        with np.errstate(divide="ignore"):
-            rho = (elapsed + np.where(rate > 0, steps / np.maximum(rate, 1e-300), np.inf)) / finish_isolated
+        rho, _ = _ftf_rho(arrays, outcome, options, steps, elapsed, finish_isolated)
         if rho.max() < best_rho:
             best, best_rho = outcome, float(rho.max())
         lower = max(lower, float(np.min((elapsed + (level * finish_isolated - elapsed) / reached) / finish_isolated)))
