@@ -1,0 +1,148 @@
+"""The pattern every simulator follows: an event heap, a result object, a registry.
+
+A simulator is a plain, deterministic function ``simulate(scenario, scheduler, seed) ->
+SimResult`` that calls the solvers below it and returns metrics; it knows no CLI and no harness.
+Time advances from event to event (:class:`EventQueue`), so idle time costs nothing; the state
+lives in numpy arrays inside the simulator. Each simulator module declares one
+:class:`SimulatorSpec` named ``SIMULATOR``; :mod:`fleetplan.sim` finds it by name without
+importing the others, and ``fleetplan bench`` sweeps any of them (locally or on Dask).
+
+Example
+-------
+>>> from fleetplan.sim.engine import EventQueue
+>>> queue = EventQueue()
+>>> queue.push(5.0, "finish", 7)
+>>> queue.push(1.0, "arrive", 3)
+>>> queue.pop()
+(1.0, 'arrive', 3)
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from fleetplan.instances.base import InstanceError, validate_model
+
+
+class EventQueue:
+    """A min-heap of ``(time, kind, payload)`` events; ties pop in the order they were pushed.
+
+    The insertion counter breaks ties, so two events at one instant never compare payloads and
+    a run is deterministic whatever the payloads are.
+    """
+
+    __slots__ = ("_heap", "_counter")
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, str, Any]] = []
+        self._counter = 0
+
+    def push(self, time: float, kind: str, payload: Any = None) -> None:
+        if not math.isfinite(time):
+            raise ValueError(f"event '{kind}' at non-finite time {time}")
+        heapq.heappush(self._heap, (float(time), self._counter, kind, payload))
+        self._counter += 1
+
+    def pop(self) -> tuple[float, str, Any]:
+        time, _, kind, payload = heapq.heappop(self._heap)
+        return time, kind, payload
+
+    def peek_time(self) -> float:
+        """Time of the next event (``inf`` when the queue is empty)."""
+        return self._heap[0][0] if self._heap else math.inf
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def __bool__(self) -> bool:
+        return bool(self._heap)
+
+
+@dataclass
+class SimResult:
+    """What every simulator returns.
+
+    ``metrics`` are scalar summaries (``avg_jct_s``, ``conflicts`` ...); ``groups`` the same per
+    group (per priority level, tenant, scheduler instance: ``groups["priority"]["0"]["slo_violation_rate"]``);
+    ``series`` time series as equal-length numpy arrays, one of them named ``time``.
+    """
+
+    simulator: str
+    scheduler: str
+    seed: int
+    metrics: dict[str, float] = field(default_factory=dict)
+    groups: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    series: dict[str, np.ndarray] = field(default_factory=dict)
+    events: int = 0
+    sim_time: float = 0.0
+    wall_s: float = 0.0
+    message: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: numpy arrays become lists, non-finite numbers None."""
+
+        def clean(value: Any) -> Any:
+            if isinstance(value, np.ndarray):
+                return [clean(v) for v in value.tolist()]
+            if isinstance(value, dict):
+                return {str(k): clean(v) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return [clean(v) for v in value]
+            if isinstance(value, (float, np.floating)):
+                return float(value) if math.isfinite(value) else None
+            if isinstance(value, np.integer):
+                return int(value)
+            return value
+
+        return clean({
+            "simulator": self.simulator, "scheduler": self.scheduler, "seed": self.seed,
+            "metrics": self.metrics, "groups": self.groups, "series": self.series,
+            "events": self.events, "sim_time": self.sim_time, "wall_s": self.wall_s,
+            "message": self.message,
+        })
+
+
+SimulateFunction = Callable[[BaseModel, str, int], SimResult]
+
+
+@dataclass(frozen=True)
+class SimulatorSpec:
+    """A simulator: its name, scenario model, schedulers it can run and the function itself."""
+
+    name: str
+    simulate: SimulateFunction
+    scenario_type: type[BaseModel]
+    schedulers: tuple[str, ...]
+    description: str
+    reference: str = ""
+
+    def scenario(self, data: dict[str, Any] | BaseModel | None = None) -> BaseModel:
+        """Validate a scenario given as a dict (or pass a model through)."""
+        if isinstance(data, self.scenario_type):
+            return data
+        if isinstance(data, BaseModel):
+            data = data.model_dump()
+        return validate_model(self.scenario_type, data or {}, "scenario")
+
+    def run(self, scenario: dict[str, Any] | BaseModel | None = None, scheduler: str | None = None,
+            seed: int = 0) -> SimResult:
+        """Validate, then simulate; ``scheduler`` defaults to the first one listed."""
+        scheduler = scheduler or self.schedulers[0]
+        if scheduler not in self.schedulers:
+            raise InstanceError("scheduler", f"unknown scheduler '{scheduler}' for simulator "
+                                             f"'{self.name}' (known: {', '.join(self.schedulers)})")
+        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
+            raise InstanceError("seed", "must be an integer in [0, 2^63)")
+        import time
+
+        started = time.perf_counter()
+        result = self.simulate(self.scenario(scenario), scheduler, seed)
+        result.wall_s = time.perf_counter() - started
+        return result
