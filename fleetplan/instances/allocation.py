@@ -145,11 +145,14 @@ class AllocationArrays:
     @property
     def isolated_throughput(self) -> np.ndarray:
         """Throughput under the isolated allocation: each of n jobs gets 1/n of every worker's
-        time (divided by its scale factor, since it holds that many workers at once)."""
+        time (divided by its scale factor, since it holds that many workers at once) on the
+        types it can run on. A type the job does not fit (fewer workers than its scale factor)
+        gives it nothing: counting it would promise rho = 1 through time no feasible plan can
+        give (issue 15, item 3), and the masked X_isolated is itself a feasible plan."""
         if self.isolated_override is not None:
             return self.isolated_override
         n_jobs = len(self.job_ids)
-        fractions = self.num_workers[None, :] / (n_jobs * self.scale_factor[:, None])
+        fractions = self.runnable * self.num_workers[None, :] / (n_jobs * self.scale_factor[:, None])
         row_sum = fractions.sum(axis=1, keepdims=True)
         fractions = fractions / np.maximum(row_sum, 1.0)
         return (self.throughput * fractions).sum(axis=1)

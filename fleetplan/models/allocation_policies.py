@@ -47,11 +47,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-import pyomo.environ as pyo
-import scipy.sparse as sp
 
 from fleetplan.instances.allocation import AllocationArrays
+from fleetplan.lazy import lazy_module
 from fleetplan.models.linear import INF, LinearProgram
+
+pyo = lazy_module("pyomo.environ")
+sp = lazy_module("scipy.sparse")
 
 Form = Literal["max_min", "linear", "charnes_cooper"]
 
@@ -248,9 +250,12 @@ def policy_lp(space: AllocationSpace, spec: PolicySpec) -> LinearProgram:
     else:  # pragma: no cover - PolicySpec.form is a Literal
         raise ValueError(f"unknown LP form {spec.form}")
     matrix = sp.vstack(blocks, format="csr")
+    col_lower = np.zeros(len(cost))
+    if spec.form == "max_min" and spec.offset is not None:
+        col_lower[n] = -INF  # with offsets a negative level is an answer (no X reaches the rows)
     lp = LinearProgram(
         cost=cost, matrix=matrix, row_lower=np.concatenate(lower), row_upper=np.concatenate(upper),
-        col_lower=np.zeros(len(cost)), col_upper=col_upper, sense="max", names=names,
+        col_lower=col_lower, col_upper=col_upper, sense="max", names=names,
     )
     lp.check()
     return lp
@@ -303,7 +308,8 @@ def policy_pyomo(space: AllocationSpace, spec: PolicySpec, level: float | None =
         model.floor = pyo.Constraint(jobs, rule=lambda m, i: row(floors, i, var) >= float(spec.floor[i]) * scale)
     total = sum(float(weights[i] * space.multiplicity[i]) * row(throughput, i, var) for i in range(space.n_jobs))
     if spec.form == "max_min":
-        model.t = pyo.Var(bounds=(0 if level is None else level - 1e-7 * abs(level), None))
+        floor_t = None if spec.offset is not None else 0.0
+        model.t = pyo.Var(bounds=(floor_t if level is None else level - 1e-7 * abs(level), None))
         offset = np.zeros(space.n_jobs) if spec.offset is None else spec.offset
         model.fair = pyo.Constraint(
             model.JOBS, rule=lambda m, i: float(weights[i]) * row(throughput, i, var) - m.t >= float(offset[i]))

@@ -168,9 +168,13 @@ def drive_finish_time_fairness(arrays, options, n_total, method="dinkelbach") ->
     finish_isolated = elapsed + steps / isolated
     # rho_m > t_m / D_m whatever the allocation: levels at or below that are unreachable.
     lower = float(np.max(elapsed / finish_isolated))
+    # X_isolated is a feasible plan (it gives each job 1/n of the types it runs on): its max rho
+    # is an achieved level to start from. Starting from rho = 1 on faith made the first LP
+    # infeasible wherever X_isolated does not reach 1 (issue 15, item 3).
+    start = float(np.max((elapsed + steps / isolated) / finish_isolated))
     if method == "dinkelbach":
-        return _ftf_dinkelbach(arrays, options, steps, elapsed, isolated, finish_isolated, lower)
-    level = 1.0
+        return _ftf_dinkelbach(arrays, options, steps, elapsed, isolated, finish_isolated, lower, start)
+    level = start
     best: SpecOutcome | None = None
     best_rho = np.inf
     log: list[str] = []
@@ -209,7 +213,7 @@ def _ftf_rho(arrays, outcome, options, steps, elapsed, finish_isolated):
     return rho, rate
 
 
-def _ftf_dinkelbach(arrays, options, steps, elapsed, isolated, finish_isolated, lower) -> PolicyAnswer:
+def _ftf_dinkelbach(arrays, options, steps, elapsed, isolated, finish_isolated, lower, start) -> PolicyAnswer:
     """Finish-time fairness by the Dinkelbach-type method of Crouzeix, Ferland and Schaible for
     generalized fractional programs: rho_m = (t_m r_m + s_m) / (D_m r_m) with r_m =
     throughput(m, X). At level R and weights w_m = 1 / (D_m r_m(X_k)) (the denominators at the
@@ -219,8 +223,10 @@ def _ftf_dinkelbach(arrays, options, steps, elapsed, isolated, finish_isolated, 
 
     gives X_{k+1}; R <- max_m rho_m(X_{k+1}). Bound: any X' with max rho <= R' < R has
     w_m ((R D_m - t_m) r'_m - s_m) >= (R - R') w_m D_m s_m / (R D_m - t_m), so R' >= R - z / c
-    with c = min_m w_m D_m s_m / (R D_m - t_m)."""
-    level, rate = 1.0, isolated  # X_isolated: rho = 1 for every job
+    with c = min_m w_m D_m s_m / (R D_m - t_m). The level z is a free variable: z < 0 proves
+    that no allocation reaches R (every X has a job with rho > R), so R becomes a lower bound and
+    the next level is the max rho achieved by the LP's allocation."""
+    level, rate = start, isolated  # X_isolated achieves max rho = start
     best: SpecOutcome | None = None
     best_rho = np.inf
     log: list[str] = []
@@ -237,10 +243,14 @@ def _ftf_dinkelbach(arrays, options, steps, elapsed, isolated, finish_isolated, 
         rho, new_rate = _ftf_rho(arrays, outcome, options, steps, elapsed, finish_isolated)
         if rho.max() < best_rho:
             best, best_rho = outcome, float(rho.max())
-        certified = level - max(outcome.objective, 0.0) / float(np.min(weight * finish_isolated * steps / room))
-        lower = max(lower, certified)
+        if outcome.objective < 0:
+            lower = max(lower, level)  # no allocation has every rho <= level
+        else:
+            lower = max(lower, level - outcome.objective / float(np.min(weight * finish_isolated * steps / room)))
         log.append(f"step {step}: level {level:.9g} z {outcome.objective:.6g} -> rho {best_rho:.9g}, bound {lower:.9g}")
-        if best_rho - lower <= FTF_TOLERANCE * best_rho or not np.isfinite(rho.max()) or rho.max() >= level:
+        if best_rho - lower <= FTF_TOLERANCE * best_rho or not np.isfinite(rho.max()):
+            break
+        if rho.max() >= level and outcome.objective >= 0:
             break
         level, rate = float(rho.max()), new_rate
     return _ftf_finish(arrays, options, best, best_rho, lower, log, step, solve_s, build_s, steps, elapsed,
