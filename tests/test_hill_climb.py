@@ -119,3 +119,60 @@ def test_matches_exhaustive_optimum_on_tiny_instances():
     problem = Bins(weights, bins=2)
     hill_climb(problem)
     assert problem.cost() == pytest.approx(best)
+
+
+def test_a_move_that_undoes_the_previous_one_is_refused_without_progress():
+    # Gains off by rounding: both directions of one item claim a positive gain. Without the
+    # undo rule the climb moves the item back and forth until the time limit (issue 15 item 1).
+    class Liar:
+        def __init__(self):
+            self.where = [0]
+
+        def num_items(self):
+            return 1
+
+        def best_move(self, item):
+            return Candidate(item, 1 - self.where[item], 0.5 if self.where[item] == 0 else 0.1,
+                             source=self.where[item])
+
+        def move_to(self, item, target):
+            return self.best_move(item) if target != self.where[item] else None
+
+        def apply(self, move):
+            self.where[move.item] = move.target
+
+    problem = Liar()
+    result = hill_climb(problem, neighbours=lambda move: [0], budget=Budget(time_s=5.0))
+    assert result.stopped_by == "converged" and result.wall_s < 1.0
+    assert len(result.applied) == 1 and result.refused_undo == 1 and problem.where == [1]
+
+
+def test_a_cycle_through_other_items_is_refused_too():
+    # Two items that each claim a gain for every move, so A, B, A back, B back... would cycle.
+    class Liars:
+        def __init__(self):
+            self.where = [0, 0]
+
+        def num_items(self):
+            return 2
+
+        def best_move(self, item):
+            return Candidate(item, 1 - self.where[item], 1.0, source=self.where[item])
+
+        def move_to(self, item, target):
+            return self.best_move(item)
+
+        def apply(self, move):
+            self.where[move.item] = move.target
+
+    result = hill_climb(Liars(), neighbours=lambda move: [0, 1], budget=Budget(time_s=5.0))
+    assert result.stopped_by == "converged" and len(result.applied) == 3 and result.refused_undo >= 1
+
+
+def test_anytime_batches_apply_moves_before_the_first_pass_ends():
+    problem = Bins([1.0] * 400, bins=4)
+    result = hill_climb(problem, batch_s=0.0)
+    assert result.batches > 1 and result.stopped_by == "converged"
+    assert problem.loads(problem.where) == [100.0] * 4
+    assert result.trace[-1][1] == pytest.approx(result.total_gain)
+    assert [t[2] for t in result.trace] == sorted(t[2] for t in result.trace)

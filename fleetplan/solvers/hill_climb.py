@@ -13,6 +13,23 @@ in the queue), enforces budgets (time, number of moves, a cost such as bytes mov
 ties deterministically (higher gain first, then lower item index) and logs every applied move
 with the change of each objective term, so each decision can be explained.
 
+Safeguards and extensions beyond the paper's loop:
+
+* *No return to a visited state.* A move that would bring the state back to one the climb has
+  already been in (e.g. an item moved back where its previous move took it from) is refused:
+  the objective there is exactly what it was, so it cannot have strictly fallen. With exact
+  gains every applied move lowers the objective and this never triggers; it keeps a problem
+  whose gains are off by rounding from moving one item back and forth until the time limit.
+  The engine tracks states by a hash of (thing, position) pairs, so it needs each move's
+  ``source`` (single moves) or ``members`` (compound moves); moves without them are not checked.
+* *Compound moves.* A problem may offer items that move several things at once (e.g. all of
+  one job's tables to one region): the :class:`Candidate` names them in ``members`` and its
+  ``cost`` counts the whole set against the budget; the engine treats it like any move.
+* *Anytime first pass.* With ``batch_s`` the first pass evaluates items for at most that many
+  seconds, applies the queued moves of that batch in gain order, then goes on with the next
+  items, so a time limit shorter than one full pass still returns improvements; ``trace``
+  records (seconds, total gain, moves) as the climb goes.
+
 Example: spread two items over two bins to balance them.
 
 >>> class Balance:
@@ -53,13 +70,18 @@ GAIN_TOLERANCE = 1e-12
 class Candidate:
     """A move of ``item`` to ``target``: its gain (cost before - cost after), the change of each
     objective term (after - before), and what it consumes of the cost budget (may be negative,
-    e.g. a table moving back home frees quota)."""
+    e.g. a table moving back home frees quota). ``source``: where the item was before the move
+    (used to refuse returning to a visited state); ``members``: for a compound move, the
+    (thing, source) pairs it relocates to ``target`` (empty for a single move, where the item
+    itself is the thing)."""
 
     item: int
     target: int
     gain: float
     terms: dict[str, float] = field(default_factory=dict)
     cost: float = 0.0
+    source: int | None = None
+    members: tuple[tuple[int, int], ...] = ()
 
 
 class HillClimbProblem(Protocol):
@@ -86,7 +108,9 @@ class Budget:
 
 @dataclass
 class ClimbResult:
-    """What the climb did: the applied moves in order, why it stopped, and counters."""
+    """What the climb did: the applied moves in order, why it stopped, and counters.
+    ``trace``: (seconds since the start, total gain so far, moves so far), taken after each
+    batch of the first pass and at most every ``trace_every_s`` while moves are applied."""
 
     applied: list[Candidate]
     stopped_by: str  # converged | time | moves | cost
@@ -94,16 +118,113 @@ class ClimbResult:
     queued: int = 0
     requeued: int = 0
     skipped_over_budget: int = 0
+    refused_undo: int = 0
+    batches: int = 0
     cost_used: float = 0.0
     total_gain: float = 0.0
     wall_s: float = 0.0
+    trace: list[tuple[float, float, int]] = field(default_factory=list)
+
+
+class _Climb:
+    """The state of one run of :func:`hill_climb` (queue, budget, undo history)."""
+
+    def __init__(self, problem: HillClimbProblem, budget: Budget, recompute: bool, min_gain: float,
+                 neighbours: Callable[[Candidate], Iterable[int]] | None,
+                 progress: Callable[[float | None, str], None] | None, trace_every_s: float) -> None:
+        self.problem, self.recompute, self.min_gain = problem, recompute, min_gain
+        self.neighbours, self.progress = neighbours, progress
+        self.started = time.perf_counter()
+        self.deadline = math.inf if budget.time_s is None else self.started + budget.time_s
+        self.max_moves = budget.moves
+        self.remaining = math.inf if budget.cost is None else budget.cost
+        self.result = ClimbResult(applied=[], stopped_by="converged")
+        self.queue: list[tuple[float, int, int]] = []  # (-gain, item, target)
+        self.queued: set[int] = set()
+        # Hashes of the states visited (relative to the start, which hashes to 0).
+        self.state_hash = 0
+        self.visited: set[int] = {0}
+        self.trace_every_s = trace_every_s
+        self.last_trace = -math.inf
+
+    def time_up(self) -> bool:
+        return time.perf_counter() > self.deadline
+
+    def note(self, force: bool = False) -> None:
+        now = time.perf_counter() - self.started
+        if force or now - self.last_trace >= self.trace_every_s:
+            self.result.trace.append((now, self.result.total_gain, len(self.result.applied)))
+            self.last_trace = now
+
+    def push(self, move: Candidate | None) -> None:
+        self.result.evaluated += 1
+        if move is not None and move.gain > self.min_gain and move.item not in self.queued:
+            heapq.heappush(self.queue, (-move.gain, move.item, move.target))
+            self.queued.add(move.item)
+
+    @staticmethod
+    def hash_after(state_hash: int, move: Candidate) -> int | None:
+        """The state hash after ``move`` (None when the move does not say where it comes from).
+        XOR of a key per (thing, position): leaving a position and entering one each flip one."""
+        pairs = move.members or (() if move.source is None else ((move.item, move.source),))
+        if not pairs:
+            return None
+        for thing, source in pairs:
+            if source != move.target:
+                state_hash ^= hash((thing, source, 0x5EED)) ^ hash((thing, move.target, 0x5EED))
+        return state_hash
+
+    def drain(self) -> None:
+        """Apply queued moves in gain order until the queue empties or a budget stops it."""
+        result, problem, queue = self.result, self.problem, self.queue
+        while queue and result.stopped_by == "converged":
+            if self.time_up():
+                result.stopped_by = "time"
+                break
+            if self.max_moves is not None and len(result.applied) >= self.max_moves:
+                result.stopped_by = "moves"
+                break
+            _, item, target = heapq.heappop(queue)
+            self.queued.discard(item)
+            move = problem.best_move(item) if self.recompute else problem.move_to(item, target)
+            result.evaluated += 1
+            if move is None or (self.recompute and move.gain <= self.min_gain):
+                continue
+            if self.recompute and queue and _behind(move.gain, item, queue[0], self.min_gain):
+                heapq.heappush(queue, (-move.gain, item, move.target))  # stale: let better go first
+                self.queued.add(item)
+                result.requeued += 1
+                continue
+            if move.cost > self.remaining:
+                result.skipped_over_budget += 1
+                continue
+            after = self.hash_after(self.state_hash, move)
+            if after is not None and after in self.visited:
+                result.refused_undo += 1  # back to a state already left: no strict fall
+                continue
+            if after is not None:
+                self.state_hash = after
+                self.visited.add(after)
+            problem.apply(move)
+            self.remaining -= move.cost
+            result.cost_used += move.cost
+            result.total_gain += move.gain
+            result.applied.append(move)
+            self.note()
+            if self.progress is not None and len(result.applied) % 256 == 0:
+                self.progress(None, f"{len(result.applied)} moves applied, {len(queue)} queued")
+            if self.neighbours is not None and self.recompute:
+                for other in self.neighbours(move):
+                    if other not in self.queued:
+                        self.push(problem.best_move(other))
 
 
 def hill_climb(problem: HillClimbProblem, *, budget: Budget | None = None, recompute: bool = True,
                initial: Iterable[Candidate | None] | None = None,
                neighbours: Callable[[Candidate], Iterable[int]] | None = None,
                min_gain: float = GAIN_TOLERANCE,
-               progress: Callable[[float | None, str], None] | None = None) -> ClimbResult:
+               progress: Callable[[float | None, str], None] | None = None,
+               batch_s: float | None = None, trace_every_s: float = 0.25) -> ClimbResult:
     """Run the queue-by-gain hill climb of MAST §3.4 on ``problem``.
 
     ``initial``: the first pass's best moves, if the problem computes them in a batch (one per
@@ -111,69 +232,41 @@ def hill_climb(problem: HillClimbProblem, *, budget: Budget | None = None, recom
     gives the greedy baseline: every item goes to the target of its first-pass move, in the
     first pass's order, re-checked only for feasibility (``move_to``). ``neighbours``: after a
     move, items whose gain it may have changed; those not queued are re-evaluated and queued.
+    ``batch_s``: apply the queue after every ``batch_s`` seconds of the first pass (anytime
+    behaviour under a time limit); None evaluates every item before the first move, as §3.4.
     """
-    budget = budget or Budget()
-    started = time.perf_counter()
-    deadline = math.inf if budget.time_s is None else started + budget.time_s
-    result = ClimbResult(applied=[], stopped_by="converged")
-    queue: list[tuple[float, int, int]] = []  # (-gain, item, target)
-    queued: set[int] = set()
+    climb = _Climb(problem, budget or Budget(), recompute, min_gain, neighbours, progress, trace_every_s)
+    result = climb.result
     count = problem.num_items()
     first = iter(initial) if initial is not None else (problem.best_move(i) for i in range(count))
+    batch_started = time.perf_counter()
+    climb.note(force=True)
     for position, move in enumerate(first):
-        if position % 1024 == 0:
-            if time.perf_counter() > deadline:
+        if position % 64 == 0:
+            now = time.perf_counter()
+            if now > climb.deadline:
                 result.stopped_by = "time"
                 break
-            if progress is not None and count:
+            if position % 1024 == 0 and progress is not None and count:
                 progress(0.5 * position / count, f"first pass: {position}/{count} items")
-        result.evaluated += 1
-        if move is not None and move.gain > min_gain:
-            queue.append((-move.gain, move.item, move.target))
-            queued.add(move.item)
-    heapq.heapify(queue)
-    result.queued = len(queue)
-    remaining = math.inf if budget.cost is None else budget.cost
-    while queue and result.stopped_by == "converged":
-        if time.perf_counter() > deadline:
-            result.stopped_by = "time"
-            break
-        if budget.moves is not None and len(result.applied) >= budget.moves:
-            result.stopped_by = "moves"
-            break
-        _, item, target = heapq.heappop(queue)
-        queued.discard(item)
-        move = problem.best_move(item) if recompute else problem.move_to(item, target)
-        result.evaluated += 1
-        if move is None or (recompute and move.gain <= min_gain):
-            continue
-        if recompute and queue and _behind(move.gain, item, queue[0], min_gain):
-            heapq.heappush(queue, (-move.gain, item, move.target))  # stale: let better go first
-            queued.add(item)
-            result.requeued += 1
-            continue
-        if move.cost > remaining:
-            result.skipped_over_budget += 1
-            continue
-        problem.apply(move)
-        remaining -= move.cost
-        result.cost_used += move.cost
-        result.total_gain += move.gain
-        result.applied.append(move)
-        if progress is not None and len(result.applied) % 256 == 0:
-            progress(None, f"{len(result.applied)} moves applied, {len(queue)} queued")
-        if neighbours is not None and recompute:
-            for other in neighbours(move):
-                if other in queued:
-                    continue
-                fresh = problem.best_move(other)
-                result.evaluated += 1
-                if fresh is not None and fresh.gain > min_gain:
-                    heapq.heappush(queue, (-fresh.gain, other, fresh.target))
-                    queued.add(other)
-    if result.stopped_by == "converged" and budget.cost is not None and result.skipped_over_budget:
+            if batch_s is not None and climb.queue and now - batch_started >= batch_s:
+                result.queued += len(climb.queue)
+                result.batches += 1
+                climb.drain()
+                climb.note(force=True)
+                if result.stopped_by != "converged":
+                    break
+                batch_started = time.perf_counter()
+        climb.push(move)
+    if result.stopped_by == "converged":
+        result.queued += len(climb.queue)
+        result.batches += 1
+        climb.drain()
+    if result.stopped_by == "converged" and budget is not None and budget.cost is not None \
+            and result.skipped_over_budget:
         result.stopped_by = "cost"
-    result.wall_s = time.perf_counter() - started
+    climb.note(force=True)
+    result.wall_s = time.perf_counter() - climb.started
     return result
 
 

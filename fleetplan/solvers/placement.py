@@ -54,6 +54,14 @@ class TetrisState:
         self.region = job_regions(a, self.home)
         self.num_types = len(a.gpu_types)
         self.demand = gpu_demand(a, self.region).reshape(a.num_regions, -1)  # (R, G*P)
+        # How many jobs with GPU-hours make up each demand cell: a cell whose jobs all left is
+        # set to exactly 0, since (x + h) - h leaves a residue of ~1e-15 that would count as a
+        # region with demand (share 1) and make a move and its reverse both look profitable.
+        self.cell = a.job_gpu_type * PRIORITY_LEVELS + a.job_priority
+        self.counted = a.planned & (a.job_kind == ML) & (a.job_gpu_hours > 0)
+        placed_ml = self.counted & (self.region >= 0)
+        self.demand_count = np.zeros(self.demand.shape, dtype=np.int64)
+        np.add.at(self.demand_count, (self.region[placed_ml], self.cell[placed_ml]), 1)
         self.supply = np.repeat(a.gpu_supply, PRIORITY_LEVELS, axis=1)  # (R, G*P)
         self.supply_share = self.supply / np.where(self.supply.sum(0) > 0, self.supply.sum(0), 1.0)
         self.slice_weight = np.tile(a.w_priority, self.num_types)
@@ -138,7 +146,8 @@ class TetrisState:
         at_origin = self.home[item] == self.original[item]
         cost = size if at_origin else (-size if target == self.original[item] else 0.0)
         return Candidate(item, target, float(gains[target]),
-                         {name: float(terms[k, target]) for k, name in enumerate(TERMS)}, cost)
+                         {name: float(terms[k, target]) for k, name in enumerate(TERMS)}, cost,
+                         source=int(self.home[item]))
 
     def _candidates(self, table: int) -> tuple[np.ndarray, np.ndarray, dict]:
         """Gain of moving ``table`` to every region (-inf: infeasible or its home), the change
@@ -226,16 +235,22 @@ class TetrisState:
     def _gpu_delta(self, jobs: np.ndarray, old: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         a = self.arrays
         R = a.num_regions
-        cell = a.job_gpu_type[jobs] * PRIORITY_LEVELS + a.job_priority[jobs]
-        slices, column = np.unique(cell, return_inverse=True)
+        slices, column = np.unique(self.cell[jobs], return_inverse=True)
         hours = a.job_gpu_hours[jobs]
+        counted = self.counted[jobs].astype(np.int64)
         demand = np.broadcast_to(self.demand[:, slices], (R, R, len(slices))).copy()  # (cand, R, S)
+        count = np.broadcast_to(self.demand_count[:, slices], demand.shape).copy()
         leaving = old >= 0
         shift = np.zeros((R, len(slices)))
         np.add.at(shift, (old[leaving], column[leaving]), -hours[leaving])
+        count_shift = np.zeros((R, len(slices)), dtype=np.int64)
+        np.add.at(count_shift, (old[leaving], column[leaving]), -counted[leaving])
         demand += shift[None]
+        count += count_shift[None]
         rows, cands = np.nonzero(new >= 0)
         np.add.at(demand, (cands, new[rows, cands], column[rows]), hours[rows])
+        np.add.at(count, (cands, new[rows, cands], column[rows]), counted[rows])
+        demand[count == 0] = 0.0
         balance, overload = self._slice_costs(demand, slices)
         w = a.w_gpu
         return (w * (balance - self.slice_balance[slices]).sum(axis=1),
@@ -271,10 +286,15 @@ class TetrisState:
             old = self.region[jobs]
             ml = (a.job_kind[jobs] == ML) & (new != old)
             if ml.any():
-                cell = a.job_gpu_type[jobs[ml]] * PRIORITY_LEVELS + a.job_priority[jobs[ml]]
+                cell = self.cell[jobs[ml]]
                 hours = a.job_gpu_hours[jobs[ml]]
-                np.add.at(self.demand, (old[ml][old[ml] >= 0], cell[old[ml] >= 0]), -hours[old[ml] >= 0])
-                np.add.at(self.demand, (new[ml][new[ml] >= 0], cell[new[ml] >= 0]), hours[new[ml] >= 0])
+                counted = self.counted[jobs[ml]].astype(np.int64)
+                o, n = old[ml], new[ml]
+                np.add.at(self.demand, (o[o >= 0], cell[o >= 0]), -hours[o >= 0])
+                np.add.at(self.demand, (n[n >= 0], cell[n >= 0]), hours[n >= 0])
+                np.add.at(self.demand_count, (o[o >= 0], cell[o >= 0]), -counted[o >= 0])
+                np.add.at(self.demand_count, (n[n >= 0], cell[n >= 0]), counted[n >= 0])
+                self.demand[self.demand_count == 0] = 0.0
                 touched = np.unique(cell)
                 balance, overload = self._slice_costs(self.demand[None])
                 self.slice_balance[touched] = balance[0][touched]
