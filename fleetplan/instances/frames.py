@@ -1,0 +1,387 @@
+"""Tables in and out: the shared machinery of the kinds' CSV/Parquet/DataFrame readers and writers.
+
+A planner's inventories live in spreadsheets and warehouses, not in fleetplan's JSON. Each kind
+has a module turning tables into its instance and its plans into tables
+(:mod:`fleetplan.instances.allocation_frames`, :mod:`fleetplan.instances.placement_frames`); this
+module holds what they share:
+
+* :func:`read_table` takes a :class:`pandas.DataFrame` or the path of a ``.csv`` or ``.parquet``
+  file and returns a :class:`Table` whose cells are converted one by one (``float``, ``int``,
+  ``bool``, ``str``; an empty cell is "not given"), so a bad value is reported as one line naming
+  the file, the row and the column — ``jobs.csv: row 3 (line 4), column 'scale_factor': must be
+  an integer, got 'two'`` — through :class:`~fleetplan.instances.base.InstanceError`;
+* :func:`write_table` writes a frame as CSV or Parquet atomically (a temporary file and a rename);
+* :func:`plan_to_frame` / :func:`plan_from_frame` dispatch on the plan's kind.
+
+pandas and pyarrow load inside the functions that use them (importing fleetplan stays fast).
+The column layouts are documented in ``docs/data-in-out.md``.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from fleetplan.instances.base import InstanceError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import pandas as pd
+
+    from fleetplan.instances.base import InstanceBase, PlanBase
+
+TableSource = "pd.DataFrame | str | os.PathLike[str]"
+Format = Literal["csv", "parquet"]
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+class CellError(ValueError):
+    """A cell that cannot be converted; :class:`Table` adds the file, row and column."""
+
+
+def table_format(path: str | os.PathLike[str], given: str | None = None) -> Format:
+    """``csv`` or ``parquet``: ``given`` if set, else from the file's suffix (CSV by default)."""
+    if given is not None:
+        if given not in ("csv", "parquet"):
+            raise InstanceError("--format", f"unknown table format '{given}' (known: csv, parquet)")
+        return given  # type: ignore[return-value]
+    return "parquet" if Path(path).suffix.lower() in PARQUET_SUFFIXES else "csv"
+
+
+# --- cells --------------------------------------------------------------------------------
+
+def is_missing(value: Any) -> bool:
+    """Empty CSV cells, None and NaN (Parquet nulls) mean "not given"."""
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return value.strip() == ""
+    if isinstance(value, (float, np.floating)):
+        return math.isnan(float(value))
+    try:
+        import pandas as pd
+
+        return value is pd.NA or value is pd.NaT
+    except ImportError:  # pragma: no cover - pandas is a dependency
+        return False
+
+
+def to_float(value: Any) -> float:
+    if isinstance(value, (bool, np.bool_)):
+        raise CellError(f"must be a number, got {value!r}")
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        number = float(value)
+    else:
+        text = str(value).strip()
+        try:
+            number = float(text)
+        except ValueError:
+            raise CellError(f"must be a number, got '{text}'") from None
+    if not math.isfinite(number):
+        raise CellError("must be a finite number (NaN and infinity are not allowed)")
+    return number
+
+
+def to_int(value: Any) -> int:
+    if isinstance(value, (bool, np.bool_)):
+        raise CellError(f"must be an integer, got {value!r}")
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        if math.isfinite(value) and float(value).is_integer():
+            return int(value)
+        raise CellError(f"must be an integer, got {value!r}")
+    text = str(value).strip()
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            number = float(text)
+        except ValueError:
+            number = math.nan
+        if math.isfinite(number) and number.is_integer():
+            return int(number)
+        raise CellError(f"must be an integer, got '{text}'") from None
+
+
+_TRUE = {"true", "yes", "1", "y", "t"}
+_FALSE = {"false", "no", "0", "n", "f"}
+
+
+def to_bool(value: Any) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and int(value) in (0, 1):
+        return bool(value)
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise CellError(f"must be true or false, got '{value}'")
+
+
+def to_str(value: Any) -> str:
+    if isinstance(value, (float, np.floating, int, np.integer, bool, np.bool_)):
+        raise CellError(f"must be text, got {value!r}")
+    return str(value).strip()
+
+
+def to_id_list(value: Any, separator: str = ";") -> list[str]:
+    """``'t1;t2'`` (CSV) or a list of ids (Parquet list column) -> ``['t1', 't2']``."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        parts = [to_str(item) for item in value]
+    else:
+        parts = [part.strip() for part in to_str(value).split(separator)]
+    if any(not part for part in parts):
+        raise CellError(f"empty id in the list '{value}' (ids are separated by '{separator}')")
+    return parts
+
+
+CONVERTERS: dict[str, Callable[[Any], Any]] = {
+    "float": to_float, "int": to_int, "bool": to_bool, "str": to_str, "ids": to_id_list,
+}
+
+
+# --- reading ------------------------------------------------------------------------------
+
+@dataclass
+class Table:
+    """A table read from a frame or a file, with the labels its error messages need."""
+
+    frame: pd.DataFrame
+    source: str  # the file name, or the argument name for a DataFrame
+    line_offset: int | None  # CSV: line of data row 0 (2 after the header); None for others
+    columns: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def where(self, row: int | None = None, column: str | None = None) -> str:
+        """``row 3 (line 4), column 'weight'`` for 0-based data row 2."""
+        parts = []
+        if row is not None:
+            text = f"row {row + 1}"
+            if self.line_offset is not None:
+                text += f" (line {row + self.line_offset})"
+            parts.append(text)
+        if column is not None:
+            parts.append(f"column '{column}'")
+        return ", ".join(parts)
+
+    def error(self, reason: str, row: int | None = None, column: str | None = None) -> InstanceError:
+        return InstanceError(self.where(row, column), reason, self.source)
+
+    def require(self, names: Iterable[str]) -> None:
+        for name in names:
+            if name not in self.columns:
+                raise self.error(f"required column is missing (columns: {', '.join(self.columns) or 'none'})",
+                                 column=name)
+
+    def check_columns(self, known: Sequence[str], prefixes: Sequence[str] = (), hint: str = "") -> None:
+        """Every column is a known name or starts with one of ``prefixes``."""
+        for name in self.columns:
+            if name in known or any(name.startswith(p) and len(name) > len(p) for p in prefixes):
+                continue
+            allowed = ", ".join([*known, *(f"{p}<name>" for p in prefixes)])
+            raise self.error(f"unknown column (known: {allowed}){hint}", column=name)
+
+    def values(self, column: str, kind: str, *, default: Any = None, required: bool = False) -> list[Any]:
+        """The converted cells of ``column``; a missing cell is ``default`` (or an error)."""
+        convert = CONVERTERS[kind]
+        if column not in self.columns:
+            if required:
+                self.require([column])
+            return [default] * len(self)
+        out = []
+        for row, value in enumerate(self.frame[column].tolist()):
+            if is_missing(value):
+                if required:
+                    raise self.error("a value is required", row, column)
+                out.append(default)
+                continue
+            try:
+                out.append(convert(value))
+            except CellError as error:
+                raise self.error(str(error), row, column) from None
+        return out
+
+
+def read_table(source: Any, name: str) -> Table:
+    """A DataFrame, or a ``.csv`` / ``.parquet`` file (by suffix), as a :class:`Table`.
+
+    CSV cells are read as text and converted per column by the caller, so ``007`` stays an id
+    and a float keeps every digit; ``name`` labels a DataFrame in error messages.
+    """
+    import pandas as pd
+
+    if isinstance(source, pd.DataFrame):
+        frame = source.reset_index(drop=True)
+        table = Table(frame, name, None)
+    elif isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        label = str(source)
+        if not path.exists():
+            raise InstanceError("", "file not found", label)
+        if path.is_dir():
+            raise InstanceError("", "is a directory, expected a CSV or Parquet file", label)
+        if table_format(path) == "parquet":
+            try:
+                frame = pd.read_parquet(path)
+            except Exception as error:  # noqa: BLE001 - pyarrow raises many types for a bad file
+                raise InstanceError("", f"cannot read Parquet file: {error}", label) from None
+            table = Table(frame.reset_index(drop=True), label, None)
+        else:
+            table = Table(_read_csv(path, label), label, 2)
+    else:
+        raise InstanceError(name, f"expected a pandas DataFrame or a file path, got {type(source).__name__}")
+    table.columns = [str(c) for c in table.frame.columns]
+    seen: set[str] = set()
+    for column in table.columns:
+        if column in seen:
+            raise table.error("appears twice in the header", column=column)
+        seen.add(column)
+    return table
+
+
+def _read_csv(path: Path, label: str) -> pd.DataFrame:
+    import pandas as pd
+
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as stream:
+            header = next(csv.reader(stream), None)
+    except (OSError, UnicodeDecodeError) as error:
+        raise InstanceError("", f"cannot read file: {error}", label) from None
+    except csv.Error as error:
+        raise InstanceError("line 1", f"malformed CSV: {error}", label) from None
+    if not header:
+        raise InstanceError("", "empty file (expected a header line naming the columns)", label)
+    names = [h.strip() for h in header]
+    for position, name in enumerate(names):
+        if not name:
+            raise InstanceError(f"line 1, column {position + 1}", "empty column name in the header", label)
+        if names.index(name) != position:
+            raise InstanceError(f"line 1, column '{name}'", "appears twice in the header", label)
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False,
+                            encoding="utf-8-sig", skipinitialspace=True)
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as error:
+        raise InstanceError("", f"malformed CSV: {error}".splitlines()[0], label) from None
+    frame.columns = names
+    return frame
+
+
+# --- writing ------------------------------------------------------------------------------
+
+def write_table(frame: pd.DataFrame, path: str | os.PathLike[str], format: str | None = None) -> Path:
+    """Write ``frame`` as CSV or Parquet (``format``, else the suffix of ``path``), atomically.
+
+    ``frame.attrs`` (plan metadata: kind, solver, options) survive in Parquet files.
+    """
+    target = Path(path)
+    kind = table_format(target, format)
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.is_dir():
+        raise InstanceError("-o", f"directory '{directory}' does not exist")
+    if target.is_dir():
+        raise InstanceError("-o", f"{target} is a directory")
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    os.close(handle)
+    try:
+        if kind == "parquet":
+            frame.to_parquet(temporary, index=False)
+        else:
+            frame.to_csv(temporary, index=False)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, target)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+    return target
+
+
+def join_ids(ids: Sequence[str], what: str, separator: str = ";") -> str:
+    """``['t1', 't2']`` -> ``'t1;t2'``; refuses ids that would not read back the same."""
+    for value in ids:
+        if separator in value or value != value.strip():
+            raise InstanceError(what, f"id '{value}' cannot be written in a '{separator}'-separated "
+                                      "list (it contains the separator or surrounding spaces)")
+    return separator.join(ids)
+
+
+def optional_column(values: Sequence[Any]) -> list[Any]:
+    """A column for a frame: None stays None (an empty cell)."""
+    return [None if v is None else v for v in values]
+
+
+def float_column(values: Sequence[float | None]) -> np.ndarray:
+    """Floats with NaN where not given (an empty CSV cell, a Parquet null)."""
+    return np.array([np.nan if v is None else float(v) for v in values], dtype=float)
+
+
+# --- kind dispatch ------------------------------------------------------------------------
+
+def _kind_module(kind: str) -> Any:
+    if kind == "allocation":
+        from fleetplan.instances import allocation_frames
+
+        return allocation_frames
+    if kind == "placement":
+        from fleetplan.instances import placement_frames
+
+        return placement_frames
+    raise InstanceError("kind", f"no table readers or writers for the '{kind}' kind "
+                                "(known: allocation, placement)")
+
+
+def plan_to_frame(instance: InstanceBase, plan: PlanBase) -> pd.DataFrame:
+    """A plan as one table (the layout of its kind; see ``docs/data-in-out.md``)."""
+    if plan.kind != instance.kind:
+        raise InstanceError("kind", f"a {plan.kind} plan does not belong to a {instance.kind} instance")
+    return _kind_module(instance.kind).plan_to_frame(instance, plan)
+
+
+def plan_from_frame(instance: InstanceBase, source: Any) -> PlanBase:
+    """Read a plan table (a DataFrame or a CSV/Parquet file) back into the kind's plan."""
+    return _kind_module(instance.kind).plan_from_frame(instance, source)
+
+
+def instance_to_frames(instance: InstanceBase) -> dict[str, Any]:
+    """An instance as its tables (and, for placement, a ``settings`` dict)."""
+    return _kind_module(instance.kind).to_frames(instance)
+
+
+# --- errors from the instance's own validation, relabelled as table cells -----------------
+
+Resolver = Callable[[str], "tuple[Table, int | None, str | None] | None"]
+
+
+def relabel(error: InstanceError, resolve: Resolver) -> InstanceError:
+    """Turn an error at a JSON path (``jobs[3].weight``) into one at a table cell, when
+    ``resolve`` knows which table, row and column the path came from."""
+    found = resolve(error.path)
+    if found is None:
+        return error
+    table, row, column = found
+    return table.error(error.reason, row, column)
+
+
+def split_path(path: str) -> tuple[str, int | None, str]:
+    """``jobs[3].throughput.v100`` -> ``('jobs', 3, 'throughput.v100')``; ``tables.home[2]`` ->
+    ``('tables', None, 'home[2]')``."""
+    head, _, rest = path.partition(".")
+    if "[" in head and head.endswith("]"):
+        name, _, index = head[:-1].partition("[")
+        if index.isdigit():
+            return name, int(index), rest
+    return head, None, rest
