@@ -38,3 +38,31 @@ def test_solvers_is_both_the_registry_listing_and_the_package():
     names = {spec.name for spec in fleetplan.solvers("allocation")}
     assert "max-min-fairness" in names
     assert {spec.kind for spec in fleetplan.solvers()} >= {"allocation", "placement"}
+
+
+# `import fleetplan` and building the CLI's parser (what `--help` costs) load no back-end:
+# the heavy libraries load when a solver, plot or report that needs them runs (issue 8).
+LOADED_HEAVY = """
+import sys
+import fleetplan
+import fleetplan.cli
+fleetplan.cli.build_parser()
+fleetplan.solvers()
+from fleetplan.lazy import HEAVY_MODULES
+print(",".join(sorted({name.split(".")[0] for name in sys.modules} & set(HEAVY_MODULES))))
+"""
+
+
+def test_import_fleetplan_loads_no_backend():
+    run = subprocess.run([sys.executable, "-c", LOADED_HEAVY], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "", f"loaded at import: {run.stdout.strip()}"
+
+
+def test_lazy_module_loads_on_first_use():
+    code = ("import sys\nfrom fleetplan.lazy import lazy_module, lazy_attribute\n"
+            "json_module = lazy_module('json')\ndumps = lazy_attribute('json', 'dumps')\n"
+            "sys.modules.pop('json', None)\nassert 'json' not in sys.modules\n"
+            "assert dumps([1]) == '[1]' and json_module.loads('2') == 2\nprint('ok')")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.stdout.strip() == "ok", run.stderr

@@ -29,13 +29,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from fleetplan.benchmarks import profiles
 from fleetplan.benchmarks.profiles import DEFAULT_TARGET_GAP, Run
 from fleetplan.benchmarks.results import finalize, read_results
 from fleetplan.instances.base import atomic_write_text
+from fleetplan.lazy import lazy_attribute
+
+# matplotlib loads when a report is drawn, not when `fleetplan --help` builds its parser.
+FigureCanvasAgg = lazy_attribute("matplotlib.backends.backend_agg", "FigureCanvasAgg")
+Figure = lazy_attribute("matplotlib.figure", "Figure")
 
 REPORT_FILE = "report.md"
 RUN_FILE = "run.json"

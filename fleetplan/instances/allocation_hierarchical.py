@@ -39,10 +39,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from fleetplan.instances.base import Evaluation, InstanceError
+from fleetplan.lazy import lazy_attribute, lazy_module
+
+sp = lazy_module("scipy.sparse")
+linprog = lazy_attribute("scipy.optimize", "linprog")
 
 HIERARCHICAL = "hierarchical"
 WATER_FILLING = "max_min_fairness_water_filling"

@@ -25,7 +25,6 @@ table's own home region.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from fleetplan.instances.base import Evaluation, Violation
 from fleetplan.instances.placement import (
@@ -37,6 +36,9 @@ from fleetplan.instances.placement import (
     PlacementInstance,
     PlacementPlan,
 )
+from fleetplan.lazy import lazy_module
+
+sp = lazy_module("scipy.sparse")
 
 # Relative slack when checking capacities: sums of floats in another order differ by ~1e-12.
 TOLERANCE = 1e-9

@@ -11,7 +11,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-import scipy.sparse as sp
+
+from fleetplan.lazy import lazy_module
+
+sp = lazy_module("scipy.sparse")
 
 
 @dataclass

@@ -69,10 +69,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import pyomo.environ as pyo
 
 from fleetplan.instances.placement import ML, NO_REGION, PlacementArrays
 from fleetplan.instances.placement_evaluate import job_regions, sigmoid
+from fleetplan.lazy import lazy_module
+
+pyo = lazy_module("pyomo.environ")
 
 # Spark/Presto majority score: count * (1 + COUNT_MARGIN) + bytes share, and a strict "beats a
 # lower index" by TIE_EPSILON; both well above HiGHS's 1e-6 feasibility tolerance.
@@ -325,6 +327,7 @@ def placement_mip(data: PlacementData) -> pyo.ConcreteModel:
     regions = range(arrays.num_regions)
     size = arrays.table_size
     model = pyo.ConcreteModel(name="tetris_placement")
+    model.constant_violations = []  # rows that came out constant and false (see _rows)
     free = [t for t in data.tables.tolist() if len(data.allowed[t]) > 1]
     model.x = pyo.Var([(t, r) for t in free for r in data.allowed[t]], domain=pyo.Binary)
     model.assign = pyo.Constraint(free, rule=lambda m, t: sum(m.x[t, r] for r in regions) == 1)
@@ -407,6 +410,25 @@ def placement_mip(data: PlacementData) -> pyo.ConcreteModel:
     return model
 
 
+def _rows(model: pyo.ConcreteModel, name: str, rule):
+    """``rule`` for a Constraint that may resolve to a constant: a row whose terms are all
+    fixed (pinned tables, decided jobs) comes out as a Python bool, which Pyomo refuses to
+    build. A true one is skipped; a false one is skipped too and named in
+    ``model.constant_violations``, so the solver reports the model infeasible instead of
+    crashing (issue 15 item 2)."""
+    def checked(m, *index):
+        return _row(model, f"{name}{list(index) if index else ''}", rule(m, *index))
+    return checked
+
+
+def _row(model: pyo.ConcreteModel, name: str, expr):
+    if isinstance(expr, (bool, np.bool_)):
+        if not expr:
+            model.constant_violations.append(name)
+        return pyo.Constraint.Skip
+    return expr
+
+
 def byte_unit(arrays: PlacementArrays) -> float:
     """Bytes per model unit: all bytes of the instance (so stored bytes are shares in [0, 1])."""
     return max(float(arrays.table_size.sum()), 1e-300)
@@ -439,7 +461,7 @@ def _gpu_block(model: pyo.ConcreteModel, data: PlacementData, y) -> None:
 
     model.pair_level = pyo.Constraint(
         [(g, r, k) for g, group in enumerate(groups) for r in range(arrays.num_regions)
-         for k in range(len(group.total))], rule=pair_matches_level)
+         for k in range(len(group.total))], rule=_rows(model, "pair_level", pair_matches_level))
 
     def demand_low(m, g, r):
         levels = groups[g].region_levels[r]
@@ -452,16 +474,16 @@ def _gpu_block(model: pyo.ConcreteModel, data: PlacementData, y) -> None:
         return demand(g, r) <= sum(levels.upper[i[n]] / units[g] * m.lam[g, r, n] for n in range(len(i)))
 
     group_regions = [(g, r) for g in range(len(groups)) for r in range(arrays.num_regions)]
-    model.demand_low = pyo.Constraint(group_regions, rule=demand_low)
-    model.demand_high = pyo.Constraint(group_regions, rule=demand_high)
+    model.demand_low = pyo.Constraint(group_regions, rule=_rows(model, "demand_low", demand_low))
+    model.demand_high = pyo.Constraint(group_regions, rule=_rows(model, "demand_high", demand_high))
 
     def total(g: int):
         return sum(demand(g, r) for r in range(arrays.num_regions))
 
-    model.total_low = pyo.Constraint(range(len(groups)), rule=lambda m, g: total(g) >= sum(
-        groups[g].total.lower[k] / units[g] * m.u[g, k] for k in range(len(groups[g].total))))
-    model.total_high = pyo.Constraint(range(len(groups)), rule=lambda m, g: total(g) <= sum(
-        groups[g].total.upper[k] / units[g] * m.u[g, k] for k in range(len(groups[g].total))))
+    model.total_low = pyo.Constraint(range(len(groups)), rule=_rows(model, "total_low", lambda m, g: total(g) >= sum(
+        groups[g].total.lower[k] / units[g] * m.u[g, k] for k in range(len(groups[g].total)))))
+    model.total_high = pyo.Constraint(range(len(groups)), rule=_rows(model, "total_high", lambda m, g: total(g) <= sum(
+        groups[g].total.upper[k] / units[g] * m.u[g, k] for k in range(len(groups[g].total)))))
     model.gpu = pyo.Expression(expr=sum(
         groups[g].weight * float(groups[g].pairs[r][2][n]) * model.lam[g, r, n]
         for (g, r, n) in lam_index if groups[g].pairs[r][2][n] != 0))
@@ -509,7 +531,8 @@ def _constraints(model: pyo.ConcreteModel, data: PlacementData, stored: dict, x,
         return
     model.storage_capacity = pyo.Constraint(
         [r for r in regions if not isinstance(stored[r], (int, float))],
-        rule=lambda m, r: stored[r] <= float(arrays.storage_capacity[r] / byte_unit(arrays)))
+        rule=_rows(model, "storage_capacity", lambda m, r: stored[r] <= float(
+            arrays.storage_capacity[r] / byte_unit(arrays))))
     jobs = data.jobs.tolist()
     cpu_rows = []
     for a in range(len(arrays.app_ids)):
@@ -524,20 +547,20 @@ def _constraints(model: pyo.ConcreteModel, data: PlacementData, stored: dict, x,
         return sum(float(arrays.job_cpu_hours[j] / scale) * region_of(j, r) for j in candidates) \
             <= float(arrays.cpu_capacity[a, r] / scale)
 
-    model.cpu = pyo.Constraint(range(len(cpu_rows)), rule=cpu_row)
+    model.cpu = pyo.Constraint(range(len(cpu_rows)), rule=_rows(model, "cpu", cpu_row))
     high = [j for j in jobs if arrays.high_priority_ml[j]]
     hours = float(arrays.job_gpu_hours[high].sum()) if high else 0.0
     if arrays.home_training_threshold > 0 and hours > 0:
-        model.home_training = pyo.Constraint(expr=sum(
+        model.home_training = pyo.Constraint(rule=_rows(model, "home_training", lambda m: sum(
             float(arrays.job_gpu_hours[j] / hours) * region_of(j, r) for j in high for r in data.job_regions[j]
-            if arrays.gpu_supply[r, arrays.job_gpu_type[j]] > 0) >= arrays.home_training_threshold)
+            if arrays.gpu_supply[r, arrays.job_gpu_type[j]] > 0) >= arrays.home_training_threshold))
     if np.isfinite(arrays.move_quota_bytes):
         moved = [t for t in data.tables.tolist() if len(data.allowed[t]) > 1]
         if moved and arrays.table_size[moved].sum() > arrays.move_quota_bytes:
             unit = byte_unit(arrays)
-            model.move_quota = pyo.Constraint(expr=sum(
+            model.move_quota = pyo.Constraint(rule=_rows(model, "move_quota", lambda m: sum(
                 float(arrays.table_size[t] / unit) * (1 - x(t, int(arrays.table_home[t]))) for t in moved)
-                <= arrays.move_quota_bytes / unit)
+                <= arrays.move_quota_bytes / unit))
 
 
 def set_placement(model: pyo.ConcreteModel, data: PlacementData, home: np.ndarray) -> None:

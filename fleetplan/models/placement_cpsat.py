@@ -37,10 +37,12 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from ortools.sat.python import cp_model
 
 from fleetplan.instances.placement import ML
+from fleetplan.lazy import lazy_module
 from fleetplan.models.placement import PlacementData, gpu_cost_lower_bound
+
+cp_model = lazy_module("ortools.sat.python.cp_model")
 
 OBJECTIVE_RANGE = 1e9
 HOURS_RANGE = 1e6

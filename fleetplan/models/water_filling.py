@@ -34,10 +34,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from fleetplan.instances.allocation import AllocationArrays
+from fleetplan.lazy import lazy_module
 from fleetplan.models.linear import INF, LinearProgram
+
+sp = lazy_module("scipy.sparse")
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-import highspy
 import numpy as np
-import pyomo.environ as pyo
-from pyomo.contrib.appsi.base import TerminationCondition
-from pyomo.contrib.appsi.solvers import Highs as AppsiHighs
 
+from fleetplan.lazy import lazy_attribute, lazy_module
 from fleetplan.models.linear import LinearProgram
+
+highspy = lazy_module("highspy")
+pyo = lazy_module("pyomo.environ")
+AppsiHighs = lazy_attribute("pyomo.contrib.appsi.solvers", "Highs")
 
 LpAlgorithm = Literal["auto", "simplex", "ipm", "pdlp"]
 # Below this many columns simplex is fast and exact to the vertex; above it the interior
@@ -39,13 +40,14 @@ class LpOutcome:
     solve_s: float = 0.0
 
 
+# Keyed by the back-ends' status names, so this module loads without HiGHS or Pyomo.
 _STATUS = {
-    highspy.HighsModelStatus.kOptimal: "optimal",
-    highspy.HighsModelStatus.kTimeLimit: "time_limit",
-    highspy.HighsModelStatus.kInfeasible: "infeasible",
-    highspy.HighsModelStatus.kUnbounded: "unbounded",
-    highspy.HighsModelStatus.kUnboundedOrInfeasible: "infeasible",
-    highspy.HighsModelStatus.kIterationLimit: "time_limit",
+    "kOptimal": "optimal",
+    "kTimeLimit": "time_limit",
+    "kInfeasible": "infeasible",
+    "kUnbounded": "unbounded",
+    "kUnboundedOrInfeasible": "infeasible",
+    "kIterationLimit": "time_limit",
 }
 
 
@@ -94,7 +96,7 @@ def run(highs: highspy.Highs) -> LpOutcome:
     highs.run()
     solve_s = time.perf_counter() - started
     model_status = highs.getModelStatus()
-    status = _STATUS.get(model_status, "error")
+    status = _STATUS.get(model_status.name, "error")
     log = [f"HiGHS: {highs.modelStatusToString(model_status)} in {solve_s:.3f} s"]
     values = objective = None
     if highs.getInfo().primal_solution_status == 2:  # feasible point available
@@ -117,13 +119,13 @@ def solve_lp(lp: LinearProgram, *, time_limit: float | None = None, threads: int
     return outcome
 
 
-_PYOMO_STATUS = {
-    TerminationCondition.optimal: "optimal",
-    TerminationCondition.maxTimeLimit: "time_limit",
-    TerminationCondition.maxIterations: "time_limit",
-    TerminationCondition.infeasible: "infeasible",
-    TerminationCondition.unbounded: "unbounded",
-    TerminationCondition.infeasibleOrUnbounded: "infeasible",
+PYOMO_STATUS = {
+    "optimal": "optimal",
+    "maxTimeLimit": "time_limit",
+    "maxIterations": "time_limit",
+    "infeasible": "infeasible",
+    "unbounded": "unbounded",
+    "infeasibleOrUnbounded": "infeasible",
 }
 
 
@@ -145,7 +147,7 @@ def solve_pyomo(model: pyo.ConcreteModel, *, time_limit: float | None = None, th
     results = solver.solve(model)
     elapsed = time.perf_counter() - started
     condition = results.termination_condition
-    status = _PYOMO_STATUS.get(condition, "error")
+    status = PYOMO_STATUS.get(condition.name, "error")
     objective = results.best_feasible_objective
     if objective is not None and math.isfinite(objective):
         results.solution_loader.load_vars()

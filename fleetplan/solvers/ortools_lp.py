@@ -10,7 +10,8 @@ its answers are slightly infeasible at that level; callers clip to the box and t
 (with its 1e-6 tolerance) decides.
 
 >>> import numpy as np, scipy.sparse as sp
->>> from fleetplan.models.linear import LinearProgram
+>>> from fleetplan.lazy import lazy_module
+from fleetplan.models.linear import LinearProgram
 >>> lp = LinearProgram(cost=np.array([1.0, 2.0]), matrix=sp.csr_matrix(np.array([[1.0, 1.0]])),
 ...     row_lower=np.array([-np.inf]), row_upper=np.array([4.0]), col_lower=np.zeros(2),
 ...     col_upper=np.full(2, np.inf), sense="max")
@@ -24,8 +25,8 @@ import time
 from typing import Literal
 
 import numpy as np
-import ortools.linear_solver.python.model_builder_helper as mbh
 
+from fleetplan.lazy import lazy_module
 from fleetplan.models.linear import LinearProgram
 from fleetplan.solvers import highs as highs_runner
 from fleetplan.solvers.highs import LpOutcome
@@ -34,11 +35,14 @@ OrToolsSolver = Literal["glop", "pdlp"]
 LpBackend = Literal["highspy", "ortools-glop", "ortools-pdlp"]
 PDLP_TOLERANCE = 1e-8
 
+mbh = lazy_module("ortools.linear_solver.python.model_builder_helper")
+
+# Keyed by status name, so this module loads without OR-Tools.
 _STATUS = {
-    mbh.SolveStatus.OPTIMAL: "optimal",
-    mbh.SolveStatus.FEASIBLE: "time_limit",
-    mbh.SolveStatus.INFEASIBLE: "infeasible",
-    mbh.SolveStatus.UNBOUNDED: "unbounded",
+    "OPTIMAL": "optimal",
+    "FEASIBLE": "time_limit",
+    "INFEASIBLE": "infeasible",
+    "UNBOUNDED": "unbounded",
 }
 
 
@@ -67,7 +71,7 @@ def solve_lp(lp: LinearProgram, *, solver: OrToolsSolver = "glop", time_limit: f
     started = time.perf_counter()
     helper.solve(model)
     solve_s = time.perf_counter() - started
-    status = _STATUS.get(helper.status(), "error")
+    status = _STATUS.get(helper.status().name, "error")
     values = objective = None
     if helper.has_solution():
         values = np.asarray(helper.variable_values(), dtype=float)

@@ -39,15 +39,11 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-import networkx as nx
 import numpy as np
-import pyomo.environ as pyo
-from ortools.sat.python import cp_model
-from pyomo.contrib.appsi.base import TerminationCondition
-from pyomo.contrib.appsi.solvers import Highs as AppsiHighs
 
 from fleetplan.instances import InstanceError, evaluate
 from fleetplan.instances.placement import ML, PlacementArrays, PlacementInstance, PlacementPlan
+from fleetplan.lazy import lazy_attribute, lazy_module
 from fleetplan.models.placement import (
     PlacementData,
     placement_mip,
@@ -61,6 +57,11 @@ from fleetplan.models.placement_cpsat import (
     read_cpsat_placement,
 )
 from fleetplan.solvers.base import Progress, SolveResult, get_solver, register, relative_gap
+
+nx = lazy_module("networkx")
+pyo = lazy_module("pyomo.environ")
+cp_model = lazy_module("ortools.sat.python.cp_model")
+AppsiHighs = lazy_attribute("pyomo.contrib.appsi.solvers", "Highs")
 
 WarmStart = Literal["hill-climb", "current", "none"]
 TOLERANCE = 1e-9
@@ -222,12 +223,13 @@ def fallback_home(instance: PlacementInstance, warm: np.ndarray | None, warm_sta
 
 # --- HiGHS ------------------------------------------------------------------------------------
 
+# Keyed by status name, so this module loads without Pyomo ("unbounded" maps to error here).
 _STATUS = {
-    TerminationCondition.optimal: "optimal",
-    TerminationCondition.maxTimeLimit: "time_limit",
-    TerminationCondition.maxIterations: "time_limit",
-    TerminationCondition.infeasible: "infeasible",
-    TerminationCondition.infeasibleOrUnbounded: "infeasible",
+    "optimal": "optimal",
+    "maxTimeLimit": "time_limit",
+    "maxIterations": "time_limit",
+    "infeasible": "infeasible",
+    "infeasibleOrUnbounded": "infeasible",
 }
 
 
@@ -263,7 +265,7 @@ def solve_part_highs(data: PlacementData, warm: np.ndarray | None, *, time_limit
     except (RuntimeError, ValueError) as error:  # appsi raises on some HiGHS failures
         return PartOutcome(status="error", home=None, model_objective=None, bound=None, exact=data.exact,
                            log=[f"HiGHS MIP failed: {error}"])
-    status = _STATUS.get(results.termination_condition, "error")
+    status = _STATUS.get(results.termination_condition.name, "error")
     objective = results.best_feasible_objective
     bound = results.best_objective_bound
     home = None
@@ -428,11 +430,11 @@ def mip_highs(instance: PlacementInstance, *, time_limit: float | None = None, s
 # --- CP-SAT -----------------------------------------------------------------------------------
 
 _CPSAT_STATUS = {
-    cp_model.OPTIMAL: "optimal",
-    cp_model.FEASIBLE: "time_limit",
-    cp_model.INFEASIBLE: "infeasible",
-    cp_model.MODEL_INVALID: "error",
-    cp_model.UNKNOWN: "time_limit",
+    "OPTIMAL": "optimal",
+    "FEASIBLE": "time_limit",
+    "INFEASIBLE": "infeasible",
+    "MODEL_INVALID": "error",
+    "UNKNOWN": "time_limit",
 }
 
 
@@ -450,7 +452,7 @@ def solve_part_cpsat(data: PlacementData, warm: np.ndarray | None, *, time_limit
     if time_limit is not None:
         solver.parameters.max_time_in_seconds = max(float(time_limit) - build_s, 0.1)
     code = solver.solve(cpsat.model)
-    status = _CPSAT_STATUS.get(code, "error")
+    status = _CPSAT_STATUS.get(solver.status_name(code), "error")
     home = None
     objective = bound = None
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
