@@ -1,0 +1,97 @@
+"""The ParSync scenario: cluster, schedulers, synchronisation and workload (ParSync §4.3, §6).
+
+Defaults are the paper's (§4.3 "default setting", §6 "Settings"): 200k slots with scores
+~ Normal(10, V = 2), 20 schedulers, G = 0.5 s, 20 partitions, 40k tasks/s in batches of 100,
+5 s tasks, 0.25 ms of decision time per task.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from fleetplan.instances.base import InstanceError, StrictModel
+
+#: §6.1's five 60-second phases: 50%, 80%, 95%, 80%, 50% of the reference rate.
+FIVE_PHASES: tuple[float, ...] = (0.5, 0.8, 0.95, 0.8, 0.5)
+
+SYNCS: tuple[str, ...] = ("parsync", "samesyn", "statesync")
+STRATEGIES: tuple[str, ...] = ("latency-first", "quality-first", "adaptive", "random")
+
+Sync = Literal["parsync", "samesyn", "statesync"]
+Strategy = Literal["latency-first", "quality-first", "adaptive", "random"]
+
+
+def scheduler_names() -> tuple[str, ...]:
+    """Every ``SYNC-STRATEGY`` combination, ParSync (DiffSyn) first."""
+    return tuple(f"{sync}-{strategy}" for sync in SYNCS for strategy in STRATEGIES)
+
+
+def parse_scheduler(name: str) -> tuple[str, str]:
+    """``"parsync-latency-first"`` -> ``("parsync", "latency-first")``."""
+    sync, _, strategy = name.partition("-")
+    if sync not in SYNCS or strategy not in STRATEGIES:
+        raise InstanceError("scheduler", f"unknown scheduler '{name}' (SYNC-STRATEGY with SYNC in "
+                                         f"{'|'.join(SYNCS)} and STRATEGY in {'|'.join(STRATEGIES)})")
+    return sync, strategy
+
+
+class Scenario(StrictModel):
+    """One ParSync experiment. Times are in seconds unless the name says ``_ms``.
+
+    The load is ``rate`` x ``phases[k]`` tasks/s during the k-th of ``len(phases)`` equal parts
+    of ``duration_s``; after it, no task arrives and the run drains the backlog for at most
+    ``drain_s`` more seconds.
+    """
+
+    slots: int = Field(200_000, gt=0, description="S, slots in the cluster (one task per slot)")
+    score_mean: float = Field(10.0, description="mean of the slot quality scores (§4.3)")
+    score_variance: float = Field(2.0, ge=0, description="V, variance of the slot scores (§4.3)")
+    score_power: float = Field(4.0, ge=0, description="Quality-first samples a slot with weight score**power (1: §5.2's linear weights; 4 makes the preference of §6 visible)")
+    preferred_share: float = Field(0.5, gt=0, le=1, description="share of slots (highest scores) a task prefers; quality = share of tasks placed on them (§6)")
+    schedulers: int = Field(20, gt=0, description="N, scheduler instances")
+    sync_gap_s: float = Field(0.5, gt=0, description="G, every local state entry is refreshed once per G")
+    partitions: int = Field(20, gt=0, description="P, partitions of the cluster state (must divide slots; ParSync: a multiple of N)")
+    master_partitions: int = Field(1, gt=0, description="partitions of the master, each a FIFO queue (must divide slots)")
+    master_time_ms: float = Field(0.0, ge=0, description="master service time per commit request (0: no queueing)")
+    rate: float = Field(40_000.0, gt=0, description="R, tasks/s at 100% load")
+    batch_size: int = Field(100, gt=0, description="B, tasks per batch; a scheduler commits a batch before the next")
+    phases: list[float] = Field(default_factory=lambda: [1.0], min_length=1, description="load per equal-length phase, as a fraction of rate")
+    duration_s: float = Field(90.0, gt=0, description="submission period")
+    drain_s: float = Field(90.0, ge=0, description="at most this long after the submission period to commit the backlog")
+    task_duration: Literal["fixed", "production"] = Field("fixed", description="fixed, or lognormal (sigma 1) like §2 (88% under 10 s at mean 5 s)")
+    task_duration_s: float = Field(5.0, gt=0, description="T, the task duration (mean for 'production')")
+    alpha: float = Field(1.0, gt=0, le=1, description="§6.4: a task on a preferred slot runs alpha x its duration")
+    decision_time_ms: float = Field(0.25, gt=0, description="decision time per task")
+    quality_scan_factor: float = Field(2.0, ge=1, description="Quality-first's decision time multiplier: it checks all partitions (§6.2)")
+    tau_s: float = Field(1.5, gt=0, description="Adaptive: Quality-first while the delay EMA is below tau")
+    ema_alpha: float = Field(0.1, gt=0, le=1, description="Adaptive: weight of the newest commit's delay in the EMA")
+    metrics_interval_s: float = Field(1.0, gt=0, description="width of the time buckets of the series")
+    stagger: bool = Field(True, description="spread the schedulers' batch arrivals evenly over one batch interval")
+
+    @model_validator(mode="after")
+    def _check(self) -> Scenario:
+        for i, load in enumerate(self.phases):
+            if not 0 <= load <= 10:
+                raise InstanceError(f"phases[{i}]", "must be a load fraction in [0, 10]")
+        if self.slots % self.partitions:
+            raise InstanceError("partitions", f"must divide slots ({self.slots}) into equal partitions")
+        if self.slots % self.master_partitions:
+            raise InstanceError("master_partitions", f"must divide slots ({self.slots})")
+        if self.metrics_interval_s > self.duration_s + self.drain_s:
+            raise InstanceError("metrics_interval_s", "must not exceed duration_s + drain_s")
+        return self
+
+    def check_sync(self, sync: str) -> None:
+        """ParSync's DiffSyn gives scheduler i partitions i*P/N.. (§5.1): P must be a multiple of N."""
+        if sync == "parsync" and self.partitions % self.schedulers:
+            raise InstanceError("partitions", f"ParSync needs a multiple of the {self.schedulers} "
+                                              f"schedulers (got {self.partitions})")
+
+
+def paper_scenario(**changes: object) -> Scenario:
+    """§6.1's setting: 200k slots, 20 schedulers, 20 partitions, G = 0.5 s, 300 s in five phases."""
+    data: dict[str, object] = {"phases": list(FIVE_PHASES), "duration_s": 300.0, "drain_s": 120.0}
+    data.update(changes)
+    return Scenario.model_validate(data)
