@@ -10,8 +10,18 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from fleetplan.instances import allocation, placement, placement_evaluate, placement_generate
-from fleetplan.instances import binpack, binpack_evaluate, binpack_generate
+from fleetplan.instances import (
+    allocation,
+    binpack,
+    binpack_evaluate,
+    binpack_generate,
+    placement,
+    placement_evaluate,
+    placement_generate,
+    reservation,
+    reservation_evaluate,
+    reservation_generate,
+)
 from fleetplan.instances.base import (
     Evaluation,
     InstanceBase,
@@ -54,6 +64,16 @@ KINDS: dict[str, ProblemKind] = {
         generate=binpack_generate.generate,
         generate_params=binpack_generate.BinpackParams,
         description="RMS (MAST §4.3): place workloads' gang-scheduled jobs on a region's machines, with preemption",
+    ),
+    "reservation": ProblemKind(
+        name="reservation",
+        instance_type=reservation.ReservationInstance,
+        plan_type=reservation.ReservationPlan,
+        evaluate=reservation_evaluate.evaluate,
+        generate=reservation_generate.generate,
+        generate_params=reservation_generate.ReservationParams,
+        description="RAS (MAST §2): assign servers to reservations that keep capacity when a fault domain fails",
+        current_plan=reservation.ReservationPlan.current,
     ),
 }
 
