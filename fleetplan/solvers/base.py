@@ -13,15 +13,23 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import inspect
 import math
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from fleetplan.instances import InstanceBase, InstanceError, PlanBase, evaluate, get_kind
+from fleetplan.instances import (
+    InstanceBase,
+    InstanceError,
+    PlanBase,
+    evaluate,
+    get_kind,
+    instance_from_data,
+)
 from fleetplan.instances.base import Evaluation
+from fleetplan.solvers.options import OptionSpec, option_specs, parameters_section
 
 Status = Literal["optimal", "feasible", "time_limit", "infeasible", "error"]
 STATUSES: tuple[str, ...] = ("optimal", "feasible", "time_limit", "infeasible", "error")
@@ -106,13 +114,31 @@ class SolverSpec:
     def options(self) -> dict[str, Any]:
         """The solver-specific keyword options and their defaults (a leading underscore marks
         a parameter the registration fixes, not one a user sets)."""
-        common = {"time_limit", "seed", "threads", "progress"}
-        return {
-            name: parameter.default
-            for name, parameter in inspect.signature(self.function).parameters.items()
-            if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name not in common
-            and not name.startswith("_")
-        }
+        return {name: spec.default for name, spec in self.option_specs.items()}
+
+    @property
+    def option_specs(self) -> dict[str, OptionSpec]:
+        """Each option's type, default and meaning (:mod:`fleetplan.solvers.options`)."""
+        return _option_specs(self.function)
+
+    def check_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        """The options, each validated against its type and allowed values; raises an
+        :class:`InstanceError` naming the first bad one before any work starts."""
+        specs = self.option_specs
+        unknown = sorted(set(options) - set(specs))
+        if unknown:
+            known = ", ".join(specs) or "none"
+            raise InstanceError(f"options.{unknown[0]}", f"unknown option for solver '{self.name}' (known: {known})")
+        return {name: specs[name].validate(value) for name, value in options.items()}
+
+
+_SPEC_CACHE: dict[SolverFunction, dict[str, OptionSpec]] = {}
+
+
+def _option_specs(function: SolverFunction) -> dict[str, OptionSpec]:
+    if function not in _SPEC_CACHE:
+        _SPEC_CACHE[function] = option_specs(function)
+    return _SPEC_CACHE[function]
 
 
 _REGISTRY: dict[tuple[str, str], SolverSpec] = {}
@@ -125,6 +151,11 @@ def register(kind: str, name: str, *, description: str, exact: bool, reference: 
     def decorate(function: SolverFunction) -> SolverFunction:
         if (kind, name) in _REGISTRY:
             raise ValueError(f"solver {kind}/{name} is registered twice")
+        doc = function.__doc__ or ""
+        if "Parameters\n" not in doc:
+            specs = option_specs(function)
+            if specs:  # the generated numpydoc section, so help(solver) shows every option
+                function.__doc__ = doc.rstrip() + "\n\n" + parameters_section(specs) + "\n"
         _REGISTRY[(kind, name)] = SolverSpec(kind, name, function, description, exact, reference, default)
         return function
 
@@ -153,23 +184,38 @@ def get_solver(kind: str, name: str | None = None) -> SolverSpec:
     return _REGISTRY[(kind, name)]
 
 
-def solve(instance: InstanceBase, solver: str | None = None, *, time_limit: float | None = None,
-          seed: int = 0, threads: int = 1, progress: Progress | None = None,
-          **options: Any) -> SolveResult:
+MAX_THREADS = 1024
+
+
+def solve(instance: InstanceBase | dict[str, Any], solver: str | None = None, *,
+          time_limit: float | None = None, seed: int = 0, threads: int = 1,
+          progress: Progress | None = None, **options: Any) -> SolveResult:
     """Solve ``instance`` with the registered solver ``solver`` (the kind's default if None).
 
+    Parameters
+    ----------
+    instance : an instance model, or a plain dict in the instance file's layout
+    solver : a solver name of the instance's kind (``fleetplan.solvers(kind)``); None: the default
+    time_limit : seconds for the whole solve (model building and judging included); None: no limit
+    seed : random seed; the same instance, solver, options and seed give the same plan
+    threads : solver threads (at most the machine's cores are used)
+    progress : callback ``progress(fraction, message)``
+    **options : the solver's options (``fleetplan solvers NAME`` lists them)
+
     The plan is scored by the kind's ``evaluate``; the result's ``objective`` is that score.
-    Unknown options raise :class:`InstanceError` before any work starts.
+    Bad options (unknown names, values of the wrong type or out of range) raise
+    :class:`InstanceError` before any work starts.
     """
+    if isinstance(instance, dict):
+        instance = instance_from_data(instance, "instance")
     spec = get_solver(instance.kind, solver)
-    unknown = sorted(set(options) - set(spec.options))
-    if unknown:
-        known = ", ".join(sorted(spec.options)) or "none"
-        raise InstanceError(f"options.{unknown[0]}", f"unknown option for solver '{spec.name}' (known: {known})")
-    if time_limit is not None and not (time_limit > 0 and math.isfinite(time_limit)):
-        raise InstanceError("time_limit", "must be a positive number of seconds")
-    if threads < 1:
-        raise InstanceError("threads", "must be at least 1")
+    options = spec.check_options(options)
+    time_limit = check_time_limit(time_limit)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise InstanceError("seed", f"{seed!r} is not allowed: must be an integer in [0, 2^63)")
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS:
+        raise InstanceError("threads", f"{threads!r} is not allowed: must be an integer in [1, {MAX_THREADS}]")
+    threads = min(threads, os.cpu_count() or 1)
     started = time.perf_counter()
     with instance_hidden_from_gc():
         result = spec.function(instance, time_limit=time_limit, seed=seed, threads=threads,
@@ -177,6 +223,16 @@ def solve(instance: InstanceBase, solver: str | None = None, *, time_limit: floa
         result.wall_s = time.perf_counter() - started
         _judge(instance, spec, result, time_limit, seed, threads, options)
     return result
+
+
+def check_time_limit(time_limit: Any) -> float | None:
+    """A time limit in seconds (None: none); raises :class:`InstanceError` for anything else."""
+    if time_limit is None:
+        return None
+    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not (
+            math.isfinite(time_limit) and time_limit > 0):
+        raise InstanceError("time_limit", f"{time_limit!r} is not allowed: must be a positive number of seconds")
+    return float(time_limit)
 
 
 @contextlib.contextmanager
