@@ -14,6 +14,7 @@ import types
 from fleetplan.solvers import (
     allocation,  # noqa: F401  (registers solvers)
     allocation_policies,  # noqa: F401  (registers solvers)
+    binpack,  # noqa: F401  (registers solvers)
     placement,  # noqa: F401  (registers solvers)
     placement_exact,  # noqa: F401  (registers solvers)
     water_filling,  # noqa: F401  (registers solvers)

@@ -1,0 +1,411 @@
+"""The Regional ML Scheduler's greedy bin-packer (MAST, OSDI 2024, §4.3): ``rms-greedy``.
+
+For each pending workload in GMS order (one GMS pass, §4.2), and for each of its jobs, RMS
+computes a placement plan in every ML dynamic cluster of the region and keeps the cluster with
+the best score (exhaustive search, §1/§4.3):
+
+1. *Without preemption*: the cluster's free machines of the job's hardware type, sorted by rack,
+   are allocated in a batch of the same or nearby racks — the run of consecutive racks spanning
+   the fewest rack numbers that holds every task, the roomiest on ties — and inside it the machines
+   with the most free resources first, so the fewest machines are used.
+2. *With preemption*, when the free machines are short: running jobs of lower priority than the
+   workload that hold machines of the cluster are scanned from the lowest priority and, within a
+   priority, the longest running, until the resources they would free plus the free ones hold
+   the job; the scanned jobs are then re-sorted by size, largest first, and the shortest prefix
+   of that order that still frees enough is preempted — §4.3's example: a job needs 10 GPUs,
+   the scan finds jobs freeing 4, 5 and 12; only the 12 goes.
+3. *Score* (§4.3): no preemption beats any preemption; then fewer preempted jobs of the highest
+   priority level, and so on down (lower priorities preferred); then older jobs (newly started
+   ones are spared). Ties go to fewer machines, then fewer racks. The workload's score is the
+   sum of its jobs'. The exact order is the tuple ``key`` below; the number the judge reports
+   is :func:`fleetplan.instances.binpack.preemption_cost`.
+4. *Negative cache* (§4.3): when a job cannot be placed anywhere, its scheduling properties
+   (hardware type, per-task GPUs, CPU cores and memory, the workload's priority) are stored with
+   its task count; a later job with the same properties and at least as many tasks fails at once.
+   The cache lives for one GMS pass (one solve) — placements in a pass only take resources away
+   from a given priority, so a failure stays a failure — and its hit rate is reported.
+
+A workload is all or nothing: if one of its jobs fails, the tentative placements of the others
+are undone and the workload waits. Per-machine work is numpy over the cluster's machine arrays;
+the Python loops are over clusters, jobs and candidate jobs' prefix sums only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fleetplan.instances.binpack import (
+    PRIORITY_LEVELS,
+    RESOURCES,
+    UNPLACED_COST,
+    BinpackInstance,
+    BinpackPlan,
+    JobPlacement,
+    WorkloadPlacement,
+    level_weight,
+    tasks_that_fit,
+    youth,
+)
+from fleetplan.solvers.base import Progress, SolveResult, register
+from fleetplan.solvers.deadline import Deadline
+
+
+@dataclass
+class JobOption:
+    """One job's plan in one cluster: machines (rows), tasks on each, running jobs preempted."""
+
+    cluster: int
+    rows: np.ndarray
+    tasks: np.ndarray
+    preempted: np.ndarray
+    key: tuple
+    cost: float
+
+
+@dataclass
+class NegativeCache:
+    """Failed shapes of one GMS pass: properties -> fewest tasks that failed (§4.3)."""
+
+    failed: dict[tuple, int] = field(default_factory=dict)
+    lookups: int = 0
+    hits: int = 0
+
+    def hit(self, shape: tuple, tasks: int) -> bool:
+        self.lookups += 1
+        known = self.failed.get(shape)
+        if known is not None and tasks >= known:
+            self.hits += 1
+            return True
+        return False
+
+    def add(self, shape: tuple, tasks: int) -> None:
+        self.failed[shape] = min(tasks, self.failed.get(shape, tasks))
+
+    def clear(self) -> None:
+        """Start a new GMS pass (the counters are kept)."""
+        self.failed.clear()
+
+    @property
+    def hit_rate(self) -> float:
+        return self.hits / self.lookups if self.lookups else 0.0
+
+
+def option_key(counts: np.ndarray, youth_sum: float, machines: int, racks: int) -> tuple:
+    """The score order of §4.3 as a tuple (smaller is better)."""
+    return (*counts.tolist(), round(youth_sum, 12), machines, racks)
+
+
+class RegionState:
+    """What RMS knows of the region during one pass: free resources and live running jobs."""
+
+    def __init__(self, instance: BinpackInstance):
+        a = self.arrays = instance.arrays()
+        self.instance = instance
+        self.free = a.free.copy()
+        self.alive = np.ones(a.num_running, dtype=bool)
+        self.youth = youth(a.running_age)
+        order = np.lexsort((a.machine_rack, a.machine_hardware, a.machine_cluster))
+        keys = a.machine_cluster[order] * max(len(a.hardware_ids), 1) + a.machine_hardware[order]
+        bounds = np.flatnonzero(np.diff(keys)) + 1
+        self.groups: dict[tuple[int, int], np.ndarray] = {}
+        for rows in np.split(order, bounds):
+            if rows.size:
+                self.groups[(int(a.machine_cluster[rows[0]]), int(a.machine_hardware[rows[0]]))] = rows
+        # Holding rows on each group's machines, to find preemption candidates fast.
+        group_of_machine = np.full(a.num_machines, -1, dtype=np.int64)
+        self.group_keys = list(self.groups)
+        for g, key in enumerate(self.group_keys):
+            group_of_machine[self.groups[key]] = g
+        hold_group = group_of_machine[a.hold_machine]
+        order_h = np.argsort(hold_group, kind="stable")
+        counts = np.bincount(hold_group, minlength=len(self.group_keys)) if hold_group.size else \
+            np.zeros(len(self.group_keys), dtype=np.int64)
+        ptr = np.concatenate([[0], np.cumsum(counts)])
+        self.group_holdings = {key: order_h[ptr[g]:ptr[g + 1]] for g, key in enumerate(self.group_keys)}
+
+    # --- the two steps of §4.3 ----------------------------------------------------------------
+    def allocate(self, rows: np.ndarray, free: np.ndarray, demand: np.ndarray, tasks: int
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
+        """Rack-batched allocation of ``tasks`` on ``rows`` (sorted by rack) with ``free`` (rows, 3):
+        the run of consecutive racks spanning the fewest rack numbers that fits (the roomiest on
+        ties), then the roomiest machines first."""
+        fit = tasks_that_fit(free, demand)
+        if int(fit.sum()) < tasks:
+            return None
+        racks = self.arrays.machine_rack[rows]
+        starts = np.concatenate([[0], np.flatnonzero(np.diff(racks)) + 1])
+        rack_cap = np.add.reduceat(fit, starts)
+        cum = np.concatenate([[0], np.cumsum(rack_cap)])
+        ends = np.searchsorted(cum, cum[:-1] + tasks, side="left")  # window [i, ends[i]) in racks
+        valid = ends <= len(rack_cap)
+        number = racks[starts]
+        # Nearby racks: the window spanning the fewest rack numbers.
+        length = np.where(valid, number[np.minimum(ends, len(rack_cap)) - 1] - number, np.iinfo(np.int64).max)
+        room = np.where(valid, cum[np.minimum(ends, len(rack_cap))] - cum[:-1], -1)
+        best = np.lexsort((-room, length))[0]
+        bounds = np.concatenate([starts, [len(rows)]])
+        lo, hi = bounds[best], bounds[ends[best]]
+        window_fit = fit[lo:hi]
+        roomy = np.argsort(-window_fit, kind="stable")
+        take = np.minimum(window_fit[roomy], np.maximum(0, tasks - (np.cumsum(window_fit[roomy]) - window_fit[roomy])))
+        keep = take > 0
+        return rows[lo:hi][roomy[keep]], take[keep]
+
+    def _prefix_fit(self, jobs: np.ndarray, rows: np.ndarray, local: np.ndarray, free: np.ndarray,
+                    demand: np.ndarray, hold: np.ndarray, hold_rank: np.ndarray) -> np.ndarray:
+        """Tasks that fit on ``rows`` after preempting the first k of ``jobs``, for k = 0..len."""
+        a = self.arrays
+        base = tasks_that_fit(free, demand)
+        totals = np.zeros(len(jobs) + 1, dtype=np.int64)
+        totals[:] = base.sum()
+        if hold.size == 0:
+            return totals
+        where = local[a.hold_machine[hold]]
+        order = np.lexsort((hold_rank, where))
+        where, rank, amount = where[order], hold_rank[order], a.hold_amount[hold[order]]
+        first = np.concatenate([[True], where[1:] != where[:-1]])
+        cum = np.cumsum(amount, axis=0)
+        group_start = np.maximum.accumulate(np.where(first, np.arange(len(where)), 0))
+        before = np.concatenate([np.zeros((1, 3)), cum[:-1]])
+        freed = cum - before[group_start]
+        after_fit = tasks_that_fit(free[where] + freed, demand)
+        before_fit = np.where(first, base[where], np.concatenate([[0], after_fit[:-1]]))
+        delta = np.bincount(rank, weights=after_fit - before_fit, minlength=len(jobs))
+        totals[1:] += np.cumsum(delta).astype(np.int64)
+        return totals
+
+    def option(self, cluster: int, hw: int, demand: np.ndarray, tasks: int, priority: int,
+               preemption: bool) -> JobOption | None:
+        """The job's plan in ``cluster`` (§4.3), or None when it cannot fit even with preemption."""
+        a = self.arrays
+        rows = self.groups.get((cluster, hw))
+        if rows is None:
+            return None
+        free = self.free[rows]
+        got = self.allocate(rows, free, demand, tasks)
+        none = np.zeros(0, dtype=np.int64)
+        if got is not None:
+            return self._finish(cluster, got, none)
+        if not preemption:
+            return None
+        hold = self.group_holdings[(cluster, hw)]
+        hold = hold[self.alive[a.hold_job[hold]] & (a.running_priority[a.hold_job[hold]] > priority)]
+        if hold.size == 0:
+            return None
+        jobs = np.unique(a.hold_job[hold])
+        # Scan order: lowest priority first, then longest running.
+        jobs = jobs[np.lexsort((-a.running_age[jobs], -a.running_priority[jobs]))]
+        local = np.full(a.num_machines, -1, dtype=np.int64)
+        local[rows] = np.arange(rows.size)
+        rank_of = np.full(a.num_running, -1, dtype=np.int64)
+        rank_of[jobs] = np.arange(jobs.size)
+        totals = self._prefix_fit(jobs, rows, local, free, demand, hold, rank_of[a.hold_job[hold]])
+        enough = np.flatnonzero(totals >= tasks)
+        if enough.size == 0:
+            return None
+        scanned = jobs[: enough[0]]
+        # Re-sort the scanned jobs by size, largest first (stable: scan order on ties).
+        column = 0 if demand[0] > 0 else (1 if demand[1] > 0 else 2)
+        in_scan = np.isin(a.hold_job[hold], scanned)
+        size = np.bincount(rank_of[a.hold_job[hold[in_scan]]], weights=a.hold_amount[hold[in_scan], column],
+                           minlength=scanned.size)
+        by_size = scanned[np.argsort(-size, kind="stable")]
+        rank_of[by_size] = np.arange(by_size.size)
+        hold = hold[in_scan]
+        totals = self._prefix_fit(by_size, rows, local, free, demand, hold, rank_of[a.hold_job[hold]])
+        chosen = by_size[: int(np.flatnonzero(totals >= tasks)[0])]
+        mine = hold[np.isin(a.hold_job[hold], chosen)]
+        free = free.copy()
+        np.add.at(free, local[a.hold_machine[mine]], a.hold_amount[mine])
+        got = self.allocate(rows, free, demand, tasks)
+        assert got is not None  # the prefix sums said it fits
+        return self._finish(cluster, got, np.sort(chosen))
+
+    def _finish(self, cluster: int, got: tuple[np.ndarray, np.ndarray], preempted: np.ndarray) -> JobOption:
+        a = self.arrays
+        rows, take = got
+        counts = np.bincount(a.running_priority[preempted], minlength=PRIORITY_LEVELS)
+        youth_sum = float(self.youth[preempted].sum())
+        racks = len(np.unique(a.machine_rack[rows]))
+        cost = float(level_weight(a.running_priority[preempted]).sum()) + youth_sum
+        return JobOption(cluster, rows, take, preempted, option_key(counts, youth_sum, len(rows), racks), cost)
+
+    # --- applying and undoing -----------------------------------------------------------------
+    def apply(self, option: JobOption, demand: np.ndarray) -> None:
+        a = self.arrays
+        if option.preempted.size:
+            self.alive[option.preempted] = False
+            rows = a.holdings_of(option.preempted)
+            np.add.at(self.free, a.hold_machine[rows], a.hold_amount[rows])
+        np.subtract.at(self.free, option.rows, option.tasks[:, None] * demand[None, :])
+
+    def undo(self, option: JobOption, demand: np.ndarray) -> None:
+        a = self.arrays
+        np.add.at(self.free, option.rows, option.tasks[:, None] * demand[None, :])
+        if option.preempted.size:
+            self.alive[option.preempted] = True
+            rows = a.holdings_of(option.preempted)
+            np.subtract.at(self.free, a.hold_machine[rows], a.hold_amount[rows])
+
+    def shortfall(self, hw: int, demand: np.ndarray, tasks: int, priority: int, preemption: bool) -> str:
+        """Which resource falls short for a job, in the cluster that comes closest."""
+        a = self.arrays
+        best = None
+        for (cluster, h), rows in self.groups.items():
+            if h != hw:
+                continue
+            room = self.free[rows].sum(axis=0)
+            if preemption:
+                hold = self.group_holdings[(cluster, h)]
+                hold = hold[self.alive[a.hold_job[hold]] & (a.running_priority[a.hold_job[hold]] > priority)]
+                room = room + a.hold_amount[hold].sum(axis=0)
+            need = demand * tasks
+            ratio = np.where(need > 0, room / np.where(need > 0, need, 1.0), np.inf)
+            worst = int(np.argmin(ratio))
+            if best is None or ratio[worst] > best[0]:
+                best = (ratio[worst], cluster, worst, room[worst], need[worst])
+        if best is None:
+            return f"no machine of hardware type '{a.hardware_ids[hw]}' in the region"
+        ratio, cluster, r, room, need = best
+        with_what = "free or preemptible" if preemption else "free"
+        if ratio < 1:
+            return (f"{RESOURCES[r]} fall short: the best cluster '{a.cluster_ids[cluster]}' has {room:g} "
+                    f"{with_what} for {need:g} needed")
+        return (f"fragmentation: cluster '{a.cluster_ids[cluster]}' has enough {with_what} resources in total, "
+                f"but not {tasks} tasks' worth on whole machines")
+
+
+@dataclass
+class WorkloadOutcome:
+    placed: bool
+    options: list[JobOption | None]
+    reason: str = ""
+    cache_hit: bool = False
+
+    @property
+    def cost(self) -> float:
+        return sum(o.cost for o in self.options if o is not None)
+
+
+def place_workload(state: RegionState, w: int, *, preemption: bool = True,
+                   cache: NegativeCache | None = None) -> WorkloadOutcome:
+    """RMS for one workload (§4.3): each job in its best cluster, all or nothing; applied to
+    ``state`` when placed."""
+    instance = state.instance
+    workload = instance.workloads[w]
+    hw_index = {h: i for i, h in enumerate(instance.hardware_types)}
+    clusters = range(len(instance.clusters))
+    applied: list[tuple[JobOption, np.ndarray]] = []
+    for j, job in enumerate(workload.jobs):
+        demand = instance.job_demand(w, j)
+        hw = hw_index[job.hardware]
+        shape = (hw, *demand.tolist(), workload.priority, preemption)
+        if cache is not None and cache.hit(shape, job.tasks):
+            for option, d in reversed(applied):
+                state.undo(option, d)
+            return WorkloadOutcome(False, [], reason=f"job '{job.id}': negative cache hit (this shape "
+                                   "failed earlier in the pass)", cache_hit=True)
+        best = None
+        for c in clusters:
+            option = state.option(c, hw, demand, job.tasks, workload.priority, preemption)
+            if option is not None and (best is None or option.key < best.key):
+                best = option
+        if best is None:
+            for option, d in reversed(applied):
+                state.undo(option, d)
+            alone = j == 0 or not any(state.option(c, hw, demand, job.tasks, workload.priority, preemption)
+                                      for c in clusters)
+            if cache is not None and alone:
+                cache.add(shape, job.tasks)
+            return WorkloadOutcome(False, [], reason=f"job '{job.id}': " + state.shortfall(
+                hw, demand, job.tasks, workload.priority, preemption))
+        state.apply(best, demand)
+        applied.append((best, demand))
+    return WorkloadOutcome(True, [option for option, _ in applied])
+
+
+def to_plan(instance: BinpackInstance, outcomes: dict[int, WorkloadOutcome]) -> BinpackPlan:
+    """The plan file of per-workload outcomes (workloads not in ``outcomes`` wait)."""
+    a = instance.arrays()
+    entries = []
+    for w, workload in enumerate(instance.workloads):
+        outcome = outcomes.get(w)
+        if outcome is None or not outcome.placed:
+            reason = outcome.reason if outcome is not None else "not attempted (time limit)"
+            entries.append(WorkloadPlacement(workload=workload.id, placed=False, reason=reason))
+            continue
+        jobs = [JobPlacement(job=spec.id, cluster=a.cluster_ids[o.cluster],
+                             machines=[a.machine_ids[r] for r in o.rows.tolist()], tasks=o.tasks.tolist(),
+                             preempted=[a.running_ids[r] for r in o.preempted.tolist()])
+                for spec, o in zip(workload.jobs, outcome.options, strict=True)]
+        entries.append(WorkloadPlacement(workload=workload.id, placed=True, jobs=jobs, score=outcome.cost))
+    return BinpackPlan(workloads=entries)
+
+
+def plan_cost(instance: BinpackInstance, outcomes: dict[int, WorkloadOutcome]) -> float:
+    """The objective the solver computed itself (the judge recomputes it)."""
+    unplaced = sum(1 for w in range(len(instance.workloads)) if not (w in outcomes and outcomes[w].placed))
+    return sum(o.cost for o in outcomes.values() if o.placed) + unplaced * UNPLACED_COST
+
+
+def status_of(instance: BinpackInstance, outcomes: dict[int, WorkloadOutcome], exact: bool,
+              timed_out: bool) -> tuple[str, str]:
+    """Status and message: ``infeasible`` when no workload could be placed at all."""
+    placed = sum(1 for o in outcomes.values() if o.placed)
+    waiting = [f"{instance.workloads[w].id} ({o.reason})" for w, o in outcomes.items() if not o.placed]
+    message = f"{placed} of {len(instance.workloads)} workloads placed"
+    if waiting:
+        message += "; waiting: " + "; ".join(waiting[:5]) + (" ..." if len(waiting) > 5 else "")
+    if timed_out:
+        return "time_limit", message + "; stopped at the time limit"
+    if placed == 0:
+        return "infeasible", message
+    return ("optimal" if exact else "feasible"), message
+
+
+@register("binpack", "rms-greedy", exact=False, default=True,
+          description="MAST's Regional ML Scheduler: per job and cluster, rack-batched allocation, "
+                      "preemption scan (lowest priority, longest running, then largest first), "
+                      "exhaustive search over clusters, negative cache",
+          reference="Choudhury et al., MAST, OSDI 2024, §4.3")
+def rms_greedy(instance: BinpackInstance, *, time_limit: float | None = None, seed: int = 0,
+               threads: int = 1, progress: Progress, preemption: bool = True,
+               negative_cache: bool = True) -> SolveResult:
+    """Place the pending workloads one at a time in GMS order, as RMS does (§4.3).
+
+    Parameters
+    ----------
+    preemption : bool
+        Allow preempting running jobs of lower priority when free machines are short.
+    negative_cache : bool
+        Skip jobs whose shape already failed in this pass (§4.3's negative cache).
+
+    Examples
+    --------
+    >>> import fleetplan
+    >>> instance = fleetplan.generate("binpack", {"clusters": 2, "machines": 16}, seed=0)
+    >>> fleetplan.solve(instance, "rms-greedy").evaluation.violations
+    []
+    """
+    deadline = Deadline(time_limit)
+    state = RegionState(instance)
+    cache = NegativeCache() if negative_cache else None
+    outcomes: dict[int, WorkloadOutcome] = {}
+    timed_out = False
+    for w in range(len(instance.workloads)):
+        if deadline.expired():
+            timed_out = True
+            break
+        outcomes[w] = place_workload(state, w, preemption=preemption, cache=cache)
+        progress((w + 1) / len(instance.workloads), f"workload {w + 1} of {len(instance.workloads)}")
+    plan = to_plan(instance, outcomes)
+    status, message = status_of(instance, outcomes, exact=False, timed_out=timed_out)
+    stats = {"placed": float(sum(o.placed for o in outcomes.values()))}
+    if cache is not None:
+        stats.update(cache_lookups=float(cache.lookups), cache_hits=float(cache.hits), cache_hit_rate=cache.hit_rate)
+        message += f"; negative cache: {cache.hits} hits of {cache.lookups} lookups"
+    model_objective = plan_cost(instance, outcomes)
+    return SolveResult(status=status, plan=plan, model_objective=model_objective, message=message,
+                       log=[message], stats=stats)
