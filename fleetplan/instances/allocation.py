@@ -151,11 +151,16 @@ class AllocationArrays:
         give (issue 15, item 3), and the masked X_isolated is itself a feasible plan."""
         if self.isolated_override is not None:
             return self.isolated_override
+        return (self.throughput * self.isolated_allocation()).sum(axis=1)
+
+    def isolated_allocation(self) -> np.ndarray:
+        """X_isolated as a (jobs, types) matrix over these arrays' own workers and jobs: a
+        feasible plan for every policy without SLOs (solvers fall back on it when the clock
+        runs out before their first LP answers)."""
         n_jobs = len(self.job_ids)
         fractions = self.runnable * self.num_workers[None, :] / (n_jobs * self.scale_factor[:, None])
         row_sum = fractions.sum(axis=1, keepdims=True)
-        fractions = fractions / np.maximum(row_sum, 1.0)
-        return (self.throughput * fractions).sum(axis=1)
+        return fractions / np.maximum(row_sum, 1.0)
 
     @property
     def fastest_throughput(self) -> np.ndarray:

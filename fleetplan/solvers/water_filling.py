@@ -32,7 +32,6 @@ level — the same tolerance the judge uses.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -57,10 +56,14 @@ from fleetplan.models.water_filling import (
     rise_lp,
 )
 from fleetplan.solvers import highs as highs_runner
+from fleetplan.solvers.allocation_lp import load_backend
 from fleetplan.solvers.base import Progress, SolveResult, register
+from fleetplan.solvers.deadline import Deadline
 
 BottleneckTest = Literal["lp", "milp"]
 MILP_TOLERANCE = 1e-9
+# Kept back from the iterations for expanding the plan (the judge's own bottleneck LPs come after).
+JUDGE_RESERVE_S = 0.05
 
 
 @dataclass
@@ -78,19 +81,8 @@ class WaterFillingRun:
     history: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)  # (levels, bottlenecked)
 
 
-class _Deadline:
-    def __init__(self, time_limit: float | None):
-        self.end = None if time_limit is None else time.perf_counter() + time_limit
-
-    def left(self) -> float | None:
-        return None if self.end is None else max(1e-3, self.end - time.perf_counter())
-
-    def passed(self) -> bool:
-        return self.end is not None and time.perf_counter() >= self.end
-
-
-def _solve(lp, deadline: _Deadline, threads: int, seed: int, algorithm, mip: bool = False):
-    highs = highs_runner.new_highs(deadline.left(), threads, seed)
+def _solve(lp, deadline: Deadline, threads: int, seed: int, algorithm, mip: bool = False):
+    highs = highs_runner.new_highs(deadline.remaining(), threads, seed)
     highs_runner.pass_lp(highs, lp, "simplex" if mip else algorithm)
     if mip:
         # Big-M rows: an integrality slack of 1e-6 times Y would fake a rise larger than the
@@ -107,19 +99,22 @@ def _solve(lp, deadline: _Deadline, threads: int, seed: int, algorithm, mip: boo
 def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *,
                bottleneck_test: BottleneckTest = "lp", time_limit: float | None = None,
                threads: int = 1, seed: int = 0, lp_algorithm: highs_runner.LpAlgorithm = "auto",
-               progress: Callable[[float | None, str], None] | None = None) -> WaterFillingRun:
+               progress: Callable[[float | None, str], None] | None = None,
+               deadline: Deadline | None = None) -> WaterFillingRun:
     """Run water filling on job classes.
 
     ``rates(bottlenecked)`` gives each class's per-member weight given the boolean mask of
-    bottlenecked classes (0 for those). Returns the levels every class reached.
+    bottlenecked classes (0 for those). Returns the levels every class reached. ``deadline``
+    (the solve's one clock; else one made from ``time_limit`` now) bounds every LP: each gets
+    what is left of it, and the run stops with the last feasible iteration when it runs out.
     """
-    deadline = _Deadline(time_limit)
+    deadline = deadline if deadline is not None else Deadline(time_limit)
     n = classes.num_classes
     levels = np.zeros(n)
     done = np.zeros(n, dtype=bool)
     run = WaterFillingRun("optimal", None, levels, None, done)
     while not done.all():
-        if deadline.passed():
+        if deadline.expired(JUDGE_RESERVE_S):
             run.status = "time_limit"
             run.log.append(f"time limit after {run.iterations} iterations: {int((~done).sum())} classes "
                            "not yet bottlenecked")
@@ -146,7 +141,7 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
             stuck, solves = _lp_test(classes, levels, tested, deadline, threads, seed, lp_algorithm)
         run.lp_solves += solves
         if stuck is None:
-            run.status = "time_limit" if deadline.passed() else "error"
+            run.status = "time_limit" if deadline.expired() else "error"
             run.log.append(f"iteration {run.iterations}: the bottleneck test failed")
             break
         if not stuck.any():
@@ -180,6 +175,8 @@ def _lp_test(classes, levels, tested, deadline, threads, seed, algorithm) -> tup
     undecided = np.ones(len(tested), dtype=bool)
     solves = 0
     while undecided.any():
+        if deadline.expired():
+            return None, solves
         subset = tested[undecided]
         outcome = _solve(rise_lp(classes, levels, subset, cap[subset]), deadline, threads, seed, algorithm)
         solves += 1
@@ -235,6 +232,13 @@ def _result(instance: AllocationInstance, classes: JobClasses, run: WaterFilling
     stats = {"iterations": float(run.iterations), "lp_solves": float(run.lp_solves),
              "classes": float(classes.num_classes),
              "bottlenecked_jobs": float(classes.count[run.bottlenecked].sum())}
+    if run.values is None and run.status == "time_limit":
+        # No iteration finished in time: X_isolated (1/n of every type a job fits) is feasible.
+        matrix = instance.arrays().isolated_allocation()
+        run.log.append("time limit before the first level LP answered: returning the isolated allocation")
+        return SolveResult(status="time_limit", plan=AllocationPlan.from_matrix(instance, matrix, policy=policy),
+                           log=run.log, message="water filling: time limit before the first iteration",
+                           stats=stats)
     if run.values is None:
         return SolveResult(status="error" if run.status == "optimal" else run.status, log=run.log,
                            message="water filling produced no allocation", stats=stats)
@@ -271,9 +275,11 @@ def hierarchical_water_filling(instance: AllocationInstance, *, time_limit: floa
     >>> result.status, result.evaluation.metrics["pareto_efficient"]
     ('optimal', 1.0)
     """
+    deadline = Deadline(time_limit)
     _check_test(bottleneck_test)
+    load_backend("highspy")
     classes, run = hierarchical_run(instance, bottleneck_test=bottleneck_test, aggregate=aggregate,
-                                    time_limit=time_limit, threads=threads, seed=seed,
+                                    deadline=deadline, threads=threads, seed=seed,
                                     lp_algorithm=lp_algorithm, progress=progress)
     return _result(instance, classes, run, HIERARCHICAL, aggregate)
 
@@ -292,8 +298,10 @@ def water_filling(instance: AllocationInstance, *, time_limit: float | None = No
     >>> fleetplan.solve(instance, "water-filling").status
     'optimal'
     """
+    deadline = Deadline(time_limit)
     _check_test(bottleneck_test)
+    load_backend("highspy")
     classes, run = single_level_run(instance, bottleneck_test=bottleneck_test, aggregate=aggregate,
-                                    time_limit=time_limit, threads=threads, seed=seed,
+                                    deadline=deadline, threads=threads, seed=seed,
                                     lp_algorithm=lp_algorithm, progress=progress)
     return _result(instance, classes, run, WATER_FILLING, aggregate)
