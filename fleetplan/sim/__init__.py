@@ -20,6 +20,7 @@ from fleetplan.sim.engine import EventQueue, SimResult, SimulatorSpec
 
 # name -> module defining SIMULATOR; a new simulator adds one line here.
 _MODULES: dict[str, str] = {
+    "cluster": "fleetplan.sim.cluster",
     "parsync": "fleetplan.sim.parsync",
 }
 

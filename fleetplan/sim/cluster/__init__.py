@@ -1,0 +1,154 @@
+"""Cluster simulator: deep-learning training jobs on a heterogeneous GPU cluster, scheduled by
+Gavel's round-based mechanism (Gavel §5), Astraea's fair lease scheduler (Astraea §5) or the
+baselines they are compared with (FIFO, YARN-CS, Tiresias-LAS, Themis FTF, agnostic LAS).
+
+A plain deterministic function of (scenario, scheduler, seed)::
+
+    from fleetplan import sim
+    result = sim.run("cluster", {"generate": "gavel", "jobs": 50, "rate_per_hour": 4},
+                     scheduler="gavel", seed=1)
+    result.metrics["avg_jct_s"]
+
+:func:`run_cluster` returns the per-job arrays too (for the plots in
+:mod:`fleetplan.sim.cluster.metrics`). See docs/cluster-sim.md.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from fleetplan.instances.base import InstanceError, StrictModel
+from fleetplan.sim.cluster.engine import Sim
+from fleetplan.sim.cluster.gavel import GavelAgnosticScheduler, GavelIdealScheduler, GavelScheduler
+from fleetplan.sim.cluster.metrics import ClusterRun, collect
+from fleetplan.sim.cluster.schedulers import (
+    AstraeaEq8Scheduler,
+    AstraeaScheduler,
+    FifoScheduler,
+    ThemisScheduler,
+    TiresiasScheduler,
+    YarnCapacityScheduler,
+)
+from fleetplan.sim.cluster.traces import (
+    ASTRAEA_DEFAULTS,
+    Trace,
+    astraea_trace,
+    gavel_trace,
+    read_csv_trace,
+)
+from fleetplan.sim.engine import SimResult, SimulatorSpec
+
+SCHEDULERS = {cls.name: cls for cls in (
+    GavelScheduler, GavelIdealScheduler, GavelAgnosticScheduler, AstraeaScheduler, AstraeaEq8Scheduler,
+    FifoScheduler, YarnCapacityScheduler, TiresiasScheduler, ThemisScheduler)}
+GAVEL_CLUSTER = {"v100": 36, "p100": 36, "k80": 36}  # Gavel §7.1's simulated cluster
+
+
+class ClusterScenario(StrictModel):
+    """What to simulate. Defaults: Gavel §7.1 (108 GPUs, 6-minute rounds) for Gavel traces and
+    CSV files, Astraea §6.1.3 (10 s interval, 900 s leases, 800 / 1680 GPUs) for Venus/Philly."""
+
+    trace: str | None = Field(default=None, description="CSV trace file (see traces.py); overrides generate")
+    generate: Literal["gavel", "venus", "philly"] = "gavel"
+    jobs: int | None = Field(default=None, ge=1, description="generated jobs (gavel: 100; venus/philly: "
+                                                             "the paper's two-week counts)")
+    rate_per_hour: float | None = Field(default=None, gt=0, description="gavel: Poisson arrivals per hour; "
+                                                                        "None: a static trace")
+    multi_gpu: bool = Field(default=True, description="gavel: 70/25/5 scale-factor mix, else all single-GPU")
+    tenants: int | None = Field(default=None, ge=1, description="venus/philly tenants (16 / 15)")
+    span_days: float = Field(default=14.0, gt=0, description="venus/philly: days over which jobs arrive")
+    cluster: dict[str, int] | None = Field(default=None, description="GPUs per type")
+    server_size: int = Field(default=8, ge=1, description="GPUs per server (4 or 8)")
+    round_s: float = Field(default=360.0, gt=0, description="Gavel round length")
+    interval_s: float = Field(default=10.0, gt=0, description="scheduling interval of the other schedulers")
+    lease_s: float = Field(default=900.0, gt=0, description="lease term of preemptive schedulers")
+    checkpoint_s: float = Field(default=10.0, ge=0, description="progress lost when a preempted job resumes")
+    policy: str = Field(default="max-min-fairness", description="Gavel's allocation policy (a solver)")
+    quotas: dict[str, float] | None = Field(default=None, description="GPU quota per tenant name")
+    strict_consolidation: bool = Field(default=False, description="never spread a job over extra servers")
+    themis_error: float = Field(default=0.1, ge=0, description="sigma of Themis' lognormal time estimate error")
+    tiresias_thresholds: list[float] = Field(default_factory=lambda: [3600.0, 36000.0],
+                                             description="2D-LAS queue thresholds, GPU-seconds")
+    window_s: float = Field(default=3600.0, gt=0, description="window of the per-tenant LTGF series")
+    steady_state: tuple[float, float] = Field(default=(0.0, 1.0), description="job-index fractions of the "
+                                                                               "steady-state JCT window")
+    max_time_s: float | None = Field(default=None, gt=0, description="stop the simulation here")
+
+    @model_validator(mode="after")
+    def _check(self) -> ClusterScenario:
+        lo, hi = self.steady_state
+        if not 0 <= lo < hi <= 1:
+            raise InstanceError("steady_state", "must be fractions 0 <= lo < hi <= 1")
+        if self.cluster is not None:
+            if not self.cluster or any(v < 0 for v in self.cluster.values()) or sum(self.cluster.values()) == 0:
+                raise InstanceError("cluster", "needs at least one GPU and no negative counts")
+        return self
+
+
+def build_trace(scenario: ClusterScenario, seed: int) -> tuple[Trace, ClusterScenario]:
+    """The trace of a scenario and the scenario with its cluster filled in."""
+    if scenario.trace is not None:
+        cluster = scenario.cluster or GAVEL_CLUSTER
+        trace = read_csv_trace(scenario.trace, worker_types=list(cluster))
+    elif scenario.generate == "gavel":
+        cluster = scenario.cluster or GAVEL_CLUSTER
+        trace = gavel_trace(scenario.jobs or 100, seed, scenario.rate_per_hour, scenario.multi_gpu,
+                            tuple(cluster), max_gpus=min(c for c in cluster.values() if c > 0))
+    else:
+        shape = scenario.generate
+        gpus = sum(scenario.cluster.values()) if scenario.cluster else ASTRAEA_DEFAULTS[shape]["gpus"]
+        cluster = scenario.cluster or {"gpu": gpus}
+        if list(cluster) != ["gpu"]:
+            raise InstanceError("cluster", f"{shape} traces run on one GPU type named 'gpu'")
+        trace = astraea_trace(shape, scenario.jobs, seed, gpus, scenario.tenants, scenario.span_days * 86400.0)
+    _check_fits(trace, cluster, scenario)
+    return trace, scenario.model_copy(update={"cluster": dict(cluster)})
+
+
+def _check_fits(trace: Trace, cluster: dict[str, int], scenario: ClusterScenario) -> None:
+    import numpy as np
+
+    counts = np.array([cluster.get(t, 0) for t in trace.worker_types])
+    fits = ((trace.throughput > 0) & (counts[None, :] >= trace.gpus[:, None])).any(axis=1)
+    if not fits.all():
+        m = int(np.flatnonzero(~fits)[0])
+        where = f"{scenario.trace}: row {m + 2}, column 'gpus'" if scenario.trace else f"jobs[{m}].gpus"
+        raise InstanceError(where, f"job '{trace.ids[m]}' needs {int(trace.gpus[m])} GPUs of one type; "
+                                   f"the cluster has {dict(cluster)}")
+
+
+def run_cluster(scenario: ClusterScenario | dict, scheduler: str, seed: int = 0,
+                trace: Trace | None = None) -> ClusterRun:
+    """Simulate and keep per-job arrays; ``trace`` overrides the scenario's trace."""
+    if isinstance(scenario, dict):
+        scenario = SIMULATOR.scenario(scenario)
+    if scheduler not in SCHEDULERS:
+        raise InstanceError("scheduler", f"unknown scheduler '{scheduler}' (known: {', '.join(SCHEDULERS)})")
+    if trace is None:
+        trace, scenario = build_trace(scenario, seed)
+    else:
+        cluster = scenario.cluster or (GAVEL_CLUSTER if trace.worker_types != ["gpu"]
+                                       else {"gpu": int(trace.meta.get("gpus", 800))})
+        _check_fits(trace, cluster, scenario)
+        scenario = scenario.model_copy(update={"cluster": dict(cluster)})
+    sched = SCHEDULERS[scheduler](scenario, trace, seed)
+    sim = Sim(trace, scenario, sched)
+    sim.run(scenario.max_time_s or float("inf"))
+    return collect(sim, scheduler, seed)
+
+
+def simulate(scenario: ClusterScenario, scheduler: str, seed: int) -> SimResult:
+    """The :class:`SimulatorSpec` entry point."""
+    return run_cluster(scenario, scheduler, seed).result
+
+
+SIMULATOR = SimulatorSpec(
+    name="cluster", simulate=simulate, scenario_type=ClusterScenario, schedulers=tuple(SCHEDULERS),
+    description="DL training jobs on a heterogeneous GPU cluster: Gavel rounds, Astraea leases, baselines",
+    reference="Gavel OSDI'20 §5, §7; Astraea TPDS §4-6",
+)
+
+__all__ = ["SCHEDULERS", "SIMULATOR", "ClusterRun", "ClusterScenario", "Trace", "build_trace", "run_cluster",
+           "simulate"]

@@ -1,0 +1,168 @@
+"""Schedulers of the cluster simulator other than Gavel: Astraea and the baselines it is compared
+with (Astraea §6.1.5), plus plain FIFO.
+
+* ``fifo`` - non-preemptive, strict arrival order (head-of-line blocking), each job on the
+  fastest type with room.
+* ``yarn-cs`` - YARN capacity scheduler: static tenant quotas, FIFO inside each tenant (a job
+  larger than its tenant's quota may run when the tenant runs nothing else, or it would wait
+  forever).
+* ``tiresias-las`` - Tiresias' discretised 2D-LAS: attained service in GPU-seconds sorts jobs
+  into queues (thresholds ``tiresias_thresholds``), FIFO inside a queue, preemptive at lease
+  ends; a job that does not fit is skipped (Tiresias §4; no starvation promotion).
+* ``themis-ftf`` - Themis finish-time fairness as Astraea §6.1.5 runs it: at every lease end the
+  jobs with the worst estimated rho = T_shared / (N * T_alone) (Astraea §4.1.2) get GPUs first;
+  remaining time is estimated from the requested steps with a lognormal error of
+  ``themis_error`` (canceled and failed jobs are estimated from the steps they asked for).
+* ``astraea`` - Astraea's two-phase LTGF scheduler (Algorithms 1-2): the tenant with the lowest
+  rho^tenant (eq. 12, with eq. 16's fair share = quota, as §6.1.1 runs it) is served first,
+  then its job with the lowest rho^job (eq. 15), newly submitted jobs first (§6.1.1);
+  ``astraea-eq8`` uses eq. 8's fair share min(demand, quota) in phase 1 instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fleetplan.sim.cluster.engine import Decision, Scheduler
+
+
+class FifoScheduler(Scheduler):
+    name = "fifo"
+
+    def __init__(self, scenario, trace, seed):
+        super().__init__(scenario, trace, seed)
+        self.lease = np.inf
+
+    def decide(self, decision: Decision) -> None:
+        sim = decision.sim
+        cands = decision.candidates
+        for m in cands[np.lexsort((cands, sim.trace.submit[cands]))]:
+            if not self.fastest_fitting(decision, int(m)):
+                break
+
+
+class YarnCapacityScheduler(Scheduler):
+    name = "yarn-cs"
+
+    def __init__(self, scenario, trace, seed):
+        super().__init__(scenario, trace, seed)
+        self.lease = np.inf
+
+    def decide(self, decision: Decision) -> None:
+        sim = decision.sim
+        tenant = sim.trace.tenant
+        run = sim.active[sim.held[sim.active] > 0]
+        used = np.bincount(tenant[run], weights=sim.held[run], minlength=sim.T)
+        blocked = np.zeros(sim.T, dtype=bool)
+        cands = decision.candidates
+        for m in cands[np.lexsort((cands, sim.trace.submit[cands]))]:
+            m = int(m)
+            k = tenant[m]
+            if blocked[k]:
+                continue
+            g = sim.trace.gpus[m]
+            fits_quota = used[k] + g <= sim.quota[k] + 1e-9 or used[k] == 0
+            if fits_quota and self.fastest_fitting(decision, m):
+                used[k] += g
+            else:
+                blocked[k] = True
+
+
+class TiresiasScheduler(Scheduler):
+    name = "tiresias-las"
+
+    def __init__(self, scenario, trace, seed):
+        super().__init__(scenario, trace, seed)
+        self.thresholds = np.array(sorted(scenario.tiresias_thresholds), dtype=float)
+
+    def decide(self, decision: Decision) -> None:
+        sim = decision.sim
+        cands = decision.candidates
+        queue = np.searchsorted(self.thresholds, sim.attained[cands], side="right")
+        free = decision.free_total()
+        for m in cands[np.lexsort((cands, sim.trace.submit[cands], queue))]:
+            g = sim.trace.gpus[m]
+            if g <= free and self.fastest_fitting(decision, int(m)):
+                free -= g
+                if free == 0:
+                    break
+
+
+class ThemisScheduler(Scheduler):
+    name = "themis-ftf"
+
+    def __init__(self, scenario, trace, seed):
+        super().__init__(scenario, trace, seed)
+        rng = np.random.default_rng([seed, 4411])
+        sigma = float(scenario.themis_error)
+        self.estimate = trace.steps_requested * rng.lognormal(0.0, sigma, len(trace)) if sigma > 0 \
+            else trace.steps_requested.astype(float)
+        self.fastest = trace.throughput.max(axis=1)
+
+    def rho(self, sim, jobs: np.ndarray) -> np.ndarray:
+        """Estimated finish-time fairness rho = T_shared / (N * T_alone) (Astraea §4.1.2)."""
+        done = sim.trace.steps[jobs] - sim.left[jobs]
+        remaining = np.maximum(self.estimate[jobs] - done, 0.0) / self.fastest[jobs]
+        alone = np.maximum(self.estimate[jobs], done) / self.fastest[jobs]
+        shared = sim.now - sim.trace.submit[jobs] + remaining
+        return shared / (max(len(sim.active), 1) * np.maximum(alone, 1e-9))
+
+    def decide(self, decision: Decision) -> None:
+        sim = decision.sim
+        cands = decision.candidates
+        rho = self.rho(sim, cands)
+        free = decision.free_total()
+        for m in cands[np.lexsort((cands, -rho))]:
+            g = sim.trace.gpus[m]
+            if g <= free and self.fastest_fitting(decision, int(m)):
+                free -= g
+                if free == 0:
+                    break
+
+
+class AstraeaScheduler(Scheduler):
+    name = "astraea"
+    tenant_share = "quota"  # eq. 16; "demand" is eq. 8
+
+    def decide(self, decision: Decision) -> None:
+        sim = decision.sim
+        free = decision.free_total()
+        cands = decision.candidates
+        gpus = sim.trace.gpus
+        cands = cands[gpus[cands] <= free]
+        if len(cands) == 0:
+            return
+        tenant = sim.trace.tenant[cands]
+        # Algorithm 2: reward = -rho^job (eq. 15); newly submitted jobs first (§6.1.1)
+        rho_job = sim.attained[cands] / np.maximum(sim.fair_job[cands], 1e-9)
+        new = ~sim.ever_ran[cands]
+        key = np.where(new, sim.trace.submit[cands], rho_job)
+        order = np.lexsort((cands, key, ~new, tenant))
+        cands, tenant = cands[order], tenant[order]
+        bounds = np.searchsorted(tenant, np.arange(sim.T + 1))
+        pointer = bounds[:-1].copy()
+        end = bounds[1:]
+        alloc = sim.tenant_alloc.copy()
+        fair = sim.tenant_fair_quota if self.tenant_share == "quota" else sim.tenant_fair
+        fair = np.maximum(fair, 1e-9)
+        rho_tenant = alloc / fair  # eq. 12
+        rho_tenant[pointer >= end] = np.inf
+        lease = min(self.lease, 1e12)
+        while free > 0:
+            p = int(np.argmin(rho_tenant))  # Phase 1
+            if rho_tenant[p] == np.inf:
+                break
+            m = int(cands[pointer[p]])  # Phase 2
+            pointer[p] += 1
+            g = int(gpus[m])
+            if g <= free and self.fastest_fitting(decision, m):
+                free -= g
+                alloc[p] += g * lease  # Algorithm 1 lines 14-15
+                rho_tenant[p] = alloc[p] / fair[p]
+            if pointer[p] >= end[p]:
+                rho_tenant[p] = np.inf
+
+
+class AstraeaEq8Scheduler(AstraeaScheduler):
+    name = "astraea-eq8"
+    tenant_share = "demand"
