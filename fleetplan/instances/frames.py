@@ -347,7 +347,7 @@ def _kind_module(kind: str) -> Any:
 def plan_to_frame(instance: InstanceBase, plan: PlanBase) -> pd.DataFrame:
     """A plan as one table (the layout of its kind; see ``docs/data-in-out.md``)."""
     if plan.kind != instance.kind:
-        raise InstanceError("kind", f"a {plan.kind} plan does not belong to a {instance.kind} instance")
+        raise InstanceError("kind", f"a plan of kind '{plan.kind}' cannot go with an instance of kind '{instance.kind}'")
     return _kind_module(instance.kind).plan_to_frame(instance, plan)
 
 

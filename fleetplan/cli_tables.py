@@ -1,0 +1,289 @@
+"""The ``import``, ``export`` and ``plot`` sub-commands (wired into :mod:`fleetplan.cli` by
+:func:`add_arguments`): a planner's own tables in, plans out as tables, plans as pictures.
+
+::
+
+    fleetplan import allocation --jobs jobs.csv --cluster gpus.csv [--entities F] [--colocations F]
+                                [--name NAME] -o cluster.json
+    fleetplan import placement --tables t.csv --jobs j.csv --regions r.csv [--settings s.yaml]
+                               [--name NAME] -o tables.json
+    fleetplan import plan plan.csv --instance cluster.json [--policy P] -o plan.json
+    fleetplan export plan.json --instance cluster.json [--format csv|parquet] -o plan.csv
+    fleetplan export cluster.json [--format csv|parquet] -o DIR      (an instance's own tables)
+    fleetplan plot INSTANCE PLAN -o FILE.png
+
+Tables are CSV or Parquet (by suffix, or ``--format``); their column layouts are in
+``docs/data-in-out.md``. A bad table raises :class:`InstanceError` naming the file, row and
+column (one line, exit code 2). pandas, pyarrow and matplotlib load only when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from fleetplan.instances import InstanceError, load_instance, load_plan, save
+from fleetplan.instances.frames import table_format
+
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+def add_arguments(subparsers: Any) -> None:
+    """Add ``import``, ``export`` and ``plot`` to an ``argparse`` sub-parser collection."""
+    importer = subparsers.add_parser(
+        "import", help="build an instance (or a plan) from CSV/Parquet tables",
+        description="Build a fleetplan instance from your own tables (CSV or Parquet, by suffix), "
+                    "or read a plan table back into a plan file. Column layouts: docs/data-in-out.md.")
+    kinds = importer.add_subparsers(dest="import_kind", required=True, metavar="KIND")
+
+    allocation = kinds.add_parser(
+        "allocation", help="jobs and GPU types -> an allocation instance (Gavel)",
+        description="An allocation instance from a jobs table (id, throughput_<type>, ...) and a "
+                    "cluster table (name, count, cost_per_hour).")
+    allocation.add_argument("--jobs", required=True, metavar="FILE",
+                            help="jobs table: id, throughput_<type> (iterations/s), scale_factor, weight, ...")
+    allocation.add_argument("--cluster", required=True, metavar="FILE",
+                            help="GPU types table: name, count, cost_per_hour")
+    allocation.add_argument("--entities", default=None, metavar="FILE", help="entities table: id, weight, policy")
+    allocation.add_argument("--colocations", default=None, metavar="FILE",
+                            help="space-sharing table: job_type_a, job_type_b, scale_factor, "
+                                 "throughput_<type>_a, throughput_<type>_b")
+    _common_import(allocation)
+    allocation.set_defaults(handler=handle_import_allocation)
+
+    placement = kinds.add_parser(
+        "placement", help="tables, jobs and regions -> a placement instance (Tetris)",
+        description="A placement instance from a tables table (id, size_bytes, home), a jobs table "
+                    "(id, kind, tables, ...) and a regions table (id, storage_capacity_bytes, "
+                    "gpu_supply_<type>, cpu_capacity_<application>, dr_partner).")
+    placement.add_argument("--tables", required=True, metavar="FILE", help="data tables: id, size_bytes, home")
+    placement.add_argument("--jobs", required=True, metavar="FILE",
+                           help="jobs: id, kind, tables (ids separated by ';'), gpu_type, gpu_hours, "
+                                "cpu_hours, priority, application, recurring, ...")
+    placement.add_argument("--regions", required=True, metavar="FILE",
+                           help="regions: id, storage_capacity_bytes, gpu_supply_<type>, "
+                                "cpu_capacity_<application>, dr_partner")
+    placement.add_argument("--settings", default=None, metavar="FILE",
+                           help="YAML or JSON of the scalar fields (weights, home_training_threshold, "
+                                "daily_move_quota_bytes, dr_policy, ...); default: the schema's defaults")
+    _common_import(placement)
+    placement.set_defaults(handler=handle_import_placement)
+
+    plan = kinds.add_parser(
+        "plan", help="a plan table (from `fleetplan export`) -> a plan file",
+        description="Read a plan table written by `fleetplan export` (or by hand) back into a plan file.")
+    plan.add_argument("table", metavar="TABLE", help="the plan table (.csv or .parquet)")
+    plan.add_argument("--instance", required=True, metavar="FILE", help="the instance the plan is for")
+    plan.add_argument("--policy", default=None,
+                      help="allocation: the policy to judge the plan by (default: the table's policy column)")
+    plan.add_argument("-o", "--output", required=True, metavar="FILE", help="plan file to write (JSON)")
+    plan.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    plan.set_defaults(handler=handle_import_plan)
+
+    export = subparsers.add_parser(
+        "export", help="write a plan (or an instance) as CSV/Parquet tables",
+        description="Write a plan as one table (with --instance), or an instance as its tables "
+                    "(into the folder -o). Column layouts: docs/data-in-out.md.")
+    export.add_argument("file", metavar="FILE", help="a plan file (with --instance) or an instance file")
+    export.add_argument("--instance", default=None, metavar="FILE", help="the instance the plan is for")
+    export.add_argument("--format", choices=("csv", "parquet"), default=None,
+                        help="table format (default: from the -o suffix, else csv)")
+    export.add_argument("-o", "--output", required=True, metavar="PATH",
+                        help="plan: the table file to write; instance: the folder to write its tables into")
+    export.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    export.set_defaults(handler=handle_export)
+
+    plot = subparsers.add_parser(
+        "plot", help="draw a plan: allocation heatmap, or placement demand/supply and storage per region",
+        description="Draw a plan: for allocation a heatmap of X (job x GPU type) beside each job's "
+                    "effective throughput; for placement each region's GPU demand and supply and "
+                    "its storage, today and under the plan.")
+    plot.add_argument("instance", metavar="INSTANCE", help="instance file")
+    plot.add_argument("plan", metavar="PLAN", help="plan file (or a `fleetplan solve --json` output)")
+    plot.add_argument("-o", "--output", required=True, metavar="FILE",
+                      help=f"image to write ({', '.join(PLOT_SUFFIXES)})")
+    plot.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    plot.set_defaults(handler=handle_plot)
+
+
+def _common_import(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--name", default=None, help="instance name (default: the output file's stem)")
+    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="instance file to write (JSON)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+def _check_output(path: str, *, directory: bool = False) -> Path:
+    """Fail before any work when the output could not be written."""
+    target = Path(path)
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        raise InstanceError("-o", f"{path}: directory '{parent}' does not exist")
+    if not os.access(parent, os.W_OK):
+        raise InstanceError("-o", f"{path}: directory '{parent}' is not writable")
+    if directory:
+        if target.exists() and not target.is_dir():
+            raise InstanceError("-o", f"{path}: exists and is not a folder (an instance exports to a folder)")
+    elif target.is_dir():
+        raise InstanceError("-o", f"{path}: is a directory")
+    return target
+
+
+def _report(args: argparse.Namespace, data: dict[str, Any], line: str) -> None:
+    if getattr(args, "json", False):
+        sys.stdout.write(json.dumps(data, indent=1) + "\n")
+    else:
+        sys.stdout.write(line + "\n")
+
+
+def _name(args: argparse.Namespace) -> str:
+    return args.name if args.name is not None else Path(args.output).stem
+
+
+# --- handlers -----------------------------------------------------------------------------
+
+def handle_import_allocation(args: argparse.Namespace) -> int:
+    """``fleetplan import allocation``: jobs and GPU tables -> an instance file."""
+    from fleetplan.instances.allocation_frames import from_frames
+
+    _check_output(args.output)
+    instance = from_frames(jobs=args.jobs, cluster=args.cluster, entities=args.entities,
+                           colocations=args.colocations, name=_name(args))
+    save(instance, args.output)
+    _report(args, {"output": args.output, "kind": "allocation", "jobs": len(instance.jobs),
+                   "worker_types": len(instance.worker_types)},
+            f"wrote allocation instance '{instance.name}' ({len(instance.jobs)} jobs, "
+            f"{len(instance.worker_types)} GPU types) to {args.output}")
+    return 0
+
+
+def handle_import_placement(args: argparse.Namespace) -> int:
+    """``fleetplan import placement``: tables, jobs and regions -> an instance file."""
+    from fleetplan.instances.placement_frames import from_frames
+
+    _check_output(args.output)
+    name = args.name
+    if name is None and args.settings is None:
+        name = Path(args.output).stem
+    instance = from_frames(tables=args.tables, jobs=args.jobs, regions=args.regions,
+                           settings=args.settings, name=name)
+    save(instance, args.output)
+    arrays = instance.arrays()
+    _report(args, {"output": args.output, "kind": "placement", "regions": arrays.num_regions,
+                   "tables": arrays.num_tables, "jobs": arrays.num_jobs},
+            f"wrote placement instance '{instance.name}' ({arrays.num_regions} regions, "
+            f"{arrays.num_tables} tables, {arrays.num_jobs} jobs) to {args.output}")
+    return 0
+
+
+def handle_import_plan(args: argparse.Namespace) -> int:
+    """``fleetplan import plan``: a plan table -> a plan file."""
+    from fleetplan.instances.frames import plan_from_frame
+
+    _check_output(args.output)
+    instance = load_instance(args.instance)
+    if args.policy is not None and instance.kind != "allocation":
+        raise InstanceError("--policy", f"only allocation plans have a policy (this is a {instance.kind} instance)")
+    if args.policy is not None:
+        from fleetplan.instances.allocation_frames import plan_from_frame as allocation_plan
+
+        plan = allocation_plan(instance, args.table, policy=args.policy)
+    else:
+        plan = plan_from_frame(instance, args.table)
+    save(plan, args.output)
+    _report(args, {"output": args.output, "kind": plan.kind},
+            f"wrote {plan.kind} plan to {args.output}")
+    return 0
+
+
+def _load_instance_or_say_plan(path: str) -> Any:
+    """The instance at ``path``; a plan there gets a hint to pass ``--instance``."""
+    try:
+        return load_instance(path)
+    except InstanceError as error:
+        instance_error = error
+    try:
+        load_plan(path)
+    except InstanceError:
+        raise instance_error from None
+    raise InstanceError("", "is a plan, not an instance: pass --instance INSTANCE.json to "
+                            "export it as a table", path)
+
+
+def handle_export(args: argparse.Namespace) -> int:
+    """``fleetplan export``: a plan as one table, or an instance as its tables."""
+    if args.instance is not None:
+        return _export_plan(args)
+    _check_output(args.output, directory=True)
+    fmt = args.format or "csv"
+    instance = _load_instance_or_say_plan(args.file)
+    from fleetplan.instances.frames import instance_to_frames, write_table
+
+    frames = instance_to_frames(instance)
+    folder = Path(args.output)
+    folder.mkdir(exist_ok=True)
+    written = []
+    for name, frame in frames.items():
+        if name == "settings":
+            import yaml
+
+            from fleetplan.instances.base import atomic_write_text
+
+            target = folder / "settings.yaml"
+            atomic_write_text(target, yaml.safe_dump(frame, sort_keys=False))
+        else:
+            target = write_table(frame, folder / f"{name}.{fmt}", fmt)
+        written.append(str(target))
+    _report(args, {"output": written, "kind": instance.kind, "format": fmt},
+            f"wrote {instance.kind} instance tables: {', '.join(written)}")
+    return 0
+
+
+def _export_plan(args: argparse.Namespace) -> int:
+    from fleetplan.instances.frames import plan_to_frame, write_table
+
+    target = _check_output(args.output)
+    fmt = table_format(target, args.format)
+    if args.format is not None and target.suffix and table_format(target) != args.format:
+        raise InstanceError("-o", f"{args.output}: the suffix says {table_format(target)} but --format is {args.format}")
+    instance = load_instance(args.instance)
+    plan = load_plan(args.file)
+    frame = plan_to_frame(instance, plan)
+    write_table(frame, target, fmt)
+    _report(args, {"output": str(target), "kind": plan.kind, "format": fmt, "rows": len(frame)},
+            f"wrote {plan.kind} plan as a {fmt} table ({len(frame)} rows) to {target}")
+    return 0
+
+
+def handle_plot(args: argparse.Namespace) -> int:
+    """``fleetplan plot``: draw a plan against its instance."""
+    target = _check_output(args.output)
+    suffix = target.suffix.lower()
+    if suffix not in PLOT_SUFFIXES:
+        raise InstanceError("-o", f"{args.output}: unknown image type '{suffix or '(none)'}' "
+                                  f"(known: {', '.join(PLOT_SUFFIXES)})")
+    instance = load_instance(args.instance)
+    plan = load_plan(args.plan)
+    from fleetplan.plotting import plot_plan
+
+    figure = plot_plan(instance, plan)
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
+    os.close(handle)
+    try:
+        figure.savefig(temporary, dpi=120, format=suffix[1:])
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, target)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+    _report(args, {"output": str(target), "kind": plan.kind}, f"wrote {plan.kind} plot to {target}")
+    return 0
