@@ -85,7 +85,7 @@ def test_generate_with_flags_and_params(tmp_path, capsys):
 
 def test_evaluate_flags_violations_with_exit_1(tmp_path, capsys):
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"kind": "allocation", "job_ids": ["job0", "job1", "job2"],
+    plan.write_text(json.dumps({"kind": "allocation", "schema_version": 1, "job_ids": ["job0", "job1", "job2"],
                                 "worker_types": ["v100", "k80"], "allocation": [[1, 0], [1, 0], [0, 1]]}))
     assert main(["evaluate", GAVEL, str(plan)]) == 1
     assert "workers" in capsys.readouterr().out

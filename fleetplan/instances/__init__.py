@@ -101,16 +101,49 @@ def instance_from_data(data: Any, source: str | None = None) -> InstanceBase:
 
 
 def load_instance(path: str | os.PathLike[str]) -> InstanceBase:
-    """Load and validate an instance file; raises :class:`InstanceError` naming the JSON path."""
-    return instance_from_data(read_json_file(path), str(path))
+    """Load and validate an instance file; raises :class:`InstanceError` naming the JSON path
+    (every error found, up to a cap: ``error.lines()``)."""
+    source = str(path)
+    data = read_json_file(path)
+    spec = _kind_of(data, source)
+    if _looks_like(spec.plan_type, spec.instance_type, data):
+        raise InstanceError("$", f"this is a {spec.name} plan, not an instance (give the instance "
+                                 "file here and the plan where a plan is expected)", source)
+    instance = validate_model(spec.instance_type, data, source)
+    _require_schema_version(data, source)
+    return instance
 
 
 def load_plan(path: str | os.PathLike[str]) -> PlanBase:
     """Load and validate a plan file (a ``fleetplan solve`` output, or its ``plan`` field)."""
+    source = str(path)
     data = read_json_file(path)
     if isinstance(data, dict) and "plan" in data and "kind" not in data:
         data = data["plan"]
-    return validate_model(_kind_of(data, str(path)).plan_type, data, str(path))
+    spec = _kind_of(data, source)
+    if _looks_like(spec.instance_type, spec.plan_type, data):
+        raise InstanceError("$", f"this is a {spec.name} instance, not a plan (a plan is what "
+                                 "`fleetplan solve -o` writes)", source)
+    plan = validate_model(spec.plan_type, data, source)
+    _require_schema_version(data, source)
+    return plan
+
+
+def _looks_like(model: type[BaseModel], other: type[BaseModel], data: dict[str, Any]) -> bool:
+    """True when ``data`` carries fields only ``model`` has and none only ``other`` has."""
+    mine = set(model.model_fields) - set(other.model_fields)
+    theirs = set(other.model_fields) - set(model.model_fields)
+    keys = set(data)
+    return bool(keys & mine) and not keys & theirs
+
+
+def _require_schema_version(data: dict[str, Any], source: str) -> None:
+    # Files say which format they are written in; a file without it may be of a future or an
+    # unknown format, so it is refused rather than guessed (constructing a model in Python
+    # still gets the default).
+    if "schema_version" not in data:
+        raise InstanceError("schema_version", "required field is missing (this fleetplan reads "
+                                              "version 1 files)", source)
 
 
 def save(obj: BaseModel, path: str | os.PathLike[str]) -> None:
@@ -118,9 +151,10 @@ def save(obj: BaseModel, path: str | os.PathLike[str]) -> None:
     atomic_write_text(path, to_json_text(obj))
 
 
-def schema(kind: str) -> dict[str, Any]:
-    """The JSON Schema of a kind's instance files."""
-    return get_kind(kind).instance_type.model_json_schema()
+def schema(kind: str, plan: bool = False) -> dict[str, Any]:
+    """The JSON Schema of a kind's instance files (``plan=True``: of its plan files)."""
+    spec = get_kind(kind)
+    return (spec.plan_type if plan else spec.instance_type).model_json_schema()
 
 
 def evaluate_current(instance: InstanceBase) -> Evaluation | None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 SCHEMA_VERSION = 1
@@ -33,13 +34,23 @@ class InstanceError(Exception):
     says what is wrong with it. ``str(error)`` is one line, fit for a command-line message.
     """
 
-    def __init__(self, path: str, reason: str, source: str | None = None):
+    def __init__(self, path: str, reason: str, source: str | None = None,
+                 more: Sequence[tuple[str, str]] = ()):
         self.path = path
         self.reason = reason
         self.source = source
+        # Further (path, reason) pairs found in the same validation: every error at once.
+        self.more = list(more)
         where = f"{source}: " if source else ""
         at = f"{path}: " if path else ""
-        super().__init__(f"{where}{at}{reason}")
+        extra = f" (and {len(self.more)} more)" if self.more else ""
+        super().__init__(f"{where}{at}{reason}{extra}")
+
+    def lines(self) -> list[str]:
+        """One line per error found, each naming the file and the JSON path."""
+        where = f"{self.source}: " if self.source else ""
+        return [f"{where}{path}: {reason}" if path else f"{where}{reason}"
+                for path, reason in [(self.path, self.reason), *self.more]]
 
 
 def json_path(loc: Sequence[str | int]) -> str:
@@ -53,17 +64,33 @@ def json_path(loc: Sequence[str | int]) -> str:
     return text or "$"
 
 
+# Validation lists every error, up to this many (a file with a million bad rows says so briefly).
+MAX_ERRORS = 20
+
+
 def _from_validation_error(error: ValidationError, source: str | None) -> InstanceError:
-    first = error.errors()[0]
-    loc = [p for p in first["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
-    reason = first["msg"]
-    if first["type"] == "missing":
-        reason = "required field is missing"
-    elif first["type"] == "extra_forbidden":
-        reason = "unknown field"
-    elif first["type"] == "finite_number":
-        reason = "must be a finite number (NaN and infinity are not allowed)"
-    return InstanceError(json_path(loc), reason, source)
+    found = []
+    for item in error.errors()[:MAX_ERRORS]:
+        loc = [p for p in item["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+        reason = item["msg"]
+        if item["type"] == "missing":
+            reason = "required field is missing"
+        elif item["type"] == "extra_forbidden":
+            reason = "unknown field"
+        elif item["type"] == "finite_number":
+            reason = "must be a finite number (NaN and infinity are not allowed)"
+        elif item["type"].endswith("_type") and "input" in item:
+            reason = f"{reason} (got {_short(item['input'])})"
+        found.append((json_path(loc), reason))
+    if error.error_count() > MAX_ERRORS:
+        found.append(("", f"... {error.error_count() - MAX_ERRORS} more errors not listed"))
+    (path, reason), *more = found
+    return InstanceError(path, reason, source, more)
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value) if isinstance(value, (str, bool, int, float, type(None))) else type(value).__name__
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class StrictModel(BaseModel):
@@ -131,14 +158,68 @@ class ProblemKind:
     current_plan: Callable[[Any], Any] | None = None
 
 
+# Numbers a file may hold. Integers must fit numpy's int64; other numbers stay below 1e30 in
+# magnitude, so the sums and squares the judges take of a million of them stay finite.
+MAX_INTEGER = 2**63 - 1
+MAX_MAGNITUDE = 1e30
+
+
 def parse_json_text(text: str, source: str | None = None) -> Any:
-    """Parse JSON, turning a syntax error into a one-line :class:`InstanceError`."""
+    """Parse JSON, turning a syntax error, a too-deep nesting or an out-of-range number into a
+    one-line :class:`InstanceError` (naming the JSON path where one is known)."""
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as error:
         raise InstanceError("", f"malformed JSON at line {error.lineno} column {error.colno}: {error.msg}", source) from None
+    except RecursionError:
+        raise InstanceError("$", "JSON nested too deeply (no fleetplan file nests more than a few levels)", source) from None
     except ValueError as error:
         raise InstanceError("", str(error), source) from None
+    check_numbers(data, source)
+    return data
+
+
+def check_numbers(data: Any, source: str | None = None) -> None:
+    """Reject integers beyond int64 and numbers above :data:`MAX_MAGNITUDE`, naming the path.
+
+    Python reads any JSON integer exactly, but numpy and the solvers cannot hold 2^70, and
+    finite values near 1e308 overflow to infinity as soon as they are summed. Long numeric
+    columns are checked as numpy arrays, so a million-row file costs milliseconds here.
+    """
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
+    while stack:
+        value, loc = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((item, (*loc, key)) for key, item in value.items())
+        elif isinstance(value, list):
+            if len(value) > 64 and _numeric_column_ok(value):
+                continue
+            stack.extend((item, (*loc, index)) for index, item in enumerate(value))
+        elif isinstance(value, bool):
+            continue
+        elif isinstance(value, int):
+            if abs(value) > MAX_INTEGER or abs(value) > MAX_MAGNITUDE:
+                _number_error(value, loc, source)
+        elif isinstance(value, float) and abs(value) > MAX_MAGNITUDE:
+            _number_error(value, loc, source)
+
+
+def _numeric_column_ok(values: list[Any]) -> bool:
+    """True when ``values`` is a plain numeric column with every entry in range (checked in
+    numpy); False sends it to the per-item walk, which names the offending entry."""
+    try:
+        array = np.asarray(values)
+    except (OverflowError, ValueError):
+        return False
+    if array.dtype.kind not in "if" or array.ndim != 1:
+        return False
+    return bool(np.all(np.abs(array) <= MAX_MAGNITUDE))
+
+
+def _number_error(value: float | int, loc: tuple[str | int, ...], source: str | None) -> None:
+    shown = f"{value:.3g}" if isinstance(value, float) else (str(value) if len(str(value)) < 24 else f"an integer of {len(str(value))} digits")
+    bound = "64-bit integers (|n| < 2^63)" if isinstance(value, int) and abs(value) > MAX_INTEGER else f"|x| <= {MAX_MAGNITUDE:g}"
+    raise InstanceError(json_path(loc), f"{shown} is out of range (fleetplan holds {bound}, so sums cannot overflow)", source)
 
 
 def _reject_constant(name: str) -> float:
@@ -160,7 +241,9 @@ def read_json_file(path: str | os.PathLike[str]) -> Any:
 def validate_model(model_type: type[BaseModel], data: Any, source: str | None = None) -> Any:
     """Validate ``data`` against ``model_type``; any failure becomes an :class:`InstanceError`."""
     try:
-        return model_type.model_validate(data)
+        # Strict: a worker count given as the string "16", or a scale factor as true, is an
+        # error, not silently coerced (integers still pass where numbers are expected).
+        return model_type.model_validate(data, strict=True)
     except ValidationError as error:
         raise _from_validation_error(error, source) from None
     except InstanceError as error:
