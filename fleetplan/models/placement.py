@@ -417,6 +417,7 @@ def _rows(model: pyo.ConcreteModel, name: str, rule):
     ``model.constant_violations``, so the solver reports the model infeasible instead of
     crashing (issue 15 item 2)."""
     def checked(m, *index):
+        index = tuple(i for i in index if i is not None)  # a scalar row is called with None
         return _row(model, f"{name}{list(index) if index else ''}", rule(m, *index))
     return checked
 

@@ -239,6 +239,11 @@ def solve_part_highs(data: PlacementData, warm: np.ndarray | None, *, time_limit
     started = time.perf_counter()
     model = placement_mip(data)
     build_s = time.perf_counter() - started
+    if model.constant_violations:
+        # Rows whose terms are all fixed and false: no placement satisfies them.
+        return PartOutcome(status="infeasible", home=None, model_objective=None, bound=None, exact=data.exact,
+                           log=[f"MIP: constraints fixed by pinned tables and decided jobs cannot hold: "
+                                f"{', '.join(model.constant_violations[:5])}"])
     solver = AppsiHighs()
     solver.config.load_solution = False
     solver.config.mip_gap = mip_rel_gap
