@@ -86,6 +86,10 @@ def from_frames(jobs: Any, cluster: Any, *, entities: Any = None, colocations: A
     if not worker_types:
         raise cluster_table.error("no rows: list at least one GPU type")
     type_names = [str(t.get("name")) for t in worker_types]
+    for row, type_name in enumerate(type_names):
+        if type_names.index(type_name) != row:  # before the jobs' columns are matched to names
+            raise cluster_table.error(f"duplicate name '{type_name}' (first on row {type_names.index(type_name) + 1})",
+                                      row, "name")
 
     jobs_table = read_table(jobs, "jobs")
     hint = f" (GPU types in {cluster_table.source}: {', '.join(type_names)})"
