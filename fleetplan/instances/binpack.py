@@ -83,10 +83,11 @@ def preemption_cost(priority: np.ndarray, age_hours: np.ndarray) -> np.ndarray:
 
 def tasks_that_fit(free: np.ndarray, demand: np.ndarray) -> np.ndarray:
     """How many tasks of per-task ``demand`` (3,) fit in each row of ``free`` (..., 3)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(demand > 0, (free + TOLERANCE) / np.where(demand > 0, demand, 1.0), np.inf)
-    fit = np.floor(ratio.min(axis=-1))
-    return np.maximum(np.where(np.isfinite(fit), fit, 0.0), 0.0).astype(np.int64)
+    dims = np.flatnonzero(demand > 0)
+    if dims.size == 0:  # a task demanding nothing: no bound from this machine
+        return np.full(free.shape[:-1], np.iinfo(np.int32).max, dtype=np.int64)
+    fit = np.floor((free[..., dims] + TOLERANCE) / demand[dims]).min(axis=-1)
+    return np.maximum(fit, 0.0).astype(np.int64)
 
 
 # --- the file schema -----------------------------------------------------------------------

@@ -39,6 +39,7 @@ import numpy as np
 from fleetplan.instances.binpack import (
     PRIORITY_LEVELS,
     RESOURCES,
+    TOLERANCE,
     UNPLACED_COST,
     BinpackInstance,
     BinpackPlan,
@@ -124,32 +125,54 @@ class RegionState:
             np.zeros(len(self.group_keys), dtype=np.int64)
         ptr = np.concatenate([[0], np.cumsum(counts)])
         self.group_holdings = {key: order_h[ptr[g]:ptr[g + 1]] for g, key in enumerate(self.group_keys)}
+        # Per group: free resources, and what live running jobs hold per priority level. They
+        # rule clusters out before any per-machine work (a necessary condition only).
+        self.group_index = {key: g for g, key in enumerate(self.group_keys)}
+        self.machine_group = group_of_machine
+        self.group_free = np.zeros((len(self.group_keys), 3))
+        np.add.at(self.group_free, group_of_machine, self.free)
+        self.group_held = np.zeros((len(self.group_keys), PRIORITY_LEVELS, 3))
+        np.add.at(self.group_held, (hold_group, a.running_priority[a.hold_job]), a.hold_amount)
+        # Scratch index arrays, reset after each use (allocating them per call costs more).
+        self._local = np.full(a.num_machines, -1, dtype=np.int64)
+        self._rank = np.full(a.num_running, -1, dtype=np.int64)
+        # Static per-group layout: a slice when the group's rows are contiguous (generated
+        # regions are stored cluster by cluster, rack by rack) so reading free room is a view;
+        # rack boundaries and numbers for the rack-batched allocation.
+        self.group_take: dict[tuple[int, int], slice | np.ndarray] = {}
+        self.group_racks: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        for key, rows in self.groups.items():
+            contiguous = rows[-1] - rows[0] + 1 == rows.size and bool((np.diff(rows) == 1).all())
+            self.group_take[key] = slice(int(rows[0]), int(rows[-1]) + 1) if contiguous else rows
+            racks = a.machine_rack[rows]
+            starts = np.concatenate([[0], np.flatnonzero(np.diff(racks)) + 1])
+            self.group_racks[key] = (starts, racks[starts])
 
     # --- the two steps of §4.3 ----------------------------------------------------------------
-    def allocate(self, rows: np.ndarray, free: np.ndarray, demand: np.ndarray, tasks: int
+    def allocate(self, key: tuple[int, int], free: np.ndarray, demand: np.ndarray, tasks: int
                  ) -> tuple[np.ndarray, np.ndarray] | None:
-        """Rack-batched allocation of ``tasks`` on ``rows`` (sorted by rack) with ``free`` (rows, 3):
-        the run of consecutive racks spanning the fewest rack numbers that fits (the roomiest on
-        ties), then the roomiest machines first."""
+        """Rack-batched allocation of ``tasks`` on group ``key``'s machines (sorted by rack) with
+        ``free`` (rows, 3): the run of consecutive racks spanning the fewest rack numbers that
+        fits (the roomiest on ties), then the roomiest machines first."""
         fit = tasks_that_fit(free, demand)
         if int(fit.sum()) < tasks:
             return None
-        racks = self.arrays.machine_rack[rows]
-        starts = np.concatenate([[0], np.flatnonzero(np.diff(racks)) + 1])
+        rows = self.groups[key]
+        starts, number = self.group_racks[key]
         rack_cap = np.add.reduceat(fit, starts)
         cum = np.concatenate([[0], np.cumsum(rack_cap)])
         ends = np.searchsorted(cum, cum[:-1] + tasks, side="left")  # window [i, ends[i]) in racks
         valid = ends <= len(rack_cap)
-        number = racks[starts]
         # Nearby racks: the window spanning the fewest rack numbers.
         length = np.where(valid, number[np.minimum(ends, len(rack_cap)) - 1] - number, np.iinfo(np.int64).max)
         room = np.where(valid, cum[np.minimum(ends, len(rack_cap))] - cum[:-1], -1)
-        best = np.lexsort((-room, length))[0]
-        bounds = np.concatenate([starts, [len(rows)]])
-        lo, hi = bounds[best], bounds[ends[best]]
+        best = np.lexsort((-room, length))[0] if len(rack_cap) > 1 else 0
+        lo = starts[best]
+        hi = starts[ends[best]] if ends[best] < len(starts) else len(rows)
         window_fit = fit[lo:hi]
         roomy = np.argsort(-window_fit, kind="stable")
-        take = np.minimum(window_fit[roomy], np.maximum(0, tasks - (np.cumsum(window_fit[roomy]) - window_fit[roomy])))
+        ordered = window_fit[roomy]
+        take = np.minimum(ordered, np.maximum(0, tasks - (np.cumsum(ordered) - ordered)))
         keep = take > 0
         return rows[lo:hi][roomy[keep]], take[keep]
 
@@ -176,6 +199,30 @@ class RegionState:
         totals[1:] += np.cumsum(delta).astype(np.int64)
         return totals
 
+    def best_option(self, hw: int, demand: np.ndarray, tasks: int, priority: int,
+                    preemption: bool) -> JobOption | None:
+        """The job's best plan over every cluster (§4.3's exhaustive search), or None.
+
+        A plan without preemption beats any plan with it, so clusters are first tried with free
+        machines only; preemption is computed only when no cluster fits without it.
+        """
+        need = demand * tasks - TOLERANCE
+        groups = [(c, g) for (c, h), g in self.group_index.items() if h == hw]
+        best = None
+        for c, g in groups:
+            if (self.group_free[g] >= need).all():
+                option = self.option(c, hw, demand, tasks, priority, preemption=False)
+                if option is not None and (best is None or option.key < best.key):
+                    best = option
+        if best is not None or not preemption:
+            return best
+        for c, g in groups:
+            if (self.group_free[g] + self.group_held[g, priority + 1:].sum(axis=0) >= need).all():
+                option = self.option(c, hw, demand, tasks, priority, preemption=True)
+                if option is not None and (best is None or option.key < best.key):
+                    best = option
+        return best
+
     def option(self, cluster: int, hw: int, demand: np.ndarray, tasks: int, priority: int,
                preemption: bool) -> JobOption | None:
         """The job's plan in ``cluster`` (§4.3), or None when it cannot fit even with preemption."""
@@ -183,8 +230,8 @@ class RegionState:
         rows = self.groups.get((cluster, hw))
         if rows is None:
             return None
-        free = self.free[rows]
-        got = self.allocate(rows, free, demand, tasks)
+        free = self.free[self.group_take[(cluster, hw)]]
+        got = self.allocate((cluster, hw), free, demand, tasks)
         none = np.zeros(0, dtype=np.int64)
         if got is not None:
             return self._finish(cluster, got, none)
@@ -197,29 +244,34 @@ class RegionState:
         jobs = np.unique(a.hold_job[hold])
         # Scan order: lowest priority first, then longest running.
         jobs = jobs[np.lexsort((-a.running_age[jobs], -a.running_priority[jobs]))]
-        local = np.full(a.num_machines, -1, dtype=np.int64)
+        local, rank_of = self._local, self._rank
         local[rows] = np.arange(rows.size)
-        rank_of = np.full(a.num_running, -1, dtype=np.int64)
-        rank_of[jobs] = np.arange(jobs.size)
-        totals = self._prefix_fit(jobs, rows, local, free, demand, hold, rank_of[a.hold_job[hold]])
-        enough = np.flatnonzero(totals >= tasks)
-        if enough.size == 0:
-            return None
-        scanned = jobs[: enough[0]]
-        # Re-sort the scanned jobs by size, largest first (stable: scan order on ties).
-        column = 0 if demand[0] > 0 else (1 if demand[1] > 0 else 2)
-        in_scan = np.isin(a.hold_job[hold], scanned)
-        size = np.bincount(rank_of[a.hold_job[hold[in_scan]]], weights=a.hold_amount[hold[in_scan], column],
-                           minlength=scanned.size)
-        by_size = scanned[np.argsort(-size, kind="stable")]
-        rank_of[by_size] = np.arange(by_size.size)
-        hold = hold[in_scan]
-        totals = self._prefix_fit(by_size, rows, local, free, demand, hold, rank_of[a.hold_job[hold]])
-        chosen = by_size[: int(np.flatnonzero(totals >= tasks)[0])]
-        mine = hold[np.isin(a.hold_job[hold], chosen)]
-        free = free.copy()
-        np.add.at(free, local[a.hold_machine[mine]], a.hold_amount[mine])
-        got = self.allocate(rows, free, demand, tasks)
+        try:
+            rank_of[jobs] = np.arange(jobs.size)
+            totals = self._prefix_fit(jobs, rows, local, free, demand, hold, rank_of[a.hold_job[hold]])
+            enough = np.flatnonzero(totals >= tasks)
+            if enough.size == 0:
+                return None
+            scanned = jobs[: enough[0]]
+            # Re-sort the scanned jobs by size, largest first (stable: scan order on ties).
+            column = 0 if demand[0] > 0 else (1 if demand[1] > 0 else 2)
+            hold_rank = rank_of[a.hold_job[hold]]
+            in_scan = hold_rank < scanned.size
+            hold = hold[in_scan]
+            size = np.bincount(hold_rank[in_scan], weights=a.hold_amount[hold, column], minlength=scanned.size)
+            by_size = scanned[np.argsort(-size, kind="stable")]
+            rank_of[by_size] = np.arange(by_size.size)
+            hold_rank = rank_of[a.hold_job[hold]]
+            totals = self._prefix_fit(by_size, rows, local, free, demand, hold, hold_rank)
+            keep = int(np.flatnonzero(totals >= tasks)[0])
+            chosen = by_size[:keep]
+            mine = hold[hold_rank < keep]
+            free = free.copy()
+            np.add.at(free, local[a.hold_machine[mine]], a.hold_amount[mine])
+        finally:
+            local[rows] = -1
+            rank_of[jobs] = -1
+        got = self.allocate((cluster, hw), free, demand, tasks)
         assert got is not None  # the prefix sums said it fits
         return self._finish(cluster, got, np.sort(chosen))
 
@@ -234,33 +286,40 @@ class RegionState:
 
     # --- applying and undoing -----------------------------------------------------------------
     def apply(self, option: JobOption, demand: np.ndarray) -> None:
-        a = self.arrays
-        if option.preempted.size:
-            self.alive[option.preempted] = False
-            rows = a.holdings_of(option.preempted)
-            np.add.at(self.free, a.hold_machine[rows], a.hold_amount[rows])
-        np.subtract.at(self.free, option.rows, option.tasks[:, None] * demand[None, :])
+        self._free_preempted(option.preempted, +1.0)
+        used = option.tasks[:, None] * demand[None, :]
+        np.subtract.at(self.free, option.rows, used)
+        np.subtract.at(self.group_free, self.machine_group[option.rows], used)
 
     def undo(self, option: JobOption, demand: np.ndarray) -> None:
+        used = option.tasks[:, None] * demand[None, :]
+        np.add.at(self.free, option.rows, used)
+        np.add.at(self.group_free, self.machine_group[option.rows], used)
+        self._free_preempted(option.preempted, -1.0)
+
+    def _free_preempted(self, jobs: np.ndarray, sign: float) -> None:
+        """Preempt (``sign`` +1) or restore (-1) running jobs: their holdings become free."""
+        if jobs.size == 0:
+            return
         a = self.arrays
-        np.add.at(self.free, option.rows, option.tasks[:, None] * demand[None, :])
-        if option.preempted.size:
-            self.alive[option.preempted] = True
-            rows = a.holdings_of(option.preempted)
-            np.subtract.at(self.free, a.hold_machine[rows], a.hold_amount[rows])
+        self.alive[jobs] = sign < 0
+        rows = a.holdings_of(jobs)
+        amount = sign * a.hold_amount[rows]
+        np.add.at(self.free, a.hold_machine[rows], amount)
+        group = self.machine_group[a.hold_machine[rows]]
+        np.add.at(self.group_free, group, amount)
+        np.subtract.at(self.group_held, (group, a.running_priority[a.hold_job[rows]]), amount)
 
     def shortfall(self, hw: int, demand: np.ndarray, tasks: int, priority: int, preemption: bool) -> str:
         """Which resource falls short for a job, in the cluster that comes closest."""
         a = self.arrays
         best = None
-        for (cluster, h), rows in self.groups.items():
+        for (cluster, h), g in self.group_index.items():
             if h != hw:
                 continue
-            room = self.free[rows].sum(axis=0)
+            room = self.group_free[g].copy()
             if preemption:
-                hold = self.group_holdings[(cluster, h)]
-                hold = hold[self.alive[a.hold_job[hold]] & (a.running_priority[a.hold_job[hold]] > priority)]
-                room = room + a.hold_amount[hold].sum(axis=0)
+                room += self.group_held[g, priority + 1:].sum(axis=0)
             need = demand * tasks
             ratio = np.where(need > 0, room / np.where(need > 0, need, 1.0), np.inf)
             worst = int(np.argmin(ratio))
@@ -296,7 +355,6 @@ def place_workload(state: RegionState, w: int, *, preemption: bool = True,
     instance = state.instance
     workload = instance.workloads[w]
     hw_index = {h: i for i, h in enumerate(instance.hardware_types)}
-    clusters = range(len(instance.clusters))
     applied: list[tuple[JobOption, np.ndarray]] = []
     for j, job in enumerate(workload.jobs):
         demand = instance.job_demand(w, j)
@@ -307,16 +365,11 @@ def place_workload(state: RegionState, w: int, *, preemption: bool = True,
                 state.undo(option, d)
             return WorkloadOutcome(False, [], reason=f"job '{job.id}': negative cache hit (this shape "
                                    "failed earlier in the pass)", cache_hit=True)
-        best = None
-        for c in clusters:
-            option = state.option(c, hw, demand, job.tasks, workload.priority, preemption)
-            if option is not None and (best is None or option.key < best.key):
-                best = option
+        best = state.best_option(hw, demand, job.tasks, workload.priority, preemption)
         if best is None:
             for option, d in reversed(applied):
                 state.undo(option, d)
-            alone = j == 0 or not any(state.option(c, hw, demand, job.tasks, workload.priority, preemption)
-                                      for c in clusters)
+            alone = j == 0 or state.best_option(hw, demand, job.tasks, workload.priority, preemption) is None
             if cache is not None and alone:
                 cache.add(shape, job.tasks)
             return WorkloadOutcome(False, [], reason=f"job '{job.id}': " + state.shortfall(
