@@ -133,7 +133,8 @@ def evaluate(instance: ReservationInstance, plan: ReservationPlan) -> Evaluation
             message=f"reservation '{arrays.res_ids[r]}' {down} holds {guarantee[r]:.6g} RRU of "
                     f"{request[r]:.6g} requested: short by {shortfall[r]:.6g} RRU"))
     assigned = assignment >= 0
-    wrong = assigned & ~arrays.accepts[np.maximum(assignment, 0), arrays.server_type]
+    # Servers in maintenance are RAS's to leave alone, whatever their type.
+    wrong = assigned & arrays.available & ~arrays.accepts[np.maximum(assignment, 0), arrays.server_type]
     if wrong.any():
         counts = np.bincount(assignment[wrong], minlength=arrays.num_reservations)
         for r in np.flatnonzero(counts)[:MAX_LISTED].tolist():

@@ -17,6 +17,7 @@ from fleetplan.solvers import (
     binpack,  # noqa: F401  (registers solvers)
     placement,  # noqa: F401  (registers solvers)
     placement_exact,  # noqa: F401  (registers solvers)
+    reservation,  # noqa: F401  (registers solvers)
     water_filling,  # noqa: F401  (registers solvers)
 )
 from fleetplan.solvers.base import (

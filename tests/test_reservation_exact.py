@@ -1,0 +1,206 @@
+"""Exact solvers of the reservation kind: hand-solved and enumerated optima, the guarantee in
+every exact plan, minimal-move disaggregation, infeasible requests, the disruption budget."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import fleetplan
+from fleetplan.instances import evaluate, generate, instance_from_data
+from fleetplan.instances.reservation import ReservationPlan
+from fleetplan.instances.reservation_evaluate import guaranteed, holdings
+from fleetplan.models.reservation import (
+    build,
+    counts_from_assignment,
+    disaggregate,
+    full_solution,
+    minimal_moves,
+    server_groups,
+)
+from fleetplan.solvers.reservation_enumerate import enumerate_assignments
+from tests.test_reservation_instance import tiny_data
+
+EXACT = ["mip-highs", "cpsat"]
+
+
+def random_tiny(seed: int) -> dict:
+    """Two datacenters of two fault domains, 6 servers of three types, 2 reservations, today's
+    assignment, maybe a server in maintenance and a budget: up to 3^6 plans to enumerate."""
+    rng = np.random.default_rng(seed)
+    types = ["cpu1", "cpu2", "gpu"]
+    count = 6
+    server_type = rng.choice(3, size=count, p=[0.4, 0.35, 0.25])
+    current = rng.choice([None, "a", "b"], size=count).tolist()
+    maintenance = (rng.random(count) < 0.1).tolist()
+    accepts_b = ["gpu", "cpu2"] if rng.random() < 0.5 else ["cpu2", "cpu1"]
+    return {
+        "kind": "reservation", "datacenters": ["d1", "d2"],
+        "fault_domains": {"id": ["f1", "f2", "f3", "f4"], "datacenter": ["d1", "d1", "d2", "d2"]},
+        "racks": {"id": ["r1", "r2", "r3", "r4"], "fault_domain": ["f1", "f2", "f3", "f4"]},
+        "server_types": [{"id": "cpu1", "category": "cpu", "rru": 1.0},
+                         {"id": "cpu2", "category": "cpu", "rru": 1.5},
+                         {"id": "gpu", "category": "gpu", "rru": 3.0}],
+        "servers": {"type": [types[t] for t in server_type.tolist()],
+                    "rack": (np.arange(count) % 4).tolist(),
+                    "current": [c if c is None or c in ("a", "b") else None for c in current],
+                    "maintenance": maintenance},
+        "reservations": [
+            {"id": "a", "capacity_rru": float(rng.integers(1, 3)), "accepts": ["cpu1", "cpu2"],
+             "rru": {"cpu2": 2.0} if rng.random() < 0.5 else {},
+             "guarantee": str(rng.choice(["fault_domain", "datacenter", "none"]))},
+            {"id": "b", "capacity_rru": float(rng.integers(1, 3)), "accepts": accepts_b,
+             "workload": "ml", "guarantee": str(rng.choice(["fault_domain", "none"]))},
+        ],
+        "disruption_budget": int(rng.integers(1, 4)) if rng.random() < 0.5 else None,
+    }
+
+
+def test_hand_solved_tiny_region():
+    # web (2 RRU, any fault domain down) keeps its three servers in three fault domains:
+    # buffer 1, largest fault domain 1 RRU (spread 0.1); train takes one GPU (4 RRU, no buffer,
+    # one datacenter: compactness 20). Optimum 21.1 with nothing moved.
+    instance = instance_from_data(tiny_data())
+    for solver in EXACT:
+        result = fleetplan.solve(instance, solver, time_limit=30)
+        assert result.status == "optimal", solver
+        assert result.objective == pytest.approx(21.1)
+        assert result.bound == pytest.approx(21.1, abs=1e-6)
+        assert result.evaluation.feasible
+        assert result.evaluation.metrics["servers_moved"] == 0
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_exact_solvers_match_enumeration(seed):
+    instance = instance_from_data(random_tiny(seed))
+    truth = enumerate_assignments(instance)
+    for solver in EXACT:
+        result = fleetplan.solve(instance, solver, time_limit=30)
+        if truth.objective is None:
+            assert result.status == "infeasible", (solver, result.status, result.message)
+            assert result.plan is None
+            continue
+        assert result.status == "optimal", (solver, result.message)
+        assert result.evaluation.feasible, [v.message for v in result.evaluation.violations]
+        assert result.objective == pytest.approx(truth.objective, abs=1e-6), solver
+        assert result.model_objective == pytest.approx(result.objective, abs=1e-6)
+
+
+def test_guarantee_holds_for_each_fault_domain_in_exact_plans():
+    instance = generate("reservation", {"servers": 2000, "reservations": 12, "datacenters": 4}, seed=5)
+    arrays = instance.arrays()
+    for solver in EXACT:
+        result = fleetplan.solve(instance, solver, time_limit=60)
+        assert result.status == "optimal" and result.evaluation.feasible
+        assignment = result.plan.assignment_array(instance)
+        held = holdings(arrays, assignment)
+        total = held["fd"].sum(axis=1)
+        for f in range(arrays.num_fds):  # remove each fault domain in turn
+            rows = arrays.res_level == 1
+            assert (total[rows] - held["fd"][rows, f] >= arrays.res_request[rows] - 1e-6).all()
+        promise, _ = guaranteed(arrays, held["fd"], held["dc"])
+        assert (promise >= arrays.res_request - 1e-6).all()
+        assert result.evaluation.metrics["servers_moved"] <= arrays.budget
+
+
+def test_aggregated_optimum_equals_per_server_optimum():
+    from fleetplan.solvers.highs import solve_lp
+
+    for seed in range(3):
+        instance = generate("reservation", {"servers": 60, "reservations": 3, "datacenters": 2,
+                                            "fault_domains_per_datacenter": 2, "servers_per_rack": 5}, seed=seed)
+        arrays = instance.arrays()
+        aggregated = build(arrays)
+        per_server = build(arrays, server_groups(arrays))
+        assert per_server.num_keys > aggregated.num_keys
+        objectives = []
+        for model in (aggregated, per_server):
+            outcome = solve_lp(model.lp, time_limit=60, algorithm="simplex")
+            assert outcome.status == "optimal"
+            objectives.append(outcome.objective + model.constant)
+            plan = ReservationPlan.from_arrays(instance, disaggregate(model, arrays, outcome.values[model.lp.names["x"]]))
+            assert evaluate(instance, plan).objective == pytest.approx(objectives[-1], abs=1e-6)
+        assert objectives[0] == pytest.approx(objectives[1], abs=1e-6)
+
+
+def test_disaggregation_moves_no_server_that_may_stay():
+    rng = np.random.default_rng(0)
+    for seed in range(20):
+        instance = instance_from_data(random_tiny(seed))
+        arrays = instance.arrays()
+        model = build(arrays)
+        # Random counts within each group's supply.
+        x = np.zeros(model.num_keys, dtype=np.int64)
+        for g in np.unique(model.key_group):
+            keys = np.flatnonzero(model.key_group == g)
+            left = int(model.groups.available[g])
+            for k in rng.permutation(keys):
+                x[k] = rng.integers(0, left + 1)
+                left -= x[k]
+        assignment = disaggregate(model, arrays, x)
+        assert (counts_from_assignment(model, arrays, assignment) == x).all()
+        moved = int(((arrays.server_current >= 0) & (assignment != arrays.server_current)).sum())
+        assert moved == minimal_moves(model, x)
+        # Proof by exhaustion: no assignment realising the same counts moves fewer servers.
+        rows = np.flatnonzero(arrays.available)
+        best = None
+        for combination in itertools.product(range(-1, arrays.num_reservations), repeat=rows.size):
+            trial = arrays.server_current.copy()
+            trial[rows] = combination
+            counts = counts_from_assignment(model, arrays, trial)
+            if counts is None or not (counts == x).all():
+                continue
+            trial_moved = int(((arrays.server_current >= 0) & (trial != arrays.server_current)).sum())
+            best = trial_moved if best is None else min(best, trial_moved)
+        assert best == moved
+
+
+def test_full_solution_is_a_feasible_start_for_todays_plan():
+    instance = instance_from_data(tiny_data())
+    instance = instance.model_copy()
+    model = build(instance.arrays())
+    x = counts_from_assignment(model, instance.arrays(), instance.arrays().server_current)
+    values = full_solution(model, x)
+    activity = model.lp.matrix @ values
+    # today's plan is short for 'train' (holds nothing): only its request rows are violated
+    violated = (activity < model.lp.row_lower - 1e-9) | (activity > model.lp.row_upper + 1e-9)
+    assert violated.sum() == 1
+
+
+def test_more_than_the_region_has_is_infeasible_with_the_shortfall():
+    data = tiny_data()
+    data["reservations"][1]["capacity_rru"] = 9.0  # two GPUs give 8 RRU
+    instance = instance_from_data(data)
+    for solver in EXACT:
+        result = fleetplan.solve(instance, solver, time_limit=30)
+        assert result.status == "infeasible" and result.plan is None
+        assert "reservation 'train' is short by 1 RRU" in result.message
+
+
+def test_a_guarantee_no_spread_can_meet_is_infeasible():
+    data = tiny_data()
+    data["disruption_budget"] = None
+    data["reservations"][0]["capacity_rru"] = 5.0  # 6 CPUs in 3 fault domains: at most 4 with one down
+    instance = instance_from_data(data)
+    for solver in EXACT:
+        result = fleetplan.solve(instance, solver, time_limit=30)
+        assert result.status == "infeasible"
+        assert "reservation 'web' is short by 1 RRU" in result.message
+        assert "fault domain" in result.message
+
+
+def test_disruption_budget_is_hard():
+    # A fault domain goes into maintenance: unconstrained, RAS would move more than 10 servers.
+    params = {"servers": 3000, "reservations": 15, "datacenters": 4, "events": ["fault-domain-maintenance"],
+              "disruption_budget_share": None}
+    instance = generate("reservation", params, seed=2)
+    free = fleetplan.solve(instance, "mip-highs", time_limit=60)
+    assert free.evaluation.metrics["servers_moved"] > 10
+    data = instance.model_dump()
+    data["disruption_budget"] = 10
+    tight = instance_from_data(data)
+    for solver in EXACT:
+        result = fleetplan.solve(tight, solver, time_limit=60)
+        assert result.plan is not None, result.message
+        assert result.evaluation.metrics["servers_moved"] <= 10
+        assert result.evaluation.feasible
