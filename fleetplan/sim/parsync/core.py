@@ -125,7 +125,8 @@ class _Run:
 
     def take(self, i: int, slots: np.ndarray) -> None:
         """Mark slots taken in scheduler i's view (by its own request or by someone else)."""
-        self.local_free[i, slots] = False
+        row = self.local_free[i]   # a row view: 1-D fancy indexing is the fast path
+        row[slots] = False
         parts = slots // self.ps
         self.free_count[i] -= np.bincount(parts, minlength=self.P)
         self.score_sum[i] -= np.bincount(parts, weights=self.score[slots], minlength=self.P)

@@ -46,7 +46,7 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 def build_result(run: _Run, scheduler: str, seed: int, end: float) -> SimResult:
     sc, N, dt = run.sc, run.N, run.dt
-    nb = min(run.nb, int(np.ceil(end / dt - 1e-9)) or 1)
+    nb = min(run.nb, int(end / dt) + 1)   # the bucket holding the last event
     rec = np.array(run.records, dtype=float).reshape(-1, 4)
     r_b, r_i = rec[:, 0].astype(np.int64), rec[:, 1].astype(np.int64)
     r_d, r_w = rec[:, 2], rec[:, 3]
