@@ -3,31 +3,62 @@
 The public API::
 
     import fleetplan
-    instance = fleetplan.load_instance("examples/allocation-gavel-example.json")
+    instance = fleetplan.load_instance("examples/allocation-gavel-4.1.json")
     result = fleetplan.solve(instance, solver="max-min-fairness", time_limit=60)
     evaluation = fleetplan.evaluate(instance, result.plan)
     fleetplan.save(result.plan, "plan.json")
     fleetplan.solvers("allocation")          # what can solve it
     fleetplan.generate("allocation", {"jobs": 256}, seed=1)
+
+Names load on first use (PEP 562), so ``import fleetplan`` costs almost nothing and a command's
+``--help`` answers at once; solver back-ends load only when a solver that needs them runs.
 """
 
-from fleetplan import solvers
-from fleetplan.instances import (
-    KINDS,
-    Evaluation,
-    InstanceError,
-    evaluate,
-    generate,
-    load_instance,
-    load_plan,
-    save,
-    schema,
-)
-from fleetplan.solvers import SolveResult, SolverSpec, get_solver, solve
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "KINDS", "Evaluation", "InstanceError", "SolveResult", "SolverSpec", "evaluate", "generate",
-    "get_solver", "load_instance", "load_plan", "save", "schema", "solve", "solvers", "__version__",
-]
+# public name -> module that defines it
+_EXPORTS = {
+    "KINDS": "fleetplan.instances", "Evaluation": "fleetplan.instances",
+    "InstanceError": "fleetplan.instances", "evaluate": "fleetplan.instances",
+    "generate": "fleetplan.instances", "load_instance": "fleetplan.instances",
+    "load_plan": "fleetplan.instances", "save": "fleetplan.instances", "schema": "fleetplan.instances",
+    "SolveResult": "fleetplan.solvers", "SolverSpec": "fleetplan.solvers",
+    "get_solver": "fleetplan.solvers", "solve": "fleetplan.solvers",
+}
+_SUBMODULES = {"solvers", "instances", "models", "sim", "benchmarks"}
+
+__all__ = sorted([*_EXPORTS, "solvers", "__version__"])
+
+if TYPE_CHECKING:
+    from fleetplan.instances import (  # noqa: F401
+        KINDS,
+        Evaluation,
+        InstanceError,
+        evaluate,
+        generate,
+        load_instance,
+        load_plan,
+        save,
+        schema,
+    )
+    from fleetplan.solvers import SolveResult, SolverSpec, get_solver, solve  # noqa: F401
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"fleetplan.{name}")
+    else:
+        raise AttributeError(f"module 'fleetplan' has no attribute '{name}'")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

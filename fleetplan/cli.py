@@ -1,8 +1,12 @@
 """The ``fleetplan`` command: a thin layer over the public API.
 
-Errors in what the user gave (files, fields, options) print one line and exit with code 2;
-nothing half-written is left behind (outputs go through a temporary file and a rename).
-Set ``FLEETPLAN_DEBUG=1`` to see the traceback of an unexpected error.
+Exit codes: 0 a plan (or a report) was written, 1 the run found no plan (or ``evaluate`` found
+violations), 2 bad input — a file, a flag or an option value — reported in one line naming the
+file, JSON path or option (every error found, one per line, when a file has several);
+``--json`` adds the same as a JSON object on stdout. Nothing half-written is left behind
+(outputs go through a temporary file and a rename). ``--time-limit S`` bounds the whole
+command, loading and writing included. Set ``FLEETPLAN_DEBUG=1`` to see the traceback of an
+unexpected error.
 """
 
 from __future__ import annotations
@@ -12,28 +16,44 @@ import contextlib
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
-from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 import fleetplan
+from fleetplan.cli_render import (
+    generator_parameters,
+    make_console,
+    render_evaluations,
+    render_options,
+    render_plan,
+    render_result,
+    render_solver,
+)
 from fleetplan.instances import InstanceError, evaluate_current, get_kind, load_plan
-from fleetplan.instances.base import Evaluation, atomic_write_text
-from fleetplan.solvers import SolveResult
+from fleetplan.instances.base import atomic_write_text
+from fleetplan.solvers.base import MAX_THREADS
 
-EXIT_USAGE = 2
-# Off a terminal (CI logs, pipes) rich would wrap tables at 80 columns; logs are wider.
-stdout = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-stderr = Console(stderr=True, highlight=False)
+EXIT_OK, EXIT_NO_PLAN, EXIT_USAGE = 0, 1, 2
+stdout = make_console()
+stderr = make_console(stderr=True)
+# When the command started: --time-limit counts from here (loading and writing included).
+_STARTED = time.perf_counter()
 
 
 class CommandError(Exception):
     """A usage problem found by the command itself (exit code 2)."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, with usage errors raised (so ``--json`` can report them) instead of printed."""
+
+    def error(self, message: str) -> Any:
+        raise CommandError(f"{self.prog}: {message}")
 
 
 # --- helpers -----------------------------------------------------------------------------
@@ -79,15 +99,22 @@ def parse_flag_params(extra: Sequence[str]) -> dict[str, Any]:
     return params
 
 
-def check_output_path(path: str | None) -> None:
-    """Fail before any work when the output file could not be written."""
+def check_output_path(path: str | None, inputs: Sequence[str] = ()) -> None:
+    """Fail before any work when the output file could not be written, or would overwrite an
+    input of the same command."""
     if path is None:
         return
-    parent = Path(path).parent
+    target = Path(path)
+    parent = target.parent
     if not parent.exists():
         raise CommandError(f"-o {path}: directory '{parent}' does not exist")
-    if Path(path).is_dir():
+    if target.is_dir():
         raise CommandError(f"-o {path}: is a directory")
+    if not os.access(parent, os.W_OK):
+        raise CommandError(f"-o {path}: directory '{parent}' is not writable")
+    for source in inputs:
+        if Path(source).exists() and target.exists() and os.path.samefile(source, target):
+            raise CommandError(f"-o {path}: is an input of this command; write the output elsewhere")
 
 
 def write_json(path: str, data: Any) -> None:
@@ -98,10 +125,39 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
 
 
-def fmt(value: float | None, digits: int = 6) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.{digits}g}"
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if not (value > 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"{text} is not allowed: must be a positive number of seconds")
+    return value
+
+
+def bounded_int(low: int, high: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is not allowed: must be in [{low}, {high}]")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+SEED = bounded_int(0, 2**63 - 1)
+THREADS = bounded_int(1, MAX_THREADS)
+
+
+def time_left(limit: float | None, reserve: float = 0.0) -> float | None:
+    """What is left of the command's --time-limit after what it has spent, less ``reserve``."""
+    if limit is None:
+        return None
+    return max(limit - (time.perf_counter() - _STARTED) - reserve, 0.01)
 
 
 @contextlib.contextmanager
@@ -122,49 +178,10 @@ def progress_display(description: str, enabled: bool) -> Iterator[Any]:
 
 
 def working(message: str, enabled: bool = True) -> contextlib.AbstractContextManager[Any]:
-    """A spinner on stderr while something runs (terminals only; --json runs stay silent)."""
+    """A transient spinner on stderr while something runs (terminals only; --json stays silent)."""
     if not enabled or not stderr.is_terminal:
         return contextlib.nullcontext()
     return stderr.status(message)
-
-
-# --- rendering ---------------------------------------------------------------------------
-
-def render_evaluations(columns: dict[str, Evaluation], title: str) -> None:
-    """One or more verdicts side by side (e.g. today's plan and the new one): objective, terms,
-    metrics and violation counts; then the last column's violations, one line each."""
-    verdicts = list(columns.values())
-    last = verdicts[-1]
-    table = Table(title=title, show_header=True, header_style="bold")
-    table.add_column("measure")
-    for heading in columns:
-        table.add_column(heading, justify="right")
-
-    def row(label: str, values: list[float | None], digits: int = 6) -> None:
-        table.add_row(label, *[fmt(value, digits) for value in values])
-
-    row("objective" + (" (maximize)" if last.sense == "max" else " (minimize)"),
-        [e.objective for e in verdicts], 8)
-    for name in last.terms:
-        row(f"  term {name}", [e.terms.get(name) for e in verdicts], 8)
-    for name in last.metrics:
-        row(name, [e.metrics.get(name) for e in verdicts])
-    table.add_row("violations", *[str(len(e.violations)) for e in verdicts])
-    stdout.print(table)
-    for violation in last.violations[:20]:
-        stdout.print(f"  violation {violation.constraint} at {violation.where}: "
-                     f"{violation.amount:.6g} {violation.message}")
-
-
-def render_result(result: SolveResult) -> None:
-    table = Table(title=f"{result.kind} / {result.solver}", show_header=True, header_style="bold")
-    for column in ("status", "objective", "bound", "gap", "wall s"):
-        table.add_column(column, justify="right")
-    table.add_row(result.status, fmt(result.objective, 8), fmt(result.bound, 8),
-                  fmt(result.gap, 3), f"{result.wall_s:.3f}")
-    stdout.print(table)
-    if result.message:
-        stdout.print(result.message)
 
 
 # --- commands ----------------------------------------------------------------------------
@@ -174,13 +191,17 @@ def cmd_generate(args: argparse.Namespace, extra: Sequence[str]) -> int:
     params.update(parse_assignments(args.param, "--param"))
     check_output_path(args.output)
     with working(f"generating a {args.kind} instance", not args.json):
-        instance = fleetplan.generate(args.kind, params, seed=args.seed)
+        try:
+            instance = fleetplan.generate(args.kind, params, seed=args.seed)
+        except MemoryError:
+            raise CommandError(f"generate {args.kind}: this machine has not enough memory for an "
+                               f"instance of this size ({params}); try a smaller one") from None
         fleetplan.save(instance, args.output)
     if args.json:
         print_json({"output": args.output, "kind": args.kind, "params": params, "seed": args.seed})
     else:
-        stdout.print(f"wrote {args.kind} instance '{instance.name}' to {args.output}")
-    return 0
+        stdout.print(f"wrote {args.kind} instance '{instance.name}' to {args.output}", markup=False)
+    return EXIT_OK
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -190,22 +211,28 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(summary)
     else:
-        stdout.print(f"{args.file}: valid {instance.kind} instance '{instance.name}'")
-    return 0
+        stdout.print(f"{args.file}: valid {instance.kind} instance '{instance.name}'", markup=False)
+    return EXIT_OK
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    with working(f"loading {args.file}", not args.json):
-        instance = fleetplan.load_instance(args.file)
     options = parse_assignments(args.option, "--option")
-    check_output_path(args.output)
-    with progress_display(f"solving with {args.solver or 'default solver'}", not args.json) as update:
-        result = fleetplan.solve(instance, args.solver, time_limit=args.time_limit, seed=args.seed,
-                                 threads=args.threads, progress=update, **options)
-    if args.output and result.plan is not None:
-        fleetplan.save(result.plan, args.output)
+    check_output_path(args.output, inputs=[args.file])
+    with working(f"loading {args.file}", not args.json):
+        loading = time.perf_counter()
+        instance = fleetplan.load_instance(args.file)
+        load_s = time.perf_counter() - loading
+    spec = fleetplan.get_solver(instance.kind, args.solver)
+    options = spec.check_options(options)
     with working("judging today's plan", not args.json):
         current = evaluate_current(instance)
+    # Writing the plan and judging it cost about what loading did; keep that back from the solver.
+    reserve = min(load_s, (args.time_limit or 0) / 4)
+    with progress_display(f"solving with {spec.name}", not args.json) as update:
+        result = fleetplan.solve(instance, spec.name, time_limit=time_left(args.time_limit, reserve),
+                                 seed=args.seed, threads=args.threads, progress=update, **options)
+    if args.output and result.plan is not None:
+        fleetplan.save(result.plan, args.output)
     if args.json:
         data = result.to_dict()
         if args.output:
@@ -214,18 +241,22 @@ def cmd_solve(args: argparse.Namespace) -> int:
             data["current_evaluation"] = current.model_dump()
         print_json(data)
     else:
-        render_result(result)
+        render_result(stdout, result)
+        if result.plan is not None:
+            render_plan(stdout, instance, result.plan)
         if result.evaluation is not None and current is not None:
-            render_evaluations({"today": current, "new plan": result.evaluation},
+            render_evaluations(stdout, {"today": current, "new plan": result.evaluation},
                                "today's plan and the new plan")
         elif result.evaluation is not None:
-            render_evaluations({"value": result.evaluation}, "evaluation of the plan")
+            render_evaluations(stdout, {"value": result.evaluation}, "evaluation of the plan")
         if args.output and result.plan is not None:
-            stdout.print(f"wrote plan to {args.output}")
+            stdout.print(f"wrote plan to {args.output}", markup=False)
+        elif result.plan is None:
+            stdout.print("no plan found: nothing written", markup=False)
         for line in result.log[-10:]:
             if line != result.message:
                 stdout.print(line, style="dim", markup=False)
-    return 0 if result.status in ("optimal", "feasible", "time_limit") else 1
+    return EXIT_OK if result.success else EXIT_NO_PLAN
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -236,94 +267,160 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(evaluation.model_dump())
     else:
-        render_evaluations({"value": evaluation}, f"{args.plan} on {args.file}")
+        render_plan(stdout, instance, plan)
+        render_evaluations(stdout, {"value": evaluation}, f"{args.plan} on {args.file}")
         stdout.print("no violations" if evaluation.feasible else f"{len(evaluation.violations)} violations")
-    return 0 if evaluation.feasible else 1
+    return EXIT_OK if evaluation.feasible else EXIT_NO_PLAN
 
 
 def cmd_solvers(args: argparse.Namespace) -> int:
-    if args.kind is not None:
-        get_kind(args.kind)
-    specs = fleetplan.solvers(args.kind)
+    """``fleetplan solvers [KIND | SOLVER | KIND/SOLVER]``: the list, or one solver's options."""
+    target = args.kind
+    if target is not None and target not in fleetplan.KINDS:
+        spec = _find_solver(target)
+        if args.json:
+            print_json(_solver_json(spec))
+        else:
+            render_solver(stdout, spec)
+        return EXIT_OK
+    specs = fleetplan.solvers(target)
     if args.json:
-        print_json([{"kind": s.kind, "name": s.name, "exact": s.exact, "default": s.default,
-                     "description": s.description, "reference": s.reference,
-                     "options": {k: repr(v) for k, v in s.options.items()}} for s in specs])
-        return 0
-    table = Table(show_header=True, header_style="bold")
-    for column in ("kind", "solver", "exact", "options", "description"):
-        table.add_column(column)
+        print_json([_solver_json(spec) for spec in specs])
+        return EXIT_OK
+    from rich.table import Table
+
+    table = Table(show_header=True, header_style="bold", caption="`fleetplan solvers NAME` shows a "
+                  "solver's options with their types and meanings")
+    for column in ("kind", "solver", "exact", "description"):
+        table.add_column(column, overflow="fold", no_wrap=column in ("kind", "solver"))
     for spec in specs:
-        options = ", ".join(f"{k}={v!r}" for k, v in spec.options.items())
         table.add_row(spec.kind, spec.name + (" (default)" if spec.default else ""),
-                      "yes" if spec.exact else "no", options, spec.description)
+                      "yes" if spec.exact else "no", spec.description)
     stdout.print(table)
-    return 0
+    return EXIT_OK
+
+
+def _find_solver(name: str) -> Any:
+    kind, _, solver = name.rpartition("/")
+    matches = [spec for spec in fleetplan.solvers(kind or None) if spec.name == solver]
+    if not matches:
+        kinds = ", ".join(sorted(fleetplan.KINDS))
+        raise CommandError(f"'{name}' is neither a problem kind ({kinds}) nor a registered solver")
+    if len(matches) > 1:
+        raise CommandError(f"solver '{solver}' exists for several kinds; name one: "
+                           + ", ".join(f"{spec.kind}/{spec.name}" for spec in matches))
+    return matches[0]
+
+
+def _solver_json(spec: Any) -> dict[str, Any]:
+    return {"kind": spec.kind, "name": spec.name, "exact": spec.exact, "default": spec.default,
+            "description": spec.description, "reference": spec.reference,
+            "options": [option.to_dict() for option in spec.option_specs.values()]}
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    print_json(fleetplan.schema(args.kind))
-    return 0
+    print_json(fleetplan.schema(args.kind, plan=args.plan))
+    return EXIT_OK
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from fleetplan.demo import run_demo
+    from fleetplan.demo import default_examples, run_demo
 
-    with working("solving the bundled examples", not args.json):
-        return run_demo(Path(args.examples), stdout, json_output=args.json)
+    examples = Path(args.examples) if args.examples else default_examples()
+    return run_demo(examples, stdout, json_output=args.json)
 
 
 # --- parser ------------------------------------------------------------------------------
 
+class _DetailedHelp(argparse.Action):
+    """``-h``: the command's help, then what the arguments given before it name — a solver's
+    options (``solve FILE --solver NAME --help``) or a kind's generator parameters
+    (``generate KIND --help``)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = "show this help and exit") -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        parser.print_help()
+        kind = getattr(namespace, "kind", None)
+        try:
+            if parser.prog.endswith(" generate") and kind:
+                print()
+                render_options(stdout, generator_parameters(get_kind(kind).generate_params),
+                               f"generator parameters of {kind} (--NAME VALUE)")
+            elif parser.prog.endswith(" solve") and getattr(namespace, "solver", None):
+                print()
+                render_solver(stdout, _find_solver(namespace.solver))
+        except (InstanceError, CommandError) as error:
+            stderr.print(f"error: {error}", markup=False)
+            parser.exit(EXIT_USAGE)
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fleetplan", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="fleetplan", description="Plan GPU fleets for ML training: "
+                            "generate, validate, solve and judge instances; benchmark solvers.")
     parser.add_argument("--version", action="version", version=f"fleetplan {fleetplan.__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    kinds = ", ".join(sorted(fleetplan.KINDS))
 
-    def add(name: str, help_text: str) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help_text, description=help_text)
-        sub.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    def add(name: str, help_text: str, epilog: str | None = None) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text, epilog=epilog,
+                                  add_help=False, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        sub.add_argument("-h", "--help", action=_DetailedHelp)
+        sub.add_argument("--json", action="store_true",
+                         help="machine-readable output (and errors) as JSON on stdout")
         return sub
 
-    generate = add("generate", "generate a seeded instance (extra --NAME VALUE flags are generator parameters)")
-    generate.add_argument("kind", help="problem kind: " + ", ".join(sorted(fleetplan.KINDS)))
+    generate = add("generate", "generate a seeded instance (extra --NAME VALUE flags are generator "
+                               "parameters)", epilog="`fleetplan generate KIND --help` lists KIND's parameters")
+    generate.add_argument("kind", help=f"problem kind: {kinds}")
     generate.add_argument("-o", "--output", required=True, help="instance file to write")
-    generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument("--seed", type=SEED, default=0, help="random seed (same seed, same instance)")
     generate.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                           help="a generator parameter (repeatable)")
 
-    validate = add("validate", "check an instance file")
+    validate = add("validate", "check an instance file (every error, one line each)")
     validate.add_argument("file")
 
-    solve = add("solve", "solve an instance file")
+    solve = add("solve", "solve an instance file",
+                epilog="`fleetplan solve FILE --solver NAME --help` lists the solver's options")
     solve.add_argument("file")
-    solve.add_argument("--solver", default=None, help="solver name (see `fleetplan solvers`)")
-    solve.add_argument("--time-limit", type=float, default=None, metavar="S")
-    solve.add_argument("--seed", type=int, default=0)
-    solve.add_argument("--threads", type=int, default=1)
+    solve.add_argument("--solver", default=None, help="solver name (`fleetplan solvers KIND`); "
+                                                      "default: the kind's default solver")
+    solve.add_argument("--time-limit", type=positive_seconds, default=None, metavar="S",
+                       help="seconds for the whole command, loading and writing included; "
+                            "the best plan found by then is returned")
+    solve.add_argument("--seed", type=SEED, default=0, help="random seed (same seed, same plan)")
+    solve.add_argument("--threads", type=THREADS, default=1,
+                       help="solver threads (at most the machine's cores are used)")
     solve.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                        help="a solver option (repeatable)")
     solve.add_argument("-o", "--output", default=None, help="plan file to write")
 
     evaluate = add("evaluate", "judge a plan against its instance")
-    evaluate.add_argument("file")
-    evaluate.add_argument("plan")
+    evaluate.add_argument("file", help="the instance")
+    evaluate.add_argument("plan", help="the plan (a `fleetplan solve -o` output)")
 
-    solvers = add("solvers", "list the registered solvers")
-    solvers.add_argument("kind", nargs="?", default=None)
+    solvers = add("solvers", "list the registered solvers, or one solver's options")
+    solvers.add_argument("kind", nargs="?", default=None, metavar="KIND|SOLVER",
+                         help=f"a kind ({kinds}) to list its solvers, or a solver name to show its options")
 
-    schema = add("schema", "print the JSON Schema of a kind's instance files")
-    schema.add_argument("kind")
+    schema = add("schema", "print the JSON Schema of a kind's instance (or plan) files")
+    schema.add_argument("kind", help=f"problem kind: {kinds}")
+    schema.add_argument("--plan", action="store_true", help="the plan files' schema instead")
 
     demo = add("demo", "solve the bundled examples and compare solvers")
-    demo.add_argument("--examples", default="examples", help="folder of example instances")
+    demo.add_argument("--examples", default=None, help="folder of example instances (default: the bundled ones)")
 
-    try:
-        from fleetplan.benchmarks.command import add_arguments as add_bench
-    except ImportError:  # the benchmark harness is optional at import time
-        add_bench = None
-    if add_bench is not None:
-        add_bench(commands)
+    for module in ("fleetplan.benchmarks.command", "fleetplan.cli_tables"):
+        try:
+            add_more = __import__(module, fromlist=["add_arguments"]).add_arguments
+        except (ImportError, AttributeError):  # optional commands still being built
+            continue
+        add_more(commands)
     return parser
 
 
@@ -333,10 +430,27 @@ HANDLERS = {
 }
 
 
+def report_error(error: Exception, json_mode: bool, code: int = EXIT_USAGE) -> int:
+    """One line per error on stderr; with ``--json`` the same as a JSON object on stdout."""
+    lines = error.lines() if isinstance(error, InstanceError) else [str(error)]
+    for line in lines:
+        stderr.print(f"error: {line}", markup=False, soft_wrap=True)
+    if json_mode:
+        payload: dict[str, Any] = {"error": lines[0], "errors": lines, "exit_code": code}
+        if isinstance(error, InstanceError):
+            payload.update(path=error.path, reason=error.reason, file=error.source)
+        print_json(payload)
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    global _STARTED
+    _STARTED = time.perf_counter()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    json_mode = "--json" in argv
     try:
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)
         if args.command == "generate":
             return cmd_generate(args, extra)
         if extra:
@@ -345,18 +459,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(args.handler(args) or 0)
         return HANDLERS[args.command](args)
     except (InstanceError, CommandError) as error:
-        stderr.print(f"error: {error}", markup=False, soft_wrap=True)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        stderr.print("interrupted", markup=False)
-        return 130
+        return report_error(error, json_mode)
+    except MemoryError:
+        return report_error(CommandError("not enough memory for this input on this machine"), json_mode)
     except Exception as error:  # noqa: BLE001 - the one place that turns bugs into one line
         if os.environ.get("FLEETPLAN_DEBUG"):
             raise
-        stderr.print(f"internal error: {type(error).__name__}: {error} (set FLEETPLAN_DEBUG=1 for the traceback)",
-                     markup=False, soft_wrap=True)
-        return 1
+        return report_error(CommandError(f"internal error: {type(error).__name__}: {error} "
+                                         "(set FLEETPLAN_DEBUG=1 for the traceback)"), json_mode, EXIT_NO_PLAN)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from fleetplan._entry import run
+
+    run()

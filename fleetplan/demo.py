@@ -37,13 +37,25 @@ DEMO_METRICS: dict[str, dict[str, str]] = {
 DEMO_TIME_LIMIT_S = 20.0
 
 
+def default_examples() -> Path:
+    """The bundled examples: packaged inside fleetplan, or the checkout's ``examples/``."""
+    from importlib import resources
+
+    packaged = Path(str(resources.files("fleetplan").joinpath("examples")))
+    if packaged.is_dir() and any(packaged.glob("*.json")):
+        return packaged
+    return Path(__file__).resolve().parent.parent / "examples"
+
+
 def run_demo(examples: Path, console: Console, json_output: bool = False) -> int:
     """Solve each ``examples/*.json`` and print one comparison table per kind."""
     files = sorted(examples.glob("*.json"))
     if not files:
         raise InstanceError("--examples", f"no example instances (*.json) in '{examples}'")
     rows: dict[str, list[dict]] = {}
-    for path in files:
+    for number, path in enumerate(files, 1):
+        if not json_output and console.is_terminal:
+            console.print(f"[dim]({number}/{len(files)}) solving {path.name} ...[/]")
         instance = fleetplan.load_instance(path)
         names = DEMO_SOLVERS.get(instance.kind) or [fleetplan.get_solver(instance.kind).name]
         for name in names:
@@ -64,7 +76,8 @@ def run_demo(examples: Path, console: Console, json_output: bool = False) -> int
                     **DEMO_METRICS.get(kind, {}), "violations": "violations", "wall_s": "wall s"}
         columns = list(headings)
         for column, heading in headings.items():
-            table.add_column(heading, justify="left" if column in ("example", "solver") else "right")
+            table.add_column(heading, justify="left" if column in ("example", "solver") else "right",
+                             overflow="fold", no_wrap=column == "solver")
         for row in kind_rows:
             table.add_row(*[_cell(row.get(column)) for column in columns])
         console.print(table)

@@ -1,0 +1,46 @@
+"""The ``fleetplan`` console script's entry point.
+
+It imports nothing heavy before installing the signal handlers, so Ctrl-C or SIGTERM at any
+moment — even while Python is still loading the toolkit — ends with one line and the documented
+exit code (130 for an interrupt, 143 for SIGTERM), never a traceback, and an output being
+written is removed (outputs go through a temporary file that is unlinked on the way out).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+
+class Terminated(BaseException):
+    """Raised in the main thread when SIGTERM arrives, so ``finally`` blocks clean up."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        from fleetplan.cli import main as cli_main
+
+        return cli_main(argv)
+    except KeyboardInterrupt:
+        sys.stderr.write("fleetplan: interrupted\n")
+        return EXIT_INTERRUPTED
+    except Terminated:
+        sys.stderr.write("fleetplan: terminated\n")
+        return EXIT_TERMINATED
+
+
+def run() -> None:
+    """Console-script wrapper: exit with :func:`main`'s code."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

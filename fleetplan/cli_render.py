@@ -1,0 +1,220 @@
+"""What the ``fleetplan`` command prints: verdicts, results, plans and option tables.
+
+Tables fit the terminal (100 columns is the design width): long names wrap instead of being
+cut to the same prefix, numbers carry their units (bytes as GB/TB/PB, seconds as min/h/d),
+and before/after tables show the change and whether it is an improvement.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from fleetplan.instances.base import Evaluation
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A console that respects ``COLUMNS`` off a terminal (CI logs, pipes: 160 by default)."""
+    stream = sys.stderr if stderr else sys.stdout
+    columns = os.environ.get("COLUMNS", "")
+    width = int(columns) if columns.isdigit() and int(columns) > 20 else (None if stream.isatty() else 160)
+    return Console(stderr=stderr, highlight=False, width=width)
+
+
+# --- numbers with units --------------------------------------------------------------------
+
+def fmt(value: float | None, digits: int = 6) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.{digits}g}"
+
+
+def fmt_bytes(value: float) -> str:
+    for unit, size in (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(value) >= size:
+            return f"{value / size:.3g} {unit}"
+    return f"{value:.3g} B"
+
+
+def fmt_seconds(value: float) -> str:
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if abs(value) >= size:
+            return f"{value / size:.3g} {unit}"
+    return f"{value:.3g} s"
+
+
+def fmt_measure(name: str, value: float | None, digits: int = 6) -> str:
+    """A metric by its name's unit: ``*bytes*`` in bytes, ``*_s``/``*seconds*`` in time, ``*rate``
+    and ``*share`` as percentages."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-" if value is None else str(value)
+    if "bytes" in name:
+        return fmt_bytes(value)
+    if name.endswith("_s") or "seconds" in name:
+        return fmt_seconds(value)
+    if name.endswith(("_rate", "_share")) and 0 <= value <= 1:
+        return f"{100 * value:.2f}%"
+    return fmt(value, digits)
+
+
+# --- verdicts ---------------------------------------------------------------------------
+
+def render_evaluations(console: Console, columns: dict[str, Evaluation], title: str) -> None:
+    """One or more verdicts side by side (e.g. today's plan and the new one): objective, terms,
+    metrics and violation counts; with two columns, the change and whether it is better.
+    Then the last column's violations, one line each."""
+    verdicts = list(columns.values())
+    last = verdicts[-1]
+    compare = len(verdicts) == 2
+    table = Table(title=title, show_header=True, header_style="bold")
+    table.add_column("measure", overflow="fold")
+    for heading in columns:
+        table.add_column(heading, justify="right")
+    if compare:
+        table.add_column("change", justify="right")
+
+    def row(label: str, name: str, values: list[float | None], lower_is_better: bool | None) -> None:
+        cells = [fmt_measure(name, value, 8) for value in values]
+        if compare:
+            cells.append(_change(name, values[0], values[1], lower_is_better))
+        table.add_row(label, *cells)
+
+    minimise = last.sense == "min"
+    row("objective" + (" (minimize)" if minimise else " (maximize)"), "objective",
+        [e.objective for e in verdicts], minimise)
+    for name in last.terms:
+        row(f"  term {name}", name, [e.terms.get(name) for e in verdicts], minimise)
+    for name in last.metrics:
+        row(name, name, [e.metrics.get(name) for e in verdicts], None)
+    counts: list[float | None] = [float(len(e.violations)) for e in verdicts]
+    row("violations", "violations", counts, True)
+    console.print(table)
+    for violation in last.violations[:20]:
+        console.print(f"  violation {violation.constraint} at {violation.where}: "
+                      f"{violation.amount:.6g} {violation.message}", markup=False)
+
+
+def _change(name: str, before: float | None, after: float | None, lower_is_better: bool | None) -> str:
+    if before is None or after is None or not (math.isfinite(before) and math.isfinite(after)):
+        return "-"
+    delta = after - before
+    if abs(delta) <= 1e-12 * max(1.0, abs(before)):
+        return "same"
+    text = fmt_measure(name, delta, 4)
+    text = text if text.startswith("-") else "+" + text
+    if lower_is_better is None:
+        return text
+    better = (delta < 0) == lower_is_better
+    return f"{text} [green]better[/]" if better else f"{text} [red]worse[/]"
+
+
+def render_result(console: Console, result: Any) -> None:
+    table = Table(title=f"{result.kind} / {result.solver}", show_header=True, header_style="bold")
+    for column in ("status", "objective", "bound", "gap", "wall"):
+        table.add_column(column, justify="right")
+    table.add_row(result.status, fmt(result.objective, 8), fmt(result.bound, 8),
+                  fmt(result.gap, 3), fmt_seconds(result.wall_s))
+    console.print(table)
+    if result.message:
+        console.print(result.message, markup=False)
+
+
+# --- plans --------------------------------------------------------------------------------
+
+PREVIEW_ROWS = 10
+
+
+def render_plan(console: Console, instance: Any, plan: Any) -> None:
+    """The plan itself, briefly: allocation — the top rows of X and effective throughput;
+    placement — the largest moves."""
+    if plan.kind == "allocation":
+        _render_allocation(console, instance, plan)
+    elif plan.kind == "placement":
+        _render_placement(console, instance, plan)
+
+
+def _render_allocation(console: Console, instance: Any, plan: Any) -> None:
+    import numpy as np
+
+    shares = np.asarray(plan.allocation, dtype=float)
+    if shares.size == 0:
+        return
+    throughput = np.array([[job.throughput.get(t, 0.0) for t in plan.worker_types] for job in instance.jobs])
+    effective = (shares * throughput).sum(axis=1) if throughput.shape == shares.shape else None
+    table = Table(title=f"allocation X: time share per GPU type (first {min(PREVIEW_ROWS, len(shares))} "
+                        f"of {len(shares)} jobs)", header_style="bold")
+    table.add_column("job", overflow="fold")
+    for name in plan.worker_types:
+        table.add_column(name, justify="right", overflow="fold")
+    if effective is not None:
+        table.add_column("effective thr.", justify="right")
+    for index in range(min(PREVIEW_ROWS, len(shares))):
+        cells = [f"{value:.3f}" for value in shares[index]]
+        if effective is not None:
+            cells.append(f"{effective[index]:.4g}")
+        table.add_row(plan.job_ids[index], *cells)
+    console.print(table)
+
+
+def _render_placement(console: Console, instance: Any, plan: Any) -> None:
+    moves = sorted(plan.moves, key=lambda move: -move.bytes)[:PREVIEW_ROWS]
+    if not moves:
+        console.print("no table moved")
+        return
+    table = Table(title=f"largest moves ({len(moves)} of {len(plan.moves)})", header_style="bold")
+    for column in ("table", "from", "to", "size", "gain"):
+        table.add_column(column, justify="left" if column in ("table", "from", "to") else "right",
+                         overflow="fold")
+    for move in moves:
+        table.add_row(move.table, move.source, move.target, fmt_bytes(move.bytes), fmt(move.gain, 4))
+    console.print(table)
+
+
+# --- options and parameters ---------------------------------------------------------------
+
+def render_solver(console: Console, spec: Any) -> None:
+    """One solver: what it does, where it comes from, and every option."""
+    console.print(f"[bold]{spec.kind} / {spec.name}[/]" + (" (default)" if spec.default else "")
+                  + (" — exact" if spec.exact else " — heuristic"))
+    console.print(spec.description, markup=False)
+    if spec.reference:
+        console.print(f"reference: {spec.reference}", markup=False)
+    render_options(console, [option.to_dict() for option in spec.option_specs.values()],
+                   f"options (--option NAME=VALUE) of {spec.name}")
+
+
+def render_options(console: Console, rows: list[dict[str, Any]], title: str) -> None:
+    if not rows:
+        console.print("no options")
+        return
+    table = Table(title=title, header_style="bold")
+    table.add_column("name", no_wrap=True)
+    table.add_column("type", overflow="fold")
+    table.add_column("default", overflow="fold")
+    table.add_column("meaning", overflow="fold", ratio=1)
+    for row in rows:
+        table.add_row(row["name"], row["type"], repr(row["default"]), row["meaning"] or "-")
+    console.print(table)
+
+
+def generator_parameters(model: Any) -> list[dict[str, Any]]:
+    """``[{name, type, default, meaning}]`` of a kind's generator-parameter model."""
+    rows = []
+    for name, field in model.model_fields.items():
+        default = field.get_default(call_default_factory=True)
+        annotation = field.annotation
+        type_text = getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
+        bounds = []
+        for item in field.metadata:
+            for attribute, symbol in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+                value = getattr(item, attribute, None)
+                if value is not None:
+                    bounds.append(f"{symbol} {value}")
+        rows.append({"name": name, "type": " ".join([type_text, *bounds]), "default": default,
+                     "meaning": field.description or ""})
+    return rows
