@@ -122,7 +122,7 @@ def plot_allocation(instance: AllocationInstance, plan: AllocationPlan,
     bars.set_ylim(n_jobs - 0.5, -0.5)
 
     normalized = throughput / arrays.equal_share_throughput
-    pairs = f", {len(pair_jobs)} space-sharing pair rows counted in" if len(pair_jobs) else ""
+    pairs = f"; shares include time in {len(pair_jobs)} space-sharing pairs" if len(pair_jobs) else ""
     figure.suptitle(
         f"{instance.name or 'allocation'}: {plan.solver or 'plan'} ({plan.policy}){pairs}\n"
         f"min normalized throughput {normalized.min():.3g}, total {throughput.sum():.4g} iterations/s",

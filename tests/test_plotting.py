@@ -1,0 +1,119 @@
+"""Plots of plans (issue 8 item 6): they draw, carry labels with units, keep legends off the data,
+and stay a sensible size from a handful of jobs or regions to hundreds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fleetplan
+from fleetplan.instances import InstanceError, generate, load_instance
+from fleetplan.plotting import (
+    MAX_JOB_LABELS,
+    figure_summary,
+    plot_allocation,
+    plot_placement,
+    plot_plan,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _drawn(figure):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(figure).draw()
+    return figure.canvas.get_renderer()
+
+
+def _overlaps(a, b) -> bool:
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+def test_allocation_heatmap_draws_the_plan(tmp_path):
+    instance = load_instance(ROOT / "examples" / "allocation-64-jobs.json")
+    plan = fleetplan.solve(instance, "max-min-fairness").plan
+    path = tmp_path / "allocation.png"
+    figure = plot_plan(instance, plan, path)
+    assert path.read_bytes()[:8] == PNG
+    heat, bars = [a for a in figure.axes if a.get_label() != "<colorbar>"]
+    shown = heat.get_images()[0].get_array()
+    np.testing.assert_allclose(np.ma.filled(shown, 0.0), plan.matrix(instance))
+    widths = [patch.get_width() for patch in bars.patches]
+    throughput = (instance.arrays().throughput * plan.matrix(instance)).sum(axis=1)
+    np.testing.assert_allclose(widths, throughput)
+    assert [t.get_text() for t in heat.get_yticklabels()] == instance.arrays().job_ids
+    assert "iterations/s" in bars.get_xlabel()
+    colorbar = [a for a in figure.axes if a.get_label() == "<colorbar>"]
+    assert colorbar and "share" in (colorbar[0].get_xlabel() + colorbar[0].get_ylabel())
+    width, height = figure.get_size_inches()
+    assert 8 <= width <= 16 and 4 <= height <= 16
+
+
+def test_large_allocation_drops_row_labels_and_keeps_its_size():
+    instance = generate("allocation", {"jobs": MAX_JOB_LABELS + 40}, seed=3)
+    plan = fleetplan.solve(instance, "max-min-fairness").plan
+    figure = plot_allocation(instance, plan)
+    heat = figure.axes[0]
+    assert heat.get_yticklabels() == [] or all(not t.get_text() for t in heat.get_yticklabels())
+    assert figure.get_size_inches()[1] <= 16
+
+
+def test_pair_time_counts_in_the_heatmap():
+    instance = generate("allocation", {"jobs": 12, "space_sharing": True}, seed=4)
+    plan = fleetplan.solve(instance, "max-min-fairness", space_sharing=True).plan
+    assert plan.pairs
+    figure = plot_allocation(instance, plan)
+    shown = np.ma.filled(figure.axes[0].get_images()[0].get_array(), 0.0)
+    pair_jobs, pair_matrix = plan.pair_matrix(instance)
+    expected = plan.matrix(instance).copy()
+    np.add.at(expected, pair_jobs[:, 0], pair_matrix)
+    np.add.at(expected, pair_jobs[:, 1], pair_matrix)
+    np.testing.assert_allclose(shown, expected)
+    assert "space-sharing pairs" in figure.get_suptitle()
+
+
+@pytest.mark.parametrize("regions", [4, 12])
+def test_placement_panels_units_and_legends_outside(tmp_path, regions):
+    instance = generate("placement", {"regions": regions, "tables": 120, "jobs": 150}, seed=1)
+    plan = fleetplan.solve(instance, "hill-climb").plan
+    path = tmp_path / "placement.png"
+    figure = plot_placement(instance, plan, path)
+    assert path.read_bytes()[:8] == PNG
+    summary = figure_summary(figure)["axes"]
+    assert "GPU-hours" in summary[0]["ylabel"]
+    assert any(unit in summary[1]["ylabel"] for unit in ("PB", "TB", "GB", "MB", "bytes"))
+    renderer = _drawn(figure)
+    for axis in figure.axes:
+        legend = axis.get_legend()
+        assert legend is not None
+        assert not _overlaps(legend.get_window_extent(renderer), axis.get_window_extent(renderer))
+        assert [t.get_text() for t in axis.get_xticklabels()] == instance.arrays().region_ids
+    width, height = figure.get_size_inches()
+    assert 10 <= width <= 24 and height <= 12
+
+
+def test_placement_bars_are_the_region_frame():
+    from fleetplan.instances.placement_frames import region_frame
+
+    instance = load_instance(ROOT / "examples" / "placement-small.json")
+    plan = fleetplan.solve(instance, "hill-climb").plan
+    figure = plot_placement(instance, plan)
+    frame = region_frame(instance, plan)
+    gpu = figure.axes[0]
+    heights = [p.get_height() for p in gpu.patches]
+    n = len(frame)
+    np.testing.assert_allclose(heights[:n], frame["gpu_supply_gpu_hours"])
+    np.testing.assert_allclose(heights[n:2 * n], frame["gpu_demand_today_gpu_hours"])
+    np.testing.assert_allclose(heights[2 * n:], frame["gpu_demand_plan_gpu_hours"])
+
+
+def test_plot_refuses_a_plan_of_another_kind():
+    allocation = load_instance(ROOT / "examples" / "allocation-64-jobs.json")
+    placement = load_instance(ROOT / "examples" / "placement-small.json")
+    plan = fleetplan.solve(placement, "keep").plan
+    with pytest.raises(InstanceError, match="cannot go with an instance of kind 'allocation'"):
+        plot_plan(allocation, plan)
