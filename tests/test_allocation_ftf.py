@@ -95,3 +95,71 @@ def test_ftf_single_type_with_a_job_too_big_for_one_type_matches_bisection():
     assert result.status == "optimal" and result.evaluation.violations == []
     finish_isolated = arrays.time_elapsed + arrays.steps_left / arrays.isolated_throughput
     assert result.objective == pytest.approx(ftf_by_bisection(arrays, finish_isolated), rel=1e-6)
+
+
+# --- the paper's rho with history (issue 14 §2) ------------------------------------------------
+
+def _two_jobs(isolated_times):
+    """One GPU, two jobs of throughput 1 and 10 steps left each (X_isolated: 1/2 each, 20 s).
+    Job a was starved (20 s so far where its isolated share would have taken 10 s); job b ran
+    ahead (10 s so far, 20 s under isolation)."""
+    jobs = [{"id": "a", "throughput": {"gpu": 1.0}, "steps_left": 10.0, "time_elapsed": 20.0},
+            {"id": "b", "throughput": {"gpu": 1.0}, "steps_left": 10.0, "time_elapsed": 10.0}]
+    if isolated_times is not None:
+        for job, value in zip(jobs, isolated_times, strict=True):
+            job["isolated_time_elapsed"] = value
+    return instance_from_data({"kind": "allocation", "worker_types": [{"name": "gpu", "count": 1}], "jobs": jobs})
+
+
+def test_history_paper_rho_and_the_t_m_shortcut_choose_different_allocations():
+    # Job a gets x of the GPU, b gets 1 - x (using it all is optimal: rho falls with throughput).
+    # Paper (§4.2): D_a = 10 + 20 = 30, D_b = 20 + 20 = 40; the optimum equalizes
+    #   (20 + 10/x) / 30 = (10 + 10/(1-x)) / 40  <=>  5x^2 + 2x - 4 = 0  <=>  x = (sqrt(84) - 2) / 10,
+    #   max rho = 0.75 + sqrt(84) / 24 = 1.131881...
+    # Shortcut t^isolated = t: D_a = 40, D_b = 30; (20 + 10/x) / 40 = (10 + 10/(1-x)) / 30
+    #   <=>  2x^2 + 5x - 3 = 0  <=>  x = 1/2, where the paper's max rho is (20 + 20) / 30 = 4/3.
+    paper_x = (np.sqrt(84.0) - 2.0) / 10.0
+    paper_rho = 0.75 + np.sqrt(84.0) / 24.0
+    with_history = _two_jobs([10.0, 20.0])
+    for method in ("dinkelbach", "levels"):
+        result = fleetplan.solve(with_history, "finish-time-fairness", method=method)
+        assert result.status == "optimal" and result.evaluation.violations == []
+        matrix = np.array(result.plan.allocation)
+        assert matrix[:, 0] == pytest.approx([paper_x, 1.0 - paper_x], abs=1e-6)
+        assert result.objective == pytest.approx(paper_rho, rel=1e-6)  # FTF_TOLERANCE
+        assert result.bound == pytest.approx(paper_rho, rel=1e-6)
+    shortcut = fleetplan.solve(_two_jobs(None), "finish-time-fairness")
+    assert np.array(shortcut.plan.allocation)[:, 0] == pytest.approx([0.5, 0.5], abs=1e-6)
+    assert shortcut.objective == pytest.approx(1.0, rel=1e-7)  # both jobs at rho = 1 by the shortcut
+    # The judge with history scores the shortcut's plan by the paper's rho: 4/3, 18% worse.
+    judged = fleetplan.evaluate(with_history, shortcut.plan)
+    assert judged.objective == pytest.approx(4.0 / 3.0, rel=1e-9)
+    assert judged.objective > paper_rho * 1.17
+
+
+def test_isolated_time_defaults_to_time_elapsed():
+    explicit = _two_jobs([20.0, 10.0])  # the shortcut written out
+    implicit = _two_jobs(None)
+    assert np.array_equal(explicit.arrays().isolated_time_elapsed, implicit.arrays().isolated_time_elapsed)
+    plan = fleetplan.solve(implicit, "finish-time-fairness").plan
+    assert fleetplan.evaluate(explicit, plan).objective == pytest.approx(fleetplan.evaluate(implicit, plan).objective)
+    with pytest.raises(Exception, match="isolated_time_elapsed"):
+        instance_from_data({**implicit.model_dump(), "jobs": [
+            {**implicit.jobs[0].model_dump(), "isolated_time_elapsed": -1.0}, implicit.jobs[1].model_dump()]})
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_history_on_generated_instances_matches_bisection(seed):
+    instance = fleetplan.generate("allocation", {"jobs": 10, "multi_gpu": True}, seed=seed)
+    data = instance.model_dump()
+    rng = np.random.default_rng(seed)
+    for job in data["jobs"]:  # some jobs starved, some ahead of their isolated share
+        job["isolated_time_elapsed"] = job["time_elapsed"] * float(rng.uniform(0.3, 2.0))
+    instance = instance_from_data(data)
+    arrays = instance.arrays()
+    result = fleetplan.solve(instance, "finish-time-fairness")
+    assert result.status == "optimal" and result.evaluation.violations == []
+    finish_isolated = arrays.isolated_time_elapsed + arrays.steps_left / arrays.isolated_throughput
+    assert result.objective == pytest.approx(ftf_by_bisection(arrays, finish_isolated), rel=1e-6)
+    levels = fleetplan.solve(instance, "finish-time-fairness", method="levels")
+    assert levels.objective == pytest.approx(result.objective, rel=1e-6)

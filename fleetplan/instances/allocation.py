@@ -72,6 +72,11 @@ class Job(StrictModel):
     time_elapsed: float = Field(
         default=0.0, ge=0, description="seconds since the job started training (t_m of "
         "finish-time fairness, Gavel §4.2)")
+    isolated_time_elapsed: float | None = Field(
+        default=None, ge=0, description="seconds the job would have trained so far under the "
+        "isolated allocation (t^isolated_m of finish-time fairness, Gavel §4.2; a scheduler "
+        "accrues it round by round); None: time_elapsed, exact only for a job that has always "
+        "had its isolated share")
     slo_hours: float | None = Field(
         default=None, gt=0, description="the job must finish its steps_left within this many "
         "hours (min-cost-slo, Gavel §4.2); None: no SLO")
@@ -109,6 +114,7 @@ class AllocationArrays:
     cost_per_hour: np.ndarray  # (types,)
     steps_left: np.ndarray | None = None  # (jobs,), NaN where unknown
     time_elapsed: np.ndarray | None = None  # (jobs,)
+    isolated_time_elapsed: np.ndarray | None = None  # (jobs,), time_elapsed where not given
     slo_seconds: np.ndarray | None = None  # (jobs,), inf where no SLO
     arrival_rank: np.ndarray | None = None  # (jobs,), 0 = first to arrive
     colocation_class: np.ndarray | None = None  # (jobs,), index into colocation_throughput, -1 none
@@ -129,6 +135,8 @@ class AllocationArrays:
         for name, value in defaults.items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, value)
+        if self.isolated_time_elapsed is None:
+            object.__setattr__(self, "isolated_time_elapsed", self.time_elapsed)
 
     @property
     def runnable(self) -> np.ndarray:
@@ -183,7 +191,8 @@ class AllocationArrays:
             throughput=self.throughput[jobs], scale_factor=self.scale_factor[jobs],
             weight=self.weight[jobs], num_workers=self.num_workers * worker_share,
             cost_per_hour=self.cost_per_hour, steps_left=self.steps_left[jobs],
-            time_elapsed=self.time_elapsed[jobs], slo_seconds=self.slo_seconds[jobs],
+            time_elapsed=self.time_elapsed[jobs], isolated_time_elapsed=self.isolated_time_elapsed[jobs],
+            slo_seconds=self.slo_seconds[jobs],
             arrival_rank=self.arrival_rank[jobs], colocation_class=self.colocation_class[jobs],
             colocation_throughput=self.colocation_throughput,
             isolated_override=self.isolated_throughput[jobs],
@@ -274,6 +283,8 @@ class AllocationInstance(InstanceBase):
                 cost_per_hour=np.array([t.cost_per_hour for t in self.worker_types], dtype=float),
                 steps_left=np.array([np.nan if job.steps_left is None else job.steps_left for job in self.jobs]),
                 time_elapsed=np.array([job.time_elapsed for job in self.jobs], dtype=float),
+                isolated_time_elapsed=np.array([job.time_elapsed if job.isolated_time_elapsed is None
+                                                else job.isolated_time_elapsed for job in self.jobs], dtype=float),
                 slo_seconds=np.array([np.inf if job.slo_hours is None else job.slo_hours * 3600.0
                                       for job in self.jobs]),
                 arrival_rank=rank,
@@ -511,7 +522,8 @@ def evaluate(instance: AllocationInstance, plan: AllocationPlan) -> Evaluation:
     view = PlanView(
         throughput=throughput, equal_share=arrays.equal_share_throughput, isolated=arrays.isolated_throughput,
         fastest=arrays.fastest_throughput, scale_factor=arrays.scale_factor, weight=arrays.weight,
-        steps_left=arrays.steps_left, time_elapsed=arrays.time_elapsed, slo_seconds=arrays.slo_seconds,
+        steps_left=arrays.steps_left, time_elapsed=arrays.time_elapsed,
+        isolated_time_elapsed=arrays.isolated_time_elapsed, slo_seconds=arrays.slo_seconds,
         arrival_rank=arrays.arrival_rank, cost_per_hour=cost,
     )
     terms = scoring.terms(view)
@@ -552,7 +564,7 @@ def generate(params: AllocationParams | None = None, seed: int = 0) -> Allocatio
 
     >>> instance = generate(AllocationParams(jobs=8), seed=1)
     >>> len(instance.jobs), [t.count for t in instance.worker_types]
-    (8, [8, 8, 8])
+    (8, [2, 2, 2])
     """
     return AllocationInstance.model_validate(generated_instance_data(params or AllocationParams(), seed))
 

@@ -42,6 +42,8 @@ class PlanView:
     slo_seconds: np.ndarray  # inf where the job has no SLO
     arrival_rank: np.ndarray  # 0 for the first job to arrive
     cost_per_hour: float
+    # t^isolated_m of finish-time fairness; None: time_elapsed (the t_m shortcut)
+    isolated_time_elapsed: np.ndarray | None = None
 
 
 def _durations(view: PlanView) -> np.ndarray:
@@ -64,10 +66,15 @@ def max_min_fairness_unweighted(view: PlanView) -> dict[str, float]:
 def finish_time_fairness(view: PlanView) -> dict[str, float]:
     """max_m rho(m, X), Themis' finish-time fairness (Gavel §4.2)::
 
-        rho(m, X) = (t_m + steps_m / throughput(m, X)) / (t_m + steps_m / throughput(m, X_isolated))
+        rho(m, X) = (t_m + steps_m / throughput(m, X)) / (t^isolated_m + steps_m / throughput(m, X_isolated))
 
-    X_isolated gives each of the n jobs 1/n of every worker (the isolated allocation)."""
-    isolated_finish = view.time_elapsed + view.steps_left / view.isolated
+    X_isolated gives each of the n jobs 1/n of every worker it fits (the isolated allocation);
+    t_m is the time the job has trained so far and t^isolated_m the time it would have taken
+    under the isolated allocation (the job field ``isolated_time_elapsed``). Without that field
+    t^isolated_m = t_m, which is exact only for a job that has always had its isolated share:
+    a starved job (t^isolated < t) then looks less behind than it is."""
+    isolated_time = view.time_elapsed if view.isolated_time_elapsed is None else view.isolated_time_elapsed
+    isolated_finish = isolated_time + view.steps_left / view.isolated
     rho = (view.time_elapsed + _durations(view)) / isolated_finish
     return {"max_finish_time_fairness": float(rho.max())}
 

@@ -27,13 +27,15 @@ generalized linear-fractional program; the Dinkelbach-type iteration of Crouzeix
 Schaible (``_ftf_dinkelbach``) normalizes each job's row by its denominator at the previous
 allocation and converges superlinearly — 2-3 LPs where the level sequence below takes 5-6.
 ``method="levels"``: rho(m, X) <= R holds iff throughput(m, X) >= g_m(R) =
-steps_m / (R D_m - t_m), with D_m = t_m + steps_m / throughput(m, X_isolated). For a level R, the
+steps_m / (R D_m - t_m), with D_m = t^isolated_m + steps_m / throughput(m, X_isolated) (the
+job's ``isolated_time_elapsed``, t_m when absent: Gavel §4.2). For a level R, the
 max-min LP with coefficients 1 / g_m(R) gives lambda(R) = max_X min_m throughput(m, X) / g_m(R);
 its allocation X_R has rho <= R when lambda >= 1, so ``UB = max_m rho(m, X_R)`` is an achieved
 value, and since min_m a_m b_m <= (min_m a_m)(max_m b_m), lambda(R') < 1 — no allocation
 reaches R' — for every R' below ``LB = min_m (t_m + (R D_m - t_m) / lambda) / D_m``. Iterating
-R <- UB from R = 1 (the isolated allocation has rho = 1) shrinks both until UB - LB <= 1e-6 UB.
-With every t_m = 0 one step is exact (rho is then a ratio of throughputs).
+R <- UB from R = max_m rho(m, X_isolated) (1 without history: X_isolated is a feasible plan)
+shrinks both until UB - LB <= 1e-6 UB. With every t_m = 0 one step is exact (rho is then a
+ratio of throughputs).
 
 *Shortest job first* minimizes min_m steps_m / throughput(m, X): each job's shortest possible
 duration is steps_m over its fastest throughput (alone on its fastest type), so the optimum gives
@@ -44,7 +46,8 @@ M - its rank in remaining duration, as Gavel's FIFO does by arrival).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Literal
 
 import numpy as np
 
@@ -167,7 +170,9 @@ def drive_finish_time_fairness(arrays, options, n_total, method="dinkelbach") ->
     throughput = model_throughput(arrays, options.heterogeneity_aware)
     steps, elapsed = arrays.steps_left, arrays.time_elapsed
     isolated = _isolated(arrays, throughput, options.heterogeneity_aware)
-    finish_isolated = elapsed + steps / isolated
+    # D_m = t^isolated_m + steps_m / throughput(m, X_isolated): the paper's denominator (§4.2),
+    # t_m where the instance gives no isolated time.
+    finish_isolated = arrays.isolated_time_elapsed + steps / isolated
     # rho_m > t_m / D_m whatever the allocation: levels at or below that are unreachable.
     lower = float(np.max(elapsed / finish_isolated))
     # X_isolated is a feasible plan (it gives each job 1/n of the types it runs on): its max rho
@@ -334,6 +339,24 @@ def drive_min_makespan_binary_search(arrays, options, n_total, tolerance=1e-6) -
 
 # --- the common entry point ---------------------------------------------------------------------
 
+AgnosticBaseline = Literal["runnable", "gavel"]
+
+
+def gavel_agnostic_arrays(arrays: AllocationArrays) -> AllocationArrays:
+    """The arrays Gavel's heterogeneity-agnostic baselines see (Gavel §7.2-7.3, its policies'
+    ``_agnostic`` forms): throughput 1 on *every* type the job fits on (enough workers for its
+    scale factor), zeros included — a type where the job cannot run looks as good as any.
+
+    fleetplan's default agnostic model (``baseline="runnable"``) sees 1 only where the job can
+    run and normalizes by the equal share of those types; it is the stronger baseline, so the
+    cost of ignoring heterogeneity measured against it is the smaller one. Under ``"gavel"``
+    time the model gives a job on a type where its measured throughput is 0 is idle time, which
+    the plan drops (the judge would otherwise reject time on a type the job cannot run on)."""
+    workers = arrays.num_workers if arrays.fit_workers is None else arrays.fit_workers
+    fits = workers[None, :] >= arrays.scale_factor[:, None]
+    return replace(arrays, throughput=fits.astype(float))
+
+
 def judging_reserve(arrays: AllocationArrays) -> float:
     """Seconds kept back from the LPs for expanding the plan and judging it: about 4 us per
     (job, type) cell (plan to lists, the judge's passes; measured at 65,536 jobs), at least 20 ms."""
@@ -366,14 +389,19 @@ def solve_policy(instance: AllocationInstance, driver, *, aware: bool, policy: s
                  seed: int, threads: int, progress: Progress, backend: Backend,
                  lp_algorithm: highs_runner.LpAlgorithm, partitions: int, space_sharing: bool,
                  prune_pairs: bool, aggregate: bool, refine: bool, needs_steps: bool = False,
-                 **driver_options) -> SolveResult:
+                 baseline: AgnosticBaseline = "runnable", **driver_options) -> SolveResult:
     """Validate the options, run ``driver`` (on POP parts when ``partitions`` > 1) and package
-    the allocation as a plan of ``policy``."""
+    the allocation as a plan of ``policy``. ``baseline`` (agnostic forms only) picks the
+    heterogeneity-agnostic model: see :func:`gavel_agnostic_arrays`."""
     deadline = Deadline(time_limit)
     if backend not in BACKENDS:
         raise InstanceError("options.backend", f"unknown backend '{backend}' (known: {', '.join(BACKENDS)})")
     load_backend(backend)
-    arrays = instance.arrays()
+    measured = arrays = instance.arrays()
+    if baseline == "gavel":
+        if space_sharing:
+            raise InstanceError("options.baseline", "Gavel's all-ones baseline has no space-sharing form")
+        arrays = gavel_agnostic_arrays(arrays)
     if needs_steps and np.isnan(arrays.steps_left).any():
         missing = int(np.flatnonzero(np.isnan(arrays.steps_left))[0])
         raise InstanceError(f"jobs[{missing}].steps_left", f"is required by the {policy} policy")
@@ -419,6 +447,9 @@ def solve_policy(instance: AllocationInstance, driver, *, aware: bool, policy: s
         status = outcome.status if outcome.status != "optimal" else "error"
         return SolveResult(status=status, log=outcome.log, stats=stats,
                            message="; ".join([f"{policy} LP ended {outcome.status}", *outcome.log[-1:]]))
+    if baseline == "gavel":
+        # Time the all-ones model gives a job on a type it cannot run on is idle: dropped.
+        outcome.matrix = np.where(measured.throughput > 0, outcome.matrix, 0.0)
     status = outcome.status
     if partitions > 1 and status == "optimal":
         status = "feasible"  # optimal per part, not proven optimal for the whole instance
@@ -431,24 +462,62 @@ def solve_policy(instance: AllocationInstance, driver, *, aware: bool, policy: s
                        message=f"{policy}: {outcome.status}", stats=stats)
 
 
+BASELINE_MEANING = ("agnostic model: runnable (throughput 1 on the types a job can run on, normalized by "
+                    "their equal share; fleetplan's default) or gavel (1 on every type the job fits, zeros "
+                    "included, as Gavel's baselines; time on a type it cannot run on is dropped)")
+
+
+def document(solver, summary: str, own: dict[str, str] | None = None) -> None:
+    """Give ``solver`` its docstring: ``summary`` and a numpydoc ``Parameters`` section where
+    ``own`` explains the options the shared glossary does not (see fleetplan.solvers.options)."""
+    from fleetplan.solvers.options import option_specs, parameters_section
+
+    own_section = "".join(f"{name} : value\n    {meaning}\n" for name, meaning in (own or {}).items())
+    solver.__doc__ = f"{summary}\n\nParameters\n----------\n{own_section}"
+    solver.__doc__ = f"{summary}\n\n{parameters_section(option_specs(solver))}\n"
+
+
 def _register_pair(name: str, driver, policy: str, summary: str, reference: str, needs_steps: bool = False,
-                   exact: bool = True, **driver_options) -> None:
-    """Register ``name`` (heterogeneity-aware) and ``name-agnostic`` for ``driver``."""
-    for aware in (True, False):
+                   exact: bool = True, baseline_option: bool = True, **driver_options) -> None:
+    """Register ``name`` (heterogeneity-aware) and ``name-agnostic`` for ``driver``; the agnostic
+    form takes ``baseline`` (see :func:`gavel_agnostic_arrays`) unless ``baseline_option`` is False."""
+
+    def aware_solver(instance: AllocationInstance, *, time_limit: float | None = None, seed: int = 0,
+                     threads: int = 1, progress: Progress, backend: Backend = "highspy",
+                     lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
+                     space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
+                     refine: bool = False) -> SolveResult:
+        return solve_policy(instance, driver, aware=True, policy=policy, time_limit=time_limit, seed=seed,
+                            threads=threads, progress=progress, backend=backend, lp_algorithm=lp_algorithm,
+                            partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs,
+                            aggregate=aggregate, refine=refine, needs_steps=needs_steps, **driver_options)
+
+    def agnostic_solver(instance: AllocationInstance, *, time_limit: float | None = None, seed: int = 0,
+                        threads: int = 1, progress: Progress, backend: Backend = "highspy",
+                        lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
+                        space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
+                        refine: bool = False, baseline: AgnosticBaseline = "runnable") -> SolveResult:
+        return solve_policy(instance, driver, aware=False, policy=policy, time_limit=time_limit, seed=seed,
+                            threads=threads, progress=progress, backend=backend, lp_algorithm=lp_algorithm,
+                            partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs,
+                            aggregate=aggregate, refine=refine, needs_steps=needs_steps, baseline=baseline,
+                            **driver_options)
+
+    def plain_agnostic_solver(instance: AllocationInstance, *, time_limit: float | None = None, seed: int = 0,
+                              threads: int = 1, progress: Progress, backend: Backend = "highspy",
+                              lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
+                              space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
+                              refine: bool = False) -> SolveResult:
+        return solve_policy(instance, driver, aware=False, policy=policy, time_limit=time_limit, seed=seed,
+                            threads=threads, progress=progress, backend=backend, lp_algorithm=lp_algorithm,
+                            partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs,
+                            aggregate=aggregate, refine=refine, needs_steps=needs_steps, **driver_options)
+
+    for solver, aware in ((aware_solver, True), (agnostic_solver if baseline_option else plain_agnostic_solver, False)):
         solver_name = name if aware else f"{name}-agnostic"
-
-        def solver(instance: AllocationInstance, *, time_limit: float | None = None, seed: int = 0,
-                   threads: int = 1, progress: Progress, backend: Backend = "highspy",
-                   lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
-                   space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
-                   refine: bool = False, _aware: bool = aware) -> SolveResult:
-            return solve_policy(instance, driver, aware=_aware, policy=policy, time_limit=time_limit, seed=seed,
-                                threads=threads, progress=progress, backend=backend, lp_algorithm=lp_algorithm,
-                                partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs,
-                                aggregate=aggregate, refine=refine, needs_steps=needs_steps, **driver_options)
-
         solver.__name__ = solver_name.replace("-", "_")
-        solver.__doc__ = f"{summary} ({'heterogeneity-aware' if aware else 'heterogeneity-agnostic'})."
+        document(solver, f"{summary} ({'heterogeneity-aware' if aware else 'heterogeneity-agnostic'}).",
+                 {"baseline": BASELINE_MEANING} if not aware and baseline_option else None)
         register("allocation", solver_name, exact=exact and aware, reference=reference,
                  description=summary + ("" if aware else ", blind to throughput differences (baseline)"))(solver)
 
@@ -466,41 +535,50 @@ _register_pair("max-throughput", drive_max_throughput, "max_throughput", "maximi
                f"{GAVEL}, §3.1 and §4.2")
 _register_pair("min-cost", drive_min_cost, "min_cost",
                "maximize throughput per dollar (linear-fractional, Charnes-Cooper LP)", f"{GAVEL}, §4.2")
+# SLO floors are measured throughputs, which the all-ones model cannot express: no gavel baseline.
 _register_pair("min-cost-slo", drive_min_cost, "min_cost_slo",
                "maximize throughput per dollar subject to every job meeting its SLO (Charnes-Cooper LP)",
-               f"{GAVEL}, §4.2", with_slo=True)
+               f"{GAVEL}, §4.2", baseline_option=False, with_slo=True)
 
 
-FTF_METHODS = ("dinkelbach", "levels")
+FtfMethod = Literal["dinkelbach", "levels"]
+FTF_SUMMARY = "Themis finish-time fairness: minimize the maximum rho, by Dinkelbach-type LPs with a certified gap"
 
 
-def _register_finish_time_fairness() -> None:
-    """finish-time-fairness(-agnostic), with ``method``: ``dinkelbach`` (default, the
-    Crouzeix-Ferland-Schaible iteration) or ``levels`` (the earlier sequence of max-min LPs)."""
-    summary = "Themis finish-time fairness: minimize the maximum rho, by Dinkelbach-type LPs with a certified gap"
-    for aware in (True, False):
-        solver_name = "finish-time-fairness" if aware else "finish-time-fairness-agnostic"
-
-        def solver(instance: AllocationInstance, *, time_limit: float | None = None, seed: int = 0,
-                   threads: int = 1, progress: Progress, backend: Backend = "highspy",
-                   lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
-                   space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
-                   refine: bool = False, method: str = "dinkelbach", _aware: bool = aware) -> SolveResult:
-            if method not in FTF_METHODS:
-                raise InstanceError("options.method", f"unknown method '{method}' (known: {', '.join(FTF_METHODS)})")
-            return solve_policy(instance, drive_finish_time_fairness, aware=_aware, policy="finish_time_fairness",
-                                time_limit=time_limit, seed=seed, threads=threads, progress=progress,
-                                backend=backend, lp_algorithm=lp_algorithm, partitions=partitions,
-                                space_sharing=space_sharing, prune_pairs=prune_pairs, aggregate=aggregate,
-                                refine=refine, needs_steps=True, method=method)
-
-        solver.__name__ = solver_name.replace("-", "_")
-        solver.__doc__ = f"{summary} ({'heterogeneity-aware' if aware else 'heterogeneity-agnostic'})."
-        register("allocation", solver_name, exact=aware, reference=f"{GAVEL}, §4.2",
-                 description=summary + ("" if aware else ", blind to throughput differences (baseline)"))(solver)
+def finish_time_fairness(instance: AllocationInstance, *, time_limit: float | None = None, seed: int = 0,
+                         threads: int = 1, progress: Progress, backend: Backend = "highspy",
+                         lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
+                         space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
+                         refine: bool = False, method: FtfMethod = "dinkelbach") -> SolveResult:
+    """Minimize the maximum finish-time fairness rho (Gavel §4.2, Themis), heterogeneity-aware:
+    ``dinkelbach`` (default, the Crouzeix-Ferland-Schaible iteration) or ``levels``."""
+    return solve_policy(instance, drive_finish_time_fairness, aware=True, policy="finish_time_fairness",
+                        time_limit=time_limit, seed=seed, threads=threads, progress=progress,
+                        backend=backend, lp_algorithm=lp_algorithm, partitions=partitions,
+                        space_sharing=space_sharing, prune_pairs=prune_pairs, aggregate=aggregate,
+                        refine=refine, needs_steps=True, method=method)
 
 
-_register_finish_time_fairness()
+def finish_time_fairness_agnostic(instance: AllocationInstance, *, time_limit: float | None = None, seed: int = 0,
+                                  threads: int = 1, progress: Progress, backend: Backend = "highspy",
+                                  lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
+                                  space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
+                                  refine: bool = False, method: FtfMethod = "dinkelbach",
+                                  baseline: AgnosticBaseline = "runnable") -> SolveResult:
+    """Finish-time fairness over time shares (the agnostic baseline of Gavel §7.2)."""
+    return solve_policy(instance, drive_finish_time_fairness, aware=False, policy="finish_time_fairness",
+                        time_limit=time_limit, seed=seed, threads=threads, progress=progress,
+                        backend=backend, lp_algorithm=lp_algorithm, partitions=partitions,
+                        space_sharing=space_sharing, prune_pairs=prune_pairs, aggregate=aggregate,
+                        refine=refine, needs_steps=True, method=method, baseline=baseline)
+
+
+document(finish_time_fairness, finish_time_fairness.__doc__)
+document(finish_time_fairness_agnostic, finish_time_fairness_agnostic.__doc__, {"baseline": BASELINE_MEANING})
+register("allocation", "finish-time-fairness", exact=True, reference=f"{GAVEL}, §4.2",
+         description=FTF_SUMMARY)(finish_time_fairness)
+register("allocation", "finish-time-fairness-agnostic", exact=False, reference=f"{GAVEL}, §4.2",
+         description=FTF_SUMMARY + ", blind to throughput differences (baseline)")(finish_time_fairness_agnostic)
 
 
 def _binary_search(instance: AllocationInstance, aware: bool, tolerance: float, options: dict) -> SolveResult:
@@ -535,9 +613,14 @@ def min_makespan_binary_search_agnostic(instance: AllocationInstance, *, time_li
                                         backend: Backend = "highspy", lp_algorithm: highs_runner.LpAlgorithm = "auto",
                                         partitions: int = 1, space_sharing: bool = False, prune_pairs: bool = True,
                                         aggregate: bool = True, refine: bool = False,
-                                        tolerance: float = 1e-6) -> SolveResult:
+                                        tolerance: float = 1e-6,
+                                        baseline: AgnosticBaseline = "runnable") -> SolveResult:
     """The binary search over time shares instead of throughputs (the agnostic baseline)."""
     return _binary_search(instance, False, tolerance, dict(
         time_limit=time_limit, seed=seed, threads=threads, progress=progress, backend=backend,
         lp_algorithm=lp_algorithm, partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs,
-        aggregate=aggregate, refine=refine))
+        aggregate=aggregate, refine=refine, baseline=baseline))
+
+
+document(min_makespan_binary_search_agnostic, min_makespan_binary_search_agnostic.__doc__.split("\n\nParameters")[0],
+         {"baseline": BASELINE_MEANING})
