@@ -399,3 +399,15 @@ def test_heavy_libraries_load_only_when_used():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_several_bad_cells_are_all_listed(tmp_path):
+    paths = _alloc_csvs(tmp_path)
+    _edit(paths["jobs"], 3, ",2,1.0,", ",-2,1.0,")
+    _edit(paths["jobs"], 5, ",1,1.0,", ",0,1.0,")
+    with pytest.raises(InstanceError) as caught:
+        af.from_frames(jobs=paths["jobs"], cluster=paths["cluster"])
+    lines = caught.value.lines()
+    assert [line.split(": ")[1] for line in lines] == ["row 2 (line 3), column 'scale_factor'",
+                                                       "row 4 (line 5), column 'scale_factor'"]
+    assert all(line.startswith(f"{paths['jobs']}: ") for line in lines)

@@ -368,12 +368,24 @@ Resolver = Callable[[str], "tuple[Table, int | None, str | None] | None"]
 
 def relabel(error: InstanceError, resolve: Resolver) -> InstanceError:
     """Turn an error at a JSON path (``jobs[3].weight``) into one at a table cell, when
-    ``resolve`` knows which table, row and column the path came from."""
+    ``resolve`` knows which table, row and column the path came from. Further errors the
+    validation found (``error.more``) come along when they are in the same table."""
     found = resolve(error.path)
     if found is None:
         return error
     table, row, column = found
-    return table.error(error.reason, row, column)
+    more = []
+    for path, reason in getattr(error, "more", ()):
+        other = resolve(path)
+        if other is not None and other[0] is table:
+            more.append((table.where(other[1], other[2]), reason))
+    first = table.error(error.reason, row, column)
+    if not more:
+        return first
+    try:
+        return InstanceError(first.path, first.reason, first.source, more=more)
+    except TypeError:  # an InstanceError without `more` (older base): the first error alone
+        return first
 
 
 def split_path(path: str) -> tuple[str, int | None, str]:
