@@ -32,7 +32,7 @@ groups:
       - {name: max-min-fairness-agnostic, label: agnostic}
 """
 # Columns that measure the machine rather than the answer.
-TIMINGS = ("wall_s", "peak_mem_mb")
+TIMINGS = ("wall_s", "peak_mem_mb", "mem_baseline_mb")
 
 
 def _answers(rows):
@@ -52,6 +52,8 @@ def test_a_run_past_its_time_limit_is_killed(tmp_path):
     # time_limit 0.01 s with no grace: generating 5000 jobs alone takes longer than 0.015 s.
     suite = parse_suite("name: k\ngroups: [{kind: allocation, generator: {jobs: 5000}, time_limit: 0.01, "
                         "solvers: [{name: max-min-fairness}]}]")
+    # The fork server's one-time start (it preloads every back-end) is not the cell's time.
+    CellProcess(expand_cells(parse_suite(SMALL))[0]).start().wait()
     started = time.monotonic()
     rows = run_sweep(suite, tmp_path, grace_s=0.0, progress=None)
     assert time.monotonic() - started < 10
@@ -66,7 +68,9 @@ def test_the_child_process_gives_the_in_process_answer():
     cell = expand_cells(parse_suite(SMALL))[1]
     here, there = run_cell(cell), CellProcess(cell).start().wait()
     assert _answers([here]) == _answers([there])
-    assert there["status"] == "optimal" and float(there["peak_mem_mb"]) > 10
+    assert there["status"] == "optimal" and float(there["peak_mem_mb"]) >= 0
+    # The baseline holds the interpreter, numpy and the preloaded back-ends; the peak is the solve's own.
+    assert float(there["mem_baseline_mb"]) > 50 and there["mem_measure"] in ("rss-increase", "maxrss-increase")
 
 
 def test_a_failing_cell_is_a_row_not_a_crash(tmp_path):
@@ -167,8 +171,7 @@ def test_unreachable_scheduler_is_a_one_line_error():
     pytest.importorskip("dask.distributed")
     # Port 9 (discard) on loopback: nothing listens there in the test environment.
     with pytest.raises(InstanceError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
-        executors.run_dask(expand_cells(parse_suite(SMALL)), lambda cell, row: None,
-                           address="tcp://127.0.0.1:9", connect_timeout_s=1)
+        executors.connect_dask("tcp://127.0.0.1:9", timeout_s=1)
 
 
 def test_interrupt_leaves_no_child_running(monkeypatch):

@@ -24,7 +24,6 @@ import multiprocessing
 import multiprocessing.context
 import multiprocessing.process
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -34,20 +33,25 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from fleetplan.benchmarks.memory import BACKENDS, MemoryProbe, preload_backends
 from fleetplan.benchmarks.suite import Suite, group_name
 from fleetplan.instances import Evaluation, InstanceError, generate, save
 from fleetplan.solvers import solve
 
-# The shared suite format's columns, then four of the harness's own (the fourth, ``stats``,
-# is the solver's own measurements as JSON): the sense of the
-# objective (to compare bounds the right way), which objective the judge scored (solvers of
-# different policies of one kind are scored differently, and only like is compared with like),
-# and what the gap was measured against.
+# The shared suite format's columns, then the harness's own: the sense of the objective (to
+# compare bounds the right way), which objective the judge scored (solvers of different policies
+# of one kind are scored differently, and only like is compared with like), what the gap was
+# measured against, the solver's own measurements as JSON (``stats``), the memory baseline and
+# how memory was measured (:mod:`.memory`), a simulator's metrics as JSON, and the table's format.
 COLUMNS: tuple[str, ...] = (
     "suite", "group", "kind", "instance", "params", "seed", "solver", "label", "options", "repeat",
     "status", "objective", "bound", "best_bound", "gap", "wall_s", "peak_mem_mb", "violations",
-    "message", "sense", "objective_name", "gap_reference", "stats",
+    "message", "sense", "objective_name", "gap_reference", "stats", "mem_baseline_mb",
+    "mem_measure", "metrics", "format_version",
 )
+# Version 1: the first 22 columns; 2 added ``stats``; 3 added the last four and changed
+# ``peak_mem_mb`` from the child's whole peak to the solve's own increase (see results.py).
+FORMAT_VERSION = 3
 # Beyond time_limit * KILL_FACTOR + grace a child is killed (solvers honour their limit within
 # a few percent; the grace covers interpreter start and instance generation).
 KILL_FACTOR = 1.5
@@ -127,6 +131,7 @@ def base_row(cell: Cell) -> dict[str, Any]:
         suite=cell.suite, group=cell.group, kind=cell.kind, instance=cell.instance,
         params=json.dumps(cell.params, sort_keys=True), seed=cell.seed, solver=cell.solver,
         label=cell.label, options=json.dumps(cell.options, sort_keys=True), repeat=cell.repeat,
+        format_version=FORMAT_VERSION,
     )
     return row
 
@@ -146,11 +151,12 @@ def _number(value: float | None) -> float | str:
     return value if value is not None and math.isfinite(value) else ""
 
 
-def peak_memory_mb() -> float:
-    """Peak resident memory of this process in MiB (ru_maxrss counts C extensions too)."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    # Linux reports KiB, macOS bytes.
-    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+def _with_memory(row: dict[str, Any], probe: MemoryProbe) -> dict[str, Any]:
+    """Fill the memory columns from a probe that ran (left empty when the run never started)."""
+    if probe.method:
+        row.update(peak_mem_mb=round(probe.increase_mb, 1), mem_baseline_mb=round(probe.baseline_mb, 1),
+                   mem_measure=probe.method + ("" if probe.preloaded else "+imports"))
+    return row
 
 
 def plan_file(plan_dir: str | os.PathLike[str], cell: Cell) -> Path:
@@ -168,7 +174,7 @@ def objective_name(evaluation: Evaluation) -> str:
     return "+".join(sorted(evaluation.terms)) or "objective"
 
 
-def run_cell(cell: Cell) -> dict[str, Any]:
+def run_cell(cell: Cell, preload: bool = True) -> dict[str, Any]:
     """Generate the cell's instance, solve it, and return its row (in this process).
 
     The objective, the violation count, the sense and the objective's name come from ``evaluate`` (through
@@ -176,26 +182,31 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     ``gap`` stay empty until every cell of the instance is in (see :mod:`.results`).
     """
     row = base_row(cell)
+    probe = MemoryProbe(preloaded=preload)
     try:
         instance = generate(cell.kind, cell.params, seed=cell.seed)
-        result = solve(instance, cell.solver, time_limit=cell.time_limit, seed=cell.seed,
-                       threads=cell.threads, **cell.options)
+        if preload:
+            preload_backends()  # a lazy import inside the solve is not the solver's memory
+        with probe:
+            result = solve(instance, cell.solver, time_limit=cell.time_limit, seed=cell.seed,
+                           threads=cell.threads, **cell.options)
     except InstanceError as error:
-        return error_row(cell, f"invalid input: {error}", peak_mem_mb=round(peak_memory_mb(), 1))
+        return _with_memory(error_row(cell, f"invalid input: {error}"), probe)
     except Exception as error:  # a crashing solver is a result, not the end of the sweep
         where = traceback.extract_tb(error.__traceback__)[-1]
-        return error_row(cell, f"{type(error).__name__}: {error} ({Path(where.filename).name}:{where.lineno})",
-                         peak_mem_mb=round(peak_memory_mb(), 1))
+        return _with_memory(error_row(cell, f"{type(error).__name__}: {error} "
+                                            f"({Path(where.filename).name}:{where.lineno})"), probe)
     evaluation = result.evaluation
     row.update(
         status=result.status, objective=_number(result.objective), bound=_number(result.bound),
-        wall_s=round(result.wall_s, 6), peak_mem_mb=round(peak_memory_mb(), 1),
+        wall_s=round(result.wall_s, 6),
         violations=len(evaluation.violations) if evaluation is not None else "",
         message=one_line(result.message), sense=evaluation.sense if evaluation is not None else "",
         objective_name=objective_name(evaluation) if evaluation is not None else "",
         # The solver's own measurements (e.g. model-build and solve seconds), kept as JSON.
         stats=json.dumps({k: _number(v) for k, v in sorted(result.stats.items())}),
     )
+    _with_memory(row, probe)
     if cell.plan_dir and result.plan is not None:
         save(result.plan, plan_file(cell.plan_dir, cell))
     return row
@@ -319,7 +330,7 @@ def _forkserver() -> multiprocessing.context.BaseContext:
     global _FORKSERVER
     if _FORKSERVER is None:
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["fleetplan.benchmarks.cells"])
+        context.set_forkserver_preload(["fleetplan.benchmarks.cells", *BACKENDS])
         _FORKSERVER = context
     return _FORKSERVER
 
@@ -339,8 +350,12 @@ def _forked_child(cell_json: str, folder: str) -> None:
 
 
 def _main(argv: list[str]) -> int:
-    """Child entry point: cell JSON on stdin, row JSON written atomically to ``argv[0]``."""
-    _write_row(run_cell(Cell.from_json(sys.stdin.read())), Path(argv[0]))
+    """Child entry point: cell JSON on stdin, row JSON written atomically to ``argv[0]``.
+
+    A fresh interpreter does not preload the back-ends (several seconds per cell): the solve's
+    memory then includes importing the back-end it uses, and ``mem_measure`` says ``+imports``.
+    """
+    _write_row(run_cell(Cell.from_json(sys.stdin.read()), preload=False), Path(argv[0]))
     return 0
 
 

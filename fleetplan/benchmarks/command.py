@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from fleetplan.benchmarks.cells import DEFAULT_GRACE_S
+from fleetplan.benchmarks.executors import DaskSecurity, dask_security
 from fleetplan.benchmarks.report import write_report
-from fleetplan.benchmarks.results import RESULTS_FILE
-from fleetplan.benchmarks.suite import bundled_suites, load_suite
+from fleetplan.benchmarks.results import RESULTS_FILE, row_failed
+from fleetplan.benchmarks.suite import bundled_suites, load_suite, output_folder
 from fleetplan.benchmarks.sweep import run_sweep
 from fleetplan.instances import InstanceError
 
@@ -42,8 +43,17 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     bench.add_argument("--executor", choices=("local", "dask"), default="local")
     bench.add_argument("--workers", type=int, default=1, metavar="N",
                        help="local executor: solver processes run at once (default 1)")
-    bench.add_argument("--address", default=None, metavar="tcp://HOST:8786",
-                       help="dask executor: the scheduler's address")
+    bench.add_argument("--address", default=None, metavar="tls://HOST:8786",
+                       help="dask executor: the scheduler's address (never read from the Dask "
+                            "configuration); tcp:// only on loopback unless --insecure")
+    bench.add_argument("--tls-ca-file", default=None, metavar="FILE",
+                       help="dask: CA certificate the scheduler's certificate must chain to")
+    bench.add_argument("--tls-cert", default=None, metavar="FILE",
+                       help="dask: this client's certificate (mutual TLS)")
+    bench.add_argument("--tls-key", default=None, metavar="FILE", help="dask: this client's private key")
+    bench.add_argument("--insecure", action="store_true",
+                       help="dask: allow plain tcp:// to a non-loopback scheduler (anyone who can "
+                            "reach or impersonate it can run code in this process)")
     bench.add_argument("--resume", action="store_true",
                        help="keep DIR/results.csv and run only the cells missing from it")
     bench.add_argument("--repeats", type=int, default=None, metavar="N",
@@ -73,18 +83,26 @@ def handle(args: argparse.Namespace) -> int:
     if args.grace < 0:
         raise InstanceError("--grace", "must be >= 0")
     if args.executor == "dask" and not args.address:
-        raise InstanceError("--address", "the dask executor needs --address tcp://HOST:8786")
-    if args.executor == "local" and args.address:
-        raise InstanceError("--address", "only the dask executor takes an address (add --executor dask)")
+        raise InstanceError("--address", "the dask executor needs --address tls://HOST:8786 (or tcp:// on loopback)")
+    tls = DaskSecurity(args.tls_ca_file, args.tls_cert, args.tls_key)
+    if args.executor == "local":
+        for flag, value in (("--address", args.address), ("--tls-ca-file", args.tls_ca_file),
+                            ("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key),
+                            ("--insecure", args.insecure)):
+            if value:
+                raise InstanceError(flag, f"only the dask executor takes {flag} (add --executor dask)")
+    else:
+        dask_security(args.address, tls, insecure=args.insecure)  # refuse before loading anything
     suite = load_suite(args.suite)
-    out = Path(args.output or Path("bench-results") / suite.name)
+    # The suite's name is only a folder name inside bench-results/, never a path.
+    out = Path(args.output) if args.output else output_folder(suite.name)
     if not args.resume and (out / RESULTS_FILE).exists():
         raise InstanceError("-o", f"{out / RESULTS_FILE} exists: pass --resume to finish it, "
                                   "or choose another folder")
     rows = run_sweep(suite, out, executor=args.executor, workers=args.workers, address=args.address,
-                     resume=args.resume, repeats=args.repeats, grace_s=args.grace,
+                     tls=tls, insecure=args.insecure, resume=args.resume, repeats=args.repeats, grace_s=args.grace,
                      save_plans=args.save_plans, command="fleetplan " + " ".join(sys.argv[1:]))
-    failed = sum(row["status"] == "error" for row in rows)
+    failed = sum(row_failed(row) for row in rows)
     print(f"{len(rows)} cells, {failed} failed: {out / RESULTS_FILE}", file=sys.stderr)
     if not args.no_report:
         _report(out, plots=not args.no_plots)

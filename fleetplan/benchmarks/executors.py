@@ -11,15 +11,21 @@ when a cell is handed out, which is what the progress display and the CSV writer
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fleetplan.benchmarks.cells import (
+    COLUMNS,
     DEFAULT_GRACE_S,
     Cell,
     CellProcess,
+    base_row,
     error_row,
     run_cell_isolated,
 )
@@ -67,37 +73,145 @@ def run_local(cells: Sequence[Cell], on_row: OnRow, *, workers: int = 1,
             process.poll()
 
 
-def run_dask(cells: Sequence[Cell], on_row: OnRow, *, address: str | Any,
-             grace_s: float = DEFAULT_GRACE_S, on_start: OnStart = _nothing,
-             connect_timeout_s: float = 30.0) -> None:
-    """Run ``cells`` on the Dask cluster at ``address`` (``tcp://HOST:8786``, or a ``Client``).
+@dataclass(frozen=True)
+class DaskSecurity:
+    """TLS settings for the Dask executor (the ``--tls-*`` flags).
+
+    ``ca_file`` is the certificate authority the scheduler's certificate must chain to;
+    ``cert``/``key`` this client's own certificate, for schedulers that require mutual TLS.
+    With none of them, a ``tls://`` address uses the Dask configuration
+    (``distributed.comm.tls.*``, e.g. ``~/.config/dask/distributed.yaml``).
+    """
+
+    ca_file: str | None = None
+    cert: str | None = None
+    key: str | None = None
+
+    @property
+    def given(self) -> bool:
+        return any((self.ca_file, self.cert, self.key))
+
+
+LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
+
+
+def scheduler_host(address: str) -> tuple[str, str]:
+    """``(scheme, host)`` of a scheduler address such as ``tls://10.0.0.5:8786``."""
+    scheme, sep, rest = address.partition("://")
+    if not sep:
+        scheme, rest = "tcp", address
+    host = rest
+    if host.startswith("["):  # [::1]:8786
+        host = host[1:host.find("]")] if "]" in host else host[1:]
+    elif host.count(":") == 1:
+        host = host.split(":", 1)[0]
+    return scheme.lower(), host.split("/", 1)[0].lower()
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine's loopback interface (no name lookup is made: a
+    name that merely resolves to 127.0.0.1 elsewhere does not count)."""
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def dask_security(address: str, tls: DaskSecurity | None = None, *, insecure: bool = False) -> Any:
+    """Check ``address`` against the trust rules and return the ``distributed.Security`` to use
+    (None for plain TCP on loopback, or with ``insecure``).
+
+    * ``tls://`` uses the ``--tls-*`` files, else the Dask configuration; it is refused when
+      neither names a CA file (a TLS connection that checks nothing protects nothing).
+    * ``tcp://`` is accepted on loopback only, unless ``insecure`` (``--insecure``) says the user
+      accepts that anyone who can reach or impersonate the scheduler can run code here.
+    * Any other scheme is refused.
+    """
+    tls = tls or DaskSecurity()
+    scheme, host = scheduler_host(address)
+    if scheme not in ("tcp", "tls"):
+        raise InstanceError("--address", f"unsupported scheme '{scheme}://' (use tls://HOST:PORT, or tcp:// on loopback)")
+    if scheme == "tcp":
+        if tls.given:
+            raise InstanceError("--address", "TLS files were given for a tcp:// address: use tls://HOST:PORT")
+        if not is_loopback(host) and not insecure:
+            raise InstanceError("--address", f"refusing plain TCP to non-loopback scheduler '{host}': cells and "
+                                             "results would travel unauthenticated (use tls:// with --tls-ca-file, "
+                                             "or pass --insecure to accept that risk on a network you control)")
+        return None
+    from distributed.security import Security
+
+    if tls.given:
+        if not tls.ca_file:
+            raise InstanceError("--tls-ca-file", "needed with --tls-cert/--tls-key: the CA that signs the scheduler")
+        if bool(tls.cert) != bool(tls.key):
+            raise InstanceError("--tls-cert", "--tls-cert and --tls-key go together")
+        for flag, path in (("--tls-ca-file", tls.ca_file), ("--tls-cert", tls.cert), ("--tls-key", tls.key)):
+            if path and not Path(path).is_file():
+                raise InstanceError(flag, f"file not found: {path}")
+        return Security(tls_ca_file=tls.ca_file, tls_client_cert=tls.cert, tls_client_key=tls.key,
+                        require_encryption=True)
+    security = Security(require_encryption=True)  # reads distributed.comm.tls.* from the Dask config
+    if not security.tls_ca_file:
+        raise InstanceError("--tls-ca-file", "a tls:// scheduler needs a CA file: --tls-ca-file, or "
+                                             "distributed.comm.tls.ca-file in the Dask configuration")
+    return security
+
+
+CONNECT_TIMEOUT_S = 30.0
+
+
+def connect_dask(address: str, tls: DaskSecurity | None = None, *, insecure: bool = False,
+                 timeout_s: float | None = None) -> Any:
+    """A ``Client`` for the scheduler the user named, after :func:`dask_security`'s checks.
+
+    The client deserializes results with msgpack only: a cell's row comes back as JSON text, so
+    no pickle from the cluster is ever needed to read a result.
+    """
+    security = dask_security(address, tls, insecure=insecure)
+    try:
+        from dask.distributed import Client
+    except ImportError:  # pragma: no cover - dask is a declared optional dependency
+        raise InstanceError("--executor", "the dask executor needs dask[distributed] installed") from None
+    try:
+        return Client(address, timeout=timeout_s or CONNECT_TIMEOUT_S, security=security, deserializers=["msgpack"],
+                      set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as error:
+        raise InstanceError("--address", f"cannot reach the Dask scheduler at {address}: {error}") from None
+
+
+def cell_task(cell_json: str, grace_s: float) -> str:
+    """What a Dask task runs: a cell as JSON in, its row as JSON out (never a pickled object)."""
+    cell = Cell.from_json(cell_json)
+    try:
+        row = run_cell_isolated(cell, grace_s)
+    except Exception as error:  # noqa: BLE001 - the row, not a pickled exception, goes back
+        row = error_row(cell, f"worker failed: {type(error).__name__}: {error}")
+    return json.dumps(row)
+
+
+def run_dask(cells: Sequence[Cell], on_row: OnRow, *, client: Any,
+             grace_s: float = DEFAULT_GRACE_S, on_start: OnStart = _nothing) -> None:
+    """Run ``cells`` on the Dask cluster of ``client`` (from :func:`connect_dask`, or a test's).
 
     One task per cell (``pure=False``: a repeat is a new measurement, never a cached result);
     rows are handed over in completion order.
     """
-    try:
-        from dask.distributed import Client, as_completed
-    except ImportError:  # pragma: no cover - dask is a declared optional dependency
-        raise InstanceError("executor", "the dask executor needs dask[distributed] installed") from None
-    own_client = not isinstance(address, Client)
-    if own_client:
-        try:
-            client = Client(address, timeout=connect_timeout_s)
-        except (OSError, TimeoutError) as error:
-            raise InstanceError("address", f"cannot reach the Dask scheduler at {address}: {error}") from None
-    else:
-        client = address
+    from dask.distributed import as_completed
+
     futures = {}
     try:
         for cell in cells:
-            future = client.submit(run_cell_isolated, cell, grace_s, pure=False,
+            future = client.submit(cell_task, cell.to_json(), grace_s, pure=False,
                                    key=f"fleetplan-cell-{cell.order}-{time.monotonic_ns()}")
             futures[future] = cell
             on_start(cell)
-        for future in as_completed(futures):
+        for future in as_completed(futures, loop=client.loop):
             cell = futures[future]
             try:
-                row = future.result()
+                row = _checked_row(cell, json.loads(future.result()))
             except Exception as error:  # a lost worker is one failed cell, not a lost sweep
                 row = error_row(cell, f"dask task failed: {type(error).__name__}: {error}")
             on_row(cell, row)
@@ -105,5 +219,16 @@ def run_dask(cells: Sequence[Cell], on_row: OnRow, *, address: str | Any,
         for future in futures:
             if not future.done():
                 future.cancel()
-        if own_client:
-            client.close()
+
+
+def _checked_row(cell: Cell, data: Any) -> dict[str, Any]:
+    """A row from the cluster, kept only if it is a row of this cell (plain values)."""
+    if not isinstance(data, dict) or any(not isinstance(value, (str, int, float, type(None)))
+                                         for value in data.values()):
+        raise ValueError("the worker's answer is not a results row")
+    row = {column: data.get(column, "") for column in COLUMNS}
+    expected = base_row(cell)
+    for column in ("group", "instance", "label"):
+        if str(row[column]) != str(expected[column]):
+            raise ValueError(f"the worker's answer is for another cell ({column} {row[column]!r})")
+    return row

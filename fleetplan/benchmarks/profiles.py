@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from fleetplan.benchmarks.results import SOLVED, as_float
+from fleetplan.benchmarks.results import SOLVED, as_float, row_failed
 
 DEFAULT_TARGET_GAP = 1e-4
 # Objectives within this relative distance are ties when counting wins.
@@ -103,7 +103,7 @@ def median_runs(rows: Iterable[dict[str, Any]]) -> list[Run]:
         runs.append(Run(
             group=group, kind=str(bucket[0]["kind"]), instance=instance, seed=seed, label=label,
             params=json.loads(bucket[0].get("params") or "{}"), repeats=len(bucket),
-            failed=sum(row["status"] == "error" for row in bucket), status=status,
+            failed=sum(row_failed(row) for row in bucket), status=status,
             objective=_median(as_float(row["objective"]) for row in solved),
             gap=_median(as_float(row["gap"]) for row in solved),
             wall_s=_median(as_float(row["wall_s"]) for row in use),

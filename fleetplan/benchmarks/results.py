@@ -27,12 +27,21 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from fleetplan.benchmarks.cells import COLUMNS, Cell, cell_key
+from fleetplan.benchmarks.cells import COLUMNS, FORMAT_VERSION, Cell, cell_key
 from fleetplan.instances import InstanceError
 from fleetplan.instances.base import atomic_write_text
 
 RESULTS_FILE = "results.csv"
 SOLVED = ("optimal", "feasible", "time_limit")
+# What each format version added (its columns get these values when an older table is read).
+# Version 1 is the first 22 columns of COLUMNS; tables before version 3 carry no version column.
+_ADDED: dict[int, dict[str, str]] = {
+    2: {"stats": ""},
+    # Before version 3, peak_mem_mb was the child process's whole peak (interpreter included).
+    3: {"mem_baseline_mb": "", "mem_measure": "process-peak", "metrics": ""},
+}
+V1_COLUMNS = COLUMNS[:22]
+SIM_STATUS = "done"  # a simulation cell that ran to its end
 # An objective may beat the best bound by this much (relative) before we call the bound wrong:
 # LP solutions are feasible only to ~1e-7.
 BOUND_TOLERANCE = 1e-6
@@ -85,8 +94,38 @@ class ResultsWriter:
         self.close()
 
 
+def table_version(fieldnames: Iterable[str], first_row: dict[str, Any] | None, source: str) -> int:
+    """The format version of a table, from its version column or (older tables) its columns."""
+    names = set(fieldnames)
+    if "format_version" in names:
+        text = (first_row or {}).get("format_version") or str(FORMAT_VERSION)
+        try:
+            version = int(text)
+        except ValueError:
+            raise InstanceError("format_version", f"not a version number: {text!r}", source) from None
+        if version > FORMAT_VERSION:
+            raise InstanceError("format_version", f"table written in format {version} by a newer fleetplan; "
+                                                  f"this one reads formats 1 to {FORMAT_VERSION}", source)
+        return version
+    missing = [column for column in V1_COLUMNS if column not in names]
+    if missing:
+        raise InstanceError(missing[0], "column missing: this is not a fleetplan results table", source)
+    return 2 if "stats" in names else 1
+
+
+def migrate_row(row: dict[str, Any], version: int) -> dict[str, Any]:
+    """A row of a table in format ``version`` as a row of the current format."""
+    out = dict(row)
+    for step in range(version + 1, FORMAT_VERSION + 1):
+        for column, value in _ADDED.get(step, {}).items():
+            out.setdefault(column, value)
+    out["format_version"] = FORMAT_VERSION
+    return {column: out.get(column, "") if out.get(column) is not None else "" for column in COLUMNS}
+
+
 def read_results(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Read a results table back, dropping a torn last line; raise InstanceError if it is not one."""
+    """Read a results table of any format version (older ones are migrated to the current
+    columns), dropping a torn last line; raise InstanceError if it is not one."""
     path = Path(path)
     if path.is_dir():
         path = path / RESULTS_FILE
@@ -94,18 +133,30 @@ def read_results(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InstanceError("", "no results table here (run `fleetplan bench SUITE -o DIR` first)", str(path)) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise InstanceError("", f"cannot read the results table: {error}", str(path)) from None
     if text and not text.endswith("\n"):
         text = text[: text.rfind("\n") + 1]
     reader = csv.DictReader(io.StringIO(text))
-    missing = [column for column in COLUMNS if column not in (reader.fieldnames or [])]
-    if missing:
-        raise InstanceError(missing[0], "column missing: this is not a fleetplan results table", str(path))
-    rows = []
+    fieldnames = list(reader.fieldnames or [])
+    raw = []
     for line, row in enumerate(reader, start=2):
         if None in row or any(value is None for value in row.values()):
             raise InstanceError(f"line {line}", "wrong number of fields", str(path))
-        rows.append({column: row[column] for column in COLUMNS})
-    return rows
+        raw.append(row)
+    version = table_version(fieldnames, raw[0] if raw else None, str(path))
+    return [migrate_row(row, version) for row in raw]
+
+
+def row_failed(row: dict[str, Any]) -> bool:
+    """A run that ended without a plan (or a simulation that did not finish) is a failure,
+    whatever its status says: ``time_limit`` with no objective, ``infeasible``, ``error``."""
+    status = str(row.get("status", ""))
+    if status == "error":
+        return True
+    if status == SIM_STATUS:
+        return False
+    return status not in SOLVED or as_float(row.get("objective")) is None
 
 
 def as_float(value: Any) -> float | None:

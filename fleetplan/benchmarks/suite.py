@@ -33,7 +33,9 @@ YAML path (``groups[0].solvers[1].options.lp_algorithm``), never half-way throug
 from __future__ import annotations
 
 import itertools
+import math
 import os
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -46,6 +48,12 @@ from fleetplan.instances.base import StrictModel, validate_model
 from fleetplan.solvers import get_solver, solvers
 
 DEFAULT_TIME_LIMIT = 600.0
+# Bounds checked before anything is expanded: a suite is a small hand-written file, and a
+# YAML alias bomb (a few anchors, each a list of aliases to the last) expands exponentially.
+MAX_SUITE_BYTES = 1_000_000
+MAX_YAML_NODES = 50_000  # scalars, lists and mappings of the document with every alias expanded
+MAX_CELLS = 100_000  # cells of the whole suite (parameter sets x seeds x solvers x repeats)
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 class SolverEntry(StrictModel):
@@ -96,8 +104,14 @@ class Suite(StrictModel):
     def _check(self) -> Suite:
         # Checked here rather than in Group so that errors carry the full path (groups[i]...).
         names: set[str] = set()
+        total = 0
         for index, group in enumerate(self.groups):
             _check_group(group, f"groups[{index}]")
+            # Counted from the list lengths, before any product is built.
+            total += group_cell_count(group)
+            if total > MAX_CELLS:
+                raise InstanceError(f"groups[{index}]", f"the suite expands to more than {MAX_CELLS:,} cells "
+                                                        "(parameter sets x seeds x solvers x repeats)")
             name = group_name(group, index)
             if name in names:
                 raise InstanceError(f"groups[{index}].name", f"duplicate group name '{name}'")
@@ -145,6 +159,24 @@ def _check_group(group: Group, at: str) -> None:
         labels.add(entry.display)
 
 
+def group_cell_count(group: Group) -> int:
+    """Cells of one group, computed from the lengths alone (nothing is expanded)."""
+    sweeps = math.prod(len(value) if isinstance(value, list) else 1 for value in group.generator.values())
+    solver_count = len(solvers(group.kind)) if group.solvers == "all" else len(group.solvers)
+    return sweeps * len(group.seeds) * max(solver_count, 1) * group.repeats
+
+
+def output_folder(suite_name: str, root: str | os.PathLike[str] = "bench-results") -> Path:
+    """The default results folder of a suite: ``root/NAME`` with NAME made a single safe path
+    component, so a name such as ``../x`` or ``/etc`` can never lead outside ``root``."""
+    component = _SAFE_NAME.sub("-", suite_name).strip("-.") or "suite"
+    folder = Path(root) / component
+    base = Path(root).resolve()
+    if folder.resolve().parent != base:  # e.g. a symlink planted inside root
+        raise InstanceError("name", f"suite name '{suite_name}' does not give a folder inside {root}/")
+    return folder
+
+
 def group_name(group: Group, index: int) -> str:
     """A group's name in the results table: its ``name`` field, else its index."""
     return group.name or str(index)
@@ -171,15 +203,68 @@ def suite_path(name_or_path: str | os.PathLike[str]) -> Path:
     raise InstanceError("", "file not found", text)
 
 
-def parse_suite(text: str, source: str | None = None) -> Suite:
-    """Validate the text of a suite file."""
+def _expanded_nodes(root: yaml.Node, source: str | None) -> int:
+    """Nodes of the document once every alias is expanded, computed on the node graph (where an
+    alias is one shared node) in time linear in the file; refuses cycles and stops counting
+    past :data:`MAX_YAML_NODES`."""
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if key in sizes:
+            continue
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        if children_done:
+            on_path.discard(key)
+            sizes[key] = min(1 + sum(sizes[id(child)] for child in children), MAX_YAML_NODES + 1)
+            continue
+        if key in on_path:
+            raise InstanceError("", "the YAML refers to itself (a recursive alias)", source)
+        on_path.add(key)
+        stack.append((node, True))
+        for child in children:
+            if id(child) in on_path:
+                raise InstanceError("", "the YAML refers to itself (a recursive alias)", source)
+            if id(child) not in sizes:
+                stack.append((child, False))
+    return sizes[id(root)]
+
+
+def _load_yaml(text: str, source: str | None) -> Any:
+    """``yaml.safe_load`` with the document's expanded size bounded before it is built."""
+    if len(text) > MAX_SUITE_BYTES:
+        raise InstanceError("", f"suite file larger than {MAX_SUITE_BYTES:,} bytes", source)
+    # libyaml's parser when present (the pure-Python one takes seconds on 50k nodes).
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
     try:
-        data = yaml.safe_load(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_nodes(node, source) > MAX_YAML_NODES:  # before anything is built
+            raise InstanceError("", f"the YAML expands to more than {MAX_YAML_NODES:,} values once its "
+                                    "aliases are resolved (an alias bomb?)", source)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def parse_suite(text: str, source: str | None = None) -> Suite:
+    """Validate the text of a suite file (its size and expanded size are bounded first)."""
+    try:
+        data = _load_yaml(text, source)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
         problem = getattr(error, "problem", None) or "invalid YAML"
         raise InstanceError("", f"malformed YAML{where}: {problem}", source) from None
+    except RecursionError:
+        raise InstanceError("", "the YAML is nested too deeply", source) from None
     if not isinstance(data, dict):
         raise InstanceError("$", "expected a mapping with name and groups", source)
     return validate_model(Suite, data, source)

@@ -30,9 +30,12 @@ from typing import Any, Literal, TextIO
 from fleetplan.benchmarks import executors
 from fleetplan.benchmarks.cells import DEFAULT_GRACE_S, Cell, expand_cells
 from fleetplan.benchmarks.results import (
+    FORMAT_VERSION,
+    RESULTS_FILE,
     ResultsWriter,
     finalize,
     read_results,
+    row_failed,
     sort_rows,
     write_results,
 )
@@ -118,20 +121,21 @@ class SweepProgress:
     def finish(self, cell: Cell, row: dict[str, Any]) -> None:
         self.running = max(0, self.running - 1)
         self.done += 1
-        if row["status"] == "error":
+        if row_failed(row):
             self.failed += 1
         self._refresh()
         if self._bar is None and self.stream is not None:
             objective = row["objective"] if row["objective"] != "" else "-"
             wall = f"{float(row['wall_s']):.3f}s" if row["wall_s"] != "" else "-"
-            note = f"  {row['message']}" if row["status"] == "error" else ""
+            note = f"  {row['message']}" if row_failed(row) and row["message"] else ""
             self._log(f"[{self.done}/{self.total}] {cell.label} {cell.instance} seed={cell.seed} "
                       f"repeat={cell.repeat}: {row['status']} objective={objective} wall={wall} "
                       f"({self._status()}){note}")
 
 
 def run_sweep(suite: Suite, out: str | os.PathLike[str], *, executor: Executor = "local",
-              workers: int = 1, address: Any = None, resume: bool = False,
+              workers: int = 1, address: Any = None, tls: executors.DaskSecurity | None = None,
+              insecure: bool = False, resume: bool = False,
               repeats: int | None = None, grace_s: float = DEFAULT_GRACE_S,
               save_plans: bool = False, progress: TextIO | None | Literal["auto"] = "auto",
               live: bool | None = None, command: str | None = None) -> list[dict[str, Any]]:
@@ -139,47 +143,114 @@ def run_sweep(suite: Suite, out: str | os.PathLike[str], *, executor: Executor =
 
     ``resume=True`` keeps the rows already in ``out/results.csv`` and runs only the cells whose
     key (group, instance, seed, label, repeat) is missing. ``progress=None`` is silent.
-    ``out/run.json`` records each session: command, executor, machine, package versions.
+    ``out/run.json`` records each session: command, executor, machine, package versions, git
+    commit. ``address`` (dask) is a scheduler address the caller named, checked by
+    :func:`~fleetplan.benchmarks.executors.dask_security`, or a ready ``Client``.
+
+    A sweep that fails before its first row (the scheduler cannot be reached, a bad argument)
+    leaves nothing behind: what it created is removed again.
     """
     if executor not in ("local", "dask"):
         raise InstanceError("executor", f"unknown executor '{executor}' (local or dask)")
     if executor == "dask" and not address:
-        raise InstanceError("address", "the dask executor needs --address tcp://HOST:8786")
+        raise InstanceError("address", "the dask executor needs --address tls://HOST:8786 (or tcp:// on loopback)")
+    cells = expand_cells(suite, repeats=repeats)
+    client = None
+    own_client = False
+    if executor == "dask":
+        # Connect before touching the disk, so an unreachable scheduler leaves no folder.
+        own_client = isinstance(address, str)
+        client = executors.connect_dask(address, tls, insecure=insecure) if own_client else address
     folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
-    plan_dir = None
-    if save_plans:
-        (folder / "plans").mkdir(exist_ok=True)
-        plan_dir = str((folder / "plans").resolve())
-    cells = expand_cells(suite, repeats=repeats, plan_dir=plan_dir)
-    session = {
-        "command": command or f"run_sweep({suite.name!r}, executor={executor!r}, workers={workers})",
-        "suite": suite.name, "executor": executor, "workers": workers,
-        "address": str(address) if executor == "dask" else None, "machine": machine_description(),
-        "versions": package_versions(), "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
-    wanted = {cell.key for cell in cells}
-    with ResultsWriter(folder, resume=resume) as writer:
-        done = writer.done_keys & wanted
-        todo = [cell for cell in cells if cell.key not in done]
-        stream = None if progress is None else (sys.stderr if progress == "auto" else progress)
-        display = SweepProgress(len(cells), len(done), stream=stream, live=live)
-        with display:
-            def on_row(cell: Cell, row: dict[str, Any]) -> None:
-                writer.append(row)
-                display.finish(cell, row)
+    created = _create_folder(folder)
+    written = 0
+    try:
+        plan_dir = None
+        if save_plans:
+            (folder / "plans").mkdir(exist_ok=True)
+            plan_dir = str((folder / "plans").resolve())
+            cells = expand_cells(suite, repeats=repeats, plan_dir=plan_dir)
+        session = {
+            "command": command or f"run_sweep({suite.name!r}, executor={executor!r}, workers={workers})",
+            "suite": suite.name, "executor": executor, "workers": workers,
+            "address": str(address) if executor == "dask" else None, "machine": machine_description(),
+            "versions": package_versions(), "git": git_state(),
+            "results_format": FORMAT_VERSION,
+            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+        wanted = {cell.key for cell in cells}
+        with ResultsWriter(folder, resume=resume) as writer:
+            done = writer.done_keys & wanted
+            todo = [cell for cell in cells if cell.key not in done]
+            stream = None if progress is None else (sys.stderr if progress == "auto" else progress)
+            display = SweepProgress(len(cells), len(done), stream=stream, live=live)
+            with display:
+                def on_row(cell: Cell, row: dict[str, Any]) -> None:
+                    nonlocal written
+                    writer.append(row)
+                    written += 1
+                    display.finish(cell, row)
 
-            if executor == "local":
-                executors.run_local(todo, on_row, workers=workers, grace_s=grace_s, on_start=display.start)
-            else:
-                executors.run_dask(todo, on_row, address=address, grace_s=grace_s, on_start=display.start)
-        rows = writer.rows
+                if executor == "local":
+                    executors.run_local(todo, on_row, workers=workers, grace_s=grace_s, on_start=display.start)
+                else:
+                    executors.run_dask(todo, on_row, client=client, grace_s=grace_s, on_start=display.start)
+            rows = writer.rows
+    except BaseException:
+        if written == 0 and not resume:
+            _remove_created(folder, created)
+        raise
+    finally:
+        if own_client and client is not None:
+            client.close()
     session["cells_run"] = len(todo)
     session["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     _record_session(folder, session, resume)
     write_results(folder, sort_rows(finalize(rows), cells))
     # Read back, so callers see exactly what the file holds (strings, as any CSV reader would).
     return read_results(folder)
+
+
+def _create_folder(folder: Path) -> list[Path]:
+    """Create ``folder`` and its missing parents; return the ones created (deepest last)."""
+    missing = []
+    probe = folder
+    while not probe.exists():
+        missing.append(probe)
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    return list(reversed(missing))
+
+
+def _remove_created(folder: Path, created: list[Path]) -> None:
+    """Undo a sweep that never wrote a row: its empty table, plans folder and new folders."""
+    (folder / RESULTS_FILE).unlink(missing_ok=True)
+    plans = folder / "plans"
+    if plans.is_dir() and not any(plans.iterdir()):
+        plans.rmdir()
+    for path in reversed(created):
+        try:
+            path.rmdir()  # only if empty: never remove what someone else put there
+        except OSError:
+            break
+
+
+def git_state() -> dict[str, Any] | None:
+    """The commit of the fleetplan checkout that ran, and whether its tree had local changes
+    (None when fleetplan is not run from a git checkout)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                                text=True, timeout=10, check=True).stdout.strip()
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit, "dirty": bool(status.strip())}
 
 
 VERSIONED = ("fleetplan", "highspy", "ortools", "pyomo", "numpy", "scipy", "dask", "distributed")
