@@ -462,3 +462,8 @@ def rms_greedy(instance: BinpackInstance, *, time_limit: float | None = None, se
     model_objective = plan_cost(instance, outcomes)
     return SolveResult(status=status, plan=plan, model_objective=model_objective, message=message,
                        log=[message], stats=stats)
+
+
+# The exact solvers (cpsat, mip-highs, batch-cpsat) register when this module does; they build
+# on the classes above, so they are imported last. Their back-ends load only when they run.
+from fleetplan.solvers import binpack_exact  # noqa: E402,F401
