@@ -142,10 +142,10 @@ def test_gavel_mechanism_realises_the_allocation(multi_gpu, tolerance):
 @pytest.mark.parametrize("scheduler", sorted(SCHEDULERS))
 def test_each_scheduler_deterministic_and_within_capacity(scheduler):
     if scheduler.startswith("gavel"):
-        scenario = {"generate": "gavel", "jobs": 25, "rate_per_hour": 6.0,
+        scenario = {"generate": "gavel", "jobs": 6, "rate_per_hour": 4.0, "round_s": 1800.0,
                     "cluster": {"v100": 4, "p100": 4, "k80": 4}, "server_size": 4, "window_s": 600.0}
     else:
-        scenario = {"generate": "venus", "jobs": 150, "span_days": 0.5, "tenants": 4, "cluster": {"gpu": 32},
+        scenario = {"generate": "venus", "jobs": 80, "span_days": 0.25, "tenants": 4, "cluster": {"gpu": 32},
                     "window_s": 600.0}
     first = sim.run("cluster", scenario, scheduler=scheduler, seed=3).to_dict()
     second = sim.run("cluster", scenario, scheduler=scheduler, seed=3).to_dict()

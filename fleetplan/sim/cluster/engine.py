@@ -133,6 +133,8 @@ class Scheduler:
 
     name = "base"
     fluid = False
+    # a lease-based scheduler renews every expiring lease when no waiting job can fit anyway
+    renews_when_nothing_fits = True
 
     def __init__(self, scenario, trace: Trace, seed: int):
         self.scenario = scenario
@@ -206,6 +208,7 @@ class Sim:
         self.win_busy: list[float] = []
         self.next_arrival = 0
         self.active = np.zeros(0, dtype=int)
+        self.refresh_active()
         self.events = 0
         self.busy_integral = 0.0
 
@@ -223,7 +226,31 @@ class Sim:
     # --- time --------------------------------------------------------------------------
 
     def refresh_active(self) -> None:
+        """Recompute what depends on the set of active jobs (arrivals, ends): the fair shares
+        of eqs. 8, 13 and 14 are constant until it changes."""
         self.active = np.flatnonzero((self.status == PENDING) | (self.status == RUNNING))
+        act = self.active
+        tenants = self.trace.tenant[act]
+        demand = self.trace.gpus[act].astype(float)
+        tenant_demand = np.bincount(tenants, weights=demand, minlength=self.T)
+        tenant_jobs = np.bincount(tenants, minlength=self.T)
+        self._fair_tenant = np.minimum(tenant_demand, self.quota)  # eq. 8
+        # eq. 13 with equal job weights, capped by the job's demand (eq. 14)
+        share = self._fair_tenant[tenants] / np.maximum(tenant_jobs[tenants], 1)
+        self._fair_rate = np.minimum(demand, share)
+        self.refresh_running()
+
+    def refresh_running(self) -> None:
+        """Recompute what depends on the set of running jobs (decisions, ends)."""
+        run = self.active[self.status[self.active] == RUNNING]
+        self.running = run
+        self._held = self.held[run]
+        self._busy = float(self._held.sum())
+        self._tenant_held = np.bincount(self.trace.tenant[run], weights=self._held, minlength=self.T)
+        self._run_type = self.run_type[run]
+        self._resume = self.resume_at[run]
+        self._rate = self.rate[run]
+        self._resuming = bool((self._resume > self.now).any())
 
     def advance(self, t: float) -> None:
         """Progress running jobs and accumulate fairness integrals from ``now`` to ``t``."""
@@ -244,32 +271,29 @@ class Sim:
         if len(act) == 0:
             return
         self.active_integral += dt * len(act)
-        run = act[self.status[act] == RUNNING]
+        run = self.running
         if len(run):
-            effective = np.clip(t1 - np.maximum(t0, self.resume_at[run]), 0.0, dt)
-            self.left[run] -= self.rate[run] * effective
+            if self._resuming:
+                effective = np.clip(t1 - np.maximum(t0, self._resume), 0.0, dt)
+                self.left[run] -= self._rate * effective
+                self._resuming = bool((self._resume > t1).any())
+            else:
+                self.left[run] -= self._rate * dt
             self.run_time[run] += dt
-            held = self.held[run]
-            self.attained[run] += held * dt
+            self.attained[run] += self._held * dt
             if not self.scheduler.fluid:
-                self.time_on_type[run, self.run_type[run]] += dt
-            busy = float(held.sum()) * dt
+                self.time_on_type[run, self._run_type] += dt
+            busy = self._busy * dt
             self.busy_integral += busy
             self.win_busy[w] += busy
-            tenant_held = np.bincount(self.trace.tenant[run], weights=held, minlength=self.T) * dt
+            tenant_held = self._tenant_held * dt
             self.tenant_alloc += tenant_held
             self.win_alloc[w] += tenant_held
-        tenants = self.trace.tenant[act]
-        demand = self.trace.gpus[act].astype(float)
-        tenant_demand = np.bincount(tenants, weights=demand, minlength=self.T)
-        tenant_jobs = np.bincount(tenants, minlength=self.T)
-        fair_tenant = np.minimum(tenant_demand, self.quota)  # eq. 8
+        fair_tenant = self._fair_tenant
         self.tenant_fair += fair_tenant * dt
         self.tenant_fair_quota += self.quota * dt
         self.win_fair[w] += fair_tenant * dt
-        # eq. 13 with equal job weights, capped by the job's demand (eq. 14)
-        share = fair_tenant[tenants] / np.maximum(tenant_jobs[tenants], 1)
-        self.fair_job[act] += np.minimum(demand, share) * dt
+        self.fair_job[act] += self._fair_rate * dt
 
     # --- changes -----------------------------------------------------------------------
 
@@ -287,7 +311,7 @@ class Sim:
         return True
 
     def finish_jobs(self) -> bool:
-        run = self.active[self.status[self.active] == RUNNING]
+        run = self.running
         done = run[self.left[run] <= 1e-9 * np.maximum(self.trace.steps[run], 1.0)]
         for m in done:
             self.status[m] = DONE
@@ -304,22 +328,36 @@ class Sim:
         return len(done) > 0
 
     def next_completion(self) -> float:
-        run = self.active[self.status[self.active] == RUNNING]
-        run = run[self.rate[run] > 0]
+        run = self.running
         if len(run) == 0:
             return math.inf
-        return float((np.maximum(self.resume_at[run], self.now) + self.left[run] / self.rate[run]).min())
+        rate = self._rate
+        with np.errstate(divide="ignore"):
+            ends = np.maximum(self._resume, self.now) + np.where(rate > 0, self.left[run] / rate, np.inf)
+        return float(ends.min())
 
     def decide(self) -> None:
         """One scheduling decision at ``now`` (Astraea §5.1.2 steps 1-3)."""
         sched = self.scheduler
         if sched.fluid:
             sched.decide_fluid(self)
+            self.refresh_running()
             self.events += 1
             return
         act = self.active
-        running = act[self.status[act] == RUNNING]
+        running = self.running
         expiring = running[self.lease_end[running] <= self.now + EPS]
+        pending = act[self.status[act] == PENDING]
+        gpus = self.trace.gpus
+        if sched.renews_when_nothing_fits and (len(self.cluster.types) == 1 or not self.cluster.free.any()) and (
+                len(pending) == 0
+                or gpus[pending].min() > self.cluster.free.sum() + gpus[expiring].sum()):
+            # No waiting job could take any GPU even if every expiring lease were revoked, and no
+            # faster free type tempts a running job: every renewal succeeds in place (what the
+            # full decision would do, without its cost).
+            self.lease_end[expiring] = self.now + sched.lease
+            self.events += 1
+            return
         renewing = np.zeros(self.n, dtype=bool)
         renewing[expiring] = True
         for m in expiring:
@@ -327,7 +365,6 @@ class Sim:
             self.cluster.give_back(alloc)
             for s, c in alloc:
                 self.cluster.reserved[s] += c
-        pending = act[self.status[act] == PENDING]
         candidates = np.concatenate([pending, expiring])
         candidates.sort()
         decision = Decision(self, candidates, renewing)
@@ -361,6 +398,7 @@ class Sim:
                 self.resume_at[m] = self.now
                 self.ever_ran[m] = True
                 self.first_start[m] = self.now
+        self.refresh_running()
 
     def _stop(self, m: int) -> None:
         """Preempt m: its GPUs were already handed back at the start of the decision."""
@@ -400,8 +438,8 @@ class Sim:
                 self.refresh_active()
             decided = decision_at <= t + EPS
             if decided:
-                self.admit_arrivals()
-                self.refresh_active()
+                if self.admit_arrivals():
+                    self.refresh_active()
                 self.decide()
                 last_decision = self.now
             if self.next_arrival >= self.n and len(self.active) == 0:
@@ -409,9 +447,8 @@ class Sim:
             trigger = float(self.trace.submit[self.next_arrival]) if self.next_arrival < self.n else math.inf
             if finished and not decided:
                 trigger = self.now
-            run = self.active[self.status[self.active] == RUNNING]
-            if len(run):
-                trigger = min(trigger, float(self.lease_end[run].min()))
+            if len(self.running) and sched.lease < math.inf:
+                trigger = min(trigger, float(self.lease_end[self.running].min()))
             decision_at = self.grid(trigger) if trigger < math.inf else math.inf
             if decision_at <= last_decision + EPS:
                 decision_at = last_decision + step if step > 0 else self.now + EPS

@@ -29,6 +29,7 @@ from fleetplan.sim.cluster.engine import RUNNING, Decision, Scheduler, Sim
 class GavelScheduler(Scheduler):
     name = "gavel"
     agnostic = False
+    renews_when_nothing_fits = False  # the mechanism rotates jobs between types every round
 
     def __init__(self, scenario, trace, seed):
         super().__init__(scenario, trace, seed)

@@ -139,28 +139,31 @@ class AstraeaScheduler(Scheduler):
         key = np.where(new, sim.trace.submit[cands], rho_job)
         order = np.lexsort((cands, key, ~new, tenant))
         cands, tenant = cands[order], tenant[order]
-        bounds = np.searchsorted(tenant, np.arange(sim.T + 1))
-        pointer = bounds[:-1].copy()
-        end = bounds[1:]
-        alloc = sim.tenant_alloc.copy()
+        bounds = np.searchsorted(tenant, np.arange(sim.T + 1)).tolist()
+        queue = cands.tolist()
+        demand = gpus[cands].tolist()
+        pointer, end = bounds[:-1], bounds[1:]
         fair = sim.tenant_fair_quota if self.tenant_share == "quota" else sim.tenant_fair
-        fair = np.maximum(fair, 1e-9)
-        rho_tenant = alloc / fair  # eq. 12
-        rho_tenant[pointer >= end] = np.inf
+        fair = np.maximum(fair, 1e-9).tolist()
+        alloc = sim.tenant_alloc.tolist()
+        rho = [a / f for a, f in zip(alloc, fair, strict=True)]  # eq. 12
+        live = [p for p in range(sim.T) if pointer[p] < end[p]]
         lease = min(self.lease, 1e12)
-        while free > 0:
-            p = int(np.argmin(rho_tenant))  # Phase 1
-            if rho_tenant[p] == np.inf:
-                break
-            m = int(cands[pointer[p]])  # Phase 2
-            pointer[p] += 1
-            g = int(gpus[m])
-            if g <= free and self.fastest_fitting(decision, m):
-                free -= g
-                alloc[p] += g * lease  # Algorithm 1 lines 14-15
-                rho_tenant[p] = alloc[p] / fair[p]
+        single_type = len(sim.trace.worker_types) == 1
+        while free > 0 and live:
+            p = min(live, key=rho.__getitem__)  # Phase 1 (ties: lowest tenant index)
+            k = pointer[p]  # Phase 2: the tenant's best job
+            pointer[p] = k + 1
+            g = demand[k]
+            if g <= free:
+                m = queue[k]
+                placed = decision.place(m, 0) if single_type else self.fastest_fitting(decision, m)
+                if placed:
+                    free -= g
+                    alloc[p] += g * lease  # Algorithm 1 lines 14-15
+                    rho[p] = alloc[p] / fair[p]
             if pointer[p] >= end[p]:
-                rho_tenant[p] = np.inf
+                live.remove(p)
 
 
 class AstraeaEq8Scheduler(AstraeaScheduler):
