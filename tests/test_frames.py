@@ -411,3 +411,23 @@ def test_several_bad_cells_are_all_listed(tmp_path):
     assert [line.split(": ")[1] for line in lines] == ["row 2 (line 3), column 'scale_factor'",
                                                        "row 4 (line 5), column 'scale_factor'"]
     assert all(line.startswith(f"{paths['jobs']}: ") for line in lines)
+
+
+def test_documented_example_tables_import(capsys, tmp_path):
+    """The CSVs docs/data-in-out.md walks through (examples/tables/) import as documented."""
+    folder = ROOT / "examples" / "tables"
+    code, out, _ = run(["import", "allocation", "--jobs", str(folder / "allocation" / "jobs.csv"),
+                        "--cluster", str(folder / "allocation" / "gpus.csv"), "--name", "four-jobs",
+                        "-o", str(tmp_path / "cluster.json")], capsys)
+    assert code == 0 and "(4 jobs, 2 GPU types)" in out
+    instance = load_instance(tmp_path / "cluster.json")
+    assert instance.jobs[3].throughput == {"k80": 0.8} and instance.jobs[3].scale_factor == 2
+    code, out, _ = run(["import", "placement", "--tables", str(folder / "placement" / "tables.csv"),
+                        "--jobs", str(folder / "placement" / "jobs.csv"),
+                        "--regions", str(folder / "placement" / "regions.csv"),
+                        "--settings", str(folder / "placement" / "settings.yaml"),
+                        "-o", str(tmp_path / "tables.json")], capsys)
+    assert code == 0 and "'three-regions' (3 regions, 5 tables, 4 jobs)" in out
+    placement = load_instance(tmp_path / "tables.json")
+    assert placement.daily_move_quota_bytes == 2e12  # written 2.0e12 in YAML: a number, not a string
+    assert placement.jobs.tables[0] == [0, 1] and placement.jobs.recurring == [True, True, True, False]

@@ -117,3 +117,21 @@ def test_plot_refuses_a_plan_of_another_kind():
     plan = fleetplan.solve(placement, "keep").plan
     with pytest.raises(InstanceError, match="cannot go with an instance of kind 'allocation'"):
         plot_plan(allocation, plan)
+
+
+def test_split_ml_demand_is_named_not_hidden():
+    """§3.3: an ML job whose tables are split has no region and adds no demand; the plot says
+    how many GPU-hours that leaves out instead of showing a quietly emptier region."""
+    from fleetplan.instances.placement import PlacementPlan
+    from fleetplan.instances.placement_frames import from_frames
+
+    folder = ROOT / "examples" / "tables" / "placement"
+    instance = from_frames(tables=folder / "tables.csv", jobs=folder / "jobs.csv", regions=folder / "regions.csv",
+                           settings=folder / "settings.yaml")
+    home = list(instance.tables.home)
+    home[instance.tables.id.index("clicks")] = "west"  # ranker reads clicks and users
+    figure = plot_placement(instance, PlacementPlan.model_validate({"kind": "placement", "home": home}))
+    title = figure.axes[0].get_title()
+    assert "0 GPU-hours per day today, 240 under the plan" in title
+    untouched = plot_placement(instance, PlacementPlan.current(instance))
+    assert "split" not in untouched.axes[0].get_title()

@@ -83,6 +83,23 @@ PLAN_COLUMNS = ("role", "table", "region", "source", "bytes", "reason", "gain")
 ROLES = ("home", "replica", "move")
 
 
+def _yaml_loader() -> Any:
+    """PyYAML's safe loader reading ``2e12`` and ``2.0e12`` as numbers, as YAML 1.2 and JSON do
+    (YAML 1.1 wants ``2.0e+12``; a byte count written as 2e12 would otherwise be a string)."""
+    import re
+
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+        list("-+0123456789."))
+    return Loader
+
+
 def _settings(settings: Any) -> tuple[dict[str, Any], str]:
     if settings is None:
         return {}, "settings"
@@ -92,7 +109,7 @@ def _settings(settings: Any) -> tuple[dict[str, Any], str]:
             import yaml
 
             try:
-                data = yaml.safe_load(Path(settings).read_text(encoding="utf-8"))
+                data = yaml.load(Path(settings).read_text(encoding="utf-8"), Loader=_yaml_loader())
             except FileNotFoundError:
                 raise InstanceError("", "file not found", label) from None
             except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
