@@ -436,7 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = add("demo", "solve the bundled examples and compare solvers")
     demo.add_argument("--examples", default=None, help="folder of example instances (default: the bundled ones)")
 
-    for module in ("fleetplan.benchmarks.command", "fleetplan.cli_tables"):
+    for module in ("fleetplan.benchmarks.command", "fleetplan.cli_tables", "fleetplan.cli_simulate"):
         try:
             add_more = __import__(module, fromlist=["add_arguments"]).add_arguments
         except (ImportError, AttributeError):  # optional commands still being built
@@ -474,6 +474,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args, extra = parser.parse_known_args(argv)
         if args.command == "generate":
             return cmd_generate(args, extra)
+        if args.command == "simulate":
+            from fleetplan.cli_simulate import run as run_simulation
+
+            return run_simulation(args, list(extra))
         if extra:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         if hasattr(args, "handler"):

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from fleetplan.instances.base import Evaluation
+from fleetplan.solvers.options import describe_type
 
 
 def make_console(stderr: bool = False) -> Console:
@@ -207,8 +208,7 @@ def generator_parameters(model: Any) -> list[dict[str, Any]]:
     rows = []
     for name, field in model.model_fields.items():
         default = field.get_default(call_default_factory=True)
-        annotation = field.annotation
-        type_text = getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
+        type_text = describe_type(field.annotation)
         bounds = []
         for item in field.metadata:
             for attribute, symbol in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):

@@ -272,3 +272,19 @@ def test_options_doc_is_generated_from_the_solvers(capsys):
     solver or option changes)."""
     assert main(["solvers", "--markdown"]) == 0
     assert (ROOT / "docs" / "solver-options.md").read_text() == capsys.readouterr().out
+
+
+def test_simulate_lists_runs_and_writes(tmp_path, capsys):
+    assert main(["simulate", "--json"]) == 0
+    listed = {item["name"] for item in json.loads(capsys.readouterr().out)}
+    assert "parsync" in listed
+    out = tmp_path / "result.json"
+    args = ["simulate", "parsync", "--slots", "2000", "--partitions", "20", "--schedulers", "4",
+            "--rate", "400", "--duration_s", "5", "--drain_s", "5", "-o", str(out), "--json"]
+    assert main(args) == 0
+    printed = json.loads(capsys.readouterr().out)
+    saved = json.loads(out.read_text())
+    assert printed["metrics"] == saved["metrics"] and saved["metrics"]["tasks_committed"] > 0
+    assert main(["simulate", "parsync", "--slots", "-3"]) == 2
+    assert "slots" in capsys.readouterr().err
+    assert main(["simulate", "teleport"]) == 2

@@ -122,6 +122,8 @@ class SimulatorSpec:
     schedulers: tuple[str, ...]
     description: str
     reference: str = ""
+    # Optional: draw a result as a PNG (``plot(result, path)``), for ``fleetplan simulate --plot``.
+    plot: Callable[[SimResult, str], None] | None = None
 
     def scenario(self, data: dict[str, Any] | BaseModel | None = None) -> BaseModel:
         """Validate a scenario given as a dict (or pass a model through)."""

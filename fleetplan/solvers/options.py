@@ -110,7 +110,7 @@ class OptionSpec:
     @property
     def type_text(self) -> str:
         """The allowed values in words: ``bool``, ``int >= 1``, ``one of 'a', 'b'``."""
-        return _type_text(self.annotation)
+        return describe_type(self.annotation)
 
     def validate(self, value: Any) -> Any:
         """The value, checked against the type and bounds (ints pass for floats); raises an
@@ -198,11 +198,11 @@ def _article(text: str) -> str:
     return text if text.startswith(("one of", "none or")) else f"a {text}" if text[0] not in "aeiou" else f"an {text}"
 
 
-def _type_text(annotation: Any) -> str:
+def describe_type(annotation: Any) -> str:
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is typing.Annotated:
-        text = _type_text(args[0])
+        text = describe_type(args[0])
         for metadata in args[1:]:
             for item in getattr(metadata, "metadata", [metadata]):
                 for attribute, symbol in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
@@ -214,5 +214,5 @@ def _type_text(annotation: Any) -> str:
         return "one of " + ", ".join(repr(arg) for arg in args)
     if args and type(None) in args:
         rest = [arg for arg in args if arg is not type(None)]
-        return "none or " + " or ".join(_type_text(arg) for arg in rest)
+        return "none or " + " or ".join(describe_type(arg) for arg in rest)
     return getattr(annotation, "__name__", str(annotation))
