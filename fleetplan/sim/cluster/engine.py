@@ -63,7 +63,7 @@ class Cluster:
         if g <= self.size:
             fits = free >= g
             if fits.any():
-                k = int(np.argmin(np.where(fits, free, np.iinfo(np.int64).max)))
+                k = int(np.argmin(np.where(fits, free, 1 << 40)))
                 return [(int(servers[k]), g)], True
         order = np.argsort(-free, kind="stable")
         taken, need = [], g
