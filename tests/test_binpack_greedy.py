@@ -75,6 +75,21 @@ def test_a_negative_cache_hit_skips_placement_and_a_cleared_cache_does_not():
     assert fleetplan.solve(instance, "rms-greedy", negative_cache=False).stats.get("cache_hits") is None
 
 
+def test_the_cache_answers_for_larger_jobs_only_under_the_same_properties():
+    data = section_4_3_example()
+    job = {"id": "train", "hardware": "gpu", "gpus_per_task": 1, "cpus_per_task": 1, "memory_gb_per_task": 1.0}
+    data["workloads"] = [
+        {"id": "failed", "priority": 3, "jobs": [dict(job, tasks=40)]},
+        {"id": "larger-task", "priority": 3, "jobs": [dict(job, tasks=40, gpus_per_task=2, cpus_per_task=2)]},
+        {"id": "other-priority", "priority": 1, "jobs": [dict(job, tasks=40)]},
+        {"id": "smaller-task-more-tasks", "priority": 3, "jobs": [dict(job, tasks=20, memory_gb_per_task=0.5)]},
+    ]
+    instance = instance_from_data(data)
+    state, cache = RegionState(instance), NegativeCache()
+    hits = [place_workload(state, w, cache=cache).cache_hit for w in range(4)]
+    assert hits == [False, True, False, False]
+
+
 def test_a_smaller_job_of_a_cached_shape_is_still_tried():
     data = section_4_3_example()
     job = {"id": "train", "hardware": "gpu", "gpus_per_task": 1, "cpus_per_task": 1, "memory_gb_per_task": 1.0}

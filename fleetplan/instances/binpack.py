@@ -83,11 +83,14 @@ def preemption_cost(priority: np.ndarray, age_hours: np.ndarray) -> np.ndarray:
 
 def tasks_that_fit(free: np.ndarray, demand: np.ndarray) -> np.ndarray:
     """How many tasks of per-task ``demand`` (3,) fit in each row of ``free`` (..., 3)."""
-    dims = np.flatnonzero(demand > 0)
-    if dims.size == 0:  # a task demanding nothing: no bound from this machine
+    fit = None
+    for k in range(3):  # column by column: a min over a short last axis is slow in numpy
+        if demand[k] > 0:
+            q = np.floor((free[..., k] + TOLERANCE) / demand[k])
+            fit = q if fit is None else np.minimum(fit, q, out=fit)
+    if fit is None:  # a task demanding nothing: no bound from this machine
         return np.full(free.shape[:-1], np.iinfo(np.int32).max, dtype=np.int64)
-    fit = np.floor((free[..., dims] + TOLERANCE) / demand[dims]).min(axis=-1)
-    return np.maximum(fit, 0.0).astype(np.int64)
+    return np.maximum(fit, 0.0, out=fit).astype(np.int64)
 
 
 # --- the file schema -----------------------------------------------------------------------

@@ -20,8 +20,9 @@ the best score (exhaustive search, §1/§4.3):
    sum of its jobs'. The exact order is the tuple ``key`` below; the number the judge reports
    is :func:`fleetplan.instances.binpack.preemption_cost`.
 4. *Negative cache* (§4.3): when a job cannot be placed anywhere, its scheduling properties
-   (hardware type, per-task GPUs, CPU cores and memory, the workload's priority) are stored with
-   its task count; a later job with the same properties and at least as many tasks fails at once.
+   (hardware type, the workload's priority) are stored with its size (per-task GPUs, CPU cores,
+   memory, tasks); a later job with the same properties and a size at least as large in each
+   fails at once.
    The cache lives for one GMS pass (one solve) — placements in a pass only take resources away
    from a given priority, so a failure stays a failure — and its hit rate is reported.
 
@@ -32,6 +33,7 @@ the Python loops are over clusters, jobs and candidate jobs' prefix sums only.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -52,6 +54,8 @@ from fleetplan.instances.binpack import (
 from fleetplan.solvers.base import Progress, SolveResult, register
 from fleetplan.solvers.deadline import Deadline
 
+_NEVER = np.iinfo(np.int64).max
+
 
 @dataclass
 class JobOption:
@@ -67,22 +71,35 @@ class JobOption:
 
 @dataclass
 class NegativeCache:
-    """Failed shapes of one GMS pass: properties -> fewest tasks that failed (§4.3)."""
+    """Failed job sizes of one GMS pass (§4.3): "if it later attempts to allocate a job of the
+    same or larger size, the cache signals that the allocation will fail".
 
-    failed: dict[tuple, int] = field(default_factory=dict)
+    Keyed by the properties that decide where a job may go and whom it may preempt (hardware
+    type, the workload's priority, preemption on or off); each key keeps the minimal failed sizes
+    (per-task GPUs, CPU cores, memory, and tasks). A job at least as large in all four as a failed
+    one cannot fit either: every placement of it would hold the smaller job.
+    """
+
+    failed: dict[tuple, np.ndarray] = field(default_factory=dict)
     lookups: int = 0
     hits: int = 0
 
-    def hit(self, shape: tuple, tasks: int) -> bool:
+    def hit(self, shape: tuple, size: np.ndarray) -> bool:
         self.lookups += 1
         known = self.failed.get(shape)
-        if known is not None and tasks >= known:
+        if known is not None and bool((size >= known).all(axis=1).any()):
             self.hits += 1
             return True
         return False
 
-    def add(self, shape: tuple, tasks: int) -> None:
-        self.failed[shape] = min(tasks, self.failed.get(shape, tasks))
+    def add(self, shape: tuple, size: np.ndarray) -> None:
+        known = self.failed.get(shape)
+        if known is None:
+            self.failed[shape] = size[None, :].copy()
+            return
+        # Keep the frontier: drop the sizes the new failure is at most as large as.
+        keep = ~(known >= size).all(axis=1)
+        self.failed[shape] = np.vstack([known[keep], size[None, :]])
 
     def clear(self) -> None:
         """Start a new GMS pass (the counters are kept)."""
@@ -164,7 +181,7 @@ class RegionState:
         ends = np.searchsorted(cum, cum[:-1] + tasks, side="left")  # window [i, ends[i]) in racks
         valid = ends <= len(rack_cap)
         # Nearby racks: the window spanning the fewest rack numbers.
-        length = np.where(valid, number[np.minimum(ends, len(rack_cap)) - 1] - number, np.iinfo(np.int64).max)
+        length = np.where(valid, number[np.minimum(ends, len(rack_cap)) - 1] - number, _NEVER)
         room = np.where(valid, cum[np.minimum(ends, len(rack_cap))] - cum[:-1], -1)
         best = np.lexsort((-room, length))[0] if len(rack_cap) > 1 else 0
         lo = starts[best]
@@ -216,11 +233,22 @@ class RegionState:
                     best = option
         if best is not None or not preemption:
             return best
+        # Per cluster, the highest-priority level it must preempt from, by the totals: with
+        # room(L) = free + what levels L..6 hold, a plan must preempt a job of level <= L* where
+        # L* is the largest L with room(L) >= need. Clusters are tried from the largest L*; once
+        # the best plan preempts nothing at levels <= L* of a cluster, that cluster cannot beat it.
+        candidates = []
         for c, g in groups:
-            if (self.group_free[g] + self.group_held[g, priority + 1:].sum(axis=0) >= need).all():
-                option = self.option(c, hw, demand, tasks, priority, preemption=True)
-                if option is not None and (best is None or option.key < best.key):
-                    best = option
+            room = self.group_free[g] + np.cumsum(self.group_held[g, ::-1], axis=0)[::-1]  # room[L]
+            enough = [L for L in range(priority + 1, PRIORITY_LEVELS) if (room[L] >= need).all()]
+            if enough:
+                candidates.append((-max(enough), c))
+        for negative_level, c in sorted(candidates):
+            if best is not None and not any(best.key[:1 - negative_level]):
+                break
+            option = self.option(c, hw, demand, tasks, priority, preemption=True)
+            if option is not None and (best is None or option.key < best.key):
+                best = option
         return best
 
     def option(self, cluster: int, hw: int, demand: np.ndarray, tasks: int, priority: int,
@@ -359,19 +387,20 @@ def place_workload(state: RegionState, w: int, *, preemption: bool = True,
     for j, job in enumerate(workload.jobs):
         demand = instance.job_demand(w, j)
         hw = hw_index[job.hardware]
-        shape = (hw, *demand.tolist(), workload.priority, preemption)
-        if cache is not None and cache.hit(shape, job.tasks):
+        shape = (hw, workload.priority, preemption)
+        size = np.append(demand, job.tasks)
+        if cache is not None and cache.hit(shape, size):
             for option, d in reversed(applied):
                 state.undo(option, d)
-            return WorkloadOutcome(False, [], reason=f"job '{job.id}': negative cache hit (this shape "
-                                   "failed earlier in the pass)", cache_hit=True)
+            return WorkloadOutcome(False, [], reason=f"job '{job.id}': negative cache hit (a job no "
+                                   "larger failed earlier in the pass)", cache_hit=True)
         best = state.best_option(hw, demand, job.tasks, workload.priority, preemption)
         if best is None:
             for option, d in reversed(applied):
                 state.undo(option, d)
             alone = j == 0 or state.best_option(hw, demand, job.tasks, workload.priority, preemption) is None
             if cache is not None and alone:
-                cache.add(shape, job.tasks)
+                cache.add(shape, size)
             return WorkloadOutcome(False, [], reason=f"job '{job.id}': " + state.shortfall(
                 hw, demand, job.tasks, workload.priority, preemption))
         state.apply(best, demand)
@@ -447,15 +476,21 @@ def rms_greedy(instance: BinpackInstance, *, time_limit: float | None = None, se
     cache = NegativeCache() if negative_cache else None
     outcomes: dict[int, WorkloadOutcome] = {}
     timed_out = False
+    latency = []
     for w in range(len(instance.workloads)):
         if deadline.expired():
             timed_out = True
             break
+        started = time.perf_counter()
         outcomes[w] = place_workload(state, w, preemption=preemption, cache=cache)
+        latency.append(time.perf_counter() - started)
         progress((w + 1) / len(instance.workloads), f"workload {w + 1} of {len(instance.workloads)}")
     plan = to_plan(instance, outcomes)
     status, message = status_of(instance, outcomes, exact=False, timed_out=timed_out)
     stats = {"placed": float(sum(o.placed for o in outcomes.values()))}
+    if latency:  # §5.4 reports RMS latency per workload
+        stats.update(latency_median_ms=float(np.median(latency)) * 1e3,
+                     latency_p95_ms=float(np.percentile(latency, 95)) * 1e3)
     if cache is not None:
         stats.update(cache_lookups=float(cache.lookups), cache_hits=float(cache.hits), cache_hit_rate=cache.hit_rate)
         message += f"; negative cache: {cache.hits} hits of {cache.lookups} lookups"
