@@ -431,3 +431,20 @@ def test_documented_example_tables_import(capsys, tmp_path):
     placement = load_instance(tmp_path / "tables.json")
     assert placement.daily_move_quota_bytes == 2e12  # written 2.0e12 in YAML: a number, not a string
     assert placement.jobs.tables[0] == [0, 1] and placement.jobs.recurring == [True, True, True, False]
+
+
+def test_docs_python_examples_run(monkeypatch):
+    """docs/data-in-out.md's Python examples are doctests, run from the repository root."""
+    import doctest
+
+    monkeypatch.chdir(ROOT)
+    failures, tried = doctest.testfile(str(ROOT / "docs" / "data-in-out.md"), module_relative=False)
+    assert tried > 10 and failures == 0
+
+
+@pytest.mark.parametrize("module", [af, pf])
+def test_module_examples_run(module):
+    import doctest
+
+    failures, tried = doctest.testmod(module)
+    assert tried > 3 and failures == 0
