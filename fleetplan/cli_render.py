@@ -43,10 +43,10 @@ def fmt_bytes(value: float) -> str:
 
 
 def fmt_seconds(value: float) -> str:
-    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0), ("s", 1.0)):
         if abs(value) >= size:
             return f"{value / size:.3g} {unit}"
-    return f"{value:.3g} s"
+    return f"{value * 1000:.3g} ms" if value else "0 s"
 
 
 def fmt_measure(name: str, value: float | None, digits: int = 6) -> str:

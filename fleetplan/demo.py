@@ -23,18 +23,18 @@ DEMO_SOLVERS: dict[str, list[str]] = {
 # metric name -> column heading
 DEMO_METRICS: dict[str, dict[str, str]] = {
     "allocation": {
-        "min_normalized_throughput": "min norm. thr.",
+        "min_normalized_throughput": "min norm.",
         "total_throughput": "total thr.",
-        "mean_speedup_over_isolated": "vs isolated",
+        "mean_speedup_over_isolated": "x isolated",
     },
     "placement": {
-        "hp_demand_supply_max": "max hi-pri demand/supply",
-        "home_training_rate": "trained at home",
-        "collocation_rate": "collocated",
-        "bytes_moved": "bytes moved",
+        "hp_demand_supply_max": "max D/S",
+        "home_training_rate": "at home",
+        "collocation_rate": "colloc.",
+        "bytes_moved": "moved",
     },
 }
-DEMO_TIME_LIMIT_S = 20.0
+DEMO_TIME_LIMIT_S = 10.0
 
 
 def default_examples() -> Path:
@@ -71,17 +71,29 @@ def run_demo(examples: Path, console: Console, json_output: bool = False) -> int
         sys.stdout.write(json.dumps(rows, indent=1) + "\n")
         return 0
     for kind, kind_rows in rows.items():
-        table = Table(title=f"{kind}: solvers compared on the bundled examples", header_style="bold")
-        headings = {"example": "example", "solver": "solver", "status": "status", "objective": "objective",
-                    **DEMO_METRICS.get(kind, {}), "violations": "violations", "wall_s": "wall s"}
-        columns = list(headings)
-        for column, heading in headings.items():
-            table.add_column(heading, justify="left" if column in ("example", "solver") else "right",
-                             overflow="fold", no_wrap=column == "solver")
-        for row in kind_rows:
-            table.add_row(*[_cell(row.get(column)) for column in columns])
-        console.print(table)
+        for example in dict.fromkeys(row["example"] for row in kind_rows):
+            _print_example(console, kind, example, [row for row in kind_rows if row["example"] == example])
     return 0
+
+
+def _print_example(console: Console, kind: str, example: str, rows: list[dict]) -> None:
+    """One table per example: a row per solver, metrics with their units."""
+    from fleetplan.cli_render import fmt_measure
+
+    from rich import box
+
+    table = Table(title=f"{kind}: {example}", header_style="bold", title_justify="left",
+                  box=box.SIMPLE_HEAD)
+    headings = {"solver": "solver", "status": "status", "objective": "objective",
+                **DEMO_METRICS.get(kind, {}), "violations": "viol.", "wall_s": "wall"}
+    for column, heading in headings.items():
+        table.add_column(heading, justify="left" if column in ("solver", "status") else "right",
+                         no_wrap=column in ("solver", "status"), overflow="fold",
+                         min_width=max(len(heading), 8 if column == "wall_s" else 0))
+    for row in rows:
+        table.add_row(*[_cell(row.get(column)) if column in ("solver", "status", "violations")
+                        else fmt_measure(column, row.get(column), 4) for column in headings])
+    console.print(table)
 
 
 def _cell(value: object) -> str:
