@@ -78,12 +78,12 @@ def run_demo(examples: Path, console: Console, json_output: bool = False) -> int
 
 def _print_example(console: Console, kind: str, example: str, rows: list[dict]) -> None:
     """One table per example: a row per solver, metrics with their units."""
-    from fleetplan.cli_render import fmt_measure
-
     from rich import box
 
+    from fleetplan.cli_render import fmt_measure
+
     table = Table(title=f"{kind}: {example}", header_style="bold", title_justify="left",
-                  box=box.SIMPLE_HEAD)
+                  box=box.SIMPLE_HEAD, pad_edge=False)
     headings = {"solver": "solver", "status": "status", "objective": "objective",
                 **DEMO_METRICS.get(kind, {}), "violations": "viol.", "wall_s": "wall"}
     for column, heading in headings.items():
