@@ -175,3 +175,17 @@ def test_generators_follow_the_papers():
     assert (venus.state == 1).mean() == pytest.approx(0.279, abs=0.015)
     assert (venus.state == 2).mean() == pytest.approx(0.199, abs=0.015)
     assert len(venus.tenant_names) == 16 and venus.tenant_quota.sum() == 800
+
+
+def test_yarn_quota_is_static_astraea_lends_idle_quota():
+    # tenant t0 (quota 2 of 4 GPUs) submits three 1-GPU jobs of 10 s; t1 submits nothing yet.
+    trace = generic_trace([1, 1, 1, 1], [10, 10, 10, 10], submit=[0, 0, 0, 100], tenant=[0, 0, 0, 1])
+    scenario = {"cluster": {"gpu": 4}, "server_size": 4, "interval_s": 1.0, "quotas": {"t0": 2, "t1": 2}}
+    yarn = run_cluster(scenario, "yarn-cs", 0, trace=trace)
+    assert yarn.jct.tolist() == pytest.approx([10.0, 10.0, 20.0, 10.0])
+    astraea = run_cluster(scenario, "astraea", 0, trace=trace)
+    assert astraea.jct.tolist() == pytest.approx([10.0, 10.0, 10.0, 10.0])
+    # eq. 8: t0's fair share is min(demand, quota). Astraea: 3 GPUs for 10 s against a fair 2 x 10
+    # -> rho = 30 / 20. YARN-CS: 2 GPUs for 10 s then 1 for 10 s, fair 2 x 10 + 1 x 10 -> 30 / 30.
+    assert astraea.result.groups["tenant"]["t0"]["ltgf"] == pytest.approx(30.0 / 20.0)
+    assert yarn.result.groups["tenant"]["t0"]["ltgf"] == pytest.approx(30.0 / 30.0)
