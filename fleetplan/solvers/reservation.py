@@ -4,6 +4,6 @@
 ``greedy`` and ``hill-climb`` in :mod:`fleetplan.solvers.reservation_heuristics`.
 """
 
-from fleetplan.solvers import reservation_exact  # noqa: F401  (registers solvers)
+from fleetplan.solvers import reservation_exact, reservation_heuristics  # noqa: F401  (registers solvers)
 
 __all__: list[str] = []
