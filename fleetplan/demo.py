@@ -24,8 +24,8 @@ DEMO_SOLVERS: dict[str, list[str]] = {
 DEMO_METRICS: dict[str, dict[str, str]] = {
     "allocation": {
         "min_normalized_throughput": "min norm.",
-        "total_throughput": "total thr.",
-        "mean_speedup_over_isolated": "x isolated",
+        "total_throughput": "total",
+        "mean_speedup_over_isolated": "x iso.",
     },
     "placement": {
         "hp_demand_supply_max": "max D/S",
