@@ -445,8 +445,8 @@ class Sim:
             if self.next_arrival >= self.n and len(self.active) == 0:
                 break
             trigger = float(self.trace.submit[self.next_arrival]) if self.next_arrival < self.n else math.inf
-            if finished and not decided:
-                trigger = self.now
+            if finished and not decided and (sched.fluid or (self.status[self.active] == PENDING).any()):
+                trigger = self.now  # freed GPUs matter only to waiting jobs (or a fluid re-solve)
             if len(self.running) and sched.lease < math.inf:
                 trigger = min(trigger, float(self.lease_end[self.running].min()))
             decision_at = self.grid(trigger) if trigger < math.inf else math.inf
