@@ -149,3 +149,18 @@ def test_greedy_plans_pass_the_judge(seed):
 def test_same_instance_same_plan():
     instance = fleetplan.generate("binpack", {"clusters": 3, "machines": 24, "workloads": 6}, seed=11)
     assert fleetplan.solve(instance, "rms-greedy").plan == fleetplan.solve(instance, "rms-greedy").plan
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_negative_cache_never_changes_the_plan(seed):
+    """Hits only skip jobs that would fail: with and without the cache the plans are the same,
+    whatever the queue's order (the generator's is GMS order; here it is shuffled)."""
+    instance = fleetplan.generate("binpack", {"clusters": 4, "machines": 64, "workloads": 60, "load": 0.97},
+                                  seed=seed)
+    data = instance.model_dump()
+    np.random.default_rng(seed).shuffle(data["workloads"])
+    for candidate in (instance, instance_from_data(data)):
+        cached = fleetplan.solve(candidate, "rms-greedy")
+        plain = fleetplan.solve(candidate, "rms-greedy", negative_cache=False)
+        assert cached.stats["cache_hits"] > 0
+        assert [w.jobs for w in cached.plan.workloads] == [w.jobs for w in plain.plan.workloads]

@@ -190,6 +190,8 @@ def generate(params: BinpackParams | None = None, seed: int = 0) -> BinpackInsta
         workloads.append({"id": f"w{w}", "tenant": f"t{int(rng.integers(8))}", "priority": priority,
                           "jobs": jobs})
 
+    # GMS order (§4.2): highest priority first; within a priority, the drawn (credit) order.
+    workloads.sort(key=lambda workload: workload["priority"])
     data = {
         "kind": "binpack", "name": f"binpack-c{C}-m{p.machines}-cpu{p.cpu_machines}-s{seed}",
         "clusters": [f"dc{c}" for c in range(C)], "hardware_types": hardware_types, "now_hours": 0.0,

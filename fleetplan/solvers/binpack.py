@@ -22,9 +22,11 @@ the best score (exhaustive search, §1/§4.3):
 4. *Negative cache* (§4.3): when a job cannot be placed anywhere, its scheduling properties
    (hardware type, the workload's priority) are stored with its size (per-task GPUs, CPU cores,
    memory, tasks); a later job with the same properties and a size at least as large in each
-   fails at once.
-   The cache lives for one GMS pass (one solve) — placements in a pass only take resources away
-   from a given priority, so a failure stays a failure — and its hit rate is reported.
+   fails at once. The cache lives for one GMS pass (one solve). A failure stays a failure while
+   placements only take resources away from the failed job's priority; a placement that preempts
+   for a higher priority can leave free what the lower priority could not preempt, so it drops
+   the entries of lower priorities (in GMS order, highest priority first, there are none). The
+   hit rate is reported.
 
 A workload is all or nothing: if one of its jobs fails, the tentative placements of the others
 are undone and the workload waits. Per-machine work is numpy over the cluster's machine arrays;
@@ -104,6 +106,13 @@ class NegativeCache:
     def clear(self) -> None:
         """Start a new GMS pass (the counters are kept)."""
         self.failed.clear()
+
+    def preempted_for(self, priority: int) -> None:
+        """A workload of ``priority`` preempted running jobs: what they held and it left free is
+        now open to workloads of lower priority that could not preempt them, so their entries
+        go. (In GMS order — highest priority first — no such entry exists yet.)"""
+        for shape in [shape for shape in self.failed if shape[1] > priority]:
+            del self.failed[shape]
 
     @property
     def hit_rate(self) -> float:
@@ -405,6 +414,8 @@ def place_workload(state: RegionState, w: int, *, preemption: bool = True,
                 hw, demand, job.tasks, workload.priority, preemption))
         state.apply(best, demand)
         applied.append((best, demand))
+    if cache is not None and any(option.preempted.size for option, _ in applied):
+        cache.preempted_for(workload.priority)
     return WorkloadOutcome(True, [option for option, _ in applied])
 
 
