@@ -229,6 +229,10 @@ def from_frames(tables: Any, jobs: Any, regions: Any, *, settings: Any = None,
 
 def _table_rows(job_table: Table, row_of: dict[str, int]) -> list[list[int]]:
     lists = job_table.values("tables", "ids", required=True)
+    try:  # every id known: one dict look-up each
+        return [[row_of[name] for name in names] for names in lists]
+    except KeyError:
+        pass
     out = []
     for row, names in enumerate(lists):
         rows = []
