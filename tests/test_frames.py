@@ -448,3 +448,40 @@ def test_module_examples_run(module):
 
     failures, tried = doctest.testmod(module)
     assert tried > 3 and failures == 0
+
+
+@pytest.mark.parametrize("column, values, message", [
+    ("weight", ["1.0", "nan", "1.0"], "row 2, column 'weight': must be a finite number"),
+    ("weight", [1.0, float("inf"), 1.0], "row 2, column 'weight': must be a finite number"),
+    ("weight", [1.0, True, 1.0], "row 2, column 'weight': must be a number, got True"),
+    ("scale_factor", [1, 1.5, 1], "row 2, column 'scale_factor': must be an integer, got 1.5"),
+    ("scale_factor", ["1", " ", "1"], None),  # an empty cell takes the default
+    ("scale_factor", ["1", "2.0", "1"], None),  # a whole number written as 2.0 is an integer
+    ("job_type", ["A", 7, "B"], "row 2, column 'job_type': must be text, got 7"),
+    ("id", ["a", "", "c"], "row 2, column 'id': a value is required"),
+])
+def test_typed_and_text_cells_in_dataframes(column, values, message):
+    """The fast conversions and the careful one agree: same values, same first bad cell."""
+    cluster = pd.DataFrame({"name": ["v100"], "count": [4]})
+    jobs = pd.DataFrame({"id": ["a", "b", "c"], "throughput_v100": [1.0, 2.0, 3.0]})
+    jobs[column] = pd.Series(values, dtype=object)
+    if message is None:
+        instance = af.from_frames(jobs=jobs, cluster=cluster)
+        assert [job.scale_factor for job in instance.jobs] == [1, 2 if values[1].strip() else 1, 1]
+        return
+    with pytest.raises(InstanceError) as caught:
+        af.from_frames(jobs=jobs, cluster=cluster)
+    assert str(caught.value).startswith(f"jobs: {message}"), str(caught.value)
+
+
+def test_booleans_and_id_lists_fast_and_careful_agree():
+    frames = pf.to_frames(load_instance(PLACEMENT))
+    jobs = frames["jobs"].copy()
+    jobs["recurring"] = ["yes" if r else "no" for r in jobs["recurring"]]
+    jobs["tables"] = [" ; ".join(t.split(";")) for t in jobs["tables"]]  # spaces around ids
+    instance = pf.from_frames(tables=frames["tables"], jobs=jobs, regions=frames["regions"],
+                              settings=frames["settings"])
+    assert instance.model_dump() == load_instance(PLACEMENT).model_dump()
+    jobs.loc[3, "tables"] = "t1;;t2"
+    with pytest.raises(InstanceError, match=r"jobs: row 4, column 'tables': empty id in the list"):
+        pf.from_frames(tables=frames["tables"], jobs=jobs, regions=frames["regions"])
