@@ -233,3 +233,55 @@ def test_paper_scale_five_phases():
     assert lf["finished"] == 1.0 and lf["delay_p90_s"] < 0.5
     assert state["delay_mean_s"] > 10 * lf["delay_mean_s"]
     assert state["conflicts"] > 10 * lf["conflicts"]
+
+
+def test_min_extra_slots_is_the_smallest_that_finishes_in_time():
+    from fleetplan.sim.parsync.experiments import finishes_in_time, min_extra_slots
+
+    scenario = Scenario(slots=1_000, schedulers=2, partitions=2, rate=400.0, batch_size=10,
+                        decision_time_ms=1.0, duration_s=6.0, sync_gap_s=0.5)
+    extra = min_extra_slots(scenario, "parsync-random", 0, resolution=100)
+    assert extra is not None and extra > 0
+    bigger = scenario.model_copy(update={"slots": scenario.slots + extra})
+    smaller = scenario.model_copy(update={"slots": scenario.slots + extra - 100})
+    assert finishes_in_time(bigger, "parsync-random", 0)
+    assert not finishes_in_time(smaller, "parsync-random", 0)
+
+
+def test_slot_quality_table_rows():
+    from fleetplan.sim.parsync.experiments import slot_quality_table
+
+    rows = slot_quality_table(small(phases=[0.5], duration_s=4.0), [0.9, 0.5])
+    assert [(r["alpha"], r["scheduler"]) for r in rows][:3] == [
+        (0.9, "parsync-latency-first"), (0.9, "parsync-adaptive"), (0.9, "parsync-quality-first")]
+    by = {(r["alpha"], r["scheduler"]): r for r in rows}
+    for alpha in (0.9, 0.5):   # Quality-first: more preferred slots, so a smaller STET
+        assert by[alpha, "parsync-quality-first"]["stet_s"] < by[alpha, "parsync-latency-first"]["stet_s"]
+        assert by[alpha, "parsync-latency-first"]["jsd_s"] < by[alpha, "parsync-quality-first"]["jsd_s"]
+
+
+def test_plots_write_pngs(tmp_path):
+    from fleetplan.sim.parsync.plots import plot_compare, plot_extra_slots, plot_run
+
+    scenario = small(phases=[0.5, 0.95], duration_s=4.0, drain_s=4.0)
+    runs = {name: simulate(scenario, name, 0) for name in ("parsync-latency-first", "statesync-random")}
+    paths = [plot_run(runs["parsync-latency-first"], tmp_path / "run.png", phases=2, duration_s=4.0),
+             plot_compare(runs, tmp_path / "compare.png", phases=2, tau_s=1.0),
+             plot_extra_slots([{"G": 0.5, "scheduler": "a", "extra_slots": 10},
+                               {"G": 0.5, "scheduler": "b", "extra_slots": 20}],
+                              tmp_path / "extra.png", x="G")]
+    for path in paths:
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_figure3_samesyn_needs_more_extra_slots_than_diffsyn():
+    """§5.2, Figure 3 (scaled to 1/10: 20k slots, 4k tasks/s, batches of 10, N = 10 at full
+    capacity): SameSyn needs at least as many extra slots as DiffSyn."""
+    from fleetplan.sim.parsync.experiments import min_extra_slots
+
+    base = Scenario(slots=20_000, schedulers=10, partitions=10, rate=4_000.0, batch_size=10,
+                    decision_time_ms=2.5, duration_s=20.0)
+    diff = min_extra_slots(base, "parsync-random", 0, resolution=500)
+    same = min_extra_slots(base, "samesyn-random", 0, resolution=500)
+    assert diff is not None and same is not None and same >= diff

@@ -145,7 +145,7 @@ class _Run:
         if density >= 0.02:
             # rejection sampling avoids scanning a mostly free range
             cand = self.rng.integers(0, b - a, int(k / density * 1.5) + 16)
-            cand = cand[seg[cand]]
+            cand = cand[seg[cand]][: 2 * k]   # duplicates are rare: dedupe a short prefix only
             _, first = np.unique(cand, return_index=True)
             if first.size >= k:
                 first.sort()
@@ -232,7 +232,7 @@ class _Run:
         self.b_conflicts[b, i] += n - g
         if g:
             if self.sc.task_duration == "fixed":
-                dur = np.full(g, self.sc.task_duration_s)
+                dur = np.broadcast_to(self.sc.task_duration_s, (g,))
             else:
                 mu = math.log(self.sc.task_duration_s) - PRODUCTION_SIGMA**2 / 2
                 dur = self.rng.lognormal(mu, PRODUCTION_SIGMA, g)
@@ -240,7 +240,7 @@ class _Run:
             if self.sc.alpha < 1:
                 dur = np.where(pref, dur * self.sc.alpha, dur)
             self.busy_until[granted] = t + dur
-            stale = granted[self.local_free[i, granted]]   # a sync while the request queued
+            stale = granted[self.local_free[i][granted]]   # a sync while the request queued
             if stale.size:
                 self.take(i, stale)
             delay = t - self.cur_submit[i]

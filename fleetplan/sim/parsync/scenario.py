@@ -48,7 +48,7 @@ class Scenario(StrictModel):
     slots: int = Field(200_000, gt=0, description="S, slots in the cluster (one task per slot)")
     score_mean: float = Field(10.0, description="mean of the slot quality scores (§4.3)")
     score_variance: float = Field(2.0, ge=0, description="V, variance of the slot scores (§4.3)")
-    score_power: float = Field(4.0, ge=0, description="Quality-first samples a slot with weight score**power (1: §5.2's linear weights; 4 makes the preference of §6 visible)")
+    score_power: float = Field(8.0, ge=0, description="Quality-first samples a slot with weight score**power (1: §5.2's linear weights; 8 gives §6's clear preference)")
     preferred_share: float = Field(0.5, gt=0, le=1, description="share of slots (highest scores) a task prefers; quality = share of tasks placed on them (§6)")
     schedulers: int = Field(20, gt=0, description="N, scheduler instances")
     sync_gap_s: float = Field(0.5, gt=0, description="G, every local state entry is refreshed once per G")

@@ -1,0 +1,142 @@
+"""Figures in the manner of ParSync's Figures 3-8 (matplotlib is imported when a plot is drawn).
+
+* :func:`plot_run` — one run, four panels (throughput with utilization dashed, delay, conflicts,
+  quality): the median among schedulers and the 10-90th percentile band (Figures 6, 7).
+* :func:`plot_compare` — several runs: mean delay and quality over time (Figures 5 and 8).
+* :func:`plot_extra_slots` — the extra slots each synchronisation needs (Figure 3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fleetplan.sim.engine import SimResult
+
+
+def _phase_lines(ax: Any, result: SimResult, n_phases: int, duration: float) -> None:
+    for k in range(1, n_phases + 1):
+        ax.axvline(k * duration / n_phases, color="0.8", lw=0.8, zorder=0)
+
+
+def _band(ax: Any, time: np.ndarray, per_sched: np.ndarray, color: str, label: str) -> None:
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            lo, mid, hi = np.nanpercentile(per_sched, [10, 50, 90], axis=1)
+    ax.fill_between(time, lo, hi, color=color, alpha=0.25, lw=0, label=f"{label} 10-90th pct.")
+    ax.plot(time, mid, color=color, lw=1.5, label=f"{label} median")
+
+
+def plot_run(result: SimResult, path: str | Path, *, phases: int = 1, duration_s: float | None = None,
+             title: str | None = None) -> Path:
+    """Figures 6/7: throughput, delay, conflicts and quality per scheduler over time."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    s = result.series
+    t = s["time"]
+    duration = duration_s if duration_s is not None else float(t[-1])
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
+    panels = [("sched_throughput", "(a) throughput per scheduler [tasks/s]"),
+              ("sched_delay_mean", "(b) scheduling delay [s]"),
+              ("sched_conflicts", "(c) conflicts per scheduler [1/s]"),
+              ("sched_quality", "(d) quality [share on preferred slots]")]
+    for ax, (key, label) in zip(axes.flat, panels, strict=True):
+        _band(ax, t, s[key], "tab:blue", "schedulers")
+        ax.set_title(label, fontsize=10)
+        _phase_lines(ax, result, phases, duration)
+        ax.grid(alpha=0.3)
+    util_ax = axes[0, 0].twinx()
+    util_ax.plot(t, s["utilization"], "k--", lw=2, label="cluster utilization")
+    util_ax.set_ylim(0, 1.05)
+    util_ax.set_ylabel("utilization")
+    axes[0, 0].legend(loc="upper left", fontsize=8)
+    util_ax.legend(loc="lower right", fontsize=8)
+    axes[1, 1].set_ylim(0, 1.05)
+    for ax in axes[1]:
+        ax.set_xlabel("time [s]")
+    fig.suptitle(title or f"{result.scheduler} (seed {result.seed})")
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def plot_compare(results: Mapping[str, SimResult], path: str | Path, *, phases: int = 1,
+                 duration_s: float | None = None, tau_s: float | None = None,
+                 title: str = "") -> Path:
+    """Figures 5/8: mean scheduling delay (log scale) and quality of several runs over time."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_d, ax_q) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for label, r in results.items():
+        t = r.series["time"]
+        ax_d.plot(t, r.series["delay_mean"], lw=1.5, label=label)
+        ax_q.plot(t, r.series["quality"], lw=1.5, label=label)
+    last = max(float(r.series["time"][-1]) for r in results.values())
+    for ax in (ax_d, ax_q):
+        _phase_lines(ax, next(iter(results.values())), phases, duration_s or last)
+        ax.set_xlabel("time [s]")
+        ax.grid(alpha=0.3)
+    if tau_s is not None:
+        ax_d.axhline(tau_s, color="k", ls=":", lw=1, label=f"tau = {tau_s:g} s")
+    ax_d.set_yscale("log")
+    ax_d.set_ylabel("mean scheduling delay [s]")
+    ax_d.set_title("(a) scheduling delay", fontsize=10)
+    ax_q.set_ylabel("share of tasks on preferred slots")
+    ax_q.set_ylim(0, 1.05)
+    ax_q.set_title("(b) scheduling quality", fontsize=10)
+    ax_d.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def plot_extra_slots(rows: Sequence[Mapping[str, Any]], path: str | Path, *, x: str,
+                     title: str = "") -> Path:
+    """Figure 3: bars of the extra slots each synchronisation scheme needs per setting of ``x``.
+
+    ``rows`` carry ``x``, ``scheduler`` and ``extra_slots`` (as :func:`.experiments.extra_slots_sweep`
+    returns them).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    xs = sorted({r[x] for r in rows})
+    schemes = list(dict.fromkeys(r["scheduler"] for r in rows))
+    width = 0.8 / len(schemes)
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for j, scheme in enumerate(schemes):
+        values = [next((r["extra_slots"] for r in rows if r[x] == v and r["scheduler"] == scheme), np.nan)
+                  for v in xs]
+        ax.bar(np.arange(len(xs)) + (j - (len(schemes) - 1) / 2) * width, values, width, label=scheme)
+    ax.set_xticks(np.arange(len(xs)), [f"{v:g}" for v in xs])
+    ax.set_xlabel(x)
+    ax.set_ylabel("extra slots needed")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
