@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from fleetplan.instances import InstanceError, load_instance, load_plan, save
-from fleetplan.instances.frames import table_format
+from fleetplan.instances.frames import PARQUET_SUFFIXES, table_format
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -119,9 +119,12 @@ def _common_import(parser: argparse.ArgumentParser) -> None:
 
 # --- helpers ------------------------------------------------------------------------------
 
-def _check_output(path: str, *, directory: bool = False) -> Path:
-    """Fail before any work when the output could not be written."""
+def _check_output(path: str, *, directory: bool = False, inputs: tuple[str | None, ...] = ()) -> Path:
+    """Fail before any work when the output could not be written, or would overwrite an input."""
     target = Path(path)
+    for given in inputs:
+        if given is not None and Path(given).exists() and target.exists() and target.samefile(given):
+            raise InstanceError("-o", f"{path}: is also an input of this command (choose another output)")
     parent = target.parent if str(target.parent) else Path(".")
     if not parent.is_dir():
         raise InstanceError("-o", f"{path}: directory '{parent}' does not exist")
@@ -152,7 +155,7 @@ def handle_import_allocation(args: argparse.Namespace) -> int:
     """``fleetplan import allocation``: jobs and GPU tables -> an instance file."""
     from fleetplan.instances.allocation_frames import from_frames
 
-    _check_output(args.output)
+    _check_output(args.output, inputs=(args.jobs, args.cluster, args.entities, args.colocations))
     instance = from_frames(jobs=args.jobs, cluster=args.cluster, entities=args.entities,
                            colocations=args.colocations, name=_name(args))
     save(instance, args.output)
@@ -167,7 +170,7 @@ def handle_import_placement(args: argparse.Namespace) -> int:
     """``fleetplan import placement``: tables, jobs and regions -> an instance file."""
     from fleetplan.instances.placement_frames import from_frames
 
-    _check_output(args.output)
+    _check_output(args.output, inputs=(args.tables, args.jobs, args.regions, args.settings))
     name = args.name
     if name is None and args.settings is None:
         name = Path(args.output).stem
@@ -186,7 +189,7 @@ def handle_import_plan(args: argparse.Namespace) -> int:
     """``fleetplan import plan``: a plan table -> a plan file."""
     from fleetplan.instances.frames import plan_from_frame
 
-    _check_output(args.output)
+    _check_output(args.output, inputs=(args.table, args.instance))
     instance = load_instance(args.instance)
     if args.policy is not None and instance.kind != "allocation":
         raise InstanceError("--policy", f"only allocation plans have a policy (this is a {instance.kind} instance)")
@@ -220,7 +223,7 @@ def handle_export(args: argparse.Namespace) -> int:
     """``fleetplan export``: a plan as one table, or an instance as its tables."""
     if args.instance is not None:
         return _export_plan(args)
-    _check_output(args.output, directory=True)
+    _check_output(args.output, directory=True, inputs=(args.file,))
     fmt = args.format or "csv"
     instance = _load_instance_or_say_plan(args.file)
     from fleetplan.instances.frames import instance_to_frames, write_table
@@ -248,9 +251,11 @@ def handle_export(args: argparse.Namespace) -> int:
 def _export_plan(args: argparse.Namespace) -> int:
     from fleetplan.instances.frames import plan_to_frame, write_table
 
-    target = _check_output(args.output)
+    target = _check_output(args.output, inputs=(args.file, args.instance))
+    if target.suffix.lower() not in (".csv", *PARQUET_SUFFIXES):
+        raise InstanceError("-o", f"{args.output}: a plan table is a .csv or .parquet file")
     fmt = table_format(target, args.format)
-    if args.format is not None and target.suffix and table_format(target) != args.format:
+    if args.format is not None and table_format(target) != args.format:
         raise InstanceError("-o", f"{args.output}: the suffix says {table_format(target)} but --format is {args.format}")
     instance = load_instance(args.instance)
     plan = load_plan(args.file)
@@ -263,7 +268,7 @@ def _export_plan(args: argparse.Namespace) -> int:
 
 def handle_plot(args: argparse.Namespace) -> int:
     """``fleetplan plot``: draw a plan against its instance."""
-    target = _check_output(args.output)
+    target = _check_output(args.output, inputs=(args.instance, args.plan))
     suffix = target.suffix.lower()
     if suffix not in PLOT_SUFFIXES:
         raise InstanceError("-o", f"{args.output}: unknown image type '{suffix or '(none)'}' "

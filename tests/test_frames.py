@@ -370,6 +370,8 @@ def test_cli_import_placement_and_plot(tmp_path, capsys):
     (["export", "{plan}", "-o", "{tmp}/x"], "is a plan, not an instance: pass --instance"),
     (["export", "{plan}", "--instance", "{alloc}", "-o", "{tmp}/p.csv", "--format", "parquet"],
      "the suffix says csv but --format is parquet"),
+    (["export", "{plan}", "--instance", "{place}", "-o", "{plan}"], "is also an input of this command"),
+    (["export", "{plan}", "--instance", "{place}", "-o", "{tmp}/p.txt"], "a plan table is a .csv or .parquet file"),
     (["plot", "{alloc}", "{plan}", "-o", "{tmp}/x.png"], "a plan of kind 'placement' cannot go with an instance of kind 'allocation'"),
     (["plot", "{place}", "{plan}", "-o", "{tmp}/x.gif"], "unknown image type '.gif'"),
     (["plot", "{place}", "{plan}", "-o", "{tmp}/nowhere/x.png"], "does not exist"),
@@ -386,6 +388,7 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, capsys, argv, message):
     assert code == 2
     assert message in err and err.count("\n") == 1, err
     assert not (tmp_path / "x").exists() and not (tmp_path / "p.json").exists()
+    assert load_plan(plan).kind == "placement"  # never overwritten
 
 
 def test_heavy_libraries_load_only_when_used():
