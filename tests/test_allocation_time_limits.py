@@ -35,7 +35,9 @@ def test_a_tiny_limit_is_honoured_with_a_plan(large_instance, solver, options):
     started = time.perf_counter()
     result = fleetplan.solve(large_instance, solver, time_limit=LIMIT, aggregate=False, **options)
     wall = time.perf_counter() - started
-    assert result.status == "time_limit", result.message
+    # Either the clock stopped it, or it finished within the limit (the price decomposition
+    # solves some of these 4,096-job LPs in a fraction of a second).
+    assert result.status == "time_limit" or result.wall_s <= LIMIT, (result.status, result.wall_s)
     assert result.plan is not None and result.evaluation.violations == []
     # The solver's own run (imports of its back-end included) within the limit + 1 s; the
     # judge's pass comes after it in fleetplan.solve.

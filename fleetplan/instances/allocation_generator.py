@@ -17,7 +17,10 @@ Table 1 policies need is attached to every job:
   types present (Gavel §3.1, Figure 15);
 * with ``unconsolidated_fraction`` > 0, placement sensitivity (§3.1): that share of each type's
   workers sits on separate servers, as a worker type ``<type>_unconsolidated`` on which
-  multi-GPU jobs run at their measured unconsolidated throughput.
+  multi-GPU jobs run at their measured unconsolidated throughput;
+* with ``throughput_noise`` > 0, every throughput is scaled by its own uniform factor in
+  [1 - noise, 1 + noise]: jobs of one model differ, as measured throughputs do, and no two jobs
+  are identical (the 26 job types of a Gavel trace otherwise merge a 16,384-job LP to 26 rows).
 
 The module returns plain data; :func:`fleetplan.instances.allocation.generate` validates it.
 """
@@ -59,6 +62,11 @@ class AllocationParams(StrictModel):
     unconsolidated_fraction: float = Field(
         default=0.0, ge=0, lt=1, description="share of each type's workers on separate servers "
         "(placement sensitivity): added as worker types '<type>_unconsolidated'")
+    throughput_noise: float = Field(
+        default=0.0, ge=0, lt=1, description="multiply each job's throughput on each type by an "
+        "independent factor drawn uniformly from [1 - noise, 1 + noise], as per-job measurements "
+        "would differ: every job becomes distinct, so merging identical jobs cannot shrink the LP "
+        "(e.g. 0.1 for +-10%)")
 
 
 @cache
@@ -115,6 +123,11 @@ def generated_instance_data(params: AllocationParams, seed: int) -> dict[str, An
 
     throughput = np.array([[entry["throughput"].get(t, 0.0) for t in types] for entry, _ in chosen])
     throughput = throughput.reshape(params.jobs, len(types))
+    if params.throughput_noise > 0:
+        # A stream of its own, so the other draws (and every noise-free instance) stay as they were.
+        noise = np.random.default_rng([seed, 2]).uniform(1.0 - params.throughput_noise,
+                                                         1.0 + params.throughput_noise, throughput.shape)
+        throughput = throughput * noise
     steps, elapsed, slo = _progress(throughput, scale, np.array([counts[t] for t in types], dtype=float),
                                     params.slo_fraction, np.random.default_rng([seed, 1]))
     jobs = []

@@ -42,6 +42,9 @@ from fleetplan.solvers.ortools_lp import run_lp
 pyo = lazy_module("pyomo.environ")
 
 Backend = Literal["highspy", "pyomo", "ortools-glop", "ortools-pdlp"]
+Method = Literal["auto", "lp", "separable"]
+# Below this many LP jobs the full LP is as fast as the decomposition's own LPs.
+SEPARABLE_MIN_JOBS = 1_000
 BACKENDS: tuple[str, ...] = ("highspy", "pyomo", "ortools-glop", "ortools-pdlp")
 
 
@@ -62,6 +65,10 @@ class LpOptions:
     heterogeneity_aware: bool = True
     space_sharing: bool = False
     prune_pairs: bool = True
+    # lp: the full LP; separable: price decomposition with a certificate
+    # (fleetplan.solvers.allocation_separable), falling back to the LP where it does not apply;
+    # auto: separable from SEPARABLE_MIN_JOBS jobs (after merging identical ones) up.
+    method: Method = "auto"
 
 
 @dataclass
@@ -182,6 +189,26 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
                             offset=None if work_spec.offset is None else work_spec.offset * scale)
     if options.deadline.expired(options.reserve):
         return SpecOutcome(status="time_limit", log=["time limit reached before the LP was built"])
+    pre_log: list[str] = []
+    if _separable_applies(work_arrays, work_spec, options, has_pairs):
+        result = _solve_separable(work_arrays, work_spec, multiplicity, options)
+        pre_log = result.log
+        if result.status == "optimal" and not (spec.form == "max_min" and options.refine
+                                               and not result.all_bottlenecked):
+            if spec.form == "max_min" and options.refine:
+                pre_log.append("refinement skipped: every job's score row has a positive dual, so every "
+                               "optimum gives each job exactly the level (nothing to refine)")
+            matrix = np.minimum(result.matrix, 1.0)
+            if inverse is not None:
+                matrix = matrix[inverse]
+            stats = {"lp_jobs": float(len(work_arrays.job_ids)), **result.stats}
+            stats.update(build_s=0.0, solve_s=result.stats.get("separable_s", 0.0))
+            objective = result.level / scale if spec.form == "max_min" else result.level
+            return SpecOutcome(status="optimal", matrix=matrix, objective=objective, log=pre_log, stats=stats)
+        if result.status == "time_limit":
+            return SpecOutcome(status="time_limit", log=pre_log, stats=result.stats)
+        pre_log.append("separable method: falling back to the full LP" if result.status != "optimal" else
+                       "separable method: optimal, but a refinement may change the plan: solving the full LP")
     started = time.perf_counter()
     space = build_space(work_arrays, options.heterogeneity_aware, pair_jobs if has_pairs else None,
                         pair_type if has_pairs else None, multiplicity=multiplicity,
@@ -189,7 +216,7 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
     stats = {"lp_columns": float(space.n_cols), "lp_jobs": float(space.n_jobs),
              "space_s": time.perf_counter() - started, **pair_stats}
     outcome, values, lp = _run(space, work_spec, options)
-    log = list(outcome.log)
+    log = pre_log + list(outcome.log)
     build_s, solve_s = outcome.build_s + stats["space_s"], outcome.solve_s
     level = outcome.objective
     if level is not None and spec.form == "max_min":
@@ -234,6 +261,31 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
         np.zeros((0, 2), dtype=int), np.zeros((0, space.n_types)))
     return SpecOutcome(status=outcome.status, matrix=matrix, pair_jobs=pair_jobs, pair_matrix=pair_matrix,
                        objective=level_unscaled, log=log, stats=stats)
+
+
+def _separable_applies(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions, has_pairs: bool) -> bool:
+    """The decomposition takes max-min and linear forms without pairs or floors, on HiGHS."""
+    if options.method == "lp" or has_pairs or spec.form not in ("max_min", "linear") or options.backend != "highspy":
+        return False
+    if spec.floor is not None and np.any(spec.floor > 0):
+        return False
+    return options.method == "separable" or len(arrays.job_ids) >= SEPARABLE_MIN_JOBS
+
+
+def _solve_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, options: LpOptions):
+    from fleetplan.solvers import allocation_separable
+
+    throughput = np.where(arrays.runnable, model_throughput(arrays, options.heterogeneity_aware), 0.0)
+    mult = np.ones(len(arrays.job_ids)) if multiplicity is None else np.asarray(multiplicity, dtype=float)
+    deadline = Deadline(options.deadline.remaining(options.reserve), started=None)
+    if spec.form == "max_min":
+        offset = np.zeros(len(mult)) if spec.offset is None else np.asarray(spec.offset, dtype=float)
+        return allocation_separable.max_min(
+            spec.coefficient[:, None] * throughput, offset, mult, arrays.scale_factor, arrays.num_workers,
+            free_level=spec.offset is not None, deadline=deadline, threads=options.threads, seed=options.seed)
+    return allocation_separable.linear(
+        (spec.coefficient * mult)[:, None] * throughput, mult, arrays.scale_factor, arrays.num_workers,
+        deadline=deadline, threads=options.threads, seed=options.seed)
 
 
 def effective_model_throughput(arrays: AllocationArrays, outcome: SpecOutcome, heterogeneity_aware: bool = True) -> np.ndarray:
