@@ -104,7 +104,7 @@ def add_arguments(subparsers: Any) -> None:
                     "effective throughput; for placement each region's GPU demand and supply and "
                     "its storage, today and under the plan.")
     plot.add_argument("instance", metavar="INSTANCE", help="instance file")
-    plot.add_argument("plan", metavar="PLAN", help="plan file (or a `fleetplan solve --json` output)")
+    plot.add_argument("plan", metavar="PLAN", help="plan file (a `fleetplan solve -o` output)")
     plot.add_argument("-o", "--output", required=True, metavar="FILE",
                       help=f"image to write ({', '.join(PLOT_SUFFIXES)})")
     plot.add_argument("--json", action="store_true", help="machine-readable output on stdout")
