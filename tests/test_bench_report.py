@@ -150,7 +150,7 @@ def test_scaling_slope_recovers_a_power_law():
 
 def test_report_renders_from_the_csv_alone(tmp_path, capsys):
     rows = _table() + finalize([row("a", 1, bound=1, wall=1e-3 * n, params={"n": n}, instance=f"n{n}", group="scale")
-                                for n in (10, 100)])
+                                for n in (10, 100, 1000)])
     write_results(tmp_path, rows)
     assert main(["bench", "report", str(tmp_path)]) == 0
     text = (tmp_path / "report.md").read_text()
@@ -159,7 +159,7 @@ def test_report_renders_from_the_csv_alone(tmp_path, capsys):
     for name in ("g-profile.png", "g-time-to-target.png", "scale-scaling.png"):
         assert f"]({name})" in text
         assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
-    assert "| a | 10, 100 | 0.01, 0.1 | 1 |" in text  # the fitted slope of t = 1e-3 n
+    assert "| a | 10, 100, 1000 | 0.01, 0.1, 1 | 1 |" in text  # the fitted slope of t = 1e-3 n
     assert not list(tmp_path.glob(".*.tmp*"))
 
 
@@ -174,5 +174,62 @@ def test_report_without_plots_keeps_the_tables(tmp_path):
                                       for n in (10, 100)]))
     assert main(["bench", "report", str(tmp_path), "--no-plots"]) == 0
     text = (tmp_path / "report.md").read_text()
-    assert "| a | 10, 100 | 0.01, 0.1 | 1 |" in text and "![" not in text
+    # Two sizes: the times are shown, but no slope is fitted through two points.
+    assert "| a | 10, 100 | 0.01, 0.1 | - |" in text and "![" not in text
     assert not list(tmp_path.glob("*.png"))
+
+
+def test_one_colour_and_marker_per_solver_whatever_a_figure_shows():
+    from fleetplan.benchmarks.report import solver_styles
+
+    everyone = solver_styles(["b", "a", "c", "a"])
+    assert len({style[0] for style in everyone.values()}) == 3
+    assert len({style[1] for style in everyone.values()}) == 3
+    # The report computes styles once from every label; a figure missing "a" keeps b's style.
+    assert everyone["b"] == solver_styles(["a", "b", "c"])["b"]
+
+
+def test_figures_keep_solver_styles_and_hide_nobody(tmp_path):
+    from fleetplan.benchmarks import report
+
+    drawn = {}
+
+    def spy_save(figure, path):
+        axes = figure.axes[0]
+        drawn[path.name] = {line.get_label(): (line.get_color(), line.get_marker()) for line in axes.get_lines()}
+        drawn[path.name + ":legend"] = axes.get_legend()
+        drawn[path.name + ":note"] = figure.get_supxlabel()
+        drawn[path.name + ":dpi"] = report.DPI
+        real_save(figure, path)
+
+    real_save = report._save
+    report._save = spy_save
+    try:
+        write_results(tmp_path, _table())
+        report.write_report(tmp_path)
+    finally:
+        report._save = real_save
+    styles = report.solver_styles(["a", "b", "c"])
+    profile = drawn["g-profile.png"]
+    assert profile == {"a": styles["a"], "b": styles["b"]}  # c never reaches the target: not a line at 0
+    assert "never at target: c" in drawn["g-profile.png:note"]
+    assert drawn["g-profile.png:legend"].get_bbox_to_anchor().x0 > 0  # anchored outside the axes
+    assert drawn["g-time-to-target.png"] == {"a": styles["a"], "b": styles["b"]}
+    assert drawn["g-profile.png:dpi"] >= 150
+
+
+def test_scaling_ticks_are_the_measured_sizes_and_labels_do_not_collide():
+    from fleetplan.benchmarks.report import _spaced
+
+    assert _spaced([32.0, 256.0, 2048.0, 16384.0]) == [32.0, 256.0, 2048.0, 16384.0]
+    # 300, 400 and 600 would overlap on a log axis: keep 300 and the largest.
+    assert _spaced([100.0, 300.0, 400.0, 600.0]) == [100.0, 300.0, 600.0]
+
+
+def test_a_group_with_fewer_than_three_problems_gets_a_table_not_a_profile(tmp_path):
+    rows = [r for r in _table() if r["instance"] in ("p1", "p2")]
+    write_results(tmp_path, rows)
+    text = main(["bench", "report", str(tmp_path)]) == 0 and (tmp_path / "report.md").read_text()
+    assert "Too few problems for a performance profile (2)" in text
+    assert not (tmp_path / "g-profile.png").exists()
+    assert "| p1 | 0 | 1 | 2 | missed (optimal) |" in text

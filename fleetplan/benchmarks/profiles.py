@@ -15,7 +15,8 @@ All functions take the rows of ``results.csv`` (dicts of strings or numbers, as
 * Time to target: the fraction of runs (every repeat counts) that reached the target within
   ``t`` seconds, as ``t`` grows.
 * Scaling: the median time per size of the swept numeric generator parameter, with the slope
-  of a least-squares line through (log size, log time) — time grows like size ** slope.
+  of a least-squares line through (log size, log time) — time grows like size ** slope —
+  fitted only from three sizes or more.
 
 >>> rows = [
 ...     {"group": "g", "kind": "k", "instance": "i", "seed": "0", "label": "a", "repeat": "0",
@@ -44,6 +45,8 @@ import numpy as np
 from fleetplan.benchmarks.results import SOLVED, as_float, row_failed
 
 DEFAULT_TARGET_GAP = 1e-4
+# A slope through two points is just their ratio: fit one only from this many sizes.
+MIN_SLOPE_SIZES = 3
 # Objectives within this relative distance are ties when counting wins.
 TIE_TOLERANCE = 1e-6
 
@@ -245,7 +248,7 @@ class ScalingCurve:
     label: str
     sizes: np.ndarray
     median_s: np.ndarray
-    slope: float | None  # time ~ size ** slope; None with fewer than two sizes
+    slope: float | None  # time ~ size ** slope; None with fewer than MIN_SLOPE_SIZES sizes
 
 
 def scaling_curves(runs: Sequence[Run], parameter: str) -> list[ScalingCurve]:
@@ -263,6 +266,7 @@ def scaling_curves(runs: Sequence[Run], parameter: str) -> list[ScalingCurve]:
             continue
         sizes = np.array(sorted(by_size))
         medians = np.array([statistics.median(by_size[size]) for size in sizes])
-        slope = float(np.polyfit(np.log(sizes), np.log(medians), 1)[0]) if len(sizes) >= 2 else None
+        slope = (float(np.polyfit(np.log(sizes), np.log(medians), 1)[0])
+                 if len(sizes) >= MIN_SLOPE_SIZES else None)
         curves.append(ScalingCurve(label, sizes, medians, slope))
     return curves

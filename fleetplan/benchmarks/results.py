@@ -119,7 +119,7 @@ def migrate_row(row: dict[str, Any], version: int) -> dict[str, Any]:
     for step in range(version + 1, FORMAT_VERSION + 1):
         for column, value in _ADDED.get(step, {}).items():
             out.setdefault(column, value)
-    out["format_version"] = FORMAT_VERSION
+    out["format_version"] = str(FORMAT_VERSION)
     return {column: out.get(column, "") if out.get(column) is not None else "" for column in COLUMNS}
 
 
