@@ -189,3 +189,14 @@ def test_yarn_quota_is_static_astraea_lends_idle_quota():
     # -> rho = 30 / 20. YARN-CS: 2 GPUs for 10 s then 1 for 10 s, fair 2 x 10 + 1 x 10 -> 30 / 30.
     assert astraea.result.groups["tenant"]["t0"]["ltgf"] == pytest.approx(30.0 / 20.0)
     assert yarn.result.groups["tenant"]["t0"]["ltgf"] == pytest.approx(30.0 / 30.0)
+
+
+def test_gavel_runs_other_policies_and_rejects_unknown_ones():
+    scenario = {"generate": "gavel", "jobs": 5, "rate_per_hour": 2.0, "multi_gpu": False,
+                "cluster": {"v100": 1, "p100": 1, "k80": 1}, "round_s": 1800.0, "policy": "finish-time-fairness"}
+    result = sim.run("cluster", scenario, scheduler="gavel", seed=2)
+    assert result.metrics["jobs_finished"] == 5 and result.metrics["lp_solves"] >= 2
+    with pytest.raises(InstanceError, match="unknown solver 'no-such-policy'"):
+        sim.run("cluster", dict(scenario, policy="no-such-policy"), scheduler="gavel", seed=2)
+    with pytest.raises(InstanceError, match="unknown scheduler"):
+        sim.run("cluster", scenario, scheduler="round-robin", seed=2)
