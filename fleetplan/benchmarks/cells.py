@@ -78,6 +78,7 @@ class Cell:
     threads: int = 1
     order: int = 0
     plan_dir: str | None = field(default=None, compare=False)
+    sim_module: str | None = None  # a simulation cell: the simulator's module (see .simcells)
 
     @property
     def key(self) -> tuple[str, str, str, str, str]:
@@ -110,6 +111,23 @@ def expand_cells(suite: Suite, *, repeats: int | None = None, plan_dir: str | No
     cells: list[Cell] = []
     for index, group in enumerate(suite.groups):
         name = group_name(group, index)
+        if group.simulator:
+            from fleetplan.benchmarks.simcells import SIM_KIND, simulator_module
+
+            module = simulator_module(group.simulator)
+            schedulers = group.scheduler_names()
+            for params in group.parameter_sets():
+                instance = instance_name(group.simulator, params)
+                for seed in group.seeds:
+                    for scheduler in schedulers:
+                        for repeat in range(repeats or group.repeats):
+                            cells.append(Cell(
+                                suite=suite.name, group=name, kind=SIM_KIND, instance=instance, params=params,
+                                seed=seed, solver=scheduler, label=scheduler, options={}, repeat=repeat,
+                                time_limit=group.time_limit, threads=group.threads, order=len(cells),
+                                plan_dir=plan_dir, sim_module=module,
+                            ))
+            continue
         for params in group.parameter_sets():
             instance = instance_name(group.kind, params)
             for seed in group.seeds:
@@ -181,8 +199,12 @@ def run_cell(cell: Cell, preload: bool = True) -> dict[str, Any]:
     :func:`fleetplan.solve`); ``bound`` is the solver's own proven bound; ``best_bound`` and
     ``gap`` stay empty until every cell of the instance is in (see :mod:`.results`).
     """
-    row = base_row(cell)
     probe = MemoryProbe(preloaded=preload)
+    if cell.sim_module:
+        from fleetplan.benchmarks.simcells import run_sim_cell
+
+        return run_sim_cell(cell, probe, preload)
+    row = base_row(cell)
     try:
         instance = generate(cell.kind, cell.params, seed=cell.seed)
         if preload:
@@ -247,9 +269,11 @@ class CellProcess:
         else:
             (folder / "cell.json").write_text(self.cell.to_json(), encoding="utf-8")
             with open(folder / "cell.json", "rb") as stdin, open(folder / "stderr.txt", "wb") as stderr:
+                # The child imports what this process can (e.g. a simulator module on sys.path).
+                env = {**os.environ, "PYTHONPATH": os.pathsep.join(path for path in sys.path if path)}
                 self._process = subprocess.Popen(
                     [sys.executable, "-m", "fleetplan.benchmarks.cells", str(folder / "row.json")],
-                    stdin=stdin, stdout=subprocess.DEVNULL, stderr=stderr,
+                    stdin=stdin, stdout=subprocess.DEVNULL, stderr=stderr, env=env,
                 )
         self._started = time.monotonic()
         return self

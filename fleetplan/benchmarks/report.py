@@ -33,6 +33,7 @@ import numpy as np
 from fleetplan.benchmarks import profiles
 from fleetplan.benchmarks.profiles import DEFAULT_TARGET_GAP, Run
 from fleetplan.benchmarks.results import finalize, read_results, row_failed
+from fleetplan.benchmarks.simcells import SIM_KIND, sim_section
 from fleetplan.instances.base import atomic_write_text
 from fleetplan.lazy import lazy_attribute
 
@@ -375,6 +376,12 @@ def write_report(folder: str | os.PathLike[str], target_gap: float = DEFAULT_TAR
     groups = sorted({str(row["group"]) for row in rows}, key=lambda g: min(i for i, r in enumerate(rows) if r["group"] == g))
     for group in groups:
         group_rows = [row for row in rows if row["group"] == group]
+        if group_rows[0]["kind"] == SIM_KIND:
+            lines += [f"## Group `{group}` (simulation)", "",
+                      f"{len({row['instance'] for row in group_rows})} scenarios, {len(group_rows)} runs; "
+                      "medians over seeds and repeats of the runs that finished.", ""]
+            lines += sim_section(group_rows)
+            continue
         runs = profiles.median_runs(group_rows)
         lines += [f"## Group `{group}` ({group_rows[0]['kind']})", ""]
         instances = sorted({(run.instance, run.seed) for run in runs})

@@ -69,10 +69,14 @@ class SolverEntry(StrictModel):
 
 
 class Group(StrictModel):
-    """A block of cells: one kind, swept generator parameters, seeds, solvers, limits."""
+    """A block of cells: one kind, swept generator parameters, seeds, solvers, limits — or one
+    simulator, swept scenario parameters, seeds and schedulers (see :mod:`.simcells`)."""
 
     name: str | None = Field(default=None, min_length=1, description="defaults to the group's index")
-    kind: str
+    kind: str | None = None
+    simulator: str | None = Field(default=None, min_length=1)
+    scenario: dict[str, Any] = Field(default_factory=dict)
+    schedulers: list[str] | Literal["all"] = "all"
     generator: dict[str, Any] = Field(default_factory=dict)
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     repeats: int = Field(default=1, ge=1, le=1000)
@@ -83,14 +87,27 @@ class Group(StrictModel):
     def solver_entries(self) -> list[SolverEntry]:
         """The group's solvers, with ``all`` expanded from the registry."""
         if self.solvers == "all":
-            return [SolverEntry(name=spec.name) for spec in solvers(self.kind)]
+            return [SolverEntry(name=spec.name) for spec in solvers(str(self.kind))]
         return list(self.solvers)
 
+    @property
+    def sweep(self) -> dict[str, Any]:
+        """What is swept: the scenario of a simulation group, else the generator parameters."""
+        return self.scenario if self.simulator else self.generator
+
     def parameter_sets(self) -> list[dict[str, Any]]:
-        """The cartesian product of every list under ``generator``, in file order."""
-        keys = list(self.generator)
-        axes = [value if isinstance(value, list) else [value] for value in self.generator.values()]
+        """The cartesian product of every list under ``generator`` (``scenario``), in file order."""
+        keys = list(self.sweep)
+        axes = [value if isinstance(value, list) else [value] for value in self.sweep.values()]
         return [dict(zip(keys, combination, strict=True)) for combination in itertools.product(*axes)]
+
+    def scheduler_names(self) -> list[str]:
+        """A simulation group's schedulers, with ``all`` expanded from the simulator."""
+        from fleetplan import sim
+
+        if self.schedulers == "all":
+            return list(sim.get_simulator(str(self.simulator)).schedulers)
+        return list(self.schedulers)
 
 
 class Suite(StrictModel):
@@ -106,7 +123,12 @@ class Suite(StrictModel):
         names: set[str] = set()
         total = 0
         for index, group in enumerate(self.groups):
-            _check_group(group, f"groups[{index}]")
+            if group.simulator is not None:
+                from fleetplan.benchmarks.simcells import check_sim_group
+
+                check_sim_group(group, f"groups[{index}]")
+            else:
+                _check_group(group, f"groups[{index}]")
             # Counted from the list lengths, before any product is built.
             total += group_cell_count(group)
             if total > MAX_CELLS:
@@ -116,10 +138,13 @@ class Suite(StrictModel):
             if name in names:
                 raise InstanceError(f"groups[{index}].name", f"duplicate group name '{name}'")
             names.add(name)
-            spec = get_kind(group.kind)
-            for key, value in group.generator.items():
+            field = "scenario" if group.simulator else "generator"
+            for key, value in group.sweep.items():
                 if isinstance(value, list) and not value:
-                    raise InstanceError(f"groups[{index}].generator.{key}", "an empty list sweeps nothing")
+                    raise InstanceError(f"groups[{index}].{field}.{key}", "an empty list sweeps nothing")
+            if group.simulator:
+                continue  # its scenarios were checked by check_sim_group
+            spec = get_kind(str(group.kind))
             for params in group.parameter_sets():
                 try:
                     validate_model(spec.generate_params, params)
@@ -134,6 +159,11 @@ def _check_group(group: Group, at: str) -> None:
             raise InstanceError(f"{at}.seeds[{index}]", "a seed must be >= 0")
         if group.seeds.index(seed) != index:
             raise InstanceError(f"{at}.seeds[{index}]", f"duplicate seed {seed}")
+    if group.kind is None:
+        raise InstanceError(f"{at}.kind", "required field is missing (or give `simulator:` for a simulation group)")
+    for field in ("scenario", "schedulers"):
+        if field in group.model_fields_set:
+            raise InstanceError(f"{at}.{field}", "only a simulation group (`simulator:`) takes this field")
     if group.kind not in KINDS:
         raise InstanceError(f"{at}.kind", f"unknown problem kind '{group.kind}' (known: {', '.join(sorted(KINDS))})")
     if group.solvers == "all":
@@ -161,8 +191,11 @@ def _check_group(group: Group, at: str) -> None:
 
 def group_cell_count(group: Group) -> int:
     """Cells of one group, computed from the lengths alone (nothing is expanded)."""
-    sweeps = math.prod(len(value) if isinstance(value, list) else 1 for value in group.generator.values())
-    solver_count = len(solvers(group.kind)) if group.solvers == "all" else len(group.solvers)
+    sweeps = math.prod(len(value) if isinstance(value, list) else 1 for value in group.sweep.values())
+    if group.simulator:
+        solver_count = len(group.scheduler_names())
+    else:
+        solver_count = len(solvers(str(group.kind))) if group.solvers == "all" else len(group.solvers)
     return sweeps * len(group.seeds) * max(solver_count, 1) * group.repeats
 
 
