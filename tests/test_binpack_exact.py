@@ -161,3 +161,21 @@ def test_greedy_gap_on_200_small_regions():
     report = greedy_gap(200)
     assert report["compared"] >= 190 and report["cpsat_highs_disagree"] == 0
     assert not any(name.startswith("better:") for name in report["worse_in"])
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "mip-highs", "batch-cpsat"])
+def test_time_limit_keeps_a_judged_plan(solver):
+    """A region too large to finish in 2 s: the solver stops near the limit (back-ends imported
+    first, as the clock counts imports too) and keeps the greedy's plan where it has none."""
+    import ortools.sat.python.cp_model  # noqa: F401
+    import pyomo.environ  # noqa: F401
+
+    instance = fleetplan.generate("binpack", {"clusters": 4, "machines": 160, "workloads": 6,
+                                              "pending_priority": 2, "load": 0.97}, seed=0)
+    result = fleetplan.solve(instance, solver, time_limit=2.0)
+    assert result.status in ("time_limit", "optimal") and result.evaluation.violations == []
+    assert result.wall_s < 2.0 * 2 + 1.0  # generous: the test machine is shared
+    greedy = fleetplan.solve(instance, "rms-greedy")
+    assert result.evaluation.metrics["placed_workloads"] >= 1
+    if solver == "batch-cpsat":  # hinted with the greedy's plan: never fewer workloads placed
+        assert result.evaluation.metrics["placed_workloads"] >= greedy.evaluation.metrics["placed_workloads"]

@@ -7,8 +7,10 @@ Table 1's "ideal" solution (9) — which measures what one-at-a-time placement g
 Each model is solved stage by stage (most workloads placed for the batch; then preemptions per
 priority level, youth, machines, racks), each stage keeping the previous optima, so the result
 is the judge's :func:`~fleetplan.instances.binpack_evaluate.score_key` optimum. One deadline
-covers every stage and every workload; a stage stopped by it keeps the best plan found so far
-(status ``time_limit``). A workload the model proves impossible waits, and the message says which
+covers every stage and every workload (imports of the back-ends included); a stage stopped by
+it keeps the best plan found so far (status ``time_limit``). The greedy RMS's plan is each
+model's hint; a workload whose model returned no plan keeps it, and workloads left when the time
+is up are placed by the greedy. A workload the model proves impossible waits, and the message says which
 job falls short (from the same resource totals the greedy uses).
 """
 
@@ -63,8 +65,11 @@ def run_cpsat(data: BinpackModelData, *, batch: bool, deadline: Deadline, seed: 
                 model.AddHint(built.x[key], int(values[1].get(key, 0)))
             for k, var in enumerate(built.p):
                 model.AddHint(var, int(values[2][k]))
+        if values is not None and deadline.expired(_reserve(deadline)) and name != built.stages[0][0]:
+            status = "time_limit"
+            break
         (model.Maximize if sense == "max" else model.Minimize)(expr)
-        remaining = deadline.remaining()
+        remaining = deadline.remaining(_reserve(deadline))
         if remaining is not None:
             solver.parameters.max_time_in_seconds = remaining
         code = solver.Solve(model)
@@ -73,7 +78,9 @@ def run_cpsat(data: BinpackModelData, *, batch: bool, deadline: Deadline, seed: 
         if code == cp_model.INFEASIBLE:
             return "infeasible", None, log
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            status = "time_limit" if deadline.expired() else "error"
+            status = "time_limit" if code == cp_model.UNKNOWN and remaining is not None else "error"
+            if hint is not None and name == built.stages[0][0]:
+                values = None  # the hint is not a solution of this stage: the caller falls back
             break
         values = (np.array([solver.Value(v) for v in built.z]), {k: solver.Value(built.x[k]) for k in keys},
                   np.array([solver.Value(v) for v in built.p], dtype=np.int64))
@@ -87,6 +94,11 @@ def run_cpsat(data: BinpackModelData, *, batch: bool, deadline: Deadline, seed: 
     for (j, m), value in values[1].items():
         x[j, m] = value
     return status, read_solution(data, values[0], x, values[2]), log
+
+
+def _reserve(deadline: Deadline) -> float:
+    """Time kept back for reading the solution and judging the plan (5%, at most 1 s)."""
+    return 0.0 if deadline.time_limit is None else min(1.0, 0.05 * deadline.time_limit)
 
 
 def _hint_values(data: BinpackModelData, hint: ModelSolution) -> tuple[np.ndarray, dict, np.ndarray]:
@@ -103,7 +115,8 @@ def _hint_values(data: BinpackModelData, hint: ModelSolution) -> tuple[np.ndarra
 
 
 def run_highs(data: BinpackModelData, *, batch: bool, deadline: Deadline, seed: int, threads: int,
-              presolve: str = "off") -> tuple[str, ModelSolution | None, list[str]]:
+              presolve: str = "off", hint: ModelSolution | None = None
+              ) -> tuple[str, ModelSolution | None, list[str]]:
     """Solve the Pyomo MIP with HiGHS (appsi) stage by stage; (status, solution, log)."""
     import pyomo.environ as pyo
     from pyomo.contrib.appsi.base import TerminationCondition
@@ -121,14 +134,19 @@ def run_highs(data: BinpackModelData, *, batch: bool, deadline: Deadline, seed: 
                             # Near-integral values must not let the big-M rows slip.
                             "mip_feasibility_tolerance": 1e-9}
     status, log, solution = "optimal", [], None
+    if hint is not None:
+        _set_mip_start(built, data, hint)
     for name, expr, sense in built.stages:
+        if solution is not None and deadline.expired(_reserve(deadline)):
+            status = "time_limit"
+            break
         if model.component("objective") is not None:
             model.del_component("objective")
         model.objective = pyo.Objective(expr=expr, sense=pyo.maximize if sense == "max" else pyo.minimize)
-        remaining = deadline.remaining()
+        remaining = deadline.remaining(_reserve(deadline))
         if remaining is not None:
             solver.config.time_limit = remaining
-        solver.config.warmstart = solution is not None
+        solver.config.warmstart = solution is not None or hint is not None
         try:
             results = solver.solve(model)
         except (RuntimeError, ValueError) as error:  # appsi raises on some HiGHS failures
@@ -141,7 +159,7 @@ def run_highs(data: BinpackModelData, *, batch: bool, deadline: Deadline, seed: 
         if condition in (TerminationCondition.infeasible, TerminationCondition.infeasibleOrUnbounded):
             return "infeasible", None, log
         if value is None or not math.isfinite(value):
-            status = "time_limit" if deadline.expired() else "error"
+            status = "time_limit" if condition == TerminationCondition.maxTimeLimit else "error"
             break
         results.solution_loader.load_vars()
         solution = read_solution(data, *read_mip(built, data))
@@ -152,6 +170,25 @@ def run_highs(data: BinpackModelData, *, batch: bool, deadline: Deadline, seed: 
         slack = 1e-9 * max(1.0, abs(value)) if name == "youth" else 0.5
         model.rows.add(expr >= value - slack if sense == "max" else expr <= value + slack)
     return status, solution, log
+
+
+def _set_mip_start(built, data: BinpackModelData, hint: ModelSolution) -> None:
+    """Give every MIP variable the hint's value (a complete feasible start for HiGHS)."""
+    z, x, p = _hint_values(data, hint)
+    model = built.model
+    for w in range(len(data.workloads)):
+        if not model.z[w].fixed:
+            model.z[w].set_value(int(z[w]))
+    for (j, m), var in model.x.items():
+        tasks = int(x.get((j, m), 0))
+        var.set_value(tasks)
+        model.u[j, m].set_value(int(tasks > 0))
+    for (j, c), var in model.y.items():
+        var.set_value(int(any(x.get((j, m), 0) > 0 for m in np.flatnonzero(data.cluster == c).tolist())))
+    for (j, k), var in model.v.items():
+        var.set_value(int(any(x.get((j, m), 0) > 0 for m in np.flatnonzero(data.rack == k).tolist())))
+    for k in range(len(data.pairs)):
+        model.p[k].set_value(int(p[k]))
 
 
 def outcomes_from(state: RegionState, instance: BinpackInstance, data: BinpackModelData,
@@ -199,30 +236,52 @@ def why_waiting(state: RegionState, instance: BinpackInstance, w: int) -> str:
 
 def solve_one_at_a_time(instance: BinpackInstance, backend: Backend, *, time_limit: float | None,
                         seed: int, threads: int, progress: Progress) -> SolveResult:
-    """Each workload in GMS order placed optimally on what the previous ones left."""
+    """Each workload in GMS order placed optimally on what the previous ones left.
+
+    The greedy RMS's plan for the workload is the model's hint (a MIP start for HiGHS); when the
+    back-end returns no plan (time limit, failure), the workload keeps the greedy's plan, and the
+    workloads left when the time is up are placed by the greedy.
+    """
     deadline = Deadline(time_limit)
     state = RegionState(instance)
     outcomes: dict[int, WorkloadOutcome] = {}
     log: list[str] = []
     worst = "optimal"
     for w in range(len(instance.workloads)):
-        if deadline.expired():
+        if deadline.expired(_reserve(deadline)):
+            # Past the limit, the rest of the queue gets the greedy's plans (milliseconds each).
             worst = "time_limit"
-            break
+            outcomes[w] = place_workload(state, w)
+            log.append(f"{instance.workloads[w].id}: past the time limit, placed by the greedy RMS")
+            continue
+        greedy = place_workload(state, w)
+        if greedy.placed:  # the greedy's plan is only a hint: undo it
+            for option, demand in reversed(list(zip(greedy.options, _demands(instance, w), strict=True))):
+                state.undo(option, demand)
         data = prepare(instance, [w], state.free, state.alive)
-        status, solution, lines = backend(data, batch=False, deadline=deadline, seed=seed, threads=threads)
+        hint = _solution_of(instance, data, {w: greedy}) if greedy.placed else None
+        status, solution, lines = backend(data, batch=False, deadline=deadline, seed=seed, threads=threads,
+                                          hint=hint)
         log.extend(f"{instance.workloads[w].id}: {line}" for line in lines)
+        if solution is None and status == "infeasible":
+            outcomes[w] = WorkloadOutcome(False, [], reason=why_waiting(state, instance, w))
+            continue
         if solution is None:
-            if status == "infeasible":
-                outcomes[w] = WorkloadOutcome(False, [], reason=why_waiting(state, instance, w))
+            worst = status if worst != "error" else worst
+            if hint is None:
+                outcomes[w] = WorkloadOutcome(False, [], reason=f"no plan from the exact model ({status})")
                 continue
-            worst = status
-            break
+            log.append(f"{instance.workloads[w].id}: no plan from the model ({status}); the greedy's plan is kept")
+            solution = hint
         outcomes.update(outcomes_from(state, instance, data, solution))
-        if status != "optimal":
+        if status != "optimal" and worst == "optimal":
             worst = status
         progress((w + 1) / len(instance.workloads), f"workload {w + 1} of {len(instance.workloads)}")
     return _result(instance, outcomes, worst, log)
+
+
+def _demands(instance: BinpackInstance, w: int) -> list[np.ndarray]:
+    return [instance.job_demand(w, j) for j in range(len(instance.workloads[w].jobs))]
 
 
 def _result(instance: BinpackInstance, outcomes: dict[int, WorkloadOutcome], worst: str,
