@@ -2,24 +2,31 @@
 
 ::
 
-    fleetplan bench SUITE [-o DIR] [--executor local|dask] [--workers N] [--address tcp://HOST:8786]
+    fleetplan bench SUITE [-o DIR] [--executor local|dask] [--workers N] [--address tls://HOST:8786]
+                          [--tls-ca-file F] [--tls-cert F] [--tls-key F] [--insecure]
                           [--resume] [--repeats N] [--grace S] [--save-plans] [--no-report] [--no-plots]
-    fleetplan bench report DIR [--no-plots]
+                          [--json]
+    fleetplan bench report DIR [--no-plots] [--json]
 
 SUITE is a YAML file or the name of a bundled suite (``quick``, ``standard``, ``paper``).
-Errors in the suite or the arguments raise :class:`InstanceError` (one line, exit code 2).
+Errors in the suite or the arguments raise :class:`InstanceError` (one line, exit code 2; with
+``--json`` the CLI also prints them as a JSON object on stdout). ``--json`` prints the result
+summary (:func:`~fleetplan.benchmarks.report.summarize`) on stdout; exit code 1 when a cell
+ended without a plan.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
 
 from fleetplan.benchmarks.cells import DEFAULT_GRACE_S
 from fleetplan.benchmarks.executors import DaskSecurity, dask_security
-from fleetplan.benchmarks.report import write_report
+from fleetplan.benchmarks.report import summarize, write_report
 from fleetplan.benchmarks.results import RESULTS_FILE, row_failed
 from fleetplan.benchmarks.suite import bundled_suites, load_suite, output_folder
 from fleetplan.benchmarks.sweep import run_sweep
@@ -64,6 +71,8 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     bench.add_argument("--save-plans", action="store_true", help="keep every plan in DIR/plans/")
     bench.add_argument("--no-report", action="store_true", help="write results.csv only")
     bench.add_argument("--no-plots", action="store_true", help="report.md without PNG figures")
+    bench.add_argument("--json", action="store_true",
+                       help="the result summary (and errors) as JSON on stdout")
     bench.set_defaults(handler=handle)
     return bench
 
@@ -73,15 +82,19 @@ def handle(args: argparse.Namespace) -> int:
     if args.suite == "report":
         if not args.directory:
             raise InstanceError("DIR", "`fleetplan bench report DIR` needs the results folder")
-        return _report(Path(args.directory), plots=not args.no_plots)
+        folder = Path(args.directory)
+        report = _report(folder, plots=not args.no_plots)
+        if args.json:
+            _print_summary(folder, report, exit_code=0)
+        return 0
     if args.directory is not None:
         raise InstanceError("DIR", f"unexpected argument '{args.directory}' (use -o DIR for the results folder)")
     if args.workers < 1:
         raise InstanceError("--workers", "must be at least 1")
     if args.repeats is not None and args.repeats < 1:
         raise InstanceError("--repeats", "must be at least 1")
-    if args.grace < 0:
-        raise InstanceError("--grace", "must be >= 0")
+    if not math.isfinite(args.grace) or args.grace < 0:
+        raise InstanceError("--grace", "must be a finite number of seconds >= 0")
     if args.executor == "dask" and not args.address:
         raise InstanceError("--address", "the dask executor needs --address tls://HOST:8786 (or tcp:// on loopback)")
     tls = DaskSecurity(args.tls_ca_file, args.tls_cert, args.tls_key)
@@ -104,12 +117,34 @@ def handle(args: argparse.Namespace) -> int:
                      save_plans=args.save_plans, command="fleetplan " + " ".join(sys.argv[1:]))
     failed = sum(row_failed(row) for row in rows)
     print(f"{len(rows)} cells, {failed} failed: {out / RESULTS_FILE}", file=sys.stderr)
-    if not args.no_report:
-        _report(out, plots=not args.no_plots)
-    return 1 if failed else 0
+    report = None if args.no_report else _report(out, plots=not args.no_plots)
+    code = 1 if failed else 0
+    if args.json:
+        _print_summary(out, report, exit_code=code, suite=suite.name)
+    return code
 
 
-def _report(folder: Path, plots: bool = True) -> int:
+def _report(folder: Path, plots: bool = True) -> Path:
     path = write_report(folder, plots=plots)
     print(f"report: {path}", file=sys.stderr)
-    return 0
+    return path
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: non-finite floats become null."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(key): _clean(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(item) for item in value]
+    return value
+
+
+def _print_summary(folder: Path, report: Path | None, exit_code: int, suite: str | None = None) -> None:
+    """``--json``: the report's tables as one JSON object on stdout."""
+    summary = summarize(folder)
+    summary.update(report=str(report) if report else None, exit_code=exit_code)
+    if suite is not None:
+        summary["suite"] = suite
+    sys.stdout.write(json.dumps(_clean(summary), indent=1, allow_nan=False) + "\n")

@@ -33,7 +33,7 @@ import numpy as np
 from fleetplan.benchmarks import profiles
 from fleetplan.benchmarks.profiles import DEFAULT_TARGET_GAP, Run
 from fleetplan.benchmarks.results import finalize, read_results, row_failed
-from fleetplan.benchmarks.simcells import SIM_KIND, sim_section
+from fleetplan.benchmarks.simcells import SIM_KIND, sim_section, sim_summary
 from fleetplan.instances.base import atomic_write_text
 from fleetplan.lazy import lazy_attribute
 
@@ -352,6 +352,32 @@ def _section(folder: Path, slug: str, rows: list[dict[str, Any]], runs: list[Run
     if len(runs) > len(shown):
         lines.append(f"\n({len(runs) - len(shown)} more lines in results.csv)")
     return lines + [""]
+
+
+def summarize(folder: str | os.PathLike[str], target_gap: float = DEFAULT_TARGET_GAP) -> dict[str, Any]:
+    """The report's tables as data (what ``fleetplan bench --json`` prints): per group, per
+    objective, one line per solver; per simulation group, one line per scenario and scheduler."""
+    folder = Path(folder)
+    rows = finalize(read_results(folder))
+    groups = []
+    for group in dict.fromkeys(str(row["group"]) for row in rows):
+        group_rows = [row for row in rows if row["group"] == group]
+        entry: dict[str, Any] = {"group": group, "kind": group_rows[0]["kind"], "runs": len(group_rows),
+                                 "failed": sum(row_failed(row) for row in group_rows)}
+        if group_rows[0]["kind"] == SIM_KIND:
+            entry["scenarios"] = sim_summary(group_rows)
+        else:
+            runs = profiles.median_runs(group_rows)
+            entry["objectives"] = [
+                {"objective": objective,
+                 "sense": next((run.sense for run in runs if run.objective_name == objective), ""),
+                 "solvers": profiles.solver_table([run for run in runs if run.objective_name == objective],
+                                                  target_gap)}
+                for objective in dict.fromkeys(run.objective_name for run in runs)]
+        groups.append(entry)
+    return {"folder": str(folder), "results": str(folder / "results.csv"), "rows": len(rows),
+            "failed": sum(row_failed(row) for row in rows), "target_gap": target_gap,
+            "suites": sorted({str(row["suite"]) for row in rows}), "groups": groups}
 
 
 def write_report(folder: str | os.PathLike[str], target_gap: float = DEFAULT_TARGET_GAP,

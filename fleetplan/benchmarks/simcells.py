@@ -119,30 +119,36 @@ def run_sim_cell(cell: Cell, probe: MemoryProbe, preload: bool) -> dict[str, Any
     return _with_memory(row, probe)
 
 
-def sim_section(rows: list[dict[str, Any]]) -> list[str]:
-    """Report lines of one simulation group: per scenario and scheduler, runs, failures, median
-    wall time and the median of each metric over seeds and repeats."""
-    from fleetplan.benchmarks.report import _fmt, _table
-
+def sim_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per scenario and scheduler: runs, failures, median wall time and the median of every
+    metric over seeds and repeats (of the runs that finished)."""
     buckets: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         buckets[(str(row["instance"]), str(row["label"]))].append(row)
-    names: list[str] = []
-    for row in rows:
-        for name in _metrics(row):
-            if name not in names:
-                names.append(name)
-    shown = sorted(names)[:MAX_METRIC_COLUMNS]
-    lines = []
+    out = []
     for (instance, label), bucket in buckets.items():
         ok = [row for row in bucket if not row_failed(row)]
-        medians = []
-        for name in shown:
+        names = sorted({name for row in ok for name in _metrics(row)})
+        metrics = {}
+        for name in names:
             values = [value for row in ok if (value := as_float(_metrics(row).get(name))) is not None]
-            medians.append(statistics.median(values) if values else None)
+            metrics[name] = statistics.median(values) if values else None
         times = [value for row in ok if (value := as_float(row["wall_s"])) is not None]
-        lines.append([instance, label, len(bucket), len(bucket) - len(ok),
-                      _fmt(statistics.median(times) if times else None), *medians])
+        out.append({"scenario": instance, "scheduler": label, "runs": len(bucket),
+                    "failed": len(bucket) - len(ok),
+                    "median_s": statistics.median(times) if times else None, "metrics": metrics})
+    return out
+
+
+def sim_section(rows: list[dict[str, Any]]) -> list[str]:
+    """Report lines of one simulation group (the table of :func:`sim_summary`)."""
+    from fleetplan.benchmarks.report import _fmt, _table
+
+    summary = sim_summary(rows)
+    names = sorted({name for line in summary for name in line["metrics"]})
+    shown = names[:MAX_METRIC_COLUMNS]
+    lines = [[line["scenario"], line["scheduler"], line["runs"], line["failed"], _fmt(line["median_s"]),
+              *[line["metrics"].get(name) for name in shown]] for line in summary]
     out = _table(["scenario", "scheduler", "runs", "failed", "median s", *shown], lines)
     if len(names) > len(shown):
         out.append(f"\n({len(names) - len(shown)} more metrics in the `metrics` column of results.csv)")
