@@ -25,7 +25,7 @@ def one_gpu_cluster(running: list[tuple[str, int, float, int]], tasks: int) -> d
             holdings["cpus"].append(1)
             holdings["memory_gb"].append(1.0)
     return {
-        "kind": "binpack", "clusters": ["c"], "hardware_types": ["gpu"], "now_hours": 100.0,
+        "kind": "binpack", "schema_version": 1, "clusters": ["c"], "hardware_types": ["gpu"], "now_hours": 100.0,
         "machines": {"id": [f"m{m}" for m in range(n)], "cluster": ["c"] * n, "rack": list(range(n)),
                      "hardware": ["gpu"] * n, "gpus": [16] * n, "cpus": [64] * n, "memory_gb": [64.0] * n},
         "running": {"id": [r[0] for r in running] + ["hi"], "workload": [r[0] for r in running] + ["hi"],
@@ -77,7 +77,7 @@ def two_clusters_for_batch() -> dict:
     rack. W1 = 2 tasks x 4 GPUs fits on one b machine (fewest machines) or across a; W2 = 2 tasks
     x 8 GPUs fits only in b. One at a time, W1 takes b and W2 waits; jointly both run."""
     return {
-        "kind": "binpack", "clusters": ["a", "b"], "hardware_types": ["gpu"],
+        "kind": "binpack", "schema_version": 1, "clusters": ["a", "b"], "hardware_types": ["gpu"],
         "machines": {"id": ["a0", "a1", "b0", "b1"], "cluster": ["a", "a", "b", "b"], "rack": [0, 1, 2, 2],
                      "hardware": ["gpu"] * 4, "gpus": [8] * 4, "cpus": [64] * 4, "memory_gb": [512.0] * 4},
         "running": {"id": ["hi"], "workload": ["hi"], "tenant": ["t"], "priority": [0], "start_hours": [0.0],

@@ -16,7 +16,7 @@ def section_4_3_example() -> dict:
     """A new job needs 10 GPUs; the scan finds jobs freeing 4, 5 and 12 (in that order: all of
     priority 6, oldest first); a priority-0 job fills the rest of the three 16-GPU machines."""
     return {
-        "kind": "binpack", "clusters": ["c"], "hardware_types": ["gpu"], "now_hours": 100.0,
+        "kind": "binpack", "schema_version": 1, "clusters": ["c"], "hardware_types": ["gpu"], "now_hours": 100.0,
         "machines": {"id": ["m0", "m1", "m2"], "cluster": ["c"] * 3, "rack": [0, 0, 1], "hardware": ["gpu"] * 3,
                      "gpus": [16] * 3, "cpus": [64] * 3, "memory_gb": [1024.0] * 3},
         "running": {"id": ["job1", "job2", "job3", "big"], "workload": ["a", "b", "c", "d"],

@@ -23,7 +23,7 @@ from fleetplan.instances.binpack_evaluate import score_key
 def tiny() -> dict:
     """Two clusters of two 8-GPU machines; r0 (p6, 10 h) holds 8 GPUs of m1, r1 (p2) 4 of m2."""
     return {
-        "kind": "binpack", "clusters": ["a", "b"], "hardware_types": ["gpu", "cpu"], "now_hours": 10.0,
+        "kind": "binpack", "schema_version": 1, "clusters": ["a", "b"], "hardware_types": ["gpu", "cpu"], "now_hours": 10.0,
         "machines": {"id": ["m0", "m1", "m2", "m3"], "cluster": ["a", "a", "b", "b"], "rack": [0, 1, 2, 2],
                      "hardware": ["gpu"] * 4, "gpus": [8] * 4, "cpus": [64] * 4, "memory_gb": [512.0] * 4},
         "running": {"id": ["r0", "r1"], "workload": ["x", "y"], "tenant": ["t", "t"], "priority": [6, 2],
@@ -163,3 +163,40 @@ def test_mast_size_region_loads_in_seconds(tmp_path):
     assert time.process_time() - started < 5.0
     assert loaded.arrays().capacity[:, 0].sum() == 20_000 and loaded.arrays().num_machines == 66_500
     assert copy.copy(loaded).kind == "binpack"
+
+
+@pytest.mark.parametrize("edit,path", [
+    (lambda d: d["running"]["holdings"]["gpus"].__setitem__(0, 9), "running.holdings.gpus[0]"),
+    (lambda d: d["workloads"][0]["jobs"][0].__setitem__("gpus_per_task", -1), "workloads[0].jobs[0].gpus_per_task"),
+    (lambda d: d["machines"]["id"].__setitem__(3, "m0"), "machines.id[3]"),
+])
+def test_cli_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys, edit, path):
+    import json
+
+    from fleetplan.cli import main
+
+    data = tiny()
+    edit(data)
+    broken = tmp_path / "region.json"
+    broken.write_text(json.dumps(data))
+    out = tmp_path / "plan.json"
+    assert main(["solve", str(broken), "-o", str(out)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and path in lines[0]
+    assert not out.exists()
+
+
+def test_cli_solves_the_example_and_an_unplaceable_workload_exits_1(tmp_path, capsys):
+    from conftest import EXAMPLES
+
+    from fleetplan.cli import main
+
+    out = tmp_path / "plan.json"
+    assert main(["solve", str(EXAMPLES / "binpack-small.json"), "-o", str(out)]) == 0
+    assert main(["evaluate", str(EXAMPLES / "binpack-small.json"), str(out)]) == 0
+    data = tiny()
+    data["workloads"][0]["jobs"][0]["tasks"] = 5  # 40 GPUs in a region of 32
+    region = tmp_path / "full.json"
+    region.write_text(__import__("json").dumps(data))
+    assert main(["solve", str(region)]) == 1
+    assert "gpus fall short" in capsys.readouterr().out
