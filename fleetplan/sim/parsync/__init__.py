@@ -23,7 +23,13 @@ from fleetplan.sim.parsync.analytic import (
     expected_conflicts_per_slot,
 )
 from fleetplan.sim.parsync.core import simulate
-from fleetplan.sim.parsync.scenario import FIVE_PHASES, Scenario, paper_scenario, scheduler_names
+from fleetplan.sim.parsync.scenario import (
+    FIVE_PHASES,
+    Scenario,
+    figure4_scenario,
+    paper_scenario,
+    scheduler_names,
+)
 
 SIMULATOR = SimulatorSpec(
     name="parsync",
@@ -37,4 +43,4 @@ SIMULATOR = SimulatorSpec(
 
 __all__ = ["FIVE_PHASES", "SIMULATOR", "Scenario", "conflict_variance", "conflicts_eq4",
            "conflicts_with_more_schedulers", "expected_conflicts", "expected_conflicts_per_slot",
-           "paper_scenario", "scheduler_names", "simulate"]
+           "figure4_scenario", "paper_scenario", "scheduler_names", "simulate"]

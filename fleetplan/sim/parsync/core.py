@@ -99,9 +99,10 @@ class _Run:
         self.events = 0
 
     # -- load ---------------------------------------------------------------------------------
-    def load(self, t: float) -> float:
-        k = min(int(t / self.plen), len(self.sc.phases) - 1)
-        return self.sc.phases[k]
+    def load(self, t: float, i: int) -> float:
+        """Scheduler i's load at t (group A of §5.2's Figure 4 follows ``phases_a``)."""
+        phases = self.sc.phases_a if i < self.sc.schedulers_a else self.sc.phases
+        return phases[min(int(t / self.plen), len(phases) - 1)]
 
     def interval(self, load: float) -> float:
         """Seconds between two batches of one scheduler at this load."""
@@ -291,7 +292,7 @@ class _Run:
         q.push((k + 1) * gap, "sync", k + 1)
 
     def arrive(self, t: float, i: int, q: EventQueue) -> None:
-        load = self.load(t)
+        load = self.load(t, i)
         if load > 0:
             self.queue[i].append(t)
             self.submitted[i] += self.sc.batch_size
@@ -317,9 +318,9 @@ class _Run:
     def run(self, progress: Progress | None) -> float:
         q = EventQueue()
         self.sync_all(0.0)
-        first = self.sc.phases[0]
-        offset = self.interval(first) / self.N if first > 0 and self.sc.stagger else 0.0
         for i in range(self.N):
+            first = self.load(0.0, i)
+            offset = self.interval(first) / self.N if first > 0 and self.sc.stagger else 0.0
             q.push(i * offset, "arrive", i)
         gap = self.sc.sync_gap_s if self.sync == "statesync" else self.sc.sync_gap_s / self.P
         q.push(gap, "sync", 1)

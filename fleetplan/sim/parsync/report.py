@@ -112,21 +112,33 @@ def build_result(run: _Run, scheduler: str, seed: int, end: float) -> SimResult:
     bounds = [k * run.plen for k in range(len(sc.phases) + 1)] + [max(end, sc.duration_s)]
     names = [str(k + 1) for k in range(len(sc.phases))] + ["drain"]
     b_mid = (np.arange(nb) + 0.5) * dt
+    # §5.2's Figure 4: groups A (the first schedulers_a) and B, each phase apart
+    members = {"": np.ones(N, dtype=bool)}
+    if sc.schedulers_a:
+        members["A/"] = np.arange(N) < sc.schedulers_a
+        members["B/"] = ~members["A/"]
+        groups["group"] = {}
     for name, lo, hi in zip(names, bounds[:-1], bounds[1:], strict=True):
         sel = (b_mid >= lo) & (b_mid < hi)
         if not sel.any():
             continue
-        m = sel[r_b]
-        q = grouped_quantiles(np.zeros(int(m.sum()), dtype=np.int64), r_d[m], r_w[m], 1, qs)[0]
-        gk = float(g[sel].sum())
         span = float(sel.sum()) * dt
-        groups["phase"][name] = {
-            "delay_mean_s": float(r_d[m] @ r_w[m] / gk) if gk else float("nan"),
-            "delay_median_s": float(q[0]), "delay_p90_s": float(q[1]),
-            "throughput": gk / span, "conflicts_per_s": float(c[sel].sum()) / span,
-            "quality": float(pref[sel].sum() / gk) if gk else float("nan"),
-            "utilization": nanmean(util[sel]), "backlog_mean": nanmean(backlog[sel]),
-        }
+        for prefix, who in members.items():
+            m = sel[r_b] & who[r_i]
+            q = grouped_quantiles(np.zeros(int(m.sum()), dtype=np.int64), r_d[m], r_w[m], 1, qs)[0]
+            gk = float(g[sel][:, who].sum())
+            entry = {
+                "delay_mean_s": float(r_d[m] @ r_w[m] / gk) if gk else float("nan"),
+                "delay_median_s": float(q[0]), "delay_p90_s": float(q[1]),
+                "throughput": gk / span, "conflicts_per_s": float(c[sel][:, who].sum()) / span,
+                "quality": float(pref[sel][:, who].sum() / gk) if gk else float("nan"),
+                "mean_score": float(run.b_score[:nb][sel][:, who].sum() / gk) if gk else float("nan"),
+            }
+            if prefix:
+                groups["group"][prefix + name] = entry
+            else:
+                entry.update(utilization=nanmean(util[sel]), backlog_mean=nanmean(backlog[sel]))
+                groups["phase"][name] = entry
 
     sg = g.sum(axis=1)
     series = {

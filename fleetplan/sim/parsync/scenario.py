@@ -58,6 +58,8 @@ class Scenario(StrictModel):
     rate: float = Field(40_000.0, gt=0, description="R, tasks/s at 100% load")
     batch_size: int = Field(100, gt=0, description="B, tasks per batch; a scheduler commits a batch before the next")
     phases: list[float] = Field(default_factory=lambda: [1.0], min_length=1, description="load per equal-length phase, as a fraction of rate")
+    schedulers_a: int = Field(0, ge=0, description="§5.2's Figure 4: the first schedulers_a schedulers (group A) follow phases_a")
+    phases_a: list[float] = Field(default_factory=list, description="group A's load per phase (as many phases as 'phases')")
     duration_s: float = Field(90.0, gt=0, description="submission period")
     drain_s: float = Field(90.0, ge=0, description="at most this long after the submission period to commit the backlog")
     task_duration: Literal["fixed", "production"] = Field("fixed", description="fixed, or lognormal (sigma 1) like §2 (88% under 10 s at mean 5 s)")
@@ -75,6 +77,13 @@ class Scenario(StrictModel):
         for i, load in enumerate(self.phases):
             if not 0 <= load <= 10:
                 raise InstanceError(f"phases[{i}]", "must be a load fraction in [0, 10]")
+        if self.schedulers_a > self.schedulers:
+            raise InstanceError("schedulers_a", f"must not exceed schedulers ({self.schedulers})")
+        if self.schedulers_a and len(self.phases_a) != len(self.phases):
+            raise InstanceError("phases_a", f"needs one load per phase ({len(self.phases)})")
+        for i, load in enumerate(self.phases_a):
+            if not 0 <= load <= 10:
+                raise InstanceError(f"phases_a[{i}]", "must be a load fraction in [0, 10]")
         if self.slots % self.partitions:
             raise InstanceError("partitions", f"must divide slots ({self.slots}) into equal partitions")
         if self.slots % self.master_partitions:
@@ -88,6 +97,18 @@ class Scenario(StrictModel):
         if sync == "parsync" and self.partitions % self.schedulers:
             raise InstanceError("partitions", f"ParSync needs a multiple of the {self.schedulers} "
                                               f"schedulers (got {self.partitions})")
+
+
+def figure4_scenario(**changes: object) -> Scenario:
+    """§5.2's Figure 4: groups A and B of 5 schedulers each (N = 10 at full capacity), three
+    30 s phases: both at 2/3 load, A at full load, both at full load."""
+    data: dict[str, object] = {"schedulers": 10, "partitions": 10, "schedulers_a": 5,
+                               "phases": [2 / 3, 2 / 3, 1.0], "phases_a": [2 / 3, 1.0, 1.0],
+                               "duration_s": 90.0, "drain_s": 60.0,
+                               # §5.2's simulator charges Quality-first no extra decision time
+                               "quality_scan_factor": 1.0}
+    data.update(changes)
+    return Scenario.model_validate(data)
 
 
 def paper_scenario(**changes: object) -> Scenario:
