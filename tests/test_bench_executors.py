@@ -32,7 +32,7 @@ groups:
       - {name: max-min-fairness-agnostic, label: agnostic}
 """
 # Columns that measure the machine rather than the answer.
-TIMINGS = ("wall_s", "peak_mem_mb", "mem_baseline_mb")
+TIMINGS = ("wall_s", "peak_mem_mb", "mem_baseline_mb", "mem_measure")
 
 
 def _answers(rows):
@@ -165,6 +165,9 @@ def test_dask_local_cluster_gives_the_local_table(tmp_path, capsys):
     assert len(dask_rows) == len(local_rows) == 4
     assert _answers(dask_rows) == _answers(local_rows)
     assert all(row["status"] == "optimal" for row in dask_rows)
+    # A fresh interpreter per Dask cell does not preload the back-ends, and says so.
+    assert {row["mem_measure"] for row in dask_rows} <= {"rss-increase+imports", "maxrss-increase+imports"}
+    assert {row["mem_measure"] for row in local_rows} <= {"rss-increase", "maxrss-increase"}
 
 
 def test_unreachable_scheduler_is_a_one_line_error():
