@@ -288,3 +288,10 @@ def test_simulate_lists_runs_and_writes(tmp_path, capsys):
     assert main(["simulate", "parsync", "--slots", "-3"]) == 2
     assert "slots" in capsys.readouterr().err
     assert main(["simulate", "teleport"]) == 2
+
+
+def test_a_solve_json_output_is_read_as_a_plan(tmp_path, capsys):
+    assert main(["solve", GAVEL, "--json"]) == 0
+    saved = tmp_path / "solve.json"
+    saved.write_text(capsys.readouterr().out)
+    assert main(["evaluate", GAVEL, str(saved)]) == 0

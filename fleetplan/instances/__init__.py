@@ -118,8 +118,8 @@ def load_plan(path: str | os.PathLike[str]) -> PlanBase:
     """Load and validate a plan file (a ``fleetplan solve`` output, or its ``plan`` field)."""
     source = str(path)
     data = read_json_file(path)
-    if isinstance(data, dict) and "plan" in data and "kind" not in data:
-        data = data["plan"]
+    if isinstance(data, dict) and isinstance(data.get("plan"), dict) and "solver" in data:
+        data = data["plan"]  # a `fleetplan solve --json` output: the plan is one of its fields
     spec = _kind_of(data, source)
     if _looks_like(spec.instance_type, spec.plan_type, data):
         raise InstanceError("$", f"this is a {spec.name} instance, not a plan (a plan is what "
