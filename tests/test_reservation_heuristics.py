@@ -40,6 +40,8 @@ def test_incremental_state_agrees_with_the_judge():
         before = state.objective()
         state.apply_block(g, source, target, 1)
         assert state.objective() - before == pytest.approx(change[0], abs=1e-6)
+        assert (state.x.sum(axis=0) + state.free == state.groups.available).all()
+        assert (state.free >= 0).all() and (state.x >= 0).all()
     plan_objective = fleetplan.instances.evaluate(
         instance, fleetplan.instances.reservation.ReservationPlan.from_arrays(instance, state.assignment())).objective
     # the state's cost is the judge's objective plus the penalty on guarantee shortfalls

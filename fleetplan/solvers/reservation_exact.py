@@ -44,9 +44,30 @@ def _forced_over_budget(model: ReservationModel, instance: ReservationInstance) 
     return None
 
 
-def _warm_values(model: ReservationModel, instance: ReservationInstance) -> np.ndarray | None:
-    x = counts_from_assignment(model, instance.arrays(), instance.arrays().server_current)
-    return None if x is None else full_solution(model, x)
+def _warm_values(model: ReservationModel, instance: ReservationInstance, how: str, deadline: Deadline,
+                 seed: int, log: list[str]) -> np.ndarray | None:
+    """A starting point for the solver: today's assignment, or the hill climb's plan (given a
+    fifth of the time) when the judge finds it feasible; None when there is none."""
+    if how == "none":
+        return None
+    arrays = instance.arrays()
+    assignment = arrays.server_current
+    if how == "hill-climb":
+        from fleetplan.solvers.reservation_heuristics import ras_hill_climb
+
+        share = deadline.share(0.2)
+        climbed = ras_hill_climb(instance, time_limit=share, seed=seed, threads=1,
+                                 progress=lambda fraction, message: None)
+        if climbed.plan is not None and climbed.status != "error":
+            assignment = climbed.plan.assignment_array(instance)
+        log.append(f"warm start (hill-climb): {climbed.status}, objective {climbed.objective:.6g}")
+    x = counts_from_assignment(model, arrays, assignment)
+    if x is None:
+        return None
+    if not evaluate(instance, ReservationPlan.from_arrays(instance, disaggregate(model, arrays, x))).feasible:
+        log.append(f"warm start ({how}) is infeasible; not used")
+        return None
+    return full_solution(model, x)
 
 
 def _highs(model: ReservationModel, deadline: Deadline, threads: int, seed: int, mip_rel_gap: float,
@@ -117,7 +138,7 @@ def _finish(instance: ReservationInstance, model: ReservationModel, values: np.n
 def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None, seed: int = 0,
               threads: int = 1, progress: Progress, mip_rel_gap: float = 1e-4,
               presolve: Literal["off", "on", "choose"] = "on",
-              warm_start: Literal["current", "none"] = "current") -> SolveResult:
+              warm_start: Literal["hill-climb", "current", "none"] = "hill-climb") -> SolveResult:
     """Solve the aggregated MIP with HiGHS (MAST §2: "RAS formulates a MIP problem").
 
     Parameters
@@ -127,8 +148,9 @@ def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None,
     presolve : {"off", "on", "choose"}
         HiGHS MIP presolve (on: 3x faster here; the enumeration tests guard against the HiGHS
         1.14 presolve bugs seen on placement models).
-    warm_start : {"current", "none"}
-        Give HiGHS today's assignment as a MIP start when the model admits it.
+    warm_start : {"hill-climb", "current", "none"}
+        MIP start: the hill climb's plan (a fifth of the time), today's assignment, or none;
+        used when feasible, and returned if HiGHS finds nothing better in time.
     """
     deadline = Deadline(time_limit)
     log: list[str] = []
@@ -138,8 +160,11 @@ def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None,
     reason = _forced_over_budget(model, instance)
     if reason:
         return SolveResult(status="infeasible", log=log, message=reason)
-    start = _warm_values(model, instance) if warm_start == "current" else None
+    start = _warm_values(model, instance, warm_start, deadline, seed, log)
     outcome, bound = _highs(model, deadline, threads, seed, mip_rel_gap, presolve, start, log)
+    if outcome.values is None and start is not None and outcome.status != "infeasible":
+        outcome.values, outcome.objective = start, float(model.lp.cost @ start + model.constant)
+        log.append("HiGHS found no plan in time: the warm start is returned")
     if outcome.status == "infeasible":
         return SolveResult(status="infeasible", log=log, message=_explain(instance, deadline, threads, seed, log))
     status = outcome.status if outcome.status in ("optimal", "time_limit") else "error"
@@ -153,13 +178,14 @@ def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None,
           reference="Choudhury et al., MAST, OSDI 2024, §2 (RAS)")
 def cpsat(instance: ReservationInstance, *, time_limit: float | None = None, seed: int = 0,
           threads: int = 1, progress: Progress,
-          warm_start: Literal["current", "none"] = "current") -> SolveResult:
+          warm_start: Literal["hill-climb", "current", "none"] = "hill-climb") -> SolveResult:
     """Solve the aggregated model with CP-SAT (see :mod:`fleetplan.models.reservation_cpsat`).
 
     Parameters
     ----------
-    warm_start : {"current", "none"}
-        Hint today's assignment to CP-SAT when the model admits it.
+    warm_start : {"hill-climb", "current", "none"}
+        Hint: the hill climb's plan (a fifth of the time), today's assignment, or none; used
+        when feasible.
     """
     from ortools.sat.python import cp_model
 
@@ -174,10 +200,9 @@ def cpsat(instance: ReservationInstance, *, time_limit: float | None = None, see
     cp = to_cpsat(model.lp, model.col_unit)
     log.append(f"model: {model.sizes}; objective scale {cp.objective_scale:g}"
                + ("" if cp.exact_objective else " (rounded)"))
-    if warm_start == "current":
-        start = _warm_values(model, instance)
-        if start is not None:
-            add_hint(cp, start)
+    start = _warm_values(model, instance, warm_start, deadline, seed, log)
+    if start is not None:
+        add_hint(cp, start)
     solver = cp_model.CpSolver()
     remaining = deadline.remaining(RESERVE_S)
     if remaining is not None:
@@ -190,6 +215,10 @@ def cpsat(instance: ReservationInstance, *, time_limit: float | None = None, see
     if code == cp_model.INFEASIBLE:
         return SolveResult(status="infeasible", log=log, message=_explain(instance, deadline, threads, seed, log))
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if start is not None:
+            log.append("CP-SAT found no plan in time: the warm start is returned")
+            return _finish(instance, model, start, "time_limit", None,
+                           float(model.lp.cost @ start + model.constant), log)
         return SolveResult(status="time_limit" if deadline.expired(RESERVE_S) else "error", log=log,
                            message=f"CP-SAT: {name}, no plan")
     values = read_values(cp, solver)

@@ -291,7 +291,7 @@ class RasState:
         f, d = groups.fd[g], groups.dc[g]
         for r, sign in ((source, -1), (target, +1)):
             if r == FREE_SIDE:
-                self.free[g] -= sign * b
+                self.free[g] += sign * b  # the pool gives as a source, takes as a target
                 continue
             before = max(0, self.c0[r, g] - self.x[r, g])
             self.x[r, g] += sign * b
