@@ -45,16 +45,18 @@ def gavel_las(rates: list[float], seeds: list[int], jobs: int, out: Path, multi_
             for seed in seeds:
                 scenario = {"generate": "gavel", "jobs": jobs, "rate_per_hour": rate, "multi_gpu": multi_gpu,
                             "steady_state": steady, "policy": policy}
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), time.process_time()
                 run = run_cluster(scenario, sched, seed)
                 metrics = run.result.metrics
                 rows.append({"scheduler": sched, "rate_per_hour": rate, "seed": seed,
-                             "wall_s": time.perf_counter() - started, **metrics})
+                             "wall_s": time.perf_counter() - started, "cpu_s": time.process_time() - cpu,
+                             **metrics})
                 values.append(metrics["avg_jct_steady_s"])
                 last[sched] = run
                 print(f"{sched:16s} rate {rate:5.2f} seed {seed}: steady avg JCT "
                       f"{metrics['avg_jct_steady_s'] / 3600:8.2f} h, all {metrics['avg_jct_s'] / 3600:8.2f} h, "
-                      f"util {metrics['utilization']:.2f}, {rows[-1]['wall_s']:.0f} s", flush=True)
+                      f"util {metrics['utilization']:.2f}, {rows[-1]['wall_s']:.0f} s ({rows[-1]['cpu_s']:.0f} s CPU)",
+                      flush=True)
             points[sched].append((rate, float(np.mean(values)), float(np.std(values))))
     plot_jct_vs_load(points, out / "jct_vs_load.png", "Gavel §7.3: LAS, 108 GPUs")
     plot_jct_cdf(last, out / "jct_cdf.png", f"JCT CDF at {rates[-1]:g} jobs/h")
@@ -74,14 +76,16 @@ def astraea(shape: str, seeds: list[int], out: Path, jobs: int | None = None,
             scenario: dict = {"generate": shape, "jobs": jobs}
             if gpus:
                 scenario["cluster"] = {"gpu": gpus}
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             run = run_cluster(scenario, sched, seed)
             m = run.result.metrics
-            rows.append({"scheduler": sched, "seed": seed, "wall_s": time.perf_counter() - started, **m})
+            rows.append({"scheduler": sched, "seed": seed, "wall_s": time.perf_counter() - started,
+                         "cpu_s": time.process_time() - cpu, **m})
             runs[sched] = run
             print(f"{sched:14s} seed {seed}: sharing-loss {m['sharing_loss_fraction']:.3f}, tenant unfairness "
                   f"{m['tenant_unfairness_ratio']:.3f}, avg JCT {m['avg_jct_s'] / 3600:.2f} h, slowdown "
-                  f"{m['avg_slowdown']:.2f}, preemptions {m['preemptions']:.0f}, {rows[-1]['wall_s']:.0f} s",
+                  f"{m['avg_slowdown']:.2f}, preemptions {m['preemptions']:.0f}, {rows[-1]['wall_s']:.0f} s "
+                  f"({rows[-1]['cpu_s']:.0f} s CPU)",
                   flush=True)
     plot_jct_cdf(runs, out / "jct_cdf.png", f"{shape}-like trace")
     for sched, run in runs.items():

@@ -188,7 +188,7 @@ def astraea_trace(shape: str = "venus", jobs: int | None = None, seed: int = 0, 
 
     Tenants get Zipf-like shares of the jobs and day-by-day bursts (Astraea Figure 4's
     unbalanced demand); quotas are proportional to each tenant's requested GPU-time (what
-    Astraea assumes for Philly's VCs), at least its largest job, summing to ``gpus``.
+    Astraea assumes for Philly's VCs), summing to ``gpus``.
     """
     if shape not in TABLE1_CDF:
         raise InstanceError("generate", f"unknown trace shape '{shape}' (known: venus, philly)")
@@ -215,7 +215,7 @@ def astraea_trace(shape: str = "venus", jobs: int | None = None, seed: int = 0, 
     cumulative = np.cumsum(weights / weights.sum(axis=1, keepdims=True), axis=1)
     tenant = np.minimum((rng.random(n)[:, None] > cumulative[day]).sum(axis=1), n_tenants - 1)
     gpu_time = np.bincount(tenant, weights=demand * duration, minlength=n_tenants) + 1.0
-    quota = _quotas(gpu_time, cluster, np.array([demand[tenant == k].max(initial=1) for k in range(n_tenants)]))
+    quota = _quotas(gpu_time, cluster)
     requested = np.where(state == 0, duration, duration / rng.uniform(0.1, 1.0, n))
     ones = np.ones((n, 1))
     return Trace(
@@ -226,13 +226,16 @@ def astraea_trace(shape: str = "venus", jobs: int | None = None, seed: int = 0, 
         name=f"{shape}-{n}jobs-seed{seed}", meta={"shape": shape, "gpus": cluster})
 
 
-def _quotas(weight: np.ndarray, total: int, minimum: np.ndarray) -> np.ndarray:
-    """Integer quotas proportional to ``weight``, each >= ``minimum`` where the total allows."""
-    quota = np.maximum(np.floor(total * weight / weight.sum()), np.minimum(minimum, total)).astype(int)
+def _quotas(weight: np.ndarray, total: int) -> np.ndarray:
+    """Integer quotas proportional to ``weight`` (at least 1 GPU each while the total allows),
+    summing to ``total``: largest remainders get the GPUs left after rounding down."""
+    exact = total * weight / weight.sum()
+    quota = np.floor(exact).astype(int)
+    if total >= len(weight):
+        quota = np.maximum(quota, 1)
     while quota.sum() > total:
-        k = int(np.argmax(quota - minimum))
-        quota[k] -= 1
-    order = np.argsort(-weight, kind="stable")
+        quota[int(np.argmax(quota))] -= 1
+    order = np.argsort(-(exact - quota), kind="stable")
     k = 0
     while quota.sum() < total:
         quota[order[k % len(order)]] += 1
