@@ -60,7 +60,7 @@ MAX_FREE_SHARE = 0.5
 WORKING_SET = 128
 TIE = 1e-4
 # The first prices come from an LP over at most this many buckets of similar jobs.
-BUCKETS = 300
+BUCKETS = 1000
 
 
 @dataclass
@@ -320,9 +320,12 @@ def max_min(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarr
         wrong |= (np.abs(t_high - level) <= 1e-9 * span) | (np.abs(level - t_low) <= 1e-9 * span)
         if not wrong.any():
             break
+        log.append(f"round {rounds}: the certificate rejects {int(wrong.sum())} fixed jobs "
+                   f"({int((~(assumed_cost <= best_cost + tolerance)).sum())} by price)")
         if rounds >= MAX_ROUNDS:
             return SeparableResult("fallback", log=log + [f"{int(wrong.sum())} fixed jobs still fail after "
                                                              f"{rounds} rounds"], stats=stats)
+        # A rejected job stays free from now on (letting it go again made the prices oscillate).
         sticky[fixed_jobs[wrong]] = True
     # u_m of a fixed job is the marginal cost of its need; positive for every job (and every free
     # job's score dual positive) means every optimum gives each job exactly the level.
