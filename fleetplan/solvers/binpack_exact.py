@@ -277,7 +277,13 @@ def solve_one_at_a_time(instance: BinpackInstance, backend: Backend, *, time_lim
         if status != "optimal" and worst == "optimal":
             worst = status
         progress((w + 1) / len(instance.workloads), f"workload {w + 1} of {len(instance.workloads)}")
-    return _result(instance, outcomes, worst, log)
+    result = _result(instance, outcomes, worst, log)
+    if result.status == "optimal" and len(instance.workloads) > 1:
+        # Each workload is optimal given the ones before it; the queue as a whole is not proven
+        # (batch-cpsat can do better), so no bound is claimed.
+        result.status = "feasible"
+        result.message += "; each workload placed optimally in turn (the queue jointly: batch-cpsat)"
+    return result
 
 
 def _demands(instance: BinpackInstance, w: int) -> list[np.ndarray]:
@@ -304,6 +310,9 @@ def cpsat(instance: BinpackInstance, *, time_limit: float | None = None, seed: i
           progress: Progress) -> SolveResult:
     """The exact single-workload model, solved by CP-SAT for one workload at a time.
 
+    Status ``optimal`` (with the objective as bound) for a single pending workload; with several,
+    each is optimal given the ones before it and the status is ``feasible``.
+
     Examples
     --------
     >>> import fleetplan
@@ -321,7 +330,8 @@ def cpsat(instance: BinpackInstance, *, time_limit: float | None = None, seed: i
           reference="Choudhury et al., MAST, OSDI 2024, §4.3")
 def mip_highs(instance: BinpackInstance, *, time_limit: float | None = None, seed: int = 0, threads: int = 1,
               progress: Progress, presolve: Literal["off", "on", "choose"] = "off") -> SolveResult:
-    """The exact single-workload model, solved by HiGHS for one workload at a time.
+    """The exact single-workload model, solved by HiGHS for one workload at a time (status as
+    for ``cpsat``: ``optimal`` for a single pending workload, else ``feasible``).
 
     Parameters
     ----------
