@@ -60,7 +60,7 @@ MAX_FREE_SHARE = 0.5
 WORKING_SET = 128
 TIE = 1e-4
 # The first prices come from an LP over at most this many buckets of similar jobs.
-BUCKETS = 1000
+BUCKETS = 300
 
 
 @dataclass
