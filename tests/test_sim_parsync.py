@@ -287,7 +287,7 @@ def test_figure3_samesyn_needs_more_extra_slots_than_diffsyn():
     assert diff is not None and same is not None and same >= diff
 
 
-def test_figure4_groups_quality_first_surges_adaptive_bounds_group_a():
+def test_figure4_groups_quality_first_surges_adaptive_bounds_group_a(tmp_path):
     """§5.2, Figure 4 (scaled to 1/20): with A at full load in phase 2, Quality-first's group-A
     delay surges while B's stays low; Adaptive holds A near tau and gives it lower quality."""
     from fleetplan.sim.parsync import figure4_scenario
@@ -296,10 +296,15 @@ def test_figure4_groups_quality_first_surges_adaptive_bounds_group_a():
     scenario = figure4_scenario(slots=10_000, rate=2_000.0, batch_size=10, decision_time_ms=5.0,
                                 duration_s=12.0, drain_s=10.0, tau_s=tau)
     qf = simulate(scenario, "parsync-quality-first", 0).groups["group"]
-    ad = simulate(scenario, "parsync-adaptive", 0).groups["group"]
+    adaptive = simulate(scenario, "parsync-adaptive", 0)
+    ad = adaptive.groups["group"]
     assert qf["A/2"]["delay_median_s"] > 5 * qf["B/2"]["delay_median_s"]
     assert qf["A/2"]["delay_median_s"] > tau
     assert ad["A/2"]["delay_median_s"] < 1.5 * tau   # the EMA reacts after the fact (§A.2)
     assert ad["A/2"]["quality"] < ad["B/2"]["quality"]
+    from fleetplan.sim.parsync.plots import plot_groups
+
+    png = plot_groups(adaptive, tmp_path / "fig4.png", schedulers_a=5, phases=3, duration_s=12.0)
+    assert png.read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(InstanceError, match="one load per phase"):
         figure4_scenario(phases_a=[1.0])

@@ -2,6 +2,7 @@
 
 * :func:`plot_run` — one run, four panels (throughput with utilization dashed, delay, conflicts,
   quality): the median among schedulers and the 10-90th percentile band (Figures 6, 7).
+* :func:`plot_groups` — §5.2's two scheduler groups: quality and delay per group (Figure 4).
 * :func:`plot_compare` — several runs: mean delay and quality over time (Figures 5 and 8).
 * :func:`plot_extra_slots` — the extra slots each synchronisation needs (Figure 3).
 """
@@ -63,6 +64,41 @@ def plot_run(result: SimResult, path: str | Path, *, phases: int = 1, duration_s
     axes[1, 1].set_ylim(0, 1.05)
     for ax in axes[1]:
         ax.set_xlabel("time [s]")
+    fig.suptitle(title or f"{result.scheduler} (seed {result.seed})")
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def plot_groups(result: SimResult, path: str | Path, *, schedulers_a: int, phases: int = 1,
+                duration_s: float | None = None, title: str | None = None) -> Path:
+    """Figure 4: delay and quality of group A (the first ``schedulers_a``, dark) and group B
+    (pale): median and 10-90th percentile band within each group, utilization dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    s = result.series
+    t = s["time"]
+    duration = duration_s if duration_s is not None else float(t[-1])
+    fig, (ax_q, ax_d) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for ax, key in ((ax_q, "sched_quality"), (ax_d, "sched_delay_mean")):
+        _band(ax, t, s[key][:, :schedulers_a], "tab:blue", "group A")
+        _band(ax, t, s[key][:, schedulers_a:], "tab:orange", "group B")
+        _phase_lines(ax, result, phases, duration)
+        ax.set_xlabel("time [s]")
+        ax.grid(alpha=0.3)
+    util = ax_d.twinx()
+    util.plot(t, s["utilization"], "g:", lw=2, label="cluster utilization")
+    util.set_ylim(0, 1.05)
+    util.legend(loc="lower right", fontsize=8)
+    ax_q.set_ylim(0, 1.05)
+    ax_q.set_title("(a) quality [share on preferred slots]", fontsize=10)
+    ax_d.set_title("(b) scheduling delay [s]", fontsize=10)
+    ax_q.legend(fontsize=8)
     fig.suptitle(title or f"{result.scheduler} (seed {result.seed})")
     fig.tight_layout()
     out = Path(path)
