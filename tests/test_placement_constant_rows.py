@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyomo.environ as pyo
 
 import fleetplan
-from fleetplan.models.placement import _rows
+from fleetplan.models.placement import _rows, _Ticker
 
 # The issue's instance: its home-training row resolves to a constant.
 CONSTANT_HOME_TRAINING = {"regions": 5, "tables": 11, "jobs": 14, "gpu_types": 3, "applications": 3,
@@ -26,6 +26,7 @@ def test_the_issues_instance_solves_with_both_exact_solvers():
 def test_a_constant_row_is_skipped_and_a_false_one_reported():
     model = pyo.ConcreteModel()
     model.constant_violations = []
+    model.build_clock = _Ticker(None)
     model.x = pyo.Var([0, 1], bounds=(0, 1))
     rows = {0: 0.0 <= 1.0, 1: 2.0 <= 1.0, 2: None}
     model.rows = pyo.Constraint([0, 1, 2], rule=_rows(

@@ -67,6 +67,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -206,8 +207,10 @@ class PlacementData:
 
 def prepare(arrays: PlacementArrays, tables: np.ndarray | None = None, jobs: np.ndarray | None = None,
             *, max_exact_levels: int = 64, grid_levels: int = 16, max_pairs: int = 1024,
-            storage_tangents: int = 32) -> PlacementData:
-    """Pinning, the regions each job can take, and the breakpoints of the non-linear terms."""
+            storage_tangents: int = 32, deadline: Clock | None = None) -> PlacementData:
+    """Pinning, the regions each job can take, and the breakpoints of the non-linear terms
+    (:class:`BuildTimeout` when ``deadline`` expires on the way)."""
+    ticker = _Ticker(deadline, every=64)
     whole = tables is None
     tables = np.arange(arrays.num_tables) if tables is None else np.asarray(tables, dtype=np.int64)
     if jobs is None:
@@ -218,6 +221,7 @@ def prepare(arrays: PlacementArrays, tables: np.ndarray | None = None, jobs: np.
     allowed = {int(t): [int(arrays.table_home[t])] if pinned[t] else regions for t in tables}
     possible: dict[int, list[int]] = {}
     for j in jobs.tolist():
+        ticker.tick()
         own = arrays.job_tables[arrays.job_ptr[j]:arrays.job_ptr[j + 1]]
         if arrays.job_kind[j] == ML:
             common = set(regions)
@@ -233,6 +237,8 @@ def prepare(arrays: PlacementArrays, tables: np.ndarray | None = None, jobs: np.
     storage_points, storage_exact = [], True
     if whole and arrays.w_storage > 0:
         for r in regions:
+            ticker.count = ticker.every - 1  # each region's subset sums can take a while
+            ticker.tick()
             free = np.array([arrays.table_size[t] for t in tables.tolist() if len(allowed[t]) > 1])
             base = float(arrays.table_size[[t for t in tables.tolist() if allowed[t] == [r]]].sum())
             sums = subset_sums(free, base, max(max_exact_levels, 4 * storage_tangents))
@@ -317,20 +323,23 @@ def _tables_by_job(data: PlacementData) -> dict[int, list[int]]:
     return {j: data.job_tables(j).tolist() for j in data.jobs.tolist()}
 
 
-def placement_mip(data: PlacementData) -> pyo.ConcreteModel:
+def placement_mip(data: PlacementData, deadline: Clock | None = None) -> pyo.ConcreteModel:
     """The Figure 4 MIP over ``data`` (see the module docstring), objective ``model.cost``.
 
     ``model.x[t, r]`` exists for every free table and allowed region; pinned tables are
     constants. ``model.components_of`` maps names back for warm starts (:func:`set_placement`).
+    ``deadline``: checked every few hundred rows; :class:`BuildTimeout` when it has expired,
+    so a time limit covers the build too (500 tables took 54 s to build under a 2 s limit).
     """
     arrays = data.arrays
     regions = range(arrays.num_regions)
     size = arrays.table_size
     model = pyo.ConcreteModel(name="tetris_placement")
     model.constant_violations = []  # rows that came out constant and false (see _rows)
+    model.build_clock = _Ticker(deadline)
     free = [t for t in data.tables.tolist() if len(data.allowed[t]) > 1]
     model.x = pyo.Var([(t, r) for t in free for r in data.allowed[t]], domain=pyo.Binary)
-    model.assign = pyo.Constraint(free, rule=lambda m, t: sum(m.x[t, r] for r in regions) == 1)
+    model.assign = pyo.Constraint(free, rule=_rows(model, "assign", lambda m, t: sum(m.x[t, r] for r in regions) == 1))
 
     def x(t: int, r: int):
         if len(data.allowed[t]) > 1:
@@ -344,9 +353,10 @@ def placement_mip(data: PlacementData) -> pyo.ConcreteModel:
     multi = [j for j in ml if len(own[j]) > 1]
     model.y = pyo.Var([(j, r) for j in multi for r in data.job_regions[j]], bounds=(0, 1))
     model.y_le = pyo.Constraint([(j, r, t) for j in multi for r in data.job_regions[j] for t in own[j]],
-                                rule=lambda m, j, r, t: m.y[j, r] <= x(t, r))
+                                rule=_rows(model, "y_le", lambda m, j, r, t: m.y[j, r] <= x(t, r)))
     model.y_ge = pyo.Constraint(list(model.y.index_set()),
-                                rule=lambda m, j, r: m.y[j, r] >= sum(x(t, r) for t in own[j]) - (len(own[j]) - 1))
+                                rule=_rows(model, "y_ge", lambda m, j, r: m.y[j, r] >= sum(x(t, r) for t in own[j])
+                                           - (len(own[j]) - 1)))
 
     def y(j: int, r: int):
         if r not in data.job_regions[j]:
@@ -357,7 +367,8 @@ def placement_mip(data: PlacementData) -> pyo.ConcreteModel:
     decided = {j for j in other if len(data.job_regions[j]) == 1}
     voting = [j for j in other if j not in decided]
     model.z = pyo.Var([(j, r) for j in voting for r in data.job_regions[j]], domain=pyo.Binary)
-    model.z_one = pyo.Constraint(voting, rule=lambda m, j: sum(m.z[j, r] for r in data.job_regions[j]) == 1)
+    model.z_one = pyo.Constraint(voting, rule=_rows(model, "z_one", lambda m, j: sum(
+        m.z[j, r] for r in data.job_regions[j]) == 1))
 
     def job_bytes(j: int) -> float:
         return float(size[own[j]].sum())
@@ -372,13 +383,14 @@ def placement_mip(data: PlacementData) -> pyo.ConcreteModel:
         return score(j, r) - score(j, s) >= margin - big_m * (1 - m.z[j, r])
 
     model.majority = pyo.Constraint(
-        [(j, r, s) for j in voting for r in data.job_regions[j] for s in regions if s != r], rule=majority)
+        [(j, r, s) for j in voting for r in data.job_regions[j] for s in regions if s != r], rule=_rows(model, "majority", majority))
     # v is the *fraction* of the job's bytes read locally, so its rows have coefficients in [0, 1]
     # (in bytes they reached 1e13 next to binaries, and HiGHS lost precision).
     model.v = pyo.Var([(j, r) for j in voting for r in data.job_regions[j]], bounds=(0, 1))
-    model.v_bytes = pyo.Constraint(list(model.v.index_set()), rule=lambda m, j, r: m.v[j, r] <= sum(
-        float(size[t] / max(job_bytes(j), 1e-300)) * x(t, r) for t in own[j]))
-    model.v_region = pyo.Constraint(list(model.v.index_set()), rule=lambda m, j, r: m.v[j, r] <= m.z[j, r])
+    model.v_bytes = pyo.Constraint(list(model.v.index_set()), rule=_rows(model, "v_bytes", lambda m, j, r: m.v[j, r] <= sum(
+        float(size[t] / max(job_bytes(j), 1e-300)) * x(t, r) for t in own[j])))
+    model.v_region = pyo.Constraint(list(model.v.index_set()), rule=_rows(
+        model, "v_region", lambda m, j, r: m.v[j, r] <= m.z[j, r]))
 
     def z(j: int, r: int):
         if j in decided:
@@ -390,6 +402,7 @@ def placement_mip(data: PlacementData) -> pyo.ConcreteModel:
 
     traffic = 0
     for j in ml:
+        model.build_clock.tick()
         traffic += arrays.job_weight[j] * job_bytes(j) * (1 - sum(y(j, r) for r in data.job_regions[j]))
     for j in other:
         if j in decided:
@@ -410,13 +423,40 @@ def placement_mip(data: PlacementData) -> pyo.ConcreteModel:
     return model
 
 
+class Clock(Protocol):
+    """What a model builder needs of a deadline (e.g. ``fleetplan.solvers.deadline.Deadline``)."""
+
+    def expired(self, reserve: float = 0.0) -> bool: ...
+
+
+class BuildTimeout(Exception):
+    """The deadline passed while a model was being built."""
+
+
+class _Ticker:
+    """Checks a deadline every ``every`` calls (the clock itself costs a system call)."""
+
+    __slots__ = ("deadline", "every", "count")
+
+    def __init__(self, deadline: Clock | None, every: int = 256) -> None:
+        self.deadline, self.every, self.count = deadline, every, 0
+
+    def tick(self) -> None:
+        self.count += 1
+        if self.deadline is not None and self.count % self.every == 0 and self.deadline.expired():
+            raise BuildTimeout(f"time limit reached while building the model ({self.count} rows)")
+
+
 def _rows(model: pyo.ConcreteModel, name: str, rule):
     """``rule`` for a Constraint that may resolve to a constant: a row whose terms are all
     fixed (pinned tables, decided jobs) comes out as a Python bool, which Pyomo refuses to
     build. A true one is skipped; a false one is skipped too and named in
     ``model.constant_violations``, so the solver reports the model infeasible instead of
     crashing (issue 15 item 2)."""
+    ticker = model.build_clock
+
     def checked(m, *index):
+        ticker.tick()
         index = tuple(i for i in index if i is not None)  # a scalar row is called with None
         return _row(model, f"{name}{list(index) if index else ''}", rule(m, *index))
     return checked
@@ -448,8 +488,8 @@ def _gpu_block(model: pyo.ConcreteModel, data: PlacementData, y) -> None:
     lam_index = [(g, r, n) for g, group in enumerate(groups) for r in range(arrays.num_regions)
                  for n in range(len(group.pairs[r][0]))]
     model.lam = pyo.Var(lam_index, domain=pyo.Binary)
-    model.u_one = pyo.Constraint(range(len(groups)), rule=lambda m, g: sum(
-        m.u[g, k] for k in range(len(groups[g].total))) == 1)
+    model.u_one = pyo.Constraint(range(len(groups)), rule=_rows(model, "u_one", lambda m, g: sum(
+        m.u[g, k] for k in range(len(groups[g].total))) == 1))
 
     units = [hour_unit(group) for group in groups]
 
@@ -521,7 +561,7 @@ def _storage_block(model: pyo.ConcreteModel, data: PlacementData) -> None:
         folded = sum(min(a, 0.0) for a in coefficients.values() if abs(a) <= SMALL_COEFFICIENT)
         return m.e[r] >= value + slope * (base - point) + folded + kept
 
-    model.storage_tangent = pyo.Constraint(range(len(cuts)), rule=tangent)
+    model.storage_tangent = pyo.Constraint(range(len(cuts)), rule=_rows(model, "storage_tangent", tangent))
     model.storage = pyo.Expression(expr=sum(model.e[r] for r in range(arrays.num_regions)))
 
 

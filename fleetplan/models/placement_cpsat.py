@@ -40,7 +40,7 @@ import numpy as np
 
 from fleetplan.instances.placement import ML
 from fleetplan.lazy import lazy_module
-from fleetplan.models.placement import PlacementData, gpu_cost_lower_bound
+from fleetplan.models.placement import Clock, PlacementData, _Ticker, gpu_cost_lower_bound
 
 cp_model = lazy_module("ortools.sat.python.cp_model")
 
@@ -67,8 +67,10 @@ def _storage_lower_bound(lo: np.ndarray, hi: np.ndarray, total: float, share: fl
     return weight * np.square(nearest / total - share)
 
 
-def placement_cpsat(data: PlacementData) -> CpsatPlacement:
-    """Build the CP-SAT model of ``data`` (see the module docstring)."""
+def placement_cpsat(data: PlacementData, deadline: Clock | None = None) -> CpsatPlacement:
+    """Build the CP-SAT model of ``data`` (see the module docstring); :class:`BuildTimeout`
+    when ``deadline`` expires during the build."""
+    ticker = _Ticker(deadline, every=32)
     arrays = data.arrays
     regions = range(arrays.num_regions)
     size = arrays.table_size
@@ -82,6 +84,7 @@ def placement_cpsat(data: PlacementData) -> CpsatPlacement:
 
     x = {}
     for t in data.tables.tolist():
+        ticker.tick()
         for r in data.allowed[t]:
             x[t, r] = model.new_bool_var(f"x_{t}_{r}") if len(data.allowed[t]) > 1 else model.new_constant(1)
         if len(data.allowed[t]) > 1:
@@ -95,6 +98,7 @@ def placement_cpsat(data: PlacementData) -> CpsatPlacement:
     slack = 0.0
     region_of = {}
     for j in own:
+        ticker.tick()
         n = len(own[j])
         if arrays.job_kind[j] == ML:
             for r in data.job_regions[j]:
@@ -137,7 +141,7 @@ def placement_cpsat(data: PlacementData) -> CpsatPlacement:
                 model.add_implication(local, x[t, r])
                 objective.append(-coefficient * local)
 
-    objective += _gpu_terms(model, data, region_of, scale)
+    objective += _gpu_terms(model, data, region_of, scale, ticker)
     objective += _storage_terms(model, data, xv, scale)
     _constraints(model, data, xv, region_of)
     model.minimize(sum(objective) + offset)
@@ -154,7 +158,8 @@ def _choose_levels(model: cp_model.CpModel, value, lower: np.ndarray, upper: np.
     return picks, [int(c) * p for c, p in zip(costs, picks, strict=True) if int(c) != 0]
 
 
-def _gpu_terms(model: cp_model.CpModel, data: PlacementData, region_of: dict, scale: float) -> list:
+def _gpu_terms(model: cp_model.CpModel, data: PlacementData, region_of: dict, scale: float,
+               ticker: _Ticker | None = None) -> list:
     arrays = data.arrays
     terms = []
     for g, group in enumerate(data.groups):
@@ -174,6 +179,8 @@ def _gpu_terms(model: cp_model.CpModel, data: PlacementData, region_of: dict, sc
         model.add(total <= sum(int(v) * b for v, b in zip(total_hi, u, strict=True)))
         share_total = arrays.gpu_supply[:, group.gpu_type].sum()
         for r in range(arrays.num_regions):
+            if ticker is not None:
+                ticker.tick()
             ks, index, _ = group.pairs[r]
             levels = group.region_levels[r]
             d_lo = np.maximum(levels.lower[index] - widen, 0.0)

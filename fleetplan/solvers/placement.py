@@ -332,6 +332,20 @@ class TetrisState:
         return np.unique(a.job_tables[pair])
 
 
+def polish(instance: PlacementInstance, home: np.ndarray, time_limit: float | None
+           ) -> tuple[np.ndarray, ClimbResult]:
+    """Hill-climb (§3.4) from ``home`` with what is left of the byte quota: how an exact
+    solver's plan is checked (a proven optimum cannot be improved) and improved when it
+    was not one. Returns the new homes and the climb."""
+    state = TetrisState(instance, home)
+    a = instance.arrays()
+    quota = a.move_quota_bytes
+    moved = float(a.table_size[state.home != a.table_home].sum())
+    budget = Budget(time_s=time_limit, cost=None if not np.isfinite(quota) else max(quota - moved, 0.0))
+    climb = hill_climb(state, budget=budget, neighbours=state.neighbours)
+    return state.home, climb
+
+
 def _moves(instance: PlacementInstance, applied: list[Candidate]) -> list[Move]:
     a = instance.arrays()
     return [Move.model_construct(table=a.table_ids[m.item], source="", target=a.region_ids[m.target],

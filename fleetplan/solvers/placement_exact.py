@@ -45,6 +45,7 @@ from fleetplan.instances import InstanceError, evaluate
 from fleetplan.instances.placement import ML, PlacementArrays, PlacementInstance, PlacementPlan
 from fleetplan.lazy import lazy_attribute, lazy_module
 from fleetplan.models.placement import (
+    BuildTimeout,
     PlacementData,
     placement_mip,
     prepare,
@@ -57,6 +58,8 @@ from fleetplan.models.placement_cpsat import (
     read_cpsat_placement,
 )
 from fleetplan.solvers.base import Progress, SolveResult, get_solver, register, relative_gap
+from fleetplan.solvers.deadline import Deadline
+from fleetplan.solvers.placement import polish
 
 nx = lazy_module("networkx")
 pyo = lazy_module("pyomo.environ")
@@ -65,6 +68,14 @@ AppsiHighs = lazy_attribute("pyomo.contrib.appsi.solvers", "Highs")
 
 WarmStart = Literal["hill-climb", "current", "none"]
 TOLERANCE = 1e-9
+# A claim (bound, optimality) is contradicted when a judged plan beats it by more than this,
+# relative: the solvers' own tolerances (HiGHS 1e-6 feasibility, 1e-7 gap) stay below it.
+CLAIM_TOLERANCE = 1e-6
+# Seconds HiGHS's model translation takes per second of Pyomo build (about 1 when measured).
+TRANSLATION_RATIO = 1.0
+# Shares of the time limit: the hill-climb warm start, and the polish after the solver.
+WARM_SHARE = 0.2
+POLISH_SHARE = 0.5
 
 
 @dataclass
@@ -178,7 +189,8 @@ def coupling(arrays: PlacementArrays) -> str | None:
 
 def warm_start_home(instance: PlacementInstance, how: WarmStart, time_limit: float | None,
                     seed: int, log: list[str]) -> np.ndarray | None:
-    """A feasible starting placement (or None): today's, or the hill climb's."""
+    """A feasible starting placement (or None): today's, or the hill climb's (given
+    ``time_limit`` seconds)."""
     if how == "none":
         return None
     arrays = instance.arrays()
@@ -189,8 +201,7 @@ def warm_start_home(instance: PlacementInstance, how: WarmStart, time_limit: flo
         except Exception:  # the heuristic is optional here; fall back to today's placement
             log.append("warm start: no hill-climb solver registered; using the current placement")
         else:
-            limit = None if time_limit is None else max(0.05 * time_limit, 0.5)
-            result = spec.function(instance, time_limit=limit, seed=seed, threads=1,
+            result = spec.function(instance, time_limit=time_limit, seed=seed, threads=1,
                                    progress=lambda fraction, message: None)
             if result.plan is not None:
                 home = result.plan.home_array(instance)
@@ -237,8 +248,18 @@ def solve_part_highs(data: PlacementData, warm: np.ndarray | None, *, time_limit
                      threads: int, seed: int, mip_rel_gap: float, presolve: str) -> PartOutcome:
     """Build the Pyomo MIP of one part and solve it with HiGHS (appsi)."""
     started = time.perf_counter()
-    model = placement_mip(data)
+    clock = Deadline(time_limit, started)
+    try:
+        model = placement_mip(data, clock)
+    except BuildTimeout as stop:
+        return PartOutcome(status="time_limit", home=None, model_objective=None, bound=None, exact=data.exact,
+                           log=[f"HiGHS MIP: {stop} after {clock.elapsed():.2f} s"])
     build_s = time.perf_counter() - started
+    if clock.expired(reserve=TRANSLATION_RATIO * build_s):
+        # Translating the model for HiGHS cannot be interrupted and takes about as long
+        # as building it: not started when it would overrun the limit.
+        return PartOutcome(status="time_limit", home=None, model_objective=None, bound=None, exact=data.exact,
+                           log=[f"HiGHS MIP: built in {build_s:.2f} s, no time left to translate and solve it"])
     if model.constant_violations:
         # Rows whose terms are all fixed and false: no placement satisfies them.
         return PartOutcome(status="infeasible", home=None, model_objective=None, bound=None, exact=data.exact,
@@ -259,12 +280,12 @@ def solve_part_highs(data: PlacementData, warm: np.ndarray | None, *, time_limit
         setattr(solver.update_config, flag, False)
     build_s = time.perf_counter() - started
     if time_limit is not None:
-        solver.config.time_limit = max(float(time_limit) - build_s, 0.1)
+        solver.config.time_limit = clock.remaining()
+    # HiGHS's own feasibility tolerances (1e-6): with mip_feasibility_tolerance = 1e-9 on rows
+    # whose byte shares reach 1e-8, HiGHS 1.14 certified a MIP start 2.7x above the optimum
+    # as optimal (issue 15 item 6). Claims are checked against the judge afterwards.
     solver.highs_options = {"random_seed": int(seed) % 2_147_483_647, "threads": int(threads),
-                            "presolve": presolve, "mip_abs_gap": 1e-10,
-                            # At HiGHS's default 1e-6, near-integral values let the big-M rows
-                            # slip and the true optimum was cut off on a 7-table instance.
-                            "mip_feasibility_tolerance": 1e-9}
+                            "presolve": presolve, "mip_abs_gap": 1e-10}
     try:
         results = solver.solve(model)
     except (RuntimeError, ValueError) as error:  # appsi raises on some HiGHS failures
@@ -294,25 +315,43 @@ def solve_part_highs(data: PlacementData, warm: np.ndarray | None, *, time_limit
 def solve_exact(instance: PlacementInstance, solve_part, *, name: str, time_limit: float | None,
                 seed: int, threads: int, progress: Progress, warm_start: WarmStart, split: bool,
                 max_exact_levels: int, grid_levels: int) -> SolveResult:
-    """Pre-check, split, warm start, solve each part with ``solve_part``, assemble the plan."""
-    started = time.perf_counter()
+    """Pre-check, warm start, split, solve each part with ``solve_part``, assemble the plan,
+    polish it with the hill climb and check the solver's claims against the judge.
+
+    One :class:`~fleetplan.solvers.deadline.Deadline` covers everything: the warm start gets
+    a fifth of the limit, the build and every part draw from what is left, and a build that
+    cannot finish leaves the best plan so far with status ``time_limit``.
+    """
+    deadline = Deadline(time_limit)
     arrays = instance.arrays()
     reason = explain_infeasibility(arrays)
     if reason is not None:
         return SolveResult(status="infeasible", message=reason, log=[f"pre-check: {reason}"])
     log: list[str] = []
-    warm = warm_start_home(instance, warm_start, time_limit, seed, log)
-    parts = components(arrays)
-    coupled = coupling(arrays)
-    stats = {"components": float(len(parts))}
-    if split and coupled is None and len(parts) > 1:
-        log.append(f"solving {len(parts)} components apart (nothing couples them)")
-        datas = [prepare(arrays, tables, jobs, max_exact_levels=max_exact_levels, grid_levels=grid_levels)
-                 for tables, jobs in parts]
-    else:
-        why = coupled or ("splitting disabled" if not split else "one component")
-        log.append(f"one model for the whole instance ({len(parts)} components; {why})")
-        datas = [prepare(arrays, max_exact_levels=max_exact_levels, grid_levels=grid_levels)]
+    # Judging a plan once (plus expanding it) is kept back from every slice.
+    judge_started = time.perf_counter()
+    evaluate(instance, PlacementPlan.from_arrays(instance, arrays.table_home))
+    reserve = 2.0 * (time.perf_counter() - judge_started) + 0.05
+    warm = warm_start_home(instance, warm_start, deadline.share(WARM_SHARE), seed, log)
+    stats = {}
+    try:
+        parts = components(arrays)
+        coupled = coupling(arrays)
+        stats["components"] = float(len(parts))
+        if split and coupled is None and len(parts) > 1:
+            log.append(f"solving {len(parts)} components apart (nothing couples them)")
+            datas = [prepare(arrays, tables, jobs, max_exact_levels=max_exact_levels, grid_levels=grid_levels,
+                             deadline=_Reserved(deadline, reserve)) for tables, jobs in parts]
+        else:
+            why = coupled or ("splitting disabled" if not split else "one component")
+            log.append(f"one model for the whole instance ({len(parts)} components; {why})")
+            datas = [prepare(arrays, max_exact_levels=max_exact_levels, grid_levels=grid_levels,
+                             deadline=_Reserved(deadline, reserve))]
+    except BuildTimeout as stop:
+        log.append(f"{name}: {stop} (preparing the model)")
+        datas = []
+    if not datas:
+        return _best_known(instance, name, warm, warm_start, deadline, seed, log, stats)
     stats["parts"] = float(len(datas))
     home = arrays.table_home.copy() if warm is None else warm.copy()
     bound_total, model_total = 0.0, 0.0
@@ -325,12 +364,10 @@ def solve_exact(instance: PlacementInstance, solve_part, *, name: str, time_limi
     for index, data in enumerate(datas):
         remaining = None
         if time_limit is not None:
-            spent = time.perf_counter() - started
             share = weights[index] / weights[index:].sum()
-            remaining = max((time_limit - spent) * share, 0.1)
+            remaining = deadline.remaining(reserve) * share
         progress(index / len(datas), f"{name}: part {index + 1}/{len(datas)} ({len(data.tables)} tables)")
-        part_warm = None if warm is None else warm
-        outcome = solve_part(data, part_warm, time_limit=remaining, threads=threads, seed=seed)
+        outcome = solve_part(data, warm, time_limit=remaining, threads=threads, seed=seed)
         log += outcome.log
         statuses.append(outcome.status)
         exact = exact and outcome.exact
@@ -340,8 +377,7 @@ def solve_exact(instance: PlacementInstance, solve_part, *, name: str, time_limi
                                        f"(part {index + 1} of {len(datas)}, {len(data.tables)} tables)")
         if outcome.home is None:
             if not unsolved:
-                limit = None if time_limit is None else max(time_limit - (time.perf_counter() - started), 0.5)
-                fallback = fallback_home(instance, warm, warm_start, limit, seed, log)
+                fallback = fallback_home(instance, warm, warm_start, deadline.share(0.5), seed, log)
             unsolved.append(f"part {index + 1} ({outcome.status})")
             if fallback is None:
                 return SolveResult(status="error" if outcome.status in ("optimal", "feasible") else outcome.status,
@@ -378,8 +414,11 @@ def solve_exact(instance: PlacementInstance, solve_part, *, name: str, time_limi
         status = "time_limit"
     else:
         status = "feasible"
-    if bound_total is not None and bound_total > objective:
-        bound_total = objective  # the solver's own tolerance; the bound cannot beat a plan
+    plan, objective, status, bound_total, polished = _check_claims(
+        instance, name, plan, objective, status, bound_total, deadline, reserve, log)
+    if polished:
+        model_objective = None
+        stats["polish_gain"] = polished
     stats["exact_model"] = float(exact)
     message = (f"{name}: {status}; model {'exact' if exact else 'under-estimates (breakpoint grid)'}"
                f", bound {bound_total if bound_total is not None else 'none'}")
@@ -393,6 +432,64 @@ def solve_exact(instance: PlacementInstance, solve_part, *, name: str, time_limi
     return SolveResult(status=status, plan=plan, objective=objective, bound=bound_total,
                        gap=relative_gap(objective, bound_total), log=log, message=message,
                        model_objective=model_objective, stats=stats)
+
+
+class _Reserved:
+    """A deadline seen by a model builder: expired ``reserve`` seconds early (the judge's)."""
+
+    def __init__(self, deadline: Deadline, reserve: float) -> None:
+        self.deadline, self.reserve = deadline, reserve
+
+    def expired(self, reserve: float = 0.0) -> bool:
+        return self.deadline.expired(self.reserve + reserve)
+
+
+def _check_claims(instance: PlacementInstance, name: str, plan: PlacementPlan, objective: float, status: str,
+                  bound: float | None, deadline: Deadline, reserve: float, log: list[str]
+                  ) -> tuple[PlacementPlan, float, str, float | None, float]:
+    """Polish the plan with the hill climb and drop what the judge contradicts (issue 15 item 6):
+    an ``optimal`` the climb improves on, or a bound above a judged plan's objective, was not
+    proven (the solver's tolerances). Returns plan, objective, status, bound and the polish gain."""
+    gain = 0.0
+    if not deadline.expired(reserve):
+        home, climb = polish(instance, plan.home_array(instance), deadline.share(POLISH_SHARE))
+        if climb.applied:
+            candidate = PlacementPlan.from_arrays(instance, home, solver=name)
+            polished = evaluate(instance, candidate)
+            if polished.feasible and polished.objective < objective:
+                gain = objective - polished.objective
+                log.append(f"polish: the hill climb from {name}'s plan lowered the objective by {gain:.6g} "
+                           f"({len(climb.applied)} moves)")
+                plan, objective = candidate, polished.objective
+    slack = CLAIM_TOLERANCE * max(1.0, abs(objective))
+    if status == "optimal" and gain > slack:
+        status = "feasible"
+        log.append(f"{name}: the solver claimed optimal, but the hill climb improved its plan by {gain:.6g}: "
+                   "not proven (solver tolerances); reported as feasible")
+    if bound is not None and bound > objective + slack:
+        log.append(f"{name}: the solver's bound {bound:.9g} is above the objective {objective:.9g} of a judged "
+                   "plan, so it is not a proven bound (solver tolerances); no bound reported")
+        bound = None
+        if status == "optimal":
+            status = "feasible"
+    elif bound is not None:
+        bound = min(bound, objective)  # within tolerance: a bound cannot beat a plan
+    return plan, objective, status, bound, gain
+
+
+def _best_known(instance: PlacementInstance, name: str, warm: np.ndarray | None, warm_start: WarmStart,
+                deadline: Deadline, seed: int, log: list[str], stats: dict[str, float]) -> SolveResult:
+    """The time ran out before the model was built: the best feasible plan known, time_limit."""
+    home = fallback_home(instance, warm, warm_start, deadline.share(0.5), seed, log) \
+        if warm is None and not deadline.expired() else warm
+    if home is None:
+        home = instance.arrays().table_home.copy()
+    plan = PlacementPlan.from_arrays(instance, home, solver=name)
+    objective = evaluate(instance, plan).objective
+    stats["fallback_parts"] = 1.0
+    return SolveResult(status="time_limit", plan=plan, objective=objective, log=log, stats=stats,
+                       message=f"{name}: the time limit ran out while building the model; the best plan "
+                               "known (the warm start, else today's placement) is returned")
 
 
 def _check_options(warm_start: str, max_exact_levels: int, grid_levels: int) -> None:
@@ -409,7 +506,7 @@ def _check_options(warm_start: str, max_exact_levels: int, grid_levels: int) -> 
                       "piecewise-linearised), Pyomo -> HiGHS, with components, warm start and bound",
           reference="Choudhury et al., MAST, OSDI 2024, §3.2-§3.3 (Figure 4)")
 def mip_highs(instance: PlacementInstance, *, time_limit: float | None = None, seed: int = 0,
-              threads: int = 1, progress: Progress, warm_start: WarmStart = "current",
+              threads: int = 1, progress: Progress, warm_start: WarmStart = "hill-climb",
               split: bool = True, max_exact_levels: int = 64, grid_levels: int = 16,
               mip_rel_gap: float = 1e-7, presolve: Literal["off", "on", "choose"] = "off") -> SolveResult:
     """Solve the placement MIP with HiGHS; ``optimal`` when proven on an exact model.
@@ -447,7 +544,12 @@ def solve_part_cpsat(data: PlacementData, warm: np.ndarray | None, *, time_limit
                      threads: int, seed: int) -> PartOutcome:
     """Build the CP-SAT model of one part and solve it; bounds converted to objective units."""
     started = time.perf_counter()
-    cpsat = placement_cpsat(data)
+    clock = Deadline(time_limit, started)
+    try:
+        cpsat = placement_cpsat(data, clock)
+    except BuildTimeout as stop:
+        return PartOutcome(status="time_limit", home=None, model_objective=None, bound=None, exact=data.exact,
+                           log=[f"CP-SAT: {stop} after {clock.elapsed():.2f} s"])
     build_s = time.perf_counter() - started
     if warm is not None:
         add_placement_hint(cpsat, data, warm)
@@ -455,7 +557,7 @@ def solve_part_cpsat(data: PlacementData, warm: np.ndarray | None, *, time_limit
     solver.parameters.num_workers = max(int(threads), 1)
     solver.parameters.random_seed = int(seed) % 2_147_483_647
     if time_limit is not None:
-        solver.parameters.max_time_in_seconds = max(float(time_limit) - build_s, 0.1)
+        solver.parameters.max_time_in_seconds = clock.remaining()
     code = solver.solve(cpsat.model)
     status = _CPSAT_STATUS.get(solver.status_name(code), "error")
     home = None
@@ -480,7 +582,7 @@ def solve_part_cpsat(data: PlacementData, warm: np.ndarray | None, *, time_limit
                       "levels for the non-linear terms), with components, hints and bound",
           reference="Choudhury et al., MAST, OSDI 2024, §3.2-§3.3 (Figure 4)")
 def cpsat(instance: PlacementInstance, *, time_limit: float | None = None, seed: int = 0,
-          threads: int = 1, progress: Progress, warm_start: WarmStart = "current",
+          threads: int = 1, progress: Progress, warm_start: WarmStart = "hill-climb",
           split: bool = True, max_exact_levels: int = 64, grid_levels: int = 16) -> SolveResult:
     """Solve the placement model with CP-SAT; ``optimal`` when proven on an exact model
     (exact up to the integer scaling documented in :mod:`fleetplan.models.placement_cpsat`).
