@@ -105,3 +105,14 @@ def _check_feasible(arrays, matrix):
     assert np.all(matrix[~arrays.runnable] == 0)
     used = (matrix * arrays.scale_factor[:, None]).sum(axis=0)
     assert np.all(used <= arrays.num_workers * (1 + 1e-7))
+
+
+def test_decomposition_option_picks_the_method():
+    instance = _distinct(300, 2)
+    prices = fleetplan.solve(instance, "max-min-fairness", decomposition="prices")
+    none = fleetplan.solve(instance, "max-min-fairness", decomposition="none")
+    assert any("certified optimal" in line for line in prices.log)
+    assert not any("separable" in line for line in none.log)
+    assert prices.objective == pytest.approx(none.objective, rel=1e-6)  # the LP's refinement gives up 1e-7
+    with pytest.raises(Exception, match="decomposition"):
+        fleetplan.solve(instance, "max-throughput", decomposition="sometimes")

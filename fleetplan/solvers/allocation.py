@@ -37,6 +37,7 @@ from fleetplan.solvers.allocation_lp import Backend
 from fleetplan.solvers.allocation_policies import (
     BASELINE_MEANING,
     AgnosticBaseline,
+    Decomposition,
     document,
     drive_max_min_fairness,
     solve_policy,
@@ -54,15 +55,22 @@ def _document_agnostic(function):
     return function
 
 
+def _document(function):
+    document(function, function.__doc__.strip())
+    return function
+
+
 @register("allocation", "max-min-fairness", exact=True, default=True,
           description="Gavel §4.1 heterogeneity-aware weighted max-min fairness (LAS) with scale "
                       "factors, an LP solved by HiGHS",
           reference="Narayanan et al., Gavel, OSDI 2020, §4.1")
+@_document
 def max_min_fairness(instance: AllocationInstance, *, time_limit: float | None = None, seed: int = 0,
                      threads: int = 1, progress: Progress, backend: Backend = "highspy",
                      lp_algorithm: highs_runner.LpAlgorithm = "auto", refine: bool = True,
                      priorities: bool = True, partitions: int = 1, space_sharing: bool = False,
-                     prune_pairs: bool = True, aggregate: bool = True) -> SolveResult:
+                     prune_pairs: bool = True, aggregate: bool = True,
+        decomposition: Decomposition = "auto") -> SolveResult:
     """Maximize the minimum weighted normalized throughput (Gavel §4.1).
 
     >>> import fleetplan
@@ -72,7 +80,7 @@ def max_min_fairness(instance: AllocationInstance, *, time_limit: float | None =
     """
     return _max_min(instance, True, priorities, time_limit=time_limit, seed=seed, threads=threads,
                     progress=progress, backend=backend, lp_algorithm=lp_algorithm, refine=refine,
-                    partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs, aggregate=aggregate)
+                    partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs, aggregate=aggregate, decomposition=decomposition)
 
 
 @register("allocation", "max-min-fairness-agnostic", exact=False,
@@ -86,11 +94,12 @@ def max_min_fairness_agnostic(instance: AllocationInstance, *, time_limit: float
                               lp_algorithm: highs_runner.LpAlgorithm = "auto",
                               refine: bool = True, priorities: bool = True, partitions: int = 1,
                               space_sharing: bool = False, prune_pairs: bool = True,
-                              aggregate: bool = True, baseline: AgnosticBaseline = "runnable") -> SolveResult:
+                              aggregate: bool = True,
+        decomposition: Decomposition = "auto", baseline: AgnosticBaseline = "runnable") -> SolveResult:
     """Max-min fairness over time shares, every accelerator treated alike (the §4.1 baseline).
     Judged by the same heterogeneity-aware objective, it shows what ignoring heterogeneity costs.
     """
     return _max_min(instance, False, priorities, time_limit=time_limit, seed=seed, threads=threads,
                     progress=progress, backend=backend, lp_algorithm=lp_algorithm, refine=refine,
-                    partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs, aggregate=aggregate,
+                    partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs, aggregate=aggregate, decomposition=decomposition,
                     baseline=baseline)

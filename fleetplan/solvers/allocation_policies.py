@@ -340,6 +340,13 @@ def drive_min_makespan_binary_search(arrays, options, n_total, tolerance=1e-6) -
 # --- the common entry point ---------------------------------------------------------------------
 
 AgnosticBaseline = Literal["runnable", "gavel"]
+Decomposition = Literal["auto", "prices", "none"]
+DECOMPOSITION_METHOD = {"auto": "auto", "prices": "separable", "none": "lp"}
+DECOMPOSITION_MEANING = (
+    "how a max-min or linear LP is solved: auto (the price decomposition of "
+    "fleetplan.solvers.allocation_separable from 1,000 distinct jobs up, the full LP below), prices "
+    "(the decomposition at any size) or none (always the full LP, the reference); the "
+    "decomposition is certified optimal and falls back to the full LP where it does not apply")
 
 
 def gavel_agnostic_arrays(arrays: AllocationArrays) -> AllocationArrays:
@@ -389,7 +396,8 @@ def solve_policy(instance: AllocationInstance, driver, *, aware: bool, policy: s
                  seed: int, threads: int, progress: Progress, backend: Backend,
                  lp_algorithm: highs_runner.LpAlgorithm, partitions: int, space_sharing: bool,
                  prune_pairs: bool, aggregate: bool, refine: bool, needs_steps: bool = False,
-                 baseline: AgnosticBaseline = "runnable", **driver_options) -> SolveResult:
+                 baseline: AgnosticBaseline = "runnable", decomposition: Decomposition = "auto",
+                 **driver_options) -> SolveResult:
     """Validate the options, run ``driver`` (on POP parts when ``partitions`` > 1) and package
     the allocation as a plan of ``policy``. ``baseline`` (agnostic forms only) picks the
     heterogeneity-agnostic model: see :func:`gavel_agnostic_arrays`."""
@@ -421,6 +429,7 @@ def solve_policy(instance: AllocationInstance, driver, *, aware: bool, policy: s
         parts_left[0] -= 1
         options = LpOptions(backend=backend, lp_algorithm=lp_algorithm, deadline=part_deadline, reserve=reserve,
                             threads=threads, seed=seed, aggregate=aggregate, refine=refine,
+                            method=DECOMPOSITION_METHOD[decomposition],
                             heterogeneity_aware=aware, space_sharing=space_sharing, prune_pairs=prune_pairs)
         answer = driver(part_arrays, options, n_total, **driver_options)
         if answer.outcome.matrix is None and answer.outcome.status == "time_limit":
@@ -472,7 +481,8 @@ def document(solver, summary: str, own: dict[str, str] | None = None) -> None:
     ``own`` explains the options the shared glossary does not (see fleetplan.solvers.options)."""
     from fleetplan.solvers.options import option_specs, parameters_section
 
-    own_section = "".join(f"{name} : value\n    {meaning}\n" for name, meaning in (own or {}).items())
+    own = {"decomposition": DECOMPOSITION_MEANING, **(own or {})}
+    own_section = "".join(f"{name} : value\n    {meaning}\n" for name, meaning in own.items())
     solver.__doc__ = f"{summary}\n\nParameters\n----------\n{own_section}"
     solver.__doc__ = f"{summary}\n\n{parameters_section(option_specs(solver))}\n"
 
@@ -486,32 +496,35 @@ def _register_pair(name: str, driver, policy: str, summary: str, reference: str,
                      threads: int = 1, progress: Progress, backend: Backend = "highspy",
                      lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
                      space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
+        decomposition: Decomposition = "auto",
                      refine: bool = False) -> SolveResult:
         return solve_policy(instance, driver, aware=True, policy=policy, time_limit=time_limit, seed=seed,
                             threads=threads, progress=progress, backend=backend, lp_algorithm=lp_algorithm,
                             partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs,
-                            aggregate=aggregate, refine=refine, needs_steps=needs_steps, **driver_options)
+                            aggregate=aggregate, decomposition=decomposition, refine=refine, needs_steps=needs_steps, **driver_options)
 
     def agnostic_solver(instance: AllocationInstance, *, time_limit: float | None = None, seed: int = 0,
                         threads: int = 1, progress: Progress, backend: Backend = "highspy",
                         lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
                         space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
+        decomposition: Decomposition = "auto",
                         refine: bool = False, baseline: AgnosticBaseline = "runnable") -> SolveResult:
         return solve_policy(instance, driver, aware=False, policy=policy, time_limit=time_limit, seed=seed,
                             threads=threads, progress=progress, backend=backend, lp_algorithm=lp_algorithm,
                             partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs,
-                            aggregate=aggregate, refine=refine, needs_steps=needs_steps, baseline=baseline,
+                            aggregate=aggregate, decomposition=decomposition, refine=refine, needs_steps=needs_steps, baseline=baseline,
                             **driver_options)
 
     def plain_agnostic_solver(instance: AllocationInstance, *, time_limit: float | None = None, seed: int = 0,
                               threads: int = 1, progress: Progress, backend: Backend = "highspy",
                               lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
                               space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
+        decomposition: Decomposition = "auto",
                               refine: bool = False) -> SolveResult:
         return solve_policy(instance, driver, aware=False, policy=policy, time_limit=time_limit, seed=seed,
                             threads=threads, progress=progress, backend=backend, lp_algorithm=lp_algorithm,
                             partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs,
-                            aggregate=aggregate, refine=refine, needs_steps=needs_steps, **driver_options)
+                            aggregate=aggregate, decomposition=decomposition, refine=refine, needs_steps=needs_steps, **driver_options)
 
     for solver, aware in ((aware_solver, True), (agnostic_solver if baseline_option else plain_agnostic_solver, False)):
         solver_name = name if aware else f"{name}-agnostic"
@@ -549,13 +562,14 @@ def finish_time_fairness(instance: AllocationInstance, *, time_limit: float | No
                          threads: int = 1, progress: Progress, backend: Backend = "highspy",
                          lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
                          space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
+        decomposition: Decomposition = "auto",
                          refine: bool = False, method: FtfMethod = "dinkelbach") -> SolveResult:
     """Minimize the maximum finish-time fairness rho (Gavel §4.2, Themis), heterogeneity-aware:
     ``dinkelbach`` (default, the Crouzeix-Ferland-Schaible iteration) or ``levels``."""
     return solve_policy(instance, drive_finish_time_fairness, aware=True, policy="finish_time_fairness",
                         time_limit=time_limit, seed=seed, threads=threads, progress=progress,
                         backend=backend, lp_algorithm=lp_algorithm, partitions=partitions,
-                        space_sharing=space_sharing, prune_pairs=prune_pairs, aggregate=aggregate,
+                        space_sharing=space_sharing, prune_pairs=prune_pairs, aggregate=aggregate, decomposition=decomposition,
                         refine=refine, needs_steps=True, method=method)
 
 
@@ -563,13 +577,14 @@ def finish_time_fairness_agnostic(instance: AllocationInstance, *, time_limit: f
                                   threads: int = 1, progress: Progress, backend: Backend = "highspy",
                                   lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
                                   space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
+        decomposition: Decomposition = "auto",
                                   refine: bool = False, method: FtfMethod = "dinkelbach",
                                   baseline: AgnosticBaseline = "runnable") -> SolveResult:
     """Finish-time fairness over time shares (the agnostic baseline of Gavel §7.2)."""
     return solve_policy(instance, drive_finish_time_fairness, aware=False, policy="finish_time_fairness",
                         time_limit=time_limit, seed=seed, threads=threads, progress=progress,
                         backend=backend, lp_algorithm=lp_algorithm, partitions=partitions,
-                        space_sharing=space_sharing, prune_pairs=prune_pairs, aggregate=aggregate,
+                        space_sharing=space_sharing, prune_pairs=prune_pairs, aggregate=aggregate, decomposition=decomposition,
                         refine=refine, needs_steps=True, method=method, baseline=baseline)
 
 
@@ -597,13 +612,14 @@ def min_makespan_binary_search(instance: AllocationInstance, *, time_limit: floa
                                threads: int = 1, progress: Progress, backend: Backend = "highspy",
                                lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
                                space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
+        decomposition: Decomposition = "auto",
                                refine: bool = False, tolerance: float = 1e-6) -> SolveResult:
     """Minimum makespan by bisection on M (Gavel App. A.1); ``tolerance`` is the relative gap
     at which it stops (the paper's own runs stop at 5%)."""
     return _binary_search(instance, True, tolerance, dict(
         time_limit=time_limit, seed=seed, threads=threads, progress=progress, backend=backend,
         lp_algorithm=lp_algorithm, partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs,
-        aggregate=aggregate, refine=refine))
+        aggregate=aggregate, decomposition=decomposition, refine=refine))
 
 
 @register("allocation", "min-makespan-binary-search-agnostic", exact=False, reference=f"{GAVEL}, Appendix A.1",
@@ -612,15 +628,17 @@ def min_makespan_binary_search_agnostic(instance: AllocationInstance, *, time_li
                                         seed: int = 0, threads: int = 1, progress: Progress,
                                         backend: Backend = "highspy", lp_algorithm: highs_runner.LpAlgorithm = "auto",
                                         partitions: int = 1, space_sharing: bool = False, prune_pairs: bool = True,
-                                        aggregate: bool = True, refine: bool = False,
+                                        aggregate: bool = True,
+        decomposition: Decomposition = "auto", refine: bool = False,
                                         tolerance: float = 1e-6,
                                         baseline: AgnosticBaseline = "runnable") -> SolveResult:
     """The binary search over time shares instead of throughputs (the agnostic baseline)."""
     return _binary_search(instance, False, tolerance, dict(
         time_limit=time_limit, seed=seed, threads=threads, progress=progress, backend=backend,
         lp_algorithm=lp_algorithm, partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs,
-        aggregate=aggregate, refine=refine, baseline=baseline))
+        aggregate=aggregate, decomposition=decomposition, refine=refine, baseline=baseline))
 
 
+document(min_makespan_binary_search, min_makespan_binary_search.__doc__.split("\n\nParameters")[0])
 document(min_makespan_binary_search_agnostic, min_makespan_binary_search_agnostic.__doc__.split("\n\nParameters")[0],
          {"baseline": BASELINE_MEANING})
