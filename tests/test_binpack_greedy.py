@@ -164,3 +164,29 @@ def test_the_negative_cache_never_changes_the_plan(seed):
         plain = fleetplan.solve(candidate, "rms-greedy", negative_cache=False)
         assert cached.stats["cache_hits"] > 0
         assert [w.jobs for w in cached.plan.workloads] == [w.jobs for w in plain.plan.workloads]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_vectorised_cluster_search_equals_the_loop_over_clusters(seed):
+    instance = fleetplan.generate("binpack", {"clusters": 5, "machines": 80, "cpu_machines": 60,
+                                              "machines_per_rack": 3, "load": 0.8}, seed=seed)
+    state = RegionState(instance)
+    rng = np.random.default_rng(seed)
+    compared = 0
+    for _ in range(60):
+        hw = int(rng.integers(len(instance.hardware_types)))
+        demand = np.array([float(rng.integers(0, 5)) if hw < len(instance.hardware_types) - 1 else 0.0,
+                           float(rng.integers(1, 40)), float(rng.integers(1, 300))])
+        tasks = int(rng.integers(1, 12))
+        loop = None
+        for cluster in range(len(instance.clusters)):
+            option = state.option(cluster, hw, demand, tasks, 0, preemption=False)
+            if option is not None and (loop is None or option.key < loop.key):
+                loop = option
+        fast = state.free_option(hw, demand, tasks)
+        assert (loop is None) == (fast is None)
+        if loop is not None:
+            compared += 1
+            assert (fast.cluster, fast.key) == (loop.cluster, loop.key)
+            assert fast.rows.tolist() == loop.rows.tolist() and fast.tasks.tolist() == loop.tasks.tolist()
+    assert compared > 10

@@ -173,6 +173,82 @@ class RegionState:
             racks = a.machine_rack[rows]
             starts = np.concatenate([[0], np.flatnonzero(np.diff(racks)) + 1])
             self.group_racks[key] = (starts, racks[starts])
+        self.hw_layout = {hw: self._hw_layout(hw) for hw in {key[1] for key in self.groups}}
+
+    def _hw_layout(self, hw: int) -> dict:
+        """One hardware type's machines as one array, cluster by cluster, rack by rack, with the
+        group and rack boundaries: the whole no-preemption search for a job is then a fixed
+        number of numpy calls, whatever the number of clusters."""
+        keys = [key for key in self.group_index if key[1] == hw]
+        rows = np.concatenate([self.groups[key] for key in keys])
+        sizes = np.array([self.groups[key].size for key in keys])
+        group_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        rack_start = np.concatenate([self.group_racks[key][0] + offset for key, offset in zip(keys, group_start,
+                                                                                               strict=True)])
+        rack_number = np.concatenate([self.group_racks[key][1] for key in keys])
+        racks_per_group = np.array([self.group_racks[key][0].size for key in keys])
+        rack_group = np.repeat(np.arange(len(keys)), racks_per_group)
+        group_rack_end = np.cumsum(racks_per_group)
+        return {"keys": keys, "rows": rows, "group_start": group_start, "rack_start": rack_start,
+                "group_first_rack": np.concatenate([[0], np.cumsum(racks_per_group)[:-1]]),
+                "rack_number": rack_number, "rack_group": rack_group,
+                "rack_end": group_rack_end[rack_group], "machines": rows.size}
+
+    def free_option(self, hw: int, demand: np.ndarray, tasks: int) -> JobOption | None:
+        """The best plan without preemption over every cluster at once (§4.3's exhaustive search
+        with the rack-batched allocation of :meth:`allocate`, vectorised over clusters; ties go
+        to the first cluster, as in a loop over them)."""
+        layout = self.hw_layout.get(hw)
+        if layout is None:
+            return None
+        need = demand * tasks - TOLERANCE
+        if not any((self.group_free[self.group_index[key]] >= need).all() for key in layout["keys"]):
+            return None  # no cluster has the free resources in total (most attempts, when full)
+        fit = tasks_that_fit(self.free[layout["rows"]], demand)
+        if not (np.add.reduceat(fit, layout["group_start"]) >= tasks).any():
+            return None
+        starts, number = layout["rack_start"], layout["rack_number"]
+        n = starts.size
+        rack_cap = np.add.reduceat(fit, starts)
+        cum = np.concatenate([[0], np.cumsum(rack_cap)])
+        ends = np.searchsorted(cum, cum[:-1] + tasks, side="left")
+        valid = ends <= layout["rack_end"]  # a window stays inside its cluster
+        clipped = np.minimum(ends, n)
+        length = np.where(valid, number[clipped - 1] - number, _NEVER)
+        room = np.where(valid, cum[clipped] - cum[:-1], -1)
+        group = layout["rack_group"]
+        # Per cluster, the window of fewest rack numbers, then most room, then first: one
+        # integer key per window and a minimum per cluster (cheaper than sorting every rack).
+        top = int(room.max()) + 2
+        span = int(np.where(valid, length, 0).max()) + 1
+        if span * top * n < 2 ** 62:
+            key = np.where(valid, (np.where(valid, length, 0) * top + (top - 1 - room)) * n + np.arange(n), _NEVER)
+            per_group = np.minimum.reduceat(key, layout["group_first_rack"])
+            first = (per_group[per_group < _NEVER] % n).astype(np.int64)
+        else:  # keys too wide for int64: sort instead
+            order = np.lexsort((-room, length, group))
+            first = order[np.concatenate([[True], group[order][1:] != group[order][:-1]])]
+            first = first[valid[first]]
+        lo = starts[first]
+        hi = np.where(ends[first] < n, starts[np.minimum(ends[first], n - 1)], layout["machines"])
+        sizes = hi - lo
+        window = np.repeat(np.arange(first.size), sizes)
+        position = np.repeat(lo - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
+        ordered = np.lexsort((-fit[position], window))  # roomiest first inside each window
+        position, window = position[ordered], window[ordered]
+        f = fit[position]
+        before = np.cumsum(f) - f
+        before -= np.repeat(before[np.concatenate([[0], np.cumsum(sizes)[:-1]])], sizes)
+        take = np.minimum(f, np.maximum(0, tasks - before))
+        keep = take > 0
+        machines = np.bincount(window[keep], minlength=first.size)
+        rack = self.arrays.machine_rack[layout["rows"][position[keep]]]
+        pairs = np.unique(window[keep] * (int(rack.max()) + 1) + rack)
+        racks = np.bincount(pairs // (int(rack.max()) + 1), minlength=first.size)
+        best = int(np.lexsort((np.arange(first.size), racks, machines))[0])
+        mine = keep & (window == best)
+        cluster = layout["keys"][int(group[first[best]])][0]
+        return self._finish(cluster, (layout["rows"][position[mine]], take[mine]), np.zeros(0, dtype=np.int64))
 
     # --- the two steps of §4.3 ----------------------------------------------------------------
     def allocate(self, key: tuple[int, int], free: np.ndarray, demand: np.ndarray, tasks: int
@@ -234,12 +310,7 @@ class RegionState:
         """
         need = demand * tasks - TOLERANCE
         groups = [(c, g) for (c, h), g in self.group_index.items() if h == hw]
-        best = None
-        for c, g in groups:
-            if (self.group_free[g] >= need).all():
-                option = self.option(c, hw, demand, tasks, priority, preemption=False)
-                if option is not None and (best is None or option.key < best.key):
-                    best = option
+        best = self.free_option(hw, demand, tasks)
         if best is not None or not preemption:
             return best
         # Per cluster, the highest-priority level it must preempt from, by the totals: with
