@@ -14,7 +14,7 @@ Variables (columns, in this order):
 * ``T[r]`` total RRU of r; ``s[r]`` its shortfall (only in the *elastic* model that explains
   infeasibility);
 * ``z[r]`` (general r) >= RRU of r in each fault domain: the spread term;
-* ``y[r, d]`` binary (ML r): r uses datacenter d; ``sum x <= U * y``;
+* ``y[r, d]`` binary (ML r): r uses datacenter d; ``x[k] <= available[g] * y`` per key;
 * ``e[r, d]`` (r with a storage ratio) >= |storage RRU - ratio * compute RRU| in datacenter d.
 
 Rows: supply ``sum_r x[r, g] <= available[g]``; ``T[r] = sum cap x``; the guarantee as linear
@@ -243,11 +243,10 @@ def build(arrays: ReservationArrays, groups: Groups | None = None, *, elastic: b
         start = rows.block(pairs.size, 0.0, np.inf)
         rows.add(start + np.arange(pairs.size), z_of[pairs // arrays.num_fds], 1.0)
         rows.add(start + inverse, x0 + chosen, -cap[chosen])
-    if ml_pairs.size:  # sum x - U y <= 0
-        bound = np.bincount(ml_inverse, weights=groups.available[key_group[ml_key]], minlength=ml_pairs.size)
-        start = rows.block(ml_pairs.size, -np.inf, 0.0)
-        rows.add(start + ml_inverse, x0 + ml_key, 1.0)
-        rows.add(start + np.arange(ml_pairs.size), y0 + np.arange(ml_pairs.size), -bound)
+    if ml_pairs.size:  # x[k] - available[g] y[r, d] <= 0 per key: tighter than one big-M row per pair
+        start = rows.block(ml_key.size, -np.inf, 0.0)
+        rows.add(start + np.arange(ml_key.size), x0 + ml_key, 1.0)
+        rows.add(start + np.arange(ml_key.size), y0 + ml_inverse, -groups.available[key_group[ml_key]])
     if ratio_pairs.size:  # e -/+ (storage - ratio * compute) >= 0
         storage = arrays.type_category[key_type[ratio_key]] == STORAGE
         signed = np.where(storage, 1.0, -arrays.res_ratio[key_res[ratio_key]]) * cap[ratio_key]
