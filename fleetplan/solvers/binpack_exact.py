@@ -390,7 +390,14 @@ def batch_cpsat(instance: BinpackInstance, *, time_limit: float | None = None, s
             return SolveResult(status=status, message="no plan found before the time limit", log=log)
         log.append("no CP-SAT solution: the greedy's plan is returned")
         solution, status = hint, "time_limit"
+    fresh = RegionState(instance)
+    reasons = {w: why_waiting(fresh, instance, w) for local, w in enumerate(workloads)
+               if not solution.placed[local]}
     outcomes = outcomes_from(state, instance, data, solution)
+    for w, reason in reasons.items():
+        if reason.startswith("its jobs fit"):
+            reason = "left waiting by the batch model: the joint optimum places others"
+        outcomes[w].reason = reason
     progress(1.0, "batch model solved")
     return _result(instance, outcomes, status, log)
 
