@@ -204,3 +204,16 @@ def test_disruption_budget_is_hard():
         assert result.plan is not None, result.message
         assert result.evaluation.metrics["servers_moved"] <= 10
         assert result.evaluation.feasible
+
+
+def test_pyomo_declaration_gives_the_same_optimum():
+    instance = instance_from_data(tiny_data())
+    direct = fleetplan.solve(instance, "mip-highs", time_limit=30)
+    declared = fleetplan.solve(instance, "mip-highs", time_limit=30, backend="pyomo")
+    assert declared.status == "optimal" and declared.evaluation.feasible
+    assert declared.objective == pytest.approx(direct.objective, abs=1e-6)
+    for seed in (2, 8):
+        instance = instance_from_data(random_tiny(seed))
+        a = fleetplan.solve(instance, "mip-highs", time_limit=30)
+        b = fleetplan.solve(instance, "mip-highs", time_limit=30, backend="pyomo")
+        assert b.objective == pytest.approx(a.objective, abs=1e-6)

@@ -102,6 +102,23 @@ def _highs(model: ReservationModel, deadline: Deadline, threads: int, seed: int,
     return outcome, bound
 
 
+def _pyomo(model: ReservationModel, deadline: Deadline, threads: int, seed: int, mip_rel_gap: float,
+           presolve: str, log: list[str]):
+    """The same model through Pyomo (:func:`fleetplan.models.reservation_cpsat.to_pyomo`)."""
+    from fleetplan.models.reservation_cpsat import read_pyomo, to_pyomo
+    from fleetplan.solvers.highs import solve_pyomo
+
+    declared = to_pyomo(model.lp)
+    outcome = solve_pyomo(declared, time_limit=deadline.remaining(RESERVE_S), threads=threads, seed=seed,
+                          algorithm="simplex")
+    log.extend(outcome.log)
+    if outcome.objective is not None:
+        outcome.values = read_pyomo(declared, model.lp)
+        outcome.objective += model.constant
+    bound = outcome.objective if outcome.status == "optimal" and outcome.objective is not None else math.nan
+    return outcome, bound
+
+
 def _highs_solution(values: np.ndarray):
     import highspy
 
@@ -151,7 +168,8 @@ def _finish(instance: ReservationInstance, model: ReservationModel, values: np.n
 def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None, seed: int = 0,
               threads: int = 1, progress: Progress, mip_rel_gap: float = 1e-4,
               presolve: Literal["off", "on", "choose"] = "on",
-              warm_start: Literal["hill-climb", "current", "none"] = "hill-climb") -> SolveResult:
+              warm_start: Literal["hill-climb", "current", "none"] = "hill-climb",
+              backend: Literal["highspy", "pyomo"] = "highspy") -> SolveResult:
     """Solve the aggregated MIP with HiGHS (MAST §2: "RAS formulates a MIP problem").
 
     Parameters
@@ -164,6 +182,9 @@ def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None,
     warm_start : {"hill-climb", "current", "none"}
         MIP start: the hill climb's plan (a fifth of the time), today's assignment, or none;
         used when feasible, and returned if HiGHS finds nothing better in time.
+    backend : {"highspy", "pyomo"}
+        Hand HiGHS the sparse model directly, or the same model declared in Pyomo (slower to
+        build; no MIP start or proven bound short of optimality).
     """
     deadline = Deadline(time_limit)
     log: list[str] = []
@@ -174,7 +195,10 @@ def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None,
     if reason:
         return SolveResult(status="infeasible", log=log, message=reason)
     start = _warm_values(model, instance, warm_start, deadline, seed, log)
-    outcome, bound = _highs(model, deadline, threads, seed, mip_rel_gap, presolve, start, log)
+    if backend == "pyomo":
+        outcome, bound = _pyomo(model, deadline, threads, seed, mip_rel_gap, presolve, log)
+    else:
+        outcome, bound = _highs(model, deadline, threads, seed, mip_rel_gap, presolve, start, log)
     if outcome.values is None and start is not None and outcome.status != "infeasible":
         outcome.values, outcome.objective = start, float(model.lp.cost @ start + model.constant)
         log.append("HiGHS found no plan in time: the warm start is returned")
