@@ -66,7 +66,7 @@ class Scenario(StrictModel):
     task_duration_s: float = Field(5.0, gt=0, description="T, the task duration (mean for 'production')")
     alpha: float = Field(1.0, gt=0, le=1, description="§6.4: a task on a preferred slot runs alpha x its duration")
     decision_time_ms: float = Field(0.25, gt=0, description="decision time per task")
-    quality_scan_factor: float = Field(2.0, ge=1, description="Quality-first's decision time multiplier: it checks all partitions (§6.2)")
+    quality_scan_factor: float = Field(1.5, ge=1, description="Quality-first's decision time multiplier: it checks all partitions (§6.2)")
     tau_s: float = Field(1.5, gt=0, description="Adaptive: Quality-first while the delay EMA is below tau")
     ema_alpha: float = Field(0.1, gt=0, le=1, description="Adaptive: weight of the newest commit's delay in the EMA")
     metrics_interval_s: float = Field(1.0, gt=0, description="width of the time buckets of the series")
