@@ -217,3 +217,25 @@ def test_pyomo_declaration_gives_the_same_optimum():
         a = fleetplan.solve(instance, "mip-highs", time_limit=30)
         b = fleetplan.solve(instance, "mip-highs", time_limit=30, backend="pyomo")
         assert b.objective == pytest.approx(a.objective, abs=1e-6)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_new_datacenter_lets_reservations_spread_and_shrink_buffers(seed):
+    """MAST §2: "when new datacenters are brought online, RAS can reduce the buffer size ... by
+    further spreading out a dynamic cluster's machines into these new datacenters"."""
+    from fleetplan.instances import evaluate_current
+    from fleetplan.instances.reservation_generate import apply_event, with_assignment
+
+    base = generate("reservation", {"servers": 1500, "reservations": 8, "datacenters": 3,
+                                    "disruption_budget_share": None}, seed=seed)
+    first = fleetplan.solve(base, "mip-highs", time_limit=60)
+    assert first.status == "optimal"
+    today = with_assignment(base, first.plan)  # RAS's last plan is today's assignment
+    before = evaluate_current(today)
+    assert before.feasible
+    second = fleetplan.solve(apply_event(today, "new-datacenter", seed=1), "mip-highs", time_limit=60)
+    assert second.status == "optimal" and second.evaluation.feasible
+    after = second.evaluation.metrics
+    assert after["buffer_rru"] < before.metrics["buffer_rru"]
+    assert after["fault_domains_per_reservation"] > before.metrics["fault_domains_per_reservation"]
+    assert after["servers_moved"] > 0
