@@ -19,6 +19,8 @@ from fleetplan.instances import InstanceError
 DEMO_SOLVERS: dict[str, list[str]] = {
     "allocation": ["max-min-fairness", "max-min-fairness-agnostic"],
     "placement": ["keep", "greedy", "hill-climb", "mip-highs", "cpsat"],
+    "binpack": ["rms-greedy", "cpsat", "batch-cpsat"],
+    "reservation": ["keep", "greedy", "hill-climb", "mip-highs", "cpsat"],
 }
 # metric name -> column heading
 DEMO_METRICS: dict[str, dict[str, str]] = {
@@ -32,6 +34,18 @@ DEMO_METRICS: dict[str, dict[str, str]] = {
         "home_training_rate": "at home",
         "collocation_rate": "colloc.",
         "bytes_moved": "moved",
+    },
+    "binpack": {
+        "placed_workloads": "placed",
+        "preempted_jobs": "preempted",
+        "machines_used": "machines",
+        "racks_used": "racks",
+    },
+    "reservation": {
+        "shortfall_rru": "short",
+        "guarantee_ratio_min": "guar.",
+        "servers_moved": "moved",
+        "first_choice_share": "1st pick",
     },
 }
 DEMO_TIME_LIMIT_S = 10.0
