@@ -66,6 +66,7 @@ True
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -331,12 +332,23 @@ def placement_mip(data: PlacementData, deadline: Clock | None = None) -> pyo.Con
     ``deadline``: checked every few hundred rows; :class:`BuildTimeout` when it has expired,
     so a time limit covers the build too (500 tables took 54 s to build under a 2 s limit).
     """
+    # Pyomo logs an ERROR line for a rule that raises; a BuildTimeout is expected, not an error.
+    logger = logging.getLogger("pyomo.core")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        return _placement_mip(data, deadline)
+    finally:
+        logger.setLevel(level)
+
+
+def _placement_mip(data: PlacementData, deadline: Clock | None) -> pyo.ConcreteModel:
     arrays = data.arrays
     regions = range(arrays.num_regions)
     size = arrays.table_size
     model = pyo.ConcreteModel(name="tetris_placement")
     model.constant_violations = []  # rows that came out constant and false (see _rows)
-    model.build_clock = _Ticker(deadline)
+    model.build_clock = _Ticker(deadline, every=1)  # a row can hold every table: check each
     free = [t for t in data.tables.tolist() if len(data.allowed[t]) > 1]
     model.x = pyo.Var([(t, r) for t in free for r in data.allowed[t]], domain=pyo.Binary)
     model.assign = pyo.Constraint(free, rule=_rows(model, "assign", lambda m, t: sum(m.x[t, r] for r in regions) == 1))
@@ -375,7 +387,7 @@ def placement_mip(data: PlacementData, deadline: Clock | None = None) -> pyo.Con
 
     def score(j: int, r: int):
         total = max(job_bytes(j), 1e-300)
-        return sum(x(t, r) * (1 + COUNT_MARGIN + size[t] / total) for t in own[j])
+        return sum(x(t, r) * float(1 + COUNT_MARGIN + size[t] / total) for t in own[j])
 
     def majority(m, j, r, s):
         big_m = len(own[j]) * (1 + COUNT_MARGIN) + 1 + TIE_EPSILON
@@ -547,7 +559,8 @@ def _storage_block(model: pyo.ConcreteModel, data: PlacementData) -> None:
         base = float(size[[t for t in data.tables.tolist() if data.allowed[t] == [r]]].sum())
         for p in points.tolist():
             gap = p / total_bytes - capacity_share[r]
-            cuts.append((r, weight * gap * gap, 2 * weight * gap * unit / total_bytes, p / unit, base))
+            # Python floats: a numpy float times a Pyomo variable takes numpy's slow ufunc path.
+            cuts.append((r, float(weight * gap * gap), float(2 * weight * gap * unit / total_bytes), p / unit, base))
 
     def tangent(m, c):
         # e >= value + slope (stored share - point). Near the minimum slope x size falls below
