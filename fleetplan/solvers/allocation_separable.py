@@ -85,10 +85,10 @@ def _pairs(n_types: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _vertex_costs(A: np.ndarray, need: np.ndarray, lam: np.ndarray, usage: np.ndarray):
-    """Cost lam . (usage x) of every score-tight vertex of each job's LP at ``need``.
-
-    Returns ``(costs (n, C), vertex slopes alpha (C, n, K)... )`` lazily as a callable-free
-    tuple: costs, kind (C,), and the pair index arrays. Invalid vertices cost inf."""
+    """Cost lam . (usage x) of every score-tight vertex of each job's LP at ``need``, as an
+    (n, K + K(K-1)/2) array: columns 0..K-1 the single types, then the type pairs in
+    ``np.triu_indices`` order. A vertex that does not exist for a job (need above the type's
+    score, a type the job cannot run on) costs inf."""
     n, K = A.shape
     first, second = _pairs(K)
     costs = np.full((n, K + len(first)), np.inf)
@@ -243,7 +243,7 @@ def _bucket_prices(A, offset, mult, scale, W, free_level, deadline, threads, see
     return status, level, lam, len(first)
 
 
-def _working_set(A, offset, level, lam, usage, W, sticky, size):
+def _working_set(A, offset, level, lam, usage, W, sticky, size, threshold=TIE):
     """Each job's vertex at (lam, level) and the free set: the WORKING_SET jobs nearest to a tie
     or to a breakpoint, every job within TIE of one, and the ``sticky`` ones."""
     n = len(A)
@@ -258,9 +258,10 @@ def _working_set(A, offset, level, lam, usage, W, sticky, size):
         gap = np.where(A > 0, np.abs(A - need[:, None]) / np.maximum(A, np.abs(need)[:, None]), np.inf).min(axis=1)
         idle_gap = np.where(offset != 0, np.abs(need) / np.abs(offset), np.inf)
     closeness = np.minimum(np.minimum(tie, gap), idle_gap)
-    free = sticky | (choice < -1) | (closeness <= TIE)
+    free = sticky | (choice < -1) | (closeness <= threshold)
     if n > size:
-        free[np.argpartition(closeness, size)[:size]] = True
+        if size > 0:
+            free[np.argpartition(closeness, size)[:size]] = True
     else:
         free[:] = True
     return choice, free
