@@ -309,3 +309,12 @@ def test_figure4_groups_quality_first_surges_adaptive_bounds_group_a(tmp_path):
     assert png.read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(InstanceError, match="one load per phase"):
         figure4_scenario(phases_a=[1.0])
+
+
+def test_progress_reports_simulated_seconds():
+    seen: list[tuple[float, float]] = []
+    simulate(small(duration_s=3.0, drain_s=2.0), "parsync-latency-first", 0,
+             progress=lambda t, end: seen.append((t, end)))
+    times = [t for t, _ in seen]
+    assert len(seen) >= 3 and times == sorted(times)
+    assert all(end == 5.0 for _, end in seen) and times[-1] >= 3.0
