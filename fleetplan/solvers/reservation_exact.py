@@ -47,21 +47,24 @@ def _forced_over_budget(model: ReservationModel, instance: ReservationInstance) 
 
 def _warm_values(model: ReservationModel, instance: ReservationInstance, how: str, deadline: Deadline,
                  seed: int, log: list[str]) -> np.ndarray | None:
-    """A starting point for the solver: today's assignment, or the hill climb's plan (given a
-    fifth of the time) when the judge finds it feasible; None when there is none."""
+    """A starting point for the solver: today's assignment, or the better feasible plan of
+    the greedy and the hill climb (given a fifth of the time); None when there is none."""
     if how == "none":
         return None
     arrays = instance.arrays()
     assignment = arrays.server_current
     if how == "hill-climb":
-        from fleetplan.solvers.reservation_heuristics import ras_hill_climb
+        from fleetplan.solvers.reservation_heuristics import ras_greedy, ras_hill_climb
 
-        share = deadline.share(0.2)
-        climbed = ras_hill_climb(instance, time_limit=share, seed=seed, threads=1,
-                                 progress=lambda fraction, message: None)
-        if climbed.plan is not None and climbed.status != "error":
-            assignment = climbed.plan.assignment_array(instance)
-        log.append(f"warm start (hill-climb): {climbed.status}, objective {climbed.objective:.6g}")
+        best = None
+        for heuristic, share in ((ras_greedy, 0.05), (ras_hill_climb, 0.2)):
+            found = heuristic(instance, time_limit=deadline.share(share), seed=seed, threads=1,
+                              progress=lambda fraction, message: None)
+            log.append(f"warm start ({heuristic.__name__}): {found.status}, objective {found.objective:.6g}")
+            if found.plan is not None and found.status != "error" and (best is None or found.objective < best.objective):
+                best = found
+        if best is not None:
+            assignment = best.plan.assignment_array(instance)
     x = counts_from_assignment(model, arrays, assignment)
     if x is None:
         return None
@@ -161,7 +164,7 @@ def _finish(instance: ReservationInstance, model: ReservationModel, values: np.n
                        model_objective=model_objective, log=log, message=message, stats=stats)
 
 
-@register("reservation", "mip-highs", exact=True, default=True,
+@register("reservation", "mip-highs", exact=True,
           description="aggregated RAS MIP (counts per reservation x type x fault domain) by HiGHS, "
                       "then minimal-move disaggregation",
           reference="Choudhury et al., MAST, OSDI 2024, §2 (RAS)")
@@ -180,7 +183,8 @@ def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None,
         HiGHS MIP presolve (on: 3x faster here; the enumeration tests guard against the HiGHS
         1.14 presolve bugs seen on placement models).
     warm_start : {"hill-climb", "current", "none"}
-        MIP start: the hill climb's plan (a fifth of the time), today's assignment, or none;
+        MIP start: the better of the greedy's and the hill climb's plans (a fifth of the
+        time), today's assignment, or none;
         used when feasible, and returned if HiGHS finds nothing better in time.
     backend : {"highspy", "pyomo"}
         Hand HiGHS the sparse model directly, or the same model declared in Pyomo (slower to
@@ -210,7 +214,7 @@ def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None,
     return _finish(instance, model, outcome.values, status, proven, claimed, log)
 
 
-@register("reservation", "cpsat", exact=True,
+@register("reservation", "cpsat", exact=True, default=True,
           description="the same aggregated RAS model in OR-Tools CP-SAT (integer RRU units)",
           reference="Choudhury et al., MAST, OSDI 2024, §2 (RAS)")
 def cpsat(instance: ReservationInstance, *, time_limit: float | None = None, seed: int = 0,
@@ -221,7 +225,7 @@ def cpsat(instance: ReservationInstance, *, time_limit: float | None = None, see
     Parameters
     ----------
     warm_start : {"hill-climb", "current", "none"}
-        Hint: the hill climb's plan (a fifth of the time), today's assignment, or none; used
+        Hint: the better of the greedy's and the hill climb's plans, today's assignment, or none; used
         when feasible.
     """
     from ortools.sat.python import cp_model
