@@ -118,12 +118,18 @@ class RasState:
         self.total = self.fd.sum(axis=1)
         self.fd_top = _top2(self.fd)
         self.dc_top = _top2(self.dc)
+        # Per reservation: datacenters used and ratio deviation, so a move's cost only
+        # recomputes its own datacenter's share.
+        self.used = (self.ndc > 0).sum(axis=1)
+        self.dev = np.abs(self.sdc - self.ratio[:, None] * (self.dc - self.sdc)).sum(axis=1)
         self.cost = self._cost_all()
 
     def _refresh(self, r: int) -> None:
         for table, top in ((self.fd, self.fd_top), (self.dc, self.dc_top)):
             first, index, second = _top2(table[r:r + 1])
             top[0][r], top[1][r], top[2][r] = first[0], index[0], second[0]
+        self.used[r] = (self.ndc[r] > 0).sum()
+        self.dev[r] = np.abs(self.sdc[r] - self.ratio[r] * (self.dc[r] - self.sdc[r])).sum()
         self.cost[r] = self._cost(np.array([r]), 0.0, None, 0.0, None, 0.0, 0.0)[0]
 
     def _cost_all(self) -> np.ndarray:
@@ -147,16 +153,13 @@ class RasState:
         cost = SHORTFALL_PENALTY * short + a.w_buffer * np.maximum(0.0, total - self.request[rs])
         cost += a.w_spread * np.where(self.general[rs], fd_max, 0.0)
         if d is None:
-            ndc = self.ndc[rs]
-            used = (ndc > 0).sum(axis=1)
-            dev = np.abs(self.sdc[rs] - self.ratio[rs, None] * (self.dc[rs] - self.sdc[rs])).sum(axis=1)
+            used, dev = self.used[rs], self.dev[rs]
         else:
             before = self.ndc[rs, d]
-            used = (self.ndc[rs] > 0).sum(axis=1) + (before + d_n > 0) - (before > 0)
+            used = self.used[rs] + (before + d_n > 0) - (before > 0)
             s_old, c_old = self.sdc[rs, d], self.dc[rs, d] - self.sdc[rs, d]
             s_new, c_new = s_old + d_storage, c_old + (d_dc - d_storage)
-            dev = (np.abs(self.sdc[rs] - self.ratio[rs, None] * (self.dc[rs] - self.sdc[rs])).sum(axis=1)
-                   - np.abs(s_old - self.ratio[rs] * c_old) + np.abs(s_new - self.ratio[rs] * c_new))
+            dev = self.dev[rs] - np.abs(s_old - self.ratio[rs] * c_old) + np.abs(s_new - self.ratio[rs] * c_new)
         cost += a.w_compactness * np.where(a.res_ml[rs], used, 0)
         cost += a.w_ratio * np.where(self.has_ratio[rs], dev, 0.0)
         return cost
