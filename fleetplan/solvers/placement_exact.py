@@ -15,12 +15,17 @@ Both follow the same steps:
    the home-training share (6) and the move quota — so they are solved one by one exactly when
    none of those can matter: w2 and w3 are 0 (or no planned ML demand) and no capacity, quota
    or threshold can bind. Otherwise one model covers the whole instance (the log says why).
-3. *Warm start* from the current placement or the hill climb (``warm_start``), when the
-   evaluator finds it feasible: HiGHS gets it as a MIP start, CP-SAT as a hint.
+3. *Warm start* from the hill climb (the default) or the current placement (``warm_start``),
+   when the evaluator finds it feasible: HiGHS gets it as a MIP start, CP-SAT as a hint.
 4. *Bound and gap*: the model under-estimates the exact objective (with equality when every
    breakpoint is exact, see :mod:`fleetplan.models.placement`), so the solver's dual bound is a
    bound on the exact optimum; the gap is measured against the evaluator's objective. Status
-   ``optimal`` is claimed only when the solver proved optimality of an exact model.
+   ``optimal`` is claimed only when the solver proved optimality of an exact model. The
+   MIP's capacity, quota, CPU and home-training rows are tightened by ``ROW_SAFETY`` (2e-6 of
+   their scale) so that HiGHS's 1e-6 feasibility tolerance cannot produce a plan the judge
+   rejects; its bound is proven for those rows. Claims are then checked against the judge
+   (issue 15 item 6): the plan is polished by the hill climb, an ``optimal`` it improves on
+   becomes ``feasible``, and a bound above a judged plan's objective is not reported.
 5. *No plan from the solver* (CP-SAT or HiGHS stopped at the limit without a solution, or HiGHS
    erred): the part keeps the best feasible plan known without it — the warm start, else the
    better of today's placement and the hill climb — scored by the evaluator; the status is
@@ -46,6 +51,7 @@ from fleetplan.instances import InstanceError, evaluate
 from fleetplan.instances.placement import ML, PlacementArrays, PlacementInstance, PlacementPlan
 from fleetplan.lazy import lazy_attribute, lazy_module
 from fleetplan.models.placement import (
+    ROW_SAFETY,
     BuildTimeout,
     PlacementData,
     placement_mip,
@@ -414,6 +420,13 @@ def solve_exact(instance: PlacementInstance, solve_part, *, name: str, time_limi
         log += outcome.log
         statuses.append(outcome.status)
         exact = exact and outcome.exact
+        if outcome.status == "infeasible" and warm is not None:
+            # A feasible warm start disproves it: the model's rows are tightened by ROW_SAFETY.
+            log.append(f"{name}: the model of part {index + 1} is infeasible with its rows tightened by "
+                       f"{ROW_SAFETY:g}, but the warm start is feasible; it is kept")
+            outcome = PartOutcome(status="feasible", home=None, model_objective=None, bound=None,
+                                  exact=outcome.exact, log=[])
+            statuses[-1] = "error"
         if outcome.status == "infeasible":
             return SolveResult(status="infeasible", log=log,
                                message=f"{name}: the solver proved the model infeasible "
@@ -435,7 +448,17 @@ def solve_exact(instance: PlacementInstance, solve_part, *, name: str, time_limi
             model_total += outcome.model_objective or 0.0
         bound_total = None if bound_total is None or outcome.bound is None else bound_total + outcome.bound
     plan = PlacementPlan.from_arrays(instance, home, solver=name)
-    objective = evaluate(instance, plan).objective
+    judged = evaluate(instance, plan)
+    objective = judged.objective
+    if not judged.feasible and warm is not None:
+        # Within the solver's tolerances but not the judge's: the best feasible plan known.
+        log.append(f"{name}: the solver's plan violates {judged.violations[0].constraint} under the judge "
+                   f"({judged.violations[0].message}); the warm start is kept")
+        home = warm.copy()
+        plan = PlacementPlan.from_arrays(instance, home, solver=name)
+        objective = evaluate(instance, plan).objective
+        unsolved.append("the whole plan (judged infeasible)")
+        model_total = None
     kept_warm = False
     if warm is not None and not unsolved:
         # A grid model under-estimates, so its optimum can score worse than the warm start
