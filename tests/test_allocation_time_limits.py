@@ -49,7 +49,9 @@ def test_a_tiny_limit_is_honoured_with_a_plan(large_instance, solver, options):
 def test_binary_search_probes_share_one_clock(large_instance):
     # Each probe used to get the whole limit (5 s -> 46 s): a limit a few probes long must stop
     # the search in time and keep the last feasible probe's allocation.
-    result = fleetplan.solve(large_instance, "min-makespan-binary-search", time_limit=2.5, aggregate=False)
+    # (decomposition="none": the full LP per probe; the price decomposition finishes in time.)
+    result = fleetplan.solve(large_instance, "min-makespan-binary-search", time_limit=2.5, aggregate=False,
+                             decomposition="none")
     assert result.status == "time_limit" and result.plan is not None
     assert result.wall_s <= 2.5 + 1.0
     isolated = large_instance.arrays().isolated_allocation()
