@@ -70,7 +70,8 @@ def test_hill_climb_on_the_hand_solved_region():
 def test_heuristic_gap_to_the_mip(seed):
     instance = generate("reservation", {"servers": 4000, "reservations": 20, "datacenters": 4}, seed=seed)
     exact = fleetplan.solve(instance, "mip-highs", time_limit=60)
-    assert exact.status == "optimal"
+    # optimal in seconds on an idle machine; under load the bound still holds
+    assert exact.status in ("optimal", "time_limit") and exact.bound is not None
     climb = fleetplan.solve(instance, "hill-climb", time_limit=30)
     assert climb.evaluation.feasible, climb.message
     assert climb.objective >= exact.bound - 1e-6
@@ -80,3 +81,18 @@ def test_heuristic_gap_to_the_mip(seed):
     greedy = fleetplan.solve(instance, "greedy", time_limit=30)
     assert greedy.objective >= exact.bound - 1e-6
     assert greedy.evaluation.metrics["servers_moved"] <= instance.arrays().budget
+
+
+def test_hill_climb_log_explains_every_move():
+    import re
+
+    from tests.conftest import EXAMPLES
+
+    instance = fleetplan.instances.load_instance(EXAMPLES / "reservation-small.json")
+    result = fleetplan.solve(instance, "hill-climb")
+    moves = [line for line in result.log if line.startswith("move ")]
+    assert moves and result.evaluation.feasible
+    changes = [float(re.search(r"objective ([+-][0-9.e+-]+)", line).group(1)) for line in moves]
+    assert all(change < 0 for change in changes)
+    # today's plan is feasible here, so every change is a change of the judge's objective
+    assert sum(changes) == pytest.approx(result.objective - evaluate_current(instance).objective, abs=1e-4)

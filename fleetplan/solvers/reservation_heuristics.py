@@ -41,6 +41,7 @@ from fleetplan.solvers.hill_climb import Budget, Candidate, hill_climb
 
 SHORTFALL_PENALTY = 1e4
 BLOCK = 1 << 24  # block sizes are below this (a group never holds 16 million servers)
+MAX_EXPLAINED = 200  # moves explained in the log per round
 FREE_SIDE = -1
 RESERVE_S = 0.3
 
@@ -371,6 +372,26 @@ class _Problem:
             return None
         return Candidate(item, target, self._gain(*found), {"objective": found[0]}, cost=found[1])
 
+    def explain(self, move: Candidate) -> str:
+        """One line saying what a move did and why (its change of the objective)."""
+        arrays, groups = self.state.arrays, self.state.groups
+        source, target, b = self._decode(move.target)
+
+        def where(g: int) -> str:
+            return f"{arrays.type_ids[groups.type[g]]}@{arrays.fd_ids[groups.fd[g]]}"
+
+        def who(r: int) -> str:
+            return "the free pool" if r == FREE_SIDE else f"'{arrays.res_ids[r]}'"
+
+        change = move.terms.get("objective", -move.gain)
+        if move.item < self.num_groups:
+            what = f"{b} x {where(move.item)} from {who(source)} to {who(target)}"
+        else:
+            removed, added = divmod(b, BLOCK)
+            what = (f"'{arrays.res_ids[move.item - self.num_groups]}': {removed} x {where(source)} out, "
+                    f"{added} x {where(target)} in")
+        return f"move {what}: objective {change:+.6g}, servers moved {move.cost:+.0f}"
+
     def apply(self, move: Candidate) -> None:
         source, target, b = self._decode(move.target)
         if move.item < self.num_groups:
@@ -406,6 +427,9 @@ def _rounds(state: RasState, deadline: Deadline, recompute: bool, progress: Prog
         budget = Budget(time_s=remaining, cost=arrays.budget - state.moved if np.isfinite(arrays.budget) else None)
         result = hill_climb(problem, budget=budget, recompute=recompute,
                             neighbours=(lambda move: [move.item]) if recompute else None, min_gain=1e-7)
+        log.extend(problem.explain(move) for move in result.applied[:MAX_EXPLAINED])
+        if len(result.applied) > MAX_EXPLAINED:
+            log.append(f"... {len(result.applied) - MAX_EXPLAINED} more moves")
         log.append(f"{name} {rounds}: {len(result.applied)} moves, "
                    f"objective {state.objective():.6g}, moved {state.moved} ({result.stopped_by})")
         progress(None, log[-1])
