@@ -44,3 +44,15 @@ def test_an_expired_deadline_stops_the_build(large):
         placement_mip(data, Deadline(0.0))
     with pytest.raises(BuildTimeout):
         prepare(large.arrays(), deadline=Deadline(0.0))
+
+
+def test_the_hill_climb_improves_before_its_first_pass_ends():
+    # Anytime (issue 14 §4): with a limit shorter than one pass over the tables, moves are
+    # applied batch by batch, and the log reports the objective against time.
+    instance = fleetplan.generate("placement", {"regions": 10, "tables": 4000, "jobs": 4000}, seed=2)
+    full = fleetplan.solve(instance, "hill-climb", replicas=False, time_limit=600)
+    rushed = fleetplan.solve(instance, "hill-climb", replicas=False, time_limit=0.6 * full.stats["climb_s"] + 0.3)
+    keep = fleetplan.solve(instance, "keep")
+    assert rushed.stats["moves"] > 0 and rushed.objective < keep.objective
+    assert rushed.evaluation.violations == []
+    assert any(line.startswith("objective against time:") for line in rushed.log)

@@ -52,7 +52,7 @@ class TetrisState:
     True
     """
 
-    def __init__(self, instance: PlacementInstance, home: np.ndarray | None = None):
+    def __init__(self, instance: PlacementInstance, home: np.ndarray | None = None, compound: bool = False):
         a = self.arrays = instance.arrays()
         self.home = (a.table_home if home is None else np.asarray(home)).astype(np.int64).copy()
         self.original = a.table_home
@@ -96,6 +96,13 @@ class TetrisState:
         self.cpu = cpu
         self.objective_terms = self.terms()
         self.last_changed = np.zeros(0, dtype=np.int64)
+        # Compound items (after the tables): planned ML jobs reading several tables, each
+        # moving all its tables to one region with its GPU type (issue 14 §4: one table at a
+        # time, a split job's every single move looks bad).
+        multi = a.planned & (a.job_kind == ML) & (np.diff(a.job_ptr) > 1) if compound else np.zeros(a.num_jobs, bool)
+        self.compound_jobs = np.flatnonzero(multi)
+        self.compound_item = np.full(a.num_jobs, -1, dtype=np.int64)
+        self.compound_item[self.compound_jobs] = a.num_tables + np.arange(self.compound_jobs.size)
 
     # --- whole-state terms (the same formulas as the judge) --------------------------------
     def _slice_costs(self, demand: np.ndarray, slices: np.ndarray | slice = slice(None)
@@ -131,9 +138,13 @@ class TetrisState:
 
     # --- the engine's interface --------------------------------------------------------------
     def num_items(self) -> int:
-        return self.arrays.num_tables
+        return self.arrays.num_tables + self.compound_jobs.size
 
     def best_move(self, item: int) -> Candidate | None:
+        if item >= self.arrays.num_tables:
+            job = int(self.compound_jobs[item - self.arrays.num_tables])
+            moves = [self._compound(item, job, r) for r in self._job_targets(job)]
+            return max((m for m in moves if m is not None), key=lambda m: (m.gain, -m.target), default=None)
         gains, terms, _ = self._candidates(item)
         target = int(np.argmax(gains))
         if not np.isfinite(gains[target]):
@@ -141,6 +152,8 @@ class TetrisState:
         return self._candidate(item, target, gains, terms)
 
     def move_to(self, item: int, target: int) -> Candidate | None:
+        if item >= self.arrays.num_tables:
+            return self._compound(item, int(self.compound_jobs[item - self.arrays.num_tables]), target)
         gains, terms, _ = self._candidates(item)
         if target == self.home[item] or not np.isfinite(gains[target]):
             return None
@@ -281,6 +294,14 @@ class TetrisState:
         return ((usage <= capacity) | (usage <= current + 1e-9)).all(axis=(1, 2))
 
     def apply(self, move: Candidate) -> None:
+        if move.members:
+            changed = []
+            for table, _ in move.members:
+                step = self.move_to(table, move.target)
+                self.apply(step)
+                changed.append(self.last_changed)
+            self.last_changed = np.unique(np.concatenate(changed)) if changed else self.last_changed
+            return
         a = self.arrays
         table, target = move.item, move.target
         _, _, info = self._candidates(table)
@@ -325,6 +346,52 @@ class TetrisState:
         for name, change in move.terms.items():
             self.objective_terms[name] += change
 
+    # --- compound moves ------------------------------------------------------------------------
+    def _job_targets(self, job: int) -> np.ndarray:
+        """Regions a compound move of ``job`` may go to: those with its GPU type."""
+        a = self.arrays
+        return np.flatnonzero(a.gpu_supply[:, a.job_gpu_type[job]] > 0)
+
+    def _compound(self, item: int, job: int, target: int) -> Candidate | None:
+        """All of ``job``'s tables to ``target``, as single moves applied and undone: the gain,
+        terms and quota cost add up over the steps (each step must be feasible)."""
+        a = self.arrays
+        tables = np.unique(a.job_tables[a.job_ptr[job]:a.job_ptr[job + 1]])
+        tables = tables[self.home[tables] != target]
+        if tables.size == 0:
+            return None
+        saved = self._save(tables)
+        gain, cost = 0.0, 0.0
+        terms = dict.fromkeys(TERMS, 0.0)
+        members = tuple((int(t), int(self.home[t])) for t in tables)
+        feasible = True
+        for table in tables.tolist():
+            step = self.move_to(table, target)
+            if step is None:
+                feasible = False
+                break
+            gain += step.gain
+            cost += step.cost
+            for name, change in step.terms.items():
+                terms[name] += change
+            self.apply(step)
+        self._restore(saved)
+        if not feasible:
+            return None
+        return Candidate(item, target, gain, terms, cost, members=members)
+
+    def _save(self, tables: np.ndarray) -> tuple:
+        readers = np.concatenate([self.readers[self.reader_ptr[t]:self.reader_ptr[t + 1]] for t in tables.tolist()])
+        return (tables, self.home[tables].copy(), readers, self.region[readers].copy(), self.demand.copy(),
+                self.demand_count.copy(), self.slice_balance.copy(), self.slice_overload.copy(), self.hp_at_home,
+                self.cpu.copy(), self.home_bytes.copy(), dict(self.objective_terms), self.last_changed)
+
+    def _restore(self, saved: tuple) -> None:
+        (tables, home, readers, region, self.demand, self.demand_count, self.slice_balance, self.slice_overload,
+         self.hp_at_home, self.cpu, self.home_bytes, self.objective_terms, self.last_changed) = saved
+        self.home[tables] = home
+        self.region[readers] = region
+
     def neighbours(self, move: Candidate) -> np.ndarray:
         """Tables read by the jobs whose region the last applied move changed: their gains
         changed the most (moving them now may follow or undo the job)."""
@@ -334,7 +401,11 @@ class TetrisState:
             return np.zeros(0, dtype=np.int64)
         lengths = a.job_ptr[jobs + 1] - a.job_ptr[jobs]
         pair = np.repeat(a.job_ptr[jobs] - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
-        return np.unique(a.job_tables[pair])
+        tables = np.unique(a.job_tables[pair])
+        if self.compound_jobs.size:
+            items = self.compound_item[jobs]
+            return np.concatenate([tables, np.unique(items[items >= 0])])
+        return tables
 
 
 def polish(instance: PlacementInstance, home: np.ndarray, time_limit: float | None
@@ -365,6 +436,21 @@ def _thin(trace: list[tuple[float, float, int]], count: int) -> list[tuple[float
     return [trace[i] for i in sorted(set(picks.tolist()))]
 
 
+def _single(applied: list[Candidate]) -> list[Candidate]:
+    """Compound moves split into their tables' moves, the gain and terms shared equally (so
+    the moves' gains still add up to the objective's fall)."""
+    out = []
+    for m in applied:
+        if not m.members:
+            out.append(m)
+            continue
+        k = len(m.members)
+        for table, source in m.members:
+            out.append(Candidate(table, m.target, m.gain / k, {n: v / k for n, v in m.terms.items()},
+                                 source=source))
+    return out
+
+
 def _moves(instance: PlacementInstance, applied: list[Candidate]) -> list[Move]:
     a = instance.arrays()
     return [Move.model_construct(table=a.table_ids[m.item], source="", target=a.region_ids[m.target],
@@ -375,6 +461,8 @@ def _moves(instance: PlacementInstance, applied: list[Candidate]) -> list[Move]:
 def _finish(instance: PlacementInstance, home: np.ndarray, applied: list[Candidate], climb: ClimbResult | None,
             replicas: bool, partitions_only: bool, hot_replica_share: float, time_up: bool) -> SolveResult:
     a = instance.arrays()
+    compound = sum(1 for m in applied if m.members)
+    applied = _single(applied)
     moves = _moves(instance, applied)
     # The source of each move is the table's home just before it moved.
     current = a.table_home.copy()
@@ -384,7 +472,8 @@ def _finish(instance: PlacementInstance, home: np.ndarray, applied: list[Candida
     log = []
     stats: dict[str, float] = {}
     if climb is not None:
-        log.append(f"hill climb: {len(applied)} moves, stopped by {climb.stopped_by}, {climb.evaluated} "
+        log.append(f"hill climb: {len(applied)} table moves ({compound} compound), stopped by {climb.stopped_by}, "
+                   f"{climb.evaluated} "
                    f"evaluations, {climb.requeued} re-queued, {climb.skipped_over_budget} over the quota")
         start = sum(instance_terms_start(instance).values()) if climb.trace else 0.0
         points = _thin(climb.trace, 12)
@@ -407,14 +496,15 @@ def _finish(instance: PlacementInstance, home: np.ndarray, applied: list[Candida
 
 
 def _climb(instance: PlacementInstance, recompute: bool, time_limit: float | None, progress: Progress,
-           max_moves: int | None, requeue_neighbours: bool) -> tuple[TetrisState, ClimbResult]:
+           max_moves: int | None, requeue_neighbours: bool, compound: bool = False
+           ) -> tuple[TetrisState, ClimbResult]:
     """One clock for the climb and what follows it (replicas, building the plan, the judge):
     their time is estimated from one judging of today's plan and kept back. Under a limit
     the first pass works in batches of a twentieth of the limit, applying each batch's moves
     before evaluating more tables, so a limit shorter than a full pass still improves the
     plan (issue 14 §4: at 10^5 tables, 20 s gave 0 moves)."""
     deadline = Deadline(time_limit)
-    state = TetrisState(instance)
+    state = TetrisState(instance, compound=compound)
     climb_s = None
     if time_limit is not None:
         started = time.perf_counter()
@@ -437,8 +527,14 @@ def _climb(instance: PlacementInstance, recompute: bool, time_limit: float | Non
 def tetris_hill_climb(instance: PlacementInstance, *, time_limit: float | None = None, seed: int = 0,
                       threads: int = 1, progress: Progress, replicas: bool = True,
                       partitions_only: bool = False, hot_replica_share: float = 0.1,
-                      max_moves: int | None = None, requeue_neighbours: bool = True) -> SolveResult:
+                      max_moves: int | None = None, requeue_neighbours: bool = True,
+                      compound_moves: bool = False) -> SolveResult:
     """Hill-climb the table homes from today's placement, then add replicas (§3.5).
+
+    Parameters
+    ----------
+    compound_moves : bool
+        also move all tables of one multi-table ML job to one region at once (a split job)
 
     >>> import fleetplan
     >>> instance = fleetplan.generate("placement", {"regions": 4, "tables": 80, "jobs": 80}, seed=0)
@@ -446,7 +542,7 @@ def tetris_hill_climb(instance: PlacementInstance, *, time_limit: float | None =
     >>> result.evaluation.feasible, result.objective <= fleetplan.solve(instance, "keep").objective
     (True, True)
     """
-    state, climb = _climb(instance, True, time_limit, progress, max_moves, requeue_neighbours)
+    state, climb = _climb(instance, True, time_limit, progress, max_moves, requeue_neighbours, compound_moves)
     result = _finish(instance, state.home, climb.applied, climb, replicas, partitions_only,
                      hot_replica_share, climb.stopped_by == "time")
     result.model_objective = float(sum(state.objective_terms.values()))
