@@ -23,6 +23,7 @@ from fleetplan.sim.parsync.analytic import (
     expected_conflicts_per_slot,
 )
 from fleetplan.sim.parsync.core import simulate
+from fleetplan.sim.parsync.plots import plot_run
 from fleetplan.sim.parsync.scenario import (
     FIVE_PHASES,
     Scenario,
@@ -36,6 +37,7 @@ SIMULATOR = SimulatorSpec(
     simulate=simulate,
     scenario_type=Scenario,
     schedulers=scheduler_names(),
+    plot=plot_run,
     description="N schedulers over a shared slot state: StateSync vs ParSync (DiffSyn/SameSyn), "
                 "Latency-first / Quality-first / Adaptive / random; conflicts, delay, quality",
     reference="ParSync (Fuxi 2.0), USENIX ATC'21, §4-6",

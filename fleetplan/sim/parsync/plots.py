@@ -55,6 +55,8 @@ def plot_run(result: SimResult, path: str | Path, *, phases: int = 1, duration_s
         ax.set_title(label, fontsize=10)
         _phase_lines(ax, result, phases, duration)
         ax.grid(alpha=0.3)
+        ax.ticklabel_format(axis="y", useOffset=False)  # a flat series must not read "1e-14+2.5e-2"
+        ax.set_ylim(bottom=0)
     util_ax = axes[0, 0].twinx()
     util_ax.plot(t, s["utilization"], "k--", lw=2, label="cluster utilization")
     util_ax.set_ylim(0, 1.05)
