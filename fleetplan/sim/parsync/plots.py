@@ -56,7 +56,9 @@ def plot_run(result: SimResult, path: str | Path, *, phases: int = 1, duration_s
         _phase_lines(ax, result, phases, duration)
         ax.grid(alpha=0.3)
         ax.ticklabel_format(axis="y", useOffset=False)  # a flat series must not read "1e-14+2.5e-2"
-        ax.set_ylim(bottom=0)
+        values = np.asarray(s[key], dtype=float)
+        top = float(np.nanmax(values)) if values.size and np.isfinite(values).any() else 0.0
+        ax.set_ylim(0, top * 1.15 if top > 0 else 1.0)
     util_ax = axes[0, 0].twinx()
     util_ax.plot(t, s["utilization"], "k--", lw=2, label="cluster utilization")
     util_ax.set_ylim(0, 1.05)
