@@ -214,3 +214,32 @@ def test_generator_parameters_are_validated():
         fleetplan.generate("placement", {"regions": 1})
     with pytest.raises(InstanceError, match="v0_max_overload"):
         fleetplan.generate("placement", PlacementParams(load=3.0, v0_max_overload=2.0))
+
+
+def test_fidelity_metrics_read_split_jobs_per_type_and_the_constant_floor():
+    # Issue 14 §4: what the objective can hide, reported next to it.
+    import numpy as np
+
+    import fleetplan
+    from fleetplan.instances.placement import PlacementPlan
+
+    instance = fleetplan.generate("placement", {"regions": 4, "tables": 80, "jobs": 120, "ml_share": 1.0}, seed=4)
+    arrays = instance.arrays()
+    home = arrays.table_home.copy()
+    # Split every multi-table high-priority ML job by sending its first table elsewhere.
+    hp = np.flatnonzero(arrays.high_priority_ml & (np.diff(arrays.job_ptr) > 1))
+    for j in hp[:5].tolist():
+        t = arrays.job_tables[arrays.job_ptr[j]]
+        home[t] = (home[t] + 1) % arrays.num_regions
+    evaluation = fleetplan.evaluate(instance, PlacementPlan.from_arrays(instance, home))
+    m = evaluation.metrics
+    hours = arrays.job_gpu_hours
+    from fleetplan.instances.placement_evaluate import job_regions
+    split = arrays.high_priority_ml & (job_regions(arrays, home) < 0)
+    assert m["hp_gpu_hours_split_share"] == pytest.approx(hours[split].sum() / hours[arrays.high_priority_ml].sum())
+    assert m["hp_demand_supply_max_split_counted"] >= 0.0
+    assert m["objective_above_floor"] == pytest.approx(evaluation.objective - m["objective_constant_floor"])
+    assert 0.0 < m["objective_constant_floor"] <= evaluation.terms["gpu_overload"] + 1e-12
+    # Per type: the worst type's fleet-wide ratio bounds the per-type regional maximum from below.
+    assert m["hp_demand_supply_max_per_type"] + 1e-12 >= m["hp_demand_supply_total_max_type"] * (
+        1 - m["hp_gpu_hours_split_share"] - 1e-9) or m["hp_gpu_hours_without_their_type"] > 0

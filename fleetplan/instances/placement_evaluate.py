@@ -176,6 +176,75 @@ def hosting_regions(arrays: PlacementArrays, home: np.ndarray, replica_table: np
                          shape=(len(jobs), num_regions))
 
 
+def fidelity_metrics(arrays: PlacementArrays, home: np.ndarray, region: np.ndarray,
+                     terms: dict[str, float]) -> dict[str, float]:
+    """Readings of Figure 4 and §5.6 that the objective alone can hide (issue 14 §4).
+
+    * A split ML job (no R(job)) adds no GPU demand in Expression 2, so splitting hides demand:
+      ``hp_gpu_hours_split_share`` is the share of high-priority GPU-hours in split jobs, and
+      ``hp_demand_supply_max_split_counted`` the §5.6 maximum with each split job's demand
+      counted in the region holding most of its bytes.
+    * §5.6's ratio divides all GPU types' demand by all types' supply; per GPU type,
+      ``hp_demand_supply_max_per_type`` is max over (region, type with supply) of demand/supply,
+      ``hp_gpu_hours_without_their_type`` the high-priority GPU-hours placed where their type
+      is absent, and ``hp_demand_supply_total_max_type`` the fleet-wide ratio of the worst type
+      (above 1, no placement can bring the per-type maximum to 1).
+    * Expression 8 is applied per priority level (the default objective); the combined
+      high-priority form (all high levels' demand against the supply) is reported as
+      ``overload_combined_high_priority`` and not optimised.
+    * Expression 8 is at least sigmoid(0) = 1/2 times demand shares summing to 1 for every
+      (type, priority) with demand: ``objective_constant_floor`` is that constant (w2 times
+      the sum of w_p/2 over those slices) and ``objective_above_floor`` the objective minus it;
+      relative gaps are best read against the latter.
+    """
+    high = arrays.high_priority_ml
+    num_regions, num_types = arrays.num_regions, len(arrays.gpu_types)
+    hours = arrays.job_gpu_hours
+    supply = arrays.gpu_supply  # (R, G)
+    split = high & (region < 0)
+    hp_total = float(hours[high].sum())
+    # Region holding most of each job's bytes (ties: the lower index).
+    counted = region.copy()
+    split_jobs = np.flatnonzero(split)
+    if split_jobs.size:
+        position = np.full(arrays.num_jobs, -1, dtype=np.int64)
+        position[split_jobs] = np.arange(split_jobs.size)
+        pick = position[arrays.pair_job] >= 0
+        tables = arrays.job_tables[pick]
+        key = position[arrays.pair_job[pick]] * num_regions + home[tables]
+        by_region = np.bincount(key, weights=arrays.table_size[tables], minlength=split_jobs.size * num_regions)
+        counted[split_jobs] = by_region.reshape(split_jobs.size, num_regions).argmax(axis=1)
+    all_supply = supply.sum(axis=1)
+    with_gpus = all_supply > 0
+    demand_counted = np.bincount(counted[high], weights=hours[high], minlength=num_regions).astype(float)
+    placed = high & (region >= 0)
+    cell = region[placed] * num_types + arrays.job_gpu_type[placed]
+    per_type = np.bincount(cell, weights=hours[placed], minlength=num_regions * num_types).astype(float).reshape(
+        num_regions, num_types)
+    has_type = supply > 0
+    type_total = np.bincount(arrays.job_gpu_type[high], weights=hours[high], minlength=num_types)
+    supply_total = supply.sum(axis=0)
+    # Combined high priorities: Expression 8 on their summed demand per (region, type).
+    share = np.divide(per_type, per_type.sum(axis=0), out=np.zeros_like(per_type), where=per_type.sum(axis=0) > 0)
+    combined = float((share * sigmoid(np.maximum(0.0, per_type - supply) / arrays.sigmoid_scale)).sum())
+    demand = gpu_demand(arrays, region)  # (R, G, P)
+    active = demand.sum(axis=0) > 0  # (G, P)
+    floor = float(arrays.w_gpu * 0.5 * (active * arrays.w_priority[None, :]).sum())
+    objective = float(sum(terms.values()))
+    return {
+        "hp_gpu_hours_split_share": float(hours[split].sum() / hp_total) if hp_total > 0 else 0.0,
+        "hp_demand_supply_max_split_counted": float((demand_counted[with_gpus] / all_supply[with_gpus]).max())
+        if with_gpus.any() else 0.0,
+        "hp_demand_supply_max_per_type": float((per_type[has_type] / supply[has_type]).max()) if has_type.any() else 0.0,
+        "hp_gpu_hours_without_their_type": float(per_type[~has_type].sum()),
+        "hp_demand_supply_total_max_type": float(max(
+            (type_total[g] / supply_total[g] for g in range(num_types) if supply_total[g] > 0), default=0.0)),
+        "overload_combined_high_priority": combined,
+        "objective_constant_floor": floor,
+        "objective_above_floor": objective - floor,
+    }
+
+
 def _share(weights: np.ndarray, good: np.ndarray) -> float:
     total = weights.sum()
     return float(weights[good].sum() / total) if total > 0 else 1.0
@@ -285,6 +354,7 @@ def evaluate(instance: PlacementInstance, plan: PlacementPlan) -> Evaluation:
         "tables_moved": float(moved.sum()),
         "moves_listed": float(len(plan.moves)),
     }
+    metrics.update(fidelity_metrics(arrays, home, region, terms))
     if np.isfinite(arrays.move_quota_bytes):
         metrics["move_quota_bytes"] = arrays.move_quota_bytes
     return Evaluation(kind=KIND, objective=float(sum(terms.values())), sense="min", terms=terms,
