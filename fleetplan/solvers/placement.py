@@ -96,9 +96,9 @@ class TetrisState:
         self.cpu = cpu
         self.objective_terms = self.terms()
         self.last_changed = np.zeros(0, dtype=np.int64)
-        # Compound items (after the tables): planned ML jobs reading several tables, each
-        # moving all its tables to one region with its GPU type (issue 14 §4: one table at a
-        # time, a split job's every single move looks bad).
+        # Compound items (after the tables): planned ML jobs reading several tables; while
+        # a job is split, its item moves all its tables to one region with its GPU type
+        # (issue 14 §4: one table at a time, a split job's every single move looks bad).
         multi = a.planned & (a.job_kind == ML) & (np.diff(a.job_ptr) > 1) if compound else np.zeros(a.num_jobs, bool)
         self.compound_jobs = np.flatnonzero(multi)
         self.compound_item = np.full(a.num_jobs, -1, dtype=np.int64)
@@ -143,6 +143,8 @@ class TetrisState:
     def best_move(self, item: int) -> Candidate | None:
         if item >= self.arrays.num_tables:
             job = int(self.compound_jobs[item - self.arrays.num_tables])
+            if self.region[job] >= 0:
+                return None  # not split: its tables move one by one (and cheaply)
             moves = [self._compound(item, job, r) for r in self._job_targets(job)]
             return max((m for m in moves if m is not None), key=lambda m: (m.gain, -m.target), default=None)
         gains, terms, _ = self._candidates(item)
@@ -533,9 +535,13 @@ def tetris_hill_climb(instance: PlacementInstance, *, time_limit: float | None =
 
     Parameters
     ----------
+    partitions_only : bool
+        replicas copy only the partitions jobs read (``read_fraction``), not whole tables
     compound_moves : bool
-        also move all tables of one multi-table ML job to one region at once (a split job)
+        also move all tables of a split multi-table ML job to one region at once
 
+    Examples
+    --------
     >>> import fleetplan
     >>> instance = fleetplan.generate("placement", {"regions": 4, "tables": 80, "jobs": 80}, seed=0)
     >>> result = fleetplan.solve(instance, "hill-climb")
@@ -556,7 +562,13 @@ def tetris_greedy(instance: PlacementInstance, *, time_limit: float | None = Non
                   threads: int = 1, progress: Progress, replicas: bool = True,
                   partitions_only: bool = False, hot_replica_share: float = 0.1) -> SolveResult:
     """Every table to the region best for it alone (from the starting state), in gain order;
-    a move is only re-checked for feasibility, so later moves may undo earlier gains."""
+    a move is only re-checked for feasibility, so later moves may undo earlier gains.
+
+    Parameters
+    ----------
+    partitions_only : bool
+        replicas copy only the partitions jobs read (``read_fraction``), not whole tables
+    """
     state, climb = _climb(instance, False, time_limit, progress, None, False)
     result = _finish(instance, state.home, climb.applied, climb, replicas, partitions_only,
                      hot_replica_share, climb.stopped_by == "time")
@@ -569,6 +581,12 @@ def tetris_greedy(instance: PlacementInstance, *, time_limit: float | None = Non
 def keep(instance: PlacementInstance, *, time_limit: float | None = None, seed: int = 0,
          threads: int = 1, progress: Progress, replicas: bool = False,
          partitions_only: bool = False, hot_replica_share: float = 0.1) -> SolveResult:
-    """The V0 baseline: every table stays in its current home region."""
+    """The V0 baseline: every table stays in its current home region.
+
+    Parameters
+    ----------
+    partitions_only : bool
+        replicas copy only the partitions jobs read (``read_fraction``), not whole tables
+    """
     return _finish(instance, instance.arrays().table_home.copy(), [], None, replicas, partitions_only,
                    hot_replica_share, False)
