@@ -70,3 +70,13 @@ def test_the_issues_instance_has_no_false_optimum(warm_start):
     assert result.bound is None or result.bound <= 5.8310
     assert result.status != "optimal" or result.objective <= 5.8310
     assert np.isfinite(result.objective)
+
+
+def test_the_gap_is_also_given_above_the_constant_floor():
+    instance = small(3)
+    result = fleetplan.solve(instance, "cpsat", time_limit=60)
+    floor = result.evaluation.metrics["objective_constant_floor"]
+    assert result.stats["objective_constant_floor"] == pytest.approx(floor)
+    assert result.stats["gap_above_floor"] == pytest.approx(
+        (result.objective - result.bound) / max(result.objective - floor, 1e-12))
+    assert result.stats["gap_above_floor"] >= result.gap - 1e-12

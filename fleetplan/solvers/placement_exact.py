@@ -486,6 +486,12 @@ def solve_exact(instance: PlacementInstance, solve_part, *, name: str, time_limi
         model_objective = None
         stats["polish_gain"] = polished
     stats["exact_model"] = float(exact)
+    if bound_total is not None and not deadline.expired(reserve):
+        # About 60% of the objective is Expression 8's constant floor (sigmoid(0) = 1/2 times
+        # shares summing to 1): the gap is also given relative to the objective above it.
+        floor = evaluate(instance, plan).metrics.get("objective_constant_floor", 0.0)
+        stats["objective_constant_floor"] = floor
+        stats["gap_above_floor"] = (objective - bound_total) / max(objective - floor, 1e-12)
     message = (f"{name}: {status}; model {'exact' if exact else 'under-estimates (breakpoint grid)'}"
                f", bound {bound_total if bound_total is not None else 'none'}")
     if kept_warm:
