@@ -68,13 +68,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 
 from fleetplan.instances.placement import ML, NO_REGION, PlacementArrays
 from fleetplan.instances.placement_evaluate import job_regions, sigmoid
 from fleetplan.lazy import lazy_module
+from fleetplan.models.build_clock import BuildTimeout, Clock, _Ticker  # noqa: F401  (re-exported)
 
 pyo = lazy_module("pyomo.environ")
 
@@ -440,30 +440,6 @@ def _placement_mip(data: PlacementData, deadline: Clock | None) -> pyo.ConcreteM
     _constraints(model, data, stored, x, region_of)
     model.cost = pyo.Objective(expr=model.traffic + model.gpu + model.storage, sense=pyo.minimize)
     return model
-
-
-class Clock(Protocol):
-    """What a model builder needs of a deadline (e.g. ``fleetplan.solvers.deadline.Deadline``)."""
-
-    def expired(self, reserve: float = 0.0) -> bool: ...
-
-
-class BuildTimeout(Exception):
-    """The deadline passed while a model was being built."""
-
-
-class _Ticker:
-    """Checks a deadline every ``every`` calls (the clock itself costs a system call)."""
-
-    __slots__ = ("deadline", "every", "count")
-
-    def __init__(self, deadline: Clock | None, every: int = 256) -> None:
-        self.deadline, self.every, self.count = deadline, every, 0
-
-    def tick(self) -> None:
-        self.count += 1
-        if self.deadline is not None and self.count % self.every == 0 and self.deadline.expired():
-            raise BuildTimeout(f"time limit reached while building the model ({self.count} rows)")
 
 
 def _rows(model: pyo.ConcreteModel, name: str, rule):

@@ -40,7 +40,8 @@ import numpy as np
 
 from fleetplan.instances.placement import ML
 from fleetplan.lazy import lazy_module
-from fleetplan.models.placement import Clock, PlacementData, _Ticker, gpu_cost_lower_bound
+from fleetplan.models.build_clock import Clock, _Ticker
+from fleetplan.models.placement import PlacementData, gpu_cost_lower_bound
 
 cp_model = lazy_module("ortools.sat.python.cp_model")
 
