@@ -174,12 +174,16 @@ class _Climb:
                 state_hash ^= hash((thing, source, 0x5EED)) ^ hash((thing, move.target, 0x5EED))
         return state_hash
 
-    def drain(self) -> None:
-        """Apply queued moves in gain order until the queue empties or a budget stops it."""
+    def drain(self, until: float = math.inf) -> None:
+        """Apply queued moves in gain order until the queue empties or a budget stops it
+        (or, between batches of the first pass, the clock reaches ``until``)."""
         result, problem, queue = self.result, self.problem, self.queue
         while queue and result.stopped_by == "converged":
-            if self.time_up():
+            now = time.perf_counter()
+            if now > self.deadline:
                 result.stopped_by = "time"
+                break
+            if now > until:
                 break
             if self.max_moves is not None and len(result.applied) >= self.max_moves:
                 result.stopped_by = "moves"
@@ -232,8 +236,9 @@ def hill_climb(problem: HillClimbProblem, *, budget: Budget | None = None, recom
     gives the greedy baseline: every item goes to the target of its first-pass move, in the
     first pass's order, re-checked only for feasibility (``move_to``). ``neighbours``: after a
     move, items whose gain it may have changed; those not queued are re-evaluated and queued.
-    ``batch_s``: apply the queue after every ``batch_s`` seconds of the first pass (anytime
-    behaviour under a time limit); None evaluates every item before the first move, as §3.4.
+    ``batch_s``: after every ``batch_s`` seconds of the first pass, apply queued moves for up
+    to ``batch_s`` seconds (anytime behaviour under a time limit); None evaluates every item
+    before the first move, as §3.4.
     """
     climb = _Climb(problem, budget or Budget(), recompute, min_gain, neighbours, progress, trace_every_s)
     result = climb.result
@@ -250,9 +255,11 @@ def hill_climb(problem: HillClimbProblem, *, budget: Budget | None = None, recom
             if position % 1024 == 0 and progress is not None and count:
                 progress(0.5 * position / count, f"first pass: {position}/{count} items")
             if batch_s is not None and climb.queue and now - batch_started >= batch_s:
+                # Apply this batch's best moves for as long as it took to find them, then
+                # evaluate more items: the time is shared between both until the pass ends.
                 result.queued += len(climb.queue)
                 result.batches += 1
-                climb.drain()
+                climb.drain(until=time.perf_counter() + batch_s)
                 climb.note(force=True)
                 if result.stopped_by != "converged":
                     break
