@@ -36,7 +36,6 @@ from fleetplan.cli_render import (
 )
 from fleetplan.instances import InstanceError, evaluate_current, get_kind, load_plan
 from fleetplan.instances.base import atomic_write_text
-from fleetplan.solvers.base import MAX_THREADS
 
 EXIT_OK, EXIT_NO_PLAN, EXIT_USAGE = 0, 1, 2
 stdout = make_console()
@@ -150,7 +149,13 @@ def bounded_int(low: int, high: int):
 
 
 SEED = bounded_int(0, 2**63 - 1)
-THREADS = bounded_int(1, MAX_THREADS)
+
+
+def THREADS(text: str) -> int:  # noqa: N802 - an argparse type, named like the others
+    # The bound lives with solve(); imported here, not at module level, so --help loads no solver.
+    from fleetplan.solvers.base import MAX_THREADS
+
+    return bounded_int(1, MAX_THREADS)(text)
 
 
 def time_left(limit: float | None, reserve: float = 0.0) -> float | None:

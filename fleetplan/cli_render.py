@@ -16,7 +16,6 @@ from rich.console import Console
 from rich.table import Table
 
 from fleetplan.instances.base import Evaluation
-from fleetplan.solvers.options import describe_type
 
 
 def make_console(stderr: bool = False) -> Console:
@@ -205,6 +204,8 @@ def render_options(console: Console, rows: list[dict[str, Any]], title: str) -> 
 
 def generator_parameters(model: Any) -> list[dict[str, Any]]:
     """``[{name, type, default, meaning}]`` of a kind's generator-parameter model."""
+    from fleetplan.solvers.options import describe_type
+
     rows = []
     for name, field in model.model_fields.items():
         default = field.get_default(call_default_factory=True)

@@ -36,7 +36,6 @@ from typing import Any, Literal
 from fleetplan.benchmarks.memory import BACKENDS, MemoryProbe, preload_backends
 from fleetplan.benchmarks.suite import Suite, group_name
 from fleetplan.instances import Evaluation, InstanceError, generate, save
-from fleetplan.solvers import solve
 
 # The shared suite format's columns, then the harness's own: the sense of the objective (to
 # compare bounds the right way), which objective the judge scored (solvers of different policies
@@ -207,6 +206,8 @@ def run_cell(cell: Cell, preload: bool = True) -> dict[str, Any]:
     row = base_row(cell)
     try:
         instance = generate(cell.kind, cell.params, seed=cell.seed)
+        from fleetplan.solvers import solve  # the registry loads in the child, not for --help
+
         if preload:
             preload_backends()  # a lazy import inside the solve is not the solver's memory
         with probe:

@@ -45,7 +45,19 @@ from pydantic import Field, model_validator
 
 from fleetplan.instances import KINDS, InstanceError, get_kind
 from fleetplan.instances.base import StrictModel, validate_model
-from fleetplan.solvers import get_solver, solvers
+
+
+def solvers(kind: str) -> list:
+    """The registered solvers of ``kind`` (the registry loads on first use, not for --help)."""
+    from fleetplan.solvers import solvers as registered
+
+    return registered(kind)
+
+
+def get_solver(kind: str, name: str):
+    from fleetplan.solvers import get_solver as lookup
+
+    return lookup(kind, name)
 
 DEFAULT_TIME_LIMIT = 600.0
 # Bounds checked before anything is expanded: a suite is a small hand-written file, and a

@@ -6,22 +6,11 @@ A new kind adds its module and one :class:`ProblemKind` entry to :data:`KINDS`.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
-from fleetplan.instances import (
-    allocation,
-    binpack,
-    binpack_evaluate,
-    binpack_generate,
-    placement,
-    placement_evaluate,
-    placement_generate,
-    reservation,
-    reservation_evaluate,
-    reservation_generate,
-)
 from fleetplan.instances.base import (
     Evaluation,
     InstanceBase,
@@ -36,8 +25,14 @@ from fleetplan.instances.base import (
     validate_model,
 )
 
-KINDS: dict[str, ProblemKind] = {
-    "allocation": ProblemKind(
+# Each kind's modules load the first time the kind is used, so `import fleetplan` and
+# `fleetplan --help` build no pydantic model of any kind (a new kind adds one factory here).
+
+
+def _allocation() -> ProblemKind:
+    from fleetplan.instances import allocation
+
+    return ProblemKind(
         name="allocation",
         instance_type=allocation.AllocationInstance,
         plan_type=allocation.AllocationPlan,
@@ -45,8 +40,13 @@ KINDS: dict[str, ProblemKind] = {
         generate=allocation.generate,
         generate_params=allocation.AllocationParams,
         description="Gavel: share heterogeneous accelerators among jobs (allocation matrix X)",
-    ),
-    "placement": ProblemKind(
+    )
+
+
+def _placement() -> ProblemKind:
+    from fleetplan.instances import placement, placement_evaluate, placement_generate
+
+    return ProblemKind(
         name="placement",
         instance_type=placement.PlacementInstance,
         plan_type=placement.PlacementPlan,
@@ -55,8 +55,13 @@ KINDS: dict[str, ProblemKind] = {
         generate_params=placement_generate.PlacementParams,
         description="Tetris (MAST §3): place tables in regions (home region per table, replicas)",
         current_plan=placement.PlacementPlan.current,
-    ),
-    "binpack": ProblemKind(
+    )
+
+
+def _binpack() -> ProblemKind:
+    from fleetplan.instances import binpack, binpack_evaluate, binpack_generate
+
+    return ProblemKind(
         name="binpack",
         instance_type=binpack.BinpackInstance,
         plan_type=binpack.BinpackPlan,
@@ -64,8 +69,13 @@ KINDS: dict[str, ProblemKind] = {
         generate=binpack_generate.generate,
         generate_params=binpack_generate.BinpackParams,
         description="RMS (MAST §4.3): place workloads' gang-scheduled jobs on a region's machines, with preemption",
-    ),
-    "reservation": ProblemKind(
+    )
+
+
+def _reservation() -> ProblemKind:
+    from fleetplan.instances import reservation, reservation_evaluate, reservation_generate
+
+    return ProblemKind(
         name="reservation",
         instance_type=reservation.ReservationInstance,
         plan_type=reservation.ReservationPlan,
@@ -73,9 +83,31 @@ KINDS: dict[str, ProblemKind] = {
         generate=reservation_generate.generate,
         generate_params=reservation_generate.ReservationParams,
         description="RAS (MAST §2): assign servers to reservations that keep capacity when a fault domain fails",
-        current_plan=reservation.ReservationPlan.current,
-    ),
-}
+    )
+
+
+class _Kinds(Mapping[str, ProblemKind]):
+    """The registry of kinds: names known at once, each :class:`ProblemKind` built on first use."""
+
+    def __init__(self, factories: dict[str, Callable[[], ProblemKind]]) -> None:
+        self._factories = factories
+        self._built: dict[str, ProblemKind] = {}
+
+    def __getitem__(self, name: str) -> ProblemKind:
+        if name not in self._built:
+            self._built[name] = self._factories[name]()
+        return self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._factories)
+
+    def __len__(self) -> int:
+        return len(self._factories)
+
+
+KINDS: Mapping[str, ProblemKind] = _Kinds(
+    {"allocation": _allocation, "placement": _placement, "binpack": _binpack, "reservation": _reservation}
+)
 
 
 def get_kind(name: str) -> ProblemKind:
