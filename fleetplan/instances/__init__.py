@@ -83,6 +83,7 @@ def _reservation() -> ProblemKind:
         generate=reservation_generate.generate,
         generate_params=reservation_generate.ReservationParams,
         description="RAS (MAST §2): assign servers to reservations that keep capacity when a fault domain fails",
+        current_plan=reservation.ReservationPlan.current,
     )
 
 
