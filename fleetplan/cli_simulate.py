@@ -42,7 +42,7 @@ class _SimulatorHelp(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None):
         from fleetplan import sim
-        from fleetplan.cli import stdout
+        from fleetplan.cli_common import stdout
         from fleetplan.cli_render import generator_parameters, render_options
 
         parser.print_help()
@@ -55,7 +55,7 @@ class _SimulatorHelp(argparse.Action):
 
 def run(args: argparse.Namespace, extra: list[str]) -> int:
     from fleetplan import sim
-    from fleetplan.cli import (
+    from fleetplan.cli_common import (
         CommandError,
         check_output_path,
         parse_assignments,

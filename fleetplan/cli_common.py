@@ -1,0 +1,164 @@
+"""What every ``fleetplan`` sub-command shares: consoles, exit codes, argument parsing helpers,
+JSON output, output-path checks and progress displays (imported by :mod:`fleetplan.cli` and the
+sub-command modules, which import nothing back from it)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from fleetplan.cli_render import make_console
+from fleetplan.instances.base import atomic_write_text
+
+EXIT_OK, EXIT_NO_PLAN, EXIT_USAGE = 0, 1, 2
+stdout = make_console()
+stderr = make_console(stderr=True)
+
+
+class CommandError(Exception):
+    """A usage problem found by the command itself (exit code 2)."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, with usage errors raised (so ``--json`` can report them) instead of printed."""
+
+    def error(self, message: str) -> Any:
+        raise CommandError(f"{self.prog}: {message}")
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+def parse_value(text: str) -> Any:
+    """``'3'`` -> 3, ``'true'`` -> True, ``'[1, 2]'`` -> [1, 2], anything else stays a string."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def parse_assignments(pairs: Sequence[str], what: str) -> dict[str, Any]:
+    """``["jobs=8", "multi_gpu=false"]`` -> ``{"jobs": 8, "multi_gpu": False}``."""
+    result: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise CommandError(f"{what} '{pair}': expected NAME=VALUE")
+        name, value = pair.split("=", 1)
+        result[name.strip().replace("-", "_")] = parse_value(value)
+    return result
+
+
+def parse_flag_params(extra: Sequence[str]) -> dict[str, Any]:
+    """Turn leftover ``--name value`` (or ``--name=value``, or a bare ``--flag``) into params."""
+    params: dict[str, Any] = {}
+    index = 0
+    while index < len(extra):
+        token = extra[index]
+        if not token.startswith("--") or token == "--":
+            raise CommandError(f"unexpected argument '{token}'")
+        name = token[2:]
+        if "=" in name:
+            name, value = name.split("=", 1)
+            params[name.replace("-", "_")] = parse_value(value)
+            index += 1
+        elif index + 1 < len(extra) and not extra[index + 1].startswith("--"):
+            params[name.replace("-", "_")] = parse_value(extra[index + 1])
+            index += 2
+        else:
+            params[name.replace("-", "_")] = True
+            index += 1
+    return params
+
+
+def check_output_path(path: str | None, inputs: Sequence[str] = ()) -> None:
+    """Fail before any work when the output file could not be written, or would overwrite an
+    input of the same command."""
+    if path is None:
+        return
+    target = Path(path)
+    parent = target.parent
+    if not parent.exists():
+        raise CommandError(f"-o {path}: directory '{parent}' does not exist")
+    if target.is_dir():
+        raise CommandError(f"-o {path}: is a directory")
+    if not os.access(parent, os.W_OK):
+        raise CommandError(f"-o {path}: directory '{parent}' is not writable")
+    for source in inputs:
+        if Path(source).exists() and target.exists() and os.path.samefile(source, target):
+            raise CommandError(f"-o {path}: is an input of this command; write the output elsewhere")
+
+
+def write_json(path: str, data: Any) -> None:
+    atomic_write_text(path, json.dumps(data, indent=1, allow_nan=False) + "\n")
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if not (value > 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"{text} is not allowed: must be a positive number of seconds")
+    return value
+
+
+def bounded_int(low: int, high: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is not allowed: must be in [{low}, {high}]")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+SEED = bounded_int(0, 2**63 - 1)
+
+
+def THREADS(text: str) -> int:  # noqa: N802 - an argparse type, named like the others
+    # The bound lives with solve(); imported here, not at module level, so --help loads no solver.
+    from fleetplan.solvers.base import MAX_THREADS
+
+    return bounded_int(1, MAX_THREADS)(text)
+
+
+@contextlib.contextmanager
+def progress_display(description: str, enabled: bool) -> Iterator[Any]:
+    """A transient progress bar on stderr (terminals only); yields a ``progress`` callback."""
+    if not enabled or not stderr.is_terminal:
+        yield None
+        return
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=stderr, transient=True) as bar:
+        task = bar.add_task(description, total=1.0)
+
+        def update(fraction: float | None, message: str) -> None:
+            bar.update(task, completed=fraction if fraction is not None else None,
+                       description=f"{description}: {message}")
+
+        yield update
+
+
+def working(message: str, enabled: bool = True) -> contextlib.AbstractContextManager[Any]:
+    """A transient spinner on stderr while something runs (terminals only; --json stays silent)."""
+    if not enabled or not stderr.is_terminal:
+        return contextlib.nullcontext()
+    return stderr.status(message)
+
+
