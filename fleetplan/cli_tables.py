@@ -23,11 +23,11 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from fleetplan.instances import InstanceError, load_instance, load_plan, save
+from fleetplan.instances.base import atomic_write
 from fleetplan.instances.frames import PARQUET_SUFFIXES, table_format
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
@@ -278,17 +278,6 @@ def handle_plot(args: argparse.Namespace) -> int:
     from fleetplan.plotting import plot_plan
 
     figure = plot_plan(instance, plan)
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
-    os.close(handle)
-    try:
-        figure.savefig(temporary, dpi=120, format=suffix[1:])
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, target)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    atomic_write(target, lambda temporary: figure.savefig(temporary, dpi=120, format=suffix[1:]), suffix)
     _report(args, {"output": str(target), "kind": plan.kind}, f"wrote {plan.kind} plot to {target}")
     return 0

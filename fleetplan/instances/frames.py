@@ -22,7 +22,6 @@ from __future__ import annotations
 import csv
 import math
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from fleetplan.instances.base import InstanceError
+from fleetplan.instances.base import InstanceError, atomic_write
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import pandas as pd
@@ -346,22 +345,13 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike[str], format: str |
         raise InstanceError("-o", f"directory '{directory}' does not exist")
     if target.is_dir():
         raise InstanceError("-o", f"{target} is a directory")
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    os.close(handle)
-    try:
+    def write(temporary: str) -> None:
         if kind == "parquet":
             frame.to_parquet(temporary, index=False)
         else:
             frame.to_csv(temporary, index=False)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, target)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-    return target
+
+    return atomic_write(target, write)
 
 
 def join_ids(ids: Sequence[str], what: str, separator: str = ";") -> str:
