@@ -55,6 +55,10 @@ import numpy as np
 from pydantic import Field, PrivateAttr, model_validator
 
 from fleetplan.instances.base import InstanceBase, InstanceError, PlanBase, StrictModel
+from fleetplan.instances.columns import check_same_length as _same_length
+from fleetplan.instances.columns import first_true as _first
+from fleetplan.instances.columns import id_index as _unique
+from fleetplan.instances.columns import lookup_ids as _lookup
 
 KIND = "binpack"
 PRIORITY_LEVELS = 7
@@ -242,36 +246,6 @@ class BinpackInstance(InstanceBase):
 
     def hardware_index(self, name: str) -> int:
         return self.hardware_types.index(name)
-
-
-def _unique(values: list[str], path: str) -> dict[str, int]:
-    index: dict[str, int] = {}
-    for position, value in enumerate(values):
-        if not value:
-            raise InstanceError(f"{path}[{position}]", "must be a non-empty string")
-        if value in index:
-            raise InstanceError(f"{path}[{position}]", f"duplicate id '{value}'")
-        index[value] = position
-    return index
-
-
-def _lookup(values: list[str], index: dict[str, int], path: str, what: str) -> np.ndarray:
-    try:
-        return np.fromiter((index[v] for v in values), dtype=np.int64, count=len(values))
-    except KeyError:
-        position = next(i for i, v in enumerate(values) if v not in index)
-        raise InstanceError(f"{path}[{position}]", f"unknown {what} '{values[position]}'") from None
-
-
-def _first(mask: np.ndarray) -> int:
-    return int(np.flatnonzero(mask)[0])
-
-
-def _same_length(columns: object, names: tuple[str, ...], count: int, path: str, what: str) -> None:
-    for name in names:
-        length = len(getattr(columns, name))
-        if length != count:
-            raise InstanceError(f"{path}.{name}", f"has {length} entries for {count} {what}")
 
 
 def build_arrays(instance: BinpackInstance) -> BinpackArrays:

@@ -54,6 +54,9 @@ import numpy as np
 from pydantic import Field, PrivateAttr, model_validator
 
 from fleetplan.instances.base import InstanceBase, InstanceError, PlanBase, StrictModel
+from fleetplan.instances.columns import first_true as _first
+from fleetplan.instances.columns import id_index as _unique
+from fleetplan.instances.columns import lookup_ids as _lookup
 
 KIND = "placement"
 PRIORITY_LEVELS = 7
@@ -252,29 +255,6 @@ class PlacementInstance(InstanceBase):
         if self._arrays is None:
             self._arrays = build_arrays(self)
         return self._arrays
-
-
-def _unique(values: list[str], path: str) -> dict[str, int]:
-    index: dict[str, int] = {}
-    for position, value in enumerate(values):
-        if not value:
-            raise InstanceError(f"{path}[{position}]", "must be a non-empty string")
-        if value in index:
-            raise InstanceError(f"{path}[{position}]", f"duplicate id '{value}'")
-        index[value] = position
-    return index
-
-
-def _lookup(values: list, index: dict[str, int], path: str, what: str) -> np.ndarray:
-    try:
-        return np.fromiter((index[v] for v in values), dtype=np.int64, count=len(values))
-    except KeyError:
-        position = next(i for i, v in enumerate(values) if v not in index)
-        raise InstanceError(f"{path}[{position}]", f"unknown {what} '{values[position]}'") from None
-
-
-def _first(mask: np.ndarray) -> int:
-    return int(np.flatnonzero(mask)[0])
 
 
 def build_arrays(instance: PlacementInstance) -> PlacementArrays:

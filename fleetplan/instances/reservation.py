@@ -52,6 +52,10 @@ import numpy as np
 from pydantic import Field, PrivateAttr, model_validator
 
 from fleetplan.instances.base import InstanceBase, InstanceError, PlanBase, StrictModel
+from fleetplan.instances.columns import check_same_length as _same_length
+from fleetplan.instances.columns import first_true as _first
+from fleetplan.instances.columns import id_index as _unique
+from fleetplan.instances.columns import lookup_ids as _lookup
 
 KIND = "reservation"
 FREE = -1
@@ -212,36 +216,6 @@ class ReservationInstance(InstanceBase):
         if self._arrays is None:
             self._arrays = build_arrays(self)
         return self._arrays
-
-
-def _unique(values: list[str], path: str) -> dict[str, int]:
-    index: dict[str, int] = {}
-    for position, value in enumerate(values):
-        if not value:
-            raise InstanceError(f"{path}[{position}]", "must be a non-empty string")
-        if value in index:
-            raise InstanceError(f"{path}[{position}]", f"duplicate id '{value}'")
-        index[value] = position
-    return index
-
-
-def _lookup(values: list, index: dict, path: str, what: str) -> np.ndarray:
-    try:
-        return np.fromiter((index[v] for v in values), dtype=np.int64, count=len(values))
-    except KeyError:
-        position = next(i for i, v in enumerate(values) if v not in index)
-        raise InstanceError(f"{path}[{position}]", f"unknown {what} '{values[position]}'") from None
-
-
-def _first(mask: np.ndarray) -> int:
-    return int(np.flatnonzero(mask)[0])
-
-
-def _same_length(columns: StrictModel, names: tuple[str, ...], count: int, path: str, what: str) -> None:
-    for name in names:
-        column = getattr(columns, name)
-        if column is not None and len(column) != count:
-            raise InstanceError(f"{path}.{name}", f"has {len(column)} entries for {count} {what}")
 
 
 def build_arrays(instance: ReservationInstance) -> ReservationArrays:
