@@ -496,7 +496,7 @@ def _register_pair(name: str, driver, policy: str, summary: str, reference: str,
                      threads: int = 1, progress: Progress, backend: Backend = "highspy",
                      lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
                      space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
-        decomposition: Decomposition = "auto",
+                     decomposition: Decomposition = "auto",
                      refine: bool = False) -> SolveResult:
         return solve_policy(instance, driver, aware=True, policy=policy, time_limit=time_limit, seed=seed,
                             threads=threads, progress=progress, backend=backend, lp_algorithm=lp_algorithm,
@@ -507,7 +507,7 @@ def _register_pair(name: str, driver, policy: str, summary: str, reference: str,
                         threads: int = 1, progress: Progress, backend: Backend = "highspy",
                         lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
                         space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
-        decomposition: Decomposition = "auto",
+                        decomposition: Decomposition = "auto",
                         refine: bool = False, baseline: AgnosticBaseline = "runnable") -> SolveResult:
         return solve_policy(instance, driver, aware=False, policy=policy, time_limit=time_limit, seed=seed,
                             threads=threads, progress=progress, backend=backend, lp_algorithm=lp_algorithm,
@@ -519,7 +519,7 @@ def _register_pair(name: str, driver, policy: str, summary: str, reference: str,
                               threads: int = 1, progress: Progress, backend: Backend = "highspy",
                               lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
                               space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
-        decomposition: Decomposition = "auto",
+                              decomposition: Decomposition = "auto",
                               refine: bool = False) -> SolveResult:
         return solve_policy(instance, driver, aware=False, policy=policy, time_limit=time_limit, seed=seed,
                             threads=threads, progress=progress, backend=backend, lp_algorithm=lp_algorithm,
@@ -562,7 +562,7 @@ def finish_time_fairness(instance: AllocationInstance, *, time_limit: float | No
                          threads: int = 1, progress: Progress, backend: Backend = "highspy",
                          lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
                          space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
-        decomposition: Decomposition = "auto",
+                         decomposition: Decomposition = "auto",
                          refine: bool = False, method: FtfMethod = "dinkelbach") -> SolveResult:
     """Minimize the maximum finish-time fairness rho (Gavel §4.2, Themis), heterogeneity-aware:
     ``dinkelbach`` (default, the Crouzeix-Ferland-Schaible iteration) or ``levels``."""
@@ -577,7 +577,7 @@ def finish_time_fairness_agnostic(instance: AllocationInstance, *, time_limit: f
                                   threads: int = 1, progress: Progress, backend: Backend = "highspy",
                                   lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
                                   space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
-        decomposition: Decomposition = "auto",
+                                  decomposition: Decomposition = "auto",
                                   refine: bool = False, method: FtfMethod = "dinkelbach",
                                   baseline: AgnosticBaseline = "runnable") -> SolveResult:
     """Finish-time fairness over time shares (the agnostic baseline of Gavel §7.2)."""
@@ -612,7 +612,7 @@ def min_makespan_binary_search(instance: AllocationInstance, *, time_limit: floa
                                threads: int = 1, progress: Progress, backend: Backend = "highspy",
                                lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
                                space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
-        decomposition: Decomposition = "auto",
+                               decomposition: Decomposition = "auto",
                                refine: bool = False, tolerance: float = 1e-6) -> SolveResult:
     """Minimum makespan by bisection on M (Gavel App. A.1); ``tolerance`` is the relative gap
     at which it stops (the paper's own runs stop at 5%)."""
