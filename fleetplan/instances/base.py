@@ -192,7 +192,7 @@ def check_numbers(data: Any, source: str | None = None) -> None:
         if isinstance(value, dict):
             stack.extend((item, (*loc, key)) for key, item in value.items())
         elif isinstance(value, list):
-            if len(value) > 64 and _numeric_column_ok(value):
+            if value and _numeric_column_ok(value):
                 continue
             stack.extend((item, (*loc, index)) for index, item in enumerate(value))
         elif isinstance(value, bool):
@@ -205,8 +205,18 @@ def check_numbers(data: Any, source: str | None = None) -> None:
 
 
 def _numeric_column_ok(values: list[Any]) -> bool:
-    """True when ``values`` is a plain numeric column with every entry in range (checked in
-    numpy); False sends it to the per-item walk, which names the offending entry."""
+    """True when ``values`` is a column that needs no per-item walk: all strings or all booleans
+    (they hold no number), or plain numbers all in range (checked in numpy). False sends it to the per-item
+    walk, which names the offending entry."""
+    first = values[0]
+    if type(first) in (str, bool):
+        return all(type(value) is type(first) for value in values)
+    if type(first) not in (int, float):
+        return False
+    if len(values) <= 64:  # short lists (a job's tables): numpy's per-call cost would dominate
+        return all((type(value) is int and -MAX_INTEGER <= value <= MAX_INTEGER)
+                   or (type(value) is float and -MAX_MAGNITUDE <= value <= MAX_MAGNITUDE)
+                   for value in values)
     try:
         array = np.asarray(values)
     except (OverflowError, ValueError):
