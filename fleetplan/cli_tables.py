@@ -153,7 +153,7 @@ def _name(args: argparse.Namespace) -> str:
 
 def handle_import_allocation(args: argparse.Namespace) -> int:
     """``fleetplan import allocation``: jobs and GPU tables -> an instance file."""
-    from fleetplan.instances.allocation_frames import from_frames
+    from fleetplan.instances.allocation.frames import from_frames
 
     _check_output(args.output, inputs=(args.jobs, args.cluster, args.entities, args.colocations))
     instance = from_frames(jobs=args.jobs, cluster=args.cluster, entities=args.entities,
@@ -168,7 +168,7 @@ def handle_import_allocation(args: argparse.Namespace) -> int:
 
 def handle_import_placement(args: argparse.Namespace) -> int:
     """``fleetplan import placement``: tables, jobs and regions -> an instance file."""
-    from fleetplan.instances.placement_frames import from_frames
+    from fleetplan.instances.placement.frames import from_frames
 
     _check_output(args.output, inputs=(args.tables, args.jobs, args.regions, args.settings))
     name = args.name
@@ -194,7 +194,7 @@ def handle_import_plan(args: argparse.Namespace) -> int:
     if args.policy is not None and instance.kind != "allocation":
         raise InstanceError("--policy", f"only allocation plans have a policy (this is a {instance.kind} instance)")
     if args.policy is not None:
-        from fleetplan.instances.allocation_frames import plan_from_frame as allocation_plan
+        from fleetplan.instances.allocation.frames import plan_from_frame as allocation_plan
 
         plan = allocation_plan(instance, args.table, policy=args.policy)
     else:

@@ -147,7 +147,7 @@ def plot_placement(instance: PlacementInstance, plan: PlacementPlan,
     against the region's capacity (MAST §3.3, §3.5)."""
     from matplotlib.figure import Figure
 
-    from fleetplan.instances.placement_frames import region_frame
+    from fleetplan.instances.placement.frames import region_frame
 
     frame = region_frame(instance, plan)
     regions = frame["region"].tolist()
@@ -208,7 +208,7 @@ def plot_placement(instance: PlacementInstance, plan: PlacementPlan,
 def _split_ml_hours(instance: PlacementInstance, plan: PlacementPlan) -> tuple[float, float]:
     """GPU-hours of recurring ML jobs whose tables are split across regions, today and planned."""
     from fleetplan.instances.placement import ML
-    from fleetplan.instances.placement_evaluate import job_regions
+    from fleetplan.instances.placement.evaluate import job_regions
 
     arrays = instance.arrays()
     ml = arrays.planned & (arrays.job_kind == ML)

@@ -7,7 +7,7 @@ import pytest
 
 import fleetplan
 from fleetplan.instances import instance_from_data
-from fleetplan.solvers.allocation_policies import gavel_agnostic_arrays
+from fleetplan.solvers.allocation.policies import gavel_agnostic_arrays
 
 AGNOSTIC = ["max-min-fairness-agnostic", "finish-time-fairness-agnostic", "min-makespan-agnostic",
             "max-throughput-agnostic", "fifo-agnostic"]

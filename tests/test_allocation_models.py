@@ -1,11 +1,11 @@
 """The Pyomo reference model and the sparse highspy model are the same LP (the builders the
-allocation solvers use, :mod:`fleetplan.models.allocation_policies`)."""
+allocation solvers use, :mod:`fleetplan.models.allocation.policies`)."""
 
 import numpy as np
 import pytest
 
 import fleetplan
-from fleetplan.models.allocation_policies import (
+from fleetplan.models.allocation.policies import (
     PolicySpec,
     build_space,
     model_throughput,

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import fleetplan
-from fleetplan.models.allocation_policies import PolicySpec
-from fleetplan.solvers import allocation_separable
-from fleetplan.solvers.allocation_lp import LpOptions, solve_spec
+from fleetplan.models.allocation.policies import PolicySpec
+from fleetplan.solvers.allocation import separable as allocation_separable
+from fleetplan.solvers.allocation.lp import LpOptions, solve_spec
 
 
 def _distinct(jobs, seed, **params):

@@ -7,7 +7,7 @@ import pytest
 
 import fleetplan
 from fleetplan.instances import instance_from_data
-from fleetplan.instances.binpack_evaluate import score_key
+from fleetplan.instances.binpack.evaluate import score_key
 
 EXACT = ("cpsat", "mip-highs")
 
@@ -144,7 +144,7 @@ def test_batch_is_never_worse_than_one_at_a_time(seed):
 
 
 def test_gap_report_counts_every_region_and_the_exact_back_ends_agree():
-    from fleetplan.solvers.binpack_compare import batch_loss, greedy_gap
+    from fleetplan.solvers.binpack.compare import batch_loss, greedy_gap
 
     report = greedy_gap(6)
     assert report["compared"] + report["exact_not_proven"] == 6
@@ -158,7 +158,7 @@ def test_gap_report_counts_every_region_and_the_exact_back_ends_agree():
 @pytest.mark.slow
 def test_greedy_gap_on_200_small_regions():
     """The issue's measure: on 200 small regions, how often the greedy equals the exact optimum."""
-    from fleetplan.solvers.binpack_compare import greedy_gap
+    from fleetplan.solvers.binpack.compare import greedy_gap
 
     report = greedy_gap(200)
     assert report["compared"] >= 190 and report["cpsat_highs_disagree"] == 0

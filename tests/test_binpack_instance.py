@@ -17,7 +17,7 @@ from fleetplan.instances.binpack import (
     JobPlacement,
     WorkloadPlacement,
 )
-from fleetplan.instances.binpack_evaluate import score_key
+from fleetplan.instances.binpack.evaluate import score_key
 
 
 def tiny() -> dict:

@@ -18,9 +18,9 @@ import yaml
 import fleetplan
 from fleetplan.cli_tables import add_arguments
 from fleetplan.instances import InstanceError, evaluate, generate, load_instance, load_plan
-from fleetplan.instances import allocation_frames as af
-from fleetplan.instances import placement_frames as pf
+from fleetplan.instances.allocation import frames as af
 from fleetplan.instances.frames import plan_from_frame, plan_to_frame, write_table
+from fleetplan.instances.placement import frames as pf
 
 ROOT = Path(__file__).resolve().parent.parent
 ALLOCATION = ROOT / "examples" / "allocation-64-jobs.json"
@@ -396,7 +396,7 @@ def test_heavy_libraries_load_only_when_used():
         "import sys, fleetplan.instances\n"
         "before = {m for m in ('pandas', 'pyarrow', 'matplotlib') if m in sys.modules}\n"
         "import fleetplan.cli_tables, fleetplan.plotting, fleetplan.instances.frames\n"
-        "import fleetplan.instances.allocation_frames, fleetplan.instances.placement_frames\n"
+        "import fleetplan.instances.allocation.frames, fleetplan.instances.placement.frames\n"
         "after = {m for m in ('pandas', 'pyarrow', 'matplotlib') if m in sys.modules}\n"
         "print(sorted(after - before))\n"
     )

@@ -5,7 +5,7 @@ import pytest
 
 import fleetplan
 from fleetplan.instances import InstanceError
-from fleetplan.solvers.partitioning import random_parts
+from fleetplan.solvers.allocation.partitioning import random_parts
 
 
 def test_random_parts_cover_every_job_once():

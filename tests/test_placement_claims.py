@@ -10,7 +10,7 @@ import pytest
 import fleetplan
 from fleetplan.instances.placement import PlacementPlan
 from fleetplan.solvers.enumerate import enumerate_placements
-from fleetplan.solvers.placement_exact import PartOutcome, solve_exact
+from fleetplan.solvers.placement.exact import PartOutcome, solve_exact
 
 RELATIVE = 1e-6
 

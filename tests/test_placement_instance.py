@@ -14,8 +14,8 @@ import pytest
 import fleetplan
 from fleetplan.instances import InstanceError, instance_from_data
 from fleetplan.instances.placement import PlacementInstance, PlacementPlan, ReplicaColumns
-from fleetplan.instances.placement_evaluate import job_regions, objective_terms
-from fleetplan.instances.placement_generate import (
+from fleetplan.instances.placement.evaluate import job_regions, objective_terms
+from fleetplan.instances.placement.generate import (
     ML_GPUS,
     TABLE_READERS,
     PlacementParams,
@@ -234,7 +234,7 @@ def test_fidelity_metrics_read_split_jobs_per_type_and_the_constant_floor():
     evaluation = fleetplan.evaluate(instance, PlacementPlan.from_arrays(instance, home))
     m = evaluation.metrics
     hours = arrays.job_gpu_hours
-    from fleetplan.instances.placement_evaluate import job_regions
+    from fleetplan.instances.placement.evaluate import job_regions
     split = arrays.high_priority_ml & (job_regions(arrays, home) < 0)
     assert m["hp_gpu_hours_split_share"] == pytest.approx(hours[split].sum() / hours[arrays.high_priority_ml].sum())
     assert m["hp_demand_supply_max_split_counted"] >= 0.0

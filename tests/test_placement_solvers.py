@@ -10,7 +10,7 @@ import pytest
 
 import fleetplan
 from fleetplan.instances.placement import PlacementPlan
-from fleetplan.instances.placement_evaluate import objective_terms
+from fleetplan.instances.placement.evaluate import objective_terms
 from fleetplan.solvers.hill_climb import hill_climb
 from fleetplan.solvers.placement import TetrisState
 

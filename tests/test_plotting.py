@@ -97,7 +97,7 @@ def test_placement_panels_units_and_legends_outside(tmp_path, regions):
 
 
 def test_placement_bars_are_the_region_frame():
-    from fleetplan.instances.placement_frames import region_frame
+    from fleetplan.instances.placement.frames import region_frame
 
     instance = load_instance(ROOT / "examples" / "placement-small.json")
     plan = fleetplan.solve(instance, "hill-climb").plan
@@ -123,7 +123,7 @@ def test_split_ml_demand_is_named_not_hidden():
     """§3.3: an ML job whose tables are split has no region and adds no demand; the plot says
     how many GPU-hours that leaves out instead of showing a quietly emptier region."""
     from fleetplan.instances.placement import PlacementPlan
-    from fleetplan.instances.placement_frames import from_frames
+    from fleetplan.instances.placement.frames import from_frames
 
     folder = ROOT / "examples" / "tables" / "placement"
     instance = from_frames(tables=folder / "tables.csv", jobs=folder / "jobs.csv", regions=folder / "regions.csv",

@@ -9,7 +9,7 @@ import pytest
 import fleetplan
 from fleetplan.instances import evaluate, generate, instance_from_data
 from fleetplan.instances.reservation import ReservationPlan
-from fleetplan.instances.reservation_evaluate import guaranteed, holdings
+from fleetplan.instances.reservation.evaluate import guaranteed, holdings
 from fleetplan.models.reservation import (
     build,
     counts_from_assignment,
@@ -18,7 +18,7 @@ from fleetplan.models.reservation import (
     minimal_moves,
     server_groups,
 )
-from fleetplan.solvers.reservation_enumerate import enumerate_assignments
+from fleetplan.solvers.reservation.enumerate import enumerate_assignments
 from tests.test_reservation_instance import tiny_data
 
 EXACT = ["mip-highs", "cpsat"]
@@ -224,7 +224,7 @@ def test_new_datacenter_lets_reservations_spread_and_shrink_buffers(seed):
     """MAST §2: "when new datacenters are brought online, RAS can reduce the buffer size ... by
     further spreading out a dynamic cluster's machines into these new datacenters"."""
     from fleetplan.instances import evaluate_current
-    from fleetplan.instances.reservation_generate import apply_event, with_assignment
+    from fleetplan.instances.reservation.generate import apply_event, with_assignment
 
     base = generate("reservation", {"servers": 1500, "reservations": 8, "datacenters": 3,
                                     "disruption_budget_share": None}, seed=seed)
@@ -289,7 +289,7 @@ def test_a_false_highs_claim_is_refused(monkeypatch):
     # With the faulty presolve rules back on, HiGHS alone claims "optimal" 2.64 with bound 2.64
     # on #78; the hill-climb warm start (feasible at 1.0) refutes both: the bound is dropped,
     # the status is not "optimal" and the better plan is returned.
-    import fleetplan.solvers.reservation_exact as exact
+    import fleetplan.solvers.reservation.exact as exact
 
     monkeypatch.setattr(exact, "PRESOLVE_RULES_OFF", 0)
     instance = generate("reservation", _property_sampler(78), seed=78)

@@ -16,7 +16,7 @@ from fleetplan.instances import (
     load_instance,
 )
 from fleetplan.instances.reservation import ReservationPlan
-from fleetplan.instances.reservation_generate import ReservationParams, apply_event, with_assignment
+from fleetplan.instances.reservation.generate import ReservationParams, apply_event, with_assignment
 from tests.conftest import EXAMPLES
 
 

@@ -11,7 +11,7 @@ from fleetplan.instances.allocation import (
     evaluate,
     gavel_throughputs,
 )
-from fleetplan.models.allocation_pairs import candidate_pairs
+from fleetplan.models.allocation.pairs import candidate_pairs
 
 
 def two_jobs(pair_throughput):

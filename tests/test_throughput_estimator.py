@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fleetplan.solvers.throughput_estimator import (
+from fleetplan.solvers.allocation.throughput_estimator import (
     closest_reference,
     complete_matrix,
     held_out_error,

@@ -10,12 +10,12 @@ from scipy.optimize import linprog
 import fleetplan
 from fleetplan.instances import InstanceError, instance_from_data
 from fleetplan.instances.allocation import AllocationPlan
-from fleetplan.instances.allocation_hierarchical import (
+from fleetplan.instances.allocation.hierarchical import (
     bottlenecked_jobs,
     hierarchical_job_weights,
     job_scores,
 )
-from fleetplan.solvers.water_filling import hierarchical_run, single_level_run
+from fleetplan.solvers.allocation.water_filling import hierarchical_run, single_level_run
 
 
 def identical_gpus(jobs: list[dict], gpus: int = 4, entities: list[dict] | None = None):

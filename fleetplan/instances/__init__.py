@@ -44,7 +44,9 @@ def _allocation() -> ProblemKind:
 
 
 def _placement() -> ProblemKind:
-    from fleetplan.instances import placement, placement_evaluate, placement_generate
+    from fleetplan.instances import placement
+    from fleetplan.instances.placement import evaluate as placement_evaluate
+    from fleetplan.instances.placement import generate as placement_generate
 
     return ProblemKind(
         name="placement",
@@ -59,7 +61,9 @@ def _placement() -> ProblemKind:
 
 
 def _binpack() -> ProblemKind:
-    from fleetplan.instances import binpack, binpack_evaluate, binpack_generate
+    from fleetplan.instances import binpack
+    from fleetplan.instances.binpack import evaluate as binpack_evaluate
+    from fleetplan.instances.binpack import generate as binpack_generate
 
     return ProblemKind(
         name="binpack",
@@ -73,7 +77,9 @@ def _binpack() -> ProblemKind:
 
 
 def _reservation() -> ProblemKind:
-    from fleetplan.instances import reservation, reservation_evaluate, reservation_generate
+    from fleetplan.instances import reservation
+    from fleetplan.instances.reservation import evaluate as reservation_evaluate
+    from fleetplan.instances.reservation import generate as reservation_generate
 
     return ProblemKind(
         name="reservation",

@@ -2,7 +2,7 @@
 
 A planner's inventories live in spreadsheets and warehouses, not in fleetplan's JSON. Each kind
 has a module turning tables into its instance and its plans into tables
-(:mod:`fleetplan.instances.allocation_frames`, :mod:`fleetplan.instances.placement_frames`); this
+(:mod:`fleetplan.instances.allocation.frames`, :mod:`fleetplan.instances.placement.frames`); this
 module holds what they share:
 
 * :func:`read_table` takes a :class:`pandas.DataFrame` or the path of a ``.csv`` or ``.parquet``
@@ -377,11 +377,11 @@ def float_column(values: Sequence[float | None]) -> np.ndarray:
 
 def _kind_module(kind: str) -> Any:
     if kind == "allocation":
-        from fleetplan.instances import allocation_frames
+        from fleetplan.instances.allocation import frames as allocation_frames
 
         return allocation_frames
     if kind == "placement":
-        from fleetplan.instances import placement_frames
+        from fleetplan.instances.placement import frames as placement_frames
 
         return placement_frames
     raise InstanceError("kind", f"no table readers or writers for the '{kind}' kind "

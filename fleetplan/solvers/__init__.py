@@ -12,14 +12,13 @@ import sys
 import types
 
 from fleetplan.solvers import (
-    allocation,  # noqa: F401  (registers solvers)
-    allocation_policies,  # noqa: F401  (registers solvers)
-    binpack,  # noqa: F401  (registers solvers)
-    placement,  # noqa: F401  (registers solvers)
-    placement_exact,  # noqa: F401  (registers solvers)
-    reservation,  # noqa: F401  (registers solvers)
-    water_filling,  # noqa: F401  (registers solvers)
+    allocation,  # noqa: F401
+    binpack,  # noqa: F401
+    placement,  # noqa: F401
+    reservation,  # noqa: F401
 )
+from fleetplan.solvers.allocation import policies as allocation_policies  # noqa: F401
+from fleetplan.solvers.allocation import water_filling  # noqa: F401
 from fleetplan.solvers.base import (
     STATUSES,
     Progress,
@@ -31,6 +30,7 @@ from fleetplan.solvers.base import (
     solve,
     solvers,
 )
+from fleetplan.solvers.placement import exact as placement_exact  # noqa: F401
 
 
 class _RegistryModule(types.ModuleType):

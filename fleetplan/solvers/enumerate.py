@@ -18,7 +18,7 @@ import numpy as np
 
 from fleetplan.instances import InstanceError
 from fleetplan.instances.placement import PlacementInstance, PlacementPlan
-from fleetplan.instances.placement_evaluate import evaluate
+from fleetplan.instances.placement.evaluate import evaluate
 
 MAX_ASSIGNMENTS = 200_000
 

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fleetplan.instances.allocation_generator import gavel_throughputs
+from fleetplan.instances.allocation.generator import gavel_throughputs
 from fleetplan.instances.base import InstanceError
 
 STATES = ("completed", "canceled", "failed")

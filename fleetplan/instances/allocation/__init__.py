@@ -1,0 +1,575 @@
+"""The ``allocation`` kind: Gavel's heterogeneity-aware allocation of accelerator time (Gavel §3.1, §4).
+
+A cluster has a number of workers of each accelerator type; each job has a throughput on every
+type it can run on, a scale factor (how many workers it uses at once) and a weight. A plan is the
+allocation matrix X: X[m, j] is the fraction of wall-clock time job m spends on type j.
+
+Constraints (Gavel §3.1, eqs. 1-3)::
+
+    0 <= X[m, j] <= 1,   sum_j X[m, j] <= 1,   sum_m X[m, j] * scale_factor[m] <= num_workers[j]
+
+The effective throughput of job m is ``sum_j T[m, j] * X[m, j]``; it is *normalized* against
+``X_equal`` (Gavel §4.1), the allocation giving the job an equal time share of every worker,
+``X_equal[m, j] = num_workers[j] / sum_k num_workers[k]``.
+
+Example
+-------
+>>> from fleetplan.instances.allocation import AllocationInstance
+>>> instance = AllocationInstance.model_validate({
+...     "kind": "allocation",
+...     "worker_types": [{"name": "v100", "count": 1}, {"name": "k80", "count": 1}],
+...     "jobs": [{"id": "a", "throughput": {"v100": 4.0, "k80": 1.0}}]})
+>>> instance.arrays().throughput.tolist()
+[[4.0, 1.0]]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+import numpy as np
+from pydantic import Field, PrivateAttr, model_validator
+
+from fleetplan.instances.allocation.generator import (  # noqa: F401  (re-exported)
+    AllocationParams,
+    gavel_throughputs,
+    generated_instance_data,
+)
+from fleetplan.instances.allocation.objectives import POLICY_OBJECTIVES, PlanView, min_makespan
+from fleetplan.instances.base import (
+    Evaluation,
+    InstanceBase,
+    InstanceError,
+    PlanBase,
+    StrictModel,
+    Violation,
+)
+
+KIND = "allocation"
+# Relative slack when judging a plan: LP solvers return solutions feasible to ~1e-7.
+FEASIBILITY_TOLERANCE = 1e-6
+
+
+class WorkerType(StrictModel):
+    name: str = Field(min_length=1)
+    count: int = Field(ge=0, description="number of workers (accelerators) of this type")
+    cost_per_hour: float = Field(default=0.0, ge=0, description="price of one worker-hour")
+
+
+class Job(StrictModel):
+    id: str = Field(min_length=1)
+    throughput: dict[str, Annotated[float, Field(ge=0)]] = Field(
+        description="training iterations per second on each worker type; a type left out "
+        "(or 0) means the job cannot run there"
+    )
+    scale_factor: int = Field(default=1, ge=1, description="workers the job uses at once")
+    weight: float = Field(default=1.0, gt=0, description="fairness weight (priority)")
+    job_type: str | None = Field(default=None, description="model name, informational")
+    entity: str | None = Field(default=None, description="owning entity (user, team)")
+    steps_left: float | None = Field(default=None, gt=0, description="training steps to go")
+    arrival_time: float = Field(default=0.0, ge=0, description="seconds since the trace start")
+    time_elapsed: float = Field(
+        default=0.0, ge=0, description="seconds since the job started training (t_m of "
+        "finish-time fairness, Gavel §4.2)")
+    isolated_time_elapsed: float | None = Field(
+        default=None, ge=0, description="seconds the job would have trained so far under the "
+        "isolated allocation (t^isolated_m of finish-time fairness, Gavel §4.2; a scheduler "
+        "accrues it round by round); None: time_elapsed, exact only for a job that has always "
+        "had its isolated share")
+    slo_hours: float | None = Field(
+        default=None, gt=0, description="the job must finish its steps_left within this many "
+        "hours (min-cost-slo, Gavel §4.2); None: no SLO")
+
+
+class Colocation(StrictModel):
+    """Measured throughputs of two job types sharing the same workers (space sharing, §3.1).
+
+    ``throughput[type] = [t_a, t_b]``: the throughputs of a job of ``job_types[0]`` and one of
+    ``job_types[1]`` running together on ``scale_factor`` workers of that type; a type left out
+    or ``[0, 0]`` means the pair cannot share it. Both jobs must have this scale factor.
+    """
+
+    job_types: list[str] = Field(min_length=2, max_length=2)
+    scale_factor: int = Field(default=1, ge=1)
+    throughput: dict[str, list[float]]
+
+
+class Entity(StrictModel):
+    id: str = Field(min_length=1)
+    weight: float = Field(default=1.0, gt=0)
+    policy: Literal["fairness", "fifo"] = "fairness"
+
+
+@dataclass(frozen=True)
+class AllocationArrays:
+    """Column-wise view of an instance: what the models and the evaluator compute with."""
+
+    job_ids: list[str]
+    worker_types: list[str]
+    throughput: np.ndarray  # (jobs, types), 0 where a job cannot run
+    scale_factor: np.ndarray  # (jobs,)
+    weight: np.ndarray  # (jobs,)
+    num_workers: np.ndarray  # (types,)
+    cost_per_hour: np.ndarray  # (types,)
+    steps_left: np.ndarray | None = None  # (jobs,), NaN where unknown
+    time_elapsed: np.ndarray | None = None  # (jobs,)
+    isolated_time_elapsed: np.ndarray | None = None  # (jobs,), time_elapsed where not given
+    slo_seconds: np.ndarray | None = None  # (jobs,), inf where no SLO
+    arrival_rank: np.ndarray | None = None  # (jobs,), 0 = first to arrive
+    colocation_class: np.ndarray | None = None  # (jobs,), index into colocation_throughput, -1 none
+    colocation_throughput: np.ndarray | None = None  # (classes, classes, types, 2)
+    # Set when these arrays are a part of a larger instance (POP partitioning): the isolated
+    # 1/n share is the whole cluster's, not the part's, and a job fits a type if the whole
+    # cluster has enough workers of it (a part may hold a fraction of a worker).
+    isolated_override: np.ndarray | None = None
+    fit_workers: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        n_jobs, n_types = self.throughput.shape
+        defaults = {
+            "steps_left": np.full(n_jobs, np.nan), "time_elapsed": np.zeros(n_jobs),
+            "slo_seconds": np.full(n_jobs, np.inf), "arrival_rank": np.arange(n_jobs),
+            "colocation_class": np.full(n_jobs, -1), "colocation_throughput": np.zeros((0, 0, n_types, 2)),
+        }
+        for name, value in defaults.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
+        if self.isolated_time_elapsed is None:
+            object.__setattr__(self, "isolated_time_elapsed", self.time_elapsed)
+
+    @property
+    def runnable(self) -> np.ndarray:
+        """(jobs, types): the job has throughput there and the type has enough workers."""
+        workers = self.num_workers if self.fit_workers is None else self.fit_workers
+        return (self.throughput > 0) & (workers[None, :] >= self.scale_factor[:, None])
+
+    @property
+    def equal_share_throughput(self) -> np.ndarray:
+        """throughput(m, X_equal) of Gavel §4.1: every worker's time shared equally."""
+        share = self.num_workers / self.num_workers.sum()
+        return self.throughput @ share
+
+    @property
+    def isolated_throughput(self) -> np.ndarray:
+        """Throughput under the isolated allocation: each of n jobs gets 1/n of every worker's
+        time (divided by its scale factor, since it holds that many workers at once) on the
+        types it can run on. A type the job does not fit (fewer workers than its scale factor)
+        gives it nothing: counting it would promise rho = 1 through time no feasible plan can
+        give (issue 15, item 3), and the masked X_isolated is itself a feasible plan."""
+        if self.isolated_override is not None:
+            return self.isolated_override
+        return (self.throughput * self.isolated_allocation()).sum(axis=1)
+
+    def isolated_allocation(self) -> np.ndarray:
+        """X_isolated as a (jobs, types) matrix over these arrays' own workers and jobs: a
+        feasible plan for every policy without SLOs (solvers fall back on it when the clock
+        runs out before their first LP answers)."""
+        n_jobs = len(self.job_ids)
+        fractions = self.runnable * self.num_workers[None, :] / (n_jobs * self.scale_factor[:, None])
+        row_sum = fractions.sum(axis=1, keepdims=True)
+        return fractions / np.maximum(row_sum, 1.0)
+
+    @property
+    def fastest_throughput(self) -> np.ndarray:
+        """throughput(m, X_fastest): the job alone on its fastest type it fits on (FIFO, §4.2)."""
+        return np.where(self.runnable, self.throughput, 0.0).max(axis=1)
+
+    def pair_throughput(self, job_a: np.ndarray, job_b: np.ndarray) -> np.ndarray:
+        """(pairs, types, 2): throughputs of jobs a and b sharing each type; 0 where they cannot."""
+        class_a, class_b = self.colocation_class[job_a], self.colocation_class[job_b]
+        known = (class_a >= 0) & (class_b >= 0)
+        out = np.zeros((len(job_a), len(self.worker_types), 2))
+        out[known] = self.colocation_throughput[class_a[known], class_b[known]]
+        return out
+
+    def subset(self, jobs: np.ndarray, worker_share: float = 1.0) -> AllocationArrays:
+        """The arrays of ``jobs`` on ``worker_share`` of every worker (POP partitioning), keeping
+        the reference throughputs of the whole instance."""
+        return AllocationArrays(
+            job_ids=[self.job_ids[m] for m in jobs], worker_types=self.worker_types,
+            throughput=self.throughput[jobs], scale_factor=self.scale_factor[jobs],
+            weight=self.weight[jobs], num_workers=self.num_workers * worker_share,
+            cost_per_hour=self.cost_per_hour, steps_left=self.steps_left[jobs],
+            time_elapsed=self.time_elapsed[jobs], isolated_time_elapsed=self.isolated_time_elapsed[jobs],
+            slo_seconds=self.slo_seconds[jobs],
+            arrival_rank=self.arrival_rank[jobs], colocation_class=self.colocation_class[jobs],
+            colocation_throughput=self.colocation_throughput,
+            isolated_override=self.isolated_throughput[jobs],
+            fit_workers=self.num_workers if self.fit_workers is None else self.fit_workers,
+        )
+
+
+class AllocationInstance(InstanceBase):
+    """A cluster of heterogeneous accelerators and the jobs sharing it.
+
+    ``colocations`` (optional) enables space sharing: jobs whose ``job_type`` and scale factor
+    match an entry may share workers in pairs (Gavel §3.1).
+    """
+
+    kind: Literal["allocation"] = KIND
+    worker_types: list[WorkerType] = Field(min_length=1)
+    jobs: list[Job]
+    entities: list[Entity] = Field(default_factory=list)
+    colocations: list[Colocation] = Field(default_factory=list)
+
+    _arrays: AllocationArrays | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _check_references(self) -> AllocationInstance:
+        if not self.jobs:
+            raise InstanceError("jobs", "must list at least one job")
+        type_names = _unique([t.name for t in self.worker_types], "worker_types", "name")
+        if sum(t.count for t in self.worker_types) == 0:
+            raise InstanceError("worker_types", "the cluster has no workers (every count is 0)")
+        counts = {t.name: t.count for t in self.worker_types}
+        _unique([job.id for job in self.jobs], "jobs", "id")
+        entity_ids = set(_unique([e.id for e in self.entities], "entities", "id"))
+        for index, job in enumerate(self.jobs):
+            for name in job.throughput:
+                if name not in type_names:
+                    raise InstanceError(
+                        f"jobs[{index}].throughput.{name}", f"unknown worker type '{name}'"
+                    )
+            runnable = [
+                name for name, value in job.throughput.items()
+                if value > 0 and counts[name] >= job.scale_factor
+            ]
+            if not runnable:
+                raise InstanceError(
+                    f"jobs[{index}]",
+                    f"job '{job.id}' can run on no worker type (needs a positive throughput on a "
+                    f"type with at least {job.scale_factor} workers)",
+                )
+            if job.entity is not None and job.entity not in entity_ids:
+                raise InstanceError(f"jobs[{index}].entity", f"unknown entity '{job.entity}'")
+            if job.slo_hours is not None and job.steps_left is None:
+                raise InstanceError(f"jobs[{index}].steps_left", "is required when slo_hours is set")
+        seen: set[tuple[frozenset[str], int]] = set()
+        for index, entry in enumerate(self.colocations):
+            key = (frozenset(entry.job_types), entry.scale_factor)
+            if key in seen:
+                raise InstanceError(f"colocations[{index}]", f"duplicate colocation of {entry.job_types}")
+            seen.add(key)
+            for name, value in entry.throughput.items():
+                where = f"colocations[{index}].throughput.{name}"
+                if name not in type_names:
+                    raise InstanceError(where, f"unknown worker type '{name}'")
+                if len(value) != 2:
+                    raise InstanceError(where, "must hold two throughputs [a, b]")
+                if min(value) < 0:
+                    raise InstanceError(where, "must be >= 0")
+        return self
+
+    def arrays(self) -> AllocationArrays:
+        """The instance as numpy arrays (computed once)."""
+        if self._arrays is None:
+            types = [t.name for t in self.worker_types]
+            throughput = np.array(
+                [[job.throughput.get(name, 0.0) for name in types] for job in self.jobs],
+                dtype=float,
+            ).reshape(len(self.jobs), len(types))
+            arrival = np.array([job.arrival_time for job in self.jobs], dtype=float)
+            rank = np.empty(len(self.jobs), dtype=int)
+            rank[np.argsort(arrival, kind="stable")] = np.arange(len(self.jobs))
+            colocation_class, colocation_throughput = self._colocation_arrays(types)
+            self._arrays = AllocationArrays(
+                job_ids=[job.id for job in self.jobs],
+                worker_types=types,
+                throughput=throughput,
+                scale_factor=np.array([job.scale_factor for job in self.jobs], dtype=float),
+                weight=np.array([job.weight for job in self.jobs], dtype=float),
+                num_workers=np.array([t.count for t in self.worker_types], dtype=float),
+                cost_per_hour=np.array([t.cost_per_hour for t in self.worker_types], dtype=float),
+                steps_left=np.array([np.nan if job.steps_left is None else job.steps_left for job in self.jobs]),
+                time_elapsed=np.array([job.time_elapsed for job in self.jobs], dtype=float),
+                isolated_time_elapsed=np.array([job.time_elapsed if job.isolated_time_elapsed is None
+                                                else job.isolated_time_elapsed for job in self.jobs], dtype=float),
+                slo_seconds=np.array([np.inf if job.slo_hours is None else job.slo_hours * 3600.0
+                                      for job in self.jobs]),
+                arrival_rank=rank,
+                colocation_class=colocation_class,
+                colocation_throughput=colocation_throughput,
+            )
+        return self._arrays
+
+    def _colocation_arrays(self, types: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        keys = sorted({(job_type, entry.scale_factor) for entry in self.colocations for job_type in entry.job_types})
+        class_of = {key: index for index, key in enumerate(keys)}
+        table = np.zeros((len(keys), len(keys), len(types), 2))
+        column = {name: j for j, name in enumerate(types)}
+        for entry in self.colocations:
+            a = class_of[(entry.job_types[0], entry.scale_factor)]
+            b = class_of[(entry.job_types[1], entry.scale_factor)]
+            for name, (t_a, t_b) in entry.throughput.items():
+                if a == b:
+                    # Two jobs of one type: which of them is "a" is arbitrary, so a plan's score
+                    # must not depend on the order it lists them in: both get the mean.
+                    t_a = t_b = 0.5 * (t_a + t_b)
+                table[a, b, column[name]] = (t_a, t_b)
+                table[b, a, column[name]] = (t_b, t_a)
+        classes = np.array([class_of.get((job.job_type, job.scale_factor), -1) for job in self.jobs], dtype=int)
+        return classes, table
+
+
+def _unique(values: list[str], field: str, key: str) -> list[str]:
+    seen: set[str] = set()
+    for index, value in enumerate(values):
+        if value in seen:
+            raise InstanceError(f"{field}[{index}].{key}", f"duplicate {key} '{value}'")
+        seen.add(value)
+    return values
+
+
+class PairAllocation(StrictModel):
+    """One row of the plan for a pair of jobs sharing workers (space sharing, Gavel §3.1)."""
+
+    jobs: list[str] = Field(min_length=2, max_length=2)
+    allocation: list[float] = Field(description="time fraction of the pair on each worker type")
+
+
+class AllocationPlan(PlanBase):
+    """Gavel's allocation matrix: ``allocation[m][j]`` is job m's time fraction on type j;
+    ``pairs`` (space sharing) adds rows for job pairs running together."""
+
+    kind: Literal["allocation"] = KIND
+    policy: str = "max_min_fairness"
+    job_ids: list[str]
+    worker_types: list[str]
+    allocation: list[list[float]]
+    pairs: list[PairAllocation] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check_shape(self) -> AllocationPlan:
+        if len(self.allocation) != len(self.job_ids):
+            raise InstanceError("allocation", f"has {len(self.allocation)} rows for {len(self.job_ids)} jobs")
+        for index, row in enumerate(self.allocation):
+            if len(row) != len(self.worker_types):
+                raise InstanceError(
+                    f"allocation[{index}]", f"has {len(row)} entries for {len(self.worker_types)} worker types"
+                )
+        for index, pair in enumerate(self.pairs):
+            if len(pair.allocation) != len(self.worker_types):
+                raise InstanceError(f"pairs[{index}].allocation",
+                                    f"has {len(pair.allocation)} entries for {len(self.worker_types)} worker types")
+        return self
+
+    @classmethod
+    def from_matrix(
+        cls, instance: AllocationInstance, matrix: np.ndarray, *, solver: str = "",
+        options: dict | None = None, policy: str = "max_min_fairness",
+        pair_jobs: np.ndarray | None = None, pair_matrix: np.ndarray | None = None,
+    ) -> AllocationPlan:
+        """A plan from a (jobs, types) matrix and, for space sharing, ``pair_jobs`` (pairs, 2)
+        job indices with their (pairs, types) ``pair_matrix``; all-zero pair rows are dropped."""
+        arrays = instance.arrays()
+        # Solvers return tiny negative values (-1e-12) for zeros; a plan file should not.
+        clean = np.where(np.abs(matrix) < 1e-12, 0.0, matrix)
+        pairs = []
+        if pair_jobs is not None and pair_matrix is not None and len(pair_jobs):
+            pair_clean = np.where(np.abs(pair_matrix) < 1e-12, 0.0, pair_matrix)
+            for k in np.flatnonzero(pair_clean.any(axis=1)):
+                a, b = pair_jobs[k]
+                pairs.append(PairAllocation.model_construct(
+                    jobs=[arrays.job_ids[a], arrays.job_ids[b]], allocation=pair_clean[k].tolist()))
+        return cls.model_construct(
+            kind=KIND, schema_version=1, solver=solver, options=dict(options or {}), policy=policy,
+            job_ids=list(arrays.job_ids), worker_types=list(arrays.worker_types),
+            allocation=clean.tolist(), pairs=pairs,
+        )
+
+    def _column_order(self, instance: AllocationInstance) -> list[int]:
+        arrays = instance.arrays()
+        if sorted(self.worker_types) != sorted(arrays.worker_types):
+            raise InstanceError("worker_types", "plan does not match the instance's worker types")
+        col_of = {name: j for j, name in enumerate(self.worker_types)}
+        return [col_of[name] for name in arrays.worker_types]
+
+    def matrix(self, instance: AllocationInstance) -> np.ndarray:
+        """The allocation as a (jobs, types) array ordered like the instance."""
+        arrays = instance.arrays()
+        if sorted(self.job_ids) != sorted(arrays.job_ids):
+            missing = sorted(set(arrays.job_ids) - set(self.job_ids))
+            extra = sorted(set(self.job_ids) - set(arrays.job_ids))
+            what = f"missing jobs {missing[:3]}" if missing else f"unknown jobs {extra[:3]}"
+            raise InstanceError("job_ids", f"plan does not match the instance: {what}")
+        cols = self._column_order(instance)
+        raw = np.asarray(self.allocation, dtype=float).reshape(len(self.job_ids), len(self.worker_types))
+        row_of = {job: i for i, job in enumerate(self.job_ids)}
+        rows = [row_of[job] for job in arrays.job_ids]
+        return raw[np.ix_(rows, cols)]
+
+    def pair_matrix(self, instance: AllocationInstance) -> tuple[np.ndarray, np.ndarray]:
+        """The pair rows: (pairs, 2) job indices of the instance and a (pairs, types) array."""
+        arrays = instance.arrays()
+        cols = self._column_order(instance)
+        index_of = {job: m for m, job in enumerate(arrays.job_ids)}
+        jobs = np.zeros((len(self.pairs), 2), dtype=int)
+        for k, pair in enumerate(self.pairs):
+            for side, job in enumerate(pair.jobs):
+                if job not in index_of:
+                    raise InstanceError(f"pairs[{k}].jobs[{side}]", f"unknown job '{job}'")
+                jobs[k, side] = index_of[job]
+            if jobs[k, 0] == jobs[k, 1]:
+                raise InstanceError(f"pairs[{k}].jobs", "a job cannot share workers with itself")
+        raw = np.asarray([pair.allocation for pair in self.pairs], dtype=float).reshape(len(self.pairs), len(cols))
+        return jobs, raw[:, cols]
+
+
+# --- the judge ---------------------------------------------------------------------------
+
+def effective_throughput(instance: AllocationInstance, matrix: np.ndarray,
+                         pair_jobs: np.ndarray | None = None, pair_matrix: np.ndarray | None = None) -> np.ndarray:
+    """throughput(m, X) = sum_j T[m, j] X[m, j], plus what m earns in pairs (Gavel §3.1)."""
+    arrays = instance.arrays()
+    throughput = (arrays.throughput * matrix).sum(axis=1)
+    if pair_jobs is not None and len(pair_jobs):
+        earned = (arrays.pair_throughput(pair_jobs[:, 0], pair_jobs[:, 1]) * pair_matrix[:, :, None]).sum(axis=1)
+        np.add.at(throughput, pair_jobs[:, 0], earned[:, 0])
+        np.add.at(throughput, pair_jobs[:, 1], earned[:, 1])
+    return throughput
+
+
+def normalized_throughput(instance: AllocationInstance, matrix: np.ndarray) -> np.ndarray:
+    """throughput(m, X) / throughput(m, X_equal) (Gavel §4.1)."""
+    arrays = instance.arrays()
+    return effective_throughput(instance, matrix) / arrays.equal_share_throughput
+
+
+def jain_index(values: np.ndarray) -> float:
+    """Jain's fairness index (sum x)^2 / (n sum x^2): 1 when all equal, 1/n when one gets all."""
+    square_sum = float(np.square(values).sum())
+    if square_sum == 0:
+        return 1.0
+    return float(values.sum() ** 2 / (len(values) * square_sum))
+
+
+def _violations(instance: AllocationInstance, matrix: np.ndarray, pair_jobs: np.ndarray,
+                pair_matrix: np.ndarray, throughput: np.ndarray, check_slo: bool) -> list[Violation]:
+    arrays = instance.arrays()
+    tol = FEASIBILITY_TOLERANCE
+    found: list[Violation] = []
+    negative = np.argwhere(matrix < -tol)
+    for m, j in negative[:20]:
+        found.append(Violation(constraint="non_negative", where=f"{arrays.job_ids[m]}/{arrays.worker_types[j]}",
+                               amount=float(-matrix[m, j]), message="time fraction below 0"))
+    cannot_run = np.argwhere((matrix > tol) & (arrays.throughput <= 0))
+    for m, j in cannot_run[:20]:
+        found.append(Violation(constraint="cannot_run", where=f"{arrays.job_ids[m]}/{arrays.worker_types[j]}",
+                               amount=float(matrix[m, j]), message="time on a type the job cannot run on"))
+    row_sum = matrix.sum(axis=1)
+    used = (matrix * arrays.scale_factor[:, None]).sum(axis=0)
+    if len(pair_jobs):
+        pair_name = [f"{arrays.job_ids[a]}+{arrays.job_ids[b]}" for a, b in pair_jobs]
+        for k, j in np.argwhere(pair_matrix < -tol)[:20]:
+            found.append(Violation(constraint="non_negative", where=f"{pair_name[k]}/{arrays.worker_types[j]}",
+                                   amount=float(-pair_matrix[k, j]), message="time fraction below 0"))
+        shared = arrays.pair_throughput(pair_jobs[:, 0], pair_jobs[:, 1])
+        for k, j in np.argwhere((pair_matrix > tol) & (shared.max(axis=2) <= 0))[:20]:
+            found.append(Violation(constraint="cannot_share", where=f"{pair_name[k]}/{arrays.worker_types[j]}",
+                                   amount=float(pair_matrix[k, j]),
+                                   message="no measured colocation of these jobs on this type"))
+        pair_sum = pair_matrix.sum(axis=1)
+        np.add.at(row_sum, pair_jobs[:, 0], pair_sum)
+        np.add.at(row_sum, pair_jobs[:, 1], pair_sum)
+        # A pair runs on one job's worth of workers; both jobs have the colocation's scale factor.
+        used = used + (pair_matrix * arrays.scale_factor[pair_jobs[:, 0], None]).sum(axis=0)
+    for m in np.flatnonzero(row_sum > 1 + tol)[:20]:
+        found.append(Violation(constraint="job_time", where=arrays.job_ids[m], amount=float(row_sum[m] - 1),
+                               message="time fractions sum above 1"))
+    for j in np.flatnonzero(used > arrays.num_workers * (1 + tol) + tol):
+        found.append(Violation(constraint="workers", where=arrays.worker_types[j],
+                               amount=float(used[j] - arrays.num_workers[j]),
+                               message=f"{used[j]:.6g} workers used of {arrays.num_workers[j]:g}"))
+    if check_slo:
+        needed = arrays.steps_left / arrays.slo_seconds
+        for m in np.flatnonzero(throughput < needed * (1 - tol) - tol)[:20]:
+            found.append(Violation(constraint="slo", where=arrays.job_ids[m], amount=float(needed[m] - throughput[m]),
+                                   message=f"throughput {throughput[m]:.6g} below the {needed[m]:.6g} its SLO needs"))
+    return found
+
+
+def plan_cost_per_hour(instance: AllocationInstance, matrix: np.ndarray, pair_jobs: np.ndarray,
+                       pair_matrix: np.ndarray) -> float:
+    """Cost rate of a plan: every busy worker-hour paid once (a pair pays for its workers once)."""
+    arrays = instance.arrays()
+    used = (matrix * arrays.scale_factor[:, None]).sum(axis=0)
+    if len(pair_jobs):
+        used = used + (pair_matrix * arrays.scale_factor[pair_jobs[:, 0], None]).sum(axis=0)
+    return float(used @ arrays.cost_per_hour)
+
+
+def evaluate(instance: AllocationInstance, plan: AllocationPlan) -> Evaluation:
+    """Judge an allocation plan: the policy's objective, every violated constraint, and metrics.
+
+    The objective is the plan's ``policy`` (see
+    :data:`fleetplan.instances.allocation.objectives.POLICY_OBJECTIVES`). Metrics: total and
+    mean effective throughput, min/mean normalized throughput (against X_equal), Jain's index
+    of normalized throughput, the speed-up over the isolated 1/n allocation, the cost per hour,
+    the makespan when steps are known, and the utilization of each worker type.
+    """
+    if plan.policy not in POLICY_OBJECTIVES:
+        raise InstanceError("policy", f"unknown policy '{plan.policy}' (known: {', '.join(sorted(POLICY_OBJECTIVES))})")
+    matrix = plan.matrix(instance)
+    pair_jobs, pair_matrix = plan.pair_matrix(instance)
+    arrays = instance.arrays()
+    scoring = POLICY_OBJECTIVES[plan.policy]
+    if scoring.needs_steps and np.isnan(arrays.steps_left).any():
+        missing = int(np.flatnonzero(np.isnan(arrays.steps_left))[0])
+        raise InstanceError(f"jobs[{missing}].steps_left", f"is required by the {plan.policy} policy")
+    throughput = effective_throughput(instance, matrix, pair_jobs, pair_matrix)
+    cost = plan_cost_per_hour(instance, matrix, pair_jobs, pair_matrix)
+    view = PlanView(
+        throughput=throughput, equal_share=arrays.equal_share_throughput, isolated=arrays.isolated_throughput,
+        fastest=arrays.fastest_throughput, scale_factor=arrays.scale_factor, weight=arrays.weight,
+        steps_left=arrays.steps_left, time_elapsed=arrays.time_elapsed,
+        isolated_time_elapsed=arrays.isolated_time_elapsed, slo_seconds=arrays.slo_seconds,
+        arrival_rank=arrays.arrival_rank, cost_per_hour=cost,
+    )
+    terms = scoring.terms(view)
+    normalized = throughput / arrays.equal_share_throughput
+    speedup = throughput / arrays.isolated_throughput
+    used = (matrix * arrays.scale_factor[:, None]).sum(axis=0)
+    if len(pair_jobs):
+        used = used + (pair_matrix * arrays.scale_factor[pair_jobs[:, 0], None]).sum(axis=0)
+    metrics = {
+        "total_throughput": float(throughput.sum()),
+        "min_normalized_throughput": float(normalized.min()),
+        "mean_normalized_throughput": float(normalized.mean()),
+        "jain_index": jain_index(normalized),
+        "min_speedup_over_isolated": float(speedup.min()),
+        "mean_speedup_over_isolated": float(speedup.mean()),
+        "cost_per_hour": cost,
+    }
+    if len(pair_jobs):
+        metrics["pair_rows"] = float(len(pair_jobs))
+    if not np.isnan(arrays.steps_left).any():
+        makespan = min_makespan(view)["makespan_s"]
+        if np.isfinite(makespan):
+            metrics["makespan_s"] = makespan
+    for name, workers, busy in zip(arrays.worker_types, arrays.num_workers, used, strict=True):
+        metrics[f"utilization_{name}"] = float(busy / workers) if workers else 0.0
+    return Evaluation(
+        kind=KIND, objective=float(sum(terms.values())), sense=scoring.sense, terms=terms,
+        violations=_violations(instance, matrix, pair_jobs, pair_matrix, throughput, scoring.checks_slo),
+        metrics=metrics,
+    )
+
+
+# --- the generator ------------------------------------------------------------------------
+
+def generate(params: AllocationParams | None = None, seed: int = 0) -> AllocationInstance:
+    """A seeded Gavel-like instance: jobs drawn from the measured throughput table
+    (see :mod:`fleetplan.instances.allocation.generator` for the distributions).
+
+    >>> instance = generate(AllocationParams(jobs=8), seed=1)
+    >>> len(instance.jobs), [t.count for t in instance.worker_types]
+    (8, [2, 2, 2])
+    """
+    return AllocationInstance.model_validate(generated_instance_data(params or AllocationParams(), seed))
+
+
+# The water-filling policies (§4.3) live in their own module; they extend the judge here.
+from fleetplan.instances.allocation.hierarchical import with_water_filling_policies  # noqa: E402
+
+evaluate = with_water_filling_policies(evaluate)

@@ -1,0 +1,302 @@
+"""Solving one allocation policy LP: aggregation, backends, refinement, expansion.
+
+:func:`solve_spec` takes the arrays of an instance (or of a POP part) and a
+:class:`~fleetplan.models.allocation.policies.PolicySpec` and returns the allocation:
+
+1. *aggregate* (when allowed): jobs identical in every number the LP reads share one set of
+   variables — the LP of a convex symmetric policy has a symmetric optimum (averaging an optimum
+   over permutations of identical jobs keeps it optimal), so solving the class LP and giving
+   every member its class's row reaches the full model's optimum (tests check it);
+2. build the space (single cells, and pair columns with space sharing) and the LP;
+3. solve it with the chosen backend — HiGHS through highspy (default), the Pyomo reference
+   model through HiGHS, or OR-Tools GLOP / PDLP;
+4. for ``max_min`` forms, *refine*: a second LP keeps the max-min level and maximizes the sum of
+   the same scores, so capacity the minimum does not need is not left idle;
+5. expand classes back to jobs and Charnes-Cooper's y / s back to X.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+import numpy as np
+
+from fleetplan.instances.allocation import AllocationArrays
+from fleetplan.lazy import lazy_module
+from fleetplan.models.allocation.pairs import candidate_pairs, class_pairs, spread_pair_time
+from fleetplan.models.allocation.policies import (
+    PolicySpec,
+    aggregate_jobs,
+    build_space,
+    model_throughput,
+    policy_lp,
+    policy_pyomo,
+    refinement_lp,
+)
+from fleetplan.solvers import highs as highs_runner
+from fleetplan.solvers.deadline import Deadline
+from fleetplan.solvers.ortools_lp import run_lp
+
+pyo = lazy_module("pyomo.environ")
+
+Backend = Literal["highspy", "pyomo", "ortools-glop", "ortools-pdlp"]
+Method = Literal["auto", "lp", "separable"]
+# Below this many LP jobs the full LP is as fast as the decomposition's own LPs.
+SEPARABLE_MIN_JOBS = 1_000
+BACKENDS: tuple[str, ...] = ("highspy", "pyomo", "ortools-glop", "ortools-pdlp")
+
+
+@dataclass
+class LpOptions:
+    """How to solve: backend, HiGHS algorithm, limits, aggregation, refinement, pairs."""
+
+    backend: Backend = "highspy"
+    lp_algorithm: highs_runner.LpAlgorithm = "auto"
+    # One clock for the whole solve: every LP gets what is left of it (less ``reserve``, the
+    # time kept for expanding the plan and judging it), never the whole limit again.
+    deadline: Deadline = field(default_factory=lambda: Deadline(None))
+    reserve: float = 0.0
+    threads: int = 1
+    seed: int = 0
+    aggregate: bool = True
+    refine: bool = True
+    heterogeneity_aware: bool = True
+    space_sharing: bool = False
+    prune_pairs: bool = True
+    # lp: the full LP; separable: price decomposition with a certificate
+    # (fleetplan.solvers.allocation.separable), falling back to the LP where it does not apply;
+    # auto: separable from SEPARABLE_MIN_JOBS jobs (after merging identical ones) up.
+    method: Method = "auto"
+
+
+@dataclass
+class SpecOutcome:
+    """An LP's answer as an allocation of the arrays' jobs (and pair rows)."""
+
+    status: str
+    matrix: np.ndarray | None = None
+    pair_jobs: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=int))
+    pair_matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    objective: float | None = None  # the LP's own optimum (t for max_min before refinement)
+    log: list[str] = field(default_factory=list)
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+def load_backend(backend: str) -> None:
+    """Import the back-end's libraries now, so the time they take (0.3-0.5 s on a busy machine)
+    is spent before the first LP's time slice is computed, not on top of it."""
+    import scipy.sparse  # noqa: F401
+
+    if backend in ("highspy", "pyomo"):
+        import highspy  # noqa: F401
+    if backend == "pyomo":
+        import pyomo.environ  # noqa: F401
+    elif backend.startswith("ortools"):
+        import ortools.linear_solver.python.model_builder_helper  # noqa: F401
+
+
+def _run(space, spec: PolicySpec, options: LpOptions, level: float | None = None, lp=None):
+    """Solve the spec's LP (or its refinement at ``level``); returns (outcome, values, lp)."""
+    remaining = options.deadline.remaining(options.reserve)
+    if options.backend == "pyomo":
+        started = time.perf_counter()
+        model = policy_pyomo(space, spec, level=level)
+        build_s = time.perf_counter() - started
+        outcome = highs_runner.solve_pyomo(model, time_limit=remaining, threads=options.threads,
+                                           seed=options.seed, algorithm=options.lp_algorithm)
+        outcome.build_s = build_s
+        if outcome.objective is None:
+            return outcome, None, None
+        values = np.array([pyo.value(model.x[c], exception=False) or 0.0 for c in range(space.n_cols)])
+        extra = [pyo.value(model.t)] if spec.form == "max_min" else [pyo.value(model.s)] if spec.form == "charnes_cooper" else []
+        return outcome, np.concatenate([values, extra]), None
+    started = time.perf_counter()
+    if level is None:
+        lp = policy_lp(space, spec)
+    else:
+        lp = refinement_lp(lp, space, spec, level)
+    build_s = time.perf_counter() - started
+    outcome = run_lp(lp, options.backend, algorithm=options.lp_algorithm, time_limit=remaining,
+                     threads=options.threads, seed=options.seed)
+    outcome.build_s += build_s
+    return outcome, outcome.values, lp
+
+
+def _spread_class_pairs(space, pair_values: np.ndarray, inverse: np.ndarray):
+    """Class-pair columns -> job-pair columns (a new space-like view with job pairs)."""
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(space.n_jobs + 1))
+    members = [order[bounds[c]:bounds[c + 1]] for c in range(space.n_jobs)]
+    jobs, types, values = [], [], []
+    for k in np.flatnonzero(pair_values > 1e-12):
+        c, d = space.pair_jobs[k]
+        pairs, times = spread_pair_time(members[c], members[d], float(pair_values[k]))
+        jobs.append(pairs)
+        types.append(np.full(len(pairs), space.pair_type[k]))
+        values.append(times)
+    space.pair_jobs = np.concatenate(jobs) if jobs else np.zeros((0, 2), dtype=int)
+    space.pair_type = np.concatenate(types) if types else np.zeros(0, dtype=int)
+    return np.concatenate(values) if values else np.zeros(0)
+
+
+def _expand_pairs(space, pair_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pair columns (one per pair and type) as rows per pair: (pairs, 2) jobs, (pairs, types)."""
+    used = pair_values > 1e-12
+    if not used.any():
+        return np.zeros((0, 2), dtype=int), np.zeros((0, space.n_types))
+    jobs, inverse = np.unique(space.pair_jobs[used], axis=0, return_inverse=True)
+    matrix = np.zeros((len(jobs), space.n_types))
+    np.add.at(matrix, (inverse.reshape(-1), space.pair_type[used]), pair_values[used])
+    return jobs, matrix
+
+
+def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -> SpecOutcome:
+    """Solve ``spec`` over ``arrays`` (see the module docstring)."""
+    n_jobs = len(arrays.job_ids)
+    inverse = None
+    work_arrays, work_spec, multiplicity = arrays, spec, None
+    pair_jobs = pair_type = pair_share = None
+    pair_stats: dict[str, float] = {}
+    if options.aggregate:
+        throughput = model_throughput(arrays, options.heterogeneity_aware)
+        floor = np.zeros(n_jobs) if spec.floor is None else spec.floor
+        representative, inverse, count = aggregate_jobs(
+            throughput, arrays.runnable, arrays.scale_factor, spec.coefficient, floor, arrays.colocation_class,
+            np.zeros(n_jobs) if spec.offset is None else spec.offset)
+        work_arrays = arrays.subset(representative)
+        # subset() keeps the part's workers; the classes share the whole cluster.
+        work_arrays = replace(work_arrays, num_workers=arrays.num_workers)
+        work_spec = replace(spec, coefficient=spec.coefficient[representative],
+                            floor=None if spec.floor is None else spec.floor[representative],
+                            offset=None if spec.offset is None else spec.offset[representative])
+        multiplicity = count
+        if options.space_sharing:
+            pair_jobs, pair_type, pair_share, pair_stats = class_pairs(work_arrays, count, prune=options.prune_pairs)
+    elif options.space_sharing:
+        pair_jobs, pair_type, pair_stats = candidate_pairs(arrays, prune=options.prune_pairs)
+    has_pairs = pair_jobs is not None and len(pair_jobs) > 0
+    scale = 1.0
+    if spec.form == "max_min":
+        # Keep the level t near 1: coefficients like 1 / steps (1e-6) would put the optimum
+        # within the LP solvers' absolute tolerances (1e-7).
+        reach = work_spec.coefficient * np.where(work_arrays.runnable, model_throughput(work_arrays, options.heterogeneity_aware), 0).max(axis=1)
+        positive = reach[reach > 0]
+        # The middle value by partition (np.median imports numpy.ma on first use: 0.1 s).
+        scale = 1.0 / float(np.partition(positive, len(positive) // 2)[len(positive) // 2]) if len(positive) else 1.0
+        work_spec = replace(work_spec, coefficient=work_spec.coefficient * scale,
+                            offset=None if work_spec.offset is None else work_spec.offset * scale)
+    if options.deadline.expired(options.reserve):
+        return SpecOutcome(status="time_limit", log=["time limit reached before the LP was built"])
+    pre_log: list[str] = []
+    if _separable_applies(work_arrays, work_spec, options, has_pairs):
+        result = _solve_separable(work_arrays, work_spec, multiplicity, options)
+        pre_log = result.log
+        if result.status == "optimal" and not (spec.form == "max_min" and options.refine
+                                               and not result.all_bottlenecked):
+            if spec.form == "max_min" and options.refine:
+                pre_log.append("refinement skipped: every job's score row has a positive dual, so every "
+                               "optimum gives each job exactly the level (nothing to refine)")
+            matrix = np.minimum(result.matrix, 1.0)
+            if inverse is not None:
+                matrix = matrix[inverse]
+            stats = {"lp_jobs": float(len(work_arrays.job_ids)), **result.stats}
+            stats.update(build_s=0.0, solve_s=result.stats.get("separable_s", 0.0))
+            objective = result.level / scale if spec.form == "max_min" else result.level
+            return SpecOutcome(status="optimal", matrix=matrix, objective=objective, log=pre_log, stats=stats)
+        if result.status == "time_limit":
+            return SpecOutcome(status="time_limit", log=pre_log, stats=result.stats)
+        pre_log.append("separable method: falling back to the full LP" if result.status != "optimal" else
+                       "separable method: optimal, but a refinement may change the plan: solving the full LP")
+    started = time.perf_counter()
+    space = build_space(work_arrays, options.heterogeneity_aware, pair_jobs if has_pairs else None,
+                        pair_type if has_pairs else None, multiplicity=multiplicity,
+                        pair_share=pair_share if has_pairs else None)
+    stats = {"lp_columns": float(space.n_cols), "lp_jobs": float(space.n_jobs),
+             "space_s": time.perf_counter() - started, **pair_stats}
+    outcome, values, lp = _run(space, work_spec, options)
+    log = pre_log + list(outcome.log)
+    build_s, solve_s = outcome.build_s + stats["space_s"], outcome.solve_s
+    level = outcome.objective
+    if level is not None and spec.form == "max_min":
+        level_unscaled = level / scale
+    else:
+        level_unscaled = level
+    if options.refine and spec.form == "max_min" and outcome.status == "optimal" \
+            and options.deadline.expired(options.reserve):
+        log.append("time limit reached: the refinement LP is skipped")
+    elif spec.form == "max_min" and options.refine and outcome.status == "optimal":
+        refined, refined_values, _ = _run(space, work_spec, options, level=level, lp=lp)
+        if refined.status not in ("optimal", "time_limit") and options.backend == "highspy" \
+                and options.lp_algorithm != "ipm":
+            # Simplex sometimes ends "unknown" on this degenerate second LP; IPM does not.
+            log += refined.log
+            build_s += refined.build_s
+            solve_s += refined.solve_s
+            refined, refined_values, _ = _run(space, work_spec, replace(options, lp_algorithm="ipm"), level=level, lp=lp)
+        log += refined.log
+        build_s += refined.build_s
+        solve_s += refined.solve_s
+        if refined.status == "optimal" and refined_values is not None:
+            values = refined_values
+        else:
+            log.append(f"refinement ended {refined.status}; keeping the max-min solution")
+    stats.update(build_s=build_s, solve_s=solve_s)
+    if values is None:
+        return SpecOutcome(status=outcome.status if outcome.status != "optimal" else "error", log=log, stats=stats)
+    columns = values[: space.n_cols]
+    if spec.form == "charnes_cooper":
+        scale = values[space.n_cols]
+        if not scale > 0:
+            return SpecOutcome(status="error", log=log + ["Charnes-Cooper scale s is 0"], stats=stats)
+        columns = columns / scale
+    matrix, pair_values = space.split(np.clip(columns, 0.0, None))
+    matrix = np.minimum(matrix, 1.0)
+    if inverse is not None:
+        matrix = matrix[inverse]
+        if has_pairs:
+            pair_values = _spread_class_pairs(space, pair_values, inverse)
+    pair_jobs, pair_matrix = _expand_pairs(space, pair_values) if has_pairs else (
+        np.zeros((0, 2), dtype=int), np.zeros((0, space.n_types)))
+    return SpecOutcome(status=outcome.status, matrix=matrix, pair_jobs=pair_jobs, pair_matrix=pair_matrix,
+                       objective=level_unscaled, log=log, stats=stats)
+
+
+def _separable_applies(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions, has_pairs: bool) -> bool:
+    """The decomposition takes max-min and linear forms without pairs or floors, on HiGHS."""
+    if options.method == "lp" or has_pairs or spec.form not in ("max_min", "linear") or options.backend != "highspy":
+        return False
+    if spec.floor is not None and np.any(spec.floor > 0):
+        return False
+    return options.method == "separable" or len(arrays.job_ids) >= SEPARABLE_MIN_JOBS
+
+
+def _solve_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, options: LpOptions):
+    from fleetplan.solvers.allocation import separable as allocation_separable
+
+    throughput = np.where(arrays.runnable, model_throughput(arrays, options.heterogeneity_aware), 0.0)
+    mult = np.ones(len(arrays.job_ids)) if multiplicity is None else np.asarray(multiplicity, dtype=float)
+    deadline = Deadline(options.deadline.remaining(options.reserve), started=None)
+    if spec.form == "max_min":
+        offset = np.zeros(len(mult)) if spec.offset is None else np.asarray(spec.offset, dtype=float)
+        return allocation_separable.max_min(
+            spec.coefficient[:, None] * throughput, offset, mult, arrays.scale_factor, arrays.num_workers,
+            free_level=spec.offset is not None, deadline=deadline, threads=options.threads, seed=options.seed)
+    return allocation_separable.linear(
+        (spec.coefficient * mult)[:, None] * throughput, mult, arrays.scale_factor, arrays.num_workers,
+        deadline=deadline, threads=options.threads, seed=options.seed)
+
+
+def effective_model_throughput(arrays: AllocationArrays, outcome: SpecOutcome, heterogeneity_aware: bool = True) -> np.ndarray:
+    """throughput(m, X) of an outcome in the model's units (measured, or time shares when agnostic)."""
+    throughput = (model_throughput(arrays, heterogeneity_aware) * outcome.matrix).sum(axis=1)
+    if len(outcome.pair_jobs):
+        shared = arrays.pair_throughput(outcome.pair_jobs[:, 0], outcome.pair_jobs[:, 1])
+        if not heterogeneity_aware:
+            alone = arrays.throughput[outcome.pair_jobs]  # (pairs, 2, types)
+            shared = np.where(shared > 0, shared / np.maximum(np.moveaxis(alone, 1, 2), 1e-300), 0.0)
+        earned = (shared * outcome.pair_matrix[:, :, None]).sum(axis=1)
+        np.add.at(throughput, outcome.pair_jobs[:, 0], earned[:, 0])
+        np.add.at(throughput, outcome.pair_jobs[:, 1], earned[:, 1])
+    return throughput

@@ -1,0 +1,441 @@
+"""Gavel's max-min and linear allocation LPs by price decomposition (issue 14 §3; Gavel §3.1, §4.1).
+
+Jobs are coupled only through one capacity row per worker type (a handful of rows): given the
+prices ``lam`` of those rows, the LP separates into one tiny LP per job. This module solves the
+full LP exactly without ever building it:
+
+1. *Prices.* Jobs are merged into buckets of nearly equal rows (log-throughputs rounded to a
+   grid) and that small LP's capacity duals are a first guess of ``lam`` (and of the level t).
+2. *Regimes.* At (lam, t) each job's own LP is solved in closed form by enumerating its vertices
+   (one type, or two types with the job's time full); a job whose best vertex wins by a clear
+   margin, away from the breakpoints where its vertex changes, is *fixed*: its allocation is an
+   affine function of t (max-min) or a constant (linear). The others stay *free*.
+3. *Reduced LP.* The free jobs' columns, t, and the capacity rows, where the fixed jobs enter as
+   one aggregated affine term per type — a few hundred or thousand columns instead of n K.
+4. *Certificate.* With the reduced LP's duals, every fixed job's vertex is checked to be optimal
+   for its own LP (reduced costs, i.e. dual feasibility of the full LP) and t is checked not to
+   lean on a fixed job's breakpoint. Primal feasibility holds by construction and complementary
+   slackness by the choice of vertex, so the KKT conditions of the full LP hold: the answer *is*
+   an optimum of the full LP. Jobs that fail the check are freed and the reduced LP re-solved.
+
+The full LP (:mod:`fleetplan.solvers.allocation.lp`) stays the reference: tests prove the two
+equal, and any case this method does not take (space sharing, SLO floors, a free set that grows
+past half the jobs) goes to it.
+
+Forms (columns x[m, j] >= 0, sum_j x[m, j] <= 1, sum_m k_m s_m x[m, j] <= W_j):
+
+* max-min: maximize t s.t. ``A[m] @ x[m] - t >= o[m]`` (LAS, makespan, a finish-time-fairness
+  step); for a fixed job with need = t + o_m the vertex "type j" is x_j = need / A_mj, the vertex
+  "types h, l" (A_mh > need > A_ml) is x_h = (need - A_ml) / (A_mh - A_ml), x_l = 1 - x_h;
+* linear: maximize ``sum_m P[m] @ x[m]`` (max throughput, FIFO); a fixed job sits on the type of
+  the largest reduced profit P_mj - lam_j k_m s_m, or idles when none is positive.
+
+>>> import numpy as np
+>>> A = np.array([[2.0, 1.0], [1.0, 1.0]])  # two jobs, two one-worker types
+>>> result = max_min(A, np.zeros(2), np.ones(2), np.ones(2), np.array([1.0, 1.0]), free_level=False)
+>>> result.status, round(result.level, 6)  # job 0 on type 0 (2 x 0.5), job 1 on type 1: t = 1
+('optimal', 1.0)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fleetplan.models.linear import INF, LinearProgram
+from fleetplan.solvers import highs as highs_runner
+from fleetplan.solvers.deadline import Deadline
+
+# A fixed job's vertex must win by this relative margin at the first prices; later rounds add
+# whatever the certificate rejects, so this only trades reduced-LP size against rounds.
+MARGIN = 0.02
+CERTIFICATE_TOLERANCE = 1e-9
+MAX_ROUNDS = 8
+# Above this share of free jobs the reduced LP is no smaller than the full one: give up.
+MAX_FREE_SHARE = 0.5
+# Each round frees the jobs nearest to a tie between two vertices (or to a breakpoint): this
+# many, and every job within a relative TIE of one.
+WORKING_SET = 128
+TIE = 1e-4
+# The first prices come from an LP over at most this many buckets of similar jobs.
+BUCKETS = 300
+
+
+@dataclass
+class SeparableResult:
+    """The allocation (jobs, types), the LP's optimum, and whether a refinement could change it."""
+
+    status: str  # optimal | fallback | time_limit
+    matrix: np.ndarray | None = None
+    level: float | None = None
+    # max-min: every job's score row has a positive dual in the certificate, so in *every*
+    # optimum each job sits exactly at the level and a sum-of-scores refinement changes nothing.
+    all_bottlenecked: bool = False
+    log: list[str] = field(default_factory=list)
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+# --- per-job vertices ---------------------------------------------------------------------------
+
+def _pairs(n_types: int) -> tuple[np.ndarray, np.ndarray]:
+    first, second = np.triu_indices(n_types, k=1)
+    return first, second
+
+
+def _vertex_costs(A: np.ndarray, need: np.ndarray, lam: np.ndarray, usage: np.ndarray):
+    """Cost lam . (usage x) of every score-tight vertex of each job's LP at ``need``, as an
+    (n, K + K(K-1)/2) array: columns 0..K-1 the single types, then the type pairs in
+    ``np.triu_indices`` order. A vertex that does not exist for a job (need above the type's
+    score, a type the job cannot run on) costs inf."""
+    n, K = A.shape
+    first, second = _pairs(K)
+    costs = np.full((n, K + len(first)), np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for j in range(K):
+            ok = (A[:, j] > 0) & (need <= A[:, j])
+            costs[ok, j] = lam[j] * usage[ok] * need[ok] / A[ok, j]
+        for p, (j, k) in enumerate(zip(first, second, strict=True)):
+            hi = np.where(A[:, j] >= A[:, k], j, k)
+            lo = np.where(A[:, j] >= A[:, k], k, j)
+            a_hi, a_lo = A[np.arange(n), hi], A[np.arange(n), lo]
+            ok = (a_lo > 0) & (a_hi > need) & (need > a_lo)
+            x_hi = (need - a_lo) / (a_hi - a_lo)
+            cost = usage * (lam[hi] * x_hi + lam[lo] * (1.0 - x_hi))
+            costs[ok, K + p] = cost[ok]
+    return costs
+
+
+def _vertex_affine(A: np.ndarray, offset: np.ndarray, choice: np.ndarray):
+    """x[m, :] = alpha[m, :] * t + beta[m, :] for vertex ``choice`` (-1: idle), and the range of
+    t over which that vertex stays valid."""
+    n, K = A.shape
+    first, second = _pairs(K)
+    alpha = np.zeros((n, K))
+    beta = np.zeros((n, K))
+    t_low = np.full(n, -INF)
+    t_high = np.full(n, INF)
+    rows = np.arange(n)
+    idle = choice < 0
+    t_high[idle] = -offset[idle]
+    single = (choice >= 0) & (choice < K)
+    m, j = rows[single], choice[single]
+    alpha[m, j] = 1.0 / A[m, j]
+    beta[m, j] = offset[m] / A[m, j]
+    t_low[m], t_high[m] = -offset[m], A[m, j] - offset[m]
+    pair = choice >= K
+    m = rows[pair]
+    pj, pk = first[choice[pair] - K], second[choice[pair] - K]
+    hi = np.where(A[m, pj] >= A[m, pk], pj, pk)
+    lo = np.where(A[m, pj] >= A[m, pk], pk, pj)
+    span = A[m, hi] - A[m, lo]
+    alpha[m, hi] = 1.0 / span
+    beta[m, hi] = (offset[m] - A[m, lo]) / span
+    alpha[m, lo] = -1.0 / span
+    beta[m, lo] = 1.0 - beta[m, hi]
+    t_low[m], t_high[m] = A[m, lo] - offset[m], A[m, hi] - offset[m]
+    return alpha, beta, t_low, t_high
+
+
+def _best_vertices(A, offset, level, lam, usage):
+    """Each job's cheapest vertex at ``level`` (-1 idle, -2 none reaches it) and its margin."""
+    need = level + offset
+    costs = _vertex_costs(A, need, lam, usage)
+    order = np.argsort(costs, axis=1)[:, :2]
+    rows = np.arange(len(need))
+    best = costs[rows, order[:, 0]]
+    second = costs[rows, order[:, 1]] if costs.shape[1] > 1 else np.full(len(need), np.inf)
+    choice = np.where(np.isfinite(best), order[:, 0], -2)
+    choice = np.where(need <= 0, -1, choice)
+    return choice, best, second, costs
+
+
+# --- the reduced LP -----------------------------------------------------------------------------
+
+def _solve_lp(lp: LinearProgram, deadline: Deadline, threads: int, seed: int):
+    highs = highs_runner.new_highs(deadline.remaining(), threads, seed)
+    highs_runner.pass_lp(highs, lp, "simplex")
+    outcome = highs_runner.run(highs)
+    duals = np.asarray(highs.getSolution().row_dual, dtype=float) if outcome.values is not None else None
+    return outcome, duals
+
+
+def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, deadline, threads, seed):
+    """The reduced LP over the ``free`` jobs; fixed jobs enter the capacity rows as affine terms."""
+    n, K = A.shape
+    usage = mult * scale
+    fixed = ~free
+    alpha, beta, t_low, t_high = _vertex_affine(A[fixed], offset[fixed], fixed_choice[fixed])
+    gamma = (usage[fixed, None] * alpha).sum(axis=0)
+    delta = (usage[fixed, None] * beta).sum(axis=0)
+    free_jobs = np.flatnonzero(free)
+    cell_job, cell_type = np.nonzero(A[free_jobs] > 0)
+    n_cells, n_free = len(cell_job), len(free_jobs)
+    import scipy.sparse as sp
+
+    t_col = n_cells
+    rows = np.concatenate([cell_job, n_free + cell_job, 2 * n_free + cell_type,
+                           np.arange(n_free), 2 * n_free + np.arange(K)])
+    cols = np.concatenate([np.arange(n_cells)] * 3 + [np.full(n_free, t_col), np.full(K, t_col)])
+    vals = np.concatenate([A[free_jobs[cell_job], cell_type], np.ones(n_cells),
+                           usage[free_jobs[cell_job]], -np.ones(n_free), gamma])
+    matrix = sp.csr_matrix((vals, (rows, cols)), shape=(2 * n_free + K, n_cells + 1))
+    low = max(float(t_low.max(initial=-INF)), -INF if free_level else 0.0)
+    high = float(t_high.min(initial=INF))
+    cost = np.zeros(n_cells + 1)
+    cost[t_col] = 1.0
+    lp = LinearProgram(
+        cost=cost, matrix=matrix,
+        row_lower=np.concatenate([offset[free_jobs], np.full(n_free + K, -INF)]),
+        row_upper=np.concatenate([np.full(n_free, INF), np.ones(n_free), W - delta]),
+        col_lower=np.concatenate([np.zeros(n_cells), [low]]),
+        col_upper=np.concatenate([np.ones(n_cells), [high]]), sense="max")
+    outcome, duals = _solve_lp(lp, deadline, threads, seed)
+    if outcome.status != "optimal" or duals is None:
+        return outcome.status, None, None, None, None, (t_low, t_high, fixed)
+    level = float(outcome.values[t_col])
+    matrix_out = np.zeros((n, K))
+    matrix_out[free_jobs[cell_job], cell_type] = outcome.values[:n_cells]
+    matrix_out[fixed] = alpha * level + beta
+    lam = np.maximum(duals[2 * n_free:], 0.0)
+    score_duals = -duals[:n_free]
+    return "optimal", matrix_out, level, lam, score_duals, (t_low, t_high, fixed)
+
+
+def bucket_of(columns: np.ndarray, target: int = BUCKETS) -> tuple[np.ndarray, np.ndarray]:
+    """Buckets of rows of ``columns`` (log-scale values, -inf for "absent") whose values round to
+    one grid point, the grid coarsened until at most ``target`` buckets remain. Returns (one row
+    of each bucket, the bucket of every row). Rows are hashed, not compared: a collision merges
+    two buckets, which only blurs the first prices."""
+    n = len(columns)
+    rng = np.random.default_rng(0)
+    multipliers = rng.integers(1, 2**61, size=columns.shape[1], dtype=np.int64) | 1
+    finite = np.isfinite(columns)
+    step = 0.05
+    while True:
+        grid = np.where(finite, np.round(np.where(finite, columns, 0.0) / step), -(2**40)).astype(np.int64)
+        with np.errstate(over="ignore"):
+            keys = (grid * multipliers).sum(axis=1)
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        if len(first) <= target or step > 64:
+            return first, inverse.reshape(n)
+        step *= 2.0
+
+
+def _bucket_prices(A, offset, mult, scale, W, free_level, deadline, threads, seed):
+    """First prices: the LP over buckets of jobs whose log-rows round to one grid point."""
+    n, K = A.shape
+    with np.errstate(divide="ignore"):
+        logs = np.where(A > 0, np.log(np.where(A > 0, A, 1.0)), -np.inf)
+        off = np.where(offset != 0, np.log(np.abs(np.where(offset != 0, offset, 1.0))), -np.inf)
+    # Scale factor and the offset's sign must match inside a bucket; they go in as big steps.
+    keys = np.column_stack([logs, 1e3 * np.log2(scale), 1e3 * np.sign(offset), off])
+    first, inverse = bucket_of(keys)
+    weight = np.bincount(inverse, weights=mult)
+    mean_A = np.column_stack([np.bincount(inverse, weights=A[:, j] * mult) for j in range(K)]) / weight[:, None]
+    mean_A = np.where(A[first] > 0, mean_A, 0.0)
+    mean_o = np.bincount(inverse, weights=offset * mult) / weight
+    free = np.ones(len(first), dtype=bool)
+    status, _, level, lam, _, _ = _max_min_reduced(
+        mean_A, mean_o, weight, scale[first], W, free, np.zeros(len(first), dtype=int), free_level, deadline,
+        threads, seed)
+    return status, level, lam, len(first)
+
+
+def _working_set(A, offset, level, lam, usage, W, sticky, size, threshold=TIE):
+    """Each job's vertex at (lam, level) and the free set: the WORKING_SET jobs nearest to a tie
+    or to a breakpoint, every job within TIE of one, and the ``sticky`` ones."""
+    n = len(A)
+    # Prices of 0 (a type no bound binds, or a level set by one job's own time) make every
+    # vertex tie; a small floor picks one canonical vertex per job. The certificate uses the
+    # reduced LP's true prices, so the floor decides only which jobs are fixed, not correctness.
+    mean_price = float(lam @ W) / float(W.sum()) if float(lam @ W) > 0 else 1.0 / float(W.sum())
+    choice, best, second, _ = _best_vertices(A, offset, level, np.maximum(lam, 1e-3 * mean_price), usage)
+    need = level + offset
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tie = np.where(np.isfinite(second), (second - best) / np.maximum(np.abs(best), 1e-300), np.inf)
+        gap = np.where(A > 0, np.abs(A - need[:, None]) / np.maximum(A, np.abs(need)[:, None]), np.inf).min(axis=1)
+        idle_gap = np.where(offset != 0, np.abs(need) / np.abs(offset), np.inf)
+    closeness = np.minimum(np.minimum(tie, gap), idle_gap)
+    free = sticky | (choice < -1) | (closeness <= threshold)
+    if n > size:
+        if size > 0:
+            free[np.argpartition(closeness, size)[:size]] = True
+    else:
+        free[:] = True
+    return choice, free
+
+
+def max_min(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarray, W: np.ndarray, *,
+            free_level: bool, deadline: Deadline | None = None, threads: int = 1, seed: int = 0) -> SeparableResult:
+    """maximize t s.t. A[m] @ x[m] - t >= offset[m], sum_j x[m, j] <= 1, sum_m mult_m scale_m x[m, j]
+    <= W_j, 0 <= x (A[m, j] = 0 where job m cannot run on type j); t >= 0 unless ``free_level``."""
+    deadline = deadline or Deadline(None)
+    started = time.perf_counter()
+    n, K = A.shape
+    usage = mult * scale
+    status, level, lam, buckets = _bucket_prices(A, offset, mult, scale, W, free_level, deadline, threads, seed)
+    log = [f"separable: {buckets} buckets for the first prices"]
+    stats = {"separable_buckets": float(buckets)}
+    if status != "optimal":
+        return SeparableResult("fallback", log=log + [f"bucket LP ended {status}"], stats=stats)
+    sticky = np.zeros(n, dtype=bool)  # jobs a certificate rejected stay free
+    previous = (level, lam)
+    size = WORKING_SET
+    rounds = 0
+    while True:
+        rounds += 1
+        # Each round re-picks the vertices at the latest prices; an infeasible restriction (the
+        # prices were too far off) is retried with four times as many jobs free.
+        choice, free = _working_set(A, offset, level, lam, usage, W, sticky, size)
+        if free.mean() > MAX_FREE_SHARE and n > WORKING_SET:
+            return SeparableResult("fallback", log=log + [f"{int(free.sum())} of {n} jobs free: the full LP is as small"],
+                                   stats=stats)
+        if deadline.expired():
+            return SeparableResult("time_limit", log=log + ["time limit in the separable method"], stats=stats)
+        status, matrix, level, lam, score_duals, (t_low, t_high, fixed) = _max_min_reduced(
+            A, offset, mult, scale, W, free, choice, free_level, deadline, threads, seed)
+        stats.update(separable_rounds=float(rounds), separable_free=float(free.sum()))
+        log.append(f"round {rounds}: {int(free.sum())} free jobs, reduced LP {status}")
+        if status == "infeasible" and rounds < MAX_ROUNDS:
+            level, lam = previous
+            size *= 4
+            continue
+        if status != "optimal":
+            return SeparableResult("fallback" if status != "time_limit" else "time_limit",
+                                   log=log + [f"reduced LP ended {status}"], stats=stats)
+        previous = (level, lam)
+        size = WORKING_SET  # prices from an optimal reduced LP are close: back to a small set
+        # Certificate: each fixed job's vertex is still its cheapest at the new prices and level,
+        # and the level does not rest on a fixed job's breakpoint.
+        fixed_jobs = np.flatnonzero(fixed)
+        new_choice, best, _, costs = _best_vertices(A[fixed_jobs], offset[fixed_jobs], level, lam, usage[fixed_jobs])
+        assumed = choice[fixed_jobs]
+        assumed_cost = np.where(assumed >= 0, costs[np.arange(len(fixed_jobs)), np.maximum(assumed, 0)], 0.0)
+        assumed_cost = np.where(assumed == -1, np.where(level + offset[fixed_jobs] <= 0, 0.0, np.inf), assumed_cost)
+        best_cost = np.where(new_choice == -1, 0.0, best)
+        tolerance = CERTIFICATE_TOLERANCE * (np.abs(best_cost) + float(lam @ W) / max(n, 1))
+        wrong = ~(assumed_cost <= best_cost + tolerance)
+        span = max(1.0, abs(level))
+        wrong |= (np.abs(t_high - level) <= 1e-9 * span) | (np.abs(level - t_low) <= 1e-9 * span)
+        if not wrong.any():
+            break
+        log.append(f"round {rounds}: the certificate rejects {int(wrong.sum())} fixed jobs "
+                   f"({int((~(assumed_cost <= best_cost + tolerance)).sum())} by price)")
+        if rounds >= MAX_ROUNDS:
+            return SeparableResult("fallback", log=log + [f"{int(wrong.sum())} fixed jobs still fail after "
+                                                             f"{rounds} rounds"], stats=stats)
+        # A rejected job stays free from now on (letting it go again made the prices oscillate).
+        sticky[fixed_jobs[wrong]] = True
+    # u_m of a fixed job is the marginal cost of its need; positive for every job (and every free
+    # job's score dual positive) means every optimum gives each job exactly the level.
+    fixed_u = (lam[None, :] * usage[fixed_jobs, None] * _vertex_affine(
+        A[fixed_jobs], offset[fixed_jobs], choice[fixed_jobs])[0]).sum(axis=1)
+    all_bottlenecked = bool(np.all(fixed_u > 0) and np.all(score_duals > 0))
+    stats["separable_s"] = time.perf_counter() - started
+    log.append(f"separable: certified optimal in {rounds} round(s), {int(free.sum())} of {n} jobs in the reduced LP")
+    return SeparableResult("optimal", np.clip(matrix, 0.0, 1.0), level, all_bottlenecked, log, stats)
+
+
+def linear(P: np.ndarray, mult: np.ndarray, scale: np.ndarray, W: np.ndarray, *, deadline: Deadline | None = None,
+           threads: int = 1, seed: int = 0) -> SeparableResult:
+    """maximize sum P[m, j] x[m, j] s.t. sum_j x[m, j] <= 1, sum_m mult_m scale_m x[m, j] <= W_j,
+    x >= 0, x = 0 where ``P`` is 0 (the job cannot run there)."""
+    deadline = deadline or Deadline(None)
+    started = time.perf_counter()
+    n, K = P.shape
+    usage = mult * scale
+    # First prices from buckets of jobs with nearly equal profit per worker.
+    A = P / usage[:, None]
+    with np.errstate(divide="ignore"):
+        keys = np.where(A > 0, np.log(np.where(A > 0, A, 1.0)), -np.inf)
+    first, inverse = bucket_of(keys)
+    weight = np.bincount(inverse, weights=usage)
+    mean_A = np.column_stack([np.bincount(inverse, weights=A[:, j] * usage) for j in range(K)]) / weight[:, None]
+    mean_A = np.where(A[first] > 0, mean_A, 0.0)
+    status, _, lam = _linear_reduced(mean_A * weight[:, None], weight, np.ones(len(first), dtype=bool),
+                                     np.zeros(len(first), dtype=int), W, deadline, threads, seed)
+    log = [f"separable: {len(first)} buckets for the first prices"]
+    stats = {"separable_buckets": float(len(first))}
+    if status != "optimal":
+        return SeparableResult("fallback", log=log + [f"bucket LP ended {status}"], stats=stats)
+    scale_profit = max(float(np.max(P)), 1e-300)
+    sticky = np.zeros(n, dtype=bool)
+    size, previous = WORKING_SET, lam
+    rounds = 0
+    while True:
+        rounds += 1
+        reduced = np.where(P > 0, P - lam[None, :] * usage[:, None], -np.inf)
+        choice, margin = _best_types(reduced)
+        closeness = margin / np.maximum(P.max(axis=1), 1e-300)
+        free = sticky | (closeness <= TIE)
+        if n > size:
+            free[np.argpartition(closeness, size)[:size]] = True
+        else:
+            free[:] = True
+        if free.mean() > MAX_FREE_SHARE and n > WORKING_SET:
+            return SeparableResult("fallback", log=log + [f"{int(free.sum())} of {n} jobs free"], stats=stats)
+        if deadline.expired():
+            return SeparableResult("time_limit", log=log + ["time limit in the separable method"], stats=stats)
+        status, matrix, lam_new = _linear_reduced(P, usage, free, choice, W, deadline, threads, seed)
+        stats.update(separable_rounds=float(rounds), separable_free=float(free.sum()))
+        log.append(f"round {rounds}: {int(free.sum())} free jobs, reduced LP {status}")
+        if status == "infeasible" and rounds < MAX_ROUNDS:
+            size *= 4  # the fixed jobs alone overfill a type: the prices were too low
+            lam = previous
+            continue
+        if status != "optimal":
+            return SeparableResult("fallback" if status != "time_limit" else "time_limit",
+                                   log=log + [f"reduced LP ended {status}"], stats=stats)
+        lam, previous, size = lam_new, lam_new, WORKING_SET
+        fixed_jobs = np.flatnonzero(~free)
+        reduced = np.where(P[fixed_jobs] > 0, P[fixed_jobs] - lam[None, :] * usage[fixed_jobs, None], -np.inf)
+        best = np.maximum(reduced.max(axis=1), 0.0)
+        assumed = choice[fixed_jobs]
+        got = np.where(assumed >= 0, reduced[np.arange(len(fixed_jobs)), np.maximum(assumed, 0)], 0.0)
+        wrong = got < best - CERTIFICATE_TOLERANCE * (np.abs(best) + scale_profit * 1e-3)
+        if not wrong.any():
+            break
+        if rounds >= MAX_ROUNDS:
+            return SeparableResult("fallback", log=log + [f"{int(wrong.sum())} fixed jobs still fail"], stats=stats)
+        sticky[fixed_jobs[wrong]] = True
+    stats["separable_s"] = time.perf_counter() - started
+    log.append(f"separable: certified optimal in {rounds} round(s), {int(free.sum())} of {n} jobs in the reduced LP")
+    return SeparableResult("optimal", matrix, float((P * matrix).sum()), False, log, stats)
+
+
+def _best_types(reduced: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Best vertex per job (-1 idle: no positive reduced profit) and its margin over the next."""
+    options = np.column_stack([reduced, np.zeros(len(reduced))])
+    order = np.argsort(-options, axis=1)[:, :2]
+    rows = np.arange(len(reduced))
+    top, runner_up = options[rows, order[:, 0]], options[rows, order[:, 1]]
+    choice = np.where(order[:, 0] == reduced.shape[1], -1, order[:, 0])
+    return choice, top - runner_up
+
+
+def _linear_reduced(P, usage, free, choice, W, deadline, threads, seed):
+    n, K = P.shape
+    fixed = np.flatnonzero(~free)
+    on = choice[fixed] >= 0
+    used = np.bincount(choice[fixed][on], weights=usage[fixed][on], minlength=K)
+    free_jobs = np.flatnonzero(free)
+    cell_job, cell_type = np.nonzero(P[free_jobs] > 0)
+    n_cells, n_free = len(cell_job), len(free_jobs)
+    import scipy.sparse as sp
+
+    rows = np.concatenate([cell_job, n_free + cell_type])
+    cols = np.concatenate([np.arange(n_cells)] * 2)
+    vals = np.concatenate([np.ones(n_cells), usage[free_jobs[cell_job]]])
+    lp = LinearProgram(cost=P[free_jobs[cell_job], cell_type],
+                       matrix=sp.csr_matrix((vals, (rows, cols)), shape=(n_free + K, n_cells)),
+                       row_lower=np.full(n_free + K, -INF), row_upper=np.concatenate([np.ones(n_free), W - used]),
+                       col_lower=np.zeros(n_cells), col_upper=np.ones(n_cells), sense="max")
+    outcome, duals = _solve_lp(lp, deadline, threads, seed)
+    if outcome.status != "optimal" or duals is None:
+        return outcome.status, None, None
+    matrix = np.zeros((n, K))
+    matrix[free_jobs[cell_job], cell_type] = outcome.values
+    matrix[fixed[on], choice[fixed][on]] = 1.0
+    return "optimal", matrix, np.maximum(duals[n_free:], 0.0)
