@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fleetplan.benchmarks.memory import BACKENDS, MemoryProbe, preload_backends
-from fleetplan.benchmarks.suite import Suite, group_name
+from fleetplan.benchmarks.suite import Suite, group_name, simulator_module
 from fleetplan.instances import Evaluation, InstanceError, generate, save
 
 # The shared suite format's columns, then the harness's own: the sense of the objective (to
@@ -51,6 +51,10 @@ COLUMNS: tuple[str, ...] = (
 # Version 1: the first 22 columns; 2 added ``stats``; 3 added the last four and changed
 # ``peak_mem_mb`` from the child's whole peak to the solve's own increase (see results.py).
 FORMAT_VERSION = 3
+# The `kind` of a simulation cell's row (a group with `simulator:`; see .simcells).
+SIM_KIND = "simulation"
+# A simulation cell that ran to its end.
+SIM_STATUS = "done"
 # Beyond time_limit * KILL_FACTOR + grace a child is killed (solvers honour their limit within
 # a few percent; the grace covers interpreter start and instance generation).
 KILL_FACTOR = 1.5
@@ -111,8 +115,6 @@ def expand_cells(suite: Suite, *, repeats: int | None = None, plan_dir: str | No
     for index, group in enumerate(suite.groups):
         name = group_name(group, index)
         if group.simulator:
-            from fleetplan.benchmarks.simcells import SIM_KIND, simulator_module
-
             module = simulator_module(group.simulator)
             schedulers = group.scheduler_names()
             for params in group.parameter_sets():
@@ -200,8 +202,6 @@ def run_cell(cell: Cell, preload: bool = True) -> dict[str, Any]:
     """
     probe = MemoryProbe(preloaded=preload)
     if cell.sim_module:
-        from fleetplan.benchmarks.simcells import run_sim_cell
-
         return run_sim_cell(cell, probe, preload)
     row = base_row(cell)
     try:
@@ -233,6 +233,33 @@ def run_cell(cell: Cell, preload: bool = True) -> dict[str, Any]:
     if cell.plan_dir and result.plan is not None:
         save(result.plan, plan_file(cell.plan_dir, cell))
     return row
+
+
+def run_sim_cell(cell: Cell, probe: MemoryProbe, preload: bool) -> dict[str, Any]:
+    """Run one simulation cell in this process and return its row."""
+    import importlib
+
+    row = base_row(cell)
+    try:
+        spec = importlib.import_module(str(cell.sim_module)).SIMULATOR
+        scenario = spec.scenario(cell.params)
+        if preload:
+            preload_backends()
+        with probe:
+            result = spec.run(scenario, cell.solver, cell.seed)
+    except InstanceError as error:
+        return _with_memory(error_row(cell, f"invalid input: {error}"), probe)
+    except Exception as error:  # a crashing simulator is a result, not the end of the sweep
+        where = traceback.extract_tb(error.__traceback__)[-1]
+        return _with_memory(error_row(cell, f"{type(error).__name__}: {error} "
+                                            f"({Path(where.filename).name}:{where.lineno})"), probe)
+    data = result.to_dict()
+    row.update(status=SIM_STATUS, wall_s=round(result.wall_s, 6), message=one_line(result.message),
+               metrics=json.dumps(data["metrics"], sort_keys=True),
+               stats=json.dumps({"events": data["events"], "sim_time": data["sim_time"]}))
+    if cell.plan_dir:
+        plan_file(cell.plan_dir, cell).write_text(json.dumps(data), encoding="utf-8")
+    return _with_memory(row, probe)
 
 
 class CellProcess:

@@ -31,9 +31,11 @@ from typing import Any
 import numpy as np
 
 from fleetplan.benchmarks import profiles
+from fleetplan.benchmarks.cells import SIM_KIND
+from fleetplan.benchmarks.markdown import fmt_value, markdown_table
 from fleetplan.benchmarks.profiles import DEFAULT_TARGET_GAP, Run
 from fleetplan.benchmarks.results import finalize, read_results, row_failed
-from fleetplan.benchmarks.simcells import SIM_KIND, sim_section, sim_summary
+from fleetplan.benchmarks.simcells import sim_section, sim_summary
 from fleetplan.instances.base import atomic_write_text
 from fleetplan.lazy import lazy_attribute
 
@@ -63,24 +65,8 @@ MEMORY_MEASURES = {
 }
 
 
-def _fmt(value: Any, digits: int = 4) -> str:
-    if value is None or value == "":
-        return "-"
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return "-"
-        return f"{value:.{digits}g}"
-    return str(value)
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or "group"
-
-
-def _table(header: Sequence[str], lines: Sequence[Sequence[Any]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(_fmt(cell) for cell in line) + " |" for line in lines]
-    return out
 
 
 Style = dict[str, tuple[Any, str]]
@@ -307,18 +293,18 @@ def _few_problems_table(runs: Sequence[Run], target_gap: float) -> list[str]:
         run = cell.get((problem, label))
         if run is None:
             return "-"
-        return _fmt(run.wall_s, 3) if run.reaches(target_gap) else f"missed ({run.status})"
+        return fmt_value(run.wall_s, 3) if run.reaches(target_gap) else f"missed ({run.status})"
 
     lines = [f"Too few problems for a performance profile ({len(problems)}); median seconds to "
              f"reach the target (gap <= {target_gap:g}):", ""]
-    return lines + _table(["instance", "seed", *labels],
+    return lines + markdown_table(["instance", "seed", *labels],
                           [[p[1], p[2], *[entry(p, label) for label in labels]] for p in problems]) + [""]
 
 
 def _section(folder: Path, slug: str, rows: list[dict[str, Any]], runs: list[Run],
              target_gap: float, plots: bool, styles: Style | None = None) -> list[str]:
     """Table, plots and per-problem lines of solvers scored by one objective."""
-    lines = _table(
+    lines = markdown_table(
         ["solver", "problems", "runs", "failed", "at target", "mean gap", "worst gap", "median s",
          "median MiB", "wins"],
         [[t["solver"], t["problems"], t["runs"], t["failed"], t["at_target"], t["mean_gap"],
@@ -339,14 +325,14 @@ def _section(folder: Path, slug: str, rows: list[dict[str, Any]], runs: list[Run
         if any(len(curve.sizes) >= 2 for curve in curves):
             if plots and plot_scaling(curves, parameter, folder / f"{slug}-scaling.png", styles):
                 lines += [f"![scaling]({slug}-scaling.png)", ""]
-            lines += _table(["solver", f"sizes ({parameter})", "median s at each size",
+            lines += markdown_table(["solver", f"sizes ({parameter})", "median s at each size",
                              f"fitted slope (>= {profiles.MIN_SLOPE_SIZES} sizes)"],
-                            [[c.label, ", ".join(_fmt(float(s)) for s in c.sizes),
-                              ", ".join(_fmt(float(t), 3) for t in c.median_s), c.slope] for c in curves])
+                            [[c.label, ", ".join(fmt_value(float(s)) for s in c.sizes),
+                              ", ".join(fmt_value(float(t), 3) for t in c.median_s), c.slope] for c in curves])
             lines.append("")
     lines += ["Per problem (medians over repeats):", ""]
     shown = runs[:MAX_INSTANCE_LINES]
-    lines += _table(["instance", "seed", "solver", "status", "objective", "gap", "median s", "failed/runs"],
+    lines += markdown_table(["instance", "seed", "solver", "status", "objective", "gap", "median s", "failed/runs"],
                     [[r.instance, r.seed, r.label, r.status, r.objective, r.gap, r.wall_s,
                       f"{r.failed}/{r.repeats}"] for r in shown])
     if len(runs) > len(shown):
@@ -426,7 +412,7 @@ def write_report(folder: str | os.PathLike[str], target_gap: float = DEFAULT_TAR
     errors = [row for row in rows if row_failed(row)]
     if errors:
         lines += ["## Failed runs (no plan)", ""]
-        lines += _table(["group", "instance", "seed", "solver", "repeat", "status", "message"],
+        lines += markdown_table(["group", "instance", "seed", "solver", "repeat", "status", "message"],
                         [[r["group"], r["instance"], r["seed"], r["label"], r["repeat"], r["status"], r["message"]]
                          for r in errors[:MAX_INSTANCE_LINES]])
         lines.append("")

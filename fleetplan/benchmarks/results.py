@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from fleetplan.benchmarks.cells import COLUMNS, FORMAT_VERSION, Cell, cell_key
+from fleetplan.benchmarks.cells import COLUMNS, FORMAT_VERSION, SIM_STATUS, Cell, cell_key
 from fleetplan.instances import InstanceError
 from fleetplan.instances.base import atomic_write_text
 
@@ -41,7 +41,6 @@ _ADDED: dict[int, dict[str, str]] = {
     3: {"mem_baseline_mb": "", "mem_measure": "process-peak", "metrics": ""},
 }
 V1_COLUMNS = COLUMNS[:22]
-SIM_STATUS = "done"  # a simulation cell that ran to its end
 # An objective may beat the best bound by this much (relative) before we call the bound wrong:
 # LP solutions are feasible only to ~1e-7.
 BOUND_TOLERANCE = 1e-6

@@ -136,8 +136,6 @@ class Suite(StrictModel):
         total = 0
         for index, group in enumerate(self.groups):
             if group.simulator is not None:
-                from fleetplan.benchmarks.simcells import check_sim_group
-
                 check_sim_group(group, f"groups[{index}]")
             else:
                 _check_group(group, f"groups[{index}]")
@@ -199,6 +197,49 @@ def _check_group(group: Group, at: str) -> None:
             raise InstanceError(f"{at}.solvers[{index}].label",
                                 f"duplicate label '{entry.display}' (give each entry its own label)")
         labels.add(entry.display)
+
+
+def check_sim_group(group: Group, at: str) -> None:
+    """Validate a simulation group: the simulator, its schedulers, every scenario of the sweep."""
+    from fleetplan import sim
+
+    if group.kind is not None:
+        raise InstanceError(f"{at}.kind", "a group has either `kind:` (solvers) or `simulator:`, not both")
+    for field in ("generator", "solvers"):
+        if field in group.model_fields_set:
+            raise InstanceError(f"{at}.{field}", "a simulation group sweeps `scenario:` and `schedulers:` instead")
+    try:
+        spec = sim.get_simulator(str(group.simulator))
+    except InstanceError as error:
+        raise InstanceError(f"{at}.simulator", error.reason) from None
+    if group.schedulers != "all":
+        if not group.schedulers:
+            raise InstanceError(f"{at}.schedulers", "must list at least one scheduler (or say 'all')")
+        for index, name in enumerate(group.schedulers):
+            if name not in spec.schedulers:
+                raise InstanceError(f"{at}.schedulers[{index}]", f"unknown scheduler '{name}' for simulator "
+                                                                 f"'{spec.name}' (known: {', '.join(spec.schedulers)})")
+            if group.schedulers.index(name) != index:
+                raise InstanceError(f"{at}.schedulers[{index}]", f"duplicate scheduler '{name}'")
+    for index, seed in enumerate(group.seeds):
+        if seed < 0:
+            raise InstanceError(f"{at}.seeds[{index}]", "a seed must be >= 0")
+    if any(isinstance(value, list) and not value for value in group.scenario.values()):
+        return  # the suite reports the empty list with its path
+    for params in group.parameter_sets():
+        try:
+            spec.scenario(params)
+        except InstanceError as error:
+            path = error.path.removeprefix("scenario").lstrip(".")
+            raise InstanceError(f"{at}.scenario{'.' + path if path else ''}", error.reason) from None
+
+
+def simulator_module(name: str) -> str:
+    """The module that defines simulator ``name`` (from the registry)."""
+    from fleetplan import sim
+
+    sim.get_simulator(name)  # unknown names fail here, with the known ones listed
+    return sim._MODULES[name]
 
 
 def group_cell_count(group: Group) -> int:
