@@ -10,8 +10,8 @@ from scipy.optimize import linprog
 
 import fleetplan
 from fleetplan.instances import instance_from_data
+from fleetplan.solvers.allocation.drivers import drive_finish_time_fairness
 from fleetplan.solvers.allocation.lp import LpOptions
-from fleetplan.solvers.allocation.policies import drive_finish_time_fairness
 
 
 def _reachable(arrays, level: float, finish_isolated: np.ndarray) -> bool:
