@@ -42,7 +42,12 @@ def reference_scan(tenant, age, gpus, cpus, prio, gpu_quota, cpu_quota, gpus_use
         credit.append(params.age_weight * min(age[w], params.age_cap_hours)
                       + params.fair_share_weight * (1.0 - ratio))
     by_credit = sorted(range(n), key=lambda w: (-credit[w], w))
-    used_g, used_c = list(map(float, gpus_used)), list(map(float, cpus_used))
+
+    def units(values):  # thousandths of a GPU or CPU, exact (the module's documented rounding)
+        return [v if math.isinf(v) else round(v * 1000.0) for v in values]
+
+    gpus, cpus, gpu_quota, cpu_quota = units(gpus), units(cpus), units(gpu_quota), units(cpu_quota)
+    used_g, used_c = units(gpus_used), units(cpus_used)
     within = [False] * n
     for w in by_credit:
         t = tenant[w]
@@ -162,6 +167,26 @@ def test_vectorised_scan_equals_sequential_reference(seed):
                                  cpus_used).tolist() == within
 
 
+@pytest.mark.parametrize("max_rounds", [0, 1, 8, 10_000])
+def test_many_rounds_and_the_loop_fallback_agree(monkeypatch, max_rounds):
+    # One tenant, halving sizes against half the total: nearly every refusal needs its own round
+    # of cumulative sums, so past MAX_ROUNDS the rest is scanned one at a time.
+    import fleetplan.solvers.gms as gms
+
+    monkeypatch.setattr(gms, "MAX_ROUNDS", max_rounds)
+    rng = np.random.default_rng(7)
+    n = 2000
+    gpus = 2.0 ** rng.integers(0, 20, n) / 1000.0
+    tenant, prio = np.array([0, 1] * (n // 2)), np.array([0, 5])
+    case = (tenant, rng.random(n), gpus, np.zeros(n), prio, np.array([gpus.sum() / 4, gpus.sum() / 3]),
+            np.array([1.0, 1.0]), np.array([0.0, 0.0]), np.array([0.0, 0.0]), np.array([1.0, 2.0]), GmsParameters())
+    result = scan(*case)
+    _, priority, _, within = reference_scan(*(a.tolist() if isinstance(a, np.ndarray) else a for a in case))
+    assert result.within_quota.tolist() == within
+    assert result.priority.tolist() == priority
+    assert 0 < sum(within) < n
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 20), st.integers(0, 6), st.integers(0, 6)),
                 max_size=40),
@@ -216,6 +241,8 @@ GOOD = dict(tenant=[0, 1], age=[1.0, 2.0], gpus=[1, 2], cpus=[1, 2], prio=[0, 1]
     ({"cpu_quota": [8, -1]}, "tenant_cpu_quota[1]"),
     ({"gpus_used": [math.inf, 0]}, "tenant_gpus_used[0]"),
     ({"usage": [1.0, math.nan]}, "tenant_window_usage[1]"),
+    ({"gpus": [1, 2e9]}, "gpus[1]"),
+    ({"gpu_quota": [8, 1e10]}, "tenant_gpu_quota[1]"),
 ])
 def test_bad_input_names_the_argument(change, path):
     case = {**GOOD, **change}

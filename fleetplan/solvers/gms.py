@@ -27,8 +27,9 @@ settled by size alone (usually one or two). The result equals the plain sequenti
 Modelling choices the paper leaves open:
 
 * Both GPUs and CPUs must fit ("the quota specifies the maximum number of GPUs and CPUs").
-* "Fits" is ``used + demand <= quota`` up to a relative tolerance of ``1e-9`` (so fractional
-  CPU demands such as 0.1 + 0.2 against 0.3 fit). A quota may be ``inf`` (no quota).
+* "Fits" is ``used + demand <= quota``, counted exactly in thousandths of a GPU or CPU (amounts
+  are rounded to 0.001; 0.1 + 0.2 CPUs fit a quota of 0.3). A quota may be ``inf`` (no quota);
+  finite amounts are at most :data:`MAX_AMOUNT`.
 * A tenant already above its quota by its running workloads admits nothing, not even a
   workload asking for nothing.
 * The fair-share term's denominator is the mean over all tenants; when every tenant's window
@@ -71,9 +72,18 @@ OVER_QUOTA_PRIORITY = PRIORITY_LEVELS - 1  # lowest of MAST's seven levels 0 (hi
 PAPER_PRIORITY_SHARES: tuple[float, ...] = (0.03, 0.20, 0.16, 0.54, 0.002, 0.005, 0.0002 + 0.06)
 PRIORITY_MIX: tuple[float, ...] = tuple(s / math.fsum(PAPER_PRIORITY_SHARES) for s in PAPER_PRIORITY_SHARES)
 
-# Relative slack of the quota check, so that sums of fractional demands that are equal on paper
-# are not refused by floating-point rounding.
-_QUOTA_RTOL = 1e-9
+# The quota scan counts GPUs and CPUs in thousandths, as int64: sums are exact in any order of
+# addition (0.1 + 0.2 CPUs fit a quota of 0.3), so the vectorised scan equals the sequential one.
+UNITS_PER_RESOURCE = 1000
+# Largest finite amount accepted (a billion GPUs or CPUs): 10^12 units per workload, so sums over
+# millions of workloads stay far below NO_QUOTA and int64's limit.
+MAX_AMOUNT = 1e9
+NO_QUOTA = np.int64(2**62)  # an infinite quota, in units
+
+# Rounds of cumulative sums before the undecided rest is scanned one workload at a time. A round
+# settles at least one refusal per tenant; adversarial demands (say, halving sizes) could need a
+# round per workload, so past this many rounds the plain loop over what is left is cheaper.
+MAX_ROUNDS = 8
 
 
 def workload_priority_mix() -> np.ndarray:
@@ -148,16 +158,21 @@ def _vector(value: np.ndarray, name: str, length: int | None, *, integer: bool =
                 raise InstanceError(f"{name}[{int(np.flatnonzero(bad)[0])}]", "must be an integer")
         return array.astype(np.int64)
     array = array.astype(np.float64)
-    bad = np.isnan(array) | (array < 0) | (~np.isfinite(array) if not allow_inf else False)
+    bad = np.isnan(array) | (array < 0) | (array > MAX_AMOUNT) & np.isfinite(array)
+    if not allow_inf:
+        bad |= ~np.isfinite(array)
     if np.any(bad):
         position = int(np.flatnonzero(bad)[0])
-        must = "a non-negative number (or inf)" if allow_inf else "a finite non-negative number"
+        must = f"a non-negative number up to {MAX_AMOUNT:g}" + (" or inf" if allow_inf else "")
         raise InstanceError(f"{name}[{position}]", f"must be {must}, got {array[position]!r}")
     return array
 
 
-def _fits(used: np.ndarray, quota: np.ndarray) -> np.ndarray:
-    return used <= quota + _QUOTA_RTOL * np.maximum(np.abs(quota), 1.0)
+def to_units(amount: np.ndarray) -> np.ndarray:
+    """GPUs or CPUs as exact int64 counts of thousandths (``inf``, no quota, as :data:`NO_QUOTA`)."""
+    amount = np.asarray(amount, dtype=np.float64)
+    units = np.rint(np.where(np.isfinite(amount), amount, 0.0) * UNITS_PER_RESOURCE).astype(np.int64)
+    return np.where(np.isfinite(amount), units, NO_QUOTA)
 
 
 def sequential_quota_scan(tenant: np.ndarray, gpus: np.ndarray, cpus: np.ndarray, credit_order: np.ndarray,
@@ -165,24 +180,30 @@ def sequential_quota_scan(tenant: np.ndarray, gpus: np.ndarray, cpus: np.ndarray
                           cpus_used: np.ndarray) -> np.ndarray:
     """The paper's scan, one workload at a time in ``credit_order`` (the reference; slow).
 
-    Returns the (n,) within-quota mask in input order.
+    Takes the amounts in GPUs and CPUs like :func:`gms_scan` and returns the (n,) within-quota
+    mask in input order.
     """
-    used_g = [float(v) for v in gpus_used]
-    used_c = [float(v) for v in cpus_used]
+    g, c = to_units(gpus).tolist(), to_units(cpus).tolist()
+    quota_g, quota_c = to_units(gpu_quota).tolist(), to_units(cpu_quota).tolist()
+    used_g, used_c = to_units(gpus_used).tolist(), to_units(cpus_used).tolist()
     within = np.zeros(len(tenant), dtype=bool)
     for w in credit_order.tolist():
         t = int(tenant[w])
-        new_g, new_c = used_g[t] + float(gpus[w]), used_c[t] + float(cpus[w])
-        if _fits(np.float64(new_g), np.float64(gpu_quota[t])) and _fits(np.float64(new_c), np.float64(cpu_quota[t])):
+        if used_g[t] + g[w] <= quota_g[t] and used_c[t] + c[w] <= quota_c[t]:
             within[w] = True
-            used_g[t], used_c[t] = new_g, new_c
+            used_g[t] += g[w]
+            used_c[t] += c[w]
     return within
 
 
 def _quota_scan(tenant: np.ndarray, gpus: np.ndarray, cpus: np.ndarray, credit_order: np.ndarray,
                 gpu_quota: np.ndarray, cpu_quota: np.ndarray, gpus_used: np.ndarray,
                 cpus_used: np.ndarray) -> np.ndarray:
-    """The same result as :func:`sequential_quota_scan`, in rounds of segmented cumulative sums."""
+    """The same result as :func:`sequential_quota_scan`, in rounds of segmented cumulative sums.
+
+    All amounts are int64 thousandths (:func:`to_units`): the sums are exact whatever their
+    order of addition, which is what makes the rounds equal to the one-at-a-time scan.
+    """
     n = len(tenant)
     within = np.zeros(n, dtype=bool)
     if n == 0:
@@ -191,14 +212,15 @@ def _quota_scan(tenant: np.ndarray, gpus: np.ndarray, cpus: np.ndarray, credit_o
     grouped = credit_order[np.argsort(tenant[credit_order], kind="stable")]
     seg = tenant[grouped]
     g, c = gpus[grouped], cpus[grouped]
-    used_g = gpus_used.astype(np.float64).copy()
-    used_c = cpus_used.astype(np.float64).copy()
+    used_g, used_c = gpus_used.copy(), cpus_used.copy()
     undecided = np.arange(n)
     admitted = np.zeros(n, dtype=bool)
-    while undecided.size:
+    rounds = 0
+    while undecided.size and rounds < MAX_ROUNDS:
+        rounds += 1
         t = seg[undecided]
         # What is left only shrinks, so a workload that alone overflows it is refused for good.
-        alone = _fits(used_g[t] + g[undecided], gpu_quota[t]) & _fits(used_c[t] + c[undecided], cpu_quota[t])
+        alone = (used_g[t] + g[undecided] <= gpu_quota[t]) & (used_c[t] + c[undecided] <= cpu_quota[t])
         undecided, t = undecided[alone], t[alone]
         if not undecided.size:
             break
@@ -208,7 +230,7 @@ def _quota_scan(tenant: np.ndarray, gpus: np.ndarray, cpus: np.ndarray, credit_o
         # Sums restarted at each tenant: subtract what the earlier tenants added.
         base_g = np.repeat(cg[starts] - g[undecided[starts]], lengths)
         base_c = np.repeat(cc[starts] - c[undecided[starts]], lengths)
-        ok = _fits(used_g[t] + (cg - base_g), gpu_quota[t]) & _fits(used_c[t] + (cc - base_c), cpu_quota[t])
+        ok = (used_g[t] + (cg - base_g) <= gpu_quota[t]) & (used_c[t] + (cc - base_c) <= cpu_quota[t])
         # Demands are >= 0, so within a tenant `ok` is a prefix: admit it; the first workload
         # after it fits alone but not after the prefix, so the sequential scan refuses it.
         admitted[undecided[ok]] = True
@@ -217,13 +239,22 @@ def _quota_scan(tenant: np.ndarray, gpus: np.ndarray, cpus: np.ndarray, credit_o
         refused_at = np.flatnonzero(~ok)
         if not refused_at.size:
             break
-        # The first refused position of each tenant segment.
+        # The first refused position of each tenant's segment; what follows it stays undecided.
         seg_of = np.repeat(np.arange(starts.size), lengths)
         first_per_seg = np.full(starts.size, undecided.size)
         np.minimum.at(first_per_seg, seg_of[refused_at], refused_at)
-        first_bad = first_per_seg[seg_of]
-        keep = np.arange(undecided.size) > first_bad
-        undecided = undecided[keep]
+        undecided = undecided[np.arange(undecided.size) > first_per_seg[seg_of]]
+    if undecided.size:
+        # Only tenants that refused in every round are left; `undecided` is still in (tenant,
+        # credit) order and `used` holds what the rounds admitted: finish one at a time.
+        quota_g, quota_c = gpu_quota.tolist(), cpu_quota.tolist()
+        run_g, run_c = used_g.tolist(), used_c.tolist()
+        for position, t, dg, dc in zip(undecided.tolist(), seg[undecided].tolist(), g[undecided].tolist(),
+                                       c[undecided].tolist(), strict=True):
+            if run_g[t] + dg <= quota_g[t] and run_c[t] + dc <= quota_c[t]:
+                admitted[position] = True
+                run_g[t] += dg
+                run_c[t] += dc
     within[grouped[admitted]] = True
     return within
 
@@ -303,13 +334,14 @@ def gms_scan(*, tenant: np.ndarray, age_hours: np.ndarray, gpus: np.ndarray, cpu
     credit = params.age_weight * np.minimum(age, params.age_cap_hours) + fair_share[who]
 
     credit_order = np.argsort(-credit, kind="stable")  # credit descending, index ascending on ties
-    within = _quota_scan(who, g, c, credit_order, gpu_quota, cpu_quota, gpus_used, cpus_used)
+    within = _quota_scan(who, to_units(g), to_units(c), credit_order, to_units(gpu_quota), to_units(cpu_quota),
+                         to_units(gpus_used), to_units(cpus_used))
     priority = np.where(within, prio[who], OVER_QUOTA_PRIORITY).astype(np.int64)
     order = np.lexsort((np.arange(n), -credit, priority)).astype(np.int64)
     return GmsScan(order=order, priority=priority, credit=credit, within_quota=within)
 
 
 __all__ = [
-    "OVER_QUOTA_PRIORITY", "PAPER_PRIORITY_SHARES", "PRIORITY_MIX", "GmsParameters", "GmsScan",
-    "gms_scan", "sequential_quota_scan", "workload_priority_mix",
+    "MAX_AMOUNT", "OVER_QUOTA_PRIORITY", "PAPER_PRIORITY_SHARES", "PRIORITY_MIX", "GmsParameters", "GmsScan",
+    "gms_scan", "sequential_quota_scan", "to_units", "workload_priority_mix",
 ]
