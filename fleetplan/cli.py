@@ -67,10 +67,17 @@ def time_left(limit: float | None, reserve: float = 0.0) -> float | None:
 def cmd_generate(args: argparse.Namespace, extra: Sequence[str]) -> int:
     params = parse_flag_params(extra)
     params.update(parse_assignments(args.param, "--param"))
-    check_output_path(args.output)
+    # `--from FILE --event EVENT [--plan PLAN]`: the next reservation instance after an event.
+    event = any(flag in params for flag in ("from", "event", "plan"))
+    check_output_path(args.output, inputs=[str(params[f]) for f in ("from", "plan") if event and f in params])
     with working(f"generating a {args.kind} instance", not args.json):
         try:
-            instance = fleetplan.generate(args.kind, params, seed=args.seed)
+            if event:
+                from fleetplan.instances.reservation.events import next_instance_from_files
+
+                instance = next_instance_from_files(args.kind, params, seed=args.seed)
+            else:
+                instance = fleetplan.generate(args.kind, params, seed=args.seed)
         except MemoryError:
             raise CommandError(f"generate {args.kind}: this machine has not enough memory for an "
                                f"instance of this size ({params}); try a smaller one") from None
@@ -272,7 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
         return sub
 
     generate = add("generate", "generate a seeded instance (extra --NAME VALUE flags are generator "
-                               "parameters)", epilog="`fleetplan generate KIND --help` lists KIND's parameters")
+                               "parameters)", epilog="`fleetplan generate KIND --help` lists KIND's parameters; `fleetplan generate "
+                    "reservation --from FILE --event new-datacenter|maintenance|growth|hardware-refresh "
+                    "[--plan PLAN.json] -o NEXT.json` writes the instance after an event")
     generate.add_argument("kind", help=f"problem kind: {kinds}")
     generate.add_argument("-o", "--output", required=True, help="instance file to write")
     generate.add_argument("--seed", type=SEED, default=0, help="random seed (same seed, same instance)")

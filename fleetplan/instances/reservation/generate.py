@@ -32,7 +32,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from fleetplan.instances.base import StrictModel
+from fleetplan.instances.base import InstanceError, StrictModel
 from fleetplan.instances.reservation import FREE, GPU, STORAGE, ReservationInstance, ReservationPlan
 from fleetplan.instances.reservation.evaluate import guaranteed, holdings
 
@@ -283,6 +283,8 @@ def _new_datacenter(data: dict[str, Any], arrays, params: ReservationParams, rng
 def _hardware_refresh(data: dict[str, Any], arrays, rng: np.random.Generator) -> None:
     cpu = [t for t in range(arrays.num_types) if arrays.type_category[t] == 1
            and (arrays.server_type == t).any()]
+    if not cpu:
+        raise InstanceError("event", "hardware-refresh: the region has no CPU servers to replace")
     old = min(cpu, key=lambda t: (arrays.type_rru[t], t))
     dcs = np.unique(arrays.server_dc[arrays.server_type == old])
     dc = int(rng.choice(dcs))
