@@ -123,3 +123,12 @@ def test_json_output_names_the_event(tmp_path, region, capsys):
                  "-o", str(out)]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["params"]["event"] == "maintenance" and out.exists()
+
+
+@pytest.mark.parametrize("kind", ["reservation", "binpack"])
+def test_every_generator_parameter_has_a_meaning(kind):
+    from fleetplan.cli_render import generator_parameters
+    from fleetplan.instances import get_kind
+
+    rows = generator_parameters(get_kind(kind).generate_params)
+    assert rows and [row["name"] for row in rows if len(row["meaning"]) < 10] == []

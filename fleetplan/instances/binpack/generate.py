@@ -45,14 +45,16 @@ class BinpackParams(StrictModel):
 
     clusters: int = Field(default=4, ge=1, le=200, description="ML dynamic clusters in the region")
     machines: int = Field(default=64, ge=0, le=100_000, description="GPU machines in the region")
-    gpus_per_machine: int = Field(default=8, ge=1, le=16)
+    gpus_per_machine: int = Field(default=8, ge=1, le=16, description="GPUs on each GPU machine")
     cpu_machines: int = Field(default=0, ge=0, le=500_000, description="CPU machines in the region")
-    machines_per_rack: int = Field(default=4, ge=1, le=64)
-    gpu_types: int = Field(default=1, ge=1, le=len(GPU_TYPE_NAMES))
+    machines_per_rack: int = Field(default=4, ge=1, le=64, description="machines in each rack")
+    gpu_types: int = Field(default=1, ge=1, le=len(GPU_TYPE_NAMES), description="GPU hardware types; "
+                           "clusters take them in turn, one type per cluster")
     load: float = Field(default=0.9, ge=0, le=1, description="share of GPUs (and CPU cores) held by "
                         "running jobs")
     workloads: int = Field(default=4, ge=1, le=100_000, description="pending workloads (one GMS pass)")
-    max_jobs_per_workload: int = Field(default=2, ge=1, le=16)
+    max_jobs_per_workload: int = Field(default=2, ge=1, le=16, description="most jobs in one pending "
+                                       "workload (each has 1 to this many)")
     pending_priority: int | None = Field(default=None, ge=0, le=PRIORITY_LEVELS - 1,
                                          description="priority of every pending workload; null: "
                                          "§4.2's mix")

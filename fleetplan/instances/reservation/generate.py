@@ -49,22 +49,28 @@ class ReservationParams(StrictModel):
     """Parameters of :func:`generate` (``fleetplan generate reservation --servers N
     --reservations R --datacenters D --seed K``)."""
 
-    servers: int = Field(default=10_000, ge=4, le=2_000_000)
-    reservations: int = Field(default=50, ge=1, le=5_000)
-    datacenters: int = Field(default=6, ge=1, le=50)
-    fault_domains_per_datacenter: int = Field(default=5, ge=1, le=100)
-    servers_per_rack: int = Field(default=40, ge=1, le=1000)
+    servers: int = Field(default=10_000, ge=4, le=2_000_000, description="servers in the region")
+    reservations: int = Field(default=50, ge=1, le=5_000, description="reservations (dynamic clusters)")
+    datacenters: int = Field(default=6, ge=1, le=50, description="datacenters in the region")
+    fault_domains_per_datacenter: int = Field(default=5, ge=1, le=100, description="fault domains (MSBs) "
+                                              "in each datacenter")
+    servers_per_rack: int = Field(default=40, ge=1, le=1000, description="servers in each rack (one "
+                                  "server type per rack), also in a new datacenter")
     ml_share: float = Field(default=0.3, ge=0, le=1, description="share of reservations that are ML")
     utilization: float = Field(default=0.75, gt=0, le=1, description="share of servers assigned today")
-    maintenance_share: float = Field(default=0.01, ge=0, le=1, description="servers out for maintenance")
-    datacenter_guarantee_share: float = Field(default=0.2, ge=0, le=1, description="general "
-                                              "reservations guaranteed against a datacenter failure")
-    ratio_share: float = Field(default=0.2, ge=0, le=1, description="general reservations with a "
-                               "storage ratio")
-    disruption_budget_share: float | None = Field(default=0.05, ge=0, le=1, description="budget as a "
-                                                  "share of servers; null: unlimited")
-    events: list[Event] = Field(default_factory=list, description="events applied in order")
-    growth_share: float = Field(default=0.1, gt=0, le=1, description="reservations a growth event grows")
+    maintenance_share: float = Field(default=0.01, ge=0, le=1, description="share of servers out for "
+                                     "maintenance")
+    datacenter_guarantee_share: float = Field(default=0.2, ge=0, le=1, description="share of "
+                                              "general reservations guaranteed against a datacenter failure")
+    ratio_share: float = Field(default=0.2, ge=0, le=1, description="share of general reservations "
+                               "with a storage ratio")
+    disruption_budget_share: float | None = Field(default=0.05, ge=0, le=1, description="disruption "
+                                                  "budget (most servers moved in one run) as a share of "
+                                                  "servers; null: unlimited")
+    events: list[Event] = Field(default_factory=list, description="events applied in order: "
+                                "new-datacenter, fault-domain-maintenance, reservation-growth, hardware-refresh")
+    growth_share: float = Field(default=0.1, gt=0, le=1, description="share of reservations a growth "
+                                "event grows")
     growth_factor: float = Field(default=1.3, gt=0, description="request multiplier of a growth event")
     new_datacenter_size: float = Field(default=1.0, gt=0, description="servers of a new datacenter "
                                        "relative to the region's mean datacenter")
