@@ -67,6 +67,21 @@ class BinpackModelData:
                         dtype=object)
 
 
+# Model building cost per (job, machine) cell, CPU seconds: CP-SAT 87 us, Pyomo 125 us (measured
+# on 4 clusters x 1,200 machines x 20 workloads, 9,800 cells; benchmarks/RESULTS.md "Time
+# limits"). A solver does not start a model it cannot build in the time it has.
+CPSAT_BUILD_S_PER_CELL = 90e-6
+PYOMO_BUILD_S_PER_CELL = 125e-6
+
+
+def cell_count(instance: BinpackInstance, workloads: list[int]) -> int:
+    """An upper bound on the model's (job, machine) cells: per job, the machines of its
+    hardware (without building the dense fit matrix :func:`prepare` makes)."""
+    per_hardware = np.bincount(instance.arrays().machine_hardware, minlength=len(instance.hardware_types))
+    hw_index = {h: i for i, h in enumerate(instance.hardware_types)}
+    return int(sum(per_hardware[hw_index[job.hardware]] for w in workloads for job in instance.workloads[w].jobs))
+
+
 def prepare(instance: BinpackInstance, workloads: list[int], free: np.ndarray | None = None,
             alive: np.ndarray | None = None) -> BinpackModelData:
     """The model's data for ``workloads`` given ``free`` (M, 3) and ``alive`` running jobs

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from fleetplan.models.binpack import BinpackModelData, memory_scale
+from fleetplan.models.build_clock import Clock, _Ticker
 
 YOUTH_SCALE = 1e9
 
@@ -39,12 +40,19 @@ class CpsatBinpack:
     stages: list[tuple[str, Any, str]] = field(default_factory=list)
 
 
-def binpack_cpsat(data: BinpackModelData, *, batch: bool) -> CpsatBinpack:
-    """Build the model; ``batch=False`` requires every workload placed (single-workload RMS)."""
+def binpack_cpsat(data: BinpackModelData, *, batch: bool, deadline: Clock | None = None) -> CpsatBinpack:
+    """Build the model; ``batch=False`` requires every workload placed (single-workload RMS).
+
+    ``deadline`` is checked every few hundred variables and rows: at MAST size (20 clusters,
+    66,500 machines, 200 workloads) the batch model has 7.3 million (job, machine) cells and the
+    build alone ran for minutes; :class:`~fleetplan.models.build_clock.BuildTimeout` when it
+    expires on the way."""
     from ortools.sat.python import cp_model
 
+    ticker = _Ticker(deadline)
+
     model = cp_model.CpModel()
-    W, J, M = len(data.workloads), len(data.job_index), data.machines.size
+    W, J = len(data.workloads), len(data.job_index)
     z = [model.NewBoolVar(f"z{w}") for w in range(W)]
     if not batch:
         for var in z:
@@ -60,6 +68,7 @@ def binpack_cpsat(data: BinpackModelData, *, batch: bool) -> CpsatBinpack:
         model.Add(sum(y.values()) == z[w])
         rack_vars: dict[int, Any] = {}
         for m in np.flatnonzero(data.fit[j] > 0).tolist():
+            ticker.tick()
             cap = int(data.fit[j, m])
             x[(j, m)] = model.NewIntVar(0, cap, f"x{j}_{m}")
             u[(j, m)] = model.NewBoolVar(f"u{j}_{m}")
@@ -88,11 +97,15 @@ def binpack_cpsat(data: BinpackModelData, *, batch: bool) -> CpsatBinpack:
     for r, m, amount in zip(data.hold_running.tolist(), data.hold_machine.tolist(), data.hold_amount, strict=True):
         if r in preempted:
             held.setdefault(m, []).append((r, amount))
-    for m in range(M):
-        jobs_here = [j for j in range(J) if (j, m) in x]
-        if not jobs_here:
-            continue
+    # The jobs that fit each machine, from the cells (a scan of every (job, machine) pair was
+    # 20 million dictionary look-ups at MAST size).
+    jobs_on: dict[int, list[int]] = {}
+    for j, m in x:
+        jobs_on.setdefault(m, []).append(j)
+    for m in sorted(jobs_on):  # machine order, as before: the same model row by row
+        jobs_here = jobs_on[m]
         for k in range(3):
+            ticker.tick()
             load = [int(math.ceil(data.demand[j, k] * scales[k] - 1e-9)) * x[(j, m)] for j in jobs_here
                     if data.demand[j, k] > 0]
             if not load:

@@ -20,6 +20,12 @@ from typing import Any
 import numpy as np
 
 from fleetplan.models.binpack import BinpackModelData
+from fleetplan.models.build_clock import BuildTimeout, Clock, _Ticker
+
+# Cells ((job, machine) pairs that fit) past which the Pyomo model is not started: Pyomo builds a
+# variable set in one call that cannot be interrupted, at roughly 30 us a cell and four rows
+# each (measured at MAST size: 7.3 million cells would take minutes).
+CELLS_PER_SECOND = 20_000.0
 
 
 @dataclass
@@ -28,9 +34,19 @@ class MipBinpack:
     stages: list[tuple[str, Any, str]] = field(default_factory=list)
 
 
-def binpack_mip(data: BinpackModelData, *, batch: bool) -> MipBinpack:
-    """Build the Pyomo model; ``batch=False`` requires every workload placed."""
+def binpack_mip(data: BinpackModelData, *, batch: bool, deadline: Clock | None = None,
+                seconds_left: float | None = None) -> MipBinpack:
+    """Build the Pyomo model; ``batch=False`` requires every workload placed.
+
+    ``deadline`` is checked every few hundred rows (:class:`BuildTimeout` when it expires); a
+    model whose cells would take longer than ``seconds_left`` to create (at
+    :data:`CELLS_PER_SECOND`) is not started, since Pyomo creates each variable set in one call."""
     import pyomo.environ as pyo
+
+    ticker = _Ticker(deadline)
+    cells = int((data.fit > 0).sum())
+    if seconds_left is not None and cells > CELLS_PER_SECOND * seconds_left:
+        raise BuildTimeout(f"a model of {cells} cells cannot be built in {seconds_left:.2f} s")
 
     model = pyo.ConcreteModel()
     W, J = len(data.workloads), len(data.job_index)
@@ -48,14 +64,23 @@ def binpack_mip(data: BinpackModelData, *, batch: bool) -> MipBinpack:
     model.p = pyo.Var(range(len(data.pairs)), domain=pyo.Binary)
     rows = model.rows = pyo.ConstraintList()
     for j, m in slots:
+        ticker.tick()
         rows.add(model.x[j, m] <= int(data.fit[j, m]) * model.u[j, m])
         rows.add(model.x[j, m] >= model.u[j, m])
         rows.add(model.u[j, m] <= model.y[j, int(data.cluster[m])])
         rows.add(model.u[j, m] <= model.v[j, int(data.rack[m])])
+    clusters_of: dict[int, list[int]] = {}
+    for j, c in clusters:
+        clusters_of.setdefault(j, []).append(c)
+    machines_of: dict[int, list[int]] = {}
+    for j, m in slots:
+        machines_of.setdefault(j, []).append(m)
     for j in range(J):
+        ticker.tick()
         w = int(data.job_workload[j])
-        rows.add(sum(model.y[jj, c] for jj, c in clusters if jj == j) == model.z[w])
-        rows.add(sum(model.x[jj, m] for jj, m in slots if jj == j) == int(data.tasks[j]) * model.z[w])
+        # Per job, its own cells (a scan of every cell per job was quadratic).
+        rows.add(sum(model.y[j, c] for c in clusters_of.get(j, [])) == model.z[w])
+        rows.add(sum(model.x[j, m] for m in machines_of.get(j, [])) == int(data.tasks[j]) * model.z[w])
     by_running: dict[int, list[int]] = {}
     for k, (r, w) in enumerate(data.pairs.tolist()):
         rows.add(model.p[k] <= model.z[w])
@@ -73,6 +98,7 @@ def binpack_mip(data: BinpackModelData, *, batch: bool) -> MipBinpack:
         jobs_on.setdefault(m, []).append(j)
     for m, jobs in jobs_on.items():
         for k in range(3):
+            ticker.tick()
             load = [float(data.demand[j, k]) * model.x[j, m] for j in jobs if data.demand[j, k] > 0]
             if load:
                 freed = [float(amount[k]) * preempted[r] for r, amount in held.get(m, []) if amount[k] > 0]
