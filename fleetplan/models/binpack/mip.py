@@ -19,13 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from fleetplan.models.binpack import BinpackModelData
+from fleetplan.models.binpack import PYOMO_BUILD_S_PER_CELL, BinpackModelData
 from fleetplan.models.build_clock import BuildTimeout, Clock, _Ticker
-
-# Cells ((job, machine) pairs that fit) past which the Pyomo model is not started: Pyomo builds a
-# variable set in one call that cannot be interrupted, at roughly 30 us a cell and four rows
-# each (measured at MAST size: 7.3 million cells would take minutes).
-CELLS_PER_SECOND = 20_000.0
 
 
 @dataclass
@@ -40,12 +35,13 @@ def binpack_mip(data: BinpackModelData, *, batch: bool, deadline: Clock | None =
 
     ``deadline`` is checked every few hundred rows (:class:`BuildTimeout` when it expires); a
     model whose cells would take longer than ``seconds_left`` to create (at
-    :data:`CELLS_PER_SECOND`) is not started, since Pyomo creates each variable set in one call."""
+    :data:`~fleetplan.models.binpack.PYOMO_BUILD_S_PER_CELL`) is not started, since Pyomo
+    creates each variable set in one call that cannot be interrupted."""
     import pyomo.environ as pyo
 
     ticker = _Ticker(deadline)
     cells = int((data.fit > 0).sum())
-    if seconds_left is not None and cells > CELLS_PER_SECOND * seconds_left:
+    if seconds_left is not None and cells * PYOMO_BUILD_S_PER_CELL > seconds_left:
         raise BuildTimeout(f"a model of {cells} cells cannot be built in {seconds_left:.2f} s")
 
     model = pyo.ConcreteModel()
