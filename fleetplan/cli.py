@@ -128,7 +128,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     else:
         render_result(stdout, result)
         if result.plan is not None:
-            render_plan(stdout, instance, result.plan)
+            render_plan(stdout, instance, result.plan, result.evaluation, current)
         if result.evaluation is not None and current is not None:
             render_evaluations(stdout, {"today": current, "new plan": result.evaluation},
                                "today's plan and the new plan")
@@ -152,7 +152,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(evaluation.model_dump())
     else:
-        render_plan(stdout, instance, plan)
+        render_plan(stdout, instance, plan, evaluation)
         render_evaluations(stdout, {"value": evaluation}, f"{args.plan} on {args.file}")
         stdout.print("no violations" if evaluation.feasible else f"{len(evaluation.violations)} violations")
     return EXIT_OK if evaluation.feasible else EXIT_NO_PLAN

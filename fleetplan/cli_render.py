@@ -129,39 +129,50 @@ def render_result(console: Console, result: Any) -> None:
 PREVIEW_ROWS = 10
 
 
-def render_plan(console: Console, instance: Any, plan: Any) -> None:
+def render_plan(console: Console, instance: Any, plan: Any, evaluation: Evaluation | None = None,
+                before: Evaluation | None = None) -> None:
     """The plan itself, briefly: allocation — the top rows of X and effective throughput;
-    placement — the largest moves."""
+    placement — the largest moves and GPU demand/supply and storage per region (before and
+    after when ``before``, today's verdict, is given). Per-item numbers come from the
+    verdicts' breakdowns, not recomputed here."""
     if plan.kind == "allocation":
-        _render_allocation(console, instance, plan)
+        _render_allocation(console, plan, evaluation)
     elif plan.kind == "placement":
-        _render_placement(console, instance, plan)
+        _render_placement(console, plan)
+        if evaluation is not None and "regions" in evaluation.breakdown:
+            _render_regions(console, evaluation, before)
 
 
-def _render_allocation(console: Console, instance: Any, plan: Any) -> None:
-    import numpy as np
-
-    shares = np.asarray(plan.allocation, dtype=float)
-    if shares.size == 0:
+def _render_allocation(console: Console, plan: Any, evaluation: Evaluation | None) -> None:
+    shown = min(PREVIEW_ROWS, len(plan.allocation))
+    if shown == 0:
         return
-    throughput = np.array([[job.throughput.get(t, 0.0) for t in plan.worker_types] for job in instance.jobs])
-    effective = (shares * throughput).sum(axis=1) if throughput.shape == shares.shape else None
-    table = Table(title=f"allocation X: time share per GPU type (first {min(PREVIEW_ROWS, len(shares))} "
-                        f"of {len(shares)} jobs)", header_style="bold")
+    effective = None
+    jobs = evaluation.breakdown.get("jobs") if evaluation is not None else None
+    if jobs is not None:
+        # The breakdown is in the instance's job order; the plan file may list jobs otherwise.
+        ids, values = jobs["id"], jobs["effective_throughput"]
+        if ids[:shown] == plan.job_ids[:shown]:
+            effective = values[:shown]
+        else:
+            row_of = dict(zip(ids, values, strict=True))
+            effective = [row_of.get(job) for job in plan.job_ids[:shown]]
+    table = Table(title=f"allocation X: time share per GPU type (first {shown} "
+                        f"of {len(plan.allocation)} jobs)", header_style="bold")
     table.add_column("job", overflow="fold")
     for name in plan.worker_types:
         table.add_column(name, justify="right", overflow="fold")
     if effective is not None:
         table.add_column("effective thr.", justify="right")
-    for index in range(min(PREVIEW_ROWS, len(shares))):
-        cells = [f"{value:.3f}" for value in shares[index]]
+    for index in range(shown):
+        cells = [f"{value:.3f}" for value in plan.allocation[index]]
         if effective is not None:
-            cells.append(f"{effective[index]:.4g}")
+            cells.append(fmt(effective[index], 4))
         table.add_row(plan.job_ids[index], *cells)
     console.print(table)
 
 
-def _render_placement(console: Console, instance: Any, plan: Any) -> None:
+def _render_placement(console: Console, plan: Any) -> None:
     moves = sorted(plan.moves, key=lambda move: -move.bytes)[:PREVIEW_ROWS]
     if not moves:
         console.print("no table moved")
@@ -172,6 +183,42 @@ def _render_placement(console: Console, instance: Any, plan: Any) -> None:
                          overflow="fold")
     for move in moves:
         table.add_row(move.table, move.source, move.target, fmt_bytes(move.bytes), fmt(move.gain, 4))
+    console.print(table)
+
+
+def _render_regions(console: Console, after: Evaluation, before: Evaluation | None) -> None:
+    """GPU demand/supply and storage per region; with ``before``, "before -> after". Regions
+    with the highest demand/supply first, at most :data:`PREVIEW_ROWS`."""
+    now = after.breakdown["regions"]
+    then = before.breakdown.get("regions") if before is not None else None
+    if then is not None and then["id"] != now["id"]:
+        then = None
+    count = len(now["id"])
+
+    def ratio(table: dict[str, list], r: int) -> float:
+        supply = table["gpu_supply"][r]
+        return table["gpu_demand"][r] / supply if supply > 0 else (math.inf if table["gpu_demand"][r] > 0 else 0.0)
+
+    order = sorted(range(count), key=lambda r: -ratio(now, r))[:PREVIEW_ROWS]
+    title = (f"regions: GPU demand/supply and storage ({len(order)} of {count}, highest demand/supply first"
+             + ("; before -> after)" if then is not None else ")"))
+    table = Table(title=title, header_style="bold")
+    table.add_column("region", overflow="fold")
+    for heading in ("GPU-h demand", "GPU-h supply", "demand/supply", "stored", "capacity"):
+        table.add_column(heading, justify="right", overflow="fold")
+
+    def pair(render: Any, name: str, r: int) -> str:
+        value = now[name][r] if name != "ratio" else ratio(now, r)
+        if then is None:
+            return render(value)
+        old = then[name][r] if name != "ratio" else ratio(then, r)
+        return render(value) if old == value else f"{render(old)} -> {render(value)}"
+
+    number = lambda value: fmt(value, 4)  # noqa: E731
+    for r in order:
+        table.add_row(now["id"][r], pair(number, "gpu_demand", r), number(now["gpu_supply"][r]),
+                      pair(number, "ratio", r), pair(fmt_bytes, "storage_used_bytes", r),
+                      fmt_bytes(now["storage_capacity_bytes"][r]))
     console.print(table)
 
 

@@ -126,7 +126,14 @@ class Violation(StrictModel):
 
 
 class Evaluation(StrictModel):
-    """The judge's verdict on a plan: objective with its terms, violations and metrics."""
+    """The judge's verdict on a plan: objective with its terms, violations and metrics.
+
+    ``breakdown`` holds the per-item readings behind the aggregates, as named column-wise tables
+    (``{"jobs": {"id": [...], "effective_throughput": [...]}}`` for allocation,
+    ``{"regions": {"id": [...], "gpu_demand": [...], ...}}`` for placement): every column of a
+    table has one entry per row, ``id`` first. Column-wise keeps a 10^5-row table a few lists,
+    cheap to build and to write as JSON. :meth:`table` gives one as a pandas DataFrame.
+    """
 
     kind: str
     objective: float
@@ -134,12 +141,31 @@ class Evaluation(StrictModel):
     terms: dict[str, float] = Field(default_factory=dict)
     violations: list[Violation] = Field(default_factory=list)
     metrics: dict[str, float] = Field(default_factory=dict)
+    breakdown: dict[str, dict[str, list[Any]]] = Field(
+        default_factory=dict, description="per-item tables (jobs, regions, ...), column-wise")
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=True)
 
     @property
     def feasible(self) -> bool:
         return not self.violations
+
+    def table(self, name: str) -> Any:
+        """One breakdown table as a pandas DataFrame indexed by ``id``.
+
+        >>> from fleetplan.instances.base import Evaluation
+        >>> verdict = Evaluation(kind="x", objective=0.0, sense="min",
+        ...                      breakdown={"jobs": {"id": ["a", "b"], "load": [1.0, 2.0]}})
+        >>> verdict.table("jobs")["load"].tolist()
+        [1.0, 2.0]
+        """
+        import pandas as pd
+
+        if name not in self.breakdown:
+            known = ", ".join(sorted(self.breakdown)) or "none"
+            raise KeyError(f"no breakdown table {name!r} (this evaluation has: {known})")
+        frame = pd.DataFrame(self.breakdown[name])
+        return frame.set_index("id") if "id" in frame.columns else frame
 
 
 @dataclass(frozen=True)

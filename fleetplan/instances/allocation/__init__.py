@@ -547,13 +547,39 @@ def evaluate(instance: AllocationInstance, plan: AllocationPlan) -> Evaluation:
         makespan = min_makespan(view)["makespan_s"]
         if np.isfinite(makespan):
             metrics["makespan_s"] = makespan
-    for name, workers, busy in zip(arrays.worker_types, arrays.num_workers, used, strict=True):
-        metrics[f"utilization_{name}"] = float(busy / workers) if workers else 0.0
-    return Evaluation(
+    utilization = np.divide(used, arrays.num_workers, out=np.zeros_like(used),
+                            where=arrays.num_workers > 0)
+    for name, value in zip(arrays.worker_types, utilization.tolist(), strict=True):
+        metrics[f"utilization_{name}"] = value
+    verdict = Evaluation(
         kind=KIND, objective=float(sum(terms.values())), sense=scoring.sense, terms=terms,
         violations=_violations(instance, matrix, pair_jobs, pair_matrix, throughput, scoring.checks_slo),
         metrics=metrics,
     )
+    # Lists of plain values built here: validating 10^5 items again would only cost time.
+    verdict.breakdown = _breakdown(arrays, matrix, pair_jobs, pair_matrix, throughput, normalized, speedup,
+                                   used, utilization)
+    return verdict
+
+
+def _breakdown(arrays: AllocationArrays, matrix: np.ndarray, pair_jobs: np.ndarray, pair_matrix: np.ndarray,
+               throughput: np.ndarray, normalized: np.ndarray, speedup: np.ndarray, used: np.ndarray,
+               utilization: np.ndarray) -> dict[str, dict[str, list]]:
+    """Per job (in the instance's order) and per worker type, column-wise (issue 8 item 5):
+    effective throughput (Gavel §3.1), normalized against X_equal (§4.1), speed-up over the
+    isolated 1/n share, and the time share the job is given in all (pair rows included)."""
+    time_share = matrix.sum(axis=1)
+    if len(pair_jobs):
+        pair_sum = pair_matrix.sum(axis=1)
+        np.add.at(time_share, pair_jobs[:, 0], pair_sum)
+        np.add.at(time_share, pair_jobs[:, 1], pair_sum)
+    return {
+        "jobs": {"id": list(arrays.job_ids), "effective_throughput": throughput.tolist(),
+                 "normalized_throughput": normalized.tolist(), "speedup_over_isolated": speedup.tolist(),
+                 "time_share": time_share.tolist()},
+        "worker_types": {"id": list(arrays.worker_types), "workers": arrays.num_workers.tolist(),
+                         "busy_workers": used.tolist(), "utilization": utilization.tolist()},
+    }
 
 
 # --- the generator ------------------------------------------------------------------------

@@ -129,14 +129,23 @@ def storage_balance(arrays: PlacementArrays, home_bytes: np.ndarray) -> float:
 
 
 def cross_region_bytes(arrays: PlacementArrays, home: np.ndarray, region: np.ndarray,
-                       weighted: bool = True) -> float:
-    """Expression 1 without w1: bytes planned jobs read from a region other than R(job)."""
+                       weighted: bool = True, crossing: np.ndarray | None = None) -> float:
+    """Expression 1 without w1: bytes planned jobs read from a region other than R(job).
+
+    ``crossing`` (:func:`pair_cross`, when the caller has it) saves recomputing it."""
     pair_job = arrays.pair_job
-    cross = arrays.planned[pair_job] & (region[pair_job] != home[arrays.job_tables])
+    if crossing is None:
+        crossing = pair_cross(arrays, home, region)
+    cross = arrays.planned[pair_job] & crossing
     size = arrays.table_size[arrays.job_tables]
     if weighted:
         size = size * arrays.job_weight[pair_job]
     return float(size[cross].sum())
+
+
+def pair_cross(arrays: PlacementArrays, home: np.ndarray, region: np.ndarray) -> np.ndarray:
+    """For every (job, table) pair: does the job read the table from another region than R(job)?"""
+    return region[arrays.pair_job] != home[arrays.job_tables]
 
 
 def objective_terms(arrays: PlacementArrays, home: np.ndarray) -> dict[str, float]:
@@ -269,7 +278,8 @@ def evaluate(instance: PlacementInstance, plan: PlacementPlan) -> Evaluation:
     balance, overload = gpu_terms(arrays, demand)
     num_regions = arrays.num_regions
     home_bytes = np.bincount(home, weights=arrays.table_size, minlength=num_regions)
-    traffic = cross_region_bytes(arrays, home, region)
+    crossing = pair_cross(arrays, home, region)
+    traffic = cross_region_bytes(arrays, home, region, crossing=crossing)
     terms = {
         "traffic": arrays.w_traffic * traffic,
         "gpu_balance": arrays.w_gpu * balance,
@@ -345,7 +355,7 @@ def evaluate(instance: PlacementInstance, plan: PlacementPlan) -> Evaluation:
         "ml_jobs_no_feasible_region": float((~collocated).sum()),
         "hp_ml_jobs_no_feasible_region": float((~collocated & ml_high).sum()),
         "ml_jobs_split": float(((region < 0) & (arrays.job_kind == ML) & arrays.planned).sum()),
-        "cross_region_bytes": cross_region_bytes(arrays, home, region, weighted=False),
+        "cross_region_bytes": cross_region_bytes(arrays, home, region, weighted=False, crossing=crossing),
         "home_bytes": float(home_bytes.sum()),
         "replica_bytes": float(replica_bytes.sum()),
         "replica_storage_overhead": float(replica_bytes.sum() / home_bytes.sum()) if home_bytes.sum() > 0 else 0.0,
@@ -357,5 +367,54 @@ def evaluate(instance: PlacementInstance, plan: PlacementPlan) -> Evaluation:
     metrics.update(fidelity_metrics(arrays, home, region, terms))
     if np.isfinite(arrays.move_quota_bytes):
         metrics["move_quota_bytes"] = arrays.move_quota_bytes
-    return Evaluation(kind=KIND, objective=float(sum(terms.values())), sense="min", terms=terms,
-                      violations=violations, metrics=metrics)
+    breakdown = plan_breakdown(arrays, home, region, demand, hp_demand, home_bytes, replica_region,
+                               replica_bytes, stored, crossing)
+    verdict = Evaluation(kind=KIND, objective=float(sum(terms.values())), sense="min", terms=terms,
+                         violations=violations, metrics=metrics)
+    verdict.breakdown = breakdown  # built here as lists of plain values: no need to validate 10^5 items
+    return verdict
+
+
+def plan_breakdown(arrays: PlacementArrays, home: np.ndarray, region: np.ndarray, demand: np.ndarray,
+                   hp_demand: np.ndarray, home_bytes: np.ndarray, replica_region: np.ndarray,
+                   replica_bytes: np.ndarray, stored: np.ndarray,
+                   crossing: np.ndarray | None = None) -> dict[str, dict[str, list]]:
+    """The plan per region, per (region, GPU type) and per job, column-wise (issue 8 item 5).
+
+    ``regions``: GPU supply and the demand of planned ML jobs placed there (Expression 2's D,
+    all types and priorities; ``hp_gpu_demand`` the high-priority part of §5.6), tables and
+    bytes homed there, replica bytes, storage used (homes and replicas, constraint 4) and
+    capacity. ``region_gpu_types``: D and S per GPU type. ``jobs``: R(job) (§3.3; null when an
+    ML job's tables are split) and the bytes it reads from other regions.
+    """
+    num_regions, num_types = arrays.num_regions, len(arrays.gpu_types)
+    type_demand = demand.sum(axis=2)  # (regions, types)
+    names = np.array([*arrays.region_ids, None], dtype=object)  # index -1 is "no region"
+    cross = pair_cross(arrays, home, region) if crossing is None else crossing
+    read_elsewhere = np.bincount(arrays.pair_job, weights=arrays.table_size[arrays.job_tables] * cross,
+                                 minlength=arrays.num_jobs)
+    return {
+        "regions": {
+            "id": list(arrays.region_ids),
+            "gpu_supply": arrays.gpu_supply.sum(axis=1).tolist(),
+            "gpu_demand": type_demand.sum(axis=1).tolist(),
+            "hp_gpu_demand": hp_demand.tolist(),
+            "tables": np.bincount(home, minlength=num_regions).tolist(),
+            "home_bytes": home_bytes.tolist(),
+            "replica_bytes": np.bincount(replica_region, weights=replica_bytes, minlength=num_regions).tolist(),
+            "storage_used_bytes": stored.tolist(),
+            "storage_capacity_bytes": arrays.storage_capacity.tolist(),
+        },
+        "region_gpu_types": {
+            "id": [f"{r}/{g}" for r in arrays.region_ids for g in arrays.gpu_types],
+            "region": np.repeat(names[:-1], num_types).tolist(),
+            "gpu_type": list(arrays.gpu_types) * num_regions,
+            "gpu_demand": type_demand.ravel().tolist(),
+            "gpu_supply": arrays.gpu_supply.ravel().tolist(),
+        },
+        "jobs": {
+            "id": list(arrays.job_ids),
+            "region": names[region].tolist(),
+            "cross_region_bytes": read_elsewhere.tolist(),
+        },
+    }
