@@ -2,18 +2,31 @@
 
 ::
 
-    fleetplan simulate                       # the simulators, their schedulers and scenario fields
-    fleetplan simulate NAME [--scheduler S] [--seed K] [--NAME VALUE ...] [-o result.json] [--plot fig.png]
+    fleetplan simulate [--list]              # the simulators and their schedulers
+    fleetplan simulate NAME [--scheduler S] [--seed K] [--FIELD VALUE ...] [-o result.json] [--plot fig.png]
+    fleetplan simulate NAME ... --out DIR    # DIR/result.json and the simulator's plot(s), all or nothing
 
 Scenario fields are given as extra ``--FIELD VALUE`` flags (or ``--param FIELD=VALUE``), like
-generator parameters; ``fleetplan simulate NAME --help`` lists them.
+generator parameters; ``fleetplan simulate NAME --help`` lists them. On a terminal (and not under
+``--json``) a progress bar follows simulated time for simulators that report it
+(:attr:`fleetplan.sim.engine.SimulatorSpec.takes_progress`), a spinner otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import shutil
 import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
+
+RESULT_FILE = "result.json"
+PLOT_FILE = "plot.png"
 
 
 def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
@@ -24,16 +37,30 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
         add_help=False)
     simulate.add_argument("-h", "--help", action=_SimulatorHelp)
     simulate.add_argument("name", nargs="?", default=None, help="simulator name (omit to list them)")
+    simulate.add_argument("--list", action="store_true", dest="list_simulators",
+                          help="list the simulators and their schedulers (as with no name)")
     simulate.add_argument("--scheduler", default=None, help="scheduler (default: the simulator's first)")
-    simulate.add_argument("--seed", type=int, default=0, help="random seed (same seed, same result)")
+    simulate.add_argument("--seed", type=_seed, default=0, help="random seed (same seed, same result)")
     simulate.add_argument("--param", action="append", default=[], metavar="FIELD=VALUE",
                           help="a scenario field (repeatable); or give --FIELD VALUE")
     simulate.add_argument("-o", "--output", default=None, help="write the full result (metrics, "
                                                                "groups, series) as JSON")
     simulate.add_argument("--plot", default=None, metavar="FILE.png", help="draw the result")
+    simulate.add_argument("--out", default=None, metavar="DIR",
+                          help=f"write {RESULT_FILE} and the plot PNG(s) into the new directory DIR "
+                               "(made whole at the end: a failure leaves no DIR)")
     simulate.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     simulate.set_defaults(handler=None, takes_extra=True)
     return simulate
+
+
+def _seed(text: str) -> int:
+    from fleetplan.cli_common import SEED
+
+    return SEED(text)
+
+
+_seed.__name__ = "integer"
 
 
 class _SimulatorHelp(argparse.Action):
@@ -53,6 +80,125 @@ class _SimulatorHelp(argparse.Action):
         parser.exit()
 
 
+def check_out_dir(path: str | None) -> None:
+    """Fail before any work when ``--out DIR`` could not be made: DIR must be new (or an empty
+    directory) inside a writable, existing parent."""
+    from fleetplan.cli_common import CommandError
+
+    if path is None:
+        return
+    target = Path(path)
+    parent = target.parent
+    if not str(path).strip() or target.name in ("", ".", ".."):
+        raise CommandError(f"--out {path}: give a new directory's name")
+    if not parent.is_dir():
+        raise CommandError(f"--out {path}: directory '{parent}' does not exist")
+    if not os.access(parent, os.W_OK):
+        raise CommandError(f"--out {path}: directory '{parent}' is not writable")
+    if target.exists() and not target.is_dir():
+        raise CommandError(f"--out {path}: exists and is not a directory")
+    if target.is_dir() and any(target.iterdir()):
+        raise CommandError(f"--out {path}: directory exists and is not empty; choose a new one")
+
+
+@contextlib.contextmanager
+def building_directory(path: str) -> Iterator[Path]:
+    """Yield a temporary sibling of ``path`` to fill; on success rename it to ``path`` (replacing
+    an empty directory of that name), on any failure remove it: never a partial ``path``."""
+    target = Path(path)
+    temporary = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        # mkdtemp makes the directory 0700; give it what a plain mkdir would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o777 & ~umask)
+        yield temporary
+        try:
+            os.rename(temporary, target)
+        except OSError as error:
+            from fleetplan.cli_common import CommandError
+
+            raise CommandError(f"--out {path}: could not create it ({error.strerror})") from None
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+
+
+def _hours_or_seconds(seconds: float, end: float) -> str:
+    if end >= 7200:
+        return f"{seconds / 3600:.2f} h"
+    if end >= 120:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds:.1f} s"
+
+
+@contextlib.contextmanager
+def simulated_time_bar(title: str, enabled: bool) -> Iterator[Any]:
+    """A transient bar on stderr following simulated time (terminals only); yields the
+    ``progress(now, end)`` callback, or None when no bar is shown."""
+    from fleetplan.cli_common import stderr
+
+    if not enabled or not stderr.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[clock]}"),
+               TimeElapsedColumn())
+    with Progress(*columns, console=stderr, transient=True) as bar:
+        task = bar.add_task(title, total=1.0, clock="")
+        last = [0.0]
+
+        def progress(now: float, end: float) -> None:
+            # Simulators may call this per event; redraw at most 20 times a second.
+            tick = time.monotonic()
+            if tick - last[0] < 0.05 and now < end:
+                return
+            last[0] = tick
+            if end > 0 and end != float("inf"):
+                bar.update(task, completed=min(max(now / end, 0.0), 1.0),
+                           clock=f"{_hours_or_seconds(now, end)} of {_hours_or_seconds(end, end)} simulated")
+            else:
+                bar.update(task, clock=f"{_hours_or_seconds(now, now)} simulated")
+
+        yield progress
+
+
+def _list(args: argparse.Namespace, extra: list[str]) -> int:
+    from fleetplan import sim
+    from fleetplan.cli_common import CommandError, print_json, stdout
+
+    if extra or args.param:
+        raise CommandError(f"scenario fields ({' '.join(extra) or ' '.join(args.param)}) need a simulator name")
+    for flag, value in (("-o", args.output), ("--plot", args.plot), ("--out", args.out)):
+        if value is not None:
+            raise CommandError(f"{flag}: needs a simulator name (fleetplan simulate NAME {flag} ...)")
+    listing = [{"name": name, "schedulers": list(sim.get_simulator(name).schedulers),
+                "description": sim.get_simulator(name).description} for name in sim.names()]
+    if args.json:
+        print_json(listing)
+    else:
+        for item in listing:
+            stdout.print(f"[bold]{item['name']}[/]: {item['description']}")
+            stdout.print(f"  schedulers: {', '.join(item['schedulers'])}", markup=False)
+    return 0
+
+
+def _write_out_dir(spec: Any, result: Any, data: dict[str, Any], path: str) -> list[str]:
+    """DIR/result.json and the simulator's figures, made whole at the end."""
+    from fleetplan.cli_common import write_json
+
+    with building_directory(path) as building:
+        write_json(str(building / RESULT_FILE), data)
+        names = [RESULT_FILE]
+        if spec.plots is not None:
+            names += [os.path.relpath(file, building) for file in spec.plots(result, str(building))]
+        elif spec.plot is not None:
+            spec.plot(result, str(building / PLOT_FILE))
+            names.append(PLOT_FILE)
+    return [str(Path(path) / name) for name in names]
+
+
 def run(args: argparse.Namespace, extra: list[str]) -> int:
     from fleetplan import sim
     from fleetplan.cli_common import (
@@ -67,32 +213,37 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     )
     from fleetplan.cli_render import fmt_measure
 
+    if args.list_simulators and args.name is not None:
+        raise CommandError(f"--list takes no simulator name (got '{args.name}')")
     if args.name is None:
-        listing = [{"name": name, "schedulers": list(sim.get_simulator(name).schedulers),
-                    "description": sim.get_simulator(name).description} for name in sim.names()]
-        if args.json:
-            print_json(listing)
-        else:
-            for item in listing:
-                stdout.print(f"[bold]{item['name']}[/]: {item['description']}")
-                stdout.print(f"  schedulers: {', '.join(item['schedulers'])}", markup=False)
-        return 0
+        return _list(args, extra)
     spec = sim.get_simulator(args.name)
     scenario = parse_flag_params(extra)
     scenario.update(parse_assignments(args.param, "--param"))
     check_output_path(args.output)
     check_output_path(args.plot)
+    check_out_dir(args.out)
     if args.plot and spec.plot is None:
         raise CommandError(f"--plot: simulator '{spec.name}' draws no plot")
-    with working(f"simulating {spec.name}", not args.json):
-        result = spec.run(scenario, args.scheduler, args.seed)
+    title = f"simulating {spec.name} / {args.scheduler or spec.schedulers[0]}"
+    if spec.takes_progress:
+        with simulated_time_bar(title, not args.json) as progress:
+            result = spec.run(scenario, args.scheduler, args.seed, progress=progress)
+    else:
+        with working(title, not args.json):
+            result = spec.run(scenario, args.scheduler, args.seed)
     data = result.to_dict()
+    written: list[str] = []
     if args.output:
         write_json(args.output, data)
+        written.append(args.output)
     if args.plot:
         spec.plot(result, args.plot)
+        written.append(args.plot)
+    if args.out:  # last: a failure before it leaves no DIR
+        written += _write_out_dir(spec, result, data, args.out)
     if args.json:
-        if args.output:
+        if args.output or args.out:
             data.pop("series")
         print_json(data)
         return 0
@@ -108,11 +259,10 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     stdout.print(table)
     if result.message:
         stdout.print(result.message, markup=False)
-    for path in (args.output, args.plot):
-        if path:
-            stdout.print(f"wrote {path}", markup=False)
+    for path in written:
+        stdout.print(f"wrote {path}", markup=False)
     sys.stdout.flush()
     return 0
 
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "building_directory", "check_out_dir", "run", "simulated_time_bar"]

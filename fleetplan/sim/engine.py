@@ -7,6 +7,11 @@ lives in numpy arrays inside the simulator. Each simulator module declares one
 :class:`SimulatorSpec` named ``SIMULATOR``; :mod:`fleetplan.sim` finds it by name without
 importing the others, and ``fleetplan bench`` sweeps any of them (locally or on Dask).
 
+Progress: a simulate function may take a keyword ``progress``, a callable ``progress(now, end)``
+(simulated seconds so far and at the end) that it calls now and then;
+:meth:`SimulatorSpec.run` passes one only to functions that accept it, so simulators without it
+run unchanged (``fleetplan simulate`` then shows a spinner instead of a bar).
+
 Example
 -------
 >>> from fleetplan.sim.engine import EventQueue
@@ -20,6 +25,7 @@ Example
 from __future__ import annotations
 
 import heapq
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -110,6 +116,18 @@ class SimResult:
 
 
 SimulateFunction = Callable[[BaseModel, str, int], SimResult]
+# progress(now, end): simulated seconds so far and at the end of the run.
+ProgressCallback = Callable[[float, float], None]
+
+
+def _accepts_progress(function: Callable[..., Any]) -> bool:
+    """Whether ``function`` takes a ``progress`` keyword (or any keyword, ``**kwargs``)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # builtins and some callables have no signature
+        return False
+    return any((p.name == "progress" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+               or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
 @dataclass(frozen=True)
@@ -124,6 +142,15 @@ class SimulatorSpec:
     reference: str = ""
     # Optional: draw a result as a PNG (``plot(result, path)``), for ``fleetplan simulate --plot``.
     plot: Callable[[SimResult, str], None] | None = None
+    # Optional: draw every figure of a result into a directory (``plots(result, directory)``,
+    # returning the files written), for ``fleetplan simulate --out DIR``; without it ``--out``
+    # draws ``plot`` into DIR/plot.png.
+    plots: Callable[[SimResult, str], list[str]] | None = None
+    # Whether ``simulate`` takes a ``progress`` keyword: looked up once, from its signature.
+    takes_progress: bool = field(init=False, repr=False, compare=False, default=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "takes_progress", _accepts_progress(self.simulate))
 
     def scenario(self, data: dict[str, Any] | BaseModel | None = None) -> BaseModel:
         """Validate a scenario given as a dict (or pass a model through)."""
@@ -134,8 +161,12 @@ class SimulatorSpec:
         return validate_model(self.scenario_type, data or {}, "scenario")
 
     def run(self, scenario: dict[str, Any] | BaseModel | None = None, scheduler: str | None = None,
-            seed: int = 0) -> SimResult:
-        """Validate, then simulate; ``scheduler`` defaults to the first one listed."""
+            seed: int = 0, progress: ProgressCallback | None = None) -> SimResult:
+        """Validate, then simulate; ``scheduler`` defaults to the first one listed.
+
+        ``progress(now, end)`` is handed to the simulate function when it takes a ``progress``
+        keyword (:attr:`takes_progress`) and silently not used otherwise.
+        """
         scheduler = scheduler or self.schedulers[0]
         if scheduler not in self.schedulers:
             raise InstanceError("scheduler", f"unknown scheduler '{scheduler}' for simulator "
@@ -145,6 +176,10 @@ class SimulatorSpec:
         import time
 
         started = time.perf_counter()
-        result = self.simulate(self.scenario(scenario), scheduler, seed)
+        model = self.scenario(scenario)
+        if progress is not None and self.takes_progress:
+            result = self.simulate(model, scheduler, seed, progress=progress)
+        else:
+            result = self.simulate(model, scheduler, seed)
         result.wall_s = time.perf_counter() - started
         return result
