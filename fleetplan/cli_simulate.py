@@ -125,7 +125,7 @@ def building_directory(path: str) -> Iterator[Path]:
 
 
 def _hours_or_seconds(seconds: float, end: float) -> str:
-    if end >= 7200:
+    if end >= 3600:
         return f"{seconds / 3600:.2f} h"
     if end >= 120:
         return f"{seconds / 60:.1f} min"
@@ -133,9 +133,10 @@ def _hours_or_seconds(seconds: float, end: float) -> str:
 
 
 @contextlib.contextmanager
-def simulated_time_bar(title: str, enabled: bool) -> Iterator[Any]:
+def simulated_time_bar(title: str, enabled: bool, unit_s: float = 1.0) -> Iterator[Any]:
     """A transient bar on stderr following simulated time (terminals only); yields the
-    ``progress(now, end)`` callback, or None when no bar is shown."""
+    ``progress(now, end)`` callback (times in units of ``unit_s`` seconds), or None when no bar
+    is shown."""
     from fleetplan.cli_common import stderr
 
     if not enabled or not stderr.is_terminal:
@@ -155,6 +156,7 @@ def simulated_time_bar(title: str, enabled: bool) -> Iterator[Any]:
             if tick - last[0] < 0.05 and now < end:
                 return
             last[0] = tick
+            now, end = now * unit_s, end * unit_s
             if end > 0 and end != float("inf"):
                 bar.update(task, completed=min(max(now / end, 0.0), 1.0),
                            clock=f"{_hours_or_seconds(now, end)} of {_hours_or_seconds(end, end)} simulated")
@@ -227,7 +229,9 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         raise CommandError(f"--plot: simulator '{spec.name}' draws no plot")
     title = f"simulating {spec.name} / {args.scheduler or spec.schedulers[0]}"
     if spec.takes_progress:
-        with simulated_time_bar(title, not args.json) as progress:
+        from fleetplan.sim.engine import TIME_UNITS
+
+        with simulated_time_bar(title, not args.json, TIME_UNITS[spec.time_unit]) as progress:
             result = spec.run(scenario, args.scheduler, args.seed, progress=progress)
     else:
         with working(title, not args.json):

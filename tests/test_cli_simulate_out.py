@@ -194,3 +194,19 @@ def test_bar_only_on_a_terminal_and_not_under_json(json_mode, tmp_path, monkeypa
     monkeypatch.undo()
     assert main(["simulate", *PARSYNC]) == 0
     assert "simulated" not in capsys.readouterr().err
+
+
+def test_bar_in_hours_for_a_simulator_that_reports_hours(monkeypatch):
+    import fleetplan.cli_common as common
+    from fleetplan.cli_simulate import simulated_time_bar
+    from fleetplan.sim.engine import TIME_UNITS
+
+    screen = io.StringIO()
+    monkeypatch.setattr(common, "stderr", Console(file=screen, force_terminal=True, width=120))
+    with simulated_time_bar("simulating toy", True, TIME_UNITS["h"]) as progress:
+        progress(8.0, 8.0)  # the end is always drawn
+    assert "8.00 h of 8.00 h simulated" in screen.getvalue()
+    with simulated_time_bar("simulating toy", False) as progress:
+        assert progress is None
+    with pytest.raises(ValueError, match="time_unit"):
+        dataclasses.replace(_spec(lambda scenario, scheduler, seed: None), time_unit="days")

@@ -8,7 +8,8 @@ lives in numpy arrays inside the simulator. Each simulator module declares one
 importing the others, and ``fleetplan bench`` sweeps any of them (locally or on Dask).
 
 Progress: a simulate function may take a keyword ``progress``, a callable ``progress(now, end)``
-(simulated seconds so far and at the end) that it calls now and then;
+(simulated time so far and at the end, in the spec's ``time_unit``: seconds unless it says
+``"h"``) that it calls now and then;
 :meth:`SimulatorSpec.run` passes one only to functions that accept it, so simulators without it
 run unchanged (``fleetplan simulate`` then shows a spinner instead of a bar).
 
@@ -116,8 +117,9 @@ class SimResult:
 
 
 SimulateFunction = Callable[[BaseModel, str, int], SimResult]
-# progress(now, end): simulated seconds so far and at the end of the run.
+# progress(now, end): simulated time so far and at the end of the run (SimulatorSpec.time_unit).
 ProgressCallback = Callable[[float, float], None]
+TIME_UNITS = {"s": 1.0, "h": 3600.0}  # seconds per unit of a progress report
 
 
 def _accepts_progress(function: Callable[..., Any]) -> bool:
@@ -146,10 +148,15 @@ class SimulatorSpec:
     # returning the files written), for ``fleetplan simulate --out DIR``; without it ``--out``
     # draws ``plot`` into DIR/plot.png.
     plots: Callable[[SimResult, str], list[str]] | None = None
+    # Unit of the times ``simulate`` passes to ``progress(now, end)``: "s" (seconds) or "h" (hours).
+    time_unit: str = "s"
     # Whether ``simulate`` takes a ``progress`` keyword: looked up once, from its signature.
     takes_progress: bool = field(init=False, repr=False, compare=False, default=False)
 
     def __post_init__(self) -> None:
+        if self.time_unit not in TIME_UNITS:
+            raise ValueError(f"SimulatorSpec {self.name!r}: time_unit must be one of {sorted(TIME_UNITS)}, "
+                             f"got {self.time_unit!r}")
         object.__setattr__(self, "takes_progress", _accepts_progress(self.simulate))
 
     def scenario(self, data: dict[str, Any] | BaseModel | None = None) -> BaseModel:
