@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fleetplan.lazy import lazy_module
+from fleetplan.models.build_clock import Clock, _Ticker
 
 cp_model = lazy_module("ortools.sat.python.cp_model")
 pyo = lazy_module("pyomo.environ")
@@ -43,8 +44,16 @@ class CpsatModel:
     exact_objective: bool
 
 
-def to_cpsat(lp, col_unit: np.ndarray) -> CpsatModel:
-    """CP-SAT model of the sparse MIP ``lp`` (minimisation), columns counted in ``col_unit``."""
+# CPU seconds to translate one row (measured at 10^5 servers x 200 reservations: 11,902 rows in
+# 1.9 s); a solver keeps this much back for the translation.
+TRANSLATE_S_PER_ROW = 160e-6
+
+
+def to_cpsat(lp, col_unit: np.ndarray, deadline: Clock | None = None) -> CpsatModel:
+    """CP-SAT model of the sparse MIP ``lp`` (minimisation), columns counted in ``col_unit``;
+    ``deadline`` is checked every 64 rows
+    (:class:`~fleetplan.models.build_clock.BuildTimeout` when it has expired)."""
+    ticker = _Ticker(deadline, every=64)
     model = cp_model.CpModel()
     lower = np.ceil(lp.col_lower / col_unit - 1e-9)
     upper = np.where(np.isfinite(lp.col_upper), np.floor(lp.col_upper / col_unit + 1e-9), np.nan)
@@ -59,6 +68,7 @@ def to_cpsat(lp, col_unit: np.ndarray) -> CpsatModel:
     scaled = matrix @ _diag(col_unit)
     scaled = scaled.tocsr()
     for row in range(scaled.shape[0]):
+        ticker.tick()
         cols = scaled.indices[scaled.indptr[row]:scaled.indptr[row + 1]]
         vals = scaled.data[scaled.indptr[row]:scaled.indptr[row + 1]]
         lo, hi = lp.row_lower[row], lp.row_upper[row]
