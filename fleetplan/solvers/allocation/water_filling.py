@@ -32,6 +32,7 @@ level — the same tolerance the judge uses.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -62,8 +63,22 @@ from fleetplan.solvers.deadline import Deadline
 
 BottleneckTest = Literal["lp", "milp"]
 MILP_TOLERANCE = 1e-9
-# Kept back from the iterations for expanding the plan (the judge's own bottleneck LPs come after).
+# Kept back from the iterations for expanding the plan.
 JUDGE_RESERVE_S = 0.05
+# The judge (``bottlenecked_jobs``) re-proves every job's bottleneck with its own LP rounds, on
+# the clock of the solve: at 16,384 distinct jobs its first LP took 2.9-3.9 s of CPU on the
+# isolated allocation (49,152 cells), plus 0.7 s to import scipy.optimize the first time
+# (benchmarks/RESULTS.md, "Time limits"). The iterations keep that much back.
+JUDGE_S_PER_CELL = 70e-6
+SCIPY_OPTIMIZE_IMPORT_S = 0.7
+
+
+def judge_reserve(classes: JobClasses) -> float:
+    """Seconds kept back for expanding and judging the plan: the judge's classes (jobs with
+    equal throughputs, scale factor and score) are never more than the solver's, so its LP has
+    at most as many cells as ``classes``."""
+    cold = 0.0 if "scipy.optimize" in sys.modules else SCIPY_OPTIMIZE_IMPORT_S
+    return JUDGE_RESERVE_S + cold + JUDGE_S_PER_CELL * len(classes.cell_class)
 
 
 @dataclass
@@ -81,8 +96,8 @@ class WaterFillingRun:
     history: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)  # (levels, bottlenecked)
 
 
-def _solve(lp, deadline: Deadline, threads: int, seed: int, algorithm, mip: bool = False):
-    highs = highs_runner.new_highs(deadline.remaining(), threads, seed)
+def _solve(lp, deadline: Deadline, threads: int, seed: int, algorithm, mip: bool = False, reserve: float = 0.0):
+    highs = highs_runner.new_highs(deadline.remaining(reserve), threads, seed)
     highs_runner.pass_lp(highs, lp, "simplex" if mip else algorithm)
     if mip:
         # Big-M rows: an integrality slack of 1e-6 times Y would fake a rise larger than the
@@ -100,27 +115,29 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
                bottleneck_test: BottleneckTest = "lp", time_limit: float | None = None,
                threads: int = 1, seed: int = 0, lp_algorithm: highs_runner.LpAlgorithm = "auto",
                progress: Callable[[float | None, str], None] | None = None,
-               deadline: Deadline | None = None) -> WaterFillingRun:
+               deadline: Deadline | None = None, reserve: float | None = None) -> WaterFillingRun:
     """Run water filling on job classes.
 
     ``rates(bottlenecked)`` gives each class's per-member weight given the boolean mask of
     bottlenecked classes (0 for those). Returns the levels every class reached. ``deadline``
     (the solve's one clock; else one made from ``time_limit`` now) bounds every LP: each gets
-    what is left of it, and the run stops with the last feasible iteration when it runs out.
+    what is left of it less ``reserve`` (default :func:`judge_reserve`: expanding and judging
+    the plan), and the run stops with the last feasible iteration when it runs out.
     """
     deadline = deadline if deadline is not None else Deadline(time_limit)
+    reserve = judge_reserve(classes) if reserve is None else reserve
     n = classes.num_classes
     levels = np.zeros(n)
     done = np.zeros(n, dtype=bool)
     run = WaterFillingRun("optimal", None, levels, None, done)
     while not done.all():
-        if deadline.expired(JUDGE_RESERVE_S):
+        if deadline.expired(reserve):
             run.status = "time_limit"
             run.log.append(f"time limit after {run.iterations} iterations: {int((~done).sum())} classes "
                            "not yet bottlenecked")
             break
         rate = np.where(done, 0.0, rates(done))
-        outcome = _solve(level_lp(classes, levels, rate), deadline, threads, seed, lp_algorithm)
+        outcome = _solve(level_lp(classes, levels, rate), deadline, threads, seed, lp_algorithm, reserve=reserve)
         run.lp_solves += 1
         if outcome.values is None or outcome.status not in ("optimal",):
             run.status = outcome.status if outcome.status == "time_limit" else "error"
@@ -136,12 +153,12 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
         levels = np.minimum(levels + rate * step, classes.scores(run.values))
         tested = np.flatnonzero(~done)
         if bottleneck_test == "milp":
-            stuck, solves = _milp_test(classes, levels, tested, deadline, threads, seed)
+            stuck, solves = _milp_test(classes, levels, tested, deadline, threads, seed, reserve)
         else:
-            stuck, solves = _lp_test(classes, levels, tested, deadline, threads, seed, lp_algorithm)
+            stuck, solves = _lp_test(classes, levels, tested, deadline, threads, seed, lp_algorithm, reserve)
         run.lp_solves += solves
         if stuck is None:
-            run.status = "time_limit" if deadline.expired() else "error"
+            run.status = "time_limit" if deadline.expired(reserve) else "error"
             run.log.append(f"iteration {run.iterations}: the bottleneck test failed")
             break
         if not stuck.any():
@@ -168,17 +185,19 @@ def _tolerance(levels: np.ndarray) -> float:
     return RISE_TOLERANCE * max(1.0, float(levels.max(initial=0.0)))
 
 
-def _lp_test(classes, levels, tested, deadline, threads, seed, algorithm) -> tuple[np.ndarray | None, int]:
+def _lp_test(classes, levels, tested, deadline, threads, seed, algorithm,
+             reserve: float = 0.0) -> tuple[np.ndarray | None, int]:
     """Rounds of the rise LP; returns the mask over ``tested`` of bottlenecked classes."""
     tol = _tolerance(levels)
     cap = RISE_CAP * max(1.0, float(levels.max(initial=0.0))) * classes.count
     undecided = np.ones(len(tested), dtype=bool)
     solves = 0
     while undecided.any():
-        if deadline.expired():
+        if deadline.expired(reserve):
             return None, solves
         subset = tested[undecided]
-        outcome = _solve(rise_lp(classes, levels, subset, cap[subset]), deadline, threads, seed, algorithm)
+        outcome = _solve(rise_lp(classes, levels, subset, cap[subset]), deadline, threads, seed, algorithm,
+                         reserve=reserve)
         solves += 1
         if outcome.status != "optimal" or outcome.values is None:
             return None, solves
@@ -191,11 +210,12 @@ def _lp_test(classes, levels, tested, deadline, threads, seed, algorithm) -> tup
     return undecided, solves
 
 
-def _milp_test(classes, levels, tested, deadline, threads, seed) -> tuple[np.ndarray | None, int]:
+def _milp_test(classes, levels, tested, deadline, threads, seed,
+               reserve: float = 0.0) -> tuple[np.ndarray | None, int]:
     """The paper's MILP; returns the mask over ``tested`` of bottlenecked classes (z = 0)."""
     epsilon = np.full(len(tested), _tolerance(levels)) / classes.count[tested]
     outcome = _solve(bottleneck_milp(classes, levels, tested, epsilon), deadline, threads, seed, "simplex",
-                     mip=True)
+                     mip=True, reserve=reserve)
     if outcome.status != "optimal" or outcome.values is None:
         return None, 1
     z = outcome.values[len(classes.cell_class):]

@@ -1,0 +1,70 @@
+"""Water filling keeps the judge's time back (issue 15 item 4): at 16,384 distinct jobs the judge
+re-proves every job's bottleneck with LPs of its own (2.9-3.9 s of CPU, plus 0.7 s to import
+scipy.optimize), after the solver had used the whole limit (6.5-7.6 s at a 2 s limit). The
+iterations now stop :func:`judge_reserve` seconds early; the judge itself is unchanged."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import pytest
+
+import fleetplan
+from fleetplan.models.allocation.water_filling import job_classes
+from fleetplan.solvers.allocation.water_filling import (
+    JUDGE_RESERVE_S,
+    JUDGE_S_PER_CELL,
+    SCIPY_OPTIMIZE_IMPORT_S,
+    judge_reserve,
+    single_level_run,
+)
+from fleetplan.solvers.deadline import Deadline
+
+
+@pytest.fixture(scope="module")
+def small():
+    return fleetplan.generate("allocation", {"jobs": 256}, seed=0)
+
+
+def test_the_reserve_grows_with_the_cells_and_counts_a_cold_import(small, monkeypatch):
+    arrays = small.arrays()
+    per_job = job_classes(arrays, arrays.weight[:, None], aggregate=False)
+    grouped = job_classes(arrays, arrays.weight[:, None], aggregate=True)
+    import scipy.optimize  # noqa: F401
+
+    warm = judge_reserve(per_job)
+    assert warm == pytest.approx(JUDGE_RESERVE_S + JUDGE_S_PER_CELL * len(per_job.cell_class))
+    assert judge_reserve(grouped) <= warm
+    monkeypatch.delitem(sys.modules, "scipy.optimize")
+    assert judge_reserve(per_job) == pytest.approx(warm + SCIPY_OPTIMIZE_IMPORT_S)
+
+
+def test_no_lp_starts_when_the_judge_needs_the_time_left(small):
+    # Before: only 0.05 s was kept back, and the level LP got the whole limit.
+    classes, run = single_level_run(small, aggregate=False, deadline=Deadline(30.0), reserve=30.0)
+    assert run.status == "time_limit" and run.lp_solves == 0 and run.values is None
+    classes, run = single_level_run(small, aggregate=False, deadline=Deadline(30.0), reserve=0.0)
+    assert run.status == "optimal" and run.lp_solves > 0
+
+
+def test_the_fallback_is_judged_as_a_plan(small):
+    result = fleetplan.solve(small, "water-filling", time_limit=0.01, aggregate=False)
+    assert result.status == "time_limit" and result.plan is not None
+    assert result.evaluation.violations == [] and result.stats["lp_solves"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("solver", ["water-filling", "hierarchical-water-filling"])
+def test_solve_and_judge_within_the_limit_at_16384_distinct_jobs(solver):
+    import highspy  # noqa: F401  (cold imports are not the solve)
+    import scipy.optimize  # noqa: F401
+
+    instance = fleetplan.generate("allocation", {"jobs": 16384, "throughput_noise": 0.1}, seed=0)
+    limit = 5.0
+    started = time.process_time()
+    result = fleetplan.solve(instance, solver, time_limit=limit)
+    used = time.process_time() - started
+    # CPU seconds (the machine is shared); solver and judge within 10% or 1 s of the limit.
+    assert used <= limit + max(1.0, 0.1 * limit), (used, result.log[-3:])
+    assert result.plan is not None and result.evaluation.violations == []
