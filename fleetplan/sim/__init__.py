@@ -21,6 +21,7 @@ from fleetplan.sim.engine import EventQueue, SimResult, SimulatorSpec
 # name -> module defining SIMULATOR; a new simulator adds one line here.
 _MODULES: dict[str, str] = {
     "cluster": "fleetplan.sim.cluster",
+    "mast": "fleetplan.sim.mast",
     "parsync": "fleetplan.sim.parsync",
 }
 
