@@ -2,15 +2,25 @@
 large enough to need longer (issue 15: within 10% or 1 s of the limit, loading and writing
 included).
 
-    .venv/bin/python benchmarks/scripts/time_limits.py [--limits 2 5] [--kinds allocation placement ...]
+    .venv/bin/python benchmarks/scripts/time_limits.py [--limits 2 5 20] [--kinds allocation ...]
+        [--solvers NAME ...] [--long 20] [--jsonl runs.jsonl]
+    .venv/bin/python benchmarks/scripts/time_limits.py --table-from runs.jsonl
 
-Prints a Markdown table: kind, solver, limit, wall, over the limit, status.
+Each run is a fresh process; besides its wall time the script records its CPU seconds (user +
+system, from the child's resource usage) and the 1-minute load average when it started, since
+the machine is shared and a loaded machine stretches wall time whatever the solver does. Limits
+of ``--long`` seconds or more run only for exact solvers and for solvers that the shorter limits
+stopped by the clock (status ``time_limit``: they can use more time). A run is killed after
+``10 x limit + 120`` seconds. Prints one row per run as it goes, then a Markdown table with one
+column per limit.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -25,37 +35,91 @@ INSTANCES = {
 }
 
 
+def run_once(cli: list[str], path: str, solver: str, limit: float, scratch: str) -> dict:
+    """One `fleetplan solve` in a fresh process: wall, CPU, load average, status."""
+    load = os.getloadavg()[0]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    command = [*cli, "solve", path, "--solver", solver, "--time-limit", str(limit), "--json",
+               "-o", str(Path(scratch) / "plan.json")]
+    try:
+        run = subprocess.run(command, capture_output=True, text=True, timeout=10 * limit + 120)
+        try:
+            status = json.loads(run.stdout).get("status", f"exit {run.returncode}")
+        except json.JSONDecodeError:
+            status = f"exit {run.returncode}"
+    except subprocess.TimeoutExpired:
+        status = "killed"
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"solver": solver, "limit": limit, "wall": wall, "cpu": cpu, "load": load, "status": status}
+
+
+def verdict(seconds: float, limit: float) -> str:
+    over = seconds - limit
+    return f"{over:+.2f} s" + (" **over**" if over > max(0.1 * limit, 1.0) else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limits", type=float, nargs="+", default=[2.0, 5.0])
     parser.add_argument("--kinds", nargs="+", default=list(INSTANCES))
+    parser.add_argument("--solvers", nargs="*", help="only these solver names")
+    parser.add_argument("--long", type=float, default=20.0,
+                        help="limits from this many seconds up run only exact solvers and those the clock stopped")
+    parser.add_argument("--jsonl", help="also append each run as a JSON line to this file")
+    parser.add_argument("--table-from", help="print the table of the runs in this JSON-lines file and exit")
     args = parser.parse_args()
-    fleetplan_cli = [sys.executable, "-m", "fleetplan"]
-    print("| kind | solver | limit | process wall | over | status |")
-    print("|---|---|---:|---:|---:|---|")
+    if args.table_from:
+        rows = [json.loads(line) for line in Path(args.table_from).read_text().splitlines() if line.strip()]
+        print(table(rows, sorted({row["limit"] for row in rows})))
+        return
+    cli = [sys.executable, "-m", "fleetplan"]
+    limits = sorted(args.limits)
+    rows: list[dict] = []
     with tempfile.TemporaryDirectory() as scratch:
         for kind in args.kinds:
             path = str(Path(scratch) / f"{kind}.json")
-            subprocess.run([*fleetplan_cli, "generate", kind, *INSTANCES[kind], "--seed", "0", "-o", path],
+            subprocess.run([*cli, "generate", kind, *INSTANCES[kind], "--seed", "0", "-o", path],
                            check=True, capture_output=True)
-            listed = subprocess.run([*fleetplan_cli, "solvers", kind, "--json"], check=True,
-                                    capture_output=True, text=True)
-            for solver in [item["name"] for item in json.loads(listed.stdout)]:
-                for limit in args.limits:
-                    started = time.perf_counter()
-                    run = subprocess.run([*fleetplan_cli, "solve", path, "--solver", solver,
-                                          "--time-limit", str(limit), "--json",
-                                          "-o", str(Path(scratch) / "plan.json")],
-                                         capture_output=True, text=True)
-                    wall = time.perf_counter() - started
-                    try:
-                        status = json.loads(run.stdout).get("status", f"exit {run.returncode}")
-                    except json.JSONDecodeError:
-                        status = f"exit {run.returncode}"
-                    over = wall - limit
-                    flag = "" if over <= max(0.1 * limit, 1.0) else " **over**"
-                    print(f"| {kind} | {solver} | {limit:g} s | {wall:.2f} s | {over:+.2f} s{flag} | {status} |",
-                          flush=True)
+            listed = subprocess.run([*cli, "solvers", kind, "--json"], check=True, capture_output=True, text=True)
+            for spec in json.loads(listed.stdout):
+                if args.solvers and spec["name"] not in args.solvers:
+                    continue
+                stopped = False
+                for limit in limits:
+                    if limit >= args.long and not (spec["exact"] or stopped):
+                        continue
+                    row = {"kind": kind, **run_once(cli, path, spec["name"], limit, scratch)}
+                    stopped = stopped or row["status"] == "time_limit"
+                    rows.append(row)
+                    print(f"{kind} {row['solver']} {limit:g} s: wall {row['wall']:.2f} s, cpu {row['cpu']:.2f} s, "
+                          f"load {row['load']:.1f}, {row['status']}", flush=True)
+                    if args.jsonl:
+                        with open(args.jsonl, "a") as out:
+                            out.write(json.dumps(row) + "\n")
+    print()
+    print(table(rows, limits))
+
+
+def table(rows: list[dict], limits: list[float]) -> str:
+    """One row per (kind, solver), one column per limit: wall (over), CPU, load, status."""
+    header = "| kind | solver | " + " | ".join(f"{limit:g} s: wall (over) / CPU / load / status" for limit in limits)
+    lines = [header + " |", "|---|---|" + "---|" * len(limits)]
+    keys = list(dict.fromkeys((row["kind"], row["solver"]) for row in rows))
+    for kind, solver in keys:
+        cells = []
+        for limit in limits:
+            found = [row for row in rows if (row["kind"], row["solver"], row["limit"]) == (kind, solver, limit)]
+            if not found:
+                cells.append("—")
+                continue
+            row = found[-1]
+            cells.append(f"{row['wall']:.1f} s ({verdict(row['wall'], limit)}) / {row['cpu']:.1f} s / "
+                         f"{row['load']:.1f} / {row['status']}")
+        lines.append(f"| {kind} | {solver} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
