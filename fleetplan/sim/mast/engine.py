@@ -70,6 +70,11 @@ class MastSim:
         self.epoch = np.zeros(W, dtype=np.int64)
         self.queued_at = np.zeros(W)
         self.within = np.zeros(W, dtype=bool)
+        # Start of the current within-quota stretch of a wait (nan: over quota, or not scanned);
+        # the SLO clock of a within-quota workload runs from it (§2: the latency guarantee is
+        # for workloads within their tenant's quota).
+        self.within_since = np.full(W, np.nan)
+        self.fresh = np.zeros(W, dtype=bool)
         self.data = t.data.copy()
         self.cpus = t.gpus * cpus_per_gpu(s)
         cluster_max = np.zeros((R, H))
@@ -103,6 +108,7 @@ class MastSim:
         self.ev_queued: list[float] = []
         self.ev_start: list[float] = []
         self.ev_within: list[bool] = []
+        self.ev_since: list[float] = []
         self.queue = EventQueue()
         self.events = 0
         self.passes = 0
@@ -111,6 +117,16 @@ class MastSim:
     def capable(self, w: int) -> np.ndarray:
         """(R,) regions with a dynamic cluster of the workload's GPU type large enough."""
         return self.cluster_max[:, self.trace.hardware[w]] >= self.trace.gpus[w]
+
+    def mark(self, w: int, within: bool, now: float) -> None:
+        """Record a GMS pass's quota verdict on pending ``w``: a wait that is within quota at its
+        first pass counts from its start; one that becomes within quota later, from that pass."""
+        self.within[w] = within
+        if not within:
+            self.within_since[w] = np.nan
+        elif np.isnan(self.within_since[w]):
+            self.within_since[w] = self.queued_at[w] if self.fresh[w] else now
+        self.fresh[w] = False
 
     def template(self, w: int, priority: int) -> int:
         return self.template_index[(self.hw_names[self.trace.hardware[w]], int(self.trace.gpus[w]), int(priority))]
@@ -167,6 +183,8 @@ class MastSim:
             self.ev_queued.append(float(self.queued_at[w]))
             self.ev_start.append(now)
             self.ev_within.append(bool(within))
+            self.ev_since.append(float(self.within_since[w]))
+        self.within_since[w] = np.nan
 
     def _segment(self, w: int, now: float) -> tuple[float, float, float]:
         """The current run of ``w`` up to ``now``: (hours, restore hours, useful hours)."""
@@ -187,6 +205,7 @@ class MastSim:
         self.preemptions[self.level[v]] += 1
         self.status[v] = PENDING
         self.queued_at[v] = now
+        self.fresh[v] = True
         self.region_of[v] = -1
         self.epoch[v] += 1
         if self.bound[v] >= 0:
@@ -259,6 +278,7 @@ class MastSim:
                 w = payload
                 self.status[w] = PENDING
                 self.queued_at[w] = now
+                self.fresh[w] = True
                 scheduler.on_arrival(self, w, now)
             elif kind == "finish":
                 self._finish(payload[0], payload[1], now)

@@ -43,7 +43,7 @@ class MastAuction:
             w = int(pending[i])
             priority = int(scan.priority[i])
             within = bool(scan.within_quota[i])
-            sim.within[w] = within
+            sim.mark(w, within, now)
             capable = sim.capable(w)
             candidates = np.flatnonzero(capable & sim.data[w])
             if candidates.size == 0:
@@ -113,7 +113,7 @@ class Federated:
             w = int(pending[i])
             priority = int(scan.priority[i])
             within = bool(scan.within_quota[i])
-            sim.within[w] = within
+            sim.mark(w, within, now)
             r = int(sim.bound[w])
             region = sim.regions[r]
             hw, gpus = int(sim.trace.hardware[w]), int(sim.trace.gpus[w])
