@@ -1,14 +1,21 @@
 """The paper's experiments as functions: §4.3/§5.2's "extra slots" search (Figures 2-3) and
-§6.4's slot-quality table (Table 1)."""
+§6.4's slot-quality table (Table 1); ``python -m fleetplan.sim.parsync.experiments`` runs
+Figure 3, Figure 5 and Table 1 at the paper's scale (or 1/10 of it) as JSON lines."""
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Iterable, Sequence
-from typing import Any
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal, TextIO
 
+import numpy as np
+
+from fleetplan.sim.engine import SimResult
 from fleetplan.sim.parsync.core import simulate
-from fleetplan.sim.parsync.scenario import Scenario
+from fleetplan.sim.parsync.scenario import FIVE_PHASES, Scenario, paper_scenario
 
 
 def finishes_in_time(scenario: Scenario, scheduler: str, seed: int = 0, slack: float = 1.1) -> bool:
@@ -19,11 +26,13 @@ def finishes_in_time(scenario: Scenario, scheduler: str, seed: int = 0, slack: f
 
 
 def min_extra_slots(scenario: Scenario, scheduler: str, seed: int = 0, *, slack: float = 1.1,
-                    resolution: int | None = None, limit: int | None = None) -> int | None:
+                    resolution: int | None = None, limit: int | None = None,
+                    on_probe: Callable[[int, bool], None] | None = None) -> int | None:
     """The fewest slots to add to ``scenario.slots`` for the run to finish in time (§4.3, Fig. 3).
 
     A bisection over multiples of ``resolution`` (default: 1% of the slots, rounded to the
     partition grid); None if even ``limit`` extra slots (default: as many again) do not suffice.
+    ``on_probe(extra_slots, finished_in_time)`` is called after each simulation.
     """
     grid = math.lcm(scenario.partitions, scenario.master_partitions)
     step = resolution or max(grid, round(scenario.slots / 100 / grid) * grid)
@@ -32,8 +41,11 @@ def min_extra_slots(scenario: Scenario, scheduler: str, seed: int = 0, *, slack:
     top = (limit if limit is not None else scenario.slots) // step
 
     def ok(units: int) -> bool:
-        return finishes_in_time(scenario.model_copy(update={"slots": scenario.slots + units * step}),
+        good = finishes_in_time(scenario.model_copy(update={"slots": scenario.slots + units * step}),
                                 scheduler, seed, slack)
+        if on_probe is not None:
+            on_probe(units * step, good)
+        return good
 
     if ok(0):
         return 0
@@ -88,3 +100,144 @@ def slot_quality_table(scenario: Scenario, alphas: Iterable[float],
             rows.append({"alpha": alpha, "scheduler": name, "stet_s": m["stet_mean_s"],
                          "jsd_s": m["jsd_mean_s"], "jct_s": m["jct_mean_s"], "quality": m["quality"]})
     return rows
+
+
+# -- the paper's experiments from the command line ---------------------------------------------
+
+Scale = Literal["paper", "tenth"]
+
+
+def figure3_scenario(scale: Scale = "paper") -> Scenario:
+    """§4.3/§5.2's default setting with N = 10 schedulers and P = 10 partitions, 90 s at exactly
+    the cluster's capacity (S x 1/T = R); ``tenth``: slots, rate and batch size / 10, decision
+    time x 10 (the same per-scheduler load), 20 s."""
+    if scale == "paper":
+        return Scenario(slots=200_000, schedulers=10, partitions=10, rate=40_000, batch_size=100,
+                        decision_time_ms=0.25, duration_s=90, sync_gap_s=0.5)
+    return Scenario(slots=20_000, schedulers=10, partitions=10, rate=4_000, batch_size=10,
+                    decision_time_ms=2.5, duration_s=20, sync_gap_s=0.5)
+
+
+def figure5_scenario(scale: Scale = "paper", **changes: Any) -> Scenario:
+    """§6.1's five phases: 200k slots, 40k tasks/s, 20 schedulers and partitions, G = 0.5 s,
+    300 s (``tenth``: 20k slots, 4k tasks/s, batches of 10 at 2.5 ms a task, 100 s)."""
+    if scale == "paper":
+        return paper_scenario(**changes)
+    data: dict[str, Any] = {"slots": 20_000, "schedulers": 20, "partitions": 20, "rate": 4_000,
+                            "batch_size": 10, "decision_time_ms": 2.5, "duration_s": 100,
+                            "drain_s": 60, "phases": list(FIVE_PHASES)}
+    data.update(changes)
+    return Scenario.model_validate(data)
+
+
+FIGURE5_SCHEDULERS = ("parsync-latency-first", "parsync-quality-first", "parsync-adaptive",
+                      "statesync-latency-first")
+
+
+def _emit(out: TextIO | None, row: dict[str, Any]) -> None:
+    line = json.dumps(row)
+    print(line, flush=True)
+    if out is not None:
+        out.write(line + "\n")
+        out.flush()
+
+
+def _timed(scenario: Scenario, scheduler: str, seed: int) -> tuple[SimResult, dict[str, float]]:
+    cpu, wall = time.process_time(), time.perf_counter()
+    result = simulate(scenario, scheduler, seed)
+    return result, {"cpu_s": round(time.process_time() - cpu, 1),
+                    "wall_s": round(time.perf_counter() - wall, 1),
+                    "load_avg_1min": round(os.getloadavg()[0], 1)}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m fleetplan.sim.parsync.experiments {figure3,figure5,table1} [--scale paper]``:
+    one JSON line per result on stdout (and appended to ``--out``); ``--plot`` draws Figure 5
+    (from ``--out`` files, possibly of several processes) or Figure 3."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m fleetplan.sim.parsync.experiments",
+                                     description="ParSync's Figure 3, Figure 5 and Table 1 (ATC'21 §5.2, §6.1, §6.4)")
+    parser.add_argument("experiment", choices=["figure3", "figure5", "table1", "plot5", "plot3"])
+    parser.add_argument("--scale", choices=["paper", "tenth"], default="paper")
+    parser.add_argument("--schedulers", nargs="+", help="scheduler names (default: the experiment's)")
+    parser.add_argument("--alphas", nargs="+", type=float, default=[0.9, 0.6, 0.4], help="Table 1's alpha values")
+    parser.add_argument("--tau", type=float, default=None, help="Adaptive's tau (s); default 2 (Figure 5), 1 (Table 1)")
+    parser.add_argument("--resolution", type=int, default=None, help="Figure 3: extra-slot step (default 1%% of the slots)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", help="append the JSON lines to this file")
+    parser.add_argument("--inputs", nargs="+", default=[], help="plot5/plot3: JSON-lines files to draw")
+    parser.add_argument("--plot", help="plot5/plot3: the PNG to write")
+    args = parser.parse_args(argv)
+    out = open(args.out, "a") if args.out else None  # noqa: SIM115 - closed below
+    try:
+        if args.experiment == "figure3":
+            base = figure3_scenario(args.scale)
+            for name in args.schedulers or ["parsync-random", "samesyn-random", "statesync-random"]:
+                cpu, wall = time.process_time(), time.perf_counter()
+                probes: list[list[Any]] = []
+                extra = min_extra_slots(base, name, args.seed, resolution=args.resolution,
+                                        on_probe=lambda x, ok, probes=probes: probes.append([x, ok]))
+                _emit(out, {"experiment": "figure3", "scale": args.scale, "scheduler": name,
+                            "extra_slots": extra, "probes": probes,
+                            "cpu_s": round(time.process_time() - cpu, 1),
+                            "wall_s": round(time.perf_counter() - wall, 1),
+                            "load_avg_1min": round(os.getloadavg()[0], 1)})
+        elif args.experiment == "figure5":
+            for name in args.schedulers or FIGURE5_SCHEDULERS:
+                tau = args.tau if args.tau is not None else 2.0
+                result, timing = _timed(figure5_scenario(args.scale, tau_s=tau), name, args.seed)
+                _emit(out, {"experiment": "figure5", "scale": args.scale, "scheduler": name,
+                            "tau_s": tau, **timing, "metrics": result.to_dict()["metrics"],
+                            "phase": result.to_dict()["groups"]["phase"],
+                            "series": {k: result.to_dict()["series"][k]
+                                       for k in ("time", "delay_mean", "quality", "throughput", "backlog")}})
+        elif args.experiment == "table1":
+            tau = args.tau if args.tau is not None else 1.0
+            names = args.schedulers or ["parsync-latency-first", "parsync-adaptive", "parsync-quality-first"]
+            for alpha in args.alphas:
+                for name in names:
+                    sc = figure5_scenario(args.scale, tau_s=tau, alpha=alpha)
+                    result, timing = _timed(sc, name, args.seed)
+                    m = result.metrics
+                    _emit(out, {"experiment": "table1", "scale": args.scale, "alpha": alpha,
+                                "scheduler": name, "tau_s": tau, **timing,
+                                "stet_s": m["stet_mean_s"], "jsd_s": m["jsd_mean_s"],
+                                "jct_s": m["jct_mean_s"], "quality": m["quality"],
+                                "delay_mean_s": m["delay_mean_s"], "finished": m["finished"]})
+        elif args.experiment == "plot5":
+            from fleetplan.sim.parsync.plots import plot_compare
+
+            runs: dict[str, SimResult] = {}
+            for path in args.inputs:
+                with open(path) as f:
+                    for line in f:
+                        row = json.loads(line)
+                        if row.get("experiment") != "figure5":
+                            continue
+                        series = {k: np.array([np.nan if v is None else v for v in vs], dtype=float)
+                                  for k, vs in row["series"].items()}
+                        label = row["scheduler"] + (f" (tau {row['tau_s']:g} s)" if "adaptive" in row["scheduler"] else "")
+                        runs[label] = SimResult(simulator="parsync", scheduler=row["scheduler"],
+                                                seed=args.seed, series=series)
+            plot_compare(runs, args.plot, phases=len(FIVE_PHASES),
+                         duration_s=figure5_scenario(args.scale).duration_s,
+                         title=f"Figure 5 at {'the paper' if args.scale == 'paper' else '1/10'}'s scale (seed {args.seed})")
+        else:
+            from fleetplan.sim.parsync.plots import plot_extra_slots
+
+            rows = []
+            for path in args.inputs:
+                with open(path) as f:
+                    rows += [r for r in map(json.loads, f) if r.get("experiment") == "figure3"]
+            for r in rows:
+                r["N"] = 10
+            plot_extra_slots(rows, args.plot, x="N", title=f"Figure 3 ({args.scale} scale): fewest extra slots")
+    finally:
+        if out is not None:
+            out.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
