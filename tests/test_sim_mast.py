@@ -241,3 +241,16 @@ def test_mast_beats_federated_on_high_priority_slo():
     assert mast.metrics["slo_violation_rate"] < fed.metrics["slo_violation_rate"]
     for r in (mast, fed):
         assert math.isclose(r.metrics["conservation_error_gpu_hours"], 0.0, abs_tol=1e-6)
+
+
+def test_early_stop_of_the_auction_changes_nothing(monkeypatch):
+    # The auction stops at a plan with the best possible score; a full auction gives the same run.
+    from fleetplan.sim.mast.engine import MastSim
+
+    scenario = small(hours=3.0, regions=4, machines_per_region=64, load=1.4)
+    fast = sim.run("mast", scenario, "mast", seed=6).to_dict()
+    monkeypatch.setattr(MastSim, "best_free_key", lambda self, w: None)
+    full = sim.run("mast", scenario, "mast", seed=6).to_dict()
+    fast.pop("wall_s")
+    full.pop("wall_s")
+    assert fast == full

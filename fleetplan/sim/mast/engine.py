@@ -20,8 +20,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from fleetplan.instances.binpack import PRIORITY_LEVELS
 from fleetplan.sim.engine import EventQueue
-from fleetplan.sim.mast.rms import Region, make_templates
+from fleetplan.sim.mast.rms import Region, job_shape, make_templates
 from fleetplan.sim.mast.scenario import MastScenario, build_fleet
 from fleetplan.sim.mast.trace import (
     Trace,
@@ -127,6 +128,13 @@ class MastSim:
         elif np.isnan(self.within_since[w]):
             self.within_since[w] = self.queued_at[w] if self.fresh[w] else now
         self.fresh[w] = False
+
+    def best_free_key(self, w: int) -> tuple:
+        """The best score any plan of ``w`` can have (§4.3's order, the binpack ``option_key``):
+        no preemption, one machine per 8-GPU task (or one machine), the fewest racks."""
+        shape = job_shape(int(self.trace.gpus[w]), 1.0)
+        racks = -(-shape["tasks"] // self.scenario.machines_per_rack)
+        return (tuple(np.zeros(PRIORITY_LEVELS, dtype=np.int64).tolist()) + (0.0, shape["tasks"], racks),)
 
     def template(self, w: int, priority: int) -> int:
         return self.template_index[(self.hw_names[self.trace.hardware[w]], int(self.trace.gpus[w]), int(priority))]
@@ -249,7 +257,10 @@ class MastSim:
             template = self.template(w, priority)
             capable = self.capable(w)
             order = np.concatenate([np.flatnonzero(capable & self.data[w]), np.flatnonzero(capable & ~self.data[w])])
+            hw = int(self.trace.hardware[w])
             for r in order.tolist():
+                if not self.regions[r].may_fit(hw, int(g), priority, False):
+                    continue
                 outcome = self.regions[r].place(template, preemption=False)
                 if outcome.placed:
                     self.data[w, r] = True

@@ -83,27 +83,38 @@ class Region:
         for (_, hw), g in self.state.group_index.items():
             self._hw_groups.setdefault(hw, []).append(g)
         self._hw_groups = {hw: np.array(gs, dtype=np.int64) for hw, gs in self._hw_groups.items()}
+        self._room: dict[int, np.ndarray] | None = None
 
     # --- placing ----------------------------------------------------------------------------
     def may_fit(self, hw: int, gpus: int, priority: int, preemption: bool) -> bool:
         """A necessary condition for a plan, checked before RMS runs: some dynamic cluster has
         ``gpus`` GPUs of type ``hw`` free (or, with preemption, free or held by lower levels, as
-        of the last :meth:`sync`)."""
-        groups = self._hw_groups.get(hw)
-        if groups is None:
+        of the last :meth:`sync`). The per-level maxima are recomputed only after a change."""
+        if self._room is None:
+            self._room = {}
+            for h, groups in self._hw_groups.items():
+                free = self.state.group_free[groups, 0]
+                held = self.state.group_held[groups, :, 0]
+                # tail[g, p] = free + what levels p+1.. hold; tail[g, 7] = free alone
+                tail = free[:, None] + np.concatenate([np.cumsum(held[:, ::-1], axis=1)[:, ::-1][:, 1:],
+                                                       np.zeros((groups.size, 2))], axis=1)
+                self._room[h] = tail.max(axis=0)
+        room = self._room.get(hw)
+        if room is None:
             return False
-        room = self.state.group_free[groups, 0]
-        if preemption:
-            room = room + self.state.group_held[groups, priority + 1:, 0].sum(axis=1)
-        return bool(room.max() >= gpus - 1e-9)
+        return bool(room[priority if preemption else PRIORITY_LEVELS] >= gpus - 1e-9)
 
     def place(self, template: int, preemption: bool) -> WorkloadOutcome:
         """RMS's plan for a template workload, applied to the state (undo it if it loses)."""
-        return place_workload(self.state, template, preemption=preemption, cache=self.cache)
+        outcome = place_workload(self.state, template, preemption=preemption, cache=self.cache)
+        if outcome.placed:
+            self._room = None
+        return outcome
 
     def undo(self, outcome: WorkloadOutcome, template: int) -> None:
         for option in reversed(outcome.options):
             self.state.undo(option, self._demand[template])
+        self._room = None
 
     def preempted_workloads(self, outcome: WorkloadOutcome) -> np.ndarray:
         """Workload ids the (applied) plan preempts (rows of the last :meth:`sync`)."""
@@ -127,6 +138,7 @@ class Region:
         option = self.running.pop(w)
         self._amount.pop(w)
         self.state.undo(option, self._demand[self._template_of.pop(w)])
+        self._room = None
         self.dirty = True
 
     def demand_of(self, template: int) -> np.ndarray:
@@ -167,6 +179,7 @@ class Region:
         np.add.at(state.group_held, (hold_group, a.running_priority[job]), amount)
         state._rank = np.full(ids.size, -1, dtype=np.int64)
         self.synced_ids = ids
+        self._room = None
         self.synced_pass = pass_id
         self.dirty = False
 

@@ -55,7 +55,7 @@ class MastAuction:
             room = [r for r in candidates.tolist() if sim.regions[r].may_fit(hw, gpus, priority, False)]
             # Without preemption the priority plays no part: one template (the lowest level, whose
             # negative-cache entries any preemption clears) lets the cache serve every level.
-            won = self._auction(sim, room, sim.template(w, LOWEST), preemption=False)
+            won = self._auction(sim, room, sim.template(w, LOWEST), preemption=False, bound=sim.best_free_key(w))
             if won is None and preempt and priority < LOWEST:
                 room = []
                 for r in candidates.tolist():
@@ -67,11 +67,14 @@ class MastAuction:
                 sim.start(w, won[0], won[1], won[2], now, priority, within)
 
     @staticmethod
-    def _auction(sim: MastSim, candidates: list[int], template: int, preemption: bool):
+    def _auction(sim: MastSim, candidates: list[int], template: int, preemption: bool, bound: tuple | None = None):
         """Each candidate region's RMS plans; the best score wins (ties: the first region), the
-        others are undone."""
+        others are undone. A plan whose score equals ``bound`` (no plan can score higher) ends
+        the auction early: later regions could only tie, and ties go to the first."""
         best = None
         for r in candidates:
+            if best is not None and best[2] == bound:
+                break
             outcome = sim.regions[r].place(template, preemption)
             if not outcome.placed:
                 continue
