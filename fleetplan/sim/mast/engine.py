@@ -111,10 +111,19 @@ class MastSim:
         self.ev_within: list[bool] = []
         self.ev_since: list[float] = []
         self.queue = EventQueue()
+        self._best_keys: dict[int, tuple] = {}
         self.events = 0
         self.passes = 0
 
     # --- helpers for schedulers -------------------------------------------------------------
+    def candidates(self, pending: np.ndarray) -> list[list[int]]:
+        """Per pending workload, the regions holding its data with a large enough cluster of its
+        GPU type (one vectorised pass)."""
+        t = self.trace
+        mask = self.data[pending] & (self.cluster_max[:, t.hardware[pending]].T >= t.gpus[pending][:, None])
+        rows, cols = np.nonzero(mask)
+        return [c.tolist() for c in np.split(cols, np.searchsorted(rows, np.arange(1, pending.size)))]
+
     def capable(self, w: int) -> np.ndarray:
         """(R,) regions with a dynamic cluster of the workload's GPU type large enough."""
         return self.cluster_max[:, self.trace.hardware[w]] >= self.trace.gpus[w]
@@ -132,9 +141,13 @@ class MastSim:
     def best_free_key(self, w: int) -> tuple:
         """The best score any plan of ``w`` can have (§4.3's order, the binpack ``option_key``):
         no preemption, one machine per 8-GPU task (or one machine), the fewest racks."""
-        shape = job_shape(int(self.trace.gpus[w]), 1.0)
-        racks = -(-shape["tasks"] // self.scenario.machines_per_rack)
-        return (tuple(np.zeros(PRIORITY_LEVELS, dtype=np.int64).tolist()) + (0.0, shape["tasks"], racks),)
+        gpus = int(self.trace.gpus[w])
+        key = self._best_keys.get(gpus)
+        if key is None:
+            tasks = job_shape(gpus, 1.0)["tasks"]
+            racks = -(-tasks // self.scenario.machines_per_rack)
+            key = self._best_keys[gpus] = ((0,) * PRIORITY_LEVELS + (0.0, tasks, racks),)
+        return key
 
     def template(self, w: int, priority: int) -> int:
         return self.template_index[(self.hw_names[self.trace.hardware[w]], int(self.trace.gpus[w]), int(priority))]

@@ -84,37 +84,50 @@ class Region:
             self._hw_groups.setdefault(hw, []).append(g)
         self._hw_groups = {hw: np.array(gs, dtype=np.int64) for hw, gs in self._hw_groups.items()}
         self._room: dict[int, np.ndarray] | None = None
+        self._fit: dict[int, tuple[float, float]] | None = None
 
     # --- placing ----------------------------------------------------------------------------
     def may_fit(self, hw: int, gpus: int, priority: int, preemption: bool) -> bool:
         """A necessary condition for a plan, checked before RMS runs: some dynamic cluster has
-        ``gpus`` GPUs of type ``hw`` free (or, with preemption, free or held by lower levels, as
-        of the last :meth:`sync`). The per-level maxima are recomputed only after a change."""
-        if self._room is None:
-            self._room = {}
-            for h, groups in self._hw_groups.items():
-                free = self.state.group_free[groups, 0]
-                held = self.state.group_held[groups, :, 0]
-                # tail[g, p] = free + what levels p+1.. hold; tail[g, 7] = free alone
-                tail = free[:, None] + np.concatenate([np.cumsum(held[:, ::-1], axis=1)[:, ::-1][:, 1:],
-                                                       np.zeros((groups.size, 2))], axis=1)
-                self._room[h] = tail.max(axis=0)
-        room = self._room.get(hw)
-        if room is None:
+        whole free machines (or, for a job under 8 GPUs, a machine with room) of type ``hw`` for
+        ``gpus``; with preemption, some cluster has ``gpus`` GPUs free or held by lower levels
+        (as of the last :meth:`sync`). The maxima are recomputed only after a change."""
+        if preemption:
+            if self._room is None:
+                self._room = {}
+                for h, groups in self._hw_groups.items():
+                    free = self.state.group_free[groups, 0]
+                    held = self.state.group_held[groups, :, 0]
+                    # tail[g, p] = free + what levels p+1.. hold
+                    tail = free[:, None] + np.concatenate([np.cumsum(held[:, ::-1], axis=1)[:, ::-1][:, 1:],
+                                                           np.zeros((groups.size, 1))], axis=1)
+                    self._room[h] = tail.max(axis=0)
+            room = self._room.get(hw)
+            return room is not None and bool(room[priority] >= gpus - 1e-9)
+        if hw not in self.state.hw_layout:
             return False
-        return bool(room[priority if preemption else PRIORITY_LEVELS] >= gpus - 1e-9)
+        if self._fit is None:
+            self._fit = {}
+            gpus_free = self.state.free[:, 0]
+            for h, layout in self.state.hw_layout.items():
+                free = gpus_free[layout["rows"]]
+                whole = np.add.reduceat(np.floor((free + 1e-9) / GPUS_PER_MACHINE), layout["group_start"])
+                self._fit[h] = (float(whole.max()), float(free.max()))
+        whole, most = self._fit[hw]
+        # An 8-GPU task takes a whole machine; a smaller job is one task on one machine.
+        return whole * GPUS_PER_MACHINE >= gpus if gpus >= GPUS_PER_MACHINE else most >= gpus - 1e-9
 
     def place(self, template: int, preemption: bool) -> WorkloadOutcome:
         """RMS's plan for a template workload, applied to the state (undo it if it loses)."""
         outcome = place_workload(self.state, template, preemption=preemption, cache=self.cache)
         if outcome.placed:
-            self._room = None
+            self._room = self._fit = None
         return outcome
 
     def undo(self, outcome: WorkloadOutcome, template: int) -> None:
         for option in reversed(outcome.options):
             self.state.undo(option, self._demand[template])
-        self._room = None
+        self._room = self._fit = None
 
     def preempted_workloads(self, outcome: WorkloadOutcome) -> np.ndarray:
         """Workload ids the (applied) plan preempts (rows of the last :meth:`sync`)."""
@@ -138,7 +151,7 @@ class Region:
         option = self.running.pop(w)
         self._amount.pop(w)
         self.state.undo(option, self._demand[self._template_of.pop(w)])
-        self._room = None
+        self._room = self._fit = None
         self.dirty = True
 
     def demand_of(self, template: int) -> np.ndarray:
@@ -179,7 +192,7 @@ class Region:
         np.add.at(state.group_held, (hold_group, a.running_priority[job]), amount)
         state._rank = np.full(ids.size, -1, dtype=np.int64)
         self.synced_ids = ids
-        self._room = None
+        self._room = self._fit = None
         self.synced_pass = pass_id
         self.dirty = False
 

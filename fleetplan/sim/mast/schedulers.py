@@ -39,26 +39,26 @@ class MastAuction:
         for region in sim.regions:
             region.cache.clear()
         preempt = sim.scenario.preemption
+        where = sim.candidates(pending)
         for i in scan.order.tolist():
             w = int(pending[i])
             priority = int(scan.priority[i])
             within = bool(scan.within_quota[i])
             sim.mark(w, within, now)
-            capable = sim.capable(w)
-            candidates = np.flatnonzero(capable & sim.data[w])
-            if candidates.size == 0:
-                targets = np.flatnonzero(capable)
+            candidates = where[i]
+            if not candidates:
+                targets = np.flatnonzero(sim.capable(w))
                 sim.replicate(w, now, int(targets[np.argmin(sim.pressure(targets, w, queued=False))]))
                 continue
             template = sim.template(w, priority)
             hw, gpus = int(sim.trace.hardware[w]), int(sim.trace.gpus[w])
-            room = [r for r in candidates.tolist() if sim.regions[r].may_fit(hw, gpus, priority, False)]
+            room = [r for r in candidates if sim.regions[r].may_fit(hw, gpus, priority, False)]
             # Without preemption the priority plays no part: one template (the lowest level, whose
             # negative-cache entries any preemption clears) lets the cache serve every level.
             won = self._auction(sim, room, sim.template(w, LOWEST), preemption=False, bound=sim.best_free_key(w))
             if won is None and preempt and priority < LOWEST:
                 room = []
-                for r in candidates.tolist():
+                for r in candidates:
                     sim.regions[r].sync(pass_id, now, sim.run_priority, sim.run_start)
                     if sim.regions[r].may_fit(hw, gpus, priority, True):
                         room.append(r)
