@@ -25,6 +25,24 @@ Safeguards and extensions beyond the paper's loop:
 * *Compound moves.* A problem may offer items that move several things at once (e.g. all of
   one job's tables to one region): the :class:`Candidate` names them in ``members`` and its
   ``cost`` counts the whole set against the budget; the engine treats it like any move.
+* *Quota check before evaluation.* A problem may offer ``min_cost(item)``, a lower bound of
+  what any move of the item consumes of the cost budget; an item whose bound exceeds what is
+  left is dropped (counted over the budget) without evaluating its moves, when popped from the
+  queue and when offered as a neighbour. With the daily byte quota nearly used up, most queued
+  tables are too big to move, and evaluating each of them first was most of the time at 10^6
+  tables (issue 14 §4).
+* *Fresh moves are not recomputed.* A move evaluated by the engine since the last applied move
+  (a recomputed move sent back behind the head, or a neighbour's) is still exact when it reaches
+  the head: nothing changed the state, so it is applied as it is.
+* *Estimates in batches.* A problem may offer ``estimate_moves(items)``: the best moves of many
+  items in one call, computed faster but with gains that may differ from ``best_move``'s in the
+  last bits. The engine uses them where the loop above only needs to know whether a popped
+  move is dropped (no gain) or waits behind the next key: the popped item is estimated with
+  the next items at the head of the queue (``estimate_batch`` in all, the queue unchanged), and
+  the estimates serve until the next applied move; neighbours are estimated in one call too.
+  A move about to be applied is evaluated exactly (``best_move``) and still goes back in the
+  queue if its exact gain falls behind the next key, so applied gains are ``best_move``'s and
+  the order of decisions is the paper's loop's, up to rounding.
 * *Anytime first pass.* With ``batch_s`` the first pass evaluates items for at most that many
   seconds, applies the queued moves of that batch in gain order, then goes on with the next
   items, so a time limit shorter than one full pass still returns improvements; ``trace``
@@ -96,6 +114,10 @@ class HillClimbProblem(Protocol):
 
     def apply(self, move: Candidate) -> None: ...
 
+    # Optional: ``min_cost(item) -> float``, a lower bound of ``cost`` over the item's moves;
+    # ``estimate_moves(items) -> list[Candidate | None]``, the best moves of many items at once,
+    # whose gains may differ from ``best_move``'s by rounding (they only order the queue).
+
 
 @dataclass
 class Budget:
@@ -118,6 +140,7 @@ class ClimbResult:
     queued: int = 0
     requeued: int = 0
     skipped_over_budget: int = 0
+    estimated: int = 0
     refused_undo: int = 0
     batches: int = 0
     cost_used: float = 0.0
@@ -131,7 +154,8 @@ class _Climb:
 
     def __init__(self, problem: HillClimbProblem, budget: Budget, recompute: bool, min_gain: float,
                  neighbours: Callable[[Candidate], Iterable[int]] | None,
-                 progress: Callable[[float | None, str], None] | None, trace_every_s: float) -> None:
+                 progress: Callable[[float | None, str], None] | None, trace_every_s: float,
+                 estimate_batch: int = 16) -> None:
         self.problem, self.recompute, self.min_gain = problem, recompute, min_gain
         self.neighbours, self.progress = neighbours, progress
         self.started = time.perf_counter()
@@ -141,6 +165,12 @@ class _Climb:
         self.result = ClimbResult(applied=[], stopped_by="converged")
         self.queue: list[tuple[float, int, int]] = []  # (-gain, item, target)
         self.queued: set[int] = set()
+        # Items evaluated since the last applied move: (the best move or None, exact?).
+        self.fresh: dict[int, tuple[Candidate | None, bool]] = {}
+        self.min_cost: Callable[[int], float] | None = getattr(problem, "min_cost", None)
+        self.estimate_moves: Callable[[list[int]], list[Candidate | None]] | None = \
+            getattr(problem, "estimate_moves", None) if recompute else None
+        self.estimate_batch = estimate_batch
         # Hashes of the states visited (relative to the start, which hashes to 0).
         self.state_hash = 0
         self.visited: set[int] = {0}
@@ -156,11 +186,29 @@ class _Climb:
             self.result.trace.append((now, self.result.total_gain, len(self.result.applied)))
             self.last_trace = now
 
-    def push(self, move: Candidate | None) -> None:
+    def push(self, move: Candidate | None, exact: bool | None = None) -> None:
+        """Queue ``move`` (when it gains); ``exact``: it was evaluated now, by ``best_move``
+        (True) or by ``estimate_moves`` (False), so it holds until the next applied move."""
         self.result.evaluated += 1
         if move is not None and move.gain > self.min_gain and move.item not in self.queued:
             heapq.heappush(self.queue, (-move.gain, move.item, move.target))
             self.queued.add(move.item)
+            if exact is not None:
+                self.fresh[move.item] = (move, exact)
+
+    def estimate(self, items: list[int], queue_them: bool = False) -> None:
+        """Evaluate ``items`` in one call of the problem's ``estimate_moves`` and remember the
+        moves until the next applied move; ``queue_them``: also queue them (neighbours)."""
+        self.result.estimated += len(items)
+        for item, move in zip(items, self.estimate_moves(items), strict=True):
+            self.fresh[item] = (move, False)
+            if queue_them:
+                self.push(move, exact=False)
+
+    def over_budget(self, item: int) -> bool:
+        """Whether every move of ``item`` costs more than what is left of the budget (known
+        from the problem's ``min_cost`` without evaluating the moves)."""
+        return self.min_cost is not None and self.remaining < math.inf and self.min_cost(item) > self.remaining
 
     @staticmethod
     def hash_after(state_hash: int, move: Candidate) -> int | None:
@@ -190,14 +238,32 @@ class _Climb:
                 break
             _, item, target = heapq.heappop(queue)
             self.queued.discard(item)
-            move = problem.best_move(item) if self.recompute else problem.move_to(item, target)
-            result.evaluated += 1
+            if self.over_budget(item):
+                result.skipped_over_budget += 1
+                continue
+            stored = self.fresh.get(item)
+            if stored is not None and stored[1] and stored[0] is not None and stored[0].target == target:
+                move = stored[0]  # evaluated exactly since the last move: recomputing gives the same
+            else:
+                if self.estimate_moves is not None:
+                    # Decide from an estimate whether the move is dropped or waits behind the
+                    # head, as the exact gain would; only a move about to be applied is
+                    # evaluated exactly.
+                    if stored is None:
+                        self.estimate(self.peek(item))
+                        stored = self.fresh[item]
+                    estimate = stored[0]
+                    if estimate is None or estimate.gain <= self.min_gain:
+                        continue
+                    if queue and _behind(estimate.gain, item, queue[0], self.min_gain):
+                        self.requeue(estimate, exact=False)
+                        continue
+                move = problem.best_move(item) if self.recompute else problem.move_to(item, target)
+                result.evaluated += 1
             if move is None or (self.recompute and move.gain <= self.min_gain):
                 continue
             if self.recompute and queue and _behind(move.gain, item, queue[0], self.min_gain):
-                heapq.heappush(queue, (-move.gain, item, move.target))  # stale: let better go first
-                self.queued.add(item)
-                result.requeued += 1
+                self.requeue(move, exact=True)  # stale: let better go first
                 continue
             if move.cost > self.remaining:
                 result.skipped_over_budget += 1
@@ -210,6 +276,7 @@ class _Climb:
                 self.state_hash = after
                 self.visited.add(after)
             problem.apply(move)
+            self.fresh.clear()
             self.remaining -= move.cost
             result.cost_used += move.cost
             result.total_gain += move.gain
@@ -218,17 +285,44 @@ class _Climb:
             if self.progress is not None and len(result.applied) % 256 == 0:
                 self.progress(None, f"{len(result.applied)} moves applied, {len(queue)} queued")
             if self.neighbours is not None and self.recompute:
-                for other in self.neighbours(move):
-                    if other not in self.queued:
-                        self.push(problem.best_move(other))
+                others = [other for other in map(int, self.neighbours(move))
+                          if other not in self.queued and not self.over_budget(other)]
+                if self.estimate_moves is not None:
+                    if others:
+                        self.estimate(others, queue_them=True)
+                else:
+                    for other in others:
+                        self.push(problem.best_move(other), exact=True)
 
+    def requeue(self, move: Candidate, exact: bool) -> None:
+        heapq.heappush(self.queue, (-move.gain, move.item, move.target))
+        self.queued.add(move.item)
+        self.fresh[move.item] = (move, exact)
+        self.result.requeued += 1
+
+    def peek(self, item: int) -> list[int]:
+        """``item`` and the next items at the head of the queue (up to ``estimate_batch`` in
+        all) not yet evaluated since the last move nor over the budget: the ones the climb
+        looks at next, estimated together. The queue is left as it was."""
+        batch, queue = [item], self.queue
+        looked = []
+        while queue and len(looked) < 2 * self.estimate_batch and len(batch) < self.estimate_batch:
+            entry = heapq.heappop(queue)
+            looked.append(entry)
+            other = entry[1]
+            if other not in self.fresh and not self.over_budget(other):
+                batch.append(other)
+        for entry in looked:
+            heapq.heappush(queue, entry)
+        return batch
 
 def hill_climb(problem: HillClimbProblem, *, budget: Budget | None = None, recompute: bool = True,
                initial: Iterable[Candidate | None] | None = None,
                neighbours: Callable[[Candidate], Iterable[int]] | None = None,
                min_gain: float = GAIN_TOLERANCE,
                progress: Callable[[float | None, str], None] | None = None,
-               batch_s: float | None = None, trace_every_s: float = 0.25) -> ClimbResult:
+               batch_s: float | None = None, trace_every_s: float = 0.25,
+               estimate_batch: int = 16) -> ClimbResult:
     """Run the queue-by-gain hill climb of MAST §3.4 on ``problem``.
 
     ``initial``: the first pass's best moves, if the problem computes them in a batch (one per
@@ -238,9 +332,11 @@ def hill_climb(problem: HillClimbProblem, *, budget: Budget | None = None, recom
     move, items whose gain it may have changed; those not queued are re-evaluated and queued.
     ``batch_s``: after every ``batch_s`` seconds of the first pass, apply queued moves for up
     to ``batch_s`` seconds (anytime behaviour under a time limit); None evaluates every item
-    before the first move, as §3.4.
+    before the first move, as §3.4. ``estimate_batch``: when the problem offers
+    ``estimate_moves``, how many stale keys at the head of the queue are re-estimated in one call.
     """
-    climb = _Climb(problem, budget or Budget(), recompute, min_gain, neighbours, progress, trace_every_s)
+    climb = _Climb(problem, budget or Budget(), recompute, min_gain, neighbours, progress, trace_every_s,
+                   estimate_batch)
     result = climb.result
     count = problem.num_items()
     first = iter(initial) if initial is not None else (problem.best_move(i) for i in range(count))

@@ -36,6 +36,7 @@ from fleetplan.instances.placement.evaluate import (
 from fleetplan.solvers.base import Progress, SolveResult, register
 from fleetplan.solvers.deadline import Deadline
 from fleetplan.solvers.hill_climb import Budget, Candidate, ClimbResult, hill_climb
+from fleetplan.solvers.placement.first_pass import estimate, first_pass
 from fleetplan.solvers.placement.replicas import add_replicas
 
 TERMS = ("traffic", "gpu_balance", "gpu_overload", "storage_balance")
@@ -96,6 +97,10 @@ class TetrisState:
         self.cpu = cpu
         self.objective_terms = self.terms()
         self.last_changed = np.zeros(0, dtype=np.int64)
+        # The last table's candidates and the state version they were computed in: applying
+        # the move just evaluated reuses them (the state is the same, so are they).
+        self.version = 0
+        self.cached: tuple[int, int, tuple] | None = None
         # Compound items (after the tables): planned ML jobs reading several tables; while
         # a job is split, its item moves all its tables to one region with its GPU type
         # (issue 14 §4: one table at a time, a split job's every single move looks bad).
@@ -161,6 +166,15 @@ class TetrisState:
             return None
         return self._candidate(item, target, gains, terms)
 
+    def min_cost(self, item: int) -> float:
+        """A lower bound of the quota a move of ``item`` uses (the engine skips the item unevaluated
+        when it exceeds what is left): a table at its original home uses its size wherever it
+        goes; one already moved may go back and free it. Compound moves: no bound."""
+        if item >= self.arrays.num_tables:
+            return -np.inf
+        size = float(self.arrays.table_size[item])
+        return size if self.home[item] == self.original[item] else -size
+
     def _candidate(self, item: int, target: int, gains: np.ndarray, terms: np.ndarray) -> Candidate:
         size = float(self.arrays.table_size[item])
         at_origin = self.home[item] == self.original[item]
@@ -169,9 +183,21 @@ class TetrisState:
                          {name: float(terms[k, target]) for k, name in enumerate(TERMS)}, cost,
                          source=int(self.home[item]))
 
+    def estimate_moves(self, items: list[int]) -> list[Candidate | None]:
+        """The best moves of many items in one vectorised evaluation (:func:`first_pass.estimate`;
+        gains equal to :meth:`best_move`'s up to rounding, for ordering the engine's queue)."""
+        return estimate(self, items)
+
     def _candidates(self, table: int) -> tuple[np.ndarray, np.ndarray, dict]:
         """Gain of moving ``table`` to every region (-inf: infeasible or its home), the change
         of each term (4, R), and the affected jobs' new regions for :meth:`apply`."""
+        if self.cached is not None and self.cached[0] == table and self.cached[1] == self.version:
+            return self.cached[2]
+        out = self._evaluate(table)
+        self.cached = (table, self.version, out)
+        return out
+
+    def _evaluate(self, table: int) -> tuple[np.ndarray, np.ndarray, dict]:
         a = self.arrays
         R = a.num_regions
         old = int(self.home[table])
@@ -343,6 +369,7 @@ class TetrisState:
         else:
             self.last_changed = jobs
         self.home[table] = target
+        self.version += 1
         self.home_bytes[old_home] -= a.table_size[table]
         self.home_bytes[target] += a.table_size[table]
         for name, change in move.terms.items():
@@ -393,6 +420,7 @@ class TetrisState:
          self.hp_at_home, self.cpu, self.home_bytes, self.objective_terms, self.last_changed) = saved
         self.home[tables] = home
         self.region[readers] = region
+        self.version += 1
 
     def neighbours(self, move: Candidate) -> np.ndarray:
         """Tables read by the jobs whose region the last applied move changed: their gains
@@ -516,7 +544,7 @@ def _climb(instance: PlacementInstance, recompute: bool, time_limit: float | Non
         climb_s = 0.0 if deadline.expired(after_s) else time_limit - deadline.elapsed() - after_s
     quota = instance.arrays().move_quota_bytes
     budget = Budget(time_s=climb_s, moves=max_moves, cost=None if not np.isfinite(quota) else quota)
-    result = hill_climb(state, budget=budget, recompute=recompute, progress=progress,
+    result = hill_climb(state, budget=budget, recompute=recompute, progress=progress, initial=first_pass(state),
                         neighbours=state.neighbours if requeue_neighbours else None,
                         batch_s=None if time_limit is None else max(0.02, time_limit / 20))
     return state, result

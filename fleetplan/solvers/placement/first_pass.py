@@ -1,0 +1,311 @@
+"""The first pass of Tetris's hill climb (MAST §3.4, "goes over each table and finds the best
+region for it"), vectorised over many tables at once (issue 14 §4: 10^6 tables in under 60 s).
+
+:meth:`TetrisState._candidates` computes one table's gains for every region with numpy over that
+table's readers; called once per table, its fixed cost per call (a few dozen small numpy
+operations) dominated the first pass. Here a chunk of tables is evaluated in one go over the CSR
+of (table, reader) pairs: the jobs' new regions for every candidate region as (pairs, R) arrays,
+the traffic change summed per (table, region) with ``bincount``, and the GPU terms from per-slice
+running sums (Σd, Σd², Σd·σ, Σd·sigmoid) so that a move's effect on a slice costs only the
+regions it touches, not a recomputation of the slice's column.
+
+The formulas are those of ``_candidates`` and the judge (Expressions 1, 6-9 of §3.3); sums are
+taken in another order, so a gain may differ from ``_candidates``'s in the last bits. That is
+why these moves only order the first queue: the engine recomputes every move exactly
+(``best_move``) before applying it, so applied gains are the judge's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from fleetplan.instances.placement import ML, NO_REGION
+from fleetplan.instances.placement.evaluate import TOLERANCE, sigmoid
+from fleetplan.solvers.hill_climb import Candidate
+
+if TYPE_CHECKING:
+    from fleetplan.solvers.placement import TetrisState
+
+TERMS = ("traffic", "gpu_balance", "gpu_overload", "storage_balance")
+CHUNK = 8192
+
+
+def first_pass(state: TetrisState, chunk: int = CHUNK) -> Iterator[Candidate | None]:
+    """Each table's best move (None when it has none with a positive gain), in table order,
+    computed ``chunk`` tables at a time from the state at the time the chunk is reached (so
+    moves applied between the engine's anytime batches are seen by later chunks). Compound
+    items, after the tables, are evaluated one by one with ``best_move``."""
+    a = state.arrays
+    for start in range(0, a.num_tables, chunk):
+        tables = np.arange(start, min(start + chunk, a.num_tables))
+        gains, terms = table_gains(state, tables)
+        target = np.argmax(gains, axis=1)
+        best = gains[np.arange(tables.size), target]
+        yield from _candidates(state, tables, target, best, terms)
+    for item in range(a.num_tables, state.num_items()):
+        yield state.best_move(item)
+
+
+def estimate(state: TetrisState, items: list[int]) -> list[Candidate | None]:
+    """The best moves of ``items`` from the current state: tables in one :func:`table_gains`
+    call, compound items one by one (``best_move``)."""
+    a = state.arrays
+    tables = np.array([i for i in items if i < a.num_tables], dtype=np.int64)
+    found: dict[int, Candidate | None] = {}
+    if tables.size:
+        gains, terms = table_gains(state, tables)
+        target = np.argmax(gains, axis=1)
+        best = gains[np.arange(tables.size), target]
+        found = dict(zip(tables.tolist(), _candidates(state, tables, target, best, terms), strict=True))
+    return [found[i] if i < a.num_tables else state.best_move(i) for i in items]
+
+
+def _candidates(state: TetrisState, tables: np.ndarray, target: np.ndarray, best: np.ndarray,
+                terms: np.ndarray) -> Iterator[Candidate | None]:
+    """Candidates for the tables whose best gain is positive; None for the others (the engine
+    only counts them)."""
+    a = state.arrays
+    good = np.isfinite(best) & (best > 0)
+    rows = np.flatnonzero(good)
+    sizes, homes, original = a.table_size[tables], state.home[tables], state.original[tables]
+    chosen = terms[:, rows, target[rows]]  # (4, n)
+    made: dict[int, Candidate] = {}
+    for k, row in enumerate(rows.tolist()):
+        t, r = int(tables[row]), int(target[row])
+        size = float(sizes[row])
+        cost = size if homes[row] == original[row] else (-size if r == original[row] else 0.0)
+        made[row] = Candidate(t, r, float(best[row]), {name: float(chosen[i, k]) for i, name in enumerate(TERMS)},
+                              cost, source=int(homes[row]))
+    for row in range(tables.size):
+        yield made.get(row)
+
+
+def table_gains(state: TetrisState, tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Gains of moving each of ``tables`` to each region, (n, R), -inf where infeasible or the
+    table's home, and the change of each term, (4, n, R): ``_candidates`` for many tables."""
+    a = state.arrays
+    R = a.num_regions
+    n = tables.size
+    cand = np.arange(R)
+    old = state.home[tables]
+    size = a.table_size[tables]
+    # Storage balance (Expression 9): only the old and the new home change.
+    hb = state.home_bytes
+    before = np.square(hb / state.total_bytes - state.capacity_share)
+    after_new = np.square((hb + size[:, None]) / state.total_bytes - state.capacity_share)
+    after_old = np.square((hb[old] - size) / state.total_bytes - state.capacity_share[old])
+    own = cand == old[:, None]
+    storage = np.where(own, 0.0, after_new - before + (after_old - before[old])[:, None])
+    feasible = ~own & (hb + size[:, None] <= a.storage_capacity * (1 + TOLERANCE) + 1e-6)
+    delta = np.zeros((4, n, R))
+    delta[3] = a.w_storage * storage
+    lo, hi = state.reader_ptr[tables], state.reader_ptr[tables + 1]
+    lengths = hi - lo
+    if lengths.sum():
+        pairs = _pairs(state, tables, lo, lengths)
+        delta[0] = _traffic(state, pairs, n).reshape(n, R)
+        changed = pairs.new != pairs.old[:, None]
+        ml = np.flatnonzero((a.job_kind[pairs.job] == ML) & changed.any(axis=1))
+        if ml.size:
+            balance, overload = _gpu(state, pairs, ml, changed, n)
+            delta[1], delta[2] = balance.reshape(n, R), overload.reshape(n, R)
+            feasible &= _hp_ok(state, pairs, ml, n).reshape(n, R)
+        feasible &= _cpu_ok(state, pairs, changed, n).reshape(n, R)
+    gains = np.where(feasible, -(delta[0] + delta[1] + delta[2] + delta[3]), -np.inf)
+    return gains, delta
+
+
+class _Pairs:
+    """The (table, reader) pairs of a chunk: ``row`` the table's row in the chunk, ``job``,
+    ``old`` the job's region now, ``new`` its region for each candidate (P, R), ``bytes`` the
+    bytes of its other tables in each region (P, R), ``others`` how many other tables it has."""
+
+    row: np.ndarray
+    job: np.ndarray
+    size: np.ndarray
+    home: np.ndarray
+    old: np.ndarray
+    new: np.ndarray
+    bytes: np.ndarray
+
+
+def _pairs(state: TetrisState, tables: np.ndarray, lo: np.ndarray, lengths: np.ndarray) -> _Pairs:
+    """R(job) for each pair and candidate region (``_new_regions`` for a chunk of tables)."""
+    a = state.arrays
+    R = a.num_regions
+    p = _Pairs()
+    total = int(lengths.sum())
+    p.row = np.repeat(np.arange(tables.size), lengths)
+    index = np.repeat(lo - np.cumsum(lengths) + lengths, lengths) + np.arange(total)
+    p.job = state.readers[index]
+    p.size = a.table_size[tables][p.row]
+    p.home = state.home[tables][p.row]
+    p.old = state.region[p.job]
+    # Each distinct job's tables by region (count and bytes), then this pair's table taken out.
+    jobs, which = np.unique(p.job, return_inverse=True)
+    starts, ends = a.job_ptr[jobs], a.job_ptr[jobs + 1]
+    jl = ends - starts
+    owner = np.repeat(np.arange(jobs.size), jl)
+    at = np.repeat(starts - np.cumsum(jl) + jl, jl) + np.arange(int(jl.sum()))
+    key = owner * R + state.home[a.job_tables[at]]
+    count = np.bincount(key, minlength=jobs.size * R).reshape(jobs.size, R)[which]
+    size = np.bincount(key, weights=state.pair_size[at], minlength=jobs.size * R).reshape(jobs.size, R)[which]
+    rows = np.arange(total)
+    count[rows, p.home] -= 1
+    size[rows, p.home] -= p.size
+    size[rows, p.home] = np.where(count[rows, p.home] == 0, 0.0, size[rows, p.home])
+    p.bytes = size
+    cand = np.arange(R)
+    others = count.sum(axis=1)
+    alone = (others == 0)[:, None]
+    # ML: the common region of the other tables, if any; a job reading only this table follows it.
+    common = np.where(count.max(axis=1) == others, count.argmax(axis=1), NO_REGION)
+    ml_new = np.where(alone | (common[:, None] == cand), cand, NO_REGION)
+    # Spark/Presto: the leader among the other tables (most tables, then bytes, then the lower
+    # index) against the candidate region with this table added.
+    top = count.max(axis=1, keepdims=True)
+    best_bytes = np.where(count == top, size, -np.inf)
+    leader = np.argmax((count == top) & (best_bytes == best_bytes.max(axis=1, keepdims=True)), axis=1)
+    lead_count = count[rows, leader][:, None]
+    lead_bytes = size[rows, leader][:, None]
+    mine_count = count + 1
+    mine_bytes = size + p.size[:, None]
+    wins = (mine_count > lead_count) | ((mine_count == lead_count) & (
+        (mine_bytes > lead_bytes) | ((mine_bytes == lead_bytes) & (cand <= leader[:, None]))))
+    analytics_new = np.where(wins | alone, cand, leader[:, None])
+    p.new = np.where((a.job_kind[p.job] == ML)[:, None], ml_new, analytics_new)
+    return p
+
+
+def _traffic(state: TetrisState, p: _Pairs, n: int) -> np.ndarray:
+    """Expression 1's change per (table, candidate), flattened (n*R)."""
+    a = state.arrays
+    R = a.num_regions
+    cand = np.arange(R)
+    rows = np.arange(p.job.size)
+    placed = p.new >= 0
+    in_region = np.where(placed, np.take_along_axis(p.bytes, np.maximum(p.new, 0), 1), 0.0)
+    in_region = in_region + np.where(p.new == cand, p.size[:, None], 0.0)
+    weight = a.job_weight[p.job]
+    job_bytes = state.job_bytes[p.job]
+    traffic_new = weight[:, None] * (job_bytes[:, None] - np.where(placed, in_region, 0.0))
+    old_in = np.where(p.old >= 0, p.bytes[rows, np.maximum(p.old, 0)] + np.where(p.old == p.home, p.size, 0.0), 0.0)
+    traffic_old = weight * (job_bytes - old_in)
+    change = traffic_new - traffic_old[:, None]
+    key = (p.row[:, None] * R + cand).ravel()
+    out = np.bincount(key, weights=change.ravel(), minlength=n * R)
+    return a.w_traffic * out
+
+
+def _moves(p: _Pairs, rows: np.ndarray, changed: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The demand moves of the pairs ``rows``: for each (pair, candidate) whose job changes
+    region, the job leaves its old region (sign -1) and enters its new one (+1), where those are
+    regions. Returns the pair index, candidate, region and sign of each entry."""
+    pr, pc = np.nonzero(changed[rows])
+    pr = rows[pr]
+    old, new = p.old[pr], p.new[pr, pc]
+    leave, enter = old >= 0, new >= 0
+    pair = np.concatenate([pr[leave], pr[enter]])
+    cand = np.concatenate([pc[leave], pc[enter]])
+    region = np.concatenate([old[leave], new[enter]])
+    sign = np.concatenate([-np.ones(int(leave.sum())), np.ones(int(enter.sum()))])
+    return pair, cand, region, sign
+
+
+def _group(keys: np.ndarray, *values: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Distinct keys (sorted) and each value summed per key."""
+    unique, inverse = np.unique(keys, return_inverse=True)
+    return unique, [np.bincount(inverse, weights=v, minlength=unique.size) for v in values]
+
+
+def _gpu(state: TetrisState, p: _Pairs, ml: np.ndarray, changed: np.ndarray, n: int
+         ) -> tuple[np.ndarray, np.ndarray]:
+    """Expressions 7 and 8's change per (table, candidate), flattened (n*R): for each touched
+    (table, candidate, slice) the slice's cost after the move from running sums over its
+    regions, corrected at the regions the move changes."""
+    a = state.arrays
+    R = a.num_regions
+    S = state.demand.shape[1]
+    pair, cand, region, sign = _moves(p, ml, changed)
+    job = p.job[pair]
+    cell = state.cell[job]
+    group = (p.row[pair] * R + cand) * S + cell
+    keys, (hours, count) = _group(group * R + region, sign * a.job_gpu_hours[job],
+                                  sign * state.counted[job].astype(float))
+    g, r = keys // R, keys % R
+    s = g % S
+    d, c = state.demand[r, s], state.demand_count[r, s]
+    d_new = np.where(c + np.rint(count).astype(np.int64) == 0, 0.0, d + hours)
+    groups, inverse = np.unique(g, return_inverse=True)
+    gs = groups % S
+    demand = state.demand
+    total = demand.sum(axis=0)  # (S,)
+    supply, share = state.supply, state.supply_share
+    scale = a.sigmoid_scale
+    sig = sigmoid(np.maximum(0.0, demand - supply) / scale)
+    sum_sq, sum_cross, sum_share_sq = (np.square(demand).sum(axis=0), (demand * share).sum(axis=0),
+                                       np.square(share).sum(axis=0))
+    sum_sig = (demand * sig).sum(axis=0)
+    new_total = total[gs] + np.bincount(inverse, weights=d_new - d, minlength=groups.size)
+    active = new_total > 0
+    safe = np.where(active, new_total, 1.0)
+    t_e = safe[inverse]
+    sh = share[r, s]
+    # Σ_r (d_r/T - σ_r)^2 = Σd²/T² - 2Σdσ/T + Σσ², then the touched regions swapped.
+    correction = np.square(d_new / t_e - sh) - np.square(d / t_e - sh)
+    balance = (sum_sq[gs] / np.square(safe) - 2.0 * sum_cross[gs] / safe + sum_share_sq[gs]
+               + np.bincount(inverse, weights=correction, minlength=groups.size))
+    balance = np.where(active, np.maximum(balance, 0.0), 0.0)
+    sig_new = sigmoid(np.maximum(0.0, d_new - supply[r, s]) / scale)
+    over = sum_sig[gs] + np.bincount(inverse, weights=d_new * sig_new - d * sig[r, s], minlength=groups.size)
+    overload = np.where(active, over / safe, 0.0)
+    weight = state.slice_weight[gs]
+    rc = groups // S
+    out_balance = np.bincount(rc, weights=weight * balance - state.slice_balance[gs], minlength=n * R)
+    out_overload = np.bincount(rc, weights=weight * overload - state.slice_overload[gs], minlength=n * R)
+    return a.w_gpu * out_balance, a.w_gpu * out_overload
+
+
+def _hp_ok(state: TetrisState, p: _Pairs, ml: np.ndarray, n: int) -> np.ndarray:
+    """Expression 6 (high-priority GPU-hours trained at home stay above the floor, or do not
+    fall) per (table, candidate), flattened (n*R)."""
+    a = state.arrays
+    R = a.num_regions
+    rows = ml[state.hp[p.job[ml]]]
+    if rows.size == 0:
+        return np.ones(n * R, dtype=bool)
+    jobs = p.job[rows]
+    hours = a.job_gpu_hours[jobs]
+    gpu = a.job_gpu_type[jobs]
+    was = state._at_home(jobs, p.old[rows])
+    new = p.new[rows]
+    now = (new >= 0) & (a.gpu_supply[np.maximum(new, 0), gpu[:, None]] > 0)
+    change = hours[:, None] * (now.astype(float) - was[:, None])
+    key = (p.row[rows][:, None] * R + np.arange(R)).ravel()
+    at_home = state.hp_at_home + np.bincount(key, weights=change.ravel(), minlength=n * R)
+    return (at_home >= state.hp_floor) | (at_home >= state.hp_at_home)
+
+
+def _cpu_ok(state: TetrisState, p: _Pairs, changed: np.ndarray, n: int) -> np.ndarray:
+    """CPU capacity per application and region (a move may not push a region over, unless it
+    does not add to it), per (table, candidate), flattened (n*R)."""
+    a = state.arrays
+    R = a.num_regions
+    ok = np.ones(n * R, dtype=bool)
+    rows = np.flatnonzero(changed.any(axis=1) & (a.job_cpu_hours[p.job] > 0))
+    if rows.size == 0:
+        return ok
+    pair, cand, region, sign = _moves(p, rows, changed)
+    job = p.job[pair]
+    apps = a.job_app[job]
+    napps = state.cpu.shape[0]
+    keys, (hours,) = _group(((p.row[pair] * R + cand) * napps + apps) * R + region, sign * a.job_cpu_hours[job])
+    r, app, rc = keys % R, (keys // R) % napps, keys // R // napps
+    current = state.cpu[app, r]
+    usage = current + hours
+    bad = (usage > a.cpu_capacity[app, r] * (1 + TOLERANCE) + 1e-9) & (usage > current + 1e-9)
+    ok[rc[bad]] = False
+    return ok

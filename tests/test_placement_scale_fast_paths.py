@@ -1,0 +1,191 @@
+"""The fast paths of Tetris's hill climb at scale (MAST §3.4, issue 14 §4): the vectorised
+first pass and batch estimates equal the per-table gains, over-quota items are skipped before
+they are evaluated, fresh moves are not recomputed, and the climb's applied gains stay the
+judge's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fleetplan
+from fleetplan.instances.placement import PlacementPlan
+from fleetplan.solvers.hill_climb import Budget, Candidate, hill_climb
+from fleetplan.solvers.placement import TetrisState
+from fleetplan.solvers.placement.first_pass import first_pass, table_gains
+
+
+def random_instance(seed: int, quota: float | None = None):
+    rng = np.random.default_rng(seed)
+    params = {"regions": int(rng.integers(2, 8)), "tables": int(rng.integers(3, 150)),
+              "jobs": int(rng.integers(5, 250)), "ml_share": float(rng.choice([0.3, 0.5, 1.0])),
+              "move_quota_share": quota}
+    return fleetplan.generate("placement", params, seed=seed), rng
+
+
+def walk(state: TetrisState, rng, steps: int) -> None:
+    """Random feasible moves (good or bad), so the state is not today's placement."""
+    tables = state.arrays.num_tables
+    for _ in range(steps):
+        table = int(rng.integers(tables))
+        gains, _, _ = state._candidates(table)
+        feasible = np.flatnonzero(np.isfinite(gains))
+        if feasible.size:
+            state.apply(state.move_to(table, int(rng.choice(feasible))))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_vectorised_gains_equal_the_per_table_gains(seed):
+    instance, rng = random_instance(seed)
+    state = TetrisState(instance)
+    walk(state, rng, steps=25)
+    tables = np.arange(instance.arrays().num_tables)
+    gains, terms = table_gains(state, tables)
+    shuffled = rng.permutation(tables)  # any order of tables gives the same rows
+    assert np.array_equal(table_gains(state, shuffled)[0], gains[shuffled])
+    for table in tables.tolist():
+        exact, exact_terms, _ = state._candidates(table)
+        finite = np.isfinite(exact)
+        assert np.array_equal(finite, np.isfinite(gains[table])), table
+        assert gains[table][finite] == pytest.approx(exact[finite], rel=1e-9, abs=1e-9)
+        assert terms[:, table] == pytest.approx(exact_terms, rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_first_pass_and_estimates_pick_the_best_move_of_each_table(seed):
+    instance, rng = random_instance(seed + 20)
+    state = TetrisState(instance)
+    walk(state, rng, steps=10)
+    moves = list(first_pass(state, chunk=7))  # several chunks, one partly empty of readers
+    items = rng.permutation(len(moves)).tolist()
+    estimates = dict(zip(items, state.estimate_moves(items), strict=True))
+    for table, move in enumerate(moves):
+        exact = state.best_move(table)
+        if exact is None or exact.gain <= 0:
+            assert move is None and estimates[table] is None
+            continue
+        for got in (move, estimates[table]):
+            assert (got.item, got.target, got.cost, got.source) == (exact.item, exact.target, exact.cost, exact.source)
+            assert got.gain == pytest.approx(exact.gain, rel=1e-9, abs=1e-12)
+            assert got.terms == pytest.approx(exact.terms, rel=1e-9, abs=1e-9)
+
+
+def test_the_vectorised_gains_on_a_larger_instance_with_the_default_generator():
+    instance = fleetplan.generate("placement", {"regions": 20, "tables": 3000, "jobs": 3000}, seed=1)
+    state = TetrisState(instance)
+    gains, _ = table_gains(state, np.arange(3000))
+    for table in np.random.default_rng(0).choice(3000, 150, replace=False).tolist():
+        exact, _, _ = state._candidates(table)
+        finite = np.isfinite(exact)
+        assert np.array_equal(finite, np.isfinite(gains[table]))
+        assert gains[table][finite] == pytest.approx(exact[finite], rel=1e-9, abs=1e-9)
+
+
+class Counting:
+    """Items with weights in two bins (cost: squared loads); counts evaluations and offers the
+    fast paths: a lower bound of each move's cost and (perturbed) batch estimates."""
+
+    def __init__(self, weights, noise=0.0, bound=True):
+        self.weights, self.where = list(weights), [0] * len(weights)
+        self.evaluated: list[int] = []
+        self.noise = noise
+        if not bound:
+            self.min_cost = None
+
+    def num_items(self):
+        return len(self.weights)
+
+    def cost(self, where):
+        load = [0.0, 0.0]
+        for item, b in enumerate(where):
+            load[b] += self.weights[item]
+        return sum(x * x for x in load)
+
+    def move_to(self, item, target):
+        if target == self.where[item]:
+            return None
+        self.evaluated.append(item)
+        after = list(self.where)
+        after[item] = target
+        return Candidate(item, target, self.cost(self.where) - self.cost(after), cost=self.weights[item],
+                         source=self.where[item])
+
+    def best_move(self, item):
+        return self.move_to(item, 1 - self.where[item])
+
+    def min_cost(self, item):
+        return self.weights[item]
+
+    def estimate_moves(self, items):
+        out = []
+        for item in items:
+            after = list(self.where)
+            after[item] = 1 - self.where[item]
+            gain = self.cost(self.where) - self.cost(after)
+            out.append(Candidate(item, after[item], gain * (1 + self.noise * ((item % 3) - 1)),
+                                 cost=self.weights[item], source=self.where[item]))
+        return out
+
+    def apply(self, move):
+        assert move.gain == pytest.approx(self.cost(self.where) - self.cost(
+            [*self.where[:move.item], move.target, *self.where[move.item + 1:]]), abs=1e-12)
+        self.where[move.item] = move.target
+
+
+def test_items_over_the_remaining_budget_are_skipped_unevaluated():
+    weights = [5.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.9]
+    with_bound = Counting(weights, bound=True)
+    with_bound.estimate_moves = None  # exact evaluations only, so each one is counted
+    result = hill_climb(with_bound, budget=Budget(cost=3.0))
+    initial = len(weights)
+    assert 0 not in with_bound.evaluated[initial:]  # the 5.0 item never evaluated after the pass
+    assert result.skipped_over_budget > 0 and result.cost_used <= 3.0
+    without = Counting(weights, bound=False)
+    without.estimate_moves = None
+    plain = hill_climb(without, budget=Budget(cost=3.0))
+    assert with_bound.where == without.where  # the same plan, fewer evaluations
+    assert len(with_bound.evaluated) < len(without.evaluated)
+    assert [m.item for m in result.applied] == [m.item for m in plain.applied]
+
+
+@pytest.mark.parametrize("noise", [0.0, 1e-9, 0.2])
+def test_estimates_only_order_the_queue_applied_gains_are_exact(noise):
+    weights = [float(w) for w in np.random.default_rng(1).integers(1, 20, size=30)]
+    problem = Counting(weights, noise=noise)
+    result = hill_climb(problem, neighbours=lambda move: range(len(weights)), estimate_batch=4)
+    assert result.estimated > 0 and result.stopped_by == "converged"
+    # apply() asserted every gain; the end is a local optimum by exact gains.
+    assert all((m := problem.best_move(i)) is None or m.gain <= 1e-12 for i in range(len(weights)))
+    loads = [sum(w for w, b in zip(weights, problem.where, strict=True) if b == k) for k in (0, 1)]
+    assert abs(loads[0] - loads[1]) <= max(weights)
+
+
+def test_the_climb_with_the_fast_paths_is_what_the_judge_says_and_deterministic():
+    instance = fleetplan.generate("placement", {"regions": 6, "tables": 2000, "jobs": 2000}, seed=4)
+    keep = fleetplan.solve(instance, "keep", replicas=False)
+    runs = [fleetplan.solve(instance, "hill-climb", replicas=False) for _ in range(2)]
+    one, two = runs
+    assert one.plan.model_dump() == two.plan.model_dump()
+    assert one.evaluation.violations == [] and one.objective < keep.objective
+    assert one.model_objective == pytest.approx(one.objective, abs=1e-9)
+    assert sum(m.gain for m in one.plan.moves) == pytest.approx(keep.objective - one.objective, rel=1e-9)
+    assert one.evaluation.metrics["bytes_moved"] <= instance.daily_move_quota_bytes * (1 + 1e-9)
+    home = one.plan.home_array(instance)
+    judged = fleetplan.evaluate(instance, PlacementPlan.from_arrays(instance, home)).objective
+    assert judged == pytest.approx(one.objective, abs=1e-9)
+
+
+def test_applying_the_move_just_evaluated_reuses_its_candidates():
+    instance, rng = random_instance(3, quota=None)
+    state = TetrisState(instance)
+    calls = []
+    evaluate = state._evaluate
+    state._evaluate = lambda table: calls.append(table) or evaluate(table)
+    for table in range(instance.arrays().num_tables):
+        move = state.best_move(table)
+        if move is not None and move.gain > 0:
+            state.apply(move)
+            break
+    assert calls.count(table) == 1  # best_move evaluated it; apply reused the result
+    state._candidates(table)
+    assert calls.count(table) == 2  # the state changed since: evaluated again
