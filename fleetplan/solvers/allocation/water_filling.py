@@ -32,7 +32,6 @@ level — the same tolerance the judge uses.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -65,20 +64,18 @@ BottleneckTest = Literal["lp", "milp"]
 MILP_TOLERANCE = 1e-9
 # Kept back from the iterations for expanding the plan.
 JUDGE_RESERVE_S = 0.05
-# The judge (``bottlenecked_jobs``) re-proves every job's bottleneck with its own LP rounds, on
-# the clock of the solve: at 16,384 distinct jobs its first LP took 2.9-3.9 s of CPU on the
-# isolated allocation (49,152 cells), plus 0.7 s to import scipy.optimize the first time
-# (benchmarks/RESULTS.md, "Time limits"). The iterations keep that much back.
+# The judge (``bottlenecked_jobs``) re-proves every job's bottleneck with LP rounds of its own,
+# on the clock of the solve: at 16,384 distinct jobs its first LP took 2.9-3.9 s of CPU on the
+# isolated allocation (49,152 cells; benchmarks/RESULTS.md, "Time limits"). The iterations keep
+# that much back. (The judge uses highspy, which the solver has loaded already.)
 JUDGE_S_PER_CELL = 70e-6
-SCIPY_OPTIMIZE_IMPORT_S = 0.7
 
 
 def judge_reserve(classes: JobClasses) -> float:
     """Seconds kept back for expanding and judging the plan: the judge's classes (jobs with
     equal throughputs, scale factor and score) are never more than the solver's, so its LP has
     at most as many cells as ``classes``."""
-    cold = 0.0 if "scipy.optimize" in sys.modules else SCIPY_OPTIMIZE_IMPORT_S
-    return JUDGE_RESERVE_S + cold + JUDGE_S_PER_CELL * len(classes.cell_class)
+    return JUDGE_RESERVE_S + JUDGE_S_PER_CELL * len(classes.cell_class)
 
 
 @dataclass
