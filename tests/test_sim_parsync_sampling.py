@@ -38,7 +38,7 @@ def test_weighted_sample_has_the_successive_sampling_distribution(monkeypatch, r
     # rejection when share >= the threshold (it is about 0.5 here), Efraimidis-Spirakis otherwise
     monkeypatch.setattr(core, "REJECTION_MIN_SHARE", 0.0 if rejection else 2.0)
     assert (share >= core.REJECTION_MIN_SHARE) == rejection
-    n = 20_000
+    n = 3_000
     counts = np.zeros(40)
     for _ in range(n):
         got = run.sample(0, 0, 40, int(free.sum()), 2, weighted=True)
