@@ -87,6 +87,8 @@ class MastScenario(StrictModel):
     recurring_share: float = Field(0.3, ge=0, le=1, description="share of recurring workloads (§5.1)")
     replicas_recurring: int = Field(3, ge=1, description="regions holding a recurring workload's data")
     replicas_first_time: int = Field(2, ge=1, description="regions holding a first-time workload's data")
+    tenant_regions: int = Field(3, ge=0, description="home regions per tenant: its workloads' data is there (0: any "
+                                                     "region)")
     region_skew: float = Field(0.5, ge=0, description="data popularity of region i ~ 1 / (i + 1)^skew")
     replication_hours: float = Field(1.0, ge=0, description="delay to replicate a workload's data to a region")
     initial_fill: bool = Field(True, description="start with the workloads that arrived before the trace and "

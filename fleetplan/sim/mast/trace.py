@@ -8,7 +8,8 @@ Generated trace (MAST §4.2, §5.1):
   :data:`GPU_KNOTS`, :data:`DURATION_KNOTS`), so the three quantiles hold exactly; GPUs are
   then rounded to 1, 2, 4 or a multiple of 8 (8-GPU machines), which keeps them.
 * 30% of workloads recur: their data is held by ``replicas_recurring`` regions, a first-time
-  workload's by ``replicas_first_time``. Regions are drawn by popularity ``1 / (i + 1)^skew``;
+  workload's by ``replicas_first_time``, among its tenant's ``tenant_regions`` home regions
+  (a team's tables live in a few regions). Regions are drawn by popularity ``1 / (i + 1)^skew``;
   for a recurring workload also in proportion to the region's GPUs of its type (Tetris, §3,
   placed the data near the hardware); a first-time workload's data is where it was written.
   When no region holding the data has the workload's GPU type, the data must be replicated.
@@ -164,10 +165,15 @@ def generate_trace(scenario: MastScenario, fleet: Fleet, tenants: Tenants, rng: 
     replicas = np.where(recurring, scenario.replicas_recurring, scenario.replicas_first_time)
     # Regions by popularity; a recurring workload's data was placed by Tetris (§3) where its GPU
     # type is (weight x the region's GPUs of that type), a first-time one's where it was written.
-    popularity = np.arange(1, fleet.num_regions + 1, dtype=float) ** -scenario.region_skew
+    R = fleet.num_regions
+    popularity = np.arange(1, R + 1, dtype=float) ** -scenario.region_skew
+    # A tenant's data lives in its home regions (drawn by popularity); its workloads' in them.
+    homes = min(scenario.tenant_regions or R, R)
+    home = _data_regions(rng, np.tile(popularity, (len(tenants.names), 1)), np.full(len(tenants.names), homes))
     supply = (fleet.gpus / np.maximum(fleet.gpus.sum(axis=0), 1e-9)).T  # (H, R)
     weight = np.where(recurring[:, None], supply[hardware] * popularity[None, :], popularity[None, :])
-    data = _data_regions(rng, weight, replicas)
+    weight = home[tenant] * (weight + 1e-12)  # a home region without the hardware: a last resort
+    data = _data_regions(rng, weight, np.minimum(replicas, homes))
     end = arrival + duration
     keep = end > 0
     initial = arrival < 0
