@@ -78,6 +78,13 @@ def run_cpsat(data: BinpackModelData, *, batch: bool, deadline: Deadline, seed: 
         values = _hint_values(data, hint)
     status, log = "optimal", []
     for name, expr, sense in built.stages:
+        # Each stage loads and presolves the model again before CP-SAT looks at its clock, and
+        # the hints below are a Python call per cell: a later stage is not started without the
+        # time for both.
+        if (values is not None and name != built.stages[0][0]
+                and deadline.expired(_reserve(deadline) + LOAD_RATIO * build_s)):
+            status = "time_limit"
+            break
         if values is not None:
             model.ClearHints()
             for w, var in enumerate(built.z):
@@ -86,16 +93,14 @@ def run_cpsat(data: BinpackModelData, *, batch: bool, deadline: Deadline, seed: 
                 model.AddHint(built.x[key], int(values[1].get(key, 0)))
             for k, var in enumerate(built.p):
                 model.AddHint(var, int(values[2][k]))
-        if values is not None and deadline.expired(_reserve(deadline)) and name != built.stages[0][0]:
-            status = "time_limit"
-            break
         (model.Maximize if sense == "max" else model.Minimize)(expr)
         remaining = deadline.remaining(_reserve(deadline))
         if remaining is not None:
             solver.parameters.max_time_in_seconds = remaining
         code = solver.Solve(model)
         log.append(f"CP-SAT stage {name}: {solver.StatusName(code)} objective "
-                   f"{solver.ObjectiveValue() if code in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None}")
+                   f"{solver.ObjectiveValue() if code in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None} "
+                   f"in {solver.WallTime():.2f} s (limit {remaining if remaining is None else round(remaining, 2)})")
         if code == cp_model.INFEASIBLE:
             return "infeasible", None, log
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
