@@ -78,12 +78,7 @@ class MastSim:
         self.fresh = np.zeros(W, dtype=bool)
         self.data = t.data.copy()
         self.cpus = t.gpus * cpus_per_gpu(s)
-        cluster_max = np.zeros((R, H))
-        for r in range(R):
-            one = type(fleet)([fleet.region_names[r]], fleet.hardware, fleet.gpus[r:r + 1], [fleet.machines[r]],
-                              [fleet.clusters[r]])
-            cluster_max[r] = largest_cluster_gpus(one)
-        self.cluster_max = cluster_max
+        self.cluster_max = largest_cluster_gpus(fleet, per_region=True)  # (R, H)
         self.running_gpus = np.zeros((R, H))
         self.queued_gpus = np.zeros((R, H))
         T = len(self.tenants.names)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fleetplan.sim.mast.engine import LOWEST, MastSim
+from fleetplan.sim.mast.engine import LOWEST, PENDING, MastSim
 
 
 class MastAuction:
@@ -32,7 +32,7 @@ class MastAuction:
         pass  # late binding: nothing is decided before a pass
 
     def scan(self, sim: MastSim, now: float, pass_id: int) -> None:
-        pending = np.flatnonzero(sim.status == 1)
+        pending = np.flatnonzero(sim.status == PENDING)
         if pending.size == 0:
             return
         scan = sim.gms(pending)
@@ -105,7 +105,7 @@ class Federated:
             sim.replicate(w, now, r)
 
     def scan(self, sim: MastSim, now: float, pass_id: int) -> None:
-        pending = np.flatnonzero(sim.status == 1)
+        pending = np.flatnonzero(sim.status == PENDING)
         if pending.size == 0:
             return
         scan = sim.gms(pending)

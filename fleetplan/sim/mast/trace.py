@@ -184,17 +184,17 @@ def generate_trace(scenario: MastScenario, fleet: Fleet, tenants: Tenants, rng: 
                  hardware[sel], data[sel], recurring[sel], initial[sel])
 
 
-def largest_cluster_gpus(fleet: Fleet) -> np.ndarray:
-    """(H,) GPUs of the largest dynamic cluster of each hardware type."""
-    biggest = np.zeros(len(fleet.hardware))
-    for cols in fleet.machines:
+def largest_cluster_gpus(fleet: Fleet, per_region: bool = False) -> np.ndarray:
+    """GPUs of the largest dynamic cluster of each hardware type: (H,), or (R, H) per region."""
+    biggest = np.zeros((fleet.num_regions, len(fleet.hardware)))
+    for r, cols in enumerate(fleet.machines):
         counts: dict[tuple[str, str], int] = {}
         for c, hw in zip(cols["cluster"], cols["hardware"], strict=True):
             counts[(c, hw)] = counts.get((c, hw), 0) + 1
         for (_, hw), k in counts.items():
             h = fleet.hardware.index(hw)
-            biggest[h] = max(biggest[h], k * GPUS_PER_MACHINE)
-    return biggest
+            biggest[r, h] = max(biggest[r, h], k * GPUS_PER_MACHINE)
+    return biggest if per_region else biggest.max(axis=0)
 
 
 def explicit_trace(scenario: MastScenario, fleet: Fleet, tenants: Tenants, source: str | None = None) -> Trace:
