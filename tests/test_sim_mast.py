@@ -254,3 +254,50 @@ def test_early_stop_of_the_auction_changes_nothing(monkeypatch):
     fast.pop("wall_s")
     full.pop("wall_s")
     assert fast == full
+
+
+def test_synced_region_state_equals_one_built_from_an_instance():
+    # Region.sync installs the running workloads as the RegionState's running jobs; a RegionState
+    # built by the binpack kind from the same machines and running jobs must agree with it, and
+    # RMS (place_workload with preemption) must make the same plan in both.
+    from fleetplan.instances.binpack import BinpackInstance
+    from fleetplan.solvers.binpack import RegionState, place_workload
+
+    _, state = run_mast(small(hours=3.0, machines_per_region=64, load=1.5), "mast", seed=2)
+    now = state.horizon
+    preempting = 0
+    for region in state.regions:
+        if not region.running:
+            continue
+        region.sync(10_000, now, state.run_priority, state.run_start)
+        ids = region.synced_ids.tolist()
+        holdings = {"job": [], "machine": [], "gpus": [], "cpus": [], "memory_gb": []}
+        for j, w in enumerate(ids):
+            option = region.running[w]
+            demand = region.demand_of(region._template_of[w])
+            for row, tasks in zip(option.rows.tolist(), option.tasks.tolist(), strict=True):
+                holdings["job"].append(j)
+                holdings["machine"].append(row)
+                holdings["gpus"].append(int(tasks * demand[0]))
+                holdings["cpus"].append(int(tasks * demand[1]))
+                holdings["memory_gb"].append(float(tasks * demand[2]))
+        data = region.instance.model_dump()
+        data["now_hours"] = now
+        data["running"] = {"id": [str(w) for w in ids], "workload": [str(w) for w in ids],
+                           "tenant": ["t"] * len(ids), "priority": state.run_priority[ids].tolist(),
+                           "start_hours": state.run_start[ids].tolist(), "holdings": holdings}
+        fresh = RegionState(BinpackInstance.model_validate(data))
+        assert np.allclose(fresh.free, region.state.free)
+        assert np.allclose(fresh.group_held, region.state.group_held)
+        assert np.allclose(fresh.group_free, region.state.group_free)
+        big = state.template_index[("h100", 128, 0)] if ("h100", 128, 0) in state.template_index else \
+            max(range(len(region.instance.workloads)), key=lambda t: region.instance.workloads[t].jobs[0].tasks)
+        a = place_workload(fresh, big, preemption=True)
+        b = place_workload(region.state, big, preemption=True)
+        assert a.placed == b.placed
+        if a.placed:
+            assert a.options[0].key == b.options[0].key
+            assert a.options[0].preempted.tolist() == b.options[0].preempted.tolist()
+            preempting += a.options[0].preempted.size > 0
+            region.undo(b, big)
+    assert preempting  # the comparison covered a plan that preempts
