@@ -171,6 +171,7 @@ class _Climb:
         self.estimate_moves: Callable[[list[int]], list[Candidate | None]] | None = \
             getattr(problem, "estimate_moves", None) if recompute else None
         self.estimate_batch = estimate_batch
+        self.pending: list[int] = []  # neighbours of the last move, to estimate and queue
         # Hashes of the states visited (relative to the start, which hashes to 0).
         self.state_hash = 0
         self.visited: set[int] = {0}
@@ -196,13 +197,15 @@ class _Climb:
             if exact is not None:
                 self.fresh[move.item] = (move, exact)
 
-    def estimate(self, items: list[int], queue_them: bool = False) -> None:
+    def estimate(self, items: list[int], queue: set[int] | None = None) -> None:
         """Evaluate ``items`` in one call of the problem's ``estimate_moves`` and remember the
-        moves until the next applied move; ``queue_them``: also queue them (neighbours)."""
+        moves until the next applied move; those in ``queue`` (neighbours) are also queued."""
+        if not items:
+            return
         self.result.estimated += len(items)
         for item, move in zip(items, self.estimate_moves(items), strict=True):
             self.fresh[item] = (move, False)
-            if queue_them:
+            if queue is not None and item in queue:
                 self.push(move, exact=False)
 
     def over_budget(self, item: int) -> bool:
@@ -226,7 +229,7 @@ class _Climb:
         """Apply queued moves in gain order until the queue empties or a budget stops it
         (or, between batches of the first pass, the clock reaches ``until``)."""
         result, problem, queue = self.result, self.problem, self.queue
-        while queue and result.stopped_by == "converged":
+        while (queue or self.pending) and result.stopped_by == "converged":
             now = time.perf_counter()
             if now > self.deadline:
                 result.stopped_by = "time"
@@ -236,6 +239,13 @@ class _Climb:
             if self.max_moves is not None and len(result.applied) >= self.max_moves:
                 result.stopped_by = "moves"
                 break
+            if self.pending:
+                # The last move's neighbours, estimated with the items at the head in one call
+                # and queued before the next pop (as the loop queues them right after a move).
+                pending, self.pending = self.pending, []
+                self.estimate(pending + self.head(self.estimate_batch, set()), queue=set(pending))
+                if not queue:
+                    continue
             _, item, target = heapq.heappop(queue)
             self.queued.discard(item)
             if self.over_budget(item):
@@ -250,7 +260,7 @@ class _Climb:
                     # head, as the exact gain would; only a move about to be applied is
                     # evaluated exactly.
                     if stored is None:
-                        self.estimate(self.peek(item))
+                        self.estimate([item, *self.head(self.estimate_batch - 1, {item})])
                         stored = self.fresh[item]
                     estimate = stored[0]
                     if estimate is None or estimate.gain <= self.min_gain:
@@ -288,8 +298,7 @@ class _Climb:
                 others = [other for other in map(int, self.neighbours(move))
                           if other not in self.queued and not self.over_budget(other)]
                 if self.estimate_moves is not None:
-                    if others:
-                        self.estimate(others, queue_them=True)
+                    self.pending = others
                 else:
                     for other in others:
                         self.push(problem.best_move(other), exact=True)
@@ -300,21 +309,21 @@ class _Climb:
         self.fresh[move.item] = (move, exact)
         self.result.requeued += 1
 
-    def peek(self, item: int) -> list[int]:
-        """``item`` and the next items at the head of the queue (up to ``estimate_batch`` in
-        all) not yet evaluated since the last move nor over the budget: the ones the climb
-        looks at next, estimated together. The queue is left as it was."""
-        batch, queue = [item], self.queue
-        looked = []
-        while queue and len(looked) < 2 * self.estimate_batch and len(batch) < self.estimate_batch:
+    def head(self, count: int, skip: set[int]) -> list[int]:
+        """Up to ``count`` items at the head of the queue, in order, not evaluated since the last
+        move, not over the budget and not in ``skip``: the ones the climb looks at next. The
+        queue is left as it was."""
+        batch, queue, looked = [], self.queue, []
+        while queue and len(looked) < 2 * count and len(batch) < count:
             entry = heapq.heappop(queue)
             looked.append(entry)
-            other = entry[1]
-            if other not in self.fresh and not self.over_budget(other):
-                batch.append(other)
+            item = entry[1]
+            if item not in self.fresh and item not in skip and not self.over_budget(item):
+                batch.append(item)
         for entry in looked:
             heapq.heappush(queue, entry)
         return batch
+
 
 def hill_climb(problem: HillClimbProblem, *, budget: Budget | None = None, recompute: bool = True,
                initial: Iterable[Candidate | None] | None = None,

@@ -510,7 +510,8 @@ def _finish(instance: PlacementInstance, home: np.ndarray, applied: list[Candida
         if points:
             log.append("objective against time: " + ", ".join(
                 f"{t:.2f} s {start - gain:.6g} ({moves} moves)" for t, gain, moves in points))
-        stats.update({"batches": float(climb.batches), "refused_undo": float(climb.refused_undo)})
+        stats.update({"batches": float(climb.batches), "refused_undo": float(climb.refused_undo),
+                      "estimated": float(climb.estimated), "over_quota": float(climb.skipped_over_budget)})
         stats.update({"moves": float(len(applied)), "evaluations": float(climb.evaluated),
                       "requeued": float(climb.requeued), "climb_s": climb.wall_s,
                       "bytes_moved": climb.cost_used, "total_gain": climb.total_gain})
