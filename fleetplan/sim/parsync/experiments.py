@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, TextIO
@@ -176,8 +177,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name in args.schedulers or ["parsync-random", "samesyn-random", "statesync-random"]:
                 cpu, wall = time.process_time(), time.perf_counter()
                 probes: list[list[Any]] = []
-                extra = min_extra_slots(base, name, args.seed, resolution=args.resolution,
-                                        on_probe=lambda x, ok, probes=probes: probes.append([x, ok]))
+
+                def probe(x: int, ok: bool, probes: list[list[Any]] = probes, name: str = name) -> None:
+                    probes.append([x, ok])
+                    print(f"{name}: {x} extra slots {'finish' if ok else 'do not finish'} in time "
+                          f"({time.process_time():.0f} CPU s so far)", file=sys.stderr, flush=True)
+
+                extra = min_extra_slots(base, name, args.seed, resolution=args.resolution, on_probe=probe)
                 _emit(out, {"experiment": "figure3", "scale": args.scale, "scheduler": name,
                             "extra_slots": extra, "probes": probes,
                             "cpu_s": round(time.process_time() - cpu, 1),

@@ -1,0 +1,44 @@
+"""The command line of ParSync's experiments (Figure 3, Figure 5, Table 1; ATC'21 §5.2, §6)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fleetplan.sim.parsync import paper_scenario
+from fleetplan.sim.parsync.experiments import figure3_scenario, figure5_scenario, main
+
+
+def test_paper_scale_scenarios_are_the_papers():
+    f3 = figure3_scenario("paper")
+    # §4.3's default setting: 200k slots, 40k tasks/s of 5 s tasks (exactly the capacity), N = 10
+    assert (f3.slots, f3.rate, f3.schedulers, f3.batch_size, f3.sync_gap_s) == (200_000, 40_000, 10, 100, 0.5)
+    assert f3.slots == f3.rate * f3.task_duration_s and f3.duration_s == 90
+    assert figure5_scenario("paper", tau_s=2.0) == paper_scenario(tau_s=2.0)
+    tenth = figure5_scenario("tenth")
+    assert tenth.slots * 10 == paper_scenario().slots and tenth.rate * 10 == paper_scenario().rate
+
+
+def test_plot5_draws_json_lines(tmp_path):
+    rows = tmp_path / "fig5.jsonl"
+    with rows.open("w") as f:
+        for name, delay in (("parsync-latency-first", 0.025), ("parsync-adaptive", 1.5)):
+            f.write(json.dumps({"experiment": "figure5", "scheduler": name, "tau_s": 2.0,
+                                "series": {"time": [1, 2, 3], "delay_mean": [delay, None, delay],
+                                           "quality": [0.5, 0.6, 0.7]}}) + "\n")
+    png = tmp_path / "fig5.png"
+    assert main(["plot5", "--inputs", str(rows), "--plot", str(png)]) == 0
+    assert png.stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_figure3_at_a_tenth_of_the_scale(tmp_path, capsys):
+    out = tmp_path / "fig3.jsonl"
+    main(["figure3", "--scale", "tenth", "--schedulers", "parsync-random", "--resolution", "4000",
+          "--out", str(out)])
+    row = json.loads(out.read_text().splitlines()[0])
+    assert row["extra_slots"] is not None and row["extra_slots"] % 4000 == 0
+    # the answer finishes in time, one step fewer does not
+    probes = dict((x, ok) for x, ok in row["probes"])
+    assert probes[row["extra_slots"]] and (row["extra_slots"] == 0 or not probes[row["extra_slots"] - 4000])
