@@ -44,9 +44,10 @@ def _mean_series(results: list[SimResult]) -> SimResult:
     for key in first.series:
         if key != "time":
             stack = np.vstack([np.asarray(r.series[key], dtype=float) for r in results])
-            with np.errstate(all="ignore"):
-                series[key] = np.where(np.isfinite(stack).any(axis=0), np.nanmean(np.where(np.isfinite(stack), stack,
-                                                                                           np.nan), axis=0), np.nan)
+            seen = np.isfinite(stack)
+            total = np.where(seen, stack, 0.0).sum(axis=0)
+            count = seen.sum(axis=0)
+            series[key] = np.where(count > 0, total / np.maximum(count, 1), np.nan)
     return SimResult(first.simulator, first.scheduler, -1, series=series)
 
 
