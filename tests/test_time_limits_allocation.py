@@ -80,3 +80,22 @@ def test_solve_and_judge_within_the_limit_at_16384_distinct_jobs(solver):
     # CPU seconds (the machine is shared); solver and judge within 10% or 1 s of the limit.
     assert used <= limit + max(1.0, 0.1 * limit), (used, result.log[-3:])
     assert result.plan is not None and result.evaluation.violations == []
+
+
+def test_the_cpu_share_of_a_sleeping_process_is_small():
+    assert Deadline(10.0).cpu_share() == 1.0  # too early to tell
+    deadline = Deadline(10.0)
+    time.sleep(0.3)
+    assert deadline.cpu_share() == pytest.approx(0.1, abs=0.05)
+
+
+def test_on_a_shared_machine_the_reserve_grows(small):
+    # A process that got a tenth of a core needs ten times the judge's CPU seconds in wall
+    # time: with 0.8 s left and a 0.1 s judge, no LP starts.
+    arrays = small.arrays()
+    reserve = judge_reserve(job_classes(arrays, arrays.weight[:, None], aggregate=False))
+    assert 0.05 < reserve < 0.2
+    deadline = Deadline(1.2)
+    time.sleep(0.4)
+    classes, run = single_level_run(small, aggregate=False, deadline=deadline)
+    assert run.lp_solves == 0 and run.status == "time_limit"

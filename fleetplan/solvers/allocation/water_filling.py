@@ -119,15 +119,20 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
     bottlenecked classes (0 for those). Returns the levels every class reached. ``deadline``
     (the solve's one clock; else one made from ``time_limit`` now) bounds every LP: each gets
     what is left of it less ``reserve`` (default :func:`judge_reserve`: expanding and judging
-    the plan), and the run stops with the last feasible iteration when it runs out.
+    the plan, in CPU seconds, divided by the share of a core the process gets), and the run
+    stops with the last feasible iteration when it runs out.
     """
     deadline = deadline if deadline is not None else Deadline(time_limit)
-    reserve = judge_reserve(classes) if reserve is None else reserve
+    fixed = reserve
+    reserve = judge_reserve(classes) if fixed is None else fixed
     n = classes.num_classes
     levels = np.zeros(n)
     done = np.zeros(n, dtype=bool)
     run = WaterFillingRun("optimal", None, levels, None, done)
     while not done.all():
+        if fixed is None:
+            # The judge's CPU seconds take longer in wall time when the machine is shared.
+            reserve = judge_reserve(classes) / deadline.cpu_share()
         if deadline.expired(reserve):
             run.status = "time_limit"
             run.log.append(f"time limit after {run.iterations} iterations: {int((~done).sum())} classes "
