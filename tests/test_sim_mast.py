@@ -301,3 +301,14 @@ def test_synced_region_state_equals_one_built_from_an_instance():
             preempting += a.options[0].preempted.size > 0
             region.undo(b, big)
     assert preempting  # the comparison covered a plan that preempts
+
+
+def test_experiments_compare_writes_table_json_and_plot(tmp_path):
+    from fleetplan.sim.mast.experiments import compare
+
+    summary = compare(small(hours=1.0, regions=2, machines_per_region=32), [1], tmp_path)
+    assert [r["scheduler"] for r in summary["runs"]] == ["mast", "federated"]
+    table = (tmp_path / "mast_vs_federated.md").read_text()
+    assert "| mast |" in table and "| federated |" in table
+    assert json.loads((tmp_path / "mast_vs_federated.json").read_text())["seeds"] == [1]
+    assert (tmp_path / "mast_vs_federated_slo.png").stat().st_size > 10_000
