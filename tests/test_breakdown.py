@@ -130,3 +130,65 @@ def test_unknown_breakdown_table_names_the_known_ones():
     verdict = fleetplan.solve(instance).evaluation
     with pytest.raises(KeyError, match="jobs, worker_types"):
         verdict.table("regions")
+
+
+# --- one id scheme per placement plan (issue 8 item 5) -------------------------------------
+
+def test_placement_plan_names_tables_by_id_and_reads_any_order():
+    instance = fleetplan.generate("placement", {"regions": 3, "tables": 40, "jobs": 40, "storage_headroom": 20.0},
+                                  seed=2)
+    result = fleetplan.solve(instance, "hill-climb", time_limit=20)
+    data = json.loads(result.plan.model_dump_json())
+    assert data["schema_version"] == 2
+    assert data["home"]["table"] == instance.tables.id
+    assert data["replicas"]["table"] and set(data["replicas"]["table"]) <= set(instance.tables.id)
+    assert {move["table"] for move in data["moves"]} <= set(instance.tables.id)
+    # Homes listed in another order are read by id.
+    order = list(range(len(instance.tables.id)))[::-1]
+    shuffled = dict(data, home={"table": [data["home"]["table"][i] for i in order],
+                                "region": [data["home"]["region"][i] for i in order]})
+    again = fleetplan.evaluate(instance, PlacementPlan.model_validate(shuffled, strict=True))
+    assert again.objective == result.objective
+    assert again.metrics == result.evaluation.metrics
+
+
+@pytest.mark.parametrize("edit,path,reason", [
+    (lambda home: home["table"].__setitem__(1, "nope"), "home.table[1]", "unknown table 'nope'"),
+    (lambda home: home["table"].__setitem__(1, home["table"][0]), "home.table[1]", "listed twice"),
+    (lambda home: (home["table"].pop(), home["region"].pop()), "home.table", "no home for 1 table"),
+    (lambda home: home["region"].pop(), "home.region", "entries for"),
+    (lambda home: home["region"].__setitem__(2, "mars"), "home.region[2]", "unknown region 'mars'"),
+])
+def test_bad_home_columns_name_the_path(edit, path, reason):
+    instance = fleetplan.generate("placement", {"regions": 3, "tables": 6, "jobs": 6}, seed=1)
+    data = PlacementPlan.current(instance).model_dump()
+    data["home"]["table"].reverse()  # not the instance's order: the lookup path
+    edit(data["home"])
+    with pytest.raises(fleetplan.InstanceError) as caught:
+        fleetplan.evaluate(instance, PlacementPlan.model_validate(data))
+    assert caught.value.path == path and reason in caught.value.reason
+
+
+def test_schema_1_plans_still_load_and_judge_the_same(tmp_path):
+    """A plan written before schema 2 (positional homes, replica tables by row number) loads from
+    a file and is judged like the same plan in schema 2; with_ids migrates it."""
+    instance_file = tmp_path / "p.json"
+    instance = fleetplan.generate("placement", {"regions": 3, "tables": 40, "jobs": 40, "storage_headroom": 20.0},
+                                  seed=2)
+    fleetplan.save(instance, instance_file)
+    plan = fleetplan.solve(instance, "hill-climb", time_limit=20).plan
+    row_of = {name: i for i, name in enumerate(instance.tables.id)}
+    old = json.loads(plan.model_dump_json())
+    old["schema_version"] = 1
+    old["home"] = old["home"]["region"]
+    old["replicas"]["table"] = [row_of[name] for name in old["replicas"]["table"]]
+    old_file = tmp_path / "old-plan.json"
+    old_file.write_text(json.dumps(old))
+    loaded = fleetplan.load_plan(old_file)
+    assert loaded.schema_version == 1
+    assert fleetplan.evaluate(instance, loaded).model_dump() == fleetplan.evaluate(instance, plan).model_dump()
+    migrated = loaded.with_ids(instance)
+    assert migrated.schema_version == 2
+    assert migrated.home.model_dump() == plan.home.model_dump()
+    assert migrated.replicas.model_dump() == plan.replicas.model_dump()
+    assert main(["evaluate", str(instance_file), str(old_file), "--json"]) == 0

@@ -178,7 +178,8 @@ def test_placement_plan_by_hand_needs_only_homes():
     instance = load_instance(PLACEMENT)
     frame = pd.DataFrame({"role": "home", "table": instance.tables.id[::-1], "region": "region1"})
     plan = plan_from_frame(instance, frame)
-    assert plan.home == ["region1"] * len(instance.tables.id)
+    assert plan.home.region == ["region1"] * len(instance.tables.id)
+    assert plan.home.table == instance.tables.id  # by id, in the instance's order
     assert evaluate(instance, plan).metrics["tables_moved"] == len(instance.tables.id)
 
 

@@ -26,7 +26,7 @@ Example
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field, PrivateAttr, model_validator
@@ -261,6 +261,25 @@ class AllocationInstance(InstanceBase):
                     raise InstanceError(where, "must be >= 0")
         return self
 
+    @classmethod
+    def from_frames(cls, jobs: Any, cluster: Any, *, entities: Any = None, colocations: Any = None,
+                    name: str = "") -> AllocationInstance:
+        """An instance from tables (DataFrames or ``.csv``/``.parquet`` paths); the layouts are in
+        ``docs/data-in-out.md``. Same as :func:`fleetplan.instances.allocation.frames.from_frames`.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> instance = AllocationInstance.from_frames(
+        ...     jobs=pd.DataFrame({"id": ["a"], "throughput_v100": [4.0], "throughput_k80": [1.0]}),
+        ...     cluster=pd.DataFrame({"name": ["v100", "k80"], "count": [1, 1]}))
+        >>> instance.jobs[0].throughput
+        {'v100': 4.0, 'k80': 1.0}
+        """
+        from fleetplan.instances.allocation.frames import from_frames
+
+        return from_frames(jobs, cluster, entities=entities, colocations=colocations, name=name)
+
     def arrays(self) -> AllocationArrays:
         """The instance as numpy arrays (computed once)."""
         if self._arrays is None:
@@ -377,6 +396,23 @@ class AllocationPlan(PlanBase):
             job_ids=list(arrays.job_ids), worker_types=list(arrays.worker_types),
             allocation=clean.tolist(), pairs=pairs,
         )
+
+    def to_frame(self, instance: AllocationInstance) -> Any:
+        """The plan as a pandas DataFrame: one row per job (and per pair), a ``share_<type>``
+        column per GPU type. Same as :func:`fleetplan.instances.allocation.frames.plan_to_frame`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from fleetplan.instances import generate
+        >>> instance = generate("allocation", {"jobs": 2}, seed=0)
+        >>> plan = AllocationPlan.from_matrix(instance, np.full((2, 3), 0.25))
+        >>> plan.to_frame(instance)["share_v100"].tolist()
+        [0.25, 0.25]
+        """
+        from fleetplan.instances.allocation.frames import plan_to_frame
+
+        return plan_to_frame(instance, self)
 
     def _column_order(self, instance: AllocationInstance) -> list[int]:
         arrays = instance.arrays()

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field, PrivateAttr, model_validator
@@ -250,6 +250,30 @@ class PlacementInstance(InstanceBase):
         self._arrays = build_arrays(self)
         return self
 
+    @classmethod
+    def from_frames(cls, tables: Any, jobs: Any, regions: Any, *, settings: Any = None,
+                    name: str | None = None) -> PlacementInstance:
+        """An instance from tables (DataFrames or ``.csv``/``.parquet`` paths) and optional
+        settings (a dict or a YAML/JSON file); the layouts are in ``docs/data-in-out.md``. Same
+        as :func:`fleetplan.instances.placement.frames.from_frames`.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> instance = PlacementInstance.from_frames(
+        ...     tables=pd.DataFrame({"id": ["clicks"], "size_bytes": [4.0], "home": ["west"]}),
+        ...     jobs=pd.DataFrame({"id": ["etl"], "kind": ["spark"], "tables": ["clicks"],
+        ...                        "cpu_hours": [1.0], "priority": [3], "application": ["ads"]}),
+        ...     regions=pd.DataFrame({"id": ["east", "west"], "storage_capacity_bytes": [10.0, 10.0],
+        ...                           "gpu_supply_h100": [8.0, 0.0], "cpu_capacity_ads": [5.0, 5.0]}),
+        ...     settings={"home_training_threshold": 0.5})
+        >>> instance.tables.home, instance.jobs.tables
+        (['west'], [[0]])
+        """
+        from fleetplan.instances.placement.frames import from_frames
+
+        return from_frames(tables, jobs, regions, settings=settings, name=name)
+
     def arrays(self) -> PlacementArrays:
         """The instance as numpy arrays (built once, when the instance is validated)."""
         if self._arrays is None:
@@ -390,10 +414,27 @@ def build_arrays(instance: PlacementInstance) -> PlacementArrays:
 
 # --- the plan ------------------------------------------------------------------------------
 
-class ReplicaColumns(StrictModel):
-    """Extra copies of tables (§3.5), column-wise: ``table`` row numbers, ``region`` ids."""
+# Plans name tables by id everywhere since schema 2 (issue 8 item 5). Schema 1 gave ``home`` as a
+# list aligned with the instance's tables and ``replicas.table`` as row numbers; such plans still
+# load, and :meth:`PlacementPlan.with_ids` (or any use against an instance) reads them.
+PLAN_SCHEMA_VERSION = 2
 
-    table: list[int] = Field(default_factory=list)
+
+class HomeColumns(StrictModel):
+    """Each table's home region under the plan, column-wise: table ``table[i]`` lives in
+    ``region[i]`` (ids both). Every table of the instance appears once, in any order."""
+
+    table: list[str] = Field(description="table ids")
+    region: list[str] = Field(description="home region id of each table")
+
+
+class ReplicaColumns(StrictModel):
+    """Extra copies of tables (§3.5), column-wise: ``table`` and ``region`` ids.
+
+    Schema 1 plans gave ``table`` as row numbers of the instance's tables; those still load."""
+
+    table: list[str] | list[int] = Field(default_factory=list, description="table ids (row "
+                                         "numbers in schema 1 plans)")
     region: list[str] = Field(default_factory=list)
     bytes: list[float] = Field(default_factory=list, description="bytes copied (the whole table, "
                                "or only the partitions jobs need)")
@@ -415,11 +456,24 @@ class Move(StrictModel):
 class PlacementPlan(PlanBase):
     """Each table's home region, the replicas, and the moves that got there (ordered as applied).
 
-    ``home[i]`` is the region id of table row ``i`` of the instance.
+    Tables and regions are named by id everywhere: ``home`` is ``{"table": [...], "region":
+    [...]}``, ``replicas.table`` and ``moves[].table`` are table ids (schema 2). A schema 1 plan
+    (``home`` a list aligned with the instance's tables, replica tables as row numbers) still
+    loads; :meth:`with_ids` turns it into schema 2 given its instance.
+
+    >>> from fleetplan.instances import generate
+    >>> instance = generate("placement", {"regions": 2, "tables": 3, "jobs": 3}, seed=0)
+    >>> old = PlacementPlan.model_validate({"kind": "placement", "schema_version": 1,
+    ...                                     "home": ["region1", "region0", "region1"]})
+    >>> new = old.with_ids(instance)
+    >>> new.schema_version, new.home.table, new.home.region
+    (2, ['t0', 't1', 't2'], ['region1', 'region0', 'region1'])
     """
 
     kind: Literal["placement"] = KIND
-    home: list[str]
+    schema_version: Literal[1, 2] = PLAN_SCHEMA_VERSION
+    home: HomeColumns | list[str] = Field(description="each table's home region by id; a plain list "
+                                          "(aligned with the instance's tables) in schema 1 plans")
     replicas: ReplicaColumns = Field(default_factory=ReplicaColumns)
     moves: list[Move] = Field(default_factory=list)
 
@@ -427,36 +481,99 @@ class PlacementPlan(PlanBase):
     def from_arrays(cls, instance: PlacementInstance, home: np.ndarray, *,
                     replicas: ReplicaColumns | None = None, moves: list[Move] | None = None,
                     solver: str = "") -> PlacementPlan:
-        regions = instance.arrays().region_ids
+        """A plan from home region indices (one per table row); ``replicas`` may name tables by
+        row number (solvers do), they are written by id."""
+        arrays = instance.arrays()
+        regions = arrays.region_ids
+        columns = HomeColumns.model_construct(table=list(arrays.table_ids),
+                                              region=[regions[r] for r in np.asarray(home).tolist()])
+        replicas = replicas or ReplicaColumns.model_construct(table=[], region=[], bytes=[], reason=[])
+        if replicas.table and not isinstance(replicas.table[0], str):
+            ids = arrays.table_ids
+            replicas = replicas.model_copy(update={"table": [ids[t] for t in replicas.table]})
         return cls.model_construct(
-            kind=KIND, schema_version=1, solver=solver, options={},
-            home=[regions[r] for r in np.asarray(home).tolist()],
-            replicas=replicas or ReplicaColumns(), moves=list(moves or []))
+            kind=KIND, schema_version=PLAN_SCHEMA_VERSION, solver=solver, options={},
+            home=columns, replicas=replicas, moves=list(moves or []))
 
     @classmethod
     def current(cls, instance: PlacementInstance) -> PlacementPlan:
         """Today's placement (§5.6's V0): every table in its current home, no replicas."""
         return cls.from_arrays(instance, instance.arrays().table_home)
 
-    def home_array(self, instance: PlacementInstance) -> np.ndarray:
-        """Home region index per table, checked against the instance."""
+    def to_frame(self, instance: PlacementInstance) -> Any:
+        """The plan as one pandas DataFrame naming tables by id: a ``home`` row per table, a
+        ``replica`` row per replica, a ``move`` row per move. Same as
+        :func:`fleetplan.instances.placement.frames.plan_to_frame`.
+
+        Examples
+        --------
+        >>> from fleetplan.instances import generate
+        >>> instance = generate("placement", {"regions": 2, "tables": 3, "jobs": 3}, seed=0)
+        >>> frame = PlacementPlan.current(instance).to_frame(instance)
+        >>> frame["role"].tolist(), frame["table"].tolist()
+        (['home', 'home', 'home'], ['t0', 't1', 't2'])
+        """
+        from fleetplan.instances.placement.frames import plan_to_frame
+
+        return plan_to_frame(instance, self)
+
+    def with_ids(self, instance: PlacementInstance) -> PlacementPlan:
+        """This plan in schema 2 (tables named by id), checked against ``instance``; a schema 2
+        plan comes back as is."""
+        if isinstance(self.home, HomeColumns) and all(isinstance(t, str) for t in self.replicas.table[:1]):
+            return self
         arrays = instance.arrays()
-        if len(self.home) != arrays.num_tables:
-            raise InstanceError("home", f"has {len(self.home)} entries for {arrays.num_tables} tables")
-        return _lookup(self.home, {r: i for i, r in enumerate(arrays.region_ids)}, "home", "region")
+        home = self.home_array(instance)
+        table, _, _ = self.replica_arrays(instance)
+        ids = arrays.table_ids
+        return self.model_copy(update={
+            "schema_version": PLAN_SCHEMA_VERSION,
+            "home": HomeColumns.model_construct(table=list(ids), region=[arrays.region_ids[r] for r in home.tolist()]),
+            "replicas": self.replicas.model_copy(update={"table": [ids[t] for t in table.tolist()]})})
+
+    def home_array(self, instance: PlacementInstance) -> np.ndarray:
+        """Home region index per table row of the instance, checked against the instance."""
+        arrays = instance.arrays()
+        region_index = {r: i for i, r in enumerate(arrays.region_ids)}
+        if not isinstance(self.home, HomeColumns):  # schema 1: aligned with the instance's tables
+            if len(self.home) != arrays.num_tables:
+                raise InstanceError("home", f"has {len(self.home)} entries for {arrays.num_tables} tables")
+            return _lookup(self.home, region_index, "home", "region")
+        columns = self.home
+        if len(columns.region) != len(columns.table):
+            raise InstanceError("home.region", f"has {len(columns.region)} entries for {len(columns.table)} tables")
+        region = _lookup(columns.region, region_index, "home.region", "region")
+        if columns.table == arrays.table_ids:  # the order plans are written in: no lookup
+            return region
+        rows = _table_rows(arrays, columns.table, "home.table")
+        seen = np.bincount(rows, minlength=arrays.num_tables)
+        if (seen > 1).any():
+            table = int(np.flatnonzero(seen > 1)[0])
+            raise InstanceError(f"home.table[{int(np.flatnonzero(rows == table)[1])}]",
+                                f"table '{arrays.table_ids[table]}' is listed twice")
+        if (seen == 0).any():
+            missing = np.flatnonzero(seen == 0)
+            names = ", ".join(arrays.table_ids[t] for t in missing[:5])
+            raise InstanceError("home.table", f"no home for {missing.size} table(s): {names}")
+        home = np.empty(arrays.num_tables, dtype=np.int64)
+        home[rows] = region
+        return home
 
     def replica_arrays(self, instance: PlacementInstance) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(table, region, bytes) of the replicas, checked against the instance."""
+        """(table row, region index, bytes) of the replicas, checked against the instance."""
         arrays = instance.arrays()
         rep = self.replicas
         n = len(rep.table)
         for name in ("region", "bytes", "reason"):
             if len(getattr(rep, name)) != n:
                 raise InstanceError(f"replicas.{name}", f"has {len(getattr(rep, name))} entries for {n} replicas")
-        table = np.asarray(rep.table, dtype=np.int64).reshape(n)
-        bad = (table < 0) | (table >= arrays.num_tables)
-        if bad.any():
-            raise InstanceError(f"replicas.table[{_first(bad)}]", "table row does not exist")
+        if n and isinstance(rep.table[0], str):
+            table = _table_rows(arrays, rep.table, "replicas.table")
+        else:  # schema 1: row numbers
+            table = np.asarray(rep.table, dtype=np.int64).reshape(n)
+            bad = (table < 0) | (table >= arrays.num_tables)
+            if bad.any():
+                raise InstanceError(f"replicas.table[{_first(bad)}]", "table row does not exist")
         region = _lookup(rep.region, {r: i for i, r in enumerate(arrays.region_ids)}, "replicas.region", "region")
         size = np.asarray(rep.bytes, dtype=float).reshape(n)
         bad = (size < 0) | (size > arrays.table_size[table] * (1 + 1e-9))
@@ -465,6 +582,13 @@ class PlacementPlan(PlanBase):
         keys = np.sort(table * arrays.num_regions + region)
         if (keys[1:] == keys[:-1]).any():
             key = int(keys[1:][keys[1:] == keys[:-1]][0])
-            raise InstanceError("replicas", f"table row {key // arrays.num_regions} has two replicas "
-                                f"in region '{arrays.region_ids[key % arrays.num_regions]}'")
+            raise InstanceError("replicas", f"table '{arrays.table_ids[key // arrays.num_regions]}' has two "
+                                f"replicas in region '{arrays.region_ids[key % arrays.num_regions]}'")
         return table, region, size
+
+
+def _table_rows(arrays: PlacementArrays, ids: list[str], path: str) -> np.ndarray:
+    """Row numbers of table ``ids`` in the instance (the id index is built once per instance)."""
+    if "table_index" not in arrays._cache:
+        arrays._cache["table_index"] = {name: i for i, name in enumerate(arrays.table_ids)}
+    return _lookup(ids, arrays._cache["table_index"], path, "table")

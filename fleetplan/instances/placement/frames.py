@@ -375,18 +375,18 @@ def plan_from_frame(instance: PlacementInstance, source: Any) -> PlacementPlan:
     missing = [arrays.table_ids[i] for i, region in enumerate(home) if region is None]
     if missing:
         raise table.error(f"no home row for {len(missing)} table(s): {', '.join(missing[:5])}", column="table")
-    if _replica_tables_by_id():
-        replicas["table"] = [arrays.table_ids[i] for i in replicas["table"]]
+    replicas["table"] = [arrays.table_ids[i] for i in replicas["table"]]
     attrs = getattr(table.frame, "attrs", {}) or {}
-    data = {"kind": "placement", "home": home, "replicas": replicas, "moves": moves,
+    data = {"kind": "placement", "home": {"table": list(arrays.table_ids), "region": home},
+            "replicas": replicas, "moves": moves,
             "solver": str(attrs.get("solver", "")), "options": dict(attrs.get("options") or {})}
 
     def resolve(path: str) -> tuple[Table, int | None, str | None] | None:
         head, row, rest = split_path(path)
-        if head == "home" and row is not None:
-            return table, home_row[row], "region"
         column, _, index = rest.partition("[")
         number = index.split("]")[0]
+        if head == "home" and column == "region" and number.isdigit():
+            return table, home_row[int(number)], "region"
         if head == "replicas" and number.isdigit() and int(number) < len(replica_row):
             return table, replica_row[int(number)], column
         if head == "moves" and row is not None:
@@ -400,14 +400,6 @@ def plan_from_frame(instance: PlacementInstance, source: Any) -> PlacementPlan:
     except InstanceError as error:
         raise relabel(error, resolve) from None
     return plan
-
-
-def _replica_tables_by_id() -> bool:
-    """True when the plan schema names replica tables by id (issue 8's one id scheme), False
-    while it takes row numbers; the table layout is the same either way."""
-    from fleetplan.instances.placement import ReplicaColumns
-
-    return "str" in str(ReplicaColumns.model_fields["table"].annotation)
 
 
 # --- per-region view ----------------------------------------------------------------------

@@ -86,8 +86,9 @@ class _Replicas:
         self.free[region] -= float(sizes.sum())
 
     def columns(self) -> ReplicaColumns:
-        ids = self.arrays.region_ids
-        return ReplicaColumns.model_construct(table=self.table, region=[ids[r] for r in self.region],
+        ids, tables = self.arrays.region_ids, self.arrays.table_ids
+        return ReplicaColumns.model_construct(table=[tables[t] for t in self.table],
+                                              region=[ids[r] for r in self.region],
                                               bytes=[float(b) for b in self.bytes], reason=self.reason)
 
 
