@@ -65,6 +65,7 @@ from fleetplan.models.placement.cpsat import (
     read_cpsat_placement,
 )
 from fleetplan.solvers.base import Progress, SolveResult, get_solver, register, relative_gap
+from fleetplan.solvers.cpsat_run import solve_interruptibly
 from fleetplan.solvers.deadline import Deadline
 from fleetplan.solvers.placement import polish
 from fleetplan.solvers.placement.parts import (  # noqa: F401  (re-exported for callers and tests)
@@ -517,7 +518,7 @@ def solve_part_cpsat(data: PlacementData, warm: np.ndarray | None, *, time_limit
     solver.parameters.random_seed = int(seed) % 2_147_483_647
     if time_limit is not None:
         solver.parameters.max_time_in_seconds = clock.remaining()
-    code = solver.solve(cpsat.model)
+    code = solve_interruptibly(solver, cpsat.model)  # Ctrl-C: exit 130, not a quiet early stop
     status = _CPSAT_STATUS.get(solver.status_name(code), "error")
     home = None
     objective = bound = None
