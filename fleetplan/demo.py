@@ -63,7 +63,8 @@ def default_examples() -> Path:
 
 def run_demo(examples: Path, console: Console, json_output: bool = False) -> int:
     """Solve each ``examples/*.json`` and print one comparison table per kind."""
-    files = sorted(examples.glob("*.json"))
+    # Instances only: the examples folder also holds simulator scenarios (no "kind" field).
+    files = [path for path in sorted(examples.glob("*.json")) if _is_instance_file(path)]
     if not files:
         raise InstanceError("--examples", f"no example instances (*.json) in '{examples}'")
     rows: dict[str, list[dict]] = {}
@@ -88,6 +89,14 @@ def run_demo(examples: Path, console: Console, json_output: bool = False) -> int
         for example in dict.fromkeys(row["example"] for row in kind_rows):
             _print_example(console, kind, example, [row for row in kind_rows if row["example"] == example])
     return 0
+
+
+def _is_instance_file(path: Path) -> bool:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return True  # let load_instance report it in one line
+    return not isinstance(data, dict) or "kind" in data
 
 
 def _print_example(console: Console, kind: str, example: str, rows: list[dict]) -> None:
