@@ -115,8 +115,8 @@ def test_deterministic_for_a_seed(scheduler):
 
 @pytest.mark.parametrize("scheduler", ["mast", "federated"])
 def test_conservation_of_gpu_hours(scheduler):
-    result, state = run_mast(small(hours=3.0, machines_per_region=64, load=1.5, checkpoint_minutes=20.0),
-                             scheduler, seed=2)
+    result, state = run_mast(small(hours=3.0, machines_per_region=64, load=1.5, checkpoint_minutes=20.0,
+                                   warmup_hours=0.0), scheduler, seed=2)
     m = result.metrics
     assert m["preemptions"] > 0 and m["gpu_hours_wasted"] > 0  # the identity is not trivial
     books = m["gpu_hours_finished_work"] + m["gpu_hours_wasted"] + m["gpu_hours_unfinished_work"]
@@ -148,7 +148,7 @@ def test_generated_trace_mix_and_load():
     from fleetplan.sim.mast.trace import build_tenants, generate_trace, mean_gpu_hours
     from fleetplan.solvers.gms import PRIORITY_MIX
 
-    scenario = MastScenario(hours=8.0, regions=4, machines_per_region=2000, initial_fill=False)
+    scenario = MastScenario(hours=8.0, regions=4, machines_per_region=2000, initial_fill=False, warmup_hours=0.0)
     rng = np.random.default_rng(5)
     fleet = build_fleet(scenario, rng)
     tenants = build_tenants(scenario, fleet, rng)
@@ -227,7 +227,7 @@ def test_scenario_fields_are_described_for_the_cli():
 def test_progress_is_reported_in_simulated_hours():
     seen: list[tuple[float, float]] = []
     run_mast(small(hours=1.0), "mast", seed=0, progress=lambda now, end: seen.append((now, end)))
-    assert seen and seen[-1][1] == 1.0 and all(0 <= a <= b for a, b in seen)
+    assert seen and seen[-1][1] == 3.0 and all(0 <= a <= b for a, b in seen)  # 2 h warm-up + 1 h
     assert [a for a, _ in seen] == sorted(a for a, _ in seen)
 
 
@@ -312,3 +312,13 @@ def test_experiments_compare_writes_table_json_and_plot(tmp_path):
     assert "| mast |" in table and "| federated |" in table
     assert json.loads((tmp_path / "mast_vs_federated.json").read_text())["seeds"] == [1]
     assert (tmp_path / "mast_vs_federated_slo.png").stat().st_size > 10_000
+
+
+def test_warmup_is_simulated_but_not_measured():
+    result, state = run_mast(small(hours=2.0, warmup_hours=1.0), "mast", seed=1)
+    assert state.offset == 1.0 and state.horizon == 3.0 and result.sim_time == 2 * 3600.0
+    t = state.trace
+    assert result.metrics["workloads"] == ((t.arrival >= 1.0) & (t.arrival < 3.0) & ~t.initial).sum()
+    assert ((t.arrival < 1.0) & ~t.initial).any()  # the warm-up had arrivals of its own
+    assert result.series["time"][-1] < 2.0
+    assert result.metrics["conservation_error_gpu_hours"] == pytest.approx(0.0, abs=1e-6)

@@ -42,7 +42,8 @@ def run_mast(scenario: MastScenario | dict, scheduler: str, seed: int = 0,
 
 def simulate(scenario: MastScenario, scheduler: str, seed: int,
              progress: Callable[[float, float], None] | None = None) -> SimResult:
-    """The :class:`SimulatorSpec` entry point; ``progress(now_h, end_h)`` after every GMS pass."""
+    """The :class:`SimulatorSpec` entry point; ``progress(now_h, end_h)`` after every GMS pass, on the
+    simulation clock (warm-up included)."""
     return run_mast(scenario, scheduler, seed, progress)[0]
 
 

@@ -52,7 +52,9 @@ class MastSim:
             trace = explicit_trace(s, fleet, self.tenants, source) if s.workloads is not None else \
                 generate_trace(s, fleet, self.tenants, rng)
         self.trace = t = trace
-        self.horizon = float(s.hours)
+        # The clock starts warmup hours before the measured trace (generated traces only).
+        self.offset = 0.0 if s.workloads is not None else float(s.warmup_hours)
+        self.horizon = self.offset + float(s.hours)
         shapes = sorted({(fleet.hardware[h], int(g)) for h, g in zip(t.hardware.tolist(), t.gpus.tolist(),
                                                                      strict=True)})
         templates, self.template_index = make_templates(shapes, cpus_per_gpu(s))
@@ -96,7 +98,7 @@ class MastSim:
         self.data_moves = 0
         self.dropped = 0
         self.bucket = s.series_minutes / 60.0
-        nb = max(1, math.ceil(self.horizon / self.bucket - 1e-9))
+        nb = max(1, math.ceil(s.hours / self.bucket - 1e-9))
         self.alloc_area = np.zeros(nb)
         self.alloc_now = 0.0
         self.clock = 0.0
@@ -161,14 +163,16 @@ class MastSim:
 
     # --- accounting --------------------------------------------------------------------------
     def _advance(self, now: float) -> None:
-        """Integrate allocated GPUs over [clock, now) into the series buckets."""
-        a, b = self.clock, min(now, self.horizon)
-        while b > a:
+        """Integrate allocated GPUs over [clock, now) into the series buckets (measured hours)."""
+        b = min(now, self.horizon)
+        a = max(self.clock, self.offset) - self.offset
+        b_m = b - self.offset
+        while b_m > a:
             i = min(int(a / self.bucket), self.alloc_area.size - 1)
-            edge = min(b, (i + 1) * self.bucket) if i < self.alloc_area.size - 1 else b
+            edge = min(b_m, (i + 1) * self.bucket) if i < self.alloc_area.size - 1 else b_m
             self.alloc_area[i] += self.alloc_now * (edge - a)
             a = edge
-        self.clock = max(self.clock, min(now, self.horizon))
+        self.clock = max(self.clock, b)
 
     def _hold(self, w: int, r: int, sign: float) -> None:
         g = float(self.trace.gpus[w])

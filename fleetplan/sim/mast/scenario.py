@@ -61,7 +61,9 @@ class MastScenario(StrictModel):
 
     file: str | None = Field(None, description="JSON file of scenario fields (fleet, tenant_list, workloads ...); "
                                                "fields given beside it override the file's")
-    hours: float = Field(8.0, gt=0, description="length of the trace and of the simulation")
+    hours: float = Field(8.0, gt=0, description="length of the measured trace")
+    warmup_hours: float = Field(2.0, ge=0, description="simulated before the measured hours, so the fleet settles "
+                                                      "from its initial fill (generated traces only)")
     regions: int = Field(4, ge=1, description="regions (generated fleet)")
     machines_per_region: int = Field(128, ge=1, description="8-GPU machines per region (generated fleet)")
     clusters_per_region: int = Field(2, ge=1, description="ML dynamic clusters per region (generated fleet)")

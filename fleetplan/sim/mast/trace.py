@@ -133,17 +133,19 @@ def _data_regions(rng: np.random.Generator, weight: np.ndarray, replicas: np.nda
 
 
 def generate_trace(scenario: MastScenario, fleet: Fleet, tenants: Tenants, rng: np.random.Generator) -> Trace:
-    """Draw a trace over ``[0, hours)`` (and the still-running past, with ``initial_fill``)."""
+    """Draw a trace over ``[0, warmup_hours + hours)`` on the simulation clock (and the
+    still-running past, with ``initial_fill``)."""
     from fleetplan.solvers.gms import PRIORITY_MIX
 
     gpu_hours = mean_gpu_hours()
     rate = scenario.load * fleet.gpus.sum() / gpu_hours  # workloads per hour, daily mean
     lookback = DURATION_KNOTS[-1][1] if scenario.initial_fill else 0.0
-    span = lookback + scenario.hours
+    warmup = scenario.warmup_hours  # the simulation clock starts warmup hours before the trace
+    span = lookback + warmup + scenario.hours
     peak = 1.0 + scenario.daily_amplitude
     count = rng.poisson(rate * peak * span)
     arrival = np.sort(rng.random(count) * span - lookback)
-    arrival = arrival[rng.random(count) * peak < daily_curve(arrival, scenario)]  # thinning
+    arrival = arrival[rng.random(count) * peak < daily_curve(arrival - warmup, scenario)]  # thinning
     n = arrival.size
     gpus = draw_gpus(rng.random(n))
     duration = draw_duration(rng.random(n))
