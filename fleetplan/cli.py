@@ -49,7 +49,10 @@ from fleetplan.cli_render import (
     render_result,
     render_solver,
 )
-from fleetplan.instances import InstanceError, evaluate_current, get_kind, load_plan
+
+# Only the error type at start-up: fleetplan.instances (numpy, pydantic) loads with the first
+# command that reads or builds a file, so `fleetplan --help` answers at once.
+from fleetplan.errors import KIND_NAMES, InstanceError
 
 # When the command started: --time-limit counts from here (loading and writing included).
 _STARTED = time.perf_counter()
@@ -110,7 +113,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     spec = fleetplan.get_solver(instance.kind, args.solver)
     options = spec.check_options(options)
     with working("judging today's plan", not args.json):
-        current = evaluate_current(instance)
+        current = fleetplan.instances.evaluate_current(instance)
     # Writing the plan and judging it cost about what loading did; keep that back from the solver.
     reserve = min(load_s, (args.time_limit or 0) / 4)
     with progress_display(f"solving with {spec.name}", not args.json) as update:
@@ -147,7 +150,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     with working(f"judging {args.plan}", not args.json):
         instance = fleetplan.load_instance(args.file)
-        plan = load_plan(args.plan)
+        plan = fleetplan.load_plan(args.plan)
         evaluation = fleetplan.evaluate(instance, plan)
     if args.json:
         print_json(evaluation.model_dump())
@@ -249,7 +252,7 @@ class _DetailedHelp(argparse.Action):
         try:
             if parser.prog.endswith(" generate") and kind:
                 print()
-                render_options(stdout, generator_parameters(get_kind(kind).generate_params),
+                render_options(stdout, generator_parameters(fleetplan.instances.get_kind(kind).generate_params),
                                f"generator parameters of {kind} (--NAME VALUE)")
             elif parser.prog.endswith(" solve") and getattr(namespace, "solver", None):
                 # The file's kind is not read for --help; a name several kinds use shows each.
@@ -268,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "generate, validate, solve and judge instances; benchmark solvers.")
     parser.add_argument("--version", action="version", version=f"fleetplan {fleetplan.__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    kinds = ", ".join(sorted(fleetplan.KINDS))
+    kinds = ", ".join(sorted(KIND_NAMES))
 
     def add(name: str, help_text: str, epilog: str | None = None) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text, epilog=epilog,

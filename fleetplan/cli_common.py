@@ -13,11 +13,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
 from fleetplan.cli_render import make_console
-from fleetplan.instances.base import atomic_write_text
+
+# yaml, rich.progress and fleetplan.instances load where used: `fleetplan --help` needs none.
 
 EXIT_OK, EXIT_NO_PLAN, EXIT_USAGE = 0, 1, 2
 stdout = make_console()
@@ -39,6 +37,8 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def parse_value(text: str) -> Any:
     """``'3'`` -> 3, ``'true'`` -> True, ``'[1, 2]'`` -> [1, 2], anything else stays a string."""
+    import yaml
+
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError:
@@ -97,6 +97,8 @@ def check_output_path(path: str | None, inputs: Sequence[str] = ()) -> None:
 
 
 def write_json(path: str, data: Any) -> None:
+    from fleetplan.instances.base import atomic_write_text
+
     atomic_write_text(path, json.dumps(data, indent=1, allow_nan=False) + "\n")
 
 
@@ -144,6 +146,8 @@ def progress_display(description: str, enabled: bool) -> Iterator[Any]:
     if not enabled or not stderr.is_terminal:
         yield None
         return
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
     with Progress(*columns, console=stderr, transient=True) as bar:
         task = bar.add_task(description, total=1.0)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import math
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
-from fleetplan.instances.base import Evaluation
+if TYPE_CHECKING:  # pragma: no cover - typing only; `fleetplan --help` loads no pydantic model
+    from fleetplan.instances.base import Evaluation
 
 
 def make_console(stderr: bool = False) -> Console:

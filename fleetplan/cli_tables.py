@@ -26,9 +26,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fleetplan.instances import InstanceError, load_instance, load_plan, save
-from fleetplan.instances.base import atomic_write
-from fleetplan.instances.frames import PARQUET_SUFFIXES, table_format
+import fleetplan
+from fleetplan.errors import InstanceError
+
+# fleetplan.instances and the frames module load when a command runs, not for `--help`.
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -158,7 +159,7 @@ def handle_import_allocation(args: argparse.Namespace) -> int:
     _check_output(args.output, inputs=(args.jobs, args.cluster, args.entities, args.colocations))
     instance = from_frames(jobs=args.jobs, cluster=args.cluster, entities=args.entities,
                            colocations=args.colocations, name=_name(args))
-    save(instance, args.output)
+    fleetplan.save(instance, args.output)
     _report(args, {"output": args.output, "kind": "allocation", "jobs": len(instance.jobs),
                    "worker_types": len(instance.worker_types)},
             f"wrote allocation instance '{instance.name}' ({len(instance.jobs)} jobs, "
@@ -176,7 +177,7 @@ def handle_import_placement(args: argparse.Namespace) -> int:
         name = Path(args.output).stem
     instance = from_frames(tables=args.tables, jobs=args.jobs, regions=args.regions,
                            settings=args.settings, name=name)
-    save(instance, args.output)
+    fleetplan.save(instance, args.output)
     arrays = instance.arrays()
     _report(args, {"output": args.output, "kind": "placement", "regions": arrays.num_regions,
                    "tables": arrays.num_tables, "jobs": arrays.num_jobs},
@@ -190,7 +191,7 @@ def handle_import_plan(args: argparse.Namespace) -> int:
     from fleetplan.instances.frames import plan_from_frame
 
     _check_output(args.output, inputs=(args.table, args.instance))
-    instance = load_instance(args.instance)
+    instance = fleetplan.load_instance(args.instance)
     if args.policy is not None and instance.kind != "allocation":
         raise InstanceError("--policy", f"only allocation plans have a policy (this is a {instance.kind} instance)")
     if args.policy is not None:
@@ -199,7 +200,7 @@ def handle_import_plan(args: argparse.Namespace) -> int:
         plan = allocation_plan(instance, args.table, policy=args.policy)
     else:
         plan = plan_from_frame(instance, args.table)
-    save(plan, args.output)
+    fleetplan.save(plan, args.output)
     _report(args, {"output": args.output, "kind": plan.kind},
             f"wrote {plan.kind} plan to {args.output}")
     return 0
@@ -208,11 +209,11 @@ def handle_import_plan(args: argparse.Namespace) -> int:
 def _load_instance_or_say_plan(path: str) -> Any:
     """The instance at ``path``; a plan there gets a hint to pass ``--instance``."""
     try:
-        return load_instance(path)
+        return fleetplan.load_instance(path)
     except InstanceError as error:
         instance_error = error
     try:
-        load_plan(path)
+        fleetplan.load_plan(path)
     except InstanceError:
         raise instance_error from None
     raise InstanceError("", "is a plan, not an instance: pass --instance INSTANCE.json to "
@@ -252,13 +253,15 @@ def _export_plan(args: argparse.Namespace) -> int:
     from fleetplan.instances.frames import plan_to_frame, write_table
 
     target = _check_output(args.output, inputs=(args.file, args.instance))
+    from fleetplan.instances.frames import PARQUET_SUFFIXES, table_format
+
     if target.suffix.lower() not in (".csv", *PARQUET_SUFFIXES):
         raise InstanceError("-o", f"{args.output}: a plan table is a .csv or .parquet file")
     fmt = table_format(target, args.format)
     if args.format is not None and table_format(target) != args.format:
         raise InstanceError("-o", f"{args.output}: the suffix says {table_format(target)} but --format is {args.format}")
-    instance = load_instance(args.instance)
-    plan = load_plan(args.file)
+    instance = fleetplan.load_instance(args.instance)
+    plan = fleetplan.load_plan(args.file)
     frame = plan_to_frame(instance, plan)
     write_table(frame, target, fmt)
     _report(args, {"output": str(target), "kind": plan.kind, "format": fmt, "rows": len(frame)},
@@ -273,11 +276,13 @@ def handle_plot(args: argparse.Namespace) -> int:
     if suffix not in PLOT_SUFFIXES:
         raise InstanceError("-o", f"{args.output}: unknown image type '{suffix or '(none)'}' "
                                   f"(known: {', '.join(PLOT_SUFFIXES)})")
-    instance = load_instance(args.instance)
-    plan = load_plan(args.plan)
+    instance = fleetplan.load_instance(args.instance)
+    plan = fleetplan.load_plan(args.plan)
     from fleetplan.plotting import plot_plan
 
     figure = plot_plan(instance, plan)
+    from fleetplan.instances.base import atomic_write
+
     atomic_write(target, lambda temporary: figure.savefig(temporary, dpi=120, format=suffix[1:]), suffix)
     _report(args, {"output": str(target), "kind": plan.kind}, f"wrote {plan.kind} plot to {target}")
     return 0

@@ -2,6 +2,9 @@
 
     .venv/bin/python benchmarks/scripts/startup.py [--runs 5] [--source DIR]
 
+Prints the median wall time and the median CPU time (user + system of the child process): on a
+shared, loaded machine the CPU time is the steadier figure.
+
 ``--source DIR`` measures another checkout of fleetplan (``git worktree add DIR COMMIT``)
 with this virtual environment, by putting DIR first on PYTHONPATH — how the "before" column of
 benchmarks/RESULTS.md was measured.
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -19,13 +23,17 @@ import time
 from pathlib import Path
 
 
-def timed(command: list[str], env: dict[str, str]) -> float:
+def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system of the child) of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     run = subprocess.run(command, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if run.returncode not in (0,):
         raise SystemExit(f"{' '.join(command)} failed: {run.stderr.strip()[-300:]}")
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
 
 
 def main() -> None:
@@ -56,11 +64,15 @@ def main() -> None:
             "fleetplan solvers": cli("solvers"),
             "fleetplan validate (256 jobs)": cli("validate", small),
         }
-        print("| command | median s | runs |")
-        print("|---|---:|---:|")
+        print(f"load average before: {os.getloadavg()[0]:.1f}")
+        print("| command | median wall s | median CPU s | runs |")
+        print("|---|---:|---:|---:|")
         for name, command in commands.items():
-            times = [timed(command, env) for _ in range(args.runs)]
-            print(f"| `{name}` | {statistics.median(times):.3f} | {args.runs} |")
+            runs = [timed(command, env) for _ in range(args.runs)]
+            wall = statistics.median(run[0] for run in runs)
+            cpu = statistics.median(run[1] for run in runs)
+            print(f"| `{name}` | {wall:.3f} | {cpu:.3f} | {args.runs} |")
+        print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

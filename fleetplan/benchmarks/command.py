@@ -24,13 +24,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fleetplan.benchmarks.cells import DEFAULT_GRACE_S
-from fleetplan.benchmarks.executors import DaskSecurity, dask_security
-from fleetplan.benchmarks.report import summarize, write_report
-from fleetplan.benchmarks.results import RESULTS_FILE, row_failed
-from fleetplan.benchmarks.suite import bundled_suites, load_suite, output_folder
-from fleetplan.benchmarks.sweep import run_sweep
-from fleetplan.instances import InstanceError
+from fleetplan.errors import InstanceError
+
+# The harness (numpy, pydantic, the kinds) loads when `bench` runs: building the parser for
+# `fleetplan --help` reads only these two (tests/test_startup.py keeps them equal to the
+# harness's own: cells.DEFAULT_GRACE_S and suite.bundled_suites()).
+DEFAULT_GRACE_S = 10.0
+
+
+def bundled_suites() -> list[str]:
+    from importlib import resources
+
+    folder = resources.files("fleetplan.benchmarks").joinpath("suites")
+    return sorted(entry.name[:-5] for entry in folder.iterdir() if entry.name.endswith(".yaml"))
 
 
 def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
@@ -79,6 +85,11 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
 
 def handle(args: argparse.Namespace) -> int:
     """Run the ``bench`` command; returns the exit code (1 when some cell failed)."""
+    from fleetplan.benchmarks.executors import DaskSecurity, dask_security
+    from fleetplan.benchmarks.results import RESULTS_FILE, row_failed
+    from fleetplan.benchmarks.suite import load_suite, output_folder
+    from fleetplan.benchmarks.sweep import run_sweep
+
     if args.suite == "report":
         if not args.directory:
             raise InstanceError("DIR", "`fleetplan bench report DIR` needs the results folder")
@@ -125,6 +136,8 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _report(folder: Path, plots: bool = True) -> Path:
+    from fleetplan.benchmarks.report import write_report
+
     path = write_report(folder, plots=plots)
     print(f"report: {path}", file=sys.stderr)
     return path
@@ -143,6 +156,8 @@ def _clean(value: Any) -> Any:
 
 def _print_summary(folder: Path, report: Path | None, exit_code: int, suite: str | None = None) -> None:
     """``--json``: the report's tables as one JSON object on stdout."""
+    from fleetplan.benchmarks.report import summarize
+
     summary = summarize(folder)
     summary.update(report=str(report) if report else None, exit_code=exit_code)
     if suite is not None:

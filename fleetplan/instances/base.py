@@ -24,33 +24,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from fleetplan.errors import InstanceError
+
 SCHEMA_VERSION = 1
-
-
-class InstanceError(Exception):
-    """An instance, plan or parameter set is invalid.
-
-    ``path`` is the JSON path of the offending value (``jobs[3].scale_factor``), ``reason``
-    says what is wrong with it. ``str(error)`` is one line, fit for a command-line message.
-    """
-
-    def __init__(self, path: str, reason: str, source: str | None = None,
-                 more: Sequence[tuple[str, str]] = ()):
-        self.path = path
-        self.reason = reason
-        self.source = source
-        # Further (path, reason) pairs found in the same validation: every error at once.
-        self.more = list(more)
-        where = f"{source}: " if source else ""
-        at = f"{path}: " if path else ""
-        extra = f" (and {len(self.more)} more)" if self.more else ""
-        super().__init__(f"{where}{at}{reason}{extra}")
-
-    def lines(self) -> list[str]:
-        """One line per error found, each naming the file and the JSON path."""
-        where = f"{self.source}: " if self.source else ""
-        return [f"{where}{path}: {reason}" if path else f"{where}{reason}"
-                for path, reason in [(self.path, self.reason), *self.more]]
 
 
 def json_path(loc: Sequence[str | int]) -> str:
