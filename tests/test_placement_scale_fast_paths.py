@@ -40,6 +40,8 @@ def test_vectorised_gains_equal_the_per_table_gains(seed):
     state = TetrisState(instance)
     walk(state, rng, steps=25)
     tables = np.arange(instance.arrays().num_tables)
+    sizes, away = instance.arrays().table_size, state.home != state.original
+    assert [state.min_cost(t) for t in tables.tolist()] == np.where(away, -sizes, sizes).tolist()
     gains, terms = table_gains(state, tables)
     shuffled = rng.permutation(tables)  # any order of tables gives the same rows
     assert np.array_equal(table_gains(state, shuffled)[0], gains[shuffled])

@@ -155,7 +155,7 @@ class _Climb:
     def __init__(self, problem: HillClimbProblem, budget: Budget, recompute: bool, min_gain: float,
                  neighbours: Callable[[Candidate], Iterable[int]] | None,
                  progress: Callable[[float | None, str], None] | None, trace_every_s: float,
-                 estimate_batch: int = 16) -> None:
+                 estimate_batch: int = 32) -> None:
         self.problem, self.recompute, self.min_gain = problem, recompute, min_gain
         self.neighbours, self.progress = neighbours, progress
         self.started = time.perf_counter()
@@ -311,17 +311,22 @@ class _Climb:
 
     def head(self, count: int, skip: set[int]) -> list[int]:
         """Up to ``count`` items at the head of the queue, in order, not evaluated since the last
-        move, not over the budget and not in ``skip``: the ones the climb looks at next. The
-        queue is left as it was."""
-        batch, queue, looked = [], self.queue, []
-        while queue and len(looked) < 2 * count and len(batch) < count:
-            entry = heapq.heappop(queue)
-            looked.append(entry)
+        move, not over the budget and not in ``skip``: the ones the climb looks at next. Read
+        from the heap's array without changing it (its smallest entries, by walking children)."""
+        batch, queue = [], self.queue
+        if not queue:
+            return batch
+        frontier = [(queue[0], 0)]
+        looked = 0
+        while frontier and looked < 2 * count and len(batch) < count:
+            entry, index = heapq.heappop(frontier)
+            looked += 1
             item = entry[1]
             if item not in self.fresh and item not in skip and not self.over_budget(item):
                 batch.append(item)
-        for entry in looked:
-            heapq.heappush(queue, entry)
+            for child in (2 * index + 1, 2 * index + 2):
+                if child < len(queue):
+                    heapq.heappush(frontier, (queue[child], child))
         return batch
 
 
@@ -331,7 +336,7 @@ def hill_climb(problem: HillClimbProblem, *, budget: Budget | None = None, recom
                min_gain: float = GAIN_TOLERANCE,
                progress: Callable[[float | None, str], None] | None = None,
                batch_s: float | None = None, trace_every_s: float = 0.25,
-               estimate_batch: int = 16) -> ClimbResult:
+               estimate_batch: int = 32) -> ClimbResult:
     """Run the queue-by-gain hill climb of MAST §3.4 on ``problem``.
 
     ``initial``: the first pass's best moves, if the problem computes them in a batch (one per

@@ -101,6 +101,10 @@ class TetrisState:
         # the move just evaluated reuses them (the state is the same, so are they).
         self.version = 0
         self.cached: tuple[int, int, tuple] | None = None
+        # For min_cost, asked for every queued table: sizes as Python floats, and the tables
+        # away from their original home.
+        self.sizes: list[float] = a.table_size.tolist()
+        self.away: set[int] = set(np.flatnonzero(self.home != self.original).tolist())
         # Compound items (after the tables): planned ML jobs reading several tables; while
         # a job is split, its item moves all its tables to one region with its GPU type
         # (issue 14 §4: one table at a time, a split job's every single move looks bad).
@@ -172,8 +176,8 @@ class TetrisState:
         goes; one already moved may go back and free it. Compound moves: no bound."""
         if item >= self.arrays.num_tables:
             return -np.inf
-        size = float(self.arrays.table_size[item])
-        return size if self.home[item] == self.original[item] else -size
+        size = self.sizes[item]
+        return -size if item in self.away else size
 
     def _candidate(self, item: int, target: int, gains: np.ndarray, terms: np.ndarray) -> Candidate:
         size = float(self.arrays.table_size[item])
@@ -370,6 +374,10 @@ class TetrisState:
             self.last_changed = jobs
         self.home[table] = target
         self.version += 1
+        if target == self.original[table]:
+            self.away.discard(table)
+        else:
+            self.away.add(table)
         self.home_bytes[old_home] -= a.table_size[table]
         self.home_bytes[target] += a.table_size[table]
         for name, change in move.terms.items():
@@ -421,6 +429,11 @@ class TetrisState:
         self.home[tables] = home
         self.region[readers] = region
         self.version += 1
+        for table in tables.tolist():
+            if self.home[table] == self.original[table]:
+                self.away.discard(table)
+            else:
+                self.away.add(table)
 
     def neighbours(self, move: Candidate) -> np.ndarray:
         """Tables read by the jobs whose region the last applied move changed: their gains

@@ -71,14 +71,15 @@ def _candidates(state: TetrisState, tables: np.ndarray, target: np.ndarray, best
     good = np.isfinite(best) & (best > 0)
     rows = np.flatnonzero(good)
     sizes, homes, original = a.table_size[tables], state.home[tables], state.original[tables]
-    chosen = terms[:, rows, target[rows]]  # (4, n)
+    chosen = terms[:, rows, target[rows]].T.tolist()  # (n, 4)
+    at_origin = (homes == original)[rows].tolist()
+    back = (target == original)[rows].tolist()
     made: dict[int, Candidate] = {}
-    for k, row in enumerate(rows.tolist()):
-        t, r = int(tables[row]), int(target[row])
-        size = float(sizes[row])
-        cost = size if homes[row] == original[row] else (-size if r == original[row] else 0.0)
-        made[row] = Candidate(t, r, float(best[row]), {name: float(chosen[i, k]) for i, name in enumerate(TERMS)},
-                              cost, source=int(homes[row]))
+    for row, t, r, gain, size, home, change, origin, returning in zip(
+            rows.tolist(), tables[rows].tolist(), target[rows].tolist(), best[rows].tolist(), sizes[rows].tolist(),
+            homes[rows].tolist(), chosen, at_origin, back, strict=True):
+        cost = size if origin else (-size if returning else 0.0)
+        made[row] = Candidate(t, r, gain, dict(zip(TERMS, change, strict=True)), cost, source=home)
     for row in range(tables.size):
         yield made.get(row)
 
@@ -241,14 +242,9 @@ def _gpu(state: TetrisState, p: _Pairs, ml: np.ndarray, changed: np.ndarray, n: 
     d_new = np.where(c + np.rint(count).astype(np.int64) == 0, 0.0, d + hours)
     groups, inverse = np.unique(g, return_inverse=True)
     gs = groups % S
-    demand = state.demand
-    total = demand.sum(axis=0)  # (S,)
     supply, share = state.supply, state.supply_share
     scale = a.sigmoid_scale
-    sig = sigmoid(np.maximum(0.0, demand - supply) / scale)
-    sum_sq, sum_cross, sum_share_sq = (np.square(demand).sum(axis=0), (demand * share).sum(axis=0),
-                                       np.square(share).sum(axis=0))
-    sum_sig = (demand * sig).sum(axis=0)
+    total, sig, sum_sq, sum_cross, sum_share_sq, sum_sig = _slice_sums(state)
     new_total = total[gs] + np.bincount(inverse, weights=d_new - d, minlength=groups.size)
     active = new_total > 0
     safe = np.where(active, new_total, 1.0)
@@ -267,6 +263,20 @@ def _gpu(state: TetrisState, p: _Pairs, ml: np.ndarray, changed: np.ndarray, n: 
     out_balance = np.bincount(rc, weights=weight * balance - state.slice_balance[gs], minlength=n * R)
     out_overload = np.bincount(rc, weights=weight * overload - state.slice_overload[gs], minlength=n * R)
     return a.w_gpu * out_balance, a.w_gpu * out_overload
+
+
+def _slice_sums(state: TetrisState) -> tuple[np.ndarray, ...]:
+    """Per slice: Σd, sigmoid of each region's overload (R, S), Σd², Σd·σ, Σσ², Σd·sigmoid;
+    kept until the state changes (its ``version``)."""
+    cached = getattr(state, "_slice_sums", None)
+    if cached is not None and cached[0] == state.version:
+        return cached[1]
+    demand, share = state.demand, state.supply_share
+    sig = sigmoid(np.maximum(0.0, demand - state.supply) / state.arrays.sigmoid_scale)
+    sums = (demand.sum(axis=0), sig, np.square(demand).sum(axis=0), (demand * share).sum(axis=0),
+            np.square(share).sum(axis=0), (demand * sig).sum(axis=0))
+    state._slice_sums = (state.version, sums)
+    return sums
 
 
 def _hp_ok(state: TetrisState, p: _Pairs, ml: np.ndarray, n: int) -> np.ndarray:
