@@ -99,3 +99,59 @@ def test_on_a_shared_machine_the_reserve_grows(small):
     time.sleep(0.4)
     classes, run = single_level_run(small, aggregate=False, deadline=deadline)
     assert run.lp_solves == 0 and run.status == "time_limit"
+
+
+def _plans(instance):
+    import numpy as np
+
+    isolated = instance.arrays().isolated_allocation()
+    plans = [isolated]
+    for solver in ("water-filling", "max-min-fairness", "max-throughput"):
+        plans.append(fleetplan.solve(instance, solver).plan.matrix(instance))
+    plans.append(0.5 * isolated + 0.5 * plans[1])
+    plans.append(plans[1] * np.random.default_rng(0).uniform(0.9, 1.0, size=isolated.shape))
+    return plans
+
+
+@pytest.mark.parametrize("iterations", [400, 1])
+def test_first_order_rounds_give_the_simplex_verdicts(monkeypatch, iterations):
+    # The judge keeps a PDLP round's answer only where it checks it (witness within the
+    # simplex's tolerance, or a weak-duality bound); with one iteration nothing checks and
+    # simplex decides. Either way the verdicts are simplex's.
+    import numpy as np
+
+    from fleetplan.instances.allocation import hierarchical
+
+    answered = []
+    original = hierarchical._first_order_round
+
+    def counted(*args):
+        outcome = original(*args)
+        answered.append(outcome is not None)
+        return outcome
+
+    monkeypatch.setattr(hierarchical, "_first_order_round", counted)
+    monkeypatch.setattr(hierarchical, "PDLP_ITERATIONS", iterations)
+    for jobs, seed in ((48, 0), (128, 1), (256, 2)):
+        instance = fleetplan.generate("allocation", {"jobs": jobs, "throughput_noise": 0.1,
+                                                     "entities": 1 + seed}, seed=seed)
+        for matrix in _plans(instance):
+            monkeypatch.setattr(hierarchical, "FIRST_ORDER_CELLS", 10**9)
+            simplex = hierarchical.bottlenecked_jobs(instance, matrix)
+            monkeypatch.setattr(hierarchical, "FIRST_ORDER_CELLS", 0)
+            assert np.array_equal(hierarchical.bottlenecked_jobs(instance, matrix), simplex), (jobs, seed)
+    assert answered and (any(answered) if iterations > 1 else not any(answered))
+
+
+@pytest.mark.slow
+def test_the_judge_of_the_isolated_allocation_at_16384_distinct_jobs():
+    # Simplex took 2.8-3.9 s of CPU on this round; the checked first-order answer about 0.6 s.
+    import highspy  # noqa: F401
+
+    from fleetplan.instances.allocation.hierarchical import bottlenecked_jobs
+
+    instance = fleetplan.generate("allocation", {"jobs": 16384, "throughput_noise": 0.1}, seed=0)
+    started = time.process_time()
+    stuck = bottlenecked_jobs(instance, instance.arrays().isolated_allocation())
+    assert time.process_time() - started < 1.5
+    assert not stuck.any()
