@@ -192,3 +192,20 @@ def test_schema_1_plans_still_load_and_judge_the_same(tmp_path):
     assert migrated.home.model_dump() == plan.home.model_dump()
     assert migrated.replicas.model_dump() == plan.replicas.model_dump()
     assert main(["evaluate", str(instance_file), str(old_file), "--json"]) == 0
+
+
+def test_reservation_and_binpack_breakdowns_agree_with_the_aggregates():
+    instance = fleetplan.generate("reservation", {}, seed=1)
+    verdict = fleetplan.solve(instance).evaluation
+    table = verdict.breakdown["reservations"]
+    assert table["id"] == list(instance.arrays().res_ids)
+    for column in ("requested_rru", "capacity_rru", "guaranteed_rru", "shortfall_rru"):
+        assert sum(table[column]) == pytest.approx(verdict.metrics[column])
+    binpack = fleetplan.generate("binpack", {"clusters": 2, "machines": 16}, seed=0)
+    verdict = fleetplan.solve(binpack).evaluation
+    workloads = verdict.breakdown["workloads"]
+    assert workloads["id"] == [w.id for w in binpack.workloads]
+    assert workloads["placed"].count(False) == verdict.metrics["unplaced_workloads"]
+    assert sum(workloads["preempted_jobs"]) == verdict.metrics["preempted_jobs"]
+    preemption_terms = sum(value for name, value in verdict.terms.items() if name != "unplaced")
+    assert sum(workloads["preemption_cost"]) == pytest.approx(preemption_terms)

@@ -215,8 +215,17 @@ def evaluate(instance: BinpackInstance, plan: BinpackPlan) -> Evaluation:
                                         message=f"stated {stated:.9g}, judged {workload_cost[w]:.9g}"))
 
     metrics = _metrics(instance, resolved, flat_rows, demand, level_count, unplaced, gone, job_youth)
-    return Evaluation(kind=KIND, objective=float(sum(terms.values())), sense="min", terms=terms,
-                      violations=violations, metrics=metrics)
+    verdict = Evaluation(kind=KIND, objective=float(sum(terms.values())), sense="min", terms=terms,
+                         violations=violations, metrics=metrics)
+    # Per workload (issue 8 item 5), column-wise: placed or not, the running jobs it preempts
+    # and their cost (level weight plus youth, the terms above).
+    preempts = np.bincount(resolved.preempt_by_arr, minlength=len(instance.workloads)) if preempted.size \
+        else np.zeros(len(instance.workloads), dtype=np.int64)
+    verdict.breakdown = {"workloads": {
+        "id": [w.id for w in instance.workloads], "priority": priorities.tolist(),
+        "placed": [bool(p) for p in resolved.placed], "preempted_jobs": preempts.tolist(),
+        "preemption_cost": workload_cost.tolist()}}
+    return verdict
 
 
 def _metrics(instance: BinpackInstance, resolved: Resolved, flat_rows: np.ndarray, demand: np.ndarray,

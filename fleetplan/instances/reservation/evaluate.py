@@ -182,5 +182,11 @@ def evaluate(instance: ReservationInstance, plan: ReservationPlan) -> Evaluation
     }
     if np.isfinite(arrays.budget):
         metrics["disruption_budget"] = arrays.budget
-    return Evaluation(kind=KIND, objective=float(sum(terms.values())), sense="min", terms=terms,
-                      violations=violations, metrics=metrics)
+    verdict = Evaluation(kind=KIND, objective=float(sum(terms.values())), sense="min", terms=terms,
+                         violations=violations, metrics=metrics)
+    # Per reservation (issue 8 item 5), column-wise: what the aggregates above sum or bound.
+    verdict.breakdown = {"reservations": {
+        "id": list(arrays.res_ids), "requested_rru": request.tolist(), "capacity_rru": total.tolist(),
+        "guaranteed_rru": guarantee.tolist(), "shortfall_rru": shortfall.tolist(),
+        "fault_domains": fds_used.tolist()}}
+    return verdict
