@@ -48,8 +48,9 @@ def _interrupt_at(highs, stop_at: float | None) -> None:
 
 def relax_and_fix(model: ReservationModel, deadline: Deadline, threads: int, seed: int,
                   log: list[str]) -> np.ndarray | None:
-    """Every column's value of a relax-and-fix plan (module docstring), or None when the model
-    has no datacenter binaries, its LP is not solved in time, or the sub-MIP finds nothing."""
+    """Every column's value of the better of the rounded LP point and the sub-MIP's plan
+    (module docstring), or None when the model has no datacenter binaries, its LP is not solved
+    in time, or neither gives a point that keeps the model's rows."""
     from fleetplan.solvers import highs as runner
 
     lp = model.lp
@@ -85,8 +86,8 @@ def relax_and_fix(model: ReservationModel, deadline: Deadline, threads: int, see
     runner.pass_lp(sub, restricted, "simplex")
     sub.setOptionValue("solver", "choose")
     # Presolve off: with it on, HiGHS finds better counts here (51,353 against 52,824 in 20 s of
-    # CPU at 10^5 servers) but its root cut loop ignores the interrupt (100 s of CPU under a 60 s
-    # share, killed), and the solver's time limit comes first.
+    # CPU at 10^5 servers) but its root cut loop ignores the interrupt (a solve under a 180 s
+    # limit still ran after 6.5 minutes and was stopped), and the solver's time limit comes first.
     sub.setOptionValue("presolve", "off")
     sub.setOptionValue("mip_rel_gap", 1e-3)
     if rounded is not None:
