@@ -96,6 +96,10 @@ def add_arguments(subparsers: Any) -> None:
                         help="table format (default: from the -o suffix, else csv)")
     export.add_argument("-o", "--output", required=True, metavar="PATH",
                         help="plan: the table file to write; instance: the folder to write its tables into")
+    export.add_argument("--breakdown", default=None, metavar="TABLE",
+                        help="with --instance: write the judge's per-item table instead of the plan "
+                             "(allocation: jobs, worker_types; placement: regions, region_gpu_types, jobs; "
+                             "reservation: reservations; binpack: workloads)")
     export.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     export.set_defaults(handler=handle_export)
 
@@ -224,6 +228,8 @@ def handle_export(args: argparse.Namespace) -> int:
     """``fleetplan export``: a plan as one table, or an instance as its tables."""
     if args.instance is not None:
         return _export_plan(args)
+    if args.breakdown is not None:
+        raise InstanceError("--breakdown", "needs the plan and its instance (--instance FILE)")
     _check_output(args.output, directory=True, inputs=(args.file,))
     fmt = args.format or "csv"
     instance = _load_instance_or_say_plan(args.file)
@@ -262,10 +268,22 @@ def _export_plan(args: argparse.Namespace) -> int:
         raise InstanceError("-o", f"{args.output}: the suffix says {table_format(target)} but --format is {args.format}")
     instance = fleetplan.load_instance(args.instance)
     plan = fleetplan.load_plan(args.file)
-    frame = plan_to_frame(instance, plan)
+    if args.breakdown is not None:
+        # One of the judge's per-item tables (issue 8 item 5), as the evaluation computed it.
+        tables = fleetplan.evaluate(instance, plan).breakdown
+        if args.breakdown not in tables:
+            raise InstanceError("--breakdown", f"unknown table '{args.breakdown}' (a {plan.kind} plan has: "
+                                               f"{', '.join(tables) or 'none'})")
+        import pandas as pd
+
+        frame = pd.DataFrame(tables[args.breakdown])
+        what = f"the {args.breakdown} table of the {plan.kind} plan"
+    else:
+        frame = plan_to_frame(instance, plan)
+        what = f"{plan.kind} plan"
     write_table(frame, target, fmt)
     _report(args, {"output": str(target), "kind": plan.kind, "format": fmt, "rows": len(frame)},
-            f"wrote {plan.kind} plan as a {fmt} table ({len(frame)} rows) to {target}")
+            f"wrote {what} as a {fmt} table ({len(frame)} rows) to {target}")
     return 0
 
 

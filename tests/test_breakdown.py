@@ -209,3 +209,20 @@ def test_reservation_and_binpack_breakdowns_agree_with_the_aggregates():
     assert sum(workloads["preempted_jobs"]) == verdict.metrics["preempted_jobs"]
     preemption_terms = sum(value for name, value in verdict.terms.items() if name != "unplaced")
     assert sum(workloads["preemption_cost"]) == pytest.approx(preemption_terms)
+
+
+def test_export_writes_a_breakdown_table(tmp_path, capsys):
+    instance, plan, out = tmp_path / "p.json", tmp_path / "plan.json", tmp_path / "regions.csv"
+    fleetplan.save(fleetplan.generate("placement", {"regions": 3, "tables": 30, "jobs": 30}, seed=1), instance)
+    assert main(["solve", str(instance), "--solver", "greedy", "-o", str(plan), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["export", str(plan), "--instance", str(instance), "--breakdown", "regions", "-o", str(out)]) == 0
+    import pandas as pd
+
+    frame = pd.read_csv(out)
+    verdict = fleetplan.evaluate(fleetplan.load_instance(instance), fleetplan.load_plan(plan))
+    assert frame["id"].tolist() == verdict.breakdown["regions"]["id"]
+    assert frame["storage_used_bytes"].tolist() == pytest.approx(verdict.breakdown["regions"]["storage_used_bytes"])
+    capsys.readouterr()
+    assert main(["export", str(plan), "--instance", str(instance), "--breakdown", "nope", "-o", str(out)]) == 2
+    assert "unknown table 'nope' (a placement plan has: regions, region_gpu_types, jobs)" in capsys.readouterr().err
