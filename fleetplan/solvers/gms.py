@@ -76,7 +76,7 @@ PRIORITY_MIX: tuple[float, ...] = tuple(s / math.fsum(PAPER_PRIORITY_SHARES) for
 # addition (0.1 + 0.2 CPUs fit a quota of 0.3), so the vectorised scan equals the sequential one.
 UNITS_PER_RESOURCE = 1000
 # Largest finite amount accepted (a billion GPUs or CPUs): 10^12 units per workload, so sums over
-# millions of workloads stay far below NO_QUOTA and int64's limit.
+# up to 4 million workloads stay below NO_QUOTA (4.6e18) and int64's limit (9.2e18).
 MAX_AMOUNT = 1e9
 NO_QUOTA = np.int64(2**62)  # an infinite quota, in units
 
