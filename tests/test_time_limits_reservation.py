@@ -52,3 +52,11 @@ def test_half_a_second_at_ten_to_the_five_servers(large, solver):
     assert result.status in ("time_limit", "error", "infeasible"), result.message
     if result.plan is not None:
         assert result.evaluation is not None
+
+
+def test_the_greedy_checks_the_clock_per_reservation(large):
+    # It checked every 64 reservations and not at all while trimming one reservation's
+    # hundreds of servers: 5.15 s of its own wall time under a 3 s limit at 10^5 servers.
+    result = fleetplan.solve(large, "greedy", time_limit=3.0)
+    assert result.wall_s <= 3.0 + 0.3, result.log
+    assert result.plan is not None
