@@ -45,4 +45,5 @@ def simulate(scenario: ToyScenario, scheduler: str, seed: int) -> SimResult:
 
 
 SIMULATOR = SimulatorSpec(name="toy", simulate=simulate, scenario_type=ToyScenario,
-                          schedulers=("fifo", "shortest", "crash"), description="toy single-server queue")
+                          schedulers=("fifo", "shortest", "crash"), description="toy single-server queue",
+                          report_metrics=("jobs",))

@@ -93,7 +93,7 @@ def test_a_sweep_writes_one_row_per_cell_and_the_report_tabulates_metrics(tmp_pa
     assert len(saved) == 8 and "series" in json.loads(saved[0].read_text())
     text = write_report(tmp_path).read_text()
     assert "## Group `toy` (simulation)" in text
-    assert "| scenario | scheduler | runs | failed | median s | avg_wait_s | jobs |" in text
+    assert "| scenario | scheduler | runs | failed | median s | jobs | avg_wait_s |" in text  # report_metrics first
     assert "| toy[jobs=5,mean_size=1.5] | crash | 2 | 2 |" in text
     assert read_results(tmp_path)[0]["metrics"]
 
@@ -109,3 +109,12 @@ def test_simulation_cells_run_on_dask(tmp_path):
     local = run_sweep(suite, tmp_path / "local", progress=None)
     assert [row["status"] for row in rows] == ["done", "done"]
     assert [row["metrics"] for row in rows] == [row["metrics"] for row in local]
+
+
+def test_the_report_shows_a_simulators_report_metrics_first():
+    from fleetplan.benchmarks.simcells import sim_section
+
+    rows = [{"instance": "toy[jobs=5]", "label": "fifo", "status": "done", "wall_s": "0.1", "message": "",
+             "metrics": json.dumps({"avg_wait_s": 1.0, "jobs": 5.0, "aaa": 2.0})}]
+    header = sim_section(rows)[0]
+    assert header.index("| jobs |") < header.index("| aaa |") < header.index("| avg_wait_s |")

@@ -34,6 +34,7 @@ from typing import Any
 
 from fleetplan.benchmarks.markdown import fmt_value, markdown_table
 from fleetplan.benchmarks.results import as_float, row_failed
+from fleetplan.errors import InstanceError
 
 # Metric columns shown in the report (the CSV has them all).
 MAX_METRIC_COLUMNS = 8
@@ -63,7 +64,8 @@ def sim_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def sim_section(rows: list[dict[str, Any]]) -> list[str]:
     """Report lines of one simulation group (the table of :func:`sim_summary`)."""
     summary = sim_summary(rows)
-    names = sorted({name for line in summary for name in line["metrics"]})
+    names = _ordered_metrics({name for line in summary for name in line["metrics"]},
+                             _simulator_of(str(rows[0]["instance"])) if rows else "")
     shown = names[:MAX_METRIC_COLUMNS]
     lines = [[line["scenario"], line["scheduler"], line["runs"], line["failed"], fmt_value(line["median_s"]),
               *[line["metrics"].get(name) for name in shown]] for line in summary]
@@ -71,6 +73,22 @@ def sim_section(rows: list[dict[str, Any]]) -> list[str]:
     if len(names) > len(shown):
         out.append(f"\n({len(names) - len(shown)} more metrics in the `metrics` column of results.csv)")
     return out + [""]
+
+
+def _simulator_of(instance: str) -> str:
+    """The simulator's name from a row's instance name (``mast[hours=8,...]``)."""
+    return instance.split("[", 1)[0]
+
+
+def _ordered_metrics(names: set[str], simulator: str) -> list[str]:
+    """The simulator's ``report_metrics`` first (those present), then the rest alphabetically."""
+    from fleetplan import sim
+
+    try:
+        first = [name for name in sim.get_simulator(simulator).report_metrics if name in names]
+    except InstanceError:  # a results table of a simulator this version no longer has
+        first = []
+    return first + sorted(names - set(first))
 
 
 def _metrics(row: dict[str, Any]) -> dict[str, Any]:

@@ -150,6 +150,8 @@ class SimulatorSpec:
     plots: Callable[[SimResult, str], list[str]] | None = None
     # Unit of the times ``simulate`` passes to ``progress(now, end)``: "s" (seconds) or "h" (hours).
     time_unit: str = "s"
+    # The metrics a bench report shows first (the others follow alphabetically, up to its width).
+    report_metrics: tuple[str, ...] = ()
     # Whether ``simulate`` takes a ``progress`` keyword: looked up once, from its signature.
     takes_progress: bool = field(init=False, repr=False, compare=False, default=False)
 
