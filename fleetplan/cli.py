@@ -162,24 +162,30 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_solvers(args: argparse.Namespace) -> int:
-    """``fleetplan solvers [KIND | SOLVER | KIND/SOLVER]``: the list, or one solver's options."""
+    """``fleetplan solvers [KIND | SOLVER | KIND/SOLVER]``: the list, or one solver's options.
+
+    Read from the solver catalog (:mod:`fleetplan.solver_catalog`), so no solver is imported;
+    ``--markdown`` documents the live registry."""
+    from fleetplan import solver_catalog
+
     target = args.kind
-    if target is not None and target not in fleetplan.KINDS:
-        spec = _find_solver(target)
+    if target is not None and target not in KIND_NAMES:
+        entry = _find_solver(target)
         if args.json:
-            print_json(_solver_json(spec))
+            print_json(entry)
         else:
-            render_solver(stdout, spec)
+            render_solver(stdout, entry)
         return EXIT_OK
-    specs = fleetplan.solvers(target)
     if args.markdown:
         from fleetplan.solvers.options import markdown_table
 
+        specs = fleetplan.solvers(target)
         sys.stdout.write(OPTIONS_DOC_HEADER + markdown_table(
             [(spec.kind, spec.name, option) for spec in specs for option in spec.option_specs.values()]))
         return EXIT_OK
+    entries = solver_catalog.entries(target)
     if args.json:
-        print_json([_solver_json(spec) for spec in specs])
+        print_json(entries)
         return EXIT_OK
     from rich.table import Table
 
@@ -187,9 +193,9 @@ def cmd_solvers(args: argparse.Namespace) -> int:
                   "solver's options with their types and meanings")
     for column in ("kind", "solver", "exact", "description"):
         table.add_column(column, overflow="fold", no_wrap=column in ("kind", "solver"))
-    for spec in specs:
-        table.add_row(spec.kind, spec.name + (" (default)" if spec.default else ""),
-                      "yes" if spec.exact else "no", spec.description)
+    for entry in entries:
+        table.add_row(entry["kind"], entry["name"] + (" (default)" if entry["default"] else ""),
+                      "yes" if entry["exact"] else "no", entry["description"])
     stdout.print(table)
     return EXIT_OK
 
@@ -204,22 +210,19 @@ signatures and docstrings); a test keeps this file equal to that output. Set an 
 """
 
 
-def _find_solver(name: str) -> Any:
+def _find_solver(name: str) -> dict[str, Any]:
+    """The catalog entry of solver ``name`` (or ``KIND/NAME``)."""
+    from fleetplan import solver_catalog
+
     kind, _, solver = name.rpartition("/")
-    matches = [spec for spec in fleetplan.solvers(kind or None) if spec.name == solver]
+    matches = [entry for entry in solver_catalog.entries(kind or None) if entry["name"] == solver]
     if not matches:
-        kinds = ", ".join(sorted(fleetplan.KINDS))
+        kinds = ", ".join(sorted(KIND_NAMES))
         raise CommandError(f"'{name}' is neither a problem kind ({kinds}) nor a registered solver")
     if len(matches) > 1:
         raise CommandError(f"solver '{solver}' exists for several kinds; name one: "
-                           + ", ".join(f"{spec.kind}/{spec.name}" for spec in matches))
+                           + ", ".join(f"{entry['kind']}/{entry['name']}" for entry in matches))
     return matches[0]
-
-
-def _solver_json(spec: Any) -> dict[str, Any]:
-    return {"kind": spec.kind, "name": spec.name, "exact": spec.exact, "default": spec.default,
-            "description": spec.description, "reference": spec.reference,
-            "options": [option.to_dict() for option in spec.option_specs.values()]}
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -256,10 +259,12 @@ class _DetailedHelp(argparse.Action):
                                f"generator parameters of {kind} (--NAME VALUE)")
             elif parser.prog.endswith(" solve") and getattr(namespace, "solver", None):
                 # The file's kind is not read for --help; a name several kinds use shows each.
-                matches = [spec for spec in fleetplan.solvers() if spec.name == namespace.solver]
-                for spec in matches or [_find_solver(namespace.solver)]:
+                from fleetplan import solver_catalog
+
+                matches = [entry for entry in solver_catalog.entries() if entry["name"] == namespace.solver]
+                for entry in matches or [_find_solver(namespace.solver)]:
                     print()
-                    render_solver(stdout, spec)
+                    render_solver(stdout, entry)
         except (InstanceError, CommandError) as error:
             stderr.print(f"error: {error}", markup=False)
             parser.exit(EXIT_USAGE)

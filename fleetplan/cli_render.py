@@ -225,15 +225,15 @@ def _render_regions(console: Console, after: Evaluation, before: Evaluation | No
 
 # --- options and parameters ---------------------------------------------------------------
 
-def render_solver(console: Console, spec: Any) -> None:
-    """One solver: what it does, where it comes from, and every option."""
-    console.print(f"[bold]{spec.kind} / {spec.name}[/]" + (" (default)" if spec.default else "")
-                  + (" — exact" if spec.exact else " — heuristic"))
-    console.print(spec.description, markup=False)
-    if spec.reference:
-        console.print(f"reference: {spec.reference}", markup=False)
-    render_options(console, [option.to_dict() for option in spec.option_specs.values()],
-                   f"options (--option NAME=VALUE) of {spec.name}")
+def render_solver(console: Console, entry: dict[str, Any]) -> None:
+    """One solver (its :mod:`fleetplan.solver_catalog` entry): what it does, where it comes
+    from, and every option."""
+    console.print(f"[bold]{entry['kind']} / {entry['name']}[/]" + (" (default)" if entry["default"] else "")
+                  + (" — exact" if entry["exact"] else " — heuristic"))
+    console.print(entry["description"], markup=False)
+    if entry["reference"]:
+        console.print(f"reference: {entry['reference']}", markup=False)
+    render_options(console, entry["options"], f"options (--option NAME=VALUE) of {entry['name']}")
 
 
 def render_options(console: Console, rows: list[dict[str, Any]], title: str) -> None:
