@@ -229,6 +229,10 @@ def test_progress_is_reported_in_simulated_hours():
     run_mast(small(hours=1.0), "mast", seed=0, progress=lambda now, end: seen.append((now, end)))
     assert seen and seen[-1][1] == 3.0 and all(0 <= a <= b for a, b in seen)  # 2 h warm-up + 1 h
     assert [a for a, _ in seen] == sorted(a for a, _ in seen)
+    assert SIMULATOR.time_unit == "h" and SIMULATOR.takes_progress
+    via_spec: list[tuple[float, float]] = []
+    SIMULATOR.run(small(hours=1.0), "federated", 0, progress=lambda now, end: via_spec.append((now, end)))
+    assert via_spec and via_spec[-1][1] == 3.0
 
 
 @pytest.mark.slow

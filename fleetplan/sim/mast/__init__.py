@@ -53,6 +53,9 @@ SIMULATOR = SimulatorSpec(
                 "holding the data (late binding) vs a federated early-binding scheduler; SLO violations "
                 "by priority, allocation, preemptions, data moves",
     reference="MAST, OSDI'24, §4.2-4.3, §5.5-5.6",
+    time_unit="h",  # progress(now, end) in simulated hours
+    report_metrics=("slo_violation_rate", "slo_violation_rate_high", "max_slo_violation_rate_high_over_time",
+                    "latency_p95_minutes", "gpu_allocation_rate", "preemptions", "data_moves", "workloads"),
 )
 
 __all__ = ["SIMULATOR", "MastScenario", "MastSim", "plot", "plot_compare", "run_mast", "simulate"]
