@@ -1,0 +1,60 @@
+"""Time one Tetris hill climb (MAST §3.4) on a placement file: wall and CPU seconds, peak memory,
+the load average, the objective and the climb's counters, as one JSON line (issue 14 §4).
+
+    .venv/bin/fleetplan generate placement --regions 20 --tables 1000000 --jobs 1000000 --seed 0 -o p1m.json
+    .venv/bin/python benchmarks/scripts/placement_scale.py p1m.json [--profile out.prof] [--source DIR]
+
+The clock covers ``fleetplan.solve`` (the solver and the judge), not loading the file. ``--source
+DIR`` runs another checkout of fleetplan with this virtual environment (``git worktree add DIR
+COMMIT``: the "before" of a comparison), as ``startup.py`` does. ``--profile`` writes a cProfile
+of the solve (which slows it down; time it without).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("instance")
+    parser.add_argument("--solver", default="hill-climb")
+    parser.add_argument("--profile", default=None, help="write a cProfile of the solve here")
+    parser.add_argument("--source", default=None, help="another checkout to measure")
+    args = parser.parse_args()
+    if args.source:
+        # The editable install's import hook would win over sys.path: drop it first.
+        sys.meta_path = [f for f in sys.meta_path if "__editable__" not in (getattr(f, "__module__", "") or "")]
+        sys.path.insert(0, str(Path(args.source).resolve()))
+    import fleetplan
+    from fleetplan.instances import load_instance
+
+    instance = load_instance(args.instance)
+    profile = None
+    if args.profile:
+        import cProfile
+
+        profile = cProfile.Profile()
+        profile.enable()
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = fleetplan.solve(instance, args.solver)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    if profile is not None:
+        profile.disable()
+        profile.dump_stats(args.profile)
+    print(json.dumps({
+        "fleetplan": str(Path(fleetplan.__file__).parent), "solver_wall_s": round(result.wall_s, 2),
+        "solve_wall_s": round(wall, 2), "solve_cpu_s": round(cpu, 2),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "load_average": [round(x, 2) for x in os.getloadavg()], "objective": result.objective,
+        "status": result.status, "stats": result.stats, "log": result.log[:1]}))
+
+
+if __name__ == "__main__":
+    main()
