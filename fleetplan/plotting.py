@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fleetplan.instances import InstanceError
-from fleetplan.instances.allocation import AllocationInstance, AllocationPlan, effective_throughput
+from fleetplan.instances.allocation import AllocationInstance, AllocationPlan
+from fleetplan.instances.allocation.evaluate import effective_throughput
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.figure import Figure

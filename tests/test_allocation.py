@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 import fleetplan
 from fleetplan.instances import InstanceError, instance_from_data
-from fleetplan.instances.allocation import AllocationPlan, evaluate
+from fleetplan.instances.allocation import AllocationPlan
+from fleetplan.instances.allocation.evaluate import evaluate
 
 ALLOCATION_SOLVERS = [spec.name for spec in fleetplan.solvers("allocation")]
 

@@ -31,12 +31,13 @@ from fleetplan.instances.base import (
 
 def _allocation() -> ProblemKind:
     from fleetplan.instances import allocation
+    from fleetplan.instances.allocation import evaluate as allocation_evaluate
 
     return ProblemKind(
         name="allocation",
         instance_type=allocation.AllocationInstance,
         plan_type=allocation.AllocationPlan,
-        evaluate=allocation.evaluate,
+        evaluate=allocation_evaluate.evaluate,
         generate=allocation.generate,
         generate_params=allocation.AllocationParams,
         description="Gavel: share heterogeneous accelerators among jobs (allocation matrix X)",

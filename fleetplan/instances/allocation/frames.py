@@ -42,12 +42,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fleetplan.instances.allocation import (
-    AllocationInstance,
-    AllocationPlan,
-    PairAllocation,
-    effective_throughput,
-)
+from fleetplan.instances.allocation import AllocationInstance, AllocationPlan, PairAllocation
+from fleetplan.instances.allocation.evaluate import effective_throughput
 from fleetplan.instances.base import InstanceError, validate_model
 from fleetplan.instances.frames import Table, float_column, read_table, relabel, split_path
 
