@@ -45,7 +45,7 @@ import numpy as np
 from fleetplan.instances.allocation import AllocationInstance, AllocationPlan, PairAllocation
 from fleetplan.instances.allocation.evaluate import effective_throughput
 from fleetplan.instances.base import InstanceError, validate_model
-from fleetplan.instances.frames import Table, float_column, read_table, relabel, split_path
+from fleetplan.instances.tables import Table, float_column, read_table, relabel, split_path
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import pandas as pd

@@ -54,18 +54,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fleetplan.instances.base import InstanceError, read_json_file, validate_model
-from fleetplan.instances.frames import (
+from fleetplan.instances.placement import (
+    JOB_KINDS,
+    PlacementInstance,
+    PlacementPlan,
+)
+from fleetplan.instances.tables import (
     Table,
     float_column,
     join_ids,
     read_table,
     relabel,
     split_path,
-)
-from fleetplan.instances.placement import (
-    JOB_KINDS,
-    PlacementInstance,
-    PlacementPlan,
 )
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
