@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fleetplan.benchmarks import command, executors, sweep
+from fleetplan.benchmarks import executors, sweep
 from fleetplan.benchmarks import suite as suite_module
 from fleetplan.benchmarks.executors import DaskSecurity, dask_security, is_loopback, scheduler_host
 from fleetplan.benchmarks.suite import MAX_YAML_NODES, output_folder, parse_suite
@@ -98,7 +98,7 @@ def test_a_suite_named_like_a_path_writes_inside_bench_results(tmp_path, monkeyp
         folders.append(out)
         return []
 
-    monkeypatch.setattr(command, "run_sweep", record)
+    monkeypatch.setattr(sweep, "run_sweep", record)  # command imports it from sweep when it runs
     for name in ("../../escaped", "/tmp/abs"):
         suite = tmp_path / "evil.yaml"
         suite.write_text(f"name: {name}\ngroups: [{{kind: allocation, generator: {{jobs: 4}}}}]\n")
