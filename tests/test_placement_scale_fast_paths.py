@@ -11,8 +11,8 @@ import pytest
 import fleetplan
 from fleetplan.instances.placement import PlacementPlan
 from fleetplan.solvers.hill_climb import Budget, Candidate, hill_climb
-from fleetplan.solvers.placement import TetrisState
 from fleetplan.solvers.placement.first_pass import first_pass, table_gains
+from fleetplan.solvers.placement.state import TetrisState
 
 
 def random_instance(seed: int, quota: float | None = None):

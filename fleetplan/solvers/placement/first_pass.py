@@ -27,7 +27,7 @@ from fleetplan.instances.placement.evaluate import TOLERANCE, sigmoid
 from fleetplan.solvers.hill_climb import Candidate
 
 if TYPE_CHECKING:
-    from fleetplan.solvers.placement import TetrisState
+    from fleetplan.solvers.placement.state import TetrisState
 
 TERMS = ("traffic", "gpu_balance", "gpu_overload", "storage_balance")
 CHUNK = 8192
