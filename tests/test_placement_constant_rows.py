@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyomo.environ as pyo
 
 import fleetplan
-from fleetplan.models.placement import _rows, _Ticker
+from fleetplan.models.placement.mip import _rows, _Ticker
 
 # The instance: its home-training row resolves to a constant.
 CONSTANT_HOME_TRAINING = {"regions": 5, "tables": 11, "jobs": 14, "gpu_types": 3, "applications": 3,

@@ -8,7 +8,8 @@ import time
 import pytest
 
 import fleetplan
-from fleetplan.models.placement import BuildTimeout, placement_mip, prepare
+from fleetplan.models.placement import BuildTimeout, prepare
+from fleetplan.models.placement.mip import placement_mip
 from fleetplan.solvers.deadline import Deadline
 
 

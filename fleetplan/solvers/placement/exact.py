@@ -50,20 +50,13 @@ import numpy as np
 from fleetplan.instances import InstanceError, evaluate
 from fleetplan.instances.placement import PlacementInstance, PlacementPlan
 from fleetplan.lazy import lazy_attribute, lazy_module
-from fleetplan.models.placement import (
-    ROW_SAFETY,
-    BuildTimeout,
-    PlacementData,
-    placement_mip,
-    prepare,
-    read_placement,
-    set_placement,
-)
+from fleetplan.models.placement import ROW_SAFETY, BuildTimeout, PlacementData, prepare
 from fleetplan.models.placement.cpsat import (
     add_placement_hint,
     placement_cpsat,
     read_cpsat_placement,
 )
+from fleetplan.models.placement.mip import placement_mip, read_placement, set_placement
 from fleetplan.solvers.base import Progress, SolveResult, get_solver, register, relative_gap
 from fleetplan.solvers.cpsat_run import solve_interruptibly
 from fleetplan.solvers.deadline import Deadline
