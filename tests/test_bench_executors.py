@@ -195,3 +195,11 @@ def test_interrupt_leaves_no_child_running(monkeypatch):
         executors.run_local(expand_cells(suite), lambda cell, row: None, workers=1, on_start=interrupt)
     assert len(started) == 1
     assert started[0]._exit_code() is not None, "the child outlived the interrupt"
+
+
+def test_a_finished_cell_polled_again_gives_the_same_row():
+    # Ctrl-C between a cell's poll and its row's write made the cleanup poll it again, which
+    # raised AssertionError (exit 1) instead of letting the interrupt end the sweep (exit 130).
+    process = CellProcess(expand_cells(parse_suite(SMALL))[0]).start()
+    row = process.wait()
+    assert process.poll() == row and process.poll() is row

@@ -5,12 +5,8 @@ import pytest
 
 import fleetplan
 from fleetplan.instances import InstanceError, instance_from_data
-from fleetplan.instances.allocation import (
-    AllocationPlan,
-    PairAllocation,
-    evaluate,
-    gavel_throughputs,
-)
+from fleetplan.instances.allocation import AllocationPlan, PairAllocation, gavel_throughputs
+from fleetplan.instances.allocation.evaluate import evaluate
 from fleetplan.models.allocation.pairs import candidate_pairs
 
 

@@ -286,6 +286,7 @@ class CellProcess:
         self._process: subprocess.Popen[bytes] | multiprocessing.process.BaseProcess | None = None
         self._folder: tempfile.TemporaryDirectory[str] | None = None
         self._started = 0.0
+        self._row: dict[str, Any] | None = None  # the row, once the child has finished
 
     def start(self) -> CellProcess:
         self._folder = tempfile.TemporaryDirectory(prefix="fleetplan-cell-")
@@ -320,6 +321,8 @@ class CellProcess:
     def poll(self) -> dict[str, Any] | None:
         """The row once the child has finished (or was killed now); None while it runs."""
         assert self._process is not None, "start() first"
+        if self._row is not None:  # polled again (e.g. by a cleanup after Ctrl-C): same answer
+            return self._row
         code = self._exit_code()
         if code is None:
             if self.elapsed_s <= self.deadline_s:
@@ -361,6 +364,7 @@ class CellProcess:
         if self._folder is not None:
             self._folder.cleanup()
             self._folder = None
+        self._row = row
         return row
 
 
