@@ -9,14 +9,15 @@ which plots draw the median and the 10-90th percentile band among schedulers (Fi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from fleetplan.sim.engine import SimResult
 
-if TYPE_CHECKING:
-    from fleetplan.sim.parsync.core import _Run
+# A fleetplan.sim.parsync.core._Run. Named, not imported: core.py imports this module
+# (build_result), and the imports point one way.
+_Run = Any
 
 
 def grouped_quantiles(group: np.ndarray, value: np.ndarray, weight: np.ndarray, n_groups: int,

@@ -18,7 +18,7 @@ why these moves only order the first queue: the engine recomputes every move exa
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
@@ -26,8 +26,9 @@ from fleetplan.instances.placement import ML, NO_REGION
 from fleetplan.instances.placement.evaluate import TOLERANCE, sigmoid
 from fleetplan.solvers.hill_climb import Candidate
 
-if TYPE_CHECKING:
-    from fleetplan.solvers.placement.state import TetrisState
+# A fleetplan.solvers.placement.state.TetrisState. Named, not imported: state.py imports this
+# module (TetrisState.estimate_moves calls estimate), and the imports point one way.
+TetrisState = Any
 
 TERMS = ("traffic", "gpu_balance", "gpu_overload", "storage_balance")
 CHUNK = 8192
