@@ -18,6 +18,7 @@ Example
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 
@@ -62,6 +63,12 @@ class _LazyAttribute:
 
     def __repr__(self) -> str:
         return f"<lazy {self._module}.{self._attribute}>"
+
+
+def not_loaded(*modules: str) -> bool:
+    """Whether any of ``modules`` has not been imported yet in this process (its first import
+    still has to be paid: what a solver's clock keeps back before it loads a back-end)."""
+    return any(name not in sys.modules for name in modules)
 
 
 def lazy_module(name: str) -> Any:

@@ -40,7 +40,6 @@ true -1.5), so ``presolve`` defaults to ``"off"``.
 from __future__ import annotations
 
 import math
-import sys
 import time
 from dataclasses import dataclass
 from typing import Literal
@@ -49,7 +48,7 @@ import numpy as np
 
 from fleetplan.instances import InstanceError, evaluate
 from fleetplan.instances.placement import PlacementInstance, PlacementPlan
-from fleetplan.lazy import lazy_attribute, lazy_module
+from fleetplan.lazy import lazy_attribute, lazy_module, not_loaded
 from fleetplan.models.placement import ROW_SAFETY, BuildTimeout, PlacementData, prepare
 from fleetplan.models.placement.cpsat import (
     add_placement_hint,
@@ -85,11 +84,6 @@ COLD_IMPORT_S = 2.0
 # Shares of the time limit: the hill-climb warm start, and the polish after the solver.
 WARM_SHARE = 0.2
 POLISH_SHARE = 0.5
-
-
-def _cold(*modules: str) -> bool:
-    """Whether a back-end module has not been loaded yet in this process."""
-    return any(name not in sys.modules for name in modules)
 
 
 @dataclass
@@ -168,7 +162,7 @@ def solve_part_highs(data: PlacementData, warm: np.ndarray | None, *, time_limit
     """Build the Pyomo MIP of one part and solve it with HiGHS (appsi)."""
     started = time.perf_counter()
     clock = Deadline(time_limit, started)
-    if _cold("pyomo.environ", "highspy") and clock.expired(reserve=COLD_IMPORT_S):
+    if not_loaded("pyomo.environ", "highspy") and clock.expired(reserve=COLD_IMPORT_S):
         return PartOutcome(status="time_limit", home=None, model_objective=None, bound=None, exact=data.exact,
                            log=["HiGHS MIP: not started, too little time left to load Pyomo and HiGHS"])
     try:
@@ -495,7 +489,7 @@ def solve_part_cpsat(data: PlacementData, warm: np.ndarray | None, *, time_limit
     """Build the CP-SAT model of one part and solve it; bounds converted to objective units."""
     started = time.perf_counter()
     clock = Deadline(time_limit, started)
-    if _cold("ortools.sat.python.cp_model") and clock.expired(reserve=COLD_IMPORT_S):
+    if not_loaded("ortools.sat.python.cp_model") and clock.expired(reserve=COLD_IMPORT_S):
         return PartOutcome(status="time_limit", home=None, model_objective=None, bound=None, exact=data.exact,
                            log=["CP-SAT: not started, too little time left to load OR-Tools"])
     try:

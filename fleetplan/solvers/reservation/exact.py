@@ -15,7 +15,6 @@ failure domain that leaves it short and the shortfall in RRU (within the disrupt
 from __future__ import annotations
 
 import math
-import sys
 import time
 from typing import Literal
 
@@ -23,6 +22,7 @@ import numpy as np
 
 from fleetplan.instances import evaluate
 from fleetplan.instances.reservation import ReservationInstance, ReservationPlan
+from fleetplan.lazy import not_loaded
 from fleetplan.models.build_clock import BuildTimeout
 from fleetplan.models.reservation import (
     ReservationModel,
@@ -52,10 +52,6 @@ BOUND_SLACK = 1e-6
 # Seconds OR-Tools takes to load the first time (0.3-1.6 s measured for placement, the larger
 # on a loaded machine; fleetplan.solvers.placement.exact.COLD_IMPORT_S is 2 s).
 COLD_IMPORT_S = 1.0
-
-
-def _cold(module: str) -> bool:
-    return module not in sys.modules
 
 
 def _shortened(deadline: Deadline, seconds: float) -> Deadline:
@@ -338,10 +334,10 @@ def cpsat(instance: ReservationInstance, *, time_limit: float | None = None, see
         return SolveResult(status="infeasible", log=log, message=reason)
     # The warm start comes first, so that a translation the clock stops leaves a plan; it may
     # not use the time the translation needs (1.9 s of CPU at 10^5 servers).
-    translate_s = TRANSLATE_S_PER_ROW * model.lp.num_rows + (COLD_IMPORT_S if _cold("ortools.sat.python.cp_model")
+    translate_s = TRANSLATE_S_PER_ROW * model.lp.num_rows + (COLD_IMPORT_S if not_loaded("ortools.sat.python.cp_model")
                                                              else 0.0)
     start = _warm_values(model, instance, warm_start, _shortened(deadline, translate_s), seed, log)
-    if _cold("ortools.sat.python.cp_model") and deadline.expired(RESERVE_S + COLD_IMPORT_S):
+    if not_loaded("ortools.sat.python.cp_model") and deadline.expired(RESERVE_S + COLD_IMPORT_S):
         log.append("CP-SAT: not started, too little time left to load OR-Tools")
         return _no_time(instance, model, start, log)
     from ortools.sat.python import cp_model
