@@ -21,6 +21,20 @@ from __future__ import annotations
 import numpy as np
 
 from fleetplan.sim.mast.engine import LOWEST, PENDING, MastSim
+from fleetplan.solvers.gms import GmsScan
+
+
+def _open_pass(sim: MastSim) -> tuple[np.ndarray, GmsScan] | None:
+    """A GMS pass's start, the same for both schedulers: the pending workloads and their GMS
+    scan, with every region's negative cache cleared (it is valid for one pass, §4.3); None when
+    nothing is pending."""
+    pending = np.flatnonzero(sim.status == PENDING)
+    if pending.size == 0:
+        return None
+    scan = sim.gms(pending)
+    for region in sim.regions:
+        region.cache.clear()
+    return pending, scan
 
 
 class MastAuction:
@@ -32,12 +46,10 @@ class MastAuction:
         pass  # late binding: nothing is decided before a pass
 
     def scan(self, sim: MastSim, now: float, pass_id: int) -> None:
-        pending = np.flatnonzero(sim.status == PENDING)
-        if pending.size == 0:
+        opened = _open_pass(sim)
+        if opened is None:
             return
-        scan = sim.gms(pending)
-        for region in sim.regions:
-            region.cache.clear()
+        pending, scan = opened
         preempt = sim.scenario.preemption
         where = sim.candidates(pending)
         for i in scan.order.tolist():
@@ -105,12 +117,10 @@ class Federated:
             sim.replicate(w, now, r)
 
     def scan(self, sim: MastSim, now: float, pass_id: int) -> None:
-        pending = np.flatnonzero(sim.status == PENDING)
-        if pending.size == 0:
+        opened = _open_pass(sim)
+        if opened is None:
             return
-        scan = sim.gms(pending)
-        for region in sim.regions:
-            region.cache.clear()
+        pending, scan = opened
         preempt = sim.scenario.preemption
         for i in scan.order.tolist():
             w = int(pending[i])
