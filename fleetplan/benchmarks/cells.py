@@ -193,6 +193,15 @@ def objective_name(evaluation: Evaluation) -> str:
     return "+".join(sorted(evaluation.terms)) or "objective"
 
 
+def _failure_row(cell: Cell, error: Exception) -> dict[str, Any]:
+    """The row of a cell that raised: bad input in one line, anything else with its exception
+    type and the file and line it came from."""
+    if isinstance(error, InstanceError):
+        return error_row(cell, f"invalid input: {error}")
+    where = traceback.extract_tb(error.__traceback__)[-1]
+    return error_row(cell, f"{type(error).__name__}: {error} ({Path(where.filename).name}:{where.lineno})")
+
+
 def run_cell(cell: Cell, preload: bool = True) -> dict[str, Any]:
     """Generate the cell's instance, solve it, and return its row (in this process).
 
@@ -213,12 +222,8 @@ def run_cell(cell: Cell, preload: bool = True) -> dict[str, Any]:
         with probe:
             result = solve(instance, cell.solver, time_limit=cell.time_limit, seed=cell.seed,
                            threads=cell.threads, **cell.options)
-    except InstanceError as error:
-        return _with_memory(error_row(cell, f"invalid input: {error}"), probe)
     except Exception as error:  # a crashing solver is a result, not the end of the sweep
-        where = traceback.extract_tb(error.__traceback__)[-1]
-        return _with_memory(error_row(cell, f"{type(error).__name__}: {error} "
-                                            f"({Path(where.filename).name}:{where.lineno})"), probe)
+        return _with_memory(_failure_row(cell, error), probe)
     evaluation = result.evaluation
     row.update(
         status=result.status, objective=_number(result.objective), bound=_number(result.bound),
@@ -247,12 +252,8 @@ def run_sim_cell(cell: Cell, probe: MemoryProbe, preload: bool) -> dict[str, Any
             preload_backends()
         with probe:
             result = spec.run(scenario, cell.solver, cell.seed)
-    except InstanceError as error:
-        return _with_memory(error_row(cell, f"invalid input: {error}"), probe)
     except Exception as error:  # a crashing simulator is a result, not the end of the sweep
-        where = traceback.extract_tb(error.__traceback__)[-1]
-        return _with_memory(error_row(cell, f"{type(error).__name__}: {error} "
-                                            f"({Path(where.filename).name}:{where.lineno})"), probe)
+        return _with_memory(_failure_row(cell, error), probe)
     data = result.to_dict()
     row.update(status=SIM_STATUS, wall_s=round(result.wall_s, 6), message=one_line(result.message),
                metrics=json.dumps(data["metrics"], sort_keys=True),
