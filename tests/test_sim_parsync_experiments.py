@@ -42,3 +42,23 @@ def test_figure3_at_a_tenth_of_the_scale(tmp_path, capsys):
     # the answer finishes in time, one step fewer does not
     probes = dict((x, ok) for x, ok in row["probes"])
     assert probes[row["extra_slots"]] and (row["extra_slots"] == 0 or not probes[row["extra_slots"] - 4000])
+
+
+@pytest.mark.parametrize("start", [None, 0, 3, 17, 40, 100, 130])
+def test_extra_slots_search_finds_the_threshold_from_any_start(monkeypatch, start):
+    # a monotone stand-in for the simulation: finishes in time from `need` extra slots on
+    from fleetplan.sim.parsync import experiments
+
+    base = figure3_scenario("tenth")
+    for need in (0, 500, 8_500, 9_000, 20_000, 20_500):
+        calls: list[int] = []
+
+        def fake(sc, scheduler, seed=0, slack=1.1, need=need, calls=calls):
+            calls.append(sc.slots - base.slots)
+            return sc.slots - base.slots >= need
+
+        monkeypatch.setattr(experiments, "finishes_in_time", fake)
+        got = experiments.min_extra_slots(base, "parsync-random", resolution=500,
+                                          start=None if start is None else start * 500)
+        assert got == (need if need <= base.slots else None)
+        assert len(calls) == len(set(calls))   # no probe twice

@@ -28,11 +28,16 @@ def finishes_in_time(scenario: Scenario, scheduler: str, seed: int = 0, slack: f
 
 def min_extra_slots(scenario: Scenario, scheduler: str, seed: int = 0, *, slack: float = 1.1,
                     resolution: int | None = None, limit: int | None = None,
+                    start: int | None = None,
                     on_probe: Callable[[int, bool], None] | None = None) -> int | None:
     """The fewest slots to add to ``scenario.slots`` for the run to finish in time (§4.3, Fig. 3).
 
     A bisection over multiples of ``resolution`` (default: 1% of the slots, rounded to the
     partition grid); None if even ``limit`` extra slots (default: as many again) do not suffice.
+    The bracket is found by doubling from 0 extra slots, or, given ``start`` (extra slots, e.g.
+    a smaller scale's answer scaled up), by galloping from there: steps of 1, 2, 4 ... units up
+    while runs fail, down while they finish. Either way the answer is the smallest probed
+    multiple that finishes with the one below failing (runs are assumed monotone in the slots).
     ``on_probe(extra_slots, finished_in_time)`` is called after each simulation.
     """
     grid = math.lcm(scenario.partitions, scenario.master_partitions)
@@ -48,20 +53,49 @@ def min_extra_slots(scenario: Scenario, scheduler: str, seed: int = 0, *, slack:
             on_probe(units * step, good)
         return good
 
-    if ok(0):
+    if start is not None:
+        bracket = _gallop(ok, min(max(round(start / step), 0), top), top)
+        if bracket is None:
+            return None
+        lo, hi = bracket
+        if hi == 0:
+            return 0
+    elif ok(0):
         return 0
-    lo, hi = 0, 1
-    while not ok(hi):           # lo fails, find a hi that succeeds
-        lo, hi = hi, hi * 2
-        if hi > top:
-            if lo >= top or not ok(top):
-                return None
-            hi = top
-            break
+    else:
+        lo, hi = 0, 1
+        while not ok(hi):           # lo fails, find a hi that succeeds
+            lo, hi = hi, hi * 2
+            if hi > top:
+                if lo >= top or not ok(top):
+                    return None
+                hi = top
+                break
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if ok(mid) else (mid, hi)
     return hi * step
+
+
+def _gallop(ok: Callable[[int], bool], s: int, top: int) -> tuple[int, int] | None:
+    """(lo, hi) units with ok(hi) and not ok(lo) (hi == 0: 0 suffices), from a first probe at s;
+    None if even ``top`` fails."""
+    d = 1
+    if ok(s):
+        hi = s
+        while hi > 0:
+            x = max(0, hi - d)
+            if not ok(x):
+                return x, hi
+            hi, d = x, d * 2
+        return 0, 0
+    lo = s
+    while lo < top:
+        x = min(top, lo + d)
+        if ok(x):
+            return lo, x
+        lo, d = x, d * 2
+    return None
 
 
 def extra_slots_sweep(base: Scenario, field: str, values: Iterable[Any], schedulers: Sequence[str],
@@ -165,6 +199,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--alphas", nargs="+", type=float, default=[0.9, 0.6, 0.4], help="Table 1's alpha values")
     parser.add_argument("--tau", type=float, default=None, help="Adaptive's tau (s); default 2 (Figure 5), 1 (Table 1)")
     parser.add_argument("--resolution", type=int, default=None, help="Figure 3: extra-slot step (default 1%% of the slots)")
+    parser.add_argument("--start", type=int, default=None,
+                        help="Figure 3: first probe (extra slots), galloping from it (default: 0, doubling)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="append the JSON lines to this file")
     parser.add_argument("--inputs", nargs="+", default=[], help="plot5/plot3: JSON-lines files to draw")
@@ -183,9 +219,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     print(f"{name}: {x} extra slots {'finish' if ok else 'do not finish'} in time "
                           f"({time.process_time():.0f} CPU s so far)", file=sys.stderr, flush=True)
 
-                extra = min_extra_slots(base, name, args.seed, resolution=args.resolution, on_probe=probe)
+                extra = min_extra_slots(base, name, args.seed, resolution=args.resolution,
+                                        start=args.start, on_probe=probe)
                 _emit(out, {"experiment": "figure3", "scale": args.scale, "scheduler": name,
-                            "extra_slots": extra, "probes": probes,
+                            "extra_slots": extra, "start": args.start, "probes": probes,
                             "cpu_s": round(time.process_time() - cpu, 1),
                             "wall_s": round(time.perf_counter() - wall, 1),
                             "load_avg_1min": round(os.getloadavg()[0], 1)})

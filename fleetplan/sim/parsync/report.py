@@ -51,6 +51,7 @@ def build_result(run: _Run, scheduler: str, seed: int, end: float) -> SimResult:
     rec = np.array(run.records, dtype=float).reshape(-1, 4)
     r_b, r_i = rec[:, 0].astype(np.int64), rec[:, 1].astype(np.int64)
     r_d, r_w = rec[:, 2], rec[:, 3]
+    # weighted sums as (a * b).sum(), not a @ b: BLAS sums in an order that depends on its threads
     qs = (0.5, 0.9)
     overall = grouped_quantiles(np.zeros(r_d.size, dtype=np.int64), r_d, r_w, 1, qs)[0]
     per_sched = grouped_quantiles(r_i, r_d, r_w, N, qs)
@@ -74,7 +75,7 @@ def build_result(run: _Run, scheduler: str, seed: int, end: float) -> SimResult:
         "unfinished_tasks": submitted - committed,
         "finished": float(finished),
         "makespan_s": float(run.last_commit) if finished else float("nan"),
-        "delay_mean_s": float(r_d @ r_w / r_w.sum()) if r_w.size else float("nan"),
+        "delay_mean_s": float((r_d * r_w).sum() / r_w.sum()) if r_w.size else float("nan"),
         "delay_median_s": float(overall[0]),
         "delay_p90_s": float(overall[1]),
         "conflicts": conflicts,
@@ -102,7 +103,7 @@ def build_result(run: _Run, scheduler: str, seed: int, end: float) -> SimResult:
         m = r_i == i
         groups["scheduler"][str(i)] = {
             "committed": gi,
-            "delay_mean_s": float(r_d[m] @ r_w[m] / gi) if gi else float("nan"),
+            "delay_mean_s": float((r_d[m] * r_w[m]).sum() / gi) if gi else float("nan"),
             "delay_median_s": float(per_sched[i, 0]),
             "delay_p90_s": float(per_sched[i, 1]),
             "conflicts": float(c[:, i].sum()),
@@ -129,7 +130,7 @@ def build_result(run: _Run, scheduler: str, seed: int, end: float) -> SimResult:
             q = grouped_quantiles(np.zeros(int(m.sum()), dtype=np.int64), r_d[m], r_w[m], 1, qs)[0]
             gk = float(g[sel][:, who].sum())
             entry = {
-                "delay_mean_s": float(r_d[m] @ r_w[m] / gk) if gk else float("nan"),
+                "delay_mean_s": float((r_d[m] * r_w[m]).sum() / gk) if gk else float("nan"),
                 "delay_median_s": float(q[0]), "delay_p90_s": float(q[1]),
                 "throughput": gk / span, "conflicts_per_s": float(c[sel][:, who].sum()) / span,
                 "quality": float(pref[sel][:, who].sum() / gk) if gk else float("nan"),
