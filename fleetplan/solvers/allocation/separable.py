@@ -4,8 +4,11 @@ Jobs are coupled only through one capacity row per worker type (a handful of row
 prices ``lam`` of those rows, the LP separates into one tiny LP per job. This module solves the
 full LP exactly without ever building it:
 
-1. *Prices.* Jobs are merged into buckets of nearly equal rows (log-throughputs rounded to a
-   grid) and that small LP's capacity duals are a first guess of ``lam`` (and of the level t).
+1. *Prices.* Max-min forms: a structured interior-point method over all jobs
+   (:mod:`fleetplan.solvers.allocation.ipm`) gives ``lam`` and t close to the optimum's. Linear
+   forms, or when that method does not converge: jobs are merged into buckets of nearly equal
+   rows (log-throughputs rounded to a grid) and that small LP's capacity duals are a first
+   guess (a few percent off, so more jobs stay free and more rounds follow).
 2. *Regimes.* At (lam, t) each job's own LP is solved in closed form by enumerating its vertices
    (one type, or two types with the job's time full); a job whose best vertex wins by a clear
    margin, away from the breakpoints where its vertex changes, is *fixed*: its allocation is an
@@ -41,6 +44,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
@@ -268,18 +272,33 @@ def _working_set(A, offset, level, lam, usage, W, sticky, size, threshold=TIE):
 
 
 def max_min(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarray, W: np.ndarray, *,
-            free_level: bool, deadline: Deadline | None = None, threads: int = 1, seed: int = 0) -> SeparableResult:
+            free_level: bool, deadline: Deadline | None = None, threads: int = 1, seed: int = 0,
+            prices: Literal["ipm", "buckets"] = "ipm") -> SeparableResult:
     """maximize t s.t. A[m] @ x[m] - t >= offset[m], sum_j x[m, j] <= 1, sum_m mult_m scale_m x[m, j]
-    <= W_j, 0 <= x (A[m, j] = 0 where job m cannot run on type j); t >= 0 unless ``free_level``."""
+    <= W_j, 0 <= x (A[m, j] = 0 where job m cannot run on type j); t >= 0 unless ``free_level``.
+    ``prices``: where the first prices come from (``ipm``, falling back to ``buckets``)."""
     deadline = deadline or Deadline(None)
     started = time.perf_counter()
     n, K = A.shape
     usage = mult * scale
-    status, level, lam, buckets = _bucket_prices(A, offset, mult, scale, W, free_level, deadline, threads, seed)
-    log = [f"separable: {buckets} buckets for the first prices"]
-    stats = {"separable_buckets": float(buckets)}
+    log, stats = [], {}
+    status, level, lam, anchor = "not_converged", None, None, None
+    if prices == "ipm":
+        from fleetplan.solvers.allocation.ipm import max_min_prices
+
+        ipm_started = time.perf_counter()
+        first = max_min_prices(A, offset, usage, W, free_level=free_level, deadline=deadline)
+        stats.update(ipm_iterations=float(first.iterations), ipm_s=time.perf_counter() - ipm_started)
+        log.append(f"separable: interior-point prices {first.status} after {first.iterations} iterations")
+        status = "optimal" if first.status in ("optimal", "approximate") else first.status
+        level, lam = first.level, first.lam
+        anchor = (level, lam) if status == "optimal" else None
     if status != "optimal":
-        return SeparableResult("fallback", log=log + [f"bucket LP ended {status}"], stats=stats)
+        status, level, lam, buckets = _bucket_prices(A, offset, mult, scale, W, free_level, deadline, threads, seed)
+        log.append(f"separable: {buckets} buckets for the first prices")
+        stats["separable_buckets"] = float(buckets)
+        if status != "optimal":
+            return SeparableResult("fallback", log=log + [f"bucket LP ended {status}"], stats=stats)
     sticky = np.zeros(n, dtype=bool)  # jobs a certificate rejected stay free
     previous = (level, lam)
     size = WORKING_SET
@@ -288,7 +307,11 @@ def max_min(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarr
         rounds += 1
         # Each round re-picks the vertices at the latest prices; an infeasible restriction (the
         # prices were too far off) is retried with four times as many jobs free.
-        choice, free = _working_set(A, offset, level, lam, usage, W, sticky, size)
+        # Interior-point prices are the full LP's own (centred) optimum: vertices are picked at
+        # them every round. A reduced LP's duals can sit anywhere on its optimal face, which is
+        # wider than the full LP's, so picking at them can unsettle thousands of jobs.
+        pick_level, pick_lam = anchor if anchor is not None else (level, lam)
+        choice, free = _working_set(A, offset, pick_level, pick_lam, usage, W, sticky, size)
         if free.mean() > MAX_FREE_SHARE and n > WORKING_SET:
             return SeparableResult("fallback", log=log + [f"{int(free.sum())} of {n} jobs free: the full LP is as small"],
                                    stats=stats)
