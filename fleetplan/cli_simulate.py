@@ -76,6 +76,8 @@ class _SimulatorHelp(argparse.Action):
         if getattr(namespace, "name", None):
             spec = sim.get_simulator(namespace.name)
             print(f"\n{spec.name}: {spec.description}\nschedulers: {', '.join(spec.schedulers)}")
+            for flag, text in spec.flags_help:
+                print(f"  {flag:<16} {text}")
             render_options(stdout, generator_parameters(spec.scenario_type), f"scenario fields of {spec.name}")
         parser.exit()
 
@@ -222,20 +224,23 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     spec = sim.get_simulator(args.name)
     scenario = parse_flag_params(extra)
     scenario.update(parse_assignments(args.param, "--param"))
+    scheduler = args.scheduler
+    if spec.flags is not None:
+        scenario, scheduler = spec.flags(scenario, scheduler)
     check_output_path(args.output)
     check_output_path(args.plot)
     check_out_dir(args.out)
     if args.plot and spec.plot is None:
         raise CommandError(f"--plot: simulator '{spec.name}' draws no plot")
-    title = f"simulating {spec.name} / {args.scheduler or spec.schedulers[0]}"
+    title = f"simulating {spec.name} / {scheduler or spec.schedulers[0]}"
     if spec.takes_progress:
         from fleetplan.sim.engine import TIME_UNITS
 
         with simulated_time_bar(title, not args.json, TIME_UNITS[spec.time_unit]) as progress:
-            result = spec.run(scenario, args.scheduler, args.seed, progress=progress)
+            result = spec.run(scenario, scheduler, args.seed, progress=progress)
     else:
         with working(title, not args.json):
-            result = spec.run(scenario, args.scheduler, args.seed)
+            result = spec.run(scenario, scheduler, args.seed)
     data = result.to_dict()
     written: list[str] = []
     if args.output:

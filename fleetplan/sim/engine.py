@@ -148,6 +148,12 @@ class SimulatorSpec:
     # returning the files written), for ``fleetplan simulate --out DIR``; without it ``--out``
     # draws ``plot`` into DIR/plot.png.
     plots: Callable[[SimResult, str], list[str]] | None = None
+    # Optional: the simulator's own ``fleetplan simulate NAME`` flags (aliases of scenario fields,
+    # flags that choose the scheduler): ``flags(params, scheduler)`` maps the ``--FIELD VALUE``
+    # pairs and ``--scheduler`` (or None) to scenario fields and a scheduler, raising
+    # InstanceError("--flag", reason) on bad input; ``flags_help`` lists them for ``--help``.
+    flags: Callable[[dict[str, Any], str | None], tuple[dict[str, Any], str | None]] | None = None
+    flags_help: tuple[tuple[str, str], ...] = ()
     # Unit of the times ``simulate`` passes to ``progress(now, end)``: "s" (seconds) or "h" (hours).
     time_unit: str = "s"
     # The metrics a bench report shows first (the others follow alphabetically, up to its width).

@@ -26,7 +26,9 @@ from fleetplan.sim.parsync.core import simulate
 from fleetplan.sim.parsync.plots import plot_run
 from fleetplan.sim.parsync.scenario import (
     FIVE_PHASES,
+    FLAGS_HELP,
     Scenario,
+    command_line_flags,
     figure4_scenario,
     paper_scenario,
     scheduler_names,
@@ -38,6 +40,8 @@ SIMULATOR = SimulatorSpec(
     scenario_type=Scenario,
     schedulers=scheduler_names(),
     plot=plot_run,
+    flags=command_line_flags,
+    flags_help=FLAGS_HELP,
     description="N schedulers over a shared slot state: StateSync vs ParSync (DiffSyn/SameSyn), "
                 "Latency-first / Quality-first / Adaptive / random; conflicts, delay, quality",
     reference="ParSync (Fuxi 2.0), USENIX ATC'21, §4-6",

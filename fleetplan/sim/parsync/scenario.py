@@ -7,11 +7,11 @@ Defaults are the paper's (§4.3 "default setting", §6 "Settings"): 200k slots w
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from fleetplan.instances.base import InstanceError, StrictModel
+from fleetplan.instances.base import InstanceError, StrictModel, validate_model
 
 #: §6.1's five 60-second phases: 50%, 80%, 95%, 80%, 50% of the reference rate.
 FIVE_PHASES: tuple[float, ...] = (0.5, 0.8, 0.95, 0.8, 0.5)
@@ -116,3 +116,58 @@ def paper_scenario(**changes: object) -> Scenario:
     data: dict[str, object] = {"phases": list(FIVE_PHASES), "duration_s": 300.0, "drain_s": 120.0}
     data.update(changes)
     return Scenario.model_validate(data)
+
+
+#: ``fleetplan simulate parsync`` flags that name a scenario field differently (issue 13 item 6).
+FLAG_FIELDS = {"sync_gap": "sync_gap_s", "duration": "duration_s", "tau": "tau_s"}
+FLAGS_HELP: tuple[tuple[str, str], ...] = (
+    ("--strategy S", f"{'|'.join(STRATEGIES)} (default latency-first); with --sync, instead of --scheduler"),
+    ("--sync S", f"{'|'.join(SYNCS)} (default parsync, i.e. DiffSyn)"),
+    ("--sync-gap G", "G in seconds (the field sync_gap_s)"),
+    ("--duration D", "submission period in seconds (duration_s)"),
+    ("--tau T", "Adaptive's tau in seconds (tau_s)"),
+    ("--phases", "§6.1's five-phase load (50/80/95/80/50% over --duration); or a list of loads"),
+)
+
+
+def command_line_flags(params: dict[str, Any], scheduler: str | None) -> tuple[dict[str, Any], str | None]:
+    """``fleetplan simulate parsync``'s flags as scenario fields and a scheduler (issue 13 item 6).
+
+    ``--sync-gap``, ``--duration`` and ``--tau`` name ``sync_gap_s``, ``duration_s`` and
+    ``tau_s``; a bare ``--phases`` is §6.1's five phases; ``--sync`` and ``--strategy`` make the
+    scheduler name ``SYNC-STRATEGY``. The scenario is validated here so that an error names the
+    option as given (``--sync-gap: Input should be greater than 0``).
+    """
+    def flag(name: str) -> str:   # as the user wrote it: the aliases with '-', fields as named
+        return "--" + (name.replace("_", "-") if name in FLAG_FIELDS else name)
+
+    fields: dict[str, Any] = {}
+    flag_of: dict[str, str] = {}
+    for name, value in params.items():
+        if name in ("sync", "strategy"):
+            continue
+        field = FLAG_FIELDS.get(name, name)
+        if field in fields:
+            raise InstanceError(flag(name), f"given twice (also as {flag_of[field]})")
+        fields[field], flag_of[field] = value, flag(name)
+    if fields.get("phases") is True:
+        fields["phases"] = list(FIVE_PHASES)
+    choice = {key: params[key] for key in ("sync", "strategy") if key in params}
+    for key, allowed in (("sync", SYNCS), ("strategy", STRATEGIES)):
+        if key in choice and choice[key] not in allowed:
+            raise InstanceError(f"--{key}", f"must be one of {'|'.join(allowed)} (got {choice[key]!r})")
+    if choice and scheduler is not None:
+        raise InstanceError("--scheduler", "give either --scheduler or --sync/--strategy, not both")
+    if choice:
+        scheduler = f"{choice.get('sync', SYNCS[0])}-{choice.get('strategy', STRATEGIES[0])}"
+    alias_of = {field: name for name, field in FLAG_FIELDS.items()}
+    try:
+        scenario = validate_model(Scenario, fields)
+        scenario.check_sync(parse_scheduler(scheduler or scheduler_names()[0])[0])
+    except InstanceError as error:
+        if error.path == "scheduler":
+            raise
+        field = error.path.split("[")[0].split(".")[0]
+        raise InstanceError((flag_of.get(field) or flag(alias_of.get(field, field))) + error.path[len(field):],
+                            error.reason) from None
+    return fields, scheduler
