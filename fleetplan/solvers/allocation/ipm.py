@@ -45,8 +45,11 @@ STEP_FRACTION = 0.995
 # Iterative refinement of the normal equations costs a quarter of an iteration; it is needed
 # only once the iterates are close enough for the Schur complement to lose digits.
 REFINE_BELOW = 1e-2
-# Gondzio correctors per iteration: each costs one more solve with the same factors.
+# Gondzio correctors per iteration: each costs one more solve with the same factors. Below
+# CORRECTOR_CELLS cells an iteration is mostly interpreter overhead and the fewer iterations do
+# not pay for the extra solves (2,048 jobs: 22 iterations in 0.052 s without, 17 in 0.066 s with).
 CENTRALITY_CORRECTORS = 2
+CORRECTOR_CELLS = 100_000
 
 
 @dataclass
@@ -257,6 +260,7 @@ def max_min_prices(A: np.ndarray, offset: np.ndarray, usage: np.ndarray, W: np.n
     count = float(maskf.sum() + 2 * n + K + 1)
     scale_b = 1.0 + float(np.abs(system.rhs_score).max(initial=0.0))
     best_error, best_point = np.inf, point
+    correctors = CENTRALITY_CORRECTORS if maskf.size >= CORRECTOR_CELLS else 0
     for iteration in range(1, max_iterations + 1):
         if deadline.expired():
             return IpmPrices("time_limit", iterations=iteration)
@@ -291,7 +295,7 @@ def max_min_prices(A: np.ndarray, offset: np.ndarray, usage: np.ndarray, W: np.n
         if not all(np.all(np.isfinite(part)) for part in (*dz, *dy, *ds)):
             break
         alpha_p, alpha_d = _max_step(z, dz), _max_step(s, ds)
-        for _ in range(CENTRALITY_CORRECTORS):
+        for _ in range(correctors):
             corrected = _centrality_corrector(system, point, factor, scaling, inv_s, (dz, dy, ds),
                                               (alpha_p, alpha_d), sigma * mu, refine)
             if corrected is None:
