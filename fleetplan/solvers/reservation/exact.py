@@ -31,6 +31,7 @@ from fleetplan.models.reservation import (
     disaggregate,
     full_solution,
 )
+from fleetplan.models.reservation.cuts import with_cuts
 from fleetplan.solvers.base import Progress, SolveResult, register
 from fleetplan.solvers.cpsat_run import solve_interruptibly
 from fleetplan.solvers.deadline import Deadline
@@ -47,6 +48,10 @@ SHORT = 1e-6
 PRESOLVE_RULES_OFF = (1 << 8) | (1 << 9) | (1 << 12)
 # Relative slack when checking a claimed bound against a known feasible objective.
 BOUND_SLACK = 1e-6
+# Share of the time left (after the greedy) that mip-highs gives relax-and-fix; the whole
+# model's MIP gets the rest. At 10^5 servers the binary MIP's bound rose faster than the whole
+# MIP's (50,782 after 22 s of CPU against 50,727 after 43 s; benchmarks/RESULTS.md).
+RELAX_SHARE = 0.75
 
 
 # Seconds OR-Tools takes to load the first time (0.3-1.6 s measured for placement, the larger
@@ -89,12 +94,46 @@ def _forced_over_budget(model: ReservationModel, instance: ReservationInstance) 
 
 
 def _warm_values(model: ReservationModel, instance: ReservationInstance, how: str, deadline: Deadline,
-                 seed: int, log: list[str]) -> np.ndarray | None:
+                 seed: int, log: list[str], lp=None, share: float = 0.5) -> tuple[np.ndarray | None, float | None]:
     """A starting point for the solver: today's assignment, or the better feasible plan of
     the greedy (up to 40 % of the time: it needs 106 s at 10^6 servers) and the hill climb (a
-    fifth of what is left); None when there is none."""
+    fifth of what is left) or relax-and-fix (``share`` of the time left, on ``lp``); None when
+    there is none. Also the bound relax-and-fix proved (None without it)."""
     if how == "none":
-        return None
+        return None, None
+    from fleetplan.solvers.reservation.relax_fix import IPM_COLUMNS, relax_and_fix
+
+    start, bound = None, None
+    # Relax-and-fix first, the greedy only as a fallback (it took 33 s of a 60 s limit at 10^5
+    # servers on a loaded machine, for a plan 16 % worse); first above IPM_COLUMNS, where the
+    # LP may not be solved in time (the greedy took 106 s at 10^6 servers, the LP 255 s of CPU).
+    greedy_first = how == "hill-climb" or (lp or model.lp).num_cols > IPM_COLUMNS
+    if how == "relax-and-fix" and not greedy_first:
+        relaxed = relax_and_fix(model, deadline, 1, seed, log, lp=lp, share=share)
+        bound = relaxed.bound
+        if relaxed.values is not None:
+            start = _checked_start(model, instance, relaxed.values[model.lp.names["x"]], how, log)
+    if start is None or greedy_first:
+        start = _better(model, start, _heuristic_start(model, instance, how, deadline, seed, log))
+    if how == "relax-and-fix" and greedy_first:
+        relaxed = relax_and_fix(model, deadline, 1, seed, log, lp=lp, share=share)
+        bound = relaxed.bound
+        if relaxed.values is not None:
+            start = _better(model, start, _checked_start(model, instance, relaxed.values[model.lp.names["x"]],
+                                                         how, log))
+    return start, bound
+
+
+def _better(model: ReservationModel, one: np.ndarray | None, other: np.ndarray | None) -> np.ndarray | None:
+    if one is None or (other is not None and model.lp.cost @ other < model.lp.cost @ one):
+        return other
+    return one
+
+
+def _heuristic_start(model: ReservationModel, instance: ReservationInstance, how: str, deadline: Deadline,
+                     seed: int, log: list[str]) -> np.ndarray | None:
+    """Today's assignment, or the better plan of the greedy and (for ``hill-climb``) the hill
+    climb, as the model's columns; None when it is infeasible."""
     arrays = instance.arrays()
     assignment = arrays.server_current
     if how in ("hill-climb", "relax-and-fix"):
@@ -110,15 +149,7 @@ def _warm_values(model: ReservationModel, instance: ReservationInstance, how: st
         if best is not None:
             assignment = best.plan.assignment_array(instance)
     x = counts_from_assignment(model, arrays, assignment)
-    start = None if x is None else _checked_start(model, instance, x, how, log)
-    if how == "relax-and-fix":
-        from fleetplan.solvers.reservation.relax_fix import relax_and_fix
-
-        values = relax_and_fix(model, deadline, 1, seed, log)
-        fixed = None if values is None else _checked_start(model, instance, values[model.lp.names["x"]], how, log)
-        if fixed is not None and (start is None or model.lp.cost @ fixed < model.lp.cost @ start):
-            start = fixed
-    return start
+    return None if x is None else _checked_start(model, instance, x, how, log)
 
 
 def _checked_start(model: ReservationModel, instance: ReservationInstance, x: np.ndarray, how: str,
@@ -132,11 +163,11 @@ def _checked_start(model: ReservationModel, instance: ReservationInstance, x: np
 
 
 def _highs(model: ReservationModel, deadline: Deadline, threads: int, seed: int, mip_rel_gap: float,
-           presolve: str, start: np.ndarray | None, log: list[str]):
+           presolve: str, start: np.ndarray | None, log: list[str], lp=None):
     from fleetplan.solvers import highs as runner
 
     highs = runner.new_highs(deadline.remaining(RESERVE_S), threads, seed)
-    runner.pass_lp(highs, model.lp, "simplex")
+    runner.pass_lp(highs, model.lp if lp is None else lp, "simplex")
     highs.setOptionValue("solver", "choose")
     # With the constant inside, HiGHS's relative gap is the gap on the evaluator's objective.
     highs.changeObjectiveOffset(float(model.constant))
@@ -155,6 +186,7 @@ def _highs(model: ReservationModel, deadline: Deadline, threads: int, seed: int,
             event.interrupt()
 
     highs.cbSimplexInterrupt += interrupt
+    highs.cbIpmInterrupt += interrupt
     highs.cbMipInterrupt += interrupt
     outcome = runner.run(highs)
     if outcome.status == "error" and highs.modelStatusToString(highs.getModelStatus()) == "Interrupted by user":
@@ -230,8 +262,8 @@ def _finish(instance: ReservationInstance, model: ReservationModel, values: np.n
 def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None, seed: int = 0,
               threads: int = 1, progress: Progress, mip_rel_gap: float = 1e-4,
               presolve: Literal["off", "on", "choose"] = "off",
-              warm_start: Literal["hill-climb", "relax-and-fix", "current", "none"] = "hill-climb",
-              backend: Literal["highspy", "pyomo"] = "highspy") -> SolveResult:
+              warm_start: Literal["hill-climb", "relax-and-fix", "current", "none"] = "relax-and-fix",
+              backend: Literal["highspy", "pyomo"] = "highspy", cuts: bool = True) -> SolveResult:
     """Solve the aggregated MIP with HiGHS (MAST §2: "RAS formulates a MIP problem").
 
     Parameters
@@ -244,13 +276,16 @@ def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None,
         column-substitution rules that prove false optima on this model (PRESOLVE_RULES_OFF).
     warm_start : {"hill-climb", "relax-and-fix", "current", "none"}
         MIP start: the better of the greedy's and the hill climb's plans (at most 40 % and a
-        fifth of the rest of the time), the better of the greedy's and relax-and-fix's (LP
-        relaxation, ML datacenters fixed to its support, counts solved; half the time left),
+        fifth of the rest of the time), the better of the greedy's and relax-and-fix's (default:
+        LP, binary MIP, count MIP in 75 % of the time left; its relaxations' bounds count),
         today's assignment, or none; used when feasible, and returned if HiGHS finds nothing
         better in time.
     backend : {"highspy", "pyomo"}
         Hand HiGHS the sparse model directly, or the same model declared in Pyomo (slower to
-        build; no MIP start or proven bound short of optimality).
+        build; no MIP start, cuts or proven bound short of optimality).
+    cuts : bool
+        Add the valid inequalities of fleetplan.models.reservation.cuts (capacity covers and
+        buffer tangents on the ML datacenter binaries) to the model HiGHS solves.
     """
     deadline = Deadline(time_limit)
     log: list[str] = []
@@ -260,11 +295,16 @@ def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None,
     reason = _forced_over_budget(model, instance)
     if reason:
         return SolveResult(status="infeasible", log=log, message=reason)
-    start = _warm_values(model, instance, warm_start, deadline, seed, log)
+    lp = with_cuts(model, instance.arrays()) if cuts else model.lp
+    start, relaxed = _warm_values(model, instance, warm_start, deadline, seed, log, lp=lp, share=RELAX_SHARE)
     if backend == "pyomo":
         outcome, bound = _pyomo(model, deadline, threads, seed, mip_rel_gap, presolve, log)
     else:
-        outcome, bound = _highs(model, deadline, threads, seed, mip_rel_gap, presolve, start, log)
+        outcome, bound = _highs(model, deadline, threads, seed, mip_rel_gap, presolve, start, log, lp=lp)
+    if relaxed is not None and outcome.status != "infeasible" and not bound >= relaxed:
+        # A relaxation's proven bound (the LP's, or the binary MIP's) bounds the model too.
+        log.append(f"bound: relax-and-fix's {relaxed:.9g} (HiGHS's on the whole model: {bound:.9g})")
+        bound = relaxed
     if outcome.values is None and start is not None and outcome.status != "infeasible":
         outcome.values, outcome.objective = start, float(model.lp.cost @ start + model.constant)
         log.append("HiGHS found no plan in time: the warm start is returned")
@@ -277,6 +317,9 @@ def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None,
         known = float(model.lp.cost @ start + model.constant)
         status, proven, outcome.values, claimed = _cross_check(
             status, proven, outcome.values, claimed, start, known, log)
+    if status == "time_limit" and proven is not None and claimed is not None \
+            and claimed - proven <= mip_rel_gap * max(abs(claimed), 1e-9):
+        status = "optimal"  # the relaxation's bound proves the plan within the gap
     return _finish(instance, model, outcome.values, status, proven, claimed, log)
 
 
@@ -336,7 +379,8 @@ def cpsat(instance: ReservationInstance, *, time_limit: float | None = None, see
     # not use the time the translation needs (1.9 s of CPU at 10^5 servers).
     translate_s = TRANSLATE_S_PER_ROW * model.lp.num_rows + (COLD_IMPORT_S if not_loaded("ortools.sat.python.cp_model")
                                                              else 0.0)
-    start = _warm_values(model, instance, warm_start, _shortened(deadline, translate_s), seed, log)
+    start, _ = _warm_values(model, instance, warm_start, _shortened(deadline, translate_s), seed, log,
+                            lp=with_cuts(model, instance.arrays()))
     if not_loaded("ortools.sat.python.cp_model") and deadline.expired(RESERVE_S + COLD_IMPORT_S):
         log.append("CP-SAT: not started, too little time left to load OR-Tools")
         return _no_time(instance, model, start, log)

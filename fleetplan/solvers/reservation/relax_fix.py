@@ -1,24 +1,37 @@
-"""Relax-and-fix: a warm start for the aggregated RAS MIP (MAST §2, "RAS formulates a MIP").
+"""Relax-and-fix: a warm start and a bound for the aggregated RAS MIP (MAST §2, "RAS formulates
+a MIP").
 
-The hard part of the aggregated model (:mod:`fleetplan.models.reservation`) is the ML
-reservations' datacenter binaries ``y[r, d]`` (compactness). Relax-and-fix solves the LP
-relaxation, fixes every ``y`` to 1 where the LP uses the datacenter at all (``y > 0``) and to 0
-elsewhere, and solves what is left — integer counts only, whose LP relaxation is nearly
-integral — as a MIP. The LP's own point is feasible for that restriction, so the sub-MIP is
-feasible whenever the model's LP is (barring a sub-MIP with no integer point, which then gives
-no start). The counts found are re-read with every auxiliary at its least value
-(:func:`~fleetplan.models.reservation.full_solution`), so a fixed ``y`` whose datacenter ends up
-unused costs nothing.
+The model (:mod:`fleetplan.models.reservation`) has two kinds of integer: the ML reservations'
+datacenter binaries ``y[r, d]`` (compactness) and the server counts ``x``. With the valid
+inequalities of :mod:`fleetplan.models.reservation.cuts` the hard part is the binaries; the
+counts' LP relaxation is nearly integral once they are fixed. So, each step on the model with
+those rows and within a share of the time:
 
-The LP's counts rounded (:func:`rounded_counts`) are the first candidate and the sub-MIP's
-start. At 10^5 servers x 200 reservations (benchmarks/RESULTS.md, RAS section) the rounded
-plan is 52,872 in 1.8 s of CPU, against 59,650 for the greedy in 2.7 s; the best bound known
-there is 50,686.
+1. the LP relaxation (dual simplex; the interior point method with crossover above
+   ``IPM_COLUMNS`` columns, where simplex took more than 600 s at 10^6 servers); its optimum is
+   a bound, and its counts rounded up with the supply repaired (:func:`rounded_counts`) are
+   the first candidate plan;
+2. the *binary MIP*: the same model with the counts continuous and only ``y`` integer, solved
+   by HiGHS (from the rounded plan) for ``Y_SHARE`` of the step's time. It is a relaxation of
+   the model, so its proven dual bound is a bound on the model's optimum too;
+3. the *count MIP*: ``y`` fixed to the binary MIP's (or, without one, to the datacenters the LP
+   uses at all) and each count within ``WIDTH`` of the binary MIP's (or the LP's) fractional
+   value, solved by HiGHS for the time left: the relaxation-enforced neighbourhood (RENS) of
+   that point.
+
+The best integer point (its auxiliaries re-read at their least values by
+:func:`~fleetplan.models.reservation.full_solution`, so a fixed ``y`` whose datacenter ends up
+empty costs nothing) and the best bound are returned. HiGHS runs with presolve off throughout:
+with it on, its root cut loop ignored the interrupt (a 20 s limit ran 57 s of wall here). At
+10^5 servers x 200 reservations the steps gave (benchmarks/RESULTS.md, RAS section): LP 50,562
+(49,581 without the cuts), binary MIP bound 50,782 and plan 51,033 after 22 s of CPU, count
+MIP 51,371, where the LP's rounded plan was 52,872 and the greedy's 59,650.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
 import numpy as np
@@ -26,15 +39,33 @@ import numpy as np
 from fleetplan.models.reservation import ReservationModel, full_solution
 from fleetplan.solvers.deadline import Deadline
 
-# Share of the time left that the LP relaxation and the sub-MIP may use together.
+# Share of the time left that the three steps may use together.
 SHARE = 0.5
+# Share of the steps' time (from their start) after which the binary MIP stops.
+Y_SHARE = 0.7
+# Relative gap at which the binary MIP stops.
+Y_GAP = 2e-4
+# Counts may move this far beyond the floor and ceiling of the fractional point in the count MIP.
+WIDTH = 1
 # A datacenter binary counts as used by the LP above this value.
 USED = 1e-6
+# Above this many columns the LP is solved by the interior point method (with crossover) and
+# the two MIP steps are skipped (their node LPs are that large).
+IPM_COLUMNS = 60_000
+
+
+@dataclasses.dataclass
+class RelaxFix:
+    """The best integer point found (every column; None if none) and the best proven bound on
+    the model's objective (constant included; None if the LP was not solved)."""
+
+    values: np.ndarray | None
+    bound: float | None
 
 
 def _interrupt_at(highs, stop_at: float | None) -> None:
-    """Stop simplex and branch-and-bound at ``stop_at`` (HiGHS checks its own limit only
-    between phases)."""
+    """Stop simplex, the interior point method and branch-and-bound at ``stop_at`` (HiGHS
+    checks its own limit only between phases)."""
     if stop_at is None:
         return
 
@@ -43,68 +74,101 @@ def _interrupt_at(highs, stop_at: float | None) -> None:
             event.interrupt()
 
     highs.cbSimplexInterrupt += interrupt
+    highs.cbIpmInterrupt += interrupt
     highs.cbMipInterrupt += interrupt
 
 
-def relax_and_fix(model: ReservationModel, deadline: Deadline, threads: int, seed: int,
-                  log: list[str]) -> np.ndarray | None:
-    """Every column's value of the better of the rounded LP point and the sub-MIP's plan
-    (module docstring), or None when the model has no datacenter binaries, its LP is not solved
-    in time, or neither gives a point that keeps the model's rows."""
+def _mip(lp, stop_at: float | None, threads: int, seed: int, gap: float, start: np.ndarray | None):
     from fleetplan.solvers import highs as runner
 
-    lp = model.lp
+    left = None if stop_at is None else max(stop_at - time.perf_counter(), 0.01)
+    highs = runner.new_highs(left, threads, seed)
+    runner.pass_lp(highs, lp, "simplex")
+    highs.setOptionValue("solver", "choose")
+    highs.setOptionValue("presolve", "off")
+    highs.setOptionValue("mip_rel_gap", gap)
+    if start is not None:
+        highs.setSolution(_highs_solution(start))
+    _interrupt_at(highs, stop_at)
+    highs.run()
+    return highs
+
+
+def relax_and_fix(model: ReservationModel, deadline: Deadline, threads: int, seed: int, log: list[str],
+                  lp=None, share: float = SHARE) -> RelaxFix:
+    """The three steps of the module docstring on ``lp`` (the model's LinearProgram, by default;
+    the solvers pass it with :func:`~fleetplan.models.reservation.cuts.with_cuts` rows), within
+    ``share`` of the time left."""
+    from fleetplan.solvers import highs as runner
+
+    lp = model.lp if lp is None else lp
     ys, xs = lp.names["y"], lp.names["x"]
-    if ys.stop == ys.start:
-        return None
-    budget = deadline.share(SHARE)
-    stop_at = None if budget is None else time.perf_counter() + budget
+    budget = deadline.share(share)
     started = time.perf_counter()
+    stop_at = None if budget is None else started + budget
+    large = lp.num_cols > IPM_COLUMNS
     relaxation = runner.new_highs(budget, threads, seed)
-    runner.pass_lp(relaxation, lp, "simplex")
+    runner.pass_lp(relaxation, lp, "ipm" if large else "simplex")
     relaxation.setOptionValue("solve_relaxation", True)
     _interrupt_at(relaxation, stop_at)
     relaxation.run()
     solution = relaxation.getSolution()
     if relaxation.modelStatusToString(relaxation.getModelStatus()) != "Optimal" or not solution.value_valid:
-        log.append("relax-and-fix: the LP relaxation was not solved in time")
-        return None
+        log.append(f"relax-and-fix: the LP relaxation was not solved in time ({time.perf_counter() - started:.1f} s)")
+        return RelaxFix(None, None)
     point = np.asarray(solution.col_value)
-    used = point[ys] > USED
-    rounded = full_solution(model, rounded_counts(model, point[xs]))
-    if not satisfies(model, rounded):
-        rounded = None
     bound = relaxation.getInfo().objective_function_value + model.constant
-    log.append(f"relax-and-fix: LP {bound:.6g}, rounded "
-               + ("breaks a row" if rounded is None else f"{float(lp.cost @ rounded + model.constant):.6g}")
+    best = full_solution(model, rounded_counts(model, point[xs]))
+    if not satisfies(model, best) or not satisfies(dataclasses.replace(model, lp=lp), best):
+        best = None
+    log.append(f"relax-and-fix: LP {bound:.6g} ({'ipm' if large else 'simplex'}), rounded "
+               + ("breaks a row" if best is None else f"{_objective(model, best):.6g}")
                + f" in {time.perf_counter() - started:.1f} s")
+    if large:
+        return RelaxFix(best, bound)
+    centre, pattern = point, point[ys] > USED
+    if ys.stop > ys.start:
+        integrality = lp.integrality.copy()
+        integrality[xs] = 0
+        stop_y = None if stop_at is None else started + Y_SHARE * budget
+        binary = _mip(dataclasses.replace(lp, integrality=integrality), stop_y, threads, seed, Y_GAP, best)
+        dual = binary.getInfo().mip_dual_bound + model.constant
+        if math.isfinite(dual) and dual > bound:
+            bound = dual
+        found = binary.getSolution()
+        if found.value_valid and binary.getInfo().primal_solution_status == 2:
+            centre = np.asarray(found.col_value)
+            pattern = centre[ys] > 0.5
+        log.append(f"relax-and-fix: binary MIP {binary.modelStatusToString(binary.getModelStatus())}, "
+                   f"{binary.getInfo().objective_function_value + model.constant:.6g}, bound {dual:.6g}, "
+                   f"in {time.perf_counter() - started:.1f} s")
     lower, upper = lp.col_lower.copy(), lp.col_upper.copy()
-    lower[ys] = upper[ys] = used.astype(float)
-    restricted = dataclasses.replace(lp, col_lower=lower, col_upper=upper)
-    left = None if stop_at is None else max(stop_at - time.perf_counter(), 0.01)
-    sub = runner.new_highs(left, threads, seed)
-    runner.pass_lp(sub, restricted, "simplex")
-    sub.setOptionValue("solver", "choose")
-    # Presolve off: with it on, HiGHS finds better counts here (51,353 against 52,824 in 20 s of
-    # CPU at 10^5 servers) but its root cut loop ignores the interrupt (a solve under a 180 s
-    # limit still ran after 6.5 minutes and was stopped), and the solver's time limit comes first.
-    sub.setOptionValue("presolve", "off")
-    sub.setOptionValue("mip_rel_gap", 1e-3)
-    if rounded is not None:
-        hint = rounded.copy()
-        hint[ys] = used  # the restriction's binaries (a datacenter the rounding left empty stays on)
-        sub.setSolution(_highs_solution(hint))
-    _interrupt_at(sub, stop_at)
-    sub.run()
-    found = sub.getSolution()
-    if not found.value_valid:
-        log.append(f"relax-and-fix: the sub-MIP ({int(used.sum())} of {used.size} datacenter binaries "
-                   f"on) found no point in {time.perf_counter() - started:.1f} s")
-        return rounded
-    values = full_solution(model, np.round(np.asarray(found.col_value)[xs]))
-    log.append(f"relax-and-fix: sub-MIP ({int(used.sum())} of {used.size} datacenter binaries on) "
-               f"{float(lp.cost @ values + model.constant):.6g} in {time.perf_counter() - started:.1f} s")
-    return values if rounded is None or lp.cost @ values < lp.cost @ rounded else rounded
+    lower[ys] = upper[ys] = pattern.astype(float)
+    lower[xs] = np.maximum(np.floor(centre[xs] + 1e-9) - WIDTH, lp.col_lower[xs])
+    upper[xs] = np.minimum(np.ceil(centre[xs] - 1e-9) + WIDTH, lp.col_upper[xs])
+    hint = None
+    rounded = full_solution(model, rounded_counts(model, centre[xs]))
+    if satisfies(model, rounded):
+        if best is None or lp.cost @ rounded < lp.cost @ best:
+            best = rounded
+        if np.all(rounded[ys] <= pattern):  # a start for the count MIP, its binaries as fixed there
+            hint = rounded.copy()
+            hint[ys] = pattern
+    counts = _mip(dataclasses.replace(lp, col_lower=lower, col_upper=upper), stop_at, threads, seed, 1e-4, hint)
+    found = counts.getSolution()
+    if found.value_valid and counts.getInfo().primal_solution_status == 2:
+        values = full_solution(model, np.round(np.asarray(found.col_value)[xs]))
+        log.append(f"relax-and-fix: count MIP ({int(pattern.sum())} of {pattern.size} datacenter binaries on) "
+                   f"{_objective(model, values):.6g} in {time.perf_counter() - started:.1f} s")
+        if satisfies(model, values) and (best is None or lp.cost @ values < lp.cost @ best):
+            best = values
+    else:
+        log.append(f"relax-and-fix: the count MIP found no point in {time.perf_counter() - started:.1f} s")
+    return RelaxFix(best, bound)
+
+
+def _objective(model: ReservationModel, values: np.ndarray) -> float:
+    return float(model.lp.cost @ values + model.constant)
 
 
 def satisfies(model: ReservationModel, values: np.ndarray, tolerance: float = 1e-6) -> bool:
