@@ -62,3 +62,16 @@ def test_extra_slots_search_finds_the_threshold_from_any_start(monkeypatch, star
                                           start=None if start is None else start * 500)
         assert got == (need if need <= base.slots else None)
         assert len(calls) == len(set(calls))   # no probe twice
+
+
+@pytest.mark.parametrize("seeds", [[0], [0, 1]])
+def test_plot3_draws_one_bar_per_scheme_and_seed(tmp_path, seeds):
+    rows = tmp_path / "fig3.jsonl"
+    with rows.open("w") as f:
+        for seed in seeds:
+            for name, extra in (("parsync-random", 70_000), ("samesyn-random", 74_000)):
+                f.write(json.dumps({"experiment": "figure3", "scheduler": name, "seed": seed,
+                                    "extra_slots": extra + 2_000 * seed}) + "\n")
+    png = tmp_path / "fig3.png"
+    assert main(["plot3", "--inputs", str(rows), "--plot", str(png)]) == 0
+    assert png.stat().st_size > 1000

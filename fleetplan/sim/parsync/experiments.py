@@ -221,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
                 extra = min_extra_slots(base, name, args.seed, resolution=args.resolution,
                                         start=args.start, on_probe=probe)
-                _emit(out, {"experiment": "figure3", "scale": args.scale, "scheduler": name,
+                _emit(out, {"experiment": "figure3", "scale": args.scale, "scheduler": name, "seed": args.seed,
                             "extra_slots": extra, "start": args.start, "probes": probes,
                             "cpu_s": round(time.process_time() - cpu, 1),
                             "wall_s": round(time.perf_counter() - wall, 1),
@@ -273,9 +273,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             for path in args.inputs:
                 with open(path) as f:
                     rows += [r for r in map(json.loads, f) if r.get("experiment") == "figure3"]
+            base = figure3_scenario(args.scale)
+            seeds = sorted({r.setdefault("seed", args.seed) for r in rows})
             for r in rows:
-                r["N"] = 10
-            plot_extra_slots(rows, args.plot, x="N", title=f"Figure 3 ({args.scale} scale): fewest extra slots")
+                r["N"] = base.schedulers
+            plot_extra_slots(rows, args.plot, x="seed" if len(seeds) > 1 else "N",
+                             title=f"Figure 3 at {'the paper' if args.scale == 'paper' else '1/10'}'s scale: fewest "
+                                   f"extra slots\n({base.slots:,} slots, {base.rate:,.0f} tasks/s, N = P = "
+                                   f"{base.schedulers}, {base.duration_s:g} s, seed {', '.join(map(str, seeds))})")
     finally:
         if out is not None:
             out.close()

@@ -167,7 +167,11 @@ def plot_extra_slots(rows: Sequence[Mapping[str, Any]], path: str | Path, *, x: 
     for j, scheme in enumerate(schemes):
         values = [next((r["extra_slots"] for r in rows if r[x] == v and r["scheduler"] == scheme), np.nan)
                   for v in xs]
-        ax.bar(np.arange(len(xs)) + (j - (len(schemes) - 1) / 2) * width, values, width, label=scheme)
+        sync = {"parsync": "DiffSyn", "samesyn": "SameSyn", "statesync": "StateSync"}.get(scheme.split("-")[0])
+        bars = ax.bar(np.arange(len(xs)) + (j - (len(schemes) - 1) / 2) * width, values, width,
+                      label=f"{scheme} ({sync})" if sync else scheme)
+        ax.bar_label(bars, fmt="{:,.0f}", fontsize=8)
+    ax.margins(y=0.12)
     ax.set_xticks(np.arange(len(xs)), [f"{v:g}" for v in xs])
     ax.set_xlabel(x)
     ax.set_ylabel("extra slots needed")
