@@ -47,7 +47,7 @@ class PlanView:
 
 
 def _durations(view: PlanView) -> np.ndarray:
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):  # a tiny throughput is an infinite duration
         return np.where(view.throughput > 0, view.steps_left / np.maximum(view.throughput, 1e-300), np.inf)
 
 
