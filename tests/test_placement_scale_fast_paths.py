@@ -5,13 +5,15 @@ judge's."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
 import fleetplan
 from fleetplan.instances.placement import PlacementPlan
 from fleetplan.solvers.hill_climb import Budget, Candidate, hill_climb
-from fleetplan.solvers.placement.first_pass import first_pass, table_gains
+from fleetplan.solvers.placement.first_pass import first_pass, first_pass_batches, table_gains
 from fleetplan.solvers.placement.state import TetrisState
 
 
@@ -191,3 +193,52 @@ def test_applying_the_move_just_evaluated_reuses_its_candidates():
     assert calls.count(table) == 1  # best_move evaluated it; apply reused the result
     state._candidates(table)
     assert calls.count(table) == 2  # the state changed since: evaluated again
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_cached_pairs_give_the_same_bits_as_a_fresh_computation(seed, monkeypatch):
+    # The batch estimates keep each table's pairs until a move changes its readers' tables;
+    # a tiny cache limit also exercises clearing it. Compound moves are tried (applied and
+    # undone) between estimates, as the climb with compound moves does.
+    first_pass_module = sys.modules["fleetplan.solvers.placement.first_pass"]
+    monkeypatch.setattr(first_pass_module, "PAIR_CACHE", 6)
+    instance, rng = random_instance(seed + 40, quota=None)
+    state = TetrisState(instance, compound=True)
+    tables = instance.arrays().num_tables
+    hits = 0
+    for _ in range(40):
+        batch = rng.choice(tables, size=min(5, tables), replace=False)
+        hits += sum(1 for t in batch.tolist() if t in state.pair_cache)
+        cached = table_gains(state, batch, cache=True)
+        fresh = table_gains(state, batch)
+        assert np.array_equal(cached[0], fresh[0]) and np.array_equal(cached[1], fresh[1])
+        if state.num_items() > tables and rng.random() < 0.3:
+            state.best_move(int(rng.integers(tables, state.num_items())))
+        walk(state, rng, steps=1)
+    assert hits > 0
+
+
+def test_the_first_pass_in_batches_gives_the_same_climb():
+    instance = fleetplan.generate("placement", {"regions": 6, "tables": 1500, "jobs": 1500}, seed=7)
+    runs = []
+    for batches in (False, True):
+        state = TetrisState(instance)
+        initial = first_pass_batches(state, chunk=100) if batches else first_pass(state, chunk=100)
+        budget = Budget(cost=instance.arrays().move_quota_bytes)
+        result = hill_climb(state, budget=budget, initial=initial, neighbours=state.neighbours)
+        runs.append(([(m.item, m.target, m.gain) for m in result.applied], result.evaluated,
+                     result.skipped_over_budget, result.requeued))
+    assert runs[0] == runs[1] and len(runs[0][0]) > 10
+
+
+def test_a_list_of_bounds_skips_what_min_cost_skips():
+    weights = [5.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.9, 2.5, 0.4]
+    with_method = Counting(weights)
+    with_list = Counting(weights)
+    with_list.min_costs = list(weights)  # read instead of calling min_cost
+    with_list.min_cost = None
+    one = hill_climb(with_method, budget=Budget(cost=3.0), estimate_batch=2)
+    two = hill_climb(with_list, budget=Budget(cost=3.0), estimate_batch=2)
+    assert [(m.item, m.gain) for m in one.applied] == [(m.item, m.gain) for m in two.applied]
+    assert one.skipped_over_budget == two.skipped_over_budget > 0
+    assert with_method.evaluated == with_list.evaluated

@@ -30,7 +30,9 @@ Safeguards and extensions beyond the paper's loop:
   left is dropped (counted over the budget) without evaluating its moves, when popped from the
   queue and when offered as a neighbour. With the daily byte quota nearly used up, most queued
   tables are too big to move, and evaluating each of them first was most of the time at 10^6
-  tables (issue 14 §4).
+  tables (issue 14 §4). A problem may offer ``min_costs`` instead, a sequence it keeps current
+  (``min_costs[item]`` is the bound): read without a call, it is checked on hundreds of
+  thousands of popped entries at 10^6 tables.
 * *Fresh moves are not recomputed.* A move evaluated by the engine since the last applied move
   (a recomputed move sent back behind the head, or a neighbour's) is still exact when it reaches
   the head: nothing changed the state, so it is applied as it is.
@@ -43,6 +45,9 @@ Safeguards and extensions beyond the paper's loop:
   A move about to be applied is evaluated exactly (``best_move``) and still goes back in the
   queue if its exact gain falls behind the next key, so applied gains are ``best_move``'s and
   the order of decisions is the paper's loop's, up to rounding.
+* *First pass in batches.* ``initial`` may hold :class:`Batch` entries, the best moves of many
+  items as plain sequences (no :class:`Candidate` per item: at 10^6 tables building them cost
+  more than computing the gains); the queue is what pushing each move would give.
 * *Anytime first pass.* With ``batch_s`` the first pass evaluates items for at most that many
   seconds, applies the queued moves of that batch in gain order, then goes on with the next
   items, so a time limit shorter than one full pass still returns improvements; ``trace``
@@ -77,7 +82,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -114,9 +119,22 @@ class HillClimbProblem(Protocol):
 
     def apply(self, move: Candidate) -> None: ...
 
-    # Optional: ``min_cost(item) -> float``, a lower bound of ``cost`` over the item's moves;
+    # Optional: ``min_cost(item) -> float``, a lower bound of ``cost`` over the item's moves
+    # (or ``min_costs``, a sequence of those bounds by item that the problem keeps current);
     # ``estimate_moves(items) -> list[Candidate | None]``, the best moves of many items at once,
     # whose gains may differ from ``best_move``'s by rounding (they only order the queue).
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The first pass's best moves of many items at once: ``items[k]`` to ``targets[k]`` with
+    ``gains[k]`` (sequences of equal length, only the moves worth queueing), out of ``evaluated``
+    items evaluated (those without a move are counted, not listed)."""
+
+    items: Sequence[int]
+    targets: Sequence[int]
+    gains: Sequence[float]
+    evaluated: int
 
 
 @dataclass
@@ -167,7 +185,9 @@ class _Climb:
         self.queued: set[int] = set()
         # Items evaluated since the last applied move: (the best move or None, exact?).
         self.fresh: dict[int, tuple[Candidate | None, bool]] = {}
-        self.min_cost: Callable[[int], float] | None = getattr(problem, "min_cost", None)
+        self.min_costs: Sequence[float] | None = getattr(problem, "min_costs", None)
+        self.min_cost: Callable[[int], float] | None = \
+            None if self.min_costs is not None else getattr(problem, "min_cost", None)
         self.estimate_moves: Callable[[list[int]], list[Candidate | None]] | None = \
             getattr(problem, "estimate_moves", None) if recompute else None
         self.estimate_batch = estimate_batch
@@ -208,9 +228,20 @@ class _Climb:
             if queue is not None and item in queue:
                 self.push(move, exact=False)
 
+    def push_batch(self, batch: Batch) -> None:
+        """Queue a :class:`Batch` of first-pass moves, as :meth:`push` each of them."""
+        self.result.evaluated += batch.evaluated
+        queue, queued, min_gain = self.queue, self.queued, self.min_gain
+        for gain, item, target in zip(batch.gains, batch.items, batch.targets, strict=True):
+            if gain > min_gain and item not in queued:
+                heapq.heappush(queue, (-gain, item, target))
+                queued.add(item)
+
     def over_budget(self, item: int) -> bool:
         """Whether every move of ``item`` costs more than what is left of the budget (known
-        from the problem's ``min_cost`` without evaluating the moves)."""
+        from the problem's ``min_costs`` or ``min_cost`` without evaluating the moves)."""
+        if self.min_costs is not None:
+            return self.min_costs[item] > self.remaining
         return self.min_cost is not None and self.remaining < math.inf and self.min_cost(item) > self.remaining
 
     @staticmethod
@@ -228,7 +259,7 @@ class _Climb:
     def drain(self, until: float = math.inf) -> None:
         """Apply queued moves in gain order until the queue empties or a budget stops it
         (or, between batches of the first pass, the clock reaches ``until``)."""
-        result, problem, queue = self.result, self.problem, self.queue
+        result, problem, queue, bounds = self.result, self.problem, self.queue, self.min_costs
         while (queue or self.pending) and result.stopped_by == "converged":
             now = time.perf_counter()
             if now > self.deadline:
@@ -244,6 +275,14 @@ class _Climb:
                 # and queued before the next pop (as the loop queues them right after a move).
                 pending, self.pending = self.pending, []
                 self.estimate(pending + self.head(self.estimate_batch, set()), queue=set(pending))
+                if not queue:
+                    continue
+            if bounds is not None:
+                # Entries over the budget are dropped as the loop below would, without its
+                # per-entry checks (most of the queue at 10^6 tables once the quota runs low).
+                while queue and bounds[queue[0][1]] > self.remaining:
+                    self.queued.discard(heapq.heappop(queue)[1])
+                    result.skipped_over_budget += 1
                 if not queue:
                     continue
             _, item, target = heapq.heappop(queue)
@@ -331,7 +370,7 @@ class _Climb:
 
 
 def hill_climb(problem: HillClimbProblem, *, budget: Budget | None = None, recompute: bool = True,
-               initial: Iterable[Candidate | None] | None = None,
+               initial: Iterable[Candidate | Batch | None] | None = None,
                neighbours: Callable[[Candidate], Iterable[int]] | None = None,
                min_gain: float = GAIN_TOLERANCE,
                progress: Callable[[float | None, str], None] | None = None,
@@ -340,7 +379,8 @@ def hill_climb(problem: HillClimbProblem, *, budget: Budget | None = None, recom
     """Run the queue-by-gain hill climb of MAST §3.4 on ``problem``.
 
     ``initial``: the first pass's best moves, if the problem computes them in a batch (one per
-    item, None for none); otherwise ``best_move`` is called for every item. ``recompute=False``
+    item, None for none, or :class:`Batch` entries for many items at once); otherwise
+    ``best_move`` is called for every item. ``recompute=False``
     gives the greedy baseline: every item goes to the target of its first-pass move, in the
     first pass's order, re-checked only for feasibility (``move_to``). ``neighbours``: after a
     move, items whose gain it may have changed; those not queued are re-evaluated and queued.
@@ -356,13 +396,15 @@ def hill_climb(problem: HillClimbProblem, *, budget: Budget | None = None, recom
     first = iter(initial) if initial is not None else (problem.best_move(i) for i in range(count))
     batch_started = time.perf_counter()
     climb.note(force=True)
-    for position, move in enumerate(first):
-        if position % 64 == 0:
+    position = 0
+    for entry in first:
+        many = isinstance(entry, Batch)
+        if many or position % 64 == 0:
             now = time.perf_counter()
             if now > climb.deadline:
                 result.stopped_by = "time"
                 break
-            if position % 1024 == 0 and progress is not None and count:
+            if (many or position % 1024 == 0) and progress is not None and count:
                 progress(0.5 * position / count, f"first pass: {position}/{count} items")
             if batch_s is not None and climb.queue and now - batch_started >= batch_s:
                 # Apply this batch's best moves for as long as it took to find them, then
@@ -374,7 +416,12 @@ def hill_climb(problem: HillClimbProblem, *, budget: Budget | None = None, recom
                 if result.stopped_by != "converged":
                     break
                 batch_started = time.perf_counter()
-        climb.push(move)
+        if many:
+            climb.push_batch(entry)
+            position += entry.evaluated
+        else:
+            climb.push(entry)
+            position += 1
     if result.stopped_by == "converged":
         result.queued += len(climb.queue)
         result.batches += 1

@@ -24,7 +24,7 @@ from fleetplan.instances.placement.evaluate import (
 from fleetplan.solvers.base import Progress, SolveResult, register
 from fleetplan.solvers.deadline import Deadline
 from fleetplan.solvers.hill_climb import Budget, Candidate, ClimbResult, hill_climb
-from fleetplan.solvers.placement.first_pass import first_pass
+from fleetplan.solvers.placement.first_pass import first_pass_batches
 from fleetplan.solvers.placement.replicas import add_replicas
 from fleetplan.solvers.placement.state import TERMS, TetrisState  # noqa: F401  (TERMS re-exported)
 
@@ -136,7 +136,7 @@ def _climb(instance: PlacementInstance, recompute: bool, time_limit: float | Non
         climb_s = 0.0 if deadline.expired(after_s) else time_limit - deadline.elapsed() - after_s
     quota = instance.arrays().move_quota_bytes
     budget = Budget(time_s=climb_s, moves=max_moves, cost=None if not np.isfinite(quota) else quota)
-    result = hill_climb(state, budget=budget, recompute=recompute, progress=progress, initial=first_pass(state),
+    result = hill_climb(state, budget=budget, recompute=recompute, progress=progress, initial=first_pass_batches(state),
                         neighbours=state.neighbours if requeue_neighbours else None,
                         batch_s=None if time_limit is None else max(0.02, time_limit / 20))
     return state, result

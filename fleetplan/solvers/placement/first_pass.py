@@ -24,7 +24,7 @@ import numpy as np
 
 from fleetplan.instances.placement import ML, NO_REGION
 from fleetplan.instances.placement.evaluate import TOLERANCE, sigmoid
-from fleetplan.solvers.hill_climb import Candidate
+from fleetplan.solvers.hill_climb import Batch, Candidate
 
 # A fleetplan.solvers.placement.state.TetrisState. Named, not imported: state.py imports this
 # module (TetrisState.estimate_moves calls estimate), and the imports point one way.
@@ -32,6 +32,7 @@ TetrisState = Any
 
 TERMS = ("traffic", "gpu_balance", "gpu_overload", "storage_balance")
 CHUNK = 8192
+PAIR_CACHE = 20000  # tables whose pairs the batch estimates keep (about 4 kB each at 20 regions)
 
 
 def first_pass(state: TetrisState, chunk: int = CHUNK) -> Iterator[Candidate | None]:
@@ -50,18 +51,34 @@ def first_pass(state: TetrisState, chunk: int = CHUNK) -> Iterator[Candidate | N
         yield state.best_move(item)
 
 
+def first_pass_batches(state: TetrisState, chunk: int = CHUNK) -> Iterator[Batch | Candidate | None]:
+    """:func:`first_pass` as the engine takes it: one :class:`Batch` per chunk of tables (the
+    tables with a positive best gain, their targets and gains, as lists) instead of a
+    :class:`Candidate` per table, which cost more than the gains at 10^6 tables."""
+    a = state.arrays
+    for start in range(0, a.num_tables, chunk):
+        tables = np.arange(start, min(start + chunk, a.num_tables))
+        gains, _ = table_gains(state, tables)
+        target = np.argmax(gains, axis=1)
+        best = gains[np.arange(tables.size), target]
+        good = np.isfinite(best) & (best > 0)
+        yield Batch(tables[good].tolist(), target[good].tolist(), best[good].tolist(), int(tables.size))
+    for item in range(a.num_tables, state.num_items()):
+        yield state.best_move(item)
+
+
 def estimate(state: TetrisState, items: list[int]) -> list[Candidate | None]:
     """The best moves of ``items`` from the current state: tables in one :func:`table_gains`
     call, compound items one by one (``best_move``)."""
-    a = state.arrays
-    tables = np.array([i for i in items if i < a.num_tables], dtype=np.int64)
+    count = state.num_tables
+    tables = np.array([i for i in items if i < count], dtype=np.int64)
     found: dict[int, Candidate | None] = {}
     if tables.size:
-        gains, terms = table_gains(state, tables)
+        gains, terms = table_gains(state, tables, cache=True)
         target = np.argmax(gains, axis=1)
         best = gains[np.arange(tables.size), target]
         found = dict(zip(tables.tolist(), _candidates(state, tables, target, best, terms), strict=True))
-    return [found[i] if i < a.num_tables else state.best_move(i) for i in items]
+    return [found[i] if i < count else state.best_move(i) for i in items]
 
 
 def _candidates(state: TetrisState, tables: np.ndarray, target: np.ndarray, best: np.ndarray,
@@ -85,9 +102,11 @@ def _candidates(state: TetrisState, tables: np.ndarray, target: np.ndarray, best
         yield made.get(row)
 
 
-def table_gains(state: TetrisState, tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def table_gains(state: TetrisState, tables: np.ndarray, cache: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Gains of moving each of ``tables`` to each region, (n, R), -inf where infeasible or the
-    table's home, and the change of each term, (4, n, R): ``_candidates`` for many tables."""
+    table's home, and the change of each term, (4, n, R): ``_candidates`` for many tables.
+    ``cache``: keep each table's pairs and traffic change in ``state.pair_cache`` (see
+    :func:`_cached_pairs`)."""
     a = state.arrays
     R = a.num_regions
     n = tables.size
@@ -107,8 +126,11 @@ def table_gains(state: TetrisState, tables: np.ndarray) -> tuple[np.ndarray, np.
     lo, hi = state.reader_ptr[tables], state.reader_ptr[tables + 1]
     lengths = hi - lo
     if lengths.sum():
-        pairs = _pairs(state, tables, lo, lengths)
-        delta[0] = _traffic(state, pairs, n).reshape(n, R)
+        if cache:
+            pairs, delta[0] = _cached_pairs(state, tables, lo, lengths)
+        else:
+            pairs = _pairs(state, tables, lo, lengths)
+            delta[0] = _traffic(state, pairs, n).reshape(n, R)
         changed = pairs.new != pairs.old[:, None]
         ml = np.flatnonzero((a.job_kind[pairs.job] == ML) & changed.any(axis=1))
         if ml.size:
@@ -180,6 +202,44 @@ def _pairs(state: TetrisState, tables: np.ndarray, lo: np.ndarray, lengths: np.n
     analytics_new = np.where(wins | alone, cand, leader[:, None])
     p.new = np.where((a.job_kind[p.job] == ML)[:, None], ml_new, analytics_new)
     return p
+
+
+def _cached_pairs(state: TetrisState, tables: np.ndarray, lo: np.ndarray, lengths: np.ndarray
+                  ) -> tuple[_Pairs, np.ndarray]:
+    """:func:`_pairs` and :func:`_traffic` for the batch estimates, each table's share kept in
+    ``state.pair_cache`` until a move changes one of its readers' tables (``TetrisState.apply``
+    forgets them). The climb re-estimates the same tables at the head of its queue after every
+    move; their readers' regions and traffic rarely change, only the region-wide terms do. A
+    table's values do not depend on the other tables of its batch, so they are the same bits."""
+    a = state.arrays
+    R = a.num_regions
+    cache = state.pair_cache
+    if len(cache) > PAIR_CACHE:
+        cache.clear()
+    listed = tables.tolist()
+    missing = [k for k, t in enumerate(listed) if t not in cache]
+    if missing:
+        sub, sub_lengths = tables[missing], lengths[missing]
+        if sub_lengths.sum():
+            p = _pairs(state, sub, lo[missing], sub_lengths)
+            traffic = _traffic(state, p, sub.size).reshape(sub.size, R)
+            ends = np.cumsum(sub_lengths).tolist()
+            start = 0
+            for t, end, change in zip(sub.tolist(), ends, traffic, strict=True):
+                cache[t] = (p.job[start:end], p.old[start:end], p.new[start:end], change)
+                start = end
+        else:
+            empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                     np.zeros((0, R), dtype=np.int64), np.zeros(R))
+            for t in sub.tolist():
+                cache[t] = empty
+    entries = [cache[t] for t in listed]
+    p = _Pairs()
+    p.row = np.repeat(np.arange(tables.size), lengths)
+    p.job = np.concatenate([e[0] for e in entries])
+    p.old = np.concatenate([e[1] for e in entries])
+    p.new = np.concatenate([e[2] for e in entries])
+    return p, np.stack([e[3] for e in entries])
 
 
 def _traffic(state: TetrisState, p: _Pairs, n: int) -> np.ndarray:
@@ -309,10 +369,20 @@ def _cpu_ok(state: TetrisState, p: _Pairs, changed: np.ndarray, n: int) -> np.nd
     rows = np.flatnonzero(changed.any(axis=1) & (a.job_cpu_hours[p.job] > 0))
     if rows.size == 0:
         return ok
+    # No move adds more to an (application, region) than all of its table's movers' hours: when
+    # that fits every region's room (with a margin far above rounding), every move is allowed,
+    # as the check below would find. Regions are rarely near their CPU capacity.
+    napps = state.cpu.shape[0]
+    limit = a.cpu_capacity * (1 + TOLERANCE) + 1e-9
+    room = (limit - state.cpu).min(axis=1) - 1e-6 * (1.0 + limit.max(axis=1))
+    movers = p.job[rows]
+    added = np.bincount(p.row[rows] * napps + a.job_app[movers], weights=a.job_cpu_hours[movers],
+                        minlength=n * napps).reshape(n, napps).max(axis=0)
+    if (added <= room).all():
+        return ok
     pair, cand, region, sign = _moves(p, rows, changed)
     job = p.job[pair]
     apps = a.job_app[job]
-    napps = state.cpu.shape[0]
     keys, (hours,) = _group(((p.row[pair] * R + cand) * napps + apps) * R + region, sign * a.job_cpu_hours[job])
     r, app, rc = keys % R, (keys // R) % napps, keys // R // napps
     current = state.cpu[app, r]

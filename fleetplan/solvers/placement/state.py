@@ -91,10 +91,10 @@ class TetrisState:
         # the move just evaluated reuses them (the state is the same, so are they).
         self.version = 0
         self.cached: tuple[int, int, tuple] | None = None
-        # For min_cost, asked for every queued table: sizes as Python floats, and the tables
-        # away from their original home.
-        self.sizes: list[float] = a.table_size.tolist()
-        self.away: set[int] = set(np.flatnonzero(self.home != self.original).tolist())
+        self.num_tables = a.num_tables
+        # Each table's (table, reader) pairs and traffic change as the batch estimates last
+        # computed them (first_pass._cached_pairs); a move forgets those of its readers' tables.
+        self.pair_cache: dict[int, tuple] = {}
         # Compound items (after the tables): planned ML jobs reading several tables; while
         # a job is split, its item moves all its tables to one region with its GPU type
         # (issue 14 §4: one table at a time, a split job's every single move looks bad).
@@ -102,6 +102,12 @@ class TetrisState:
         self.compound_jobs = np.flatnonzero(multi)
         self.compound_item = np.full(a.num_jobs, -1, dtype=np.int64)
         self.compound_item[self.compound_jobs] = a.num_tables + np.arange(self.compound_jobs.size)
+        # The engine's quota bound of every item, read for every popped queue entry (a list of
+        # Python floats, kept current by apply): a table at its original home uses its size
+        # wherever it goes; one already moved may go back and free it; compound moves: no bound.
+        self.sizes: list[float] = a.table_size.tolist()
+        self.min_costs: list[float] = np.where(self.home != self.original, -a.table_size, a.table_size).tolist() \
+            + [-np.inf] * int(self.compound_jobs.size)
 
     # --- whole-state terms (the same formulas as the judge) --------------------------------
     def _slice_costs(self, demand: np.ndarray, slices: np.ndarray | slice = slice(None)
@@ -140,8 +146,8 @@ class TetrisState:
         return self.arrays.num_tables + self.compound_jobs.size
 
     def best_move(self, item: int) -> Candidate | None:
-        if item >= self.arrays.num_tables:
-            job = int(self.compound_jobs[item - self.arrays.num_tables])
+        if item >= self.num_tables:
+            job = int(self.compound_jobs[item - self.num_tables])
             if self.region[job] >= 0:
                 return None  # not split: its tables move one by one (and cheaply)
             moves = [self._compound(item, job, r) for r in self._job_targets(job)]
@@ -153,8 +159,8 @@ class TetrisState:
         return self._candidate(item, target, gains, terms)
 
     def move_to(self, item: int, target: int) -> Candidate | None:
-        if item >= self.arrays.num_tables:
-            return self._compound(item, int(self.compound_jobs[item - self.arrays.num_tables]), target)
+        if item >= self.num_tables:
+            return self._compound(item, int(self.compound_jobs[item - self.num_tables]), target)
         gains, terms, _ = self._candidates(item)
         if target == self.home[item] or not np.isfinite(gains[target]):
             return None
@@ -164,10 +170,7 @@ class TetrisState:
         """A lower bound of the quota a move of ``item`` uses (the engine skips the item unevaluated
         when it exceeds what is left): a table at its original home uses its size wherever it
         goes; one already moved may go back and free it. Compound moves: no bound."""
-        if item >= self.arrays.num_tables:
-            return -np.inf
-        size = self.sizes[item]
-        return -size if item in self.away else size
+        return self.min_costs[item]
 
     def _candidate(self, item: int, target: int, gains: np.ndarray, terms: np.ndarray) -> Candidate:
         size = float(self.arrays.table_size[item])
@@ -304,6 +307,12 @@ class TetrisState:
             return np.ones(R, dtype=bool)
         apps, column = np.unique(a.job_app[jobs[rows]], return_inverse=True)
         hours = a.job_cpu_hours[jobs[rows]]
+        limit = a.cpu_capacity[apps] * (1 + TOLERANCE) + 1e-9
+        # All movers' hours fit every region's room (margin far above rounding): every
+        # candidate passes the check below (first_pass._cpu_ok has the same shortcut).
+        room = (limit - self.cpu[apps]).min(axis=1) - 1e-6 * (1.0 + limit.max(axis=1))
+        if (np.bincount(column, weights=hours, minlength=apps.size) <= room).all():
+            return np.ones(R, dtype=bool)
         current = self.cpu[apps]  # (A', R)
         usage = np.broadcast_to(current, (R, *current.shape)).copy()
         leaving = old[rows] >= 0
@@ -329,6 +338,7 @@ class TetrisState:
         _, _, info = self._candidates(table)
         jobs = info["jobs"]
         old_home = int(self.home[table])
+        self._forget(table, jobs)
         if jobs.size:
             new = info["new_region"][:, target]
             old = self.region[jobs]
@@ -364,10 +374,8 @@ class TetrisState:
             self.last_changed = jobs
         self.home[table] = target
         self.version += 1
-        if target == self.original[table]:
-            self.away.discard(table)
-        else:
-            self.away.add(table)
+        size = self.sizes[table]
+        self.min_costs[table] = size if target == self.original[table] else -size
         self.home_bytes[old_home] -= a.table_size[table]
         self.home_bytes[target] += a.table_size[table]
         for name, change in move.terms.items():
@@ -420,10 +428,24 @@ class TetrisState:
         self.region[readers] = region
         self.version += 1
         for table in tables.tolist():
-            if self.home[table] == self.original[table]:
-                self.away.discard(table)
-            else:
-                self.away.add(table)
+            self._forget(table, self.readers[self.reader_ptr[table]:self.reader_ptr[table + 1]])
+        for table in tables.tolist():
+            size = self.sizes[table]
+            self.min_costs[table] = size if self.home[table] == self.original[table] else -size
+
+    def _forget(self, table: int, jobs: np.ndarray) -> None:
+        """Drop the cached pairs of ``table`` and of every table its readers ``jobs`` read: a
+        move of ``table`` changes those jobs' tables by region, and so those tables' pairs."""
+        cache = self.pair_cache
+        if not cache:
+            return
+        cache.pop(table, None)
+        if jobs.size:
+            a = self.arrays
+            lengths = a.job_ptr[jobs + 1] - a.job_ptr[jobs]
+            pair = np.repeat(a.job_ptr[jobs] - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+            for other in a.job_tables[pair].tolist():
+                cache.pop(other, None)
 
     def neighbours(self, move: Candidate) -> np.ndarray:
         """Tables read by the jobs whose region the last applied move changed: their gains
