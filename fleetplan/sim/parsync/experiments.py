@@ -280,7 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             plot_extra_slots(rows, args.plot, x="seed" if len(seeds) > 1 else "N",
                              title=f"Figure 3 at {'the paper' if args.scale == 'paper' else '1/10'}'s scale: fewest "
                                    f"extra slots\n({base.slots:,} slots, {base.rate:,.0f} tasks/s, N = P = "
-                                   f"{base.schedulers}, {base.duration_s:g} s, seed {', '.join(map(str, seeds))})")
+                                   f"{base.schedulers}, {base.duration_s:g} s, seed{'s' * (len(seeds) > 1)} "
+                                   f"{', '.join(map(str, seeds))})")
     finally:
         if out is not None:
             out.close()
