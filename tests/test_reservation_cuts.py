@@ -87,3 +87,56 @@ def test_no_binaries_no_cuts():
     model = build(instance.arrays())
     assert valid_inequalities(model, instance.arrays()) is None
     assert with_cuts(model, instance.arrays()) is model.lp
+
+
+def _summed(model, arrays, relaxed, values: np.ndarray) -> np.ndarray:
+    """The relaxation's point for the model's point ``values``: counts and moves summed over
+    the fault domains of each datacenter, T, z, y and e as they are."""
+    groups = model.groups
+    code = (model.key_res * arrays.num_types + groups.type[model.key_group]) * arrays.num_dcs \
+        + groups.dc[model.key_group]
+    _, of_key = np.unique(code, return_inverse=True)
+    names, point = model.lp.names, np.zeros(relaxed.num_cols)
+    x = np.bincount(of_key, weights=values[names["x"]], minlength=relaxed.names["x"].stop)
+    point[relaxed.names["x"]] = x
+    moves = np.zeros(x.size)
+    np.add.at(moves, of_key[model.key_c0 > 0], values[names["m"]])
+    c0 = np.bincount(of_key, weights=model.key_c0, minlength=x.size)
+    point[relaxed.names["m"]] = moves[c0 > 0]
+    for name in ("T", "z", "y", "e"):
+        point[relaxed.names[name]] = values[names[name]]
+    return point
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_datacenter_relaxation_keeps_every_integer_point(seed):
+    from fleetplan.models.reservation.relaxation import datacenter_relaxation
+
+    instance = instance_from_data(_tiny(seed))
+    arrays = instance.arrays()
+    model = build(arrays)
+    relaxed = datacenter_relaxation(model, arrays)
+    as_model = type(model)(**{**model.__dict__, "lp": relaxed})
+    rows = np.flatnonzero(arrays.available)
+    assignment = arrays.server_current.copy()
+    for choice in itertools.product(range(FREE, arrays.num_reservations), repeat=rows.size):
+        assignment[rows] = choice
+        x = counts_from_assignment(model, arrays, assignment)
+        if x is None:
+            continue
+        values = full_solution(model, x)
+        if satisfies(model, values):
+            point = _summed(model, arrays, relaxed, values)
+            assert satisfies(as_model, point), (seed, choice)
+            assert relaxed.cost @ point == pytest.approx(model.lp.cost @ values, abs=1e-9)
+
+
+def test_datacenter_relaxation_bounds_the_model_lp():
+    from fleetplan.models.reservation.relaxation import datacenter_relaxation
+
+    instance = generate("reservation", {"servers": 2000, "reservations": 15, "datacenters": 4}, seed=1)
+    arrays = instance.arrays()
+    model = build(arrays)
+    relaxed = datacenter_relaxation(model, arrays)
+    assert relaxed.num_cols < model.lp.num_cols
+    assert _lp_bound(relaxed) <= _lp_bound(with_cuts(model, arrays)) + 1e-6

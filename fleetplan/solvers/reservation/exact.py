@@ -35,9 +35,17 @@ from fleetplan.models.reservation.cuts import with_cuts
 from fleetplan.solvers.base import Progress, SolveResult, register
 from fleetplan.solvers.cpsat_run import solve_interruptibly
 from fleetplan.solvers.deadline import Deadline
+from fleetplan.solvers.reservation.relax_fix import LARGE_COLUMNS
 
 # Seconds kept back from the solver for disaggregation and the judge.
 RESERVE_S = 0.5
+# ... and per server (the judge took 1.3 s at 10^6 servers), at most MAX_RESERVE_S.
+RESERVE_S_PER_SERVER = 2e-6
+MAX_RESERVE_S = 10.0
+# HiGHS answers the interrupt late (its heuristics' sub-MIPs do not check it): a run stopped
+# at 58.3 s of a 60 s limit returned at 62.2 s (10^4 servers, load 7). This share of the limit
+# is kept back as well.
+OVERRUN_SHARE = 0.07
 SHORT = 1e-6
 # HiGHS 1.14 presolve rules that substitute columns out of equality rows (bits of
 # ``presolve_rule_off``: 8 free-column substitution, 9 doubleton equation, 12 aggregator). With
@@ -48,10 +56,11 @@ SHORT = 1e-6
 PRESOLVE_RULES_OFF = (1 << 8) | (1 << 9) | (1 << 12)
 # Relative slack when checking a claimed bound against a known feasible objective.
 BOUND_SLACK = 1e-6
-# Share of the time left (after the greedy) that mip-highs gives relax-and-fix; the whole
-# model's MIP gets the rest. At 10^5 servers the binary MIP's bound rose faster than the whole
-# MIP's (50,782 after 22 s of CPU against 50,727 after 43 s; benchmarks/RESULTS.md).
-RELAX_SHARE = 0.75
+# Share of the time left that mip-highs gives relax-and-fix; the whole model's MIP gets the
+# rest. At 10^5 servers the binary MIP's bound rose faster than the whole MIP's (50,782 after
+# 22 s of CPU against 50,727 after 43 s), and the whole MIP did not finish its root LP in the
+# 25 % left of a 60 s limit (benchmarks/RESULTS.md, RAS section).
+RELAX_SHARE = 0.85
 
 
 # Seconds OR-Tools takes to load the first time (0.3-1.6 s measured for placement, the larger
@@ -101,13 +110,13 @@ def _warm_values(model: ReservationModel, instance: ReservationInstance, how: st
     there is none. Also the bound relax-and-fix proved (None without it)."""
     if how == "none":
         return None, None
-    from fleetplan.solvers.reservation.relax_fix import IPM_COLUMNS, relax_and_fix
+    from fleetplan.solvers.reservation.relax_fix import relax_and_fix
 
     start, bound = None, None
     # Relax-and-fix first, the greedy only as a fallback (it took 33 s of a 60 s limit at 10^5
-    # servers on a loaded machine, for a plan 16 % worse); first above IPM_COLUMNS, where the
+    # servers on a loaded machine, for a plan 16 % worse); first above LARGE_COLUMNS, where the
     # LP may not be solved in time (the greedy took 106 s at 10^6 servers, the LP 255 s of CPU).
-    greedy_first = how == "hill-climb" or (lp or model.lp).num_cols > IPM_COLUMNS
+    greedy_first = how == "hill-climb" or (lp or model.lp).num_cols > LARGE_COLUMNS
     if how == "relax-and-fix" and not greedy_first:
         relaxed = relax_and_fix(model, deadline, 1, seed, log, lp=lp, share=share)
         bound = relaxed.bound
@@ -116,7 +125,8 @@ def _warm_values(model: ReservationModel, instance: ReservationInstance, how: st
     if start is None or greedy_first:
         start = _better(model, start, _heuristic_start(model, instance, how, deadline, seed, log))
     if how == "relax-and-fix" and greedy_first:
-        relaxed = relax_and_fix(model, deadline, 1, seed, log, lp=lp, share=share)
+        relaxed = relax_and_fix(model, deadline, 1, seed, log, lp=lp, share=share, arrays=instance.arrays(),
+                                start=start)
         bound = relaxed.bound
         if relaxed.values is not None:
             start = _better(model, start, _checked_start(model, instance, relaxed.values[model.lp.names["x"]],
@@ -166,7 +176,13 @@ def _highs(model: ReservationModel, deadline: Deadline, threads: int, seed: int,
            presolve: str, start: np.ndarray | None, log: list[str], lp=None):
     from fleetplan.solvers import highs as runner
 
-    highs = runner.new_highs(deadline.remaining(RESERVE_S), threads, seed)
+    # The reserve is CPU work (expanding and judging the plan): on a loaded machine it takes
+    # 1 / share times as long in wall time (61.2 s against a 60 s limit at 10^5 servers, load 7).
+    reserve = min((RESERVE_S + RESERVE_S_PER_SERVER * model.groups.of_server.size) / deadline.cpu_share(),
+                  MAX_RESERVE_S)
+    if deadline.time_limit is not None:
+        reserve += OVERRUN_SHARE * deadline.time_limit
+    highs = runner.new_highs(deadline.remaining(reserve), threads, seed)
     runner.pass_lp(highs, model.lp if lp is None else lp, "simplex")
     highs.setOptionValue("solver", "choose")
     # With the constant inside, HiGHS's relative gap is the gap on the evaluator's objective.
@@ -179,7 +195,7 @@ def _highs(model: ReservationModel, deadline: Deadline, threads: int, seed: int,
         highs.setSolution(_highs_solution(start))
     # HiGHS checks its own limit only between phases (its root cut loop ran 4-8x over a 20 s
     # limit here); the interrupt callbacks stop simplex and branch-and-bound at the deadline.
-    stop_at = None if deadline.time_limit is None else deadline.started + deadline.time_limit - RESERVE_S
+    stop_at = None if deadline.time_limit is None else deadline.started + deadline.time_limit - reserve
 
     def interrupt(event) -> None:
         if stop_at is not None and time.perf_counter() > stop_at:
@@ -277,7 +293,7 @@ def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None,
     warm_start : {"hill-climb", "relax-and-fix", "current", "none"}
         MIP start: the better of the greedy's and the hill climb's plans (at most 40 % and a
         fifth of the rest of the time), the better of the greedy's and relax-and-fix's (default:
-        LP, binary MIP, count MIP in 75 % of the time left; its relaxations' bounds count),
+        LP, binary MIP, count MIP in 85 % of the time left; its relaxations' bounds count),
         today's assignment, or none; used when feasible, and returned if HiGHS finds nothing
         better in time.
     backend : {"highspy", "pyomo"}
@@ -299,6 +315,12 @@ def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None,
     start, relaxed = _warm_values(model, instance, warm_start, deadline, seed, log, lp=lp, share=RELAX_SHARE)
     if backend == "pyomo":
         outcome, bound = _pyomo(model, deadline, threads, seed, mip_rel_gap, presolve, log)
+    elif warm_start == "relax-and-fix" and lp.num_cols > LARGE_COLUMNS:
+        # HiGHS could not solve the root LP in the time (module relax_fix): the plan and bound
+        # are relax-and-fix's.
+        if start is None:
+            return SolveResult(status="time_limit", log=log, message="no plan found before the time limit")
+        return _finish(instance, model, start, "feasible", relaxed, float(model.lp.cost @ start + model.constant), log)
     else:
         outcome, bound = _highs(model, deadline, threads, seed, mip_rel_gap, presolve, start, log, lp=lp)
     if relaxed is not None and outcome.status != "infeasible" and not bound >= relaxed:

@@ -8,7 +8,7 @@ counts' LP relaxation is nearly integral once they are fixed. So, each step on t
 those rows and within a share of the time:
 
 1. the LP relaxation (dual simplex; the interior point method with crossover above
-   ``IPM_COLUMNS`` columns, where simplex took more than 600 s at 10^6 servers); its optimum is
+   ``LARGE_COLUMNS`` columns, where simplex took more than 600 s at 10^6 servers); its optimum is
    a bound, and its counts rounded up with the supply repaired (:func:`rounded_counts`) are
    the first candidate plan;
 2. the *binary MIP*: the same model with the counts continuous and only ``y`` integer, solved
@@ -49,9 +49,10 @@ Y_GAP = 2e-4
 WIDTH = 1
 # A datacenter binary counts as used by the LP above this value.
 USED = 1e-6
-# Above this many columns the LP is solved by the interior point method (with crossover) and
-# the two MIP steps are skipped (their node LPs are that large).
-IPM_COLUMNS = 60_000
+# Above this many columns the model's LP is not solved (255 s of CPU by the interior point
+# method at 10^6 servers, 157,057 columns; simplex did not finish in 600 s): the bound comes
+# from the datacenter relaxation and the plan from the LP restricted to its support.
+LARGE_COLUMNS = 60_000
 
 
 @dataclasses.dataclass
@@ -95,7 +96,7 @@ def _mip(lp, stop_at: float | None, threads: int, seed: int, gap: float, start: 
 
 
 def relax_and_fix(model: ReservationModel, deadline: Deadline, threads: int, seed: int, log: list[str],
-                  lp=None, share: float = SHARE) -> RelaxFix:
+                  lp=None, share: float = SHARE, arrays=None, start: np.ndarray | None = None) -> RelaxFix:
     """The three steps of the module docstring on ``lp`` (the model's LinearProgram, by default;
     the solvers pass it with :func:`~fleetplan.models.reservation.cuts.with_cuts` rows), within
     ``share`` of the time left."""
@@ -106,9 +107,13 @@ def relax_and_fix(model: ReservationModel, deadline: Deadline, threads: int, see
     budget = deadline.share(share)
     started = time.perf_counter()
     stop_at = None if budget is None else started + budget
-    large = lp.num_cols > IPM_COLUMNS
+    if lp.num_cols > LARGE_COLUMNS:
+        if arrays is None:
+            log.append("relax-and-fix: the model is too large for its LP and no region was given")
+            return RelaxFix(None, None)
+        return _large(model, arrays, lp, stop_at, threads, seed, log, started, start)
     relaxation = runner.new_highs(budget, threads, seed)
-    runner.pass_lp(relaxation, lp, "ipm" if large else "simplex")
+    runner.pass_lp(relaxation, lp, "simplex")
     relaxation.setOptionValue("solve_relaxation", True)
     _interrupt_at(relaxation, stop_at)
     relaxation.run()
@@ -121,11 +126,9 @@ def relax_and_fix(model: ReservationModel, deadline: Deadline, threads: int, see
     best = full_solution(model, rounded_counts(model, point[xs]))
     if not satisfies(model, best) or not satisfies(dataclasses.replace(model, lp=lp), best):
         best = None
-    log.append(f"relax-and-fix: LP {bound:.6g} ({'ipm' if large else 'simplex'}), rounded "
+    log.append(f"relax-and-fix: LP {bound:.6g}, rounded "
                + ("breaks a row" if best is None else f"{_objective(model, best):.6g}")
                + f" in {time.perf_counter() - started:.1f} s")
-    if large:
-        return RelaxFix(best, bound)
     centre, pattern = point, point[ys] > USED
     if ys.stop > ys.start:
         integrality = lp.integrality.copy()
@@ -165,6 +168,57 @@ def relax_and_fix(model: ReservationModel, deadline: Deadline, threads: int, see
     else:
         log.append(f"relax-and-fix: the count MIP found no point in {time.perf_counter() - started:.1f} s")
     return RelaxFix(best, bound)
+
+
+def _large(model: ReservationModel, arrays, lp, stop_at: float | None, threads: int, seed: int, log: list[str],
+           started: float, start: np.ndarray | None) -> RelaxFix:
+    """Above LARGE_COLUMNS: the LP of the datacenter relaxation
+    (:mod:`fleetplan.models.reservation.relaxation`) gives the bound; the model's LP with every
+    count fixed to 0 outside the keys whose (reservation, type, datacenter) the relaxation
+    uses, today's keys and the start's (``start``, all columns), rounded up, gives the plan."""
+    from fleetplan.models.reservation.relaxation import datacenter_relaxation
+    from fleetplan.solvers import highs as runner
+    from fleetplan.solvers.reservation.exact import PRESOLVE_RULES_OFF
+
+    relaxed = datacenter_relaxation(model, arrays)
+    highs = runner.new_highs(None if stop_at is None else max(stop_at - time.perf_counter(), 0.01), threads, seed)
+    runner.pass_lp(highs, relaxed, "simplex")
+    highs.setOptionValue("solve_relaxation", True)
+    _interrupt_at(highs, stop_at)
+    highs.run()
+    if highs.modelStatusToString(highs.getModelStatus()) != "Optimal":
+        log.append(f"relax-and-fix: the datacenter relaxation was not solved in {time.perf_counter() - started:.1f} s")
+        return RelaxFix(None, None)
+    bound = highs.getInfo().objective_function_value + model.constant
+    point = np.asarray(highs.getSolution().col_value)[relaxed.names["x"]]
+    log.append(f"relax-and-fix: datacenter relaxation ({relaxed.num_cols} columns) LP {bound:.6g} "
+               f"in {time.perf_counter() - started:.1f} s")
+    groups = model.groups
+    code = (model.key_res * arrays.num_types + groups.type[model.key_group]) * arrays.num_dcs + groups.dc[model.key_group]
+    used_codes = np.unique(code)[point > USED]
+    keep = np.isin(code, used_codes) | (model.key_c0 > 0)
+    xs = lp.names["x"]
+    if start is not None:
+        keep |= start[xs] > 0
+    upper = lp.col_upper.copy()
+    upper[xs] = np.where(keep, upper[xs], 0.0)
+    restricted = runner.new_highs(None if stop_at is None else max(stop_at - time.perf_counter(), 0.01), threads, seed)
+    runner.pass_lp(restricted, dataclasses.replace(lp, col_upper=upper), "simplex")
+    restricted.setOptionValue("solve_relaxation", True)
+    restricted.setOptionValue("presolve_rule_off", PRESOLVE_RULES_OFF)
+    _interrupt_at(restricted, stop_at)
+    restricted.run()
+    if restricted.modelStatusToString(restricted.getModelStatus()) != "Optimal":
+        log.append(f"relax-and-fix: the restricted LP ({int(keep.sum())} of {keep.size} counts free) was not "
+                   f"solved in {time.perf_counter() - started:.1f} s")
+        return RelaxFix(None, bound)
+    values = full_solution(model, rounded_counts(model, np.asarray(restricted.getSolution().col_value)[xs]))
+    feasible = satisfies(model, values)
+    log.append(f"relax-and-fix: restricted LP ({int(keep.sum())} of {keep.size} counts free) "
+               f"{restricted.getInfo().objective_function_value + model.constant:.6g}, rounded "
+               + (f"{_objective(model, values):.6g}" if feasible else "breaks a row")
+               + f" in {time.perf_counter() - started:.1f} s")
+    return RelaxFix(values if feasible else None, bound)
 
 
 def _objective(model: ReservationModel, values: np.ndarray) -> float:
