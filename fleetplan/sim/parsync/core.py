@@ -62,7 +62,8 @@ class _Run:
         self.rows = np.arange(N)
         # weighted sampling by rejection (see sample): each partition's cumulative weights, and
         # the weight of the slots free in each scheduler's view, kept like score_sum
-        self.track_weight = strategy in ("quality-first", "adaptive") and sc.score_power > 0
+        self.track_score = strategy in ("quality-first", "adaptive")   # only they read score_sum
+        self.track_weight = self.track_score and sc.score_power > 0
         weight3 = self.weight.reshape(P, self.ps)
         self.cumw = np.cumsum(weight3, axis=1)
         self.weight_sum = np.tile(weight3.sum(axis=1), (N, 1))
@@ -132,9 +133,11 @@ class _Run:
         which spun on the shared cores (5x the CPU of the whole run at Figure 3's scale)."""
         ps = self.ps
         uniq, inv = np.unique(parts, return_inverse=True)
-        segs = self.busy_until.reshape(self.P, ps)[uniq] <= t
+        busy = self.busy_until.reshape(self.P, ps)
+        segs = (busy if uniq.size == self.P else busy[uniq]) <= t
         self.free_count[self.rows, parts] = np.count_nonzero(segs, axis=1)[inv]
-        self.score_sum[self.rows, parts] = self._free_sums(self.score, uniq, segs)[inv]
+        if self.track_score:
+            self.score_sum[self.rows, parts] = self._free_sums(self.score, uniq, segs)[inv]
         if self.track_weight:
             self.weight_sum[self.rows, parts] = self._free_sums(self.weight, uniq, segs)[inv]
         for i, (p, j) in enumerate(zip(parts.tolist(), inv.tolist(), strict=True)):
@@ -146,13 +149,15 @@ class _Run:
 
         A product and a row sum, not ``@`` or einsum: these give the sums the earlier ``@`` gave
         (bit for bit on the regression scenarios), so published runs reproduce."""
-        return (values.reshape(self.P, self.ps)[parts] * free).sum(axis=1)
+        values = values.reshape(self.P, self.ps)
+        return ((values if parts.size == self.P else values[parts]) * free).sum(axis=1)
 
     def sync_all(self, t: float) -> None:
         free = self.busy_until <= t
         self.local_free[:] = free
         self.free_count[:] = free.reshape(self.P, self.ps).sum(axis=1)
-        self.score_sum[:] = (self.score * free).reshape(self.P, self.ps).sum(axis=1)
+        if self.track_score:
+            self.score_sum[:] = (self.score * free).reshape(self.P, self.ps).sum(axis=1)
         if self.track_weight:
             self.weight_sum[:] = (self.weight * free).reshape(self.P, self.ps).sum(axis=1)
         self.last_sync[:] = t
@@ -163,7 +168,8 @@ class _Run:
         row[slots] = False
         parts = slots // self.ps
         self.free_count[i] -= np.bincount(parts, minlength=self.P)
-        self.score_sum[i] -= np.bincount(parts, weights=self.score[slots], minlength=self.P)
+        if self.track_score:
+            self.score_sum[i] -= np.bincount(parts, weights=self.score[slots], minlength=self.P)
         if self.track_weight:
             self.weight_sum[i] -= np.bincount(parts, weights=self.weight[slots], minlength=self.P)
 
