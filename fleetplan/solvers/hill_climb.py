@@ -87,6 +87,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 GAIN_TOLERANCE = 1e-12
+# Over-budget entries dropped one by one (and at least 1/8 of the queue) before the rest of
+# the over-budget entries are taken out of the queue at once (_Climb.park).
+PARK_AFTER = 4096
 
 
 @dataclass(frozen=True)
@@ -192,6 +195,12 @@ class _Climb:
             getattr(problem, "estimate_moves", None) if recompute else None
         self.estimate_batch = estimate_batch
         self.pending: list[int] = []  # neighbours of the last move, to estimate and queue
+        # Over-budget entries taken out of the queue in bulk (see park), in key order; the
+        # largest key popped since (None: none); over-budget entries dropped one by one since.
+        self.parked: list[tuple[float, int, int]] = []
+        self.mark: tuple[float, int, int] | None = None
+        self.skips = 0
+        self.may_park = False  # only once the first pass has queued every item
         # Hashes of the states visited (relative to the start, which hashes to 0).
         self.state_hash = 0
         self.visited: set[int] = {0}
@@ -281,11 +290,21 @@ class _Climb:
                 # Entries over the budget are dropped as the loop below would, without its
                 # per-entry checks (most of the queue at 10^6 tables once the quota runs low).
                 while queue and bounds[queue[0][1]] > self.remaining:
-                    self.queued.discard(heapq.heappop(queue)[1])
+                    entry = heapq.heappop(queue)
+                    self.queued.discard(entry[1])
                     result.skipped_over_budget += 1
+                    self.skips += 1
+                    if self.parked and (self.mark is None or entry > self.mark):
+                        self.mark = entry
+                if self.may_park and self.skips > PARK_AFTER and self.skips > len(queue) // 8:
+                    self.park()
                 if not queue:
+                    self.parked = []  # the loop would pop and drop them all now
                     continue
-            _, item, target = heapq.heappop(queue)
+            entry = heapq.heappop(queue)
+            _, item, target = entry
+            if self.parked and (self.mark is None or entry > self.mark):
+                self.mark = entry
             self.queued.discard(item)
             if self.over_budget(item):
                 result.skipped_over_budget += 1
@@ -327,6 +346,8 @@ class _Climb:
             problem.apply(move)
             self.fresh.clear()
             self.remaining -= move.cost
+            if self.parked and (move.cost < 0 or move.members):
+                self.unpark()
             result.cost_used += move.cost
             result.total_gain += move.gain
             result.applied.append(move)
@@ -342,6 +363,37 @@ class _Climb:
                     for other in others:
                         self.push(problem.best_move(other), exact=True)
 
+    def park(self) -> None:
+        """Take every entry over the budget out of the queue at once, as if each were popped and
+        dropped now (they are counted so). With the byte quota nearly used at 10^6 tables, most
+        of the queue is such entries, and popping them one by one from a heap of ~10^6 was the
+        engine's largest cost. Exact: an entry is dropped when it reaches the head unless the
+        budget grew or its bound fell meanwhile; both only happen through a move that frees
+        budget (negative cost) or a compound move, and :meth:`unpark` then puts back every parked
+        entry the one-by-one loop would not have reached yet (key above every key popped since).
+        Only after the first pass, so no item is queued again while its entry is parked."""
+        remaining, bounds, queue = self.remaining, self.min_costs, self.queue
+        over = [entry for entry in queue if bounds[entry[1]] > remaining]
+        if self.parked and self.mark is not None:
+            # Parked entries below the largest key popped since were reached, and dropped.
+            self.parked = [entry for entry in self.parked if entry > self.mark]
+        queue[:] = [entry for entry in queue if bounds[entry[1]] <= remaining]
+        heapq.heapify(queue)
+        self.queued.difference_update(entry[1] for entry in over)
+        self.result.skipped_over_budget += len(over)
+        self.parked = sorted(self.parked + over)
+        self.mark = None
+        self.skips = 0
+
+    def unpark(self) -> None:
+        """Put back the parked entries not reached yet (the budget grew or bounds fell)."""
+        back = [entry for entry in self.parked if self.mark is None or entry > self.mark]
+        for entry in back:
+            heapq.heappush(self.queue, entry)
+            self.queued.add(entry[1])
+        self.result.skipped_over_budget -= len(back)
+        self.parked, self.mark = [], None
+
     def requeue(self, move: Candidate, exact: bool) -> None:
         heapq.heappush(self.queue, (-move.gain, move.item, move.target))
         self.queued.add(move.item)
@@ -351,21 +403,29 @@ class _Climb:
     def head(self, count: int, skip: set[int]) -> list[int]:
         """Up to ``count`` items at the head of the queue, in order, not evaluated since the last
         move, not over the budget and not in ``skip``: the ones the climb looks at next. Read
-        from the heap's array without changing it (its smallest entries, by walking children)."""
+        from the heap's array without changing it (its smallest entries, by walking children;
+        the walk's own heap orders by (-gain, item), which is unique, as the queue's keys)."""
         batch, queue = [], self.queue
         if not queue:
             return batch
-        frontier = [(queue[0], 0)]
-        looked = 0
-        while frontier and looked < 2 * count and len(batch) < count:
-            entry, index = heapq.heappop(frontier)
+        fresh, bounds, remaining, over = self.fresh, self.min_costs, self.remaining, self.over_budget
+        push, pop = heapq.heappush, heapq.heappop
+        size = len(queue)
+        frontier = [(queue[0][0], queue[0][1], 0)]
+        looked, limit = 0, 2 * count
+        while frontier and looked < limit and len(batch) < count:
+            _, item, index = pop(frontier)
             looked += 1
-            item = entry[1]
-            if item not in self.fresh and item not in skip and not self.over_budget(item):
+            if item not in fresh and item not in skip and not (
+                    bounds[item] > remaining if bounds is not None else over(item)):
                 batch.append(item)
-            for child in (2 * index + 1, 2 * index + 2):
-                if child < len(queue):
-                    heapq.heappush(frontier, (queue[child], child))
+            child = 2 * index + 1
+            if child < size:
+                entry = queue[child]
+                push(frontier, (entry[0], entry[1], child))
+                if child + 1 < size:
+                    entry = queue[child + 1]
+                    push(frontier, (entry[0], entry[1], child + 1))
         return batch
 
 
@@ -425,6 +485,7 @@ def hill_climb(problem: HillClimbProblem, *, budget: Budget | None = None, recom
     if result.stopped_by == "converged":
         result.queued += len(climb.queue)
         result.batches += 1
+        climb.may_park = True
         climb.drain()
     if result.stopped_by == "converged" and budget is not None and budget.cost is not None \
             and result.skipped_over_budget:
