@@ -35,6 +35,7 @@ from fleetplan.models.reservation.cuts import with_cuts
 from fleetplan.solvers.base import Progress, SolveResult, register
 from fleetplan.solvers.cpsat_run import solve_interruptibly
 from fleetplan.solvers.deadline import Deadline
+from fleetplan.solvers.reservation.bounded import GRACE_S, run_bounded
 from fleetplan.solvers.reservation.relax_fix import LARGE_COLUMNS
 
 # Seconds kept back from the solver for disaggregation and the judge.
@@ -42,10 +43,11 @@ RESERVE_S = 0.5
 # ... and per server (the judge took 1.3 s at 10^6 servers), at most MAX_RESERVE_S.
 RESERVE_S_PER_SERVER = 2e-6
 MAX_RESERVE_S = 10.0
-# HiGHS answers the interrupt late (its heuristics' sub-MIPs do not check it): a run stopped
-# at 58.3 s of a 60 s limit returned at 62.2 s (10^4 servers, load 7). This share of the limit
-# is kept back as well.
-OVERRUN_SHARE = 0.07
+# HiGHS's model status (as a string) -> SolveResult status; the child that run_bounded kills
+# at the deadline and an interrupted run are both out of time.
+_BOUNDED_STATUS = {"Optimal": "optimal", "Time limit reached": "time_limit", "Interrupted by user": "time_limit",
+                   "Killed at the deadline": "time_limit", "Infeasible": "infeasible",
+                   "Primal infeasible or unbounded": "infeasible"}
 SHORT = 1e-6
 # HiGHS 1.14 presolve rules that substitute columns out of equality rows (bits of
 # ``presolve_rule_off``: 8 free-column substitution, 9 doubleton equation, 12 aggregator). With
@@ -180,8 +182,7 @@ def _highs(model: ReservationModel, deadline: Deadline, threads: int, seed: int,
     # 1 / share times as long in wall time (61.2 s against a 60 s limit at 10^5 servers, load 7).
     reserve = min((RESERVE_S + RESERVE_S_PER_SERVER * model.groups.of_server.size) / deadline.cpu_share(),
                   MAX_RESERVE_S)
-    if deadline.time_limit is not None:
-        reserve += OVERRUN_SHARE * deadline.time_limit
+    reserve += GRACE_S
     highs = runner.new_highs(deadline.remaining(reserve), threads, seed)
     runner.pass_lp(highs, model.lp if lp is None else lp, "simplex")
     highs.setOptionValue("solver", "choose")
@@ -204,12 +205,16 @@ def _highs(model: ReservationModel, deadline: Deadline, threads: int, seed: int,
     highs.cbSimplexInterrupt += interrupt
     highs.cbIpmInterrupt += interrupt
     highs.cbMipInterrupt += interrupt
-    outcome = runner.run(highs)
-    if outcome.status == "error" and highs.modelStatusToString(highs.getModelStatus()) == "Interrupted by user":
-        outcome.status = "time_limit"
-    bound = float(highs.getInfo().mip_dual_bound)
+    started = time.perf_counter()
+    ran = run_bounded(highs, stop_at)
+    status = _BOUNDED_STATUS.get(ran.status, "error")
+    if status == "optimal" and ran.values is None:
+        status = "error"
+    outcome = runner.LpOutcome(status=status, values=ran.values,
+                               objective=None if ran.values is None else ran.objective,
+                               log=[f"HiGHS: {ran.status} in {time.perf_counter() - started:.3f} s"])
     log.extend(outcome.log)
-    return outcome, bound
+    return outcome, ran.bound
 
 
 def _pyomo(model: ReservationModel, deadline: Deadline, threads: int, seed: int, mip_rel_gap: float,

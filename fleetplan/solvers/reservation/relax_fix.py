@@ -38,6 +38,7 @@ import numpy as np
 
 from fleetplan.models.reservation import ReservationModel, full_solution
 from fleetplan.solvers.deadline import Deadline
+from fleetplan.solvers.reservation.bounded import run_bounded
 
 # Share of the time left that the three steps may use together.
 SHARE = 0.5
@@ -91,8 +92,7 @@ def _mip(lp, stop_at: float | None, threads: int, seed: int, gap: float, start: 
     if start is not None:
         highs.setSolution(_highs_solution(start))
     _interrupt_at(highs, stop_at)
-    highs.run()
-    return highs
+    return run_bounded(highs, stop_at)
 
 
 def relax_and_fix(model: ReservationModel, deadline: Deadline, threads: int, seed: int, log: list[str],
@@ -135,16 +135,14 @@ def relax_and_fix(model: ReservationModel, deadline: Deadline, threads: int, see
         integrality[xs] = 0
         stop_y = None if stop_at is None else started + Y_SHARE * budget
         binary = _mip(dataclasses.replace(lp, integrality=integrality), stop_y, threads, seed, Y_GAP, best)
-        dual = binary.getInfo().mip_dual_bound + model.constant
+        dual = binary.bound + model.constant
         if math.isfinite(dual) and dual > bound:
             bound = dual
-        found = binary.getSolution()
-        if found.value_valid and binary.getInfo().primal_solution_status == 2:
-            centre = np.asarray(found.col_value)
+        if binary.values is not None:
+            centre = binary.values
             pattern = centre[ys] > 0.5
-        log.append(f"relax-and-fix: binary MIP {binary.modelStatusToString(binary.getModelStatus())}, "
-                   f"{binary.getInfo().objective_function_value + model.constant:.6g}, bound {dual:.6g}, "
-                   f"in {time.perf_counter() - started:.1f} s")
+        log.append(f"relax-and-fix: binary MIP {binary.status}, {binary.objective + model.constant:.6g}, "
+                   f"bound {dual:.6g}, in {time.perf_counter() - started:.1f} s")
     lower, upper = lp.col_lower.copy(), lp.col_upper.copy()
     lower[ys] = upper[ys] = pattern.astype(float)
     lower[xs] = np.maximum(np.floor(centre[xs] + 1e-9) - WIDTH, lp.col_lower[xs])
@@ -158,9 +156,8 @@ def relax_and_fix(model: ReservationModel, deadline: Deadline, threads: int, see
             hint = rounded.copy()
             hint[ys] = pattern
     counts = _mip(dataclasses.replace(lp, col_lower=lower, col_upper=upper), stop_at, threads, seed, 1e-4, hint)
-    found = counts.getSolution()
-    if found.value_valid and counts.getInfo().primal_solution_status == 2:
-        values = full_solution(model, np.round(np.asarray(found.col_value)[xs]))
+    if counts.values is not None:
+        values = full_solution(model, np.round(counts.values[xs]))
         log.append(f"relax-and-fix: count MIP ({int(pattern.sum())} of {pattern.size} datacenter binaries on) "
                    f"{_objective(model, values):.6g} in {time.perf_counter() - started:.1f} s")
         if satisfies(model, values) and (best is None or lp.cost @ values < lp.cost @ best):
