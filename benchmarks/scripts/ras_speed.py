@@ -3,6 +3,7 @@ section. Each prints CPU and wall seconds and the load average.
 
     .venv/bin/python benchmarks/scripts/ras_speed.py solve 100000 cpsat 120 warm_start=relax-and-fix
     .venv/bin/python benchmarks/scripts/ras_speed.py lp 1000000 ipm 540
+    .venv/bin/python benchmarks/scripts/ras_speed.py lp 100000 simplex 60 on cuts
     .venv/bin/python benchmarks/scripts/ras_speed.py trajectory 100000 240 off
     .venv/bin/python benchmarks/scripts/ras_speed.py relaxation 1000000
 
@@ -53,18 +54,22 @@ def solve(servers: int, solver: str, limit: float, options: list[str]) -> None:
         print("   ", line)
 
 
-def lp(servers: int, algorithm: str, limit: float, crossover: str = "on") -> None:
+def lp(servers: int, algorithm: str, limit: float, crossover: str = "on", cuts: str = "nocuts") -> None:
+    """The model's LP relaxation; ``cuts``: with the rows of fleetplan/models/reservation/cuts.py."""
+    from fleetplan.models.reservation.cuts import with_cuts
     from fleetplan.solvers import highs as runner
 
-    model = build(region(servers).arrays())
+    instance = region(servers)
+    model = build(instance.arrays())
+    relaxed = with_cuts(model, instance.arrays()) if cuts == "cuts" else model.lp
     cpu, wall = cpu_now(), time.perf_counter()
     highs = runner.new_highs(limit, 1, 0)
-    runner.pass_lp(highs, model.lp, algorithm)
+    runner.pass_lp(highs, relaxed, algorithm)
     if algorithm == "ipm":
         highs.setOptionValue("run_crossover", crossover)
     highs.setOptionValue("solve_relaxation", True)
     highs.run()
-    print(f"{servers} LP by {algorithm}: {highs.modelStatusToString(highs.getModelStatus())}, "
+    print(f"{servers} LP by {algorithm} ({cuts}, {relaxed.num_rows} rows): {highs.modelStatusToString(highs.getModelStatus())}, "
           f"{highs.getInfo().objective_function_value + model.constant:.2f}; {clock(cpu, wall)}")
 
 
