@@ -7,10 +7,10 @@ inequalities of :mod:`fleetplan.models.reservation.cuts` the hard part is the bi
 counts' LP relaxation is nearly integral once they are fixed. So, each step on the model with
 those rows and within a share of the time:
 
-1. the LP relaxation (dual simplex; the interior point method with crossover above
-   ``LARGE_COLUMNS`` columns, where simplex took more than 600 s at 10^6 servers); its optimum is
-   a bound, and its counts rounded up with the supply repaired (:func:`rounded_counts`) are
-   the first candidate plan;
+1. the LP relaxation by dual simplex; its optimum is a bound, and its counts rounded up with
+   the supply repaired (:func:`rounded_counts`) are the first candidate plan (above
+   ``LARGE_COLUMNS`` columns, where simplex took more than 600 s at 10^6 servers, see
+   :func:`_large` instead);
 2. the *binary MIP*: the same model with the counts continuous and only ``y`` integer, solved
    by HiGHS (from the rounded plan) for ``Y_SHARE`` of the step's time. It is a relaxation of
    the model, so its proven dual bound is a bound on the model's optimum too;
@@ -21,11 +21,12 @@ those rows and within a share of the time:
 
 The best integer point (its auxiliaries re-read at their least values by
 :func:`~fleetplan.models.reservation.full_solution`, so a fixed ``y`` whose datacenter ends up
-empty costs nothing) and the best bound are returned. HiGHS runs with presolve off throughout:
-with it on, its root cut loop ignored the interrupt (a 20 s limit ran 57 s of wall here). At
-10^5 servers x 200 reservations the steps gave (benchmarks/RESULTS.md, RAS section): LP 50,562
-(49,581 without the cuts), binary MIP bound 50,782 and plan 51,033 after 22 s of CPU, count
-MIP 51,371, where the LP's rounded plan was 52,872 and the greedy's 59,650.
+empty costs nothing) and the best bound are returned. HiGHS runs with presolve off throughout
+(with it on, its root cut loop ignored the interrupt: a 20 s limit ran 57 s of wall here), and
+both MIPs run in a child process killed at the deadline (:mod:`.bounded`). At 10^5 servers x
+200 reservations (benchmarks/RESULTS.md, RAS section) a 150 s solve gave: LP 50,562 (49,581
+without the cuts), binary MIP optimal at 50,794.6 (bound 50,782.3), count MIP 51,022.5, where
+the LP's rounded plan was 51,956 and the greedy's 59,650.
 """
 
 from __future__ import annotations
