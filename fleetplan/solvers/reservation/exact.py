@@ -211,7 +211,8 @@ def _highs(model: ReservationModel, deadline: Deadline, threads: int, seed: int,
     if status == "optimal" and ran.values is None:
         status = "error"
     outcome = runner.LpOutcome(status=status, values=ran.values,
-                               objective=None if ran.values is None else ran.objective,
+                               objective=None if ran.values is None
+                               else float(model.lp.cost @ ran.values + model.constant),
                                log=[f"HiGHS: {ran.status} in {time.perf_counter() - started:.3f} s"])
     log.extend(outcome.log)
     return outcome, ran.bound
