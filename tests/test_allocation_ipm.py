@@ -8,7 +8,7 @@ import pytest
 from fleetplan.models.linear import INF, LinearProgram
 from fleetplan.solvers import highs as highs_runner
 from fleetplan.solvers.allocation import separable as allocation_separable
-from fleetplan.solvers.allocation.ipm import max_min_prices
+from fleetplan.solvers.allocation.ipm import linear_prices, max_min_prices
 
 
 def _lp_level(A, offset, usage, W, free_level):
@@ -79,3 +79,36 @@ def test_decomposition_from_interior_point_prices_is_certified_with_a_small_redu
     assert result.level == pytest.approx(_lp_level(A, offset, usage, W, False), rel=1e-7)
     bucketed = allocation_separable.max_min(A, offset, np.ones(len(A)), usage, W, free_level=False, prices="buckets")
     assert bucketed.level == pytest.approx(result.level, rel=1e-7)
+
+
+def _linear_lp_value(P, usage, W):
+    import scipy.sparse as sp
+
+    n, K = P.shape
+    job, kind = np.nonzero(P > 0)
+    cells = len(job)
+    lp = LinearProgram(cost=P[job, kind],
+                       matrix=sp.csr_matrix((np.concatenate([np.ones(cells), usage[job]]),
+                                             (np.concatenate([job, n + kind]), np.concatenate([np.arange(cells)] * 2))),
+                                            shape=(n + K, cells)),
+                       row_lower=np.full(n + K, -INF), row_upper=np.concatenate([np.ones(n), W]),
+                       col_lower=np.zeros(cells), col_upper=np.ones(cells), sense="max")
+    highs = highs_runner.new_highs(None, 1, 0)
+    highs_runner.pass_lp(highs, lp, "simplex")
+    outcome = highs_runner.run(highs)
+    assert outcome.status == "optimal"
+    return float(np.dot(P[job, kind], outcome.values))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_linear_prices_give_the_lp_optimum_through_the_decomposition(seed):
+    A, _, usage, W = _instance(seed, 1000 + 200 * seed, 3, masked=seed % 2 == 1, offsets=False)
+    prices = linear_prices(A, usage, W)
+    assert prices.status in ("optimal", "approximate") and np.all(prices.lam >= 0)
+    # Weak duality: the Lagrangian bound at these prices is at least the optimum, and close to it.
+    reduced = np.where(A > 0, A - prices.lam[None, :] * usage[:, None], 0.0)
+    bound = float(np.maximum(reduced.max(axis=1), 0.0).sum() + prices.lam @ W)
+    optimum = _linear_lp_value(A, usage, W)
+    assert optimum <= bound * (1 + 1e-9) and bound == pytest.approx(optimum, rel=1e-4)
+    result = allocation_separable.linear(A, np.ones(len(A)), usage, W)
+    assert result.status == "optimal" and result.level == pytest.approx(optimum, rel=1e-7)
