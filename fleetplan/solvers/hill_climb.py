@@ -79,6 +79,7 @@ Example: spread two items over two bins to balance them.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import time
@@ -323,14 +324,16 @@ class _Climb:
                     estimate = stored[0]
                     if estimate is None or estimate.gain <= self.min_gain:
                         continue
-                    if queue and _behind(estimate.gain, item, queue[0], self.min_gain):
+                    head = self.head_entry()
+                    if head is not None and _behind(estimate.gain, item, head, self.min_gain):
                         self.requeue(estimate, exact=False)
                         continue
                 move = problem.best_move(item) if self.recompute else problem.move_to(item, target)
                 result.evaluated += 1
             if move is None or (self.recompute and move.gain <= self.min_gain):
                 continue
-            if self.recompute and queue and _behind(move.gain, item, queue[0], self.min_gain):
+            head = self.head_entry() if self.recompute else None
+            if head is not None and _behind(move.gain, item, head, self.min_gain):
                 self.requeue(move, exact=True)  # stale: let better go first
                 continue
             if move.cost > self.remaining:
@@ -384,6 +387,17 @@ class _Climb:
         self.parked = sorted(self.parked + over)
         self.mark = None
         self.skips = 0
+
+    def head_entry(self) -> tuple[float, int, int] | None:
+        """The queue's head as the one-by-one loop would have it: the heap's, or a parked entry
+        not reached yet when it comes first (a popped move is compared with it, and waits
+        behind it, as it would behind that entry still in the queue)."""
+        head = self.queue[0] if self.queue else None
+        if self.parked:
+            first = 0 if self.mark is None else bisect.bisect_right(self.parked, self.mark)
+            if first < len(self.parked) and (head is None or self.parked[first] < head):
+                return self.parked[first]
+        return head
 
     def unpark(self) -> None:
         """Put back the parked entries not reached yet (the budget grew or bounds fell)."""
