@@ -26,8 +26,11 @@ objective would be diluted by the constant): ``gap to bound = (hc - bound) / (hc
 ``gap to best = (hc - best) / (hc - F)`` where ``best`` is the lower judged objective of the
 hill climb's and the MIP's plans. ``found best at``: seconds from the start of the ``mip-highs``
 solve to the incumbent it returned (its last improving solution), given only when its plan is
-judged better than the hill climb's (by more than 1e-6 of ``hc - F``); otherwise the MIP did not close any of the gap within the
-limit ("+ polish": the hill climb run on the MIP's plan afterwards lowered it further).
+judged better than the hill climb's (by more than 1e-6 of ``hc - F``) and HiGHS found an
+incumbent of its own (the first one it reports is the warm start); otherwise the MIP did not close
+any of the gap within the limit. "+ polish": the hill climb that ``mip-highs`` runs on its plan
+afterwards lowered it further; "polish only": the improvement came from that hill climb alone
+(run from the warm start with the byte quota left), at the end of the solve.
 ``proved at``: the solve's seconds when HiGHS proved its (grid) model optimal before the limit. Each seed's row is appended to ``--jsonl`` as it finishes; seeds already there are
 skipped, so an interrupted run resumes.
 """
@@ -123,14 +126,19 @@ def row(record: dict) -> dict:
     best = min(hc, mip) if mip is not None else hc
     # Lower by more than rounding (a warm start read back from the model can differ by 1e-7).
     improved = mip is not None and mip < hc - 1e-6 * max(above, 1e-12)
-    found = record["incumbents"][-1] if improved and record["incumbents"] else None
+    # The first incumbent is the warm start (HiGHS reports the MIP start it accepts); later ones
+    # are the MIP's own. An improvement with none of its own came from the final polish.
+    own = record["incumbents"][1:]
+    found = own[-1] if improved and own else None
+    polish = record["mip_stats"].get("polish_gain", 0.0) > 1e-6 * max(above, 1e-12)
     proved = any(line.startswith("HiGHS MIP: optimal") for line in record["fleetplan_log"])
     return {
         "seed": record["seed"], "hc_above": above, "bound_above": None if bound is None else bound - floor,
         "best_above": best - floor, "gap_bound": None if bound is None else (hc - bound) / above,
         "gap_best": (hc - best) / above, "gap_bound_whole": None if bound is None else (hc - bound) / hc,
         "mip_gap": None if bound is None or mip is None else (mip - bound) / max(mip - floor, 1e-12),
-        "found": found, "polished": "polish_gain" in record["mip_stats"], "proved": (record["mip_wall_s"], record["mip_cpu_s"]) if proved else None,
+        "found": found, "polished": polish, "polish_only": improved and found is None,
+        "end": (record["mip_wall_s"], record["mip_cpu_s"]), "proved": (record["mip_wall_s"], record["mip_cpu_s"]) if proved else None,
         "status": record["mip_status"], "load": record["load_average"],
     }
 
@@ -147,6 +155,8 @@ def table(records: list[dict]) -> str:
     for r in rows:
         found = "-" if r["found"] is None else f"{r['found'][0]:.1f} / {r['found'][1]:.1f}" + (
             " + polish" if r["polished"] else "")
+        if r["polish_only"]:
+            found = f"polish only, {r['end'][0]:.1f} / {r['end'][1]:.1f}"
         proved = "-" if r["proved"] is None else f"{r['proved'][0]:.1f} / {r['proved'][1]:.1f}"
         bound = "-" if r["bound_above"] is None else f"{r['bound_above']:.4f}"
         lines.append(f"| {r['seed']} | {r['hc_above']:.4f} | {bound} | {r['best_above']:.4f} | "
@@ -156,6 +166,7 @@ def table(records: list[dict]) -> str:
     best = sorted(r["gap_best"] for r in rows)
     whole = sorted(r["gap_bound_whole"] for r in rows if r["gap_bound_whole"] is not None)
     improved = [r for r in rows if r["found"] is not None]
+    polished = [r for r in rows if r["polish_only"]]
     if gaps:
         lines.append("")
         lines.append(f"{len(rows)} instances. Hill climb's gap to the bound, above the floor: median "
@@ -163,7 +174,8 @@ def table(records: list[dict]) -> str:
                      f"{percent(gaps[-1])} (relative to the whole objective: median "
                      f"{percent(whole[len(whole) // 2])}, worst {percent(whole[-1])}). Gap to the best "
                      f"known plan: mean {percent(sum(best) / len(best))}, worst {percent(best[-1])}; the MIP "
-                     f"improved on the hill climb in {len(improved)} of {len(rows)}; "
+                     f"found a better plan than the hill climb in {len(improved)} of {len(rows)}, the "
+                     f"polish alone (a hill climb from the MIP's plan) in {len(polished)} more; "
                      f"{sum(1 for r in rows if r['proved'] is not None)} proved optimal (grid model) "
                      "within the limit.")
     return "\n".join(lines)
