@@ -407,8 +407,8 @@ def cpsat(instance: ReservationInstance, *, time_limit: float | None = None, see
     # not use the time the translation needs (1.9 s of CPU at 10^5 servers).
     translate_s = TRANSLATE_S_PER_ROW * model.lp.num_rows + (COLD_IMPORT_S if not_loaded("ortools.sat.python.cp_model")
                                                              else 0.0)
-    start, _ = _warm_values(model, instance, warm_start, _shortened(deadline, translate_s), seed, log,
-                            lp=with_cuts(model, instance.arrays()))
+    start, relaxed = _warm_values(model, instance, warm_start, _shortened(deadline, translate_s), seed, log,
+                                  lp=with_cuts(model, instance.arrays()))
     if not_loaded("ortools.sat.python.cp_model") and deadline.expired(RESERVE_S + COLD_IMPORT_S):
         log.append("CP-SAT: not started, too little time left to load OR-Tools")
         return _no_time(instance, model, start, log)
@@ -446,6 +446,11 @@ def cpsat(instance: ReservationInstance, *, time_limit: float | None = None, see
     bound = None
     if cp.exact_objective:
         bound = solver.BestObjectiveBound() / cp.objective_scale + model.constant
+    if relaxed is not None and relaxed <= claimed + BOUND_SLACK * max(1.0, abs(claimed)) \
+            and (bound is None or relaxed > bound):
+        # relax-and-fix's relaxations bound the model too (the LP's, the binary MIP's)
+        log.append(f"bound: relax-and-fix's {relaxed:.9g} (CP-SAT's: {bound})")
+        bound = relaxed
     exact_optimal = code == cp_model.OPTIMAL and cp.exact_objective
     status = "optimal" if exact_optimal else ("time_limit" if deadline.expired(RESERVE_S) else "feasible")
     return _finish(instance, model, values, status, bound, claimed, log)
