@@ -98,6 +98,13 @@ def run_lp(lp: LinearProgram, backend: LpBackend = "highspy", *, algorithm: high
         if algorithm == "auto" and lp.num_cols > highs_runner.AUTO_IPM_COLUMNS:
             highs.setOptionValue("run_crossover", "off")
         build_s = time.perf_counter() - started
+        if time_limit is not None:
+            # The handover counts against the limit (millions of columns take seconds), and
+            # HiGHS's presolve does not look at its clock: with nothing left, do not start it.
+            if build_s >= time_limit:
+                return highs_runner.LpOutcome(status="time_limit", values=None, objective=None, build_s=build_s,
+                                              log=["time limit reached while the LP was handed to HiGHS"])
+            highs.setOptionValue("time_limit", float(time_limit - build_s))
         outcome = highs_runner.run(highs)
         if outcome.status == "error" and highs.getOptionValue("run_crossover")[-1] == "off":
             # IPM without crossover can stop "unknown" (seen on a 16,384-job FTF step): redo
