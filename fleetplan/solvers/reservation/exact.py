@@ -35,7 +35,7 @@ from fleetplan.models.reservation.cuts import with_cuts
 from fleetplan.solvers.base import Progress, SolveResult, register
 from fleetplan.solvers.cpsat_run import solve_interruptibly
 from fleetplan.solvers.deadline import Deadline
-from fleetplan.solvers.reservation.bounded import GRACE_S, run_bounded
+from fleetplan.solvers.reservation.bounded import GRACE_S, PRESOLVE_RULES_OFF, run_bounded
 from fleetplan.solvers.reservation.relax_fix import LARGE_COLUMNS
 
 # Seconds kept back from the solver for disaggregation and the judge.
@@ -49,13 +49,6 @@ _BOUNDED_STATUS = {"Optimal": "optimal", "Time limit reached": "time_limit", "In
                    "Killed at the deadline": "time_limit", "Infeasible": "infeasible",
                    "Primal infeasible or unbounded": "infeasible"}
 SHORT = 1e-6
-# HiGHS 1.14 presolve rules that substitute columns out of equality rows (bits of
-# ``presolve_rule_off``: 8 free-column substitution, 9 doubleton equation, 12 aggregator). With
-# all three on, it eliminates the T[r] equality rows wrongly and proves false optima: on the
-# property test's instances 0-599 (433 feasible), 30 got "optimal" plans above CP-SAT's optimum
-# (#78: 2.64 against 1.0, bound 2.64) and none with these three rules off (as with presolve off).
-# Regression: tests/test_reservation_exact.py::test_bounds_below_every_feasible_plan_on_found_instances.
-PRESOLVE_RULES_OFF = (1 << 8) | (1 << 9) | (1 << 12)
 # Relative slack when checking a claimed bound against a known feasible objective.
 BOUND_SLACK = 1e-6
 # Share of the time left that mip-highs gives relax-and-fix; the whole model's MIP gets the

@@ -39,7 +39,7 @@ import numpy as np
 
 from fleetplan.models.reservation import ReservationModel, full_solution
 from fleetplan.solvers.deadline import Deadline
-from fleetplan.solvers.reservation.bounded import run_bounded
+from fleetplan.solvers.reservation.bounded import PRESOLVE_RULES_OFF, run_bounded
 
 # Share of the time left that the three steps may use together.
 SHARE = 0.5
@@ -176,7 +176,6 @@ def _large(model: ReservationModel, arrays, lp, stop_at: float | None, threads: 
     uses, today's keys and the start's (``start``, all columns), rounded up, gives the plan."""
     from fleetplan.models.reservation.relaxation import datacenter_relaxation
     from fleetplan.solvers import highs as runner
-    from fleetplan.solvers.reservation.exact import PRESOLVE_RULES_OFF
 
     relaxed = datacenter_relaxation(model, arrays)
     highs = runner.new_highs(None if stop_at is None else max(stop_at - time.perf_counter(), 0.01), threads, seed)
