@@ -33,6 +33,10 @@ Safeguards and extensions beyond the paper's loop:
   tables (issue 14 §4). A problem may offer ``min_costs`` instead, a sequence it keeps current
   (``min_costs[item]`` is the bound): read without a call, it is checked on hundreds of
   thousands of popped entries at 10^6 tables.
+* *Parking.* Once the first pass is done and over-budget entries are most of what is popped,
+  all of them leave the queue at once (counted as skipped): exact, because a parked entry the
+  one-by-one loop would not have reached yet comes back when a move frees budget or a compound
+  move runs, and popped moves are compared with the head that loop would have.
 * *Fresh moves are not recomputed.* A move evaluated by the engine since the last applied move
   (a recomputed move sent back behind the head, or a neighbour's) is still exact when it reaches
   the head: nothing changed the state, so it is applied as it is.
