@@ -379,9 +379,9 @@ def cpsat(instance: ReservationInstance, *, time_limit: float | None = None, see
     ----------
     warm_start : {"hill-climb", "relax-and-fix", "current", "none"}
         Hint: the better of the greedy's and the hill climb's plans, the better of the greedy's
-        and relax-and-fix's (as for mip-highs; the default: 52,872 against 59,650 at 10^5
-        servers, 6,288 against 7,299 at 10^4, benchmarks/RESULTS.md), today's assignment, or
-        none; used when feasible.
+        and relax-and-fix's (as for mip-highs; the default: the lower objective at equal CPU
+        at 10^4 and 10^5 servers, benchmarks/RESULTS.md), today's assignment, or none; used
+        when feasible.
     """
     from fleetplan.models.reservation.cpsat import (
         TRANSLATE_S_PER_ROW,
