@@ -112,3 +112,13 @@ def test_linear_prices_give_the_lp_optimum_through_the_decomposition(seed):
     assert optimum <= bound * (1 + 1e-9) and bound == pytest.approx(optimum, rel=1e-4)
     result = allocation_separable.linear(A, np.ones(len(A)), usage, W)
     assert result.status == "optimal" and result.level == pytest.approx(optimum, rel=1e-7)
+
+
+@pytest.mark.filterwarnings("error")
+def test_no_usable_cell_at_all():
+    # One type with no workers: every cell is masked, every job idles, t = 0 (found by a fuzz run:
+    # the step-length test took the maximum of an all-NaN slice).
+    A = np.array([[1.0], [2.0], [0.5]])
+    prices = max_min_prices(A, np.zeros(3), np.ones(3), np.array([0.0]), free_level=False)
+    assert prices.status in ("optimal", "approximate") and prices.level == pytest.approx(0.0, abs=1e-6)
+    assert linear_prices(A, np.ones(3), np.array([0.0])).status in ("optimal", "approximate")

@@ -257,7 +257,8 @@ def _max_step(values, steps) -> float:
             ratio = -step / value
             largest = float(np.max(ratio))
             if largest != largest:  # 0 / 0 on cells a job cannot use (x = 0, step 0)
-                largest = float(np.nanmax(ratio))
+                usable = ratio[~np.isnan(ratio)]
+                largest = float(usable.max()) if usable.size else 0.0
             fastest = max(fastest, largest)
     return 1.0 if fastest <= 1.0 else 1.0 / fastest
 
