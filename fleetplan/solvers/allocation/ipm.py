@@ -251,16 +251,16 @@ def _direction(system, point: _Point, factor: _Factor, scaling, inv_s, primal_re
 
 def _max_step(values, steps) -> float:
     """Largest alpha <= 1 keeping every value (all > 0) + alpha * step >= 0."""
-    fastest = 0.0
+    steepest = 0.0  # the most negative step / value
     with np.errstate(divide="ignore", invalid="ignore"):
         for value, step in zip(values, steps, strict=True):
-            ratio = -step / value
-            largest = float(np.max(ratio))
-            if largest != largest:  # 0 / 0 on cells a job cannot use (x = 0, step 0)
+            ratio = np.divide(step, value)
+            lowest = float(np.min(ratio))
+            if lowest != lowest:  # 0 / 0 on cells a job cannot use (x = 0, step 0)
                 usable = ratio[~np.isnan(ratio)]
-                largest = float(usable.max()) if usable.size else 0.0
-            fastest = max(fastest, largest)
-    return 1.0 if fastest <= 1.0 else 1.0 / fastest
+                lowest = float(usable.min()) if usable.size else 0.0
+            steepest = min(steepest, lowest)
+    return 1.0 if steepest >= -1.0 else -1.0 / steepest
 
 
 def _interior_point(system, deadline: Deadline, tolerance: float, max_iterations: int):
@@ -338,7 +338,8 @@ def _centrality_corrector(system, point: _Point, factor, scaling, inv_s, directi
         target.append(system.on_cells(wanted) if i == 0 else wanted)
     zeros_primal = tuple(np.zeros_like(r) for r in system.rhs)
     zeros_dual = tuple(np.zeros_like(np.asarray(c, dtype=float)) for c in system.cost)
-    cz, cy, cs = _direction(system, point, factor, scaling, inv_s, zeros_primal, zeros_dual, tuple(target), refine)
+    # A corrector only re-centres: its direction needs no refinement.
+    cz, cy, cs = _direction(system, point, factor, scaling, inv_s, zeros_primal, zeros_dual, tuple(target), False)
     new = (tuple(a + b for a, b in zip(dz, cz, strict=True)), tuple(a + b for a, b in zip(dy, cy, strict=True)),
            tuple(a + b for a, b in zip(ds, cs, strict=True)))
     new_p, new_d = _max_step(z, new[0]), _max_step(s, new[2])
