@@ -411,8 +411,7 @@ def max_min_prices(A: np.ndarray, offset: np.ndarray, usage: np.ndarray, W: np.n
     max_iterations : int
         Iterations before giving up (status ``not_converged``).
     """
-    A = np.asarray(A, dtype=float)
-    W = np.asarray(W, dtype=float)
+    A, W = np.asarray(A, dtype=float), np.asarray(W, dtype=float)
     cap, maskf, mask = _cells(np.asarray(usage, dtype=float), W, A > 0)
     # t = t' + t_low with t' >= 0: t_low = -max(o) is reachable with every x = 0, so the bound
     # cuts no optimum of the free-level problem.
@@ -438,15 +437,10 @@ def linear_prices(P: np.ndarray, usage: np.ndarray, W: np.ndarray, *, deadline: 
         Workers a job holds on a type per unit of time.
     W : (K,) array
         Workers of each type.
-    deadline : Deadline, optional
-        Checked once per iteration.
-    tolerance : float
-        Relative primal and dual infeasibility and duality gap at which the method stops.
-    max_iterations : int
-        Iterations before giving up (status ``not_converged``).
+    deadline, tolerance, max_iterations
+        As in :func:`max_min_prices`.
     """
-    P = np.asarray(P, dtype=float)
-    W = np.asarray(W, dtype=float)
+    P, W = np.asarray(P, dtype=float), np.asarray(W, dtype=float)
     cap, maskf, mask = _cells(np.asarray(usage, dtype=float), W, P > 0)
     scale = float(P.max(initial=0.0)) or 1.0  # profits scaled to at most 1
     system = _Linear(np.ascontiguousarray(np.where(mask, P / scale, 0.0).T), cap, maskf)
