@@ -31,6 +31,21 @@ def _tiny(seed: int) -> dict:
     return data
 
 
+def _integer_points(model, arrays):
+    """Every assignment of the region's available servers (FREE or a reservation each) that the
+    model accepts, as (the assignment, the model's columns with the least auxiliaries)."""
+    rows = np.flatnonzero(arrays.available)
+    assignment = arrays.server_current.copy()
+    for choice in itertools.product(range(FREE, arrays.num_reservations), repeat=rows.size):
+        assignment[rows] = choice
+        x = counts_from_assignment(model, arrays, assignment)
+        if x is None:
+            continue
+        values = full_solution(model, x)
+        if satisfies(model, values):
+            yield choice, values
+
+
 @pytest.mark.parametrize("seed", range(30))
 def test_every_integer_point_keeps_the_cuts(seed):
     instance = instance_from_data(_tiny(seed))
@@ -38,19 +53,11 @@ def test_every_integer_point_keeps_the_cuts(seed):
     model = build(arrays)
     cut = with_cuts(model, arrays)
     strengthened = type(model)(**{**model.__dict__, "lp": cut})
-    rows = np.flatnonzero(arrays.available)
-    assignment = arrays.server_current.copy()
     feasible = 0
-    for choice in itertools.product(range(FREE, arrays.num_reservations), repeat=rows.size):
-        assignment[rows] = choice
-        x = counts_from_assignment(model, arrays, assignment)
-        if x is None:
-            continue
-        # The least auxiliaries are the hardest case for the cuts (a larger y only helps them).
-        values = full_solution(model, x)
-        if satisfies(model, values):
-            feasible += 1
-            assert satisfies(strengthened, values), (seed, choice)
+    # The least auxiliaries are the hardest case for the cuts (a larger y only helps them).
+    for choice, values in _integer_points(model, arrays):
+        feasible += 1
+        assert satisfies(strengthened, values), (seed, choice)
     assert feasible or not satisfies(model, full_solution(model, np.zeros(model.num_keys)))
 
 
@@ -117,18 +124,10 @@ def test_datacenter_relaxation_keeps_every_integer_point(seed):
     model = build(arrays)
     relaxed = datacenter_relaxation(model, arrays)
     as_model = type(model)(**{**model.__dict__, "lp": relaxed})
-    rows = np.flatnonzero(arrays.available)
-    assignment = arrays.server_current.copy()
-    for choice in itertools.product(range(FREE, arrays.num_reservations), repeat=rows.size):
-        assignment[rows] = choice
-        x = counts_from_assignment(model, arrays, assignment)
-        if x is None:
-            continue
-        values = full_solution(model, x)
-        if satisfies(model, values):
-            point = _summed(model, arrays, relaxed, values)
-            assert satisfies(as_model, point), (seed, choice)
-            assert relaxed.cost @ point == pytest.approx(model.lp.cost @ values, abs=1e-9)
+    for choice, values in _integer_points(model, arrays):
+        point = _summed(model, arrays, relaxed, values)
+        assert satisfies(as_model, point), (seed, choice)
+        assert relaxed.cost @ point == pytest.approx(model.lp.cost @ values, abs=1e-9)
 
 
 def test_datacenter_relaxation_bounds_the_model_lp():
