@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fleetplan.instances.reservation import DC_LEVEL, FD_LEVEL, STORAGE, ReservationArrays
+from fleetplan.instances.reservation import DC_LEVEL, FD_LEVEL, ReservationArrays
 from fleetplan.lazy import lazy_module
 
 sp = lazy_module("scipy.sparse")
@@ -40,7 +40,7 @@ def datacenter_relaxation(model, arrays: ReservationArrays, cuts: bool = True):
     """The relaxation's LinearProgram (same objective constant as ``model``), built from the
     model's keys (module docstring)."""
     from fleetplan.models.linear import LinearProgram
-    from fleetplan.models.reservation import _Rows
+    from fleetplan.models.reservation import _move_rows, _ratio_rows, _Rows
     from fleetplan.models.reservation.cuts import valid_inequalities
 
     groups, full = model.groups, model.lp
@@ -102,13 +102,7 @@ def datacenter_relaxation(model, arrays: ReservationArrays, cuts: bool = True):
         start = rows.block(pairs.size, request[pairs // num_dcs], np.inf)
         rows.add(start + np.arange(pairs.size), t0 + pairs // num_dcs, 1.0)
         rows.add(start + inverse, x0 + chosen, -cap[chosen] * share[dc[chosen]])
-    if with_c0.size:
-        start = rows.block(with_c0.size, c0[with_c0], np.inf)
-        rows.add(start + np.arange(with_c0.size), x0 + with_c0, 1.0)
-        rows.add(start + np.arange(with_c0.size), m0 + np.arange(with_c0.size), 1.0)
-    if np.isfinite(arrays.budget):
-        start = rows.block(1, -np.inf, arrays.budget - model.forced)
-        rows.add(np.full(with_c0.size, start), m0 + np.arange(with_c0.size), 1.0)
+    _move_rows(rows, with_c0, c0[with_c0], arrays.budget - model.forced, x0, m0)
     if size["z"]:
         general = np.flatnonzero(~arrays.res_ml)
         z_of = np.full(num_res, -1)
@@ -129,12 +123,7 @@ def datacenter_relaxation(model, arrays: ReservationArrays, cuts: bool = True):
     if size["e"]:
         ratio = np.flatnonzero(~np.isnan(arrays.res_ratio[res]))
         pairs, inverse = np.unique(res[ratio] * num_dcs + dc[ratio], return_inverse=True)
-        storage = arrays.type_category[typ[ratio]] == STORAGE
-        signed = np.where(storage, 1.0, -arrays.res_ratio[res[ratio]]) * cap[ratio]
-        for sign in (1.0, -1.0):
-            start = rows.block(pairs.size, 0.0, np.inf)
-            rows.add(start + np.arange(pairs.size), e0 + np.arange(pairs.size), 1.0)
-            rows.add(start + inverse, x0 + ratio, -sign * signed)
+        _ratio_rows(rows, arrays, res, typ, cap, ratio, inverse, pairs.size, x0, e0)
     found = valid_inequalities(model, arrays) if cuts else None
     if found is not None:
         matrix, bound = found
