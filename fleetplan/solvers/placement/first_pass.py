@@ -41,14 +41,9 @@ def first_pass(state: TetrisState, chunk: int = CHUNK) -> Iterator[Candidate | N
     computed ``chunk`` tables at a time from the state at the time the chunk is reached (so
     moves applied between the engine's anytime batches are seen by later chunks). Compound
     items, after the tables, are evaluated one by one with ``best_move``."""
-    a = state.arrays
-    for start in range(0, a.num_tables, chunk):
-        tables = np.arange(start, min(start + chunk, a.num_tables))
-        gains, terms = table_gains(state, tables)
-        target = np.argmax(gains, axis=1)
-        best = gains[np.arange(tables.size), target]
+    for tables, target, best, terms in _chunk_best(state, chunk):
         yield from _candidates(state, tables, target, best, terms)
-    for item in range(a.num_tables, state.num_items()):
+    for item in range(state.arrays.num_tables, state.num_items()):
         yield state.best_move(item)
 
 
@@ -56,16 +51,22 @@ def first_pass_batches(state: TetrisState, chunk: int = CHUNK) -> Iterator[Batch
     """:func:`first_pass` as the engine takes it: one :class:`Batch` per chunk of tables (the
     tables with a positive best gain, their targets and gains, as lists) instead of a
     :class:`Candidate` per table, which cost more than the gains at 10^6 tables."""
-    a = state.arrays
-    for start in range(0, a.num_tables, chunk):
-        tables = np.arange(start, min(start + chunk, a.num_tables))
-        gains, _ = table_gains(state, tables)
-        target = np.argmax(gains, axis=1)
-        best = gains[np.arange(tables.size), target]
+    for tables, target, best, _ in _chunk_best(state, chunk):
         good = np.isfinite(best) & (best > 0)
         yield Batch(tables[good].tolist(), target[good].tolist(), best[good].tolist(), int(tables.size))
-    for item in range(a.num_tables, state.num_items()):
+    for item in range(state.arrays.num_tables, state.num_items()):
         yield state.best_move(item)
+
+
+def _chunk_best(state: TetrisState, chunk: int):
+    """Per chunk of tables, from the state when the chunk is reached: the tables, each one's
+    best target region and gain, and the gains' terms."""
+    num_tables = state.arrays.num_tables
+    for start in range(0, num_tables, chunk):
+        tables = np.arange(start, min(start + chunk, num_tables))
+        gains, terms = table_gains(state, tables)
+        target = np.argmax(gains, axis=1)
+        yield tables, target, gains[np.arange(tables.size), target], terms
 
 
 def estimate(state: TetrisState, items: list[int]) -> list[Candidate | None]:
