@@ -31,6 +31,16 @@ def _tiny(seed: int) -> dict:
     return data
 
 
+def _tiny_model(seed):
+    arrays = instance_from_data(_tiny(seed)).arrays()
+    return arrays, build(arrays)
+
+
+def _with_lp(model, lp):
+    """The model with another LP (its rows checked by ``satisfies``)."""
+    return type(model)(**{**model.__dict__, "lp": lp})
+
+
 def _integer_points(model, arrays):
     """Every assignment of the region's available servers (FREE or a reservation each) that the
     model accepts, as (the assignment, the model's columns with the least auxiliaries)."""
@@ -48,11 +58,8 @@ def _integer_points(model, arrays):
 
 @pytest.mark.parametrize("seed", range(30))
 def test_every_integer_point_keeps_the_cuts(seed):
-    instance = instance_from_data(_tiny(seed))
-    arrays = instance.arrays()
-    model = build(arrays)
-    cut = with_cuts(model, arrays)
-    strengthened = type(model)(**{**model.__dict__, "lp": cut})
+    arrays, model = _tiny_model(seed)
+    strengthened = _with_lp(model, with_cuts(model, arrays))
     feasible = 0
     # The least auxiliaries are the hardest case for the cuts (a larger y only helps them).
     for choice, values in _integer_points(model, arrays):
@@ -119,11 +126,9 @@ def _summed(model, arrays, relaxed, values: np.ndarray) -> np.ndarray:
 def test_datacenter_relaxation_keeps_every_integer_point(seed):
     from fleetplan.models.reservation.relaxation import datacenter_relaxation
 
-    instance = instance_from_data(_tiny(seed))
-    arrays = instance.arrays()
-    model = build(arrays)
+    arrays, model = _tiny_model(seed)
     relaxed = datacenter_relaxation(model, arrays)
-    as_model = type(model)(**{**model.__dict__, "lp": relaxed})
+    as_model = _with_lp(model, relaxed)
     for choice, values in _integer_points(model, arrays):
         point = _summed(model, arrays, relaxed, values)
         assert satisfies(as_model, point), (seed, choice)
