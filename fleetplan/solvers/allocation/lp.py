@@ -105,7 +105,7 @@ def _run(space, spec: PolicySpec, options: LpOptions, level: float | None = None
         started = time.perf_counter()
         model = policy_pyomo(space, spec, level=level)
         build_s = time.perf_counter() - started
-        remaining = _left_after_build(options)
+        remaining = options.deadline.remaining(options.reserve)
         outcome = highs_runner.solve_pyomo(model, time_limit=remaining, threads=options.threads,
                                            seed=options.seed, algorithm=options.lp_algorithm)
         outcome.build_s = build_s
@@ -125,17 +125,11 @@ def _run(space, spec: PolicySpec, options: LpOptions, level: float | None = None
         # columns with no time left, it ran for 20 s more.
         return highs_runner.LpOutcome(status="time_limit", values=None, objective=None,
                                       log=["time limit reached while the LP was built"], build_s=build_s), None, lp
-    remaining = _left_after_build(options)
+    remaining = options.deadline.remaining(options.reserve)
     outcome = run_lp(lp, options.backend, algorithm=options.lp_algorithm, time_limit=remaining,
                      threads=options.threads, seed=options.seed)
     outcome.build_s += build_s
     return outcome, outcome.values, lp
-
-
-def _left_after_build(options: LpOptions) -> float | None:
-    remaining = options.deadline.remaining(options.reserve)
-    # An expired clock still hands the solver a sliver, so it answers "time limit" at once.
-    return None if remaining is None else max(remaining, 1e-3)
 
 
 def _spread_class_pairs(space, pair_values: np.ndarray, inverse: np.ndarray):
