@@ -287,13 +287,11 @@ def max_min(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarr
     if prices == "ipm":
         from fleetplan.solvers.allocation.ipm import max_min_prices
 
-        ipm_started = time.perf_counter()
-        first = max_min_prices(A, offset, usage, W, free_level=free_level, deadline=deadline)
-        stats.update(ipm_iterations=float(first.iterations), ipm_s=time.perf_counter() - ipm_started)
-        log.append(f"separable: interior-point prices {first.status} after {first.iterations} iterations")
-        status = "optimal" if first.status in ("optimal", "approximate") else first.status
-        level, lam = first.level, first.lam
-        anchor = (level, lam) if status == "optimal" else None
+        first = _interior_point_prices(
+            lambda: max_min_prices(A, offset, usage, W, free_level=free_level, deadline=deadline), log, stats)
+        if first is not None:
+            status, level, lam = "optimal", first.level, first.lam
+            anchor = (level, lam)
     if status != "optimal":
         status, level, lam, buckets = _bucket_prices(A, offset, mult, scale, W, free_level, deadline, threads, seed)
         log.append(f"separable: {buckets} buckets for the first prices")
@@ -362,14 +360,21 @@ def max_min(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarr
     return SeparableResult("optimal", np.clip(matrix, 0.0, 1.0), level, all_bottlenecked, log, stats)
 
 
+def _interior_point_prices(compute, log: list[str], stats: dict[str, float]):
+    """Run ``compute`` (an :mod:`~fleetplan.solvers.allocation.ipm` pricing call), log and time
+    it; its prices when usable (status optimal or approximate), else None."""
+    started = time.perf_counter()
+    first = compute()
+    stats.update(ipm_iterations=float(first.iterations), ipm_s=time.perf_counter() - started)
+    log.append(f"separable: interior-point prices {first.status} after {first.iterations} iterations")
+    return first if first.status in ("optimal", "approximate") else None
+
+
 def _linear_ipm_prices(P, usage, W, deadline, log, stats):
     from fleetplan.solvers.allocation.ipm import linear_prices
 
-    started = time.perf_counter()
-    first = linear_prices(P, usage, W, deadline=deadline)
-    stats.update(ipm_iterations=float(first.iterations), ipm_s=time.perf_counter() - started)
-    log.append(f"separable: interior-point prices {first.status} after {first.iterations} iterations")
-    return ("optimal", first.lam) if first.status in ("optimal", "approximate") else (first.status, None)
+    first = _interior_point_prices(lambda: linear_prices(P, usage, W, deadline=deadline), log, stats)
+    return ("optimal", first.lam) if first is not None else ("not_converged", None)
 
 
 def _linear_bucket_prices(P, usage, W, deadline, threads, seed):
