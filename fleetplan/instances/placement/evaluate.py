@@ -15,6 +15,21 @@ Expression 8 is read from the figure as the region's *share* of the demand times
 its overload, so that it lies in [0.5, 1] per (type, priority) like (7) lies in [0, 2]; a
 (type, priority) with no demand contributes nothing.
 
+Two settings of the instance change these readings (issue 14 §4; the defaults are the figure as
+written, so that a plan scores what it scored before):
+
+* ``split_ml_demand="largest_region"``: a split ML job's GPU-hours count in D (Expressions 2, 7,
+  8) in the region holding most of its bytes (ties: the lowest region index), as the metric
+  ``hp_demand_supply_max_split_counted`` counts them, so splitting a job no longer hides its
+  demand. Expression 1, CPU (5) and home training (6) still see the job as placed nowhere.
+* ``overload_form="combined_high_priority"``: Expression 8 compares the high-priority levels'
+  *summed* demand with the supply, per (region, GPU type): one slice per GPU type,
+  ``W_H * sum_r (D_H[r,g] / sum_r D_H[r,g]) * sigmoid(max(0, D_H[r,g] - S[r,g]) / tau)`` with
+  D_H the sum of D over the high levels and W_H the sum of their w_p (so that with every level
+  present the term spans what the per-level terms spanned together); the other levels keep
+  their own slices, and Expression 7 stays per level. The metric
+  ``overload_combined_high_priority`` is this sum over GPU types without the weight.
+
 Hard constraints: storage (4) — every byte stored in a region (home tables and replicas) fits
 its capacity; CPU (5) — each application's CPU-hours per region within its capacity;
 home training (6) — the share of high-priority recurring ML GPU-hours whose R(job) has the job's
@@ -95,8 +110,64 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * x))  # = 1 / (1 + exp(-x)), without overflow
 
 
+def largest_regions(arrays: PlacementArrays, home: np.ndarray, jobs: np.ndarray) -> np.ndarray:
+    """The region holding most of each of ``jobs``' bytes (ties: the lowest region index)."""
+    num_regions = arrays.num_regions
+    if jobs.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    position = np.full(arrays.num_jobs, -1, dtype=np.int64)
+    position[jobs] = np.arange(jobs.size)
+    pick = position[arrays.pair_job] >= 0
+    tables = arrays.job_tables[pick]
+    key = position[arrays.pair_job[pick]] * num_regions + home[tables]
+    by_region = np.bincount(key, weights=arrays.table_size[tables], minlength=jobs.size * num_regions)
+    return by_region.reshape(jobs.size, num_regions).argmax(axis=1)
+
+
+def demand_regions(arrays: PlacementArrays, home: np.ndarray, region: np.ndarray) -> np.ndarray:
+    """The region where each job's GPU demand counts in Expression 2: R(job), except that under
+    ``split_ml_demand="largest_region"`` a split ML job counts in its largest region
+    (:func:`largest_regions`). The same array as ``region`` under the default."""
+    if arrays.split_ml_demand == "ignored":
+        return region
+    counted = region.copy()
+    split = np.flatnonzero((region < 0) & (arrays.job_kind == ML))
+    counted[split] = largest_regions(arrays, home, split)
+    return counted
+
+
+def overload_slices(arrays: PlacementArrays, demand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Expression 8's demand (R, G, P) and weights (P,) under ``overload_form``: D and w_p as they
+    are (per priority), or the high levels' demand summed into the first high level's column
+    with the sum of their w_p (the other high columns empty, weight 0)."""
+    if arrays.overload_form == "per_priority":
+        return demand, arrays.w_priority
+    return combine_high(demand, arrays.high_priority), combined_weights(arrays.w_priority, arrays.high_priority)
+
+
+def combine_high(demand: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """``demand`` (..., P) with the ``high`` levels summed into the first of them (the others 0)."""
+    levels = np.flatnonzero(high)
+    out = demand.copy()
+    if levels.size > 1:
+        out[..., levels[0]] = demand[..., levels].sum(axis=-1)
+        out[..., levels[1:]] = 0.0
+    return out
+
+
+def combined_weights(w_priority: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """w_p with the ``high`` levels' weights summed onto the first of them (the others 0)."""
+    levels = np.flatnonzero(high)
+    out = np.asarray(w_priority, dtype=float).copy()
+    if levels.size > 1:
+        out[levels[0]] = out[levels].sum()
+        out[levels[1:]] = 0.0
+    return out
+
+
 def gpu_demand(arrays: PlacementArrays, region: np.ndarray) -> np.ndarray:
-    """D[r, g, p]: GPU-hours of planned ML jobs placed in region r, by GPU type and priority."""
+    """D[r, g, p]: GPU-hours of planned ML jobs placed in region r, by GPU type and priority
+    (``region``: where each job's demand counts, :func:`demand_regions`)."""
     use = arrays.planned & (arrays.job_kind == ML) & (region >= 0)
     num_types = len(arrays.gpu_types)
     cell = (region[use] * num_types + arrays.job_gpu_type[use]) * PRIORITY_LEVELS + arrays.job_priority[use]
@@ -114,8 +185,12 @@ def gpu_terms(arrays: PlacementArrays, demand: np.ndarray) -> tuple[float, float
     supply_total = supply.sum(axis=0)
     supply_share = np.divide(supply, supply_total, out=np.zeros_like(supply), where=supply_total > 0)
     balance = (np.square(share - supply_share[:, :, None]).sum(axis=0) * active) @ arrays.w_priority
+    demand, weight = overload_slices(arrays, demand)
+    if weight is not arrays.w_priority:  # combined high priorities: their own shares
+        total = demand.sum(axis=0)
+        share = np.divide(demand, total, out=np.zeros_like(demand), where=total > 0)
     over = np.maximum(0.0, demand - supply[:, :, None]) / arrays.sigmoid_scale
-    overload = (share * sigmoid(over)).sum(axis=0) @ arrays.w_priority
+    overload = (share * sigmoid(over)).sum(axis=0) @ weight
     return float(balance.sum()), float(overload.sum())
 
 
@@ -151,7 +226,7 @@ def pair_cross(arrays: PlacementArrays, home: np.ndarray, region: np.ndarray) ->
 def objective_terms(arrays: PlacementArrays, home: np.ndarray) -> dict[str, float]:
     """The weighted terms of the objective for a home assignment (their sum is the objective)."""
     region = job_regions(arrays, home)
-    balance, overload = gpu_terms(arrays, gpu_demand(arrays, region))
+    balance, overload = gpu_terms(arrays, gpu_demand(arrays, demand_regions(arrays, home, region)))
     home_bytes = np.bincount(home, weights=arrays.table_size, minlength=arrays.num_regions)
     return {
         "traffic": arrays.w_traffic * cross_region_bytes(arrays, home, region),
@@ -186,7 +261,7 @@ def hosting_regions(arrays: PlacementArrays, home: np.ndarray, replica_table: np
 
 
 def fidelity_metrics(arrays: PlacementArrays, home: np.ndarray, region: np.ndarray,
-                     terms: dict[str, float]) -> dict[str, float]:
+                     terms: dict[str, float], demand: np.ndarray | None = None) -> dict[str, float]:
     """Readings of Figure 4 and §5.6 that the objective alone can hide (issue 14 §4).
 
     * A split ML job (no R(job)) adds no GPU demand in Expression 2, so splitting hides demand:
@@ -198,13 +273,14 @@ def fidelity_metrics(arrays: PlacementArrays, home: np.ndarray, region: np.ndarr
       ``hp_gpu_hours_without_their_type`` the high-priority GPU-hours placed where their type
       is absent, and ``hp_demand_supply_total_max_type`` the fleet-wide ratio of the worst type
       (above 1, no placement can bring the per-type maximum to 1).
-    * Expression 8 is applied per priority level (the default objective); the combined
-      high-priority form (all high levels' demand against the supply) is reported as
-      ``overload_combined_high_priority`` and not optimised.
+    * Expression 8 is applied per priority level by default; the combined high-priority form
+      (all high levels' demand against the supply, split jobs left out) is reported as
+      ``overload_combined_high_priority``; ``overload_form`` makes the objective use it.
     * Expression 8 is at least sigmoid(0) = 1/2 times demand shares summing to 1 for every
-      (type, priority) with demand: ``objective_constant_floor`` is that constant (w2 times
-      the sum of w_p/2 over those slices) and ``objective_above_floor`` the objective minus it;
-      relative gaps are best read against the latter.
+      slice with demand: ``objective_constant_floor`` is that constant (w2 times the sum of
+      w_p/2 over those slices, of Expression 8's slices under ``overload_form``) and
+      ``objective_above_floor`` the objective minus it; relative gaps are best read against
+      the latter. ``demand``: the objective's D (:func:`gpu_demand` of the demand regions).
     """
     high = arrays.high_priority_ml
     num_regions, num_types = arrays.num_regions, len(arrays.gpu_types)
@@ -216,13 +292,7 @@ def fidelity_metrics(arrays: PlacementArrays, home: np.ndarray, region: np.ndarr
     counted = region.copy()
     split_jobs = np.flatnonzero(split)
     if split_jobs.size:
-        position = np.full(arrays.num_jobs, -1, dtype=np.int64)
-        position[split_jobs] = np.arange(split_jobs.size)
-        pick = position[arrays.pair_job] >= 0
-        tables = arrays.job_tables[pick]
-        key = position[arrays.pair_job[pick]] * num_regions + home[tables]
-        by_region = np.bincount(key, weights=arrays.table_size[tables], minlength=split_jobs.size * num_regions)
-        counted[split_jobs] = by_region.reshape(split_jobs.size, num_regions).argmax(axis=1)
+        counted[split_jobs] = largest_regions(arrays, home, split_jobs)
     all_supply = supply.sum(axis=1)
     with_gpus = all_supply > 0
     demand_counted = np.bincount(counted[high], weights=hours[high], minlength=num_regions).astype(float)
@@ -236,9 +306,11 @@ def fidelity_metrics(arrays: PlacementArrays, home: np.ndarray, region: np.ndarr
     # Combined high priorities: Expression 8 on their summed demand per (region, type).
     share = np.divide(per_type, per_type.sum(axis=0), out=np.zeros_like(per_type), where=per_type.sum(axis=0) > 0)
     combined = float((share * sigmoid(np.maximum(0.0, per_type - supply) / arrays.sigmoid_scale)).sum())
-    demand = gpu_demand(arrays, region)  # (R, G, P)
+    if demand is None:
+        demand = gpu_demand(arrays, demand_regions(arrays, home, region))  # (R, G, P)
+    demand, weight = overload_slices(arrays, demand)
     active = demand.sum(axis=0) > 0  # (G, P)
-    floor = float(arrays.w_gpu * 0.5 * (active * arrays.w_priority[None, :]).sum())
+    floor = float(arrays.w_gpu * 0.5 * (active * weight[None, :]).sum())
     objective = float(sum(terms.values()))
     return {
         "hp_gpu_hours_split_share": float(hours[split].sum() / hp_total) if hp_total > 0 else 0.0,
@@ -274,7 +346,7 @@ def evaluate(instance: PlacementInstance, plan: PlacementPlan) -> Evaluation:
     home = plan.home_array(instance)
     replica_table, replica_region, replica_bytes = plan.replica_arrays(instance)
     region = job_regions(arrays, home)
-    demand = gpu_demand(arrays, region)
+    demand = gpu_demand(arrays, demand_regions(arrays, home, region))
     balance, overload = gpu_terms(arrays, demand)
     num_regions = arrays.num_regions
     home_bytes = np.bincount(home, weights=arrays.table_size, minlength=num_regions)
@@ -364,7 +436,7 @@ def evaluate(instance: PlacementInstance, plan: PlacementPlan) -> Evaluation:
         "tables_moved": float(moved.sum()),
         "moves_listed": float(len(plan.moves)),
     }
-    metrics.update(fidelity_metrics(arrays, home, region, terms))
+    metrics.update(fidelity_metrics(arrays, home, region, terms, demand))
     if np.isfinite(arrays.move_quota_bytes):
         metrics["move_quota_bytes"] = arrays.move_quota_bytes
     breakdown = plan_breakdown(arrays, home, region, demand, hp_demand, home_bytes, replica_region,

@@ -14,7 +14,7 @@ Layouts (``docs/data-in-out.md`` has the full reference and a worked example):
   ``weight`` and ``read_fraction``.
 * **settings** (optional; a dict or a YAML/JSON file) — the instance's scalar fields: ``name``,
   ``weights``, ``sigmoid_scale_gpu_hours``, ``high_priority_levels``, ``home_training_threshold``,
-  ``daily_move_quota_bytes``, ``dr_policy``.
+  ``daily_move_quota_bytes``, ``dr_policy``, ``split_ml_demand``, ``overload_form``.
 * **plan** — one row per table (``role=home``: ``region`` is the plan's home, ``source`` today's),
   one per replica (``role=replica``: ``region``, ``bytes``, ``reason``) and one per listed move
   (``role=move``, in the order applied: ``source`` -> ``region``, ``bytes``, ``gain`` and the change
@@ -79,7 +79,8 @@ TABLE_COLUMNS = {"id": "str", "size_bytes": "float", "home": "str"}
 JOB_COLUMNS = ("id", "kind", "tables", "gpu_type", "gpu_hours", "cpu_hours", "priority",
                "application", "recurring", "weight", "read_fraction")
 SETTINGS = ("name", "weights", "sigmoid_scale_gpu_hours", "high_priority_levels",
-            "home_training_threshold", "daily_move_quota_bytes", "dr_policy")
+            "home_training_threshold", "daily_move_quota_bytes", "dr_policy", "split_ml_demand",
+            "overload_form")
 PLAN_COLUMNS = ("role", "table", "region", "source", "bytes", "reason", "gain")
 ROLES = ("home", "replica", "move")
 

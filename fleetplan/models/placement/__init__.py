@@ -7,6 +7,23 @@ per (GPU type, priority), the levels of demand the MIP's piecewise costs are bui
 :mod:`fleetplan.models.placement.mip` (its docstring derives the model and what it proves), the
 CP-SAT model :mod:`fleetplan.models.placement.cpsat`.
 
+The instance's readings of Figure 4 (issue 14 §4) are modelled exactly by both:
+
+* ``split_ml_demand="largest_region"``: each planned ML job has *demand regions*
+  (``PlacementData.demand_regions``) and a mode (``demand_mode``): ``"region"`` — its demand
+  goes where R(job) is (it cannot split); ``"fixed"`` — its tables are pinned apart, its
+  largest region is a constant; ``"largest"`` — a binary ``w[j, r]`` per region picks the
+  region holding most of its bytes, ties to the lowest index, by the same big-M comparisons
+  as the Spark/Presto majority (so a tie closer than ``TIE_EPSILON`` of the job's bytes, or
+  CP-SAT's 1e-6 unit, may be resolved differently from the judge); ``"zero"`` — its tables
+  hold no bytes, so a split job counts in region 0 (the judge's argmax of zeros): R(job)'s
+  indicator plus ``[r = 0] (1 - sum_r R(job)'s indicators)``, linear. Every such job always adds
+  its demand, so the groups' totals T do not depend on the placement.
+* ``overload_form="combined_high_priority"``: the groups of the high levels keep only
+  Expression 7 (``GpuGroup.parts = (1, 0)``), and one more group per GPU type holds all its
+  high-priority jobs with Expression 8 alone (``parts = (0, 1)``, weight w2 times the sum of
+  the high levels' w_p): the same levels and pair costs, over the combined demand.
+
 Example
 -------
 >>> from fleetplan.instances import generate
@@ -98,9 +115,12 @@ def make_levels(values: np.ndarray, base: float, max_exact: int, grid: int,
 
 
 def gpu_cost_lower_bound(d_lo: np.ndarray, d_hi: np.ndarray, t_lo: float, t_hi: float,
-                         supply_share: float, supply: float, tau: float) -> np.ndarray:
+                         supply_share: float, supply: float, tau: float,
+                         parts: tuple[float, float] = (1.0, 1.0)) -> np.ndarray:
     """Minimum of ``(D/T - s)^2 + (D/T) sigmoid(max(0, D - S)/tau)`` over D in [d_lo, d_hi],
-    T in [t_lo, t_hi] (0 when T is 0: a (type, priority) without demand costs nothing)."""
+    T in [t_lo, t_hi] (0 when T is 0: a (type, priority) without demand costs nothing).
+    ``parts``: multipliers of the two terms (Expression 7, Expression 8); each is minimised at
+    its own end of the box, so the weighted sum is bounded by the weighted bounds."""
     d_lo = np.asarray(d_lo, dtype=float)
     d_hi = np.asarray(d_hi, dtype=float)
     if t_hi <= 0:
@@ -110,19 +130,24 @@ def gpu_cost_lower_bound(d_lo: np.ndarray, d_hi: np.ndarray, t_lo: float, t_hi: 
     nearest = np.clip(supply_share, q_lo, q_hi)
     balance = np.square(nearest - supply_share)
     overload = q_lo * sigmoid(np.maximum(0.0, d_lo - supply) / tau)
+    if parts != (1.0, 1.0):
+        return parts[0] * balance + parts[1] * overload
     return balance + overload
 
 
 @dataclass
 class GpuGroup:
-    """The ML jobs of one (GPU type, priority) and the discretisation of their demand."""
+    """The ML jobs of one (GPU type, priority) and the discretisation of their demand; under
+    ``overload_form="combined_high_priority"`` also one group of all high levels of a type
+    (``priority`` the first high level, ``parts = (0, 1)``: Expression 8 only)."""
 
     gpu_type: int
     priority: int
-    weight: float  # w2 * w_p
+    weight: float  # w2 * w_p (w2 * the high levels' summed w_p for a combined group)
     jobs: np.ndarray  # planned ML job indices
     total: Levels
     region_levels: list[Levels]
+    parts: tuple[float, float] = (1.0, 1.0)  # multipliers of Expressions 7 and 8 in the cost
     # pairs[r] = (k, i, cost) arrays: T level k with D_r level i, and the box's cost bound
     pairs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
     fixed: np.ndarray | None = None  # (regions,) GPU-hours of jobs whose region is forced
@@ -150,6 +175,10 @@ class PlacementData:
     storage_points: list[np.ndarray]  # tangent points of the storage term per region
     storage_exact: bool
     whole: bool  # the part is the whole instance: region-coupled terms and constraints apply
+    # Where each planned ML job's GPU demand counts (see the module docstring): its regions
+    # and mode, "region" (R(job)) for every job unless split_ml_demand is "largest_region".
+    demand_regions: dict[int, list[int]] = field(default_factory=dict)
+    demand_mode: dict[int, str] = field(default_factory=dict)
 
     @property
     def exact(self) -> bool:
@@ -187,9 +216,10 @@ def prepare(arrays: PlacementArrays, tables: np.ndarray | None = None, jobs: np.
         else:
             possible[j] = sorted(set().union(*(allowed[t] for t in own.tolist())))
 
+    demand_at, mode = _demand_regions(arrays, jobs, allowed, possible)
     groups = []
     if whole and arrays.w_gpu > 0:
-        groups = _gpu_groups(arrays, jobs, allowed, possible, max_exact_levels, grid_levels, max_pairs)
+        groups = _gpu_groups(arrays, jobs, allowed, demand_at, mode, max_exact_levels, grid_levels, max_pairs)
     storage_points, storage_exact = [], True
     if whole and arrays.w_storage > 0:
         for r in regions:
@@ -204,63 +234,111 @@ def prepare(arrays: PlacementArrays, tables: np.ndarray | None = None, jobs: np.
             storage_points.append(sums)
     return PlacementData(arrays=arrays, tables=tables, jobs=jobs, allowed=allowed,
                          job_regions=possible, groups=groups, storage_points=storage_points,
-                         storage_exact=storage_exact, whole=whole)
+                         storage_exact=storage_exact, whole=whole, demand_regions=demand_at, demand_mode=mode)
+
+
+def _demand_regions(arrays: PlacementArrays, jobs: np.ndarray, allowed: dict[int, list[int]],
+                    possible: dict[int, list[int]]) -> tuple[dict[int, list[int]], dict[int, str]]:
+    """Each planned ML job's demand regions and mode (module docstring)."""
+    ml = jobs[arrays.job_kind[jobs] == ML].tolist()
+    counted = arrays.split_ml_demand == "largest_region"
+    if not counted:
+        return {j: possible[j] for j in ml}, dict.fromkeys(ml, "region")
+    where: dict[int, list[int]] = {}
+    mode: dict[int, str] = {}
+    size = arrays.table_size
+    for j in ml:
+        own = arrays.job_tables[arrays.job_ptr[j]:arrays.job_ptr[j + 1]].tolist()
+        can_split = len(own) > 1 and any(len(allowed[t]) > 1 for t in own)
+        if not can_split and possible[j]:
+            where[j], mode[j] = possible[j], "region"
+        elif not can_split:  # pinned apart: always split, its largest region is known
+            homes = np.array([allowed[t][0] for t in own])
+            by_region = np.bincount(homes, weights=size[own], minlength=arrays.num_regions)
+            where[j], mode[j] = [int(by_region.argmax())], "fixed"
+        elif size[own].sum() > 0:
+            where[j] = sorted(set().union(*(allowed[t] for t in own if size[t] > 0)))
+            mode[j] = "largest"
+        else:
+            where[j], mode[j] = sorted(set(possible[j]) | {0}), "zero"
+    return where, mode
 
 
 def _gpu_groups(arrays: PlacementArrays, jobs: np.ndarray, allowed: dict[int, list[int]],
-                possible: dict[int, list[int]], max_exact: int, grid: int,
+                demand_at: dict[int, list[int]], mode: dict[int, str], max_exact: int, grid: int,
                 max_pairs: int) -> list[GpuGroup]:
-    num_regions = arrays.num_regions
     ml = jobs[arrays.job_kind[jobs] == ML]
-    supply = arrays.gpu_supply
-    supply_total = supply.sum(axis=0)
+    high = arrays.high_priority
+    combined = arrays.overload_form == "combined_high_priority" and int(high.sum()) > 1
     groups = []
     for g in range(len(arrays.gpu_types)):
-        share = supply[:, g] / supply_total[g] if supply_total[g] > 0 else np.zeros(num_regions)
         for p in range(len(arrays.w_priority)):
             weight = arrays.w_gpu * arrays.w_priority[p]
             members = ml[(arrays.job_gpu_type[ml] == g) & (arrays.job_priority[ml] == p)]
-            members = np.array([j for j in members.tolist() if possible[j]], dtype=np.int64)
-            if weight <= 0 or members.size == 0:
-                continue
-            hours = arrays.job_gpu_hours[members].tolist()
-            # A job whose tables cannot be split always adds its demand (to T); one that is
-            # also pinned to a single region adds it there (to D_r) too.
-            fixed = np.zeros(num_regions)
-            certain, maybe = 0.0, []
-            free: list[list[float]] = [[] for _ in range(num_regions)]
-            for j, h in zip(members.tolist(), hours, strict=True):
-                own = arrays.job_tables[arrays.job_ptr[j]:arrays.job_ptr[j + 1]].tolist()
-                can_split = len(own) > 1 and any(len(allowed[t]) > 1 for t in own)
-                if can_split:
-                    maybe.append(h)
-                else:
-                    certain += h
-                if len(possible[j]) == 1 and not can_split:
-                    fixed[possible[j][0]] += h
-                else:
-                    for r in possible[j]:
-                        free[r].append(h)
-
-            def levels(exact_limit: int, free=free, fixed=fixed, maybe=maybe, certain=certain):
-                total = make_levels(np.array(maybe), certain, exact_limit, grid, zero_point=True)
-                return total, [make_levels(np.array(free[r]), float(fixed[r]), exact_limit, grid)
-                               for r in range(num_regions)]
-
-            total, region_levels = levels(max_exact)
-            if any(len(total) * len(lv) > max_pairs for lv in region_levels):
-                total, region_levels = levels(0)
-            group = GpuGroup(gpu_type=g, priority=p, weight=float(weight), jobs=members, total=total,
-                             region_levels=region_levels, fixed=fixed)
-            for r in range(num_regions):
-                group.pairs.append(_pairs(total, region_levels[r], float(share[r]),
-                                          float(supply[r, g]), arrays.sigmoid_scale))
-            groups.append(group)
+            parts = (1.0, 0.0) if combined and high[p] else (1.0, 1.0)
+            group = _group(arrays, g, p, weight, members, allowed, demand_at, mode, parts, max_exact, grid, max_pairs)
+            if group is not None:
+                groups.append(group)
+        if combined:
+            first = int(np.flatnonzero(high)[0])
+            weight = arrays.w_gpu * float(arrays.w_priority[high].sum())
+            members = ml[(arrays.job_gpu_type[ml] == g) & high[arrays.job_priority[ml]]]
+            group = _group(arrays, g, first, weight, members, allowed, demand_at, mode, (0.0, 1.0), max_exact, grid,
+                           max_pairs)
+            if group is not None:
+                groups.append(group)
     return groups
 
 
+def _group(arrays: PlacementArrays, g: int, p: int, weight: float, members: np.ndarray,
+           allowed: dict[int, list[int]], demand_at: dict[int, list[int]], mode: dict[int, str],
+           parts: tuple[float, float], max_exact: int, grid: int, max_pairs: int) -> GpuGroup | None:
+    """The group of ML jobs ``members`` of GPU type ``g`` (None when it costs nothing)."""
+    num_regions = arrays.num_regions
+    supply = arrays.gpu_supply
+    supply_total = supply.sum(axis=0)
+    share = supply[:, g] / supply_total[g] if supply_total[g] > 0 else np.zeros(num_regions)
+    members = np.array([j for j in members.tolist() if demand_at[j]], dtype=np.int64)
+    if weight <= 0 or members.size == 0:
+        return None
+    hours = arrays.job_gpu_hours[members].tolist()
+    # A job whose tables cannot be split always adds its demand (to T); one that is
+    # also pinned to a single region adds it there (to D_r) too.
+    fixed = np.zeros(num_regions)
+    certain, maybe = 0.0, []
+    free: list[list[float]] = [[] for _ in range(num_regions)]
+    for j, h in zip(members.tolist(), hours, strict=True):
+        own = arrays.job_tables[arrays.job_ptr[j]:arrays.job_ptr[j + 1]].tolist()
+        # Under "largest_region" every job adds its demand somewhere: never "maybe".
+        can_split = len(own) > 1 and any(len(allowed[t]) > 1 for t in own) and mode[j] == "region"
+        if can_split:
+            maybe.append(h)
+        else:
+            certain += h
+        if len(demand_at[j]) == 1 and not can_split:
+            fixed[demand_at[j][0]] += h
+        else:
+            for r in demand_at[j]:
+                free[r].append(h)
+
+    def levels(exact_limit: int, free=free, fixed=fixed, maybe=maybe, certain=certain):
+        total = make_levels(np.array(maybe), certain, exact_limit, grid, zero_point=True)
+        return total, [make_levels(np.array(free[r]), float(fixed[r]), exact_limit, grid)
+                       for r in range(num_regions)]
+
+    total, region_levels = levels(max_exact)
+    if any(len(total) * len(lv) > max_pairs for lv in region_levels):
+        total, region_levels = levels(0)
+    group = GpuGroup(gpu_type=g, priority=p, weight=float(weight), jobs=members, total=total,
+                     region_levels=region_levels, fixed=fixed, parts=parts)
+    for r in range(num_regions):
+        group.pairs.append(_pairs(total, region_levels[r], float(share[r]),
+                                  float(supply[r, g]), arrays.sigmoid_scale, parts))
+    return group
+
+
 def _pairs(total: Levels, region: Levels, share: float, supply: float,
-           tau: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+           tau: float, parts: tuple[float, float] = (1.0, 1.0)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ks, is_, costs = [], [], []
     for k in range(len(total)):
         t_lo, t_hi = float(total.lower[k]), float(total.upper[k])
@@ -268,7 +346,7 @@ def _pairs(total: Levels, region: Levels, share: float, supply: float,
         if t_hi <= 0:
             fits = region.lower <= 0
         index = np.flatnonzero(fits)
-        cost = gpu_cost_lower_bound(region.lower[index], region.upper[index], t_lo, t_hi, share, supply, tau)
+        cost = gpu_cost_lower_bound(region.lower[index], region.upper[index], t_lo, t_hi, share, supply, tau, parts)
         ks.append(np.full(index.size, k))
         is_.append(index)
         costs.append(cost)

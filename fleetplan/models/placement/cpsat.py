@@ -17,6 +17,12 @@ in integers, because CP-SAT accepts only integer data:
   exactly in integers, ties going to the lower region index; bytes are in units of 1e-6 of the
   job's bytes, so a tie closer than that may be broken differently from the evaluator.
 
+The instance's readings of Figure 4 (issue 14 §4) are those of the MIP: under
+``split_ml_demand="largest_region"`` a boolean ``w[j, r]`` per ML job that can split picks the
+region holding most of its bytes (``score_r >= score_s`` + 1 when s < r, scores in units of 1e-6
+of the job's bytes, so ties closer than that may be broken differently from the judge); under
+``overload_form="combined_high_priority"`` the groups carry their ``parts``.
+
 What is proven: for every placement the model accepts, ``model objective / scale`` is at most
 the exact objective plus ``rounding_slack`` (half a unit per rounded traffic coefficient), so
 ``(CP-SAT bound - rounding_slack) / scale`` is a lower bound on the exact optimum among the
@@ -142,11 +148,48 @@ def placement_cpsat(data: PlacementData, deadline: Clock | None = None) -> Cpsat
                 model.add_implication(local, x[t, r])
                 objective.append(-coefficient * local)
 
-    objective += _gpu_terms(model, data, region_of, scale, ticker)
+    objective += _gpu_terms(model, data, _demand_literals(model, data, own, xv, region_of), scale, ticker)
     objective += _storage_terms(model, data, xv, scale)
     _constraints(model, data, xv, region_of)
     model.minimize(sum(objective) + offset)
     return CpsatPlacement(model=model, x=x, scale=scale, offset=offset, rounding_slack=slack)
+
+
+def _demand_literals(model: cp_model.CpModel, data: PlacementData, own: dict[int, list[int]], xv,
+                     region_of: dict) -> dict:
+    """Where each ML job's GPU-hours count: ``{(j, r): literal or expression}`` — R(job)'s
+    literals, or under ``split_ml_demand="largest_region"`` the region holding most of its
+    bytes (a boolean w per region, see the module docstring)."""
+    where, mode = data.demand_regions, data.demand_mode
+    if all(kind == "region" for kind in mode.values()):
+        return region_of
+    size = data.arrays.table_size
+    out = {key: value for key, value in region_of.items() if mode.get(key[0], "region") == "region"}
+    for j, kind in mode.items():
+        if kind == "fixed":
+            out[j, where[j][0]] = 1
+        elif kind == "zero":  # no bytes: a split job counts in region 0, as the judge's argmax
+            for r in where[j]:
+                out[j, r] = region_of.get((j, r), 0) + (
+                    (1 - sum(region_of[j, s] for s in data.job_regions[j])) if r == 0 else 0)
+        elif kind == "largest":
+            if len(where[j]) == 1:
+                out[j, where[j][0]] = 1
+                continue
+            unit = float(size[own[j]].sum()) / SCORE_RANGE
+            units = {t: round(size[t] / unit) for t in own[j]}
+            w = {r: model.new_bool_var(f"w_{j}_{r}") for r in where[j]}
+            model.add_exactly_one(w.values())
+
+            def held(r: int, j=j, units=units):
+                return sum(units[t] * xv(t, r) for t in own[j])
+
+            for r in where[j]:
+                for s in where[j]:
+                    if s != r:
+                        model.add(held(r) >= held(s) + (1 if s < r else 0)).only_enforce_if(w[r])
+                out[j, r] = w[r]
+    return out
 
 
 def _choose_levels(model: cp_model.CpModel, value, lower: np.ndarray, upper: np.ndarray,
@@ -175,10 +218,11 @@ def _gpu_terms(model: cp_model.CpModel, data: PlacementData, region_of: dict, sc
         u = [model.new_bool_var(f"u_{g}_{k}") for k in range(len(group.total))]
         model.add_exactly_one(u)
         total = sum(int(h) * region_of[j, r] for j, h in zip(jobs, units, strict=True)
-                    for r in data.job_regions[j])
+                    for r in data.demand_regions.get(j, data.job_regions[j]))
         model.add(total >= sum(int(v) * b for v, b in zip(total_lo, u, strict=True)))
         model.add(total <= sum(int(v) * b for v, b in zip(total_hi, u, strict=True)))
         share_total = arrays.gpu_supply[:, group.gpu_type].sum()
+        parts = group.parts
         for r in range(arrays.num_regions):
             if ticker is not None:
                 ticker.tick()
@@ -194,7 +238,7 @@ def _gpu_terms(model: cp_model.CpModel, data: PlacementData, region_of: dict, sc
                 t_hi = group.total.upper[k] + widen if group.total.upper[k] > 0 else 0.0
                 costs[sel] = gpu_cost_lower_bound(d_lo[sel], d_hi[sel], t_lo, t_hi, share,
                                                   float(arrays.gpu_supply[r, group.gpu_type]),
-                                                  arrays.sigmoid_scale)
+                                                  arrays.sigmoid_scale, parts)
             costs = np.floor(scale * group.weight * costs)
             demand = sum(int(h) * region_of[j, r] for j, h in zip(jobs, units, strict=True)
                          if (j, r) in region_of)

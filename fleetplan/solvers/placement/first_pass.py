@@ -9,7 +9,9 @@ the traffic change summed per (table, region) with ``bincount``, and the GPU ter
 running sums (Σd, Σd², Σd·σ, Σd·sigmoid) so that a move's effect on a slice costs only the
 regions it touches, not a recomputation of the slice's column.
 
-The formulas are those of ``_candidates`` and the judge (Expressions 1, 6-9 of §3.3); sums are
+The formulas are those of ``_candidates`` and the judge (Expressions 1, 6-9 of §3.3, under the
+instance's ``split_ml_demand`` and ``overload_form``: each pair's demand regions ``dold``/``dnew``
+beside its regions, and Expression 8's running sums over the state's ``odemand``); sums are
 taken in another order, so a gain may differ from ``_candidates``'s in the last bits. That is
 why these moves only order the first queue: the engine recomputes every move exactly
 (``best_move``) before applying it, so applied gains are the judge's.
@@ -137,10 +139,17 @@ def table_gains(state: TetrisState, tables: np.ndarray, cache: bool = False) -> 
             pairs = _pairs(state, tables, lo, lengths)
             delta[0] = _traffic(state, pairs, n).reshape(n, R)
         changed = pairs.new != pairs.old[:, None]
-        ml = np.flatnonzero((a.job_kind[pairs.job] == ML) & changed.any(axis=1))
-        if ml.size:
-            balance, overload = _gpu(state, pairs, ml, changed, n)
+        is_ml = a.job_kind[pairs.job] == ML
+        ml = np.flatnonzero(is_ml & changed.any(axis=1))
+        if state.split_counted:  # the GPU terms follow the demand regions
+            moved = pairs.dnew != pairs.dold[:, None]
+            gpu_rows = np.flatnonzero(is_ml & moved.any(axis=1))
+        else:
+            moved, gpu_rows = changed, ml
+        if gpu_rows.size:
+            balance, overload = _gpu(state, pairs, gpu_rows, moved, n)
             delta[1], delta[2] = balance.reshape(n, R), overload.reshape(n, R)
+        if ml.size:
             feasible &= _hp_ok(state, pairs, ml, n).reshape(n, R)
         feasible &= _cpu_ok(state, pairs, changed, n).reshape(n, R)
     gains = np.where(feasible, -(delta[0] + delta[1] + delta[2] + delta[3]), -np.inf)
@@ -150,7 +159,9 @@ def table_gains(state: TetrisState, tables: np.ndarray, cache: bool = False) -> 
 class _Pairs:
     """The (table, reader) pairs of a chunk: ``row`` the table's row in the chunk, ``job``,
     ``old`` the job's region now, ``new`` its region for each candidate (P, R), ``bytes`` the
-    bytes of its other tables in each region (P, R), ``others`` how many other tables it has."""
+    bytes of its other tables in each region (P, R), ``others`` how many other tables it has;
+    ``dold``/``dnew`` the same as ``old``/``new`` for the region its demand counts in (the same
+    arrays unless split ML jobs' demand is counted)."""
 
     row: np.ndarray
     job: np.ndarray
@@ -159,6 +170,32 @@ class _Pairs:
     old: np.ndarray
     new: np.ndarray
     bytes: np.ndarray
+    dold: np.ndarray
+    dnew: np.ndarray
+
+
+def largest_with(other_bytes: np.ndarray, size: float | np.ndarray) -> np.ndarray:
+    """For each row of ``other_bytes`` (k, R: a job's other tables' bytes by region) and each
+    candidate region c, the region holding most bytes once a table of ``size`` bytes (a number,
+    or one per row) is added in c, ties to the lowest index (the judge's argmax,
+    ``evaluate.largest_regions``): (k, R). Only c grows, so the winner is c or the row's leader."""
+    cand = np.arange(other_bytes.shape[1])
+    leader = np.argmax(other_bytes, axis=1)[:, None]
+    lead = np.take_along_axis(other_bytes, leader, 1)
+    mine = other_bytes + np.reshape(np.asarray(size, dtype=float), (-1, 1))
+    wins = (cand == leader) | (mine > lead) | ((mine == lead) & (cand < leader))
+    return np.where(wins, cand, leader)
+
+
+def _demand_regions(state: TetrisState, p: _Pairs) -> None:
+    """``p.dold``/``p.dnew``: aliases of ``old``/``new``, or with split ML jobs counted in their
+    largest region."""
+    if not state.split_counted:
+        p.dold, p.dnew = p.old, p.new
+        return
+    p.dold = state.dregion[p.job]
+    split = (p.new < 0) & (state.arrays.job_kind[p.job] == ML)[:, None]
+    p.dnew = np.where(split, largest_with(p.bytes, p.size), p.new) if split.any() else p.new
 
 
 def _pairs(state: TetrisState, tables: np.ndarray, lo: np.ndarray, lengths: np.ndarray) -> _Pairs:
@@ -213,6 +250,7 @@ def _pairs(state: TetrisState, tables: np.ndarray, lo: np.ndarray, lengths: np.n
         (mine_bytes > lead_bytes) | ((mine_bytes == lead_bytes) & (cand <= leader[:, None]))))
     analytics_new = np.where(wins | alone, cand, leader[:, None])
     p.new = np.where((a.job_kind[p.job] == ML)[:, None], ml_new, analytics_new)
+    _demand_regions(state, p)
     return p
 
 
@@ -238,11 +276,11 @@ def _cached_pairs(state: TetrisState, tables: np.ndarray, lo: np.ndarray, length
             ends = np.cumsum(sub_lengths).tolist()
             start = 0
             for t, end, change in zip(sub.tolist(), ends, traffic, strict=True):
-                cache[t] = (p.job[start:end], p.old[start:end], p.new[start:end], change)
+                cache[t] = (p.job[start:end], p.old[start:end], p.new[start:end], change, p.dnew[start:end])
                 start = end
         else:
             empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
-                     np.zeros((0, R), dtype=np.int64), np.zeros(R))
+                     np.zeros((0, R), dtype=np.int64), np.zeros(R), np.zeros((0, R), dtype=np.int64))
             for t in sub.tolist():
                 cache[t] = empty
     entries = [cache[t] for t in listed]
@@ -251,6 +289,10 @@ def _cached_pairs(state: TetrisState, tables: np.ndarray, lo: np.ndarray, length
     p.job = np.concatenate([e[0] for e in entries])
     p.old = np.concatenate([e[1] for e in entries])
     p.new = np.concatenate([e[2] for e in entries])
+    if state.split_counted:
+        p.dold, p.dnew = state.dregion[p.job], np.concatenate([e[4] for e in entries])
+    else:
+        p.dold, p.dnew = p.old, p.new
     return p, np.stack([e[3] for e in entries])
 
 
@@ -274,13 +316,15 @@ def _traffic(state: TetrisState, p: _Pairs, n: int) -> np.ndarray:
     return a.w_traffic * out
 
 
-def _moves(p: _Pairs, rows: np.ndarray, changed: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The demand moves of the pairs ``rows``: for each (pair, candidate) whose job changes
-    region, the job leaves its old region (sign -1) and enters its new one (+1), where those are
-    regions. Returns the pair index, candidate, region and sign of each entry."""
+def _moves(old_region: np.ndarray, new_region: np.ndarray, rows: np.ndarray, changed: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The moves of the pairs ``rows`` (``old_region`` (P,) and ``new_region`` (P, R): the
+    pairs' regions or demand regions): for each (pair, candidate) whose job changes region, the
+    job leaves its old region (sign -1) and enters its new one (+1), where those are regions.
+    Returns the pair index, candidate, region and sign of each entry."""
     pr, pc = np.nonzero(changed[rows])
     pr = rows[pr]
-    old, new = p.old[pr], p.new[pr, pc]
+    old, new = old_region[pr], new_region[pr, pc]
     leave, enter = old >= 0, new >= 0
     pair = np.concatenate([pr[leave], pr[enter]])
     cand = np.concatenate([pc[leave], pc[enter]])
@@ -299,19 +343,35 @@ def _gpu(state: TetrisState, p: _Pairs, ml: np.ndarray, changed: np.ndarray, n: 
          ) -> tuple[np.ndarray, np.ndarray]:
     """Expressions 7 and 8's change per (table, candidate), flattened (n*R): for each touched
     (table, candidate, slice) the slice's cost after the move from running sums over its
-    regions, corrected at the regions the move changes."""
+    regions, corrected at the regions the move changes. ``changed``: the pairs' demand regions
+    change. Under the combined overload, Expression 8 is computed apart on ``state.odemand``."""
+    pair, cand, region, sign = _moves(p.dold, p.dnew, ml, changed)
+    job = p.job[pair]
+    rc = p.row[pair] * state.arrays.num_regions + cand
+    if not state.combined:
+        return _slices(state, rc, state.cell[job], region, sign, job, n, state.demand, state.demand_count,
+                       state.slice_weight)
+    balance, _ = _slices(state, rc, state.cell[job], region, sign, job, n, state.demand, state.demand_count,
+                         state.slice_weight)
+    _, overload = _slices(state, rc, state.ocell[job], region, sign, job, n, state.odemand, state.odemand_count,
+                          state.overload_weight)
+    return balance, overload
+
+
+def _slices(state: TetrisState, rc: np.ndarray, cell: np.ndarray, region: np.ndarray, sign: np.ndarray,
+            job: np.ndarray, n: int, demand: np.ndarray, demand_count: np.ndarray, slice_weight: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_gpu` over one demand matrix (``demand``, its job counts, its columns ``cell`` of
+    the moving entries and its slice weights): the changes of Expressions 7 and 8."""
     a = state.arrays
     R = a.num_regions
-    S = state.demand.shape[1]
-    pair, cand, region, sign = _moves(p, ml, changed)
-    job = p.job[pair]
-    cell = state.cell[job]
-    group = (p.row[pair] * R + cand) * S + cell
+    S = demand.shape[1]
+    group = rc * S + cell
     keys, (hours, count) = _group(group * R + region, sign * a.job_gpu_hours[job],
                                   sign * state.counted[job].astype(float))
     g, r = keys // R, keys % R
     s = g % S
-    d, c = state.demand[r, s], state.demand_count[r, s]
+    d, c = demand[r, s], demand_count[r, s]
     d_new = np.where(c + np.rint(count).astype(np.int64) == 0, 0.0, d + hours)
     # keys are sorted, so are their groups: the distinct ones without sorting again.
     first = np.empty(g.size, dtype=bool)
@@ -321,7 +381,7 @@ def _gpu(state: TetrisState, p: _Pairs, ml: np.ndarray, changed: np.ndarray, n: 
     gs = groups % S
     supply, share = state.supply, state.supply_share
     scale = a.sigmoid_scale
-    total, sig, sum_sq, sum_cross, sum_share_sq, sum_sig = _slice_sums(state)
+    total, sig, sum_sq, sum_cross, sum_share_sq, sum_sig = _slice_sums(state, demand)
     new_total = total[gs] + np.bincount(inverse, weights=d_new - d, minlength=groups.size)
     active = new_total > 0
     safe = np.where(active, new_total, 1.0)
@@ -335,24 +395,31 @@ def _gpu(state: TetrisState, p: _Pairs, ml: np.ndarray, changed: np.ndarray, n: 
     sig_new = sigmoid(np.maximum(0.0, d_new - supply[r, s]) / scale)
     over = sum_sig[gs] + np.bincount(inverse, weights=d_new * sig_new - d * sig[r, s], minlength=groups.size)
     overload = np.where(active, over / safe, 0.0)
-    weight = state.slice_weight[gs]
     rc = groups // S
-    out_balance = np.bincount(rc, weights=weight * balance - state.slice_balance[gs], minlength=n * R)
-    out_overload = np.bincount(rc, weights=weight * overload - state.slice_overload[gs], minlength=n * R)
+    if slice_weight is state.slice_weight:
+        weight = state.slice_weight[gs]
+        out_balance = np.bincount(rc, weights=weight * balance - state.slice_balance[gs], minlength=n * R)
+        out_overload = np.bincount(rc, weights=weight * overload - state.slice_overload[gs], minlength=n * R)
+    else:  # Expression 8 on the combined columns (the balance of this pass is not used)
+        out_balance = np.zeros(n * R)
+        out_overload = np.bincount(rc, weights=slice_weight[gs] * overload - state.slice_overload[gs],
+                                   minlength=n * R)
     return a.w_gpu * out_balance, a.w_gpu * out_overload
 
 
-def _slice_sums(state: TetrisState) -> tuple[np.ndarray, ...]:
-    """Per slice: Σd, sigmoid of each region's overload (R, S), Σd², Σd·σ, Σσ², Σd·sigmoid;
-    kept until the state changes (its ``version``)."""
-    cached = getattr(state, "_slice_sums", None)
+def _slice_sums(state: TetrisState, demand: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per slice of ``demand`` (the state's demand or ``odemand``): Σd, sigmoid of each
+    region's overload (R, S), Σd², Σd·σ, Σσ², Σd·sigmoid; kept until the state changes (its
+    ``version``)."""
+    key = "_slice_sums" if demand is state.demand else "_overload_sums"
+    cached = getattr(state, key, None)
     if cached is not None and cached[0] == state.version:
         return cached[1]
-    demand, share = state.demand, state.supply_share
+    share = state.supply_share
     sig = sigmoid(np.maximum(0.0, demand - state.supply) / state.arrays.sigmoid_scale)
     sums = (demand.sum(axis=0), sig, np.square(demand).sum(axis=0), (demand * share).sum(axis=0),
             np.square(share).sum(axis=0), (demand * sig).sum(axis=0))
-    state._slice_sums = (state.version, sums)
+    setattr(state, key, (state.version, sums))
     return sums
 
 
@@ -401,7 +468,7 @@ def _cpu_ok(state: TetrisState, p: _Pairs, changed: np.ndarray, n: int) -> np.nd
                         minlength=n * napps).reshape(n, napps).max(axis=0)
     if (added <= room).all():
         return ok
-    pair, cand, region, sign = _moves(p, rows, changed)
+    pair, cand, region, sign = _moves(p.old, p.new, rows, changed)
     job = p.job[pair]
     apps = a.job_app[job]
     keys, (hours,) = _group(((p.row[pair] * R + cand) * napps + apps) * R + region, sign * a.job_cpu_hours[job])

@@ -127,7 +127,10 @@ def coupling(arrays: PlacementArrays) -> str | None:
     ml = planned & (arrays.job_kind == ML)
     if arrays.w_storage > 0:
         return "the storage balance (w3 > 0) couples all tables"
-    if arrays.w_gpu > 0 and (arrays.w_priority[arrays.job_priority[ml]] > 0).any():
+    weight = arrays.w_priority[arrays.job_priority[ml]]
+    if arrays.overload_form == "combined_high_priority":  # a high level's Expression 8 weighs their sum
+        weight = weight + arrays.high_priority[arrays.job_priority[ml]] * arrays.w_priority[arrays.high_priority].sum()
+    if arrays.w_gpu > 0 and (weight > 0).any():
         return "the GPU balance (w2 > 0 with planned ML jobs) couples all ML jobs"
     if (arrays.table_size.sum() > arrays.storage_capacity * (1 - TOLERANCE)).any():
         return "a region's storage capacity can bind"

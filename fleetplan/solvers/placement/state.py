@@ -7,6 +7,14 @@ from those jobs alone — for *all* candidate regions at once with numpy — plu
 storage shares and the GPU slices those jobs touch. A move must keep the hard constraints
 (storage, CPU, Expression 6); the daily byte quota is the engine's budget. Only recurring jobs
 count (Tetris plans for them, §3.1).
+
+The instance's readings of Figure 4 (issue 14 §4) are followed exactly: under
+``split_ml_demand="largest_region"`` each job's *demand region* (``dregion``: R(job), or a split
+ML job's largest region) is tracked beside R(job) and the GPU terms move with it; under
+``overload_form="combined_high_priority"`` Expression 8 is computed on ``odemand``, the demand
+with the high levels summed per (region, type) (column ``ocell`` of a job), with its own slice
+weights. Under the defaults ``dregion`` *is* ``region`` and ``odemand`` *is* ``demand`` (the same
+arrays), so the default path runs the code it ran before.
 """
 
 from __future__ import annotations
@@ -21,13 +29,16 @@ from fleetplan.instances.placement import (
 )
 from fleetplan.instances.placement.evaluate import (
     TOLERANCE,
+    combine_high,
+    combined_weights,
     cross_region_bytes,
+    demand_regions,
     gpu_demand,
     job_regions,
     sigmoid,
 )
 from fleetplan.solvers.hill_climb import Candidate
-from fleetplan.solvers.placement.first_pass import estimate
+from fleetplan.solvers.placement.first_pass import estimate, largest_with
 
 TERMS = ("traffic", "gpu_balance", "gpu_overload", "storage_balance")
 
@@ -48,21 +59,35 @@ class TetrisState:
         self.home = (a.table_home if home is None else np.asarray(home)).astype(np.int64).copy()
         self.original = a.table_home
         self.region = job_regions(a, self.home)
+        # Where each job's GPU demand counts (the same array as region under the default).
+        self.split_counted = a.split_ml_demand == "largest_region"
+        self.dregion = demand_regions(a, self.home, self.region)
         self.num_types = len(a.gpu_types)
-        self.demand = gpu_demand(a, self.region).reshape(a.num_regions, -1)  # (R, G*P)
+        self.demand = gpu_demand(a, self.dregion).reshape(a.num_regions, -1)  # (R, G*P)
         # How many jobs with GPU-hours make up each demand cell: a cell whose jobs all left is
         # set to exactly 0, since (x + h) - h leaves a residue of ~1e-15 that would count as a
         # region with demand (share 1) and make a move and its reverse both look profitable.
         self.cell = a.job_gpu_type * PRIORITY_LEVELS + a.job_priority
         self.counted = a.planned & (a.job_kind == ML) & (a.job_gpu_hours > 0)
-        placed_ml = self.counted & (self.region >= 0)
+        placed_ml = self.counted & (self.dregion >= 0)
         self.demand_count = np.zeros(self.demand.shape, dtype=np.int64)
-        np.add.at(self.demand_count, (self.region[placed_ml], self.cell[placed_ml]), 1)
+        np.add.at(self.demand_count, (self.dregion[placed_ml], self.cell[placed_ml]), 1)
         self.supply = np.repeat(a.gpu_supply, PRIORITY_LEVELS, axis=1)  # (R, G*P)
         self.supply_share = self.supply / np.where(self.supply.sum(0) > 0, self.supply.sum(0), 1.0)
         self.slice_weight = np.tile(a.w_priority, self.num_types)
-        self.slice_balance, self.slice_overload = self._slice_costs(self.demand[None])
-        self.slice_balance, self.slice_overload = self.slice_balance[0], self.slice_overload[0]
+        self.combined = a.overload_form == "combined_high_priority"
+        if self.combined:  # Expression 8's own demand columns (evaluate.overload_slices)
+            shape = (a.num_regions, self.num_types, PRIORITY_LEVELS)
+            first = int(np.flatnonzero(a.high_priority)[0]) if a.high_priority.any() else 0
+            self.ocell = np.where(a.high_priority[a.job_priority], a.job_gpu_type * PRIORITY_LEVELS + first, self.cell)
+            self.odemand = combine_high(self.demand.reshape(shape), a.high_priority).reshape(a.num_regions, -1)
+            self.odemand_count = combine_high(self.demand_count.reshape(shape), a.high_priority).reshape(
+                a.num_regions, -1)
+            self.overload_weight = np.tile(combined_weights(a.w_priority, a.high_priority), self.num_types)
+        else:
+            self.ocell, self.odemand, self.odemand_count = self.cell, self.demand, self.demand_count
+            self.overload_weight = self.slice_weight
+        self.slice_balance, self.slice_overload = self._all_slice_costs()
         self.home_bytes = np.bincount(self.home, weights=a.table_size, minlength=a.num_regions).astype(float)
         self.capacity_share = a.storage_capacity / max(a.storage_capacity.sum(), 1e-300)
         self.total_bytes = max(float(a.table_size.sum()), 1e-300)
@@ -110,10 +135,18 @@ class TetrisState:
             + [-np.inf] * int(self.compound_jobs.size)
 
     # --- whole-state terms (the same formulas as the judge) --------------------------------
-    def _slice_costs(self, demand: np.ndarray, slices: np.ndarray | slice = slice(None)
-                     ) -> tuple[np.ndarray, np.ndarray]:
+    def _all_slice_costs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Expressions 7 and 8 of every slice from the state's demand (and ``odemand``)."""
+        balance, overload = self._slice_costs(self.demand[None])
+        if self.combined:
+            overload = self._slice_costs(self.odemand[None], weight=self.overload_weight)[1]
+        return balance[0], overload[0]
+
+    def _slice_costs(self, demand: np.ndarray, slices: np.ndarray | slice = slice(None),
+                     weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Expressions 7 and 8 per (type, priority) slice for a stack of demand matrices
-        (..., R, S) over the columns ``slices`` -> two (..., S) arrays, weighted by w_p."""
+        (..., R, S) over the columns ``slices`` -> two (..., S) arrays, weighted by w_p (or by
+        ``weight``, by column)."""
         supply, supply_share = self.supply[:, slices], self.supply_share[:, slices]
         total = demand.sum(axis=-2, keepdims=True)
         active = total > 0
@@ -121,8 +154,10 @@ class TetrisState:
         balance = np.square(share - supply_share).sum(axis=-2) * active[..., 0, :]
         over = np.maximum(0.0, demand - supply) / self.arrays.sigmoid_scale
         overload = (share * sigmoid(over)).sum(axis=-2)
-        weight = self.slice_weight[slices]
-        return balance * weight, overload * weight
+        if weight is None:
+            weight = self.slice_weight[slices]
+            return balance * weight, overload * weight
+        return balance * self.slice_weight[slices], overload * weight[slices]
 
     def _storage_term(self, home_bytes: np.ndarray) -> np.ndarray:
         return np.square(home_bytes / self.total_bytes - self.capacity_share).sum(axis=-1)
@@ -226,8 +261,16 @@ class TetrisState:
             changed = new_region != old_region[:, None]
             is_ml = a.job_kind[jobs] == ML
             ml_rows = np.flatnonzero(is_ml & changed.any(axis=1))
-            if ml_rows.size:
+            if self.split_counted:
+                new_demand = self._new_demand_regions(table, jobs, new_region, info["bytes"])
+                info["new_demand"] = new_demand
+                old_demand = self.dregion[jobs]
+                gpu_rows = np.flatnonzero(is_ml & (new_demand != old_demand[:, None]).any(axis=1))
+                if gpu_rows.size:
+                    delta[1], delta[2] = self._gpu_delta(jobs[gpu_rows], old_demand[gpu_rows], new_demand[gpu_rows])
+            elif ml_rows.size:
                 delta[1], delta[2] = self._gpu_delta(jobs[ml_rows], old_region[ml_rows], new_region[ml_rows])
+            if ml_rows.size:
                 hp_rows = ml_rows[self.hp[jobs[ml_rows]]]
                 if hp_rows.size:
                     hp_jobs = jobs[hp_rows]
@@ -275,14 +318,34 @@ class TetrisState:
         analytics_new = np.where(wins | (others == 0)[:, None], cand, leader[:, None])
         return np.where((a.job_kind[jobs] == ML)[:, None], ml_new, analytics_new)
 
+    def _new_demand_regions(self, table: int, jobs: np.ndarray, new_region: np.ndarray,
+                            other_bytes: np.ndarray) -> np.ndarray:
+        """Where each job's demand counts if ``table`` moved to each region (k, R): R(job), or
+        for a split ML job the region holding most of its bytes, ties to the lowest index
+        (``other_bytes``: its other tables' bytes by region, as :meth:`_new_regions` left them)."""
+        largest = largest_with(other_bytes, float(self.arrays.table_size[table]))
+        return np.where((new_region < 0) & (self.arrays.job_kind[jobs] == ML)[:, None], largest, new_region)
+
     def _gpu_delta(self, jobs: np.ndarray, old: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if not self.combined:
+            return self._gpu_delta_of(jobs, old, new, self.cell, self.demand, self.demand_count, None)
+        balance, _ = self._gpu_delta_of(jobs, old, new, self.cell, self.demand, self.demand_count, None)
+        _, overload = self._gpu_delta_of(jobs, old, new, self.ocell, self.odemand, self.odemand_count,
+                                         self.overload_weight)
+        return balance, overload
+
+    def _gpu_delta_of(self, jobs: np.ndarray, old: np.ndarray, new: np.ndarray, cells: np.ndarray,
+                      state_demand: np.ndarray, state_count: np.ndarray, weight: np.ndarray | None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """The change of Expressions 7 and 8 per candidate when ``jobs``' demand moves from
+        ``old`` to ``new`` (k, R), over the demand columns ``cells`` of ``state_demand``."""
         a = self.arrays
         R = a.num_regions
-        slices, column = np.unique(self.cell[jobs], return_inverse=True)
+        slices, column = np.unique(cells[jobs], return_inverse=True)
         hours = a.job_gpu_hours[jobs]
         counted = self.counted[jobs].astype(np.int64)
-        demand = np.broadcast_to(self.demand[:, slices], (R, R, len(slices))).copy()  # (cand, R, S)
-        count = np.broadcast_to(self.demand_count[:, slices], demand.shape).copy()
+        demand = np.broadcast_to(state_demand[:, slices], (R, R, len(slices))).copy()  # (cand, R, S)
+        count = np.broadcast_to(state_count[:, slices], demand.shape).copy()
         leaving = old >= 0
         shift = np.zeros((R, len(slices)))
         np.add.at(shift, (old[leaving], column[leaving]), -hours[leaving])
@@ -294,7 +357,7 @@ class TetrisState:
         np.add.at(demand, (cands, new[rows, cands], column[rows]), hours[rows])
         np.add.at(count, (cands, new[rows, cands], column[rows]), counted[rows])
         demand[count == 0] = 0.0
-        balance, overload = self._slice_costs(demand, slices)
+        balance, overload = self._slice_costs(demand, slices, weight)
         w = a.w_gpu
         return (w * (balance - self.slice_balance[slices]).sum(axis=1),
                 w * (overload - self.slice_overload[slices]).sum(axis=1))
@@ -342,21 +405,27 @@ class TetrisState:
         if jobs.size:
             new = info["new_region"][:, target]
             old = self.region[jobs]
+            new_demand = info["new_demand"][:, target] if self.split_counted else new
+            old_demand = self.dregion[jobs] if self.split_counted else old
+            moved = (a.job_kind[jobs] == ML) & (new_demand != old_demand)
+            if moved.any():
+                movers = jobs[moved]
+                cell = self.cell[movers]
+                hours = a.job_gpu_hours[movers]
+                counted = self.counted[movers].astype(np.int64)
+                o, n = old_demand[moved], new_demand[moved]
+                self._shift_demand(self.demand, self.demand_count, cell, o, n, hours, counted)
+                if self.combined:
+                    self._shift_demand(self.odemand, self.odemand_count, self.ocell[movers], o, n, hours, counted)
+                touched = np.unique(cell)
+                balance, overload = self._all_slice_costs()
+                self.slice_balance[touched] = balance[touched]
+                touched = np.unique(self.ocell[movers]) if self.combined else touched
+                self.slice_overload[touched] = overload[touched]
+            if self.split_counted:
+                self.dregion[jobs] = new_demand
             ml = (a.job_kind[jobs] == ML) & (new != old)
             if ml.any():
-                cell = self.cell[jobs[ml]]
-                hours = a.job_gpu_hours[jobs[ml]]
-                counted = self.counted[jobs[ml]].astype(np.int64)
-                o, n = old[ml], new[ml]
-                np.add.at(self.demand, (o[o >= 0], cell[o >= 0]), -hours[o >= 0])
-                np.add.at(self.demand, (n[n >= 0], cell[n >= 0]), hours[n >= 0])
-                np.add.at(self.demand_count, (o[o >= 0], cell[o >= 0]), -counted[o >= 0])
-                np.add.at(self.demand_count, (n[n >= 0], cell[n >= 0]), counted[n >= 0])
-                self.demand[self.demand_count == 0] = 0.0
-                touched = np.unique(cell)
-                balance, overload = self._slice_costs(self.demand[None])
-                self.slice_balance[touched] = balance[0][touched]
-                self.slice_overload[touched] = overload[0][touched]
                 hp = self.hp[jobs] & (new != old)
                 if hp.any():
                     hours_hp = a.job_gpu_hours[jobs[hp]]
@@ -369,7 +438,9 @@ class TetrisState:
                 np.add.at(self.cpu, (a.job_app[js][o >= 0], o[o >= 0]), -a.job_cpu_hours[js][o >= 0])
                 np.add.at(self.cpu, (a.job_app[js][n >= 0], n[n >= 0]), a.job_cpu_hours[js][n >= 0])
             self.region[jobs] = new
-            self.last_changed = jobs[new != old]
+            # Jobs whose region or demand region changed: their tables' gains changed.
+            self.last_changed = jobs[(new != old) | (new_demand != old_demand)] if self.split_counted \
+                else jobs[new != old]
         else:
             self.last_changed = jobs
         self.home[table] = target
@@ -380,6 +451,17 @@ class TetrisState:
         self.home_bytes[target] += a.table_size[table]
         for name, change in move.terms.items():
             self.objective_terms[name] += change
+
+    @staticmethod
+    def _shift_demand(demand: np.ndarray, count: np.ndarray, cell: np.ndarray, old: np.ndarray, new: np.ndarray,
+                      hours: np.ndarray, counted: np.ndarray) -> None:
+        """Move jobs' GPU-hours (and job counts) from their ``old`` to their ``new`` demand
+        regions in column ``cell``; a cell whose jobs all left is set to exactly 0."""
+        np.add.at(demand, (old[old >= 0], cell[old >= 0]), -hours[old >= 0])
+        np.add.at(demand, (new[new >= 0], cell[new >= 0]), hours[new >= 0])
+        np.add.at(count, (old[old >= 0], cell[old >= 0]), -counted[old >= 0])
+        np.add.at(count, (new[new >= 0], cell[new >= 0]), counted[new >= 0])
+        demand[count == 0] = 0.0
 
     # --- compound moves ------------------------------------------------------------------------
     def _job_targets(self, job: int) -> np.ndarray:
@@ -419,13 +501,21 @@ class TetrisState:
         readers = np.concatenate([self.readers[self.reader_ptr[t]:self.reader_ptr[t + 1]] for t in tables.tolist()])
         return (tables, self.home[tables].copy(), readers, self.region[readers].copy(), self.demand.copy(),
                 self.demand_count.copy(), self.slice_balance.copy(), self.slice_overload.copy(), self.hp_at_home,
-                self.cpu.copy(), self.home_bytes.copy(), dict(self.objective_terms), self.last_changed)
+                self.cpu.copy(), self.home_bytes.copy(), dict(self.objective_terms), self.last_changed,
+                self.dregion[readers].copy(), self.odemand.copy(), self.odemand_count.copy())
 
     def _restore(self, saved: tuple) -> None:
         (tables, home, readers, region, self.demand, self.demand_count, self.slice_balance, self.slice_overload,
-         self.hp_at_home, self.cpu, self.home_bytes, self.objective_terms, self.last_changed) = saved
+         self.hp_at_home, self.cpu, self.home_bytes, self.objective_terms, self.last_changed,
+         dregion, odemand, odemand_count) = saved
         self.home[tables] = home
         self.region[readers] = region
+        if self.split_counted:
+            self.dregion[readers] = dregion
+        if self.combined:
+            self.odemand, self.odemand_count = odemand, odemand_count
+        else:  # one array for both, as built
+            self.odemand, self.odemand_count = self.demand, self.demand_count
         self.version += 1
         for table in tables.tolist():
             self._forget(table, self.readers[self.reader_ptr[table]:self.reader_ptr[table + 1]])
@@ -461,3 +551,4 @@ class TetrisState:
             items = self.compound_item[jobs]
             return np.concatenate([tables, np.unique(items[items >= 0])])
         return tables
+
