@@ -43,7 +43,6 @@ from fleetplan.instances.allocation import AllocationInstance, AllocationPlan
 from fleetplan.instances.allocation.hierarchical import (
     HIERARCHICAL,
     RISE_CAP,
-    RISE_TOLERANCE,
     WATER_FILLING,
     entity_view,
     hierarchical_job_weights,
@@ -57,6 +56,14 @@ from fleetplan.models.allocation.water_filling import (
 )
 from fleetplan.solvers import highs as highs_runner
 from fleetplan.solvers.allocation.lp import load_backend
+from fleetplan.solvers.allocation.water_filling_events import (
+    dual_stuck,
+    individual_caps,
+    simulate_events,
+    tolerance,
+    usage_bound,
+    witnessed_prefix,
+)
 from fleetplan.solvers.base import Progress, SolveResult, register
 from fleetplan.solvers.deadline import Deadline
 
@@ -69,6 +76,9 @@ JUDGE_RESERVE_S = 0.05
 # isolated allocation (49,152 cells; benchmarks/RESULTS.md, "Time limits"). The iterations keep
 # that much back. (The judge uses highspy, which the solver has loaded already.)
 JUDGE_S_PER_CELL = 70e-6
+# Cap events simulated ahead at most (each costs one call of the weights; the binary search
+# over them costs about log2 of this many level LPs).
+MAX_EVENTS = 4096
 
 
 def judge_reserve(classes: JobClasses) -> float:
@@ -88,12 +98,14 @@ class WaterFillingRun:
     first_level: float | None
     bottlenecked: np.ndarray
     iterations: int = 0
+    event_iterations: int = 0  # iterations decided as cap events (no LP of their own)
     lp_solves: int = 0
     log: list[str] = field(default_factory=list)
     history: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)  # (levels, bottlenecked)
 
 
-def _solve(lp, deadline: Deadline, threads: int, seed: int, algorithm, mip: bool = False, reserve: float = 0.0):
+def _solve(lp, deadline: Deadline, threads: int, seed: int, algorithm, mip: bool = False, reserve: float = 0.0,
+           duals: bool = False):
     highs = highs_runner.new_highs(deadline.remaining(reserve), threads, seed)
     highs_runner.pass_lp(highs, lp, "simplex" if mip else algorithm)
     if mip:
@@ -105,14 +117,19 @@ def _solve(lp, deadline: Deadline, threads: int, seed: int, algorithm, mip: bool
         highs.setOptionValue("mip_rel_gap", 0.0)
         highs.setOptionValue("mip_feasibility_tolerance", MILP_TOLERANCE)
         highs.setOptionValue("primal_feasibility_tolerance", MILP_TOLERANCE)
-    return highs_runner.run(highs)
+    outcome = highs_runner.run(highs)
+    if not duals:
+        return outcome
+    solution = highs.getSolution()
+    return outcome, (np.asarray(solution.row_dual, dtype=float) if solution.dual_valid else None)
 
 
 def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *,
                bottleneck_test: BottleneckTest = "lp", time_limit: float | None = None,
                threads: int = 1, seed: int = 0, lp_algorithm: highs_runner.LpAlgorithm = "auto",
                progress: Callable[[float | None, str], None] | None = None,
-               deadline: Deadline | None = None, reserve: float | None = None) -> WaterFillingRun:
+               deadline: Deadline | None = None, reserve: float | None = None,
+               shortcuts: bool = True) -> WaterFillingRun:
     """Run water filling on job classes.
 
     ``rates(bottlenecked)`` gives each class's per-member weight given the boolean mask of
@@ -121,6 +138,11 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
     what is left of it less ``reserve`` (default :func:`judge_reserve`: expanding and judging
     the plan, in CPU seconds, divided by the share of a core the process gets), and the run
     stops with the last feasible iteration when it runs out.
+
+    ``shortcuts`` (with the LP test) takes the iterations that cap events decide in batches and
+    lets the level LP's duals prove bottlenecks before any rise LP
+    (:mod:`~fleetplan.solvers.allocation.water_filling_events`); ``False`` runs every iteration's
+    LPs, the reference the tests compare it with.
     """
     deadline = deadline if deadline is not None else Deadline(time_limit)
     fixed = reserve
@@ -129,6 +151,10 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
     levels = np.zeros(n)
     done = np.zeros(n, dtype=bool)
     run = WaterFillingRun("optimal", None, levels, None, done)
+    shortcuts = shortcuts and bottleneck_test == "lp"
+    caps = individual_caps(classes) if shortcuts else None
+    pending = None  # the next iteration's level LP, already solved by the last batch's probe
+    try_events = shortcuts
     while not done.all():
         if fixed is None:
             # The judge's CPU seconds take longer in wall time when the machine is shared.
@@ -138,9 +164,26 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
             run.log.append(f"time limit after {run.iterations} iterations: {int((~done).sum())} classes "
                            "not yet bottlenecked")
             break
+        if try_events and pending is None:
+            before = run.iterations
+            batch = _cap_events(classes, caps, rates, levels, done, run, deadline, threads, seed,
+                                lp_algorithm, reserve)
+            if batch is not None:
+                levels, done, pending = batch
+                run.levels, run.bottlenecked = levels, done
+                if progress is not None and run.iterations > before:
+                    progress(float(classes.count[done].sum() / classes.count.sum()),
+                             f"iteration {run.iterations}: cap events, {int(classes.count[done].sum())} "
+                             "jobs bottlenecked")
+                continue
+        try_events = shortcuts  # a batch that commits nothing is followed by one plain iteration
         rate = np.where(done, 0.0, rates(done))
-        outcome = _solve(level_lp(classes, levels, rate), deadline, threads, seed, lp_algorithm, reserve=reserve)
-        run.lp_solves += 1
+        if pending is not None:
+            (outcome, row_dual), pending = pending, None
+        else:
+            outcome, row_dual = _solve(level_lp(classes, levels, rate), deadline, threads, seed, lp_algorithm,
+                                       reserve=reserve, duals=True)
+            run.lp_solves += 1
         if outcome.values is None or outcome.status not in ("optimal",):
             run.status = outcome.status if outcome.status == "time_limit" else "error"
             run.log += outcome.log + [f"iteration {run.iterations}: level LP ended {outcome.status}"]
@@ -157,7 +200,11 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
         if bottleneck_test == "milp":
             stuck, solves = _milp_test(classes, levels, tested, deadline, threads, seed, reserve)
         else:
-            stuck, solves = _lp_test(classes, levels, tested, deadline, threads, seed, lp_algorithm, reserve)
+            proven = None
+            if shortcuts and row_dual is not None:
+                proven = dual_stuck(classes, levels, row_dual, tolerance(levels))[tested]
+            stuck, solves = _lp_test(classes, levels, tested, deadline, threads, seed, lp_algorithm, reserve,
+                                     proven)
         run.lp_solves += solves
         if stuck is None:
             run.status = "time_limit" if deadline.expired(reserve) else "error"
@@ -179,20 +226,83 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
                      f"iteration {run.iterations}: level {step:.6g}, {int(classes.count[done].sum())} "
                      "jobs bottlenecked")
     run.levels, run.bottlenecked = levels, done
-    run.log.append(f"water filling: {run.iterations} iterations, {run.lp_solves} LP/MILP solves")
+    run.log.append(f"water filling: {run.iterations} iterations, {run.lp_solves} LP/MILP solves"
+                   + (f" ({run.event_iterations} decided as cap events)" if run.event_iterations else ""))
     return run
 
 
-def _tolerance(levels: np.ndarray) -> float:
-    return RISE_TOLERANCE * max(1.0, float(levels.max(initial=0.0)))
+def _cap_events(classes, caps, rates, levels, done, run, deadline, threads, seed, algorithm, reserve):
+    """Commit the iterations that cap events decide (Gavel §4.3 iterations, outcomes proven as
+    :mod:`~fleetplan.solvers.allocation.water_filling_events` explains).
+
+    The first probe is the next iteration's own level LP: if the capacity binds before the
+    first cap event, that LP is the plain iteration's and nothing else is solved. Otherwise a
+    binary search of level LPs over the simulated events finds the last state whose levels are
+    feasible; its LP's solution witnesses the events before it and is the level LP of the
+    iteration after them. Returns (levels, done, the next iteration's level LP outcome or None),
+    or None when nothing was learnt."""
+    states = simulate_events(levels, done, caps, classes.count, rates, usage_bound(classes), MAX_EVENTS)
+    last = len(states) - 1
+    probes = {}
+
+    def probe(k: int) -> str:
+        state = states[k]
+        lp = level_lp(classes, state.levels, state.next_rate)
+        # The caps bound t by next_t anyway; written out, it keeps an all-capped state bounded.
+        lp.col_upper[-1] = state.next_t if np.isfinite(state.next_t) else 0.0
+        outcome, row_dual = _solve(lp, deadline, threads, seed, algorithm, reserve=reserve, duals=True)
+        run.lp_solves += 1
+        if outcome.status == "optimal" and outcome.values is not None:
+            probes[k] = (outcome, row_dual)
+            # Reaching the bound proves the next state's levels feasible too.
+            return "beyond" if outcome.objective >= state.next_t * (1 - 1e-9) else "feasible"
+        return "infeasible" if outcome.status == "infeasible" else "failed"
+
+    if last == 0 or not np.isfinite(states[0].next_t):
+        return None
+    first = probe(0)
+    if first == "failed":
+        return None
+    if first != "beyond":
+        return levels, done, probes[0]  # the capacity binds first: a plain iteration
+    low, high = 1, last  # state ``low`` is feasible
+    while low < high:
+        mid = (low + high + 1) // 2
+        if deadline.expired(reserve):
+            return None
+        answer = probe(mid)
+        if answer == "failed":
+            return None
+        if answer == "infeasible":
+            high = mid - 1
+        else:
+            low = min(mid + 1, high) if answer == "beyond" and mid < high else mid
+    if low not in probes and (deadline.expired(reserve) or probe(low) not in ("feasible", "beyond")):
+        return None
+    outcome, row_dual = probes[low]
+    values = classes.feasible_part(outcome.values[: len(classes.cell_class)])
+    proven = witnessed_prefix(states, low, classes.scores(values), classes.count)
+    if proven == 0:
+        return None
+    if run.first_level is None:
+        run.first_level = float(states[0].next_t)
+    for state in states[1: proven + 1]:
+        run.iterations += 1
+        run.event_iterations += 1
+        run.history.append((state.levels, state.done))
+    run.values = values
+    reusable = proven == low and np.isfinite(states[low].next_t)
+    return states[proven].levels, states[proven].done, (outcome, row_dual) if reusable else None
 
 
 def _lp_test(classes, levels, tested, deadline, threads, seed, algorithm,
-             reserve: float = 0.0) -> tuple[np.ndarray | None, int]:
-    """Rounds of the rise LP; returns the mask over ``tested`` of bottlenecked classes."""
-    tol = _tolerance(levels)
+             reserve: float = 0.0, proven: np.ndarray | None = None) -> tuple[np.ndarray | None, int]:
+    """Rounds of the rise LP; returns the mask over ``tested`` of bottlenecked classes. Those in
+    ``proven`` (a mask over ``tested``) are bottlenecked already and not tested again."""
+    tol = tolerance(levels)
     cap = RISE_CAP * max(1.0, float(levels.max(initial=0.0))) * classes.count
-    undecided = np.ones(len(tested), dtype=bool)
+    proven = np.zeros(len(tested), dtype=bool) if proven is None else proven
+    undecided = ~proven
     solves = 0
     while undecided.any():
         if deadline.expired(reserve):
@@ -209,13 +319,13 @@ def _lp_test(classes, levels, tested, deadline, threads, seed, algorithm,
             break
         index = np.flatnonzero(undecided)
         undecided[index[found]] = False
-    return undecided, solves
+    return undecided | proven, solves
 
 
 def _milp_test(classes, levels, tested, deadline, threads, seed,
                reserve: float = 0.0) -> tuple[np.ndarray | None, int]:
     """The paper's MILP; returns the mask over ``tested`` of bottlenecked classes (z = 0)."""
-    epsilon = np.full(len(tested), _tolerance(levels)) / classes.count[tested]
+    epsilon = np.full(len(tested), tolerance(levels)) / classes.count[tested]
     outcome = _solve(bottleneck_milp(classes, levels, tested, epsilon), deadline, threads, seed, "simplex",
                      mip=True, reserve=reserve)
     if outcome.status != "optimal" or outcome.values is None:
