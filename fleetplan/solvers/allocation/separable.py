@@ -80,6 +80,10 @@ class SeparableResult:
     all_bottlenecked: bool = False
     log: list[str] = field(default_factory=list)
     stats: dict[str, float] = field(default_factory=dict)
+    # max-min: the certificate's duals, the capacity prices (>= 0) and each job's score-row dual
+    # (>= 0; for a fixed job the marginal cost of its need), in the max sense.
+    prices: np.ndarray | None = None
+    score_duals: np.ndarray | None = None
 
 
 # --- per-job vertices ---------------------------------------------------------------------------
@@ -112,9 +116,10 @@ def _vertex_costs(A: np.ndarray, need: np.ndarray, lam: np.ndarray, usage: np.nd
     return costs
 
 
-def _vertex_affine(A: np.ndarray, offset: np.ndarray, choice: np.ndarray):
+def _vertex_affine(A: np.ndarray, offset: np.ndarray, choice: np.ndarray, floor: np.ndarray | None = None):
     """x[m, :] = alpha[m, :] * t + beta[m, :] for vertex ``choice`` (-1: idle), and the range of
-    t over which that vertex stays valid."""
+    t over which that vertex stays valid. A ``floor`` job's need is its offset whatever t: its
+    vertex is the constant beta (the vertex at t = 0), valid for every t."""
     n, K = A.shape
     first, second = _pairs(K)
     alpha = np.zeros((n, K))
@@ -140,12 +145,20 @@ def _vertex_affine(A: np.ndarray, offset: np.ndarray, choice: np.ndarray):
     alpha[m, lo] = -1.0 / span
     beta[m, lo] = 1.0 - beta[m, hi]
     t_low[m], t_high[m] = A[m, lo] - offset[m], A[m, hi] - offset[m]
+    if floor is not None:
+        alpha[floor] = 0.0
+        t_low[floor], t_high[floor] = -INF, INF
     return alpha, beta, t_low, t_high
 
 
-def _best_vertices(A, offset, level, lam, usage):
+def _need(offset, level, floor):
+    """Each job's score need at ``level``: level + offset, or the offset alone for a floor job."""
+    return level + offset if floor is None else np.where(floor, offset, level + offset)
+
+
+def _best_vertices(A, offset, level, lam, usage, floor=None):
     """Each job's cheapest vertex at ``level`` (-1 idle, -2 none reaches it) and its margin."""
-    need = level + offset
+    need = _need(offset, level, floor)
     costs = _vertex_costs(A, need, lam, usage)
     order = np.argsort(costs, axis=1)[:, :2]
     rows = np.arange(len(need))
@@ -166,12 +179,15 @@ def _solve_lp(lp: LinearProgram, deadline: Deadline, threads: int, seed: int):
     return outcome, duals
 
 
-def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, deadline, threads, seed):
-    """The reduced LP over the ``free`` jobs; fixed jobs enter the capacity rows as affine terms."""
+def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, deadline, threads, seed,
+                     floor=None):
+    """The reduced LP over the ``free`` jobs; fixed jobs enter the capacity rows as affine terms
+    (constants for ``floor`` jobs, whose score rows have no t)."""
     n, K = A.shape
     usage = mult * scale
     fixed = ~free
-    alpha, beta, t_low, t_high = _vertex_affine(A[fixed], offset[fixed], fixed_choice[fixed])
+    alpha, beta, t_low, t_high = _vertex_affine(A[fixed], offset[fixed], fixed_choice[fixed],
+                                                None if floor is None else floor[fixed])
     gamma = (usage[fixed, None] * alpha).sum(axis=0)
     delta = (usage[fixed, None] * beta).sum(axis=0)
     free_jobs = np.flatnonzero(free)
@@ -180,11 +196,12 @@ def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, 
     import scipy.sparse as sp
 
     t_col = n_cells
+    lifted = np.arange(n_free) if floor is None else np.flatnonzero(~floor[free_jobs])
     rows = np.concatenate([cell_job, n_free + cell_job, 2 * n_free + cell_type,
-                           np.arange(n_free), 2 * n_free + np.arange(K)])
-    cols = np.concatenate([np.arange(n_cells)] * 3 + [np.full(n_free, t_col), np.full(K, t_col)])
+                           lifted, 2 * n_free + np.arange(K)])
+    cols = np.concatenate([np.arange(n_cells)] * 3 + [np.full(len(lifted), t_col), np.full(K, t_col)])
     vals = np.concatenate([A[free_jobs[cell_job], cell_type], np.ones(n_cells),
-                           usage[free_jobs[cell_job]], -np.ones(n_free), gamma])
+                           usage[free_jobs[cell_job]], -np.ones(len(lifted)), gamma])
     matrix = sp.csr_matrix((vals, (rows, cols)), shape=(2 * n_free + K, n_cells + 1))
     low = max(float(t_low.max(initial=-INF)), -INF if free_level else 0.0)
     high = float(t_high.min(initial=INF))
@@ -228,14 +245,16 @@ def bucket_of(columns: np.ndarray, target: int = BUCKETS) -> tuple[np.ndarray, n
         step *= 2.0
 
 
-def _bucket_prices(A, offset, mult, scale, W, free_level, deadline, threads, seed):
-    """First prices: the LP over buckets of jobs whose log-rows round to one grid point."""
+def _bucket_prices(A, offset, mult, scale, W, free_level, deadline, threads, seed, floor=None):
+    """First prices: the LP over buckets of jobs whose log-rows round to one grid point (floor
+    jobs and lifted jobs never share a bucket)."""
     n, K = A.shape
     with np.errstate(divide="ignore"):
         logs = np.where(A > 0, np.log(np.where(A > 0, A, 1.0)), -np.inf)
         off = np.where(offset != 0, np.log(np.abs(np.where(offset != 0, offset, 1.0))), -np.inf)
     # Scale factor and the offset's sign must match inside a bucket; they go in as big steps.
-    keys = np.column_stack([logs, 1e3 * np.log2(scale), 1e3 * np.sign(offset), off])
+    keys = np.column_stack([logs, 1e3 * np.log2(scale), 1e3 * np.sign(offset), off]
+                           + ([] if floor is None else [1e3 * floor]))
     first, inverse = bucket_of(keys)
     weight = np.bincount(inverse, weights=mult)
     mean_A = np.column_stack([np.bincount(inverse, weights=A[:, j] * mult) for j in range(K)]) / weight[:, None]
@@ -244,11 +263,11 @@ def _bucket_prices(A, offset, mult, scale, W, free_level, deadline, threads, see
     free = np.ones(len(first), dtype=bool)
     status, _, level, lam, _, _ = _max_min_reduced(
         mean_A, mean_o, weight, scale[first], W, free, np.zeros(len(first), dtype=int), free_level, deadline,
-        threads, seed)
+        threads, seed, None if floor is None else floor[first])
     return status, level, lam, len(first)
 
 
-def _working_set(A, offset, level, lam, usage, W, sticky, size, threshold=TIE):
+def _working_set(A, offset, level, lam, usage, W, sticky, size, threshold=TIE, floor=None):
     """Each job's vertex at (lam, level) and the free set: the WORKING_SET jobs nearest to a tie
     or to a breakpoint, every job within TIE of one, and the ``sticky`` ones."""
     n = len(A)
@@ -256,8 +275,8 @@ def _working_set(A, offset, level, lam, usage, W, sticky, size, threshold=TIE):
     # vertex tie; a small floor picks one canonical vertex per job. The certificate uses the
     # reduced LP's true prices, so the floor decides only which jobs are fixed, not correctness.
     mean_price = float(lam @ W) / float(W.sum()) if float(lam @ W) > 0 else 1.0 / float(W.sum())
-    choice, best, second, _ = _best_vertices(A, offset, level, np.maximum(lam, 1e-3 * mean_price), usage)
-    need = level + offset
+    choice, best, second, _ = _best_vertices(A, offset, level, np.maximum(lam, 1e-3 * mean_price), usage, floor)
+    need = _need(offset, level, floor)
     with np.errstate(divide="ignore", invalid="ignore"):
         tie = np.where(np.isfinite(second), (second - best) / np.maximum(np.abs(best), 1e-300), np.inf)
         gap = np.where(A > 0, np.abs(A - need[:, None]) / np.maximum(A, np.abs(need)[:, None]), np.inf).min(axis=1)
@@ -274,26 +293,37 @@ def _working_set(A, offset, level, lam, usage, W, sticky, size, threshold=TIE):
 
 def max_min(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarray, W: np.ndarray, *,
             free_level: bool, deadline: Deadline | None = None, threads: int = 1, seed: int = 0,
-            prices: Literal["ipm", "buckets"] = "ipm") -> SeparableResult:
+            prices: Literal["ipm", "buckets"] = "ipm", floor: np.ndarray | None = None) -> SeparableResult:
     """maximize t s.t. A[m] @ x[m] - t >= offset[m], sum_j x[m, j] <= 1, sum_m mult_m scale_m x[m, j]
     <= W_j, 0 <= x (A[m, j] = 0 where job m cannot run on type j); t >= 0 unless ``free_level``.
-    ``prices``: where the first prices come from (``ipm``, falling back to ``buckets``)."""
+    ``prices``: where the first prices come from (``ipm``, falling back to ``buckets``).
+    ``floor``: jobs whose row has no t, ``A[m] @ x[m] >= offset[m]`` (water filling's
+    bottlenecked jobs, Gavel §4.3); at least one job must keep its t."""
     deadline = deadline or Deadline(None)
     started = time.perf_counter()
     n, K = A.shape
     usage = mult * scale
     log, stats = [], {}
+    if floor is not None:
+        floor = np.asarray(floor, dtype=bool)
+        if floor.all():
+            return SeparableResult("fallback", log=["separable: every job is a floor: t is unbounded"])
+        floor = floor if floor.any() else None
     status, level, lam, anchor = "not_converged", None, None, None
     if prices == "ipm":
         from fleetplan.solvers.allocation.ipm import max_min_prices
 
-        first = _interior_point_prices(
-            lambda: max_min_prices(A, offset, usage, W, free_level=free_level, deadline=deadline), log, stats)
+        if floor is None:
+            compute = lambda: max_min_prices(A, offset, usage, W, free_level=free_level, deadline=deadline)  # noqa: E731
+        else:
+            compute = lambda: _reserved_prices(max_min_prices, A, offset, usage, W, floor, free_level, deadline)  # noqa: E731
+        first = _interior_point_prices(compute, log, stats)
         if first is not None:
             status, level, lam = "optimal", first.level, first.lam
             anchor = (level, lam)
     if status != "optimal":
-        status, level, lam, buckets = _bucket_prices(A, offset, mult, scale, W, free_level, deadline, threads, seed)
+        status, level, lam, buckets = _bucket_prices(A, offset, mult, scale, W, free_level, deadline, threads, seed,
+                                                     floor)
         log.append(f"separable: {buckets} buckets for the first prices")
         stats["separable_buckets"] = float(buckets)
         if status != "optimal":
@@ -310,14 +340,14 @@ def max_min(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarr
         # them every round. A reduced LP's duals can sit anywhere on its optimal face, which is
         # wider than the full LP's, so picking at them can unsettle thousands of jobs.
         pick_level, pick_lam = anchor if anchor is not None else (level, lam)
-        choice, free = _working_set(A, offset, pick_level, pick_lam, usage, W, sticky, size)
+        choice, free = _working_set(A, offset, pick_level, pick_lam, usage, W, sticky, size, floor=floor)
         if free.mean() > MAX_FREE_SHARE and n > WORKING_SET:
             return SeparableResult("fallback", log=log + [f"{int(free.sum())} of {n} jobs free: the full LP is as small"],
                                    stats=stats)
         if deadline.expired():
             return SeparableResult("time_limit", log=log + ["time limit in the separable method"], stats=stats)
         status, matrix, level, lam, score_duals, (t_low, t_high, fixed) = _max_min_reduced(
-            A, offset, mult, scale, W, free, choice, free_level, deadline, threads, seed)
+            A, offset, mult, scale, W, free, choice, free_level, deadline, threads, seed, floor)
         stats.update(separable_rounds=float(rounds), separable_free=float(free.sum()))
         log.append(f"round {rounds}: {int(free.sum())} free jobs, reduced LP {status}")
         if status == "infeasible" and rounds < MAX_ROUNDS:
@@ -332,10 +362,13 @@ def max_min(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarr
         # Certificate: each fixed job's vertex is still its cheapest at the new prices and level,
         # and the level does not rest on a fixed job's breakpoint.
         fixed_jobs = np.flatnonzero(fixed)
-        new_choice, best, _, costs = _best_vertices(A[fixed_jobs], offset[fixed_jobs], level, lam, usage[fixed_jobs])
+        fixed_floor = None if floor is None else floor[fixed_jobs]
+        new_choice, best, _, costs = _best_vertices(A[fixed_jobs], offset[fixed_jobs], level, lam, usage[fixed_jobs],
+                                                    fixed_floor)
         assumed = choice[fixed_jobs]
         assumed_cost = np.where(assumed >= 0, costs[np.arange(len(fixed_jobs)), np.maximum(assumed, 0)], 0.0)
-        assumed_cost = np.where(assumed == -1, np.where(level + offset[fixed_jobs] <= 0, 0.0, np.inf), assumed_cost)
+        assumed_cost = np.where(assumed == -1, np.where(_need(offset[fixed_jobs], level, fixed_floor) <= 0, 0.0, np.inf),
+                                assumed_cost)
         best_cost = np.where(new_choice == -1, 0.0, best)
         tolerance = CERTIFICATE_TOLERANCE * (np.abs(best_cost) + float(lam @ W) / max(n, 1))
         wrong = ~(assumed_cost <= best_cost + tolerance)
@@ -352,12 +385,30 @@ def max_min(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarr
         sticky[fixed_jobs[wrong]] = True
     # u_m of a fixed job is the marginal cost of its need; positive for every job (and every free
     # job's score dual positive) means every optimum gives each job exactly the level.
+    # The marginal cost of a fixed job's need (for a floor job, of its floor: its vertex's slope).
     fixed_u = (lam[None, :] * usage[fixed_jobs, None] * _vertex_affine(
         A[fixed_jobs], offset[fixed_jobs], choice[fixed_jobs])[0]).sum(axis=1)
-    all_bottlenecked = bool(np.all(fixed_u > 0) and np.all(score_duals > 0))
+    all_bottlenecked = bool(np.all(fixed_u > 0) and np.all(score_duals > 0)) and floor is None
+    duals = np.zeros(n)
+    duals[fixed_jobs] = np.maximum(fixed_u, 0.0)
+    duals[np.flatnonzero(free)] = np.maximum(score_duals, 0.0)
     stats["separable_s"] = time.perf_counter() - started
     log.append(f"separable: certified optimal in {rounds} round(s), {int(free.sum())} of {n} jobs in the reduced LP")
-    return SeparableResult("optimal", np.clip(matrix, 0.0, 1.0), level, all_bottlenecked, log, stats)
+    return SeparableResult("optimal", np.clip(matrix, 0.0, 1.0), level, all_bottlenecked, log, stats, lam, duals)
+
+
+def _reserved_prices(max_min_prices, A, offset, usage, W, floor, free_level, deadline):
+    """Interior-point prices for a problem with floors, approximated: the floor jobs are left
+    out and the workers they would hold on their fastest type to meet their floors are reserved.
+    Prices only start the decomposition; the reduced LP and the certificate make it exact."""
+    rows = np.flatnonzero(floor)
+    best = A[rows].argmax(axis=1)
+    speed = A[rows, best]
+    share = np.clip(np.divide(offset[rows], speed, out=np.zeros(len(rows)), where=speed > 0), 0.0, 1.0)
+    reserved = np.bincount(best, weights=usage[rows] * share, minlength=len(W))
+    left = np.maximum(W - reserved, 1e-6 * W)
+    live = ~floor
+    return max_min_prices(A[live], offset[live], usage[live], left, free_level=free_level, deadline=deadline)
 
 
 def _interior_point_prices(compute, log: list[str], stats: dict[str, float]):

@@ -55,6 +55,7 @@ from fleetplan.models.allocation.water_filling import (
     rise_lp,
 )
 from fleetplan.solvers import highs as highs_runner
+from fleetplan.solvers.allocation import separable
 from fleetplan.solvers.allocation.lp import load_backend
 from fleetplan.solvers.allocation.water_filling_events import (
     dual_stuck,
@@ -79,6 +80,8 @@ JUDGE_S_PER_CELL = 70e-6
 # Cap events simulated ahead at most (each costs one call of the weights; the binary search
 # over them costs about log2 of this many level LPs).
 MAX_EVENTS = 4096
+# From this many classes the events' probes try the price decomposition before HiGHS.
+SEPARABLE_CLASSES = 1000
 
 
 def judge_reserve(classes: JobClasses) -> float:
@@ -99,6 +102,7 @@ class WaterFillingRun:
     bottlenecked: np.ndarray
     iterations: int = 0
     event_iterations: int = 0  # iterations decided as cap events (no LP of their own)
+    separable_probes: int = 0  # level LPs of the events' search solved by the price decomposition
     lp_solves: int = 0
     log: list[str] = field(default_factory=list)
     history: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)  # (levels, bottlenecked)
@@ -226,8 +230,9 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
                      f"iteration {run.iterations}: level {step:.6g}, {int(classes.count[done].sum())} "
                      "jobs bottlenecked")
     run.levels, run.bottlenecked = levels, done
-    run.log.append(f"water filling: {run.iterations} iterations, {run.lp_solves} LP/MILP solves"
-                   + (f" ({run.event_iterations} decided as cap events)" if run.event_iterations else ""))
+    run.log.append(f"water filling: {run.iterations} iterations, {run.lp_solves} LP/MILP solves by HiGHS"
+                   + (f", {run.separable_probes} level LPs by price decomposition" if run.separable_probes else "")
+                   + (f" ({run.event_iterations} iterations decided as cap events)" if run.event_iterations else ""))
     return run
 
 
@@ -243,17 +248,27 @@ def _cap_events(classes, caps, rates, levels, done, run, deadline, threads, seed
     or None when nothing was learnt."""
     states = simulate_events(levels, done, caps, classes.count, rates, usage_bound(classes), MAX_EVENTS)
     last = len(states) - 1
-    probes = {}
+    probes = {}  # state -> (t, cell values, the HiGHS outcome and duals when HiGHS solved it)
+    separable_probes = classes.num_classes >= SEPARABLE_CLASSES
 
     def probe(k: int) -> str:
         state = states[k]
+        if separable_probes:
+            answer = _separable_probe(classes, state, deadline, threads, seed)
+            if answer is not None:
+                level, values, solved = answer
+                run.separable_probes += 1
+                probes[k] = (level, values, solved)
+                if level < 0:
+                    return "infeasible"
+                return "beyond" if level >= state.next_t * (1 - 1e-9) else "feasible"
         lp = level_lp(classes, state.levels, state.next_rate)
         # The caps bound t by next_t anyway; written out, it keeps an all-capped state bounded.
         lp.col_upper[-1] = state.next_t if np.isfinite(state.next_t) else 0.0
         outcome, row_dual = _solve(lp, deadline, threads, seed, algorithm, reserve=reserve, duals=True)
         run.lp_solves += 1
         if outcome.status == "optimal" and outcome.values is not None:
-            probes[k] = (outcome, row_dual)
+            probes[k] = (outcome.objective, outcome.values[: len(classes.cell_class)], (outcome, row_dual))
             # Reaching the bound proves the next state's levels feasible too.
             return "beyond" if outcome.objective >= state.next_t * (1 - 1e-9) else "feasible"
         return "infeasible" if outcome.status == "infeasible" else "failed"
@@ -264,7 +279,7 @@ def _cap_events(classes, caps, rates, levels, done, run, deadline, threads, seed
     if first == "failed":
         return None
     if first != "beyond":
-        return levels, done, probes[0]  # the capacity binds first: a plain iteration
+        return levels, done, probes[0][2]  # the capacity binds first: a plain iteration
     low, high = 1, last  # state ``low`` is feasible
     while low < high:
         mid = (low + high + 1) // 2
@@ -279,8 +294,8 @@ def _cap_events(classes, caps, rates, levels, done, run, deadline, threads, seed
             low = min(mid + 1, high) if answer == "beyond" and mid < high else mid
     if low not in probes and (deadline.expired(reserve) or probe(low) not in ("feasible", "beyond")):
         return None
-    outcome, row_dual = probes[low]
-    values = classes.feasible_part(outcome.values[: len(classes.cell_class)])
+    _, values, solved = probes[low]
+    values = classes.feasible_part(values)
     proven = witnessed_prefix(states, low, classes.scores(values), classes.count)
     if proven == 0:
         return None
@@ -292,7 +307,31 @@ def _cap_events(classes, caps, rates, levels, done, run, deadline, threads, seed
         run.history.append((state.levels, state.done))
     run.values = values
     reusable = proven == low and np.isfinite(states[low].next_t)
-    return states[proven].levels, states[proven].done, (outcome, row_dual) if reusable else None
+    return states[proven].levels, states[proven].done, solved if reusable else None
+
+
+def _separable_probe(classes: JobClasses, state, deadline: Deadline, threads: int, seed: int):
+    """A probe's level LP by the price decomposition (:func:`fleetplan.solvers.allocation.separable.max_min`
+    with the bottlenecked classes as floors and t free): (t, cell values, the LP's outcome and
+    row duals in :func:`level_lp`'s layout) of a certified optimum, or None when it does not
+    certify (the caller solves the LP). A negative t means the state's levels are infeasible."""
+    live = ~state.done & (state.next_rate > 0)
+    if not live.any() or not np.isfinite(state.next_t):
+        return None
+    rate = np.where(live, state.next_rate, 1.0)[:, None]
+    result = separable.max_min(classes.coefficient / rate, state.levels / rate[:, 0], classes.count,
+                               classes.scale_factor, classes.num_workers, free_level=True, floor=~live,
+                               deadline=deadline, threads=threads, seed=seed)
+    if result.status != "optimal":
+        return None
+    values = result.matrix[classes.cell_class, classes.cell_type]
+    outcome = highs_runner.LpOutcome("optimal", np.concatenate([values, [result.level]]), float(result.level),
+                                     log=result.log[-1:])
+    # Rows of level_lp: scores (the scaled row's dual over the rate), job times, workers (<=, so
+    # their duals enter with the opposite sign); dual_stuck checks whatever it is given.
+    n = classes.num_classes
+    row_dual = np.concatenate([result.score_duals / rate[:, 0], np.zeros(n), -result.prices])
+    return float(result.level), values, (outcome, row_dual)
 
 
 def _lp_test(classes, levels, tested, deadline, threads, seed, algorithm,
@@ -362,6 +401,7 @@ def single_level_run(instance: AllocationInstance, *, aggregate: bool = True,
 def _result(instance: AllocationInstance, classes: JobClasses, run: WaterFillingRun, policy: str,
             aggregate: bool) -> SolveResult:
     stats = {"iterations": float(run.iterations), "lp_solves": float(run.lp_solves),
+             "event_iterations": float(run.event_iterations), "separable_probes": float(run.separable_probes),
              "classes": float(classes.num_classes),
              "bottlenecked_jobs": float(classes.count[run.bottlenecked].sum())}
     if run.values is None and run.status == "time_limit":
