@@ -118,6 +118,36 @@ def test_split_demand_ties_go_to_the_lowest_region_index():
         assert judged(counted, home).objective == pytest.approx(logistic(1.0) + 0.04, rel=1e-12)
 
 
+def pinned_apart() -> dict:
+    # a in west, b and c in east, a quota smaller than any table: nothing moves, "train" stays
+    # split and counts in west (a's 3 bytes), a constant in the models.
+    data = {**SPLIT_HAND, "tables": {**SPLIT_HAND["tables"], "home": ["west", "east", "east"]},
+            "daily_move_quota_bytes": 0.5, "split_ml_demand": "largest_region"}
+    return data
+
+
+def zero_bytes() -> dict:
+    # "train" reads two empty tables: split, it counts in region 0 (the judge's argmax of zeros).
+    return {**SPLIT_HAND, "tables": {**SPLIT_HAND["tables"], "size_bytes": [0.0, 0.0, 1.0]},
+            "split_ml_demand": "largest_region"}
+
+
+@pytest.mark.parametrize("solver", EXACT)
+@pytest.mark.parametrize("make", [pinned_apart, zero_bytes], ids=["pinned-apart", "zero-bytes"])
+def test_exact_models_of_split_jobs_without_a_choice(solver, make):
+    """The models' other modes of a split job's demand: pinned apart (a constant region) and no
+    bytes (region 0 when split), against enumeration."""
+    instance = PlacementInstance.model_validate(make())
+    best = enumerate_placements(instance)
+    result = fleetplan.solve(instance, solver, warm_start="none")
+    assert result.status == "optimal", result.message
+    assert result.objective == pytest.approx(best.objective, rel=1e-9)
+    assert result.bound == pytest.approx(best.objective, rel=1e-5)
+    if make is pinned_apart:  # train's 100 GPU-hours in west, where there is no supply
+        s1 = logistic(1.0)
+        assert best.objective == pytest.approx(0.5 + 0.5 * 0.5 + 0.5 * s1 + 0.04, rel=1e-12)
+
+
 # --- combined high-priority overload: solved by hand ----------------------------------------------
 # One type, east 120 and west 80 GPU-hours (supply shares 0.6, 0.4), tau 20, w_0 = w_1 = 1 and
 # w_2 = 0 (the three high levels weigh 2 together). Job "p0" (priority 0) reads a, job "p1" (priority 1) reads b, 100 GPU-hours each; no traffic.

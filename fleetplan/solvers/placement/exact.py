@@ -32,6 +32,10 @@ Both follow the same steps:
    ``time_limit`` (the limit was hit) or ``feasible`` (the solver erred), and the message names
    the parts concerned. Only when none of those is feasible is there no plan.
 
+The instance's readings of Figure 4 (``split_ml_demand``, ``overload_form``; issue 14 §4) are
+modelled exactly by both models (:mod:`fleetplan.models.placement`): neither solver refuses them,
+and the judge, the models and the hill climb (warm start and polish) optimise the same objective.
+
 HiGHS 1.14.0's MIP presolve returns wrong "optimal" answers on some small models (HiGHS issues
 #3043, #3094, #2995; reproduced here on a 3-variable MIP: presolve on gives -1, off gives the
 true -1.5), so ``presolve`` defaults to ``"off"``.
