@@ -373,3 +373,28 @@ def test_settings_are_validated_and_read_from_frames():
     from fleetplan.instances.placement.frames import SETTINGS
 
     assert "split_ml_demand" in SETTINGS and "overload_form" in SETTINGS
+
+
+@pytest.mark.parametrize(("split", "overload"), OPTIONS[1:])
+def test_first_pass_estimates_over_many_pairs_equal_the_exact_gains(split, overload):
+    """The first pass's chunked path (each distinct job counted once, above DISTINCT_JOBS_FROM
+    pairs) and the cached batch estimates against the exact gains, from a plan with split jobs."""
+    from fleetplan.solvers.placement.first_pass import DISTINCT_JOBS_FROM, estimate, table_gains
+
+    base = fleetplan.generate("placement", {"regions": 5, "tables": 800, "jobs": 800, "move_quota_share": None},
+                              seed=4)
+    instance = with_options(base, split, overload)
+    climbed = fleetplan.solve(instance, "hill-climb", replicas=False, max_moves=100)
+    state = TetrisState(instance, climbed.plan.home_array(instance))
+    assert ((state.region < 0) & (instance.arrays().job_kind == 0)).any()
+    tables = np.arange(instance.arrays().num_tables)
+    assert state.reader_ptr[-1] > DISTINCT_JOBS_FROM
+    gains, _ = table_gains(state, tables)
+    sample = np.random.default_rng(0).choice(tables, 80, replace=False).tolist()
+    for table, candidate in zip(sample, estimate(state, sample), strict=True):
+        exact = state._candidates(table)[0]
+        finite = np.isfinite(exact)
+        assert np.array_equal(finite, np.isfinite(gains[table]))
+        np.testing.assert_allclose(gains[table][finite], exact[finite], rtol=1e-9, atol=1e-12)
+        if candidate is not None:
+            assert candidate.gain == pytest.approx(exact[candidate.target], rel=1e-9, abs=1e-12)
