@@ -5,6 +5,7 @@ default judge, and the readings the settings are about (split ML jobs, the high-
 in them, §5.6's maximum demand/supply overall and per GPU type).
 
     .venv/bin/python benchmarks/scripts/placement_objective_options.py --tables 10000 --seed 2 [--no-quota]
+    .venv/bin/python benchmarks/scripts/placement_objective_options.py --tiny 20
 
 The instance is ``fleetplan.generate("placement", {"regions": R, "tables": T, "jobs": T}, seed)``
 (the same as ``fleetplan generate placement --regions R --tables T --jobs T --seed S``), with
@@ -33,9 +34,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=2)
     parser.add_argument("--no-quota", action="store_true", help="no daily move quota")
     parser.add_argument("--compound", action="store_true", help="the climb's compound moves on")
+    parser.add_argument("--tiny", type=int, default=0, help="instead: the climb against enumeration on this "
+                        "many tiny instances (2 regions, 6 tables, 8 ML jobs, no quota) per setting")
     args = parser.parse_args()
     import fleetplan
     from fleetplan.instances.placement import PlacementInstance, PlacementPlan
+
+    if args.tiny:
+        tiny(args.tiny)
+        return
 
     params = {"regions": args.regions, "tables": args.tables, "jobs": args.tables}
     if args.no_quota:
@@ -59,6 +66,35 @@ def main() -> None:
             **{k: metrics[k] for k in READINGS}, "moves": result.stats.get("moves"),
             "status": result.status, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
             "load_average": [round(x, 2) for x in os.getloadavg()]}))
+
+
+def tiny(count: int) -> None:
+    """Per setting: on how many of ``count`` tiny instances the climb (no replicas) ends at the
+    enumerated optimum, and its largest and mean relative excess over it (above the objective's
+    constant floor, which no plan escapes)."""
+    import fleetplan
+    from fleetplan.instances.placement import PlacementInstance, PlacementPlan
+    from fleetplan.solvers.enumerate import enumerate_placements
+
+    for split, overload in SETTINGS:
+        reached, excess, splits = 0, [], 0
+        for seed in range(count):
+            data = fleetplan.generate("placement", {"regions": 2, "tables": 6, "jobs": 8, "ml_share": 1.0,
+                                                    "move_quota_share": None}, seed=seed).model_dump()
+            data.update(split_ml_demand=split, overload_form=overload)
+            instance = PlacementInstance.model_validate(data)
+            best = enumerate_placements(instance)
+            floor = fleetplan.evaluate(instance, PlacementPlan.from_arrays(instance, best.home)).metrics[
+                "objective_constant_floor"]
+            result = fleetplan.solve(instance, "hill-climb", replicas=False)
+            gap = (result.objective - best.objective) / max(best.objective - floor, 1e-12)
+            reached += gap <= 1e-9
+            excess.append(max(gap, 0.0))
+            splits += int(fleetplan.evaluate(instance, PlacementPlan.from_arrays(instance, best.home)).metrics[
+                "ml_jobs_split"] > 0)
+        print(json.dumps({"setting": f"split_ml_demand={split}, overload_form={overload}", "instances": count,
+                          "climb_at_optimum": reached, "optima_with_a_split_job": splits,
+                          "max_excess_above_floor": max(excess), "mean_excess_above_floor": sum(excess) / count}))
 
 
 if __name__ == "__main__":
