@@ -11,7 +11,7 @@ from fleetplan.solvers.allocation import separable as allocation_separable
 from fleetplan.solvers.allocation.ipm import linear_prices, max_min_prices
 
 
-def _lp_level(A, offset, usage, W, free_level):
+def _lp_level(A, offset, usage, W, free_level, rate=None):
     """The full LP by HiGHS: columns x (n K, only runnable cells) and t."""
     import scipy.sparse as sp
 
@@ -20,7 +20,7 @@ def _lp_level(A, offset, usage, W, free_level):
     cells, t_col = len(job), len(job)
     rows = np.concatenate([job, n + job, 2 * n + kind, np.arange(n)])
     cols = np.concatenate([np.arange(cells)] * 3 + [np.full(n, t_col)])
-    vals = np.concatenate([A[job, kind], np.ones(cells), usage[job], -np.ones(n)])
+    vals = np.concatenate([A[job, kind], np.ones(cells), usage[job], -(np.ones(n) if rate is None else rate)])
     lp = LinearProgram(cost=np.concatenate([np.zeros(cells), [1.0]]),
                        matrix=sp.csr_matrix((vals, (rows, cols)), shape=(2 * n + K, cells + 1)),
                        row_lower=np.concatenate([offset, np.full(n + K, -INF)]),
@@ -79,6 +79,48 @@ def test_decomposition_from_interior_point_prices_is_certified_with_a_small_redu
     assert result.level == pytest.approx(_lp_level(A, offset, usage, W, False), rel=1e-7)
     bucketed = allocation_separable.max_min(A, offset, np.ones(len(A)), usage, W, free_level=False, prices="buckets")
     assert bucketed.level == pytest.approx(result.level, rel=1e-7)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rates_and_floors_equal_the_lp(seed):
+    # Water filling's level LP: rising jobs lift at their own rates, bottlenecked ones (rate 0)
+    # keep a floor the level does not lift.
+    A, _, usage, W = _instance(20 + seed, 80 + 30 * seed, 2 + seed % 2, masked=seed % 2 == 1, offsets=False)
+    rng = np.random.default_rng(seed)
+    rate = rng.uniform(0.5, 2.0, len(A))
+    floors = rng.random(len(A)) < 0.3
+    rate[floors] = 0.0
+    offset = np.where(floors, 0.05 * A.max(axis=1), 0.0)
+    prices = max_min_prices(A, offset, usage, W, free_level=False, rate=rate)
+    assert prices.status in ("optimal", "approximate")
+    assert prices.level == pytest.approx(_lp_level(A, offset, usage, W, False, rate), rel=1e-4, abs=1e-7)
+
+
+@pytest.mark.parametrize("masked,offsets", [(False, False), (True, True)])
+def test_restricted_prices_equal_the_method_on_every_job(masked, offsets, monkeypatch):
+    # Above RESTRICT_ABOVE jobs the prices come from a sample, then from the method on the jobs
+    # near a tie with the others held at their vertices: the same optimum as on every job.
+    from fleetplan.solvers.allocation import ipm
+
+    # (smaller thresholds than the defaults, so that HiGHS proves the optimum in a test's time)
+    monkeypatch.setattr(ipm, "RESTRICT_ABOVE", 2_000)
+    monkeypatch.setattr(ipm, "SAMPLE_MIN", 500)
+    A, offset, usage, W = _instance(5, 3_000, 3, masked, offsets)
+    W = W / 8  # scarce workers: every type's price is positive
+    calls = []
+    restricted = ipm._restricted_max_min_prices
+    monkeypatch.setattr(ipm, "_restricted_max_min_prices", lambda *a: calls.append(restricted(*a)) or calls[-1])
+    prices = max_min_prices(A, offset, usage, W, free_level=offsets)
+    assert calls and calls[0] is not None, "the restricted path declined"
+    optimum = _lp_level(A, offset, usage, W, offsets)
+    assert prices.level == pytest.approx(optimum, rel=1e-5)
+    assert np.all(prices.lam > 0)
+    monkeypatch.setattr(ipm, "RESTRICT_ABOVE", 10**9)
+    everyone = max_min_prices(A, offset, usage, W, free_level=offsets)
+    assert np.allclose(prices.lam, everyone.lam, rtol=1e-4)
+    monkeypatch.undo()
+    result = allocation_separable.max_min(A, offset, np.ones(len(A)), usage, W, free_level=offsets)
+    assert result.status == "optimal" and result.level == pytest.approx(optimum, rel=1e-7)
 
 
 def _linear_lp_value(P, usage, W):

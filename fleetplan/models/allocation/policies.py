@@ -180,6 +180,15 @@ def aggregate_jobs(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     table = np.column_stack([np.asarray(c, dtype=float).reshape(len(c), -1) for c in columns])
     # NaN never equals itself; a placeholder keeps jobs without a value groupable.
     table = np.where(np.isnan(table), -1.2345e300, table)
+    if len(table) > 1:
+        # One random projection per row: rows with distinct projections are distinct rows, so
+        # when every projection differs (jobs that all differ) the sort of whole rows is skipped.
+        # Any repeated projection (equal rows, or a collision) takes the exact path below.
+        projection = np.einsum("mc,c->m", table, np.random.default_rng(0).uniform(0.5, 1.5, table.shape[1]))
+        ordered = np.sort(projection)
+        if np.all(ordered[1:] != ordered[:-1]):
+            everyone = np.arange(len(table))
+            return everyone, everyone, np.ones(len(table), dtype=int)
     _, representative, inverse, count = np.unique(table, axis=0, return_index=True, return_inverse=True,
                                                   return_counts=True)
     return representative, inverse.reshape(-1), count

@@ -6,9 +6,11 @@ primal-dual interior-point method the normal equations ``B D B^T dy = r`` then s
 2x2 block per job (its score and time rows), K capacity rows and one rank-one term from t:
 eliminating the blocks leaves a dense (K + 1) x (K + 1) system. The linear LP (``maximize
 sum P[m] @ x[m]`` under the same time and capacity rows: max throughput, FIFO) has 1x1 job
-blocks and a K x K system. An iteration is a few dozen numpy operations on
-(n, K) arrays, so 10^6 jobs take seconds where a general sparse LP solver factors a matrix with
-millions of rows.
+blocks and a K x K system. The iterates live in flat vectors (every primal variable in one
+array, every row's dual in another; the (K, n) cells, per-job and per-type parts are views), so
+the element-wise work of an iteration is one numpy call per step rather than one per block, and
+the sums over a job's types or over jobs are ``einsum`` contractions (no temporaries, no BLAS
+threads). An iteration is about 150 numpy calls, whatever n.
 
 This method only *prices*: its duals (lam, and t) start :func:`fleetplan.solvers.allocation.separable.max_min`
 and :func:`~fleetplan.solvers.allocation.separable.linear`,
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fleetplan.solvers.allocation.ipm_systems import Linear, MaxMin, cells_and_mask, dot
 from fleetplan.solvers.deadline import Deadline
 
 TOLERANCE = 1e-8
@@ -44,6 +47,9 @@ TOLERANCE = 1e-8
 # it when accuracy stops improving, if that iterate is within USABLE.
 USABLE = 1e-3
 MAX_ITERATIONS = 80
+# Once the error has not halved for this many iterations the normal equations have run out of
+# digits: the most accurate iterate is returned (if within USABLE) instead of iterating on.
+STALL_ITERATIONS = 1000
 STEP_FRACTION = 0.995
 # Iterative refinement of the normal equations costs a quarter of an iteration; it is needed
 # only once the iterates are close enough for the Schur complement to lose digits.
@@ -53,6 +59,18 @@ REFINE_BELOW = 1e-2
 # not pay for the extra solves (2,048 jobs: 22 iterations in 0.052 s without, 17 in 0.066 s with).
 CENTRALITY_CORRECTORS = 2
 CORRECTOR_CELLS = 100_000
+# Max-min LPs of at least RESTRICT_ABOVE jobs are priced from a sample, then by the method on
+# the jobs near a tie only (:func:`_restricted_max_min_prices`).
+RESTRICT_ABOVE = 8_192
+SAMPLE_MIN, SAMPLE_FRACTION = 4_096, 32
+SAMPLE_TOLERANCE = 1e-6
+# A job is held at its vertex when that vertex wins by more than FIRST_TIE / sqrt(sample size)
+# at the sample's prices (the sample's error shrinks as its square root: 1-2 % at 4,096 jobs
+# on Gavel's mix), and released for good when at a later round's prices it changes vertex or
+# wins by LATER_TIE or less.
+FIRST_TIE, LATER_TIE = 1.5, 1e-3
+RESTRICT_ROUNDS = 6
+MAX_RELEASED_SHARE = 0.5
 
 
 @dataclass
@@ -70,196 +88,46 @@ class IpmPrices:
 
 @dataclass
 class _Point:
-    """Primal blocks z (block 0: the (K, n) cells x), row duals y, dual slacks s (shaped as z)."""
+    """Primal z, row duals y, dual slacks s (shaped as z)."""
 
-    z: tuple
-    y: tuple
-    s: tuple
-
-
-@dataclass
-class _Factor:
-    """The job blocks' inverses (entries already divided by their determinants), the coupling to
-    the capacity rows, and the Schur complement."""
-
-    e11: np.ndarray | None
-    e12: np.ndarray | None
-    e22: np.ndarray
-    f_score: np.ndarray | None
-    f_time: np.ndarray
-    schur: np.ndarray | None = None
-
-    def inverse(self, p, q):
-        return self.e22 * p - self.e12 * q, self.e11 * q - self.e12 * p
-
-
-class _Cells:
-    """What both forms share: per-cell arrays stored (K, n), types by jobs (sums over a job's few
-    types are additions of K contiguous rows, sums over jobs contiguous reductions), capacity rows
-    scaled to a right-hand side of 1, and the cells a job cannot use held at x = 0."""
-
-    def __init__(self, cap: np.ndarray, mask: np.ndarray):
-        self.cap, self.mask = cap, mask
-        self.cap2 = cap * cap
-        self.K, self.n = cap.shape
-        # Zeroing those cells in every direction costs passes over (K, n) arrays: skip it when
-        # every job runs everywhere.
-        self.partial = not bool(mask.all())
-        self.count = float(mask.sum())
-
-    def on_cells(self, values: np.ndarray) -> np.ndarray:
-        return values * self.mask if self.partial else values
-
-    def lam(self, point: _Point, W: np.ndarray, scale: float = 1.0) -> np.ndarray:
-        # The capacity rows were divided by W; in the min form their duals are <= 0.
-        return np.maximum(-point.y[-1], 0.0) * scale / np.where(W > 0, W, 1.0)
-
-
-class _MaxMin(_Cells):
-    """min -t' s.t. score rows A x - t' - surplus = o + t_low, time rows sum x + idle = 1,
-    capacity rows sum cap x + spare = 1; z = (x, surplus, idle, spare, t'), y = (score, time, cap)."""
-
-    def __init__(self, A: np.ndarray, rhs_score: np.ndarray, cap: np.ndarray, mask: np.ndarray):
-        super().__init__(cap, mask)
-        self.A = A
-        self.A2 = A * A
-        self.A_cap = A * cap
-        self.pairs = [(j, k, (A[j] - A[k]) ** 2) for j in range(self.K) for k in range(j + 1, self.K)]
-        n, K = self.n, self.K
-        self.rhs = (rhs_score, np.ones(n), np.ones(K))
-        self.cost = (np.zeros((K, n)), np.zeros(n), np.zeros(n), np.zeros(K), -1.0)
-        self.count += 2 * n + K + 1
-        self.rhs_scale = 1.0 + float(np.abs(rhs_score).max(initial=0.0))
-
-    def objective(self, point: _Point) -> float:
-        return float(point.z[4])
-
-    def apply(self, z):
-        x, surplus, idle, spare, level = z
-        return (self.A * x).sum(axis=0) - level - surplus, x.sum(axis=0) + idle, (self.cap * x).sum(axis=1) + spare
-
-    def apply_transpose(self, y):
-        y_score, y_time, y_cap = y
-        x = self.A * y_score
-        x += y_time
-        x += self.cap * y_cap[:, None]
-        return self.on_cells(x), -y_score, y_time, y_cap, -float(y_score.sum())
-
-    def factor(self, scaling) -> _Factor:
-        """Eliminate (B D B^T), D = diag(scaling): the 2x2 job blocks, then the capacity diagonal
-        and the level's rank-one term in a (K + 1) dense Schur complement."""
-        d_x, d_surplus, d_idle, d_spare, d_level = scaling
-        a2_d = (self.A2 * d_x).sum(axis=0)
-        e11 = a2_d + d_surplus
-        e12 = (self.A * d_x).sum(axis=0)
-        e22 = d_x.sum(axis=0) + d_idle
-        # e11 e22 - e12^2 by Lagrange's identity: the plain difference cancels catastrophically
-        # once a job's x is far from its bounds (d large) and its slacks' d tiny.
-        det = d_surplus * e22 + d_idle * a2_d
-        for j, k, squared_gap in self.pairs:
-            det += d_x[j] * d_x[k] * squared_gap
-        inv_det = 1.0 / det
-        factor = _Factor(e11 * inv_det, e12 * inv_det, e22 * inv_det, self.A_cap * d_x, self.cap * d_x)
-        inv_f_score, inv_f_time = factor.inverse(factor.f_score, factor.f_time)
-        K = self.K
-        schur = np.empty((K + 1, K + 1))
-        schur[:K, :K] = np.diag((self.cap2 * d_x).sum(axis=1) + d_spare) - (
-            factor.f_score @ inv_f_score.T + factor.f_time @ inv_f_time.T)
-        schur[:K, K] = -(factor.f_score @ factor.e22 - factor.f_time @ factor.e12)
-        schur[K, :K] = inv_f_score.sum(axis=1)
-        schur[K, K] = (1.0 / d_level if d_level > 0 else 1e300) + factor.e22.sum()
-        factor.schur = schur
-        return factor
-
-    def solve(self, factor: _Factor, rhs):
-        """dy from (B D B^T) dy = rhs."""
-        r_score, r_time, r_cap = rhs
-        inv_score, inv_time = factor.inverse(r_score, r_time)
-        right = np.append(r_cap - (factor.f_score @ inv_score + factor.f_time @ inv_time), inv_score.sum())
-        solution = np.linalg.solve(factor.schur, right)
-        y_cap, theta = solution[:-1], solution[-1]
-        y_score, y_time = factor.inverse(r_score - y_cap @ factor.f_score - theta, r_time - y_cap @ factor.f_time)
-        return y_score, y_time, y_cap
-
-
-class _Linear(_Cells):
-    """min -P x s.t. time rows sum x + idle = 1, capacity rows sum cap x + spare = 1;
-    z = (x, idle, spare), y = (time, cap)."""
-
-    def __init__(self, profit: np.ndarray, cap: np.ndarray, mask: np.ndarray):
-        super().__init__(cap, mask)
-        n, K = self.n, self.K
-        self.rhs = (np.ones(n), np.ones(K))
-        self.cost = (-profit, np.zeros(n), np.zeros(K))
-        self.count += n + K
-        self.rhs_scale = 1.0
-
-    def objective(self, point: _Point) -> float:
-        return float(-(self.cost[0] * point.z[0]).sum())
-
-    def apply(self, z):
-        x, idle, spare = z
-        return x.sum(axis=0) + idle, (self.cap * x).sum(axis=1) + spare
-
-    def apply_transpose(self, y):
-        y_time, y_cap = y
-        x = self.cap * y_cap[:, None]
-        x += y_time
-        return self.on_cells(x), y_time, y_cap
-
-    def factor(self, scaling) -> _Factor:
-        d_x, d_idle, d_spare = scaling
-        inv_e22 = 1.0 / (d_x.sum(axis=0) + d_idle)
-        f_time = self.cap * d_x
-        factor = _Factor(None, None, inv_e22, None, f_time)
-        factor.schur = np.diag((self.cap2 * d_x).sum(axis=1) + d_spare) - f_time @ (f_time * inv_e22).T
-        return factor
-
-    def solve(self, factor: _Factor, rhs):
-        r_time, r_cap = rhs
-        y_cap = np.linalg.solve(factor.schur, r_cap - factor.f_time @ (r_time * factor.e22))
-        return (r_time - y_cap @ factor.f_time) * factor.e22, y_cap
+    z: np.ndarray
+    y: np.ndarray
+    s: np.ndarray
 
 
 def _residuals(system, point: _Point):
-    primal = tuple(b - a for b, a in zip(system.rhs, system.apply(point.z), strict=True))
-    bt = system.apply_transpose(point.y)
-    dual = tuple(c - b - s for c, b, s in zip(system.cost, bt, point.s, strict=True))
-    return primal, (system.on_cells(dual[0]),) + dual[1:]
+    primal = system.rhs - system.apply(point.z)
+    dual = system.cost - system.apply_transpose(point.y)
+    dual -= point.s
+    return primal, system.mask_cells(dual)
 
 
-def _direction(system, point: _Point, factor: _Factor, scaling, inv_s, primal_res, dual_res, complementarity,
-               refine: bool):
-    """Newton direction for residuals (primal, dual) and target products ``complementarity``."""
+def _direction(system, point: _Point, factor, inv_s, primal_res, dual_res, complementarity, refine: bool, d):
+    """Newton direction for residuals (primal, dual; None for zero) and target products
+    ``complementarity`` (zero on unusable cells)."""
     z = point.z
     # v = S^-1 (r_c - Z r_d); rhs = r_p - B v
-    v = tuple((rc - zi * rd) * inv for rc, zi, rd, inv in zip(complementarity, z, dual_res, inv_s, strict=True))
-    bv = system.apply((system.on_cells(v[0]),) + v[1:])
-    rhs = tuple(rp - b for rp, b in zip(primal_res, bv, strict=True))
+    v = complementarity - z * dual_res if dual_res is not None else complementarity.copy()
+    v *= inv_s
+    rhs = -system.apply(v)
+    if primal_res is not None:
+        rhs += primal_res
     dy = system.solve(factor, rhs)
     bt = system.apply_transpose(dy)
     if refine:
         # One step of iterative refinement: the Schur complement loses digits near the optimum.
-        product = system.apply(tuple(b * d for b, d in zip(bt, scaling, strict=True)))
-        correction = system.solve(factor, tuple(r - p for r, p in zip(rhs, product, strict=True)))
-        dy = tuple(d + c for d, c in zip(dy, correction, strict=True))
+        dy += system.solve(factor, rhs - system.apply(bt * d))
         bt = system.apply_transpose(dy)
-    ds = tuple(rd - b for rd, b in zip(dual_res, bt, strict=True))
-    dz = tuple((rc - zi * dsi) * inv for rc, zi, dsi, inv in zip(complementarity, z, ds, inv_s, strict=True))
-    return (system.on_cells(dz[0]),) + dz[1:], dy, ds
+    ds = dual_res - bt if dual_res is not None else -bt
+    dz = complementarity - z * ds
+    dz *= inv_s
+    return dz, dy, ds
 
 
-def _max_step(values, steps) -> float:
-    """Largest alpha <= 1 keeping every value (all > 0) + alpha * step >= 0."""
-    steepest = 0.0  # the most negative step / value
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for value, step in zip(values, steps, strict=True):
-            ratio = np.divide(step, value)
-            lowest = float(np.min(ratio))
-            if lowest != lowest:  # 0 / 0 on cells a job cannot use (x = 0, step 0)
-                usable = ratio[~np.isnan(ratio)]
-                lowest = float(usable.min()) if usable.size else 0.0
-            steepest = min(steepest, lowest)
+def _max_step(inverse_values: np.ndarray, step: np.ndarray) -> float:
+    """Largest alpha <= 1 keeping every value (> 0; given as its inverse, 0 where the value is a
+    held-out cell's 0) + alpha * step >= 0."""
+    steepest = float(np.min(step * inverse_values))
     return 1.0 if steepest >= -1.0 else -1.0 / steepest
 
 
@@ -269,59 +137,64 @@ def _interior_point(system, deadline: Deadline, tolerance: float, max_iterations
     accuracy stopped improving and it is within USABLE."""
     point = _starting_point(system)
     best_error, best_point = np.inf, point
-    correctors = CENTRALITY_CORRECTORS if system.mask.size >= CORRECTOR_CELLS else 0
+    stalled = 0  # iterations since the error last halved
+    correctors = CENTRALITY_CORRECTORS if system.cells >= CORRECTOR_CELLS else 0
+    active = system.active if system.partial else 1.0
     iteration = 0
     for iteration in range(1, max_iterations + 1):
         if deadline.expired():
             return "time_limit", None, iteration
         primal_res, dual_res = _residuals(system, point)
         z, s = point.z, point.s
-        gap = sum(float(np.sum(zi * si)) for zi, si in zip(z, s, strict=True))
+        gap = dot(z, s)
         mu = gap / system.count
-        primal_inf = max(float(np.abs(r).max(initial=0.0)) for r in primal_res) / system.rhs_scale
-        dual_inf = max(float(np.abs(np.asarray(r)).max(initial=0.0)) for r in dual_res)
-        error = max(primal_inf, dual_inf, gap / (1.0 + abs(system.objective(point))))
+        primal_inf = max(float(primal_res.max(initial=0.0)), -float(primal_res.min(initial=0.0))) / system.rhs_scale
+        dual_inf = max(float(dual_res.max(initial=0.0)), -float(dual_res.min(initial=0.0)))
+        error = max(primal_inf, dual_inf, gap / (1.0 + abs(system.objective(z))))
         if error < tolerance:
             return "optimal", point, iteration
         if error < best_error:
+            stalled = 0 if error < 0.5 * best_error else stalled + 1
             best_error, best_point = error, point
-        elif error > 1e3 * best_error:
+        elif error > 1e3 * best_error or not np.isfinite(error):
+            break
+        else:
+            stalled += 1
+        if stalled >= STALL_ITERATIONS and best_error < USABLE:
             break
         # Predictor (affine scaling), then Mehrotra's centring and second-order corrector.
         refine = error < REFINE_BELOW
-        inv_s = tuple(1.0 / si for si in s)
-        scaling = tuple(zi * inv for zi, inv in zip(z, inv_s, strict=True))
-        factor = system.factor(scaling)
-        target = tuple(-zi * si for zi, si in zip(z, s, strict=True))
-        dz, dy, ds = _direction(system, point, factor, scaling, inv_s, primal_res, dual_res, target, refine)
-        alpha_p = _max_step(z, dz)
-        alpha_d = _max_step(s, ds)
-        gap_affine = sum(float(np.sum((zi + alpha_p * dzi) * (si + alpha_d * dsi)))
-                         for zi, dzi, si, dsi in zip(z, dz, s, ds, strict=True))
+        inv_s = 1.0 / s
+        # Held-out cells have z = 0 and a zero step: their inverse is taken as 0, not inf.
+        inv_z = np.divide(1.0, z, out=np.zeros_like(z), where=z > 0)
+        d = z * inv_s
+        factor = system.factor(d)
+        products = z * s
+        dz, dy, ds = _direction(system, point, factor, inv_s, primal_res, dual_res, -products, refine, d)
+        alpha_p, alpha_d = _max_step(inv_z, dz), _max_step(inv_s, ds)
+        gap_affine = dot(z + alpha_p * dz, s + alpha_d * ds)
         sigma = (gap_affine / gap) ** 3
-        target = tuple(sigma * mu * (system.mask if i == 0 else 1.0) - zi * si - dzi * dsi
-                       for i, (zi, si, dzi, dsi) in enumerate(zip(z, s, dz, ds, strict=True)))
-        dz, dy, ds = _direction(system, point, factor, scaling, inv_s, primal_res, dual_res, target, refine)
-        if not all(np.all(np.isfinite(part)) for part in (*dz, *dy, *ds)):
+        target = (sigma * mu) * active - products
+        target -= dz * ds
+        dz, dy, ds = _direction(system, point, factor, inv_s, primal_res, dual_res, target, refine, d)
+        if not (np.isfinite(dz).all() and np.isfinite(ds).all() and np.isfinite(dy).all()):
             break
-        alpha_p, alpha_d = _max_step(z, dz), _max_step(s, ds)
+        alpha_p, alpha_d = _max_step(inv_z, dz), _max_step(inv_s, ds)
         for _ in range(correctors):
-            corrected = _centrality_corrector(system, point, factor, scaling, inv_s, (dz, dy, ds),
-                                              (alpha_p, alpha_d), sigma * mu, refine)
+            corrected = _centrality_corrector(system, point, factor, inv_s, inv_z, (dz, dy, ds),
+                                              (alpha_p, alpha_d), sigma * mu, active, d)
             if corrected is None:
                 break
             (dz, dy, ds), (alpha_p, alpha_d) = corrected
         alpha_p = min(1.0, STEP_FRACTION * alpha_p)
         alpha_d = min(1.0, STEP_FRACTION * alpha_d)
-        point = _Point(tuple(zi + alpha_p * dzi for zi, dzi in zip(z, dz, strict=True)),
-                       tuple(yi + alpha_d * dyi for yi, dyi in zip(point.y, dy, strict=True)),
-                       tuple(si + alpha_d * dsi for si, dsi in zip(s, ds, strict=True)))
+        point = _Point(z + alpha_p * dz, point.y + alpha_d * dy, s + alpha_d * ds)
     if best_error < USABLE:
         return "approximate", best_point, iteration
     return "not_converged", None, iteration
 
 
-def _centrality_corrector(system, point: _Point, factor, scaling, inv_s, direction, steps, mu_target, refine):
+def _centrality_corrector(system, point: _Point, factor, inv_s, inv_z, direction, steps, mu_target, active, d):
     """Gondzio's centrality corrector: aim a longer trial step's products z_i s_i back into
     [0.1, 10] x the target; keep the corrected direction only if it allows a longer step
     (J. Gondzio, "Multiple centrality corrections in a primal-dual method for linear
@@ -329,22 +202,17 @@ def _centrality_corrector(system, point: _Point, factor, scaling, inv_s, directi
     dz, dy, ds = direction
     alpha_p, alpha_d = steps
     trial_p, trial_d = min(1.0, 1.5 * alpha_p + 0.1), min(1.0, 1.5 * alpha_d + 0.1)
-    z, s = point.z, point.s
-    target = []
-    for i, (zi, dzi, si, dsi) in enumerate(zip(z, dz, s, ds, strict=True)):
-        product = (zi + trial_p * dzi) * (si + trial_d * dsi)
-        wanted = np.clip(product, 0.1 * mu_target, 10.0 * mu_target) - product
-        wanted = np.maximum(wanted, -10.0 * mu_target)
-        target.append(system.on_cells(wanted) if i == 0 else wanted)
-    zeros_primal = tuple(np.zeros_like(r) for r in system.rhs)
-    zeros_dual = tuple(np.zeros_like(np.asarray(c, dtype=float)) for c in system.cost)
+    product = (point.z + trial_p * dz) * (point.s + trial_d * ds)
+    wanted = np.clip(product, 0.1 * mu_target, 10.0 * mu_target)
+    wanted -= product
+    np.maximum(wanted, -10.0 * mu_target, out=wanted)
+    wanted *= active
     # A corrector only re-centres: its direction needs no refinement.
-    cz, cy, cs = _direction(system, point, factor, scaling, inv_s, zeros_primal, zeros_dual, tuple(target), False)
-    new = (tuple(a + b for a, b in zip(dz, cz, strict=True)), tuple(a + b for a, b in zip(dy, cy, strict=True)),
-           tuple(a + b for a, b in zip(ds, cs, strict=True)))
-    new_p, new_d = _max_step(z, new[0]), _max_step(s, new[2])
+    cz, cy, cs = _direction(system, point, factor, inv_s, None, None, wanted, False, d)
+    new = (dz + cz, dy + cy, ds + cs)
+    new_p, new_d = _max_step(inv_z, new[0]), _max_step(inv_s, new[2])
     if min(new_p, new_d) < min(alpha_p, alpha_d) + 0.05 * min(trial_p - alpha_p, trial_d - alpha_d, 1.0) \
-            or not all(np.all(np.isfinite(part)) for part in (*new[0], *new[1], *new[2])):
+            or not all(np.isfinite(part).all() for part in new):
         return None
     return new, (new_p, new_d)
 
@@ -352,45 +220,35 @@ def _centrality_corrector(system, point: _Point, factor, scaling, inv_s, directi
 def _starting_point(system) -> _Point:
     """Mehrotra's starting point: the least-norm solutions of B z = b and B^T y + s = c, shifted
     into the positive orthant and balanced so that no product z_i s_i starts near 0."""
-    ones = tuple(system.mask if i == 0 else np.ones_like(np.asarray(c, dtype=float))
-                 for i, c in enumerate(system.cost))
+    ones = system.active.copy() if system.partial else np.ones(system.num_primal)
     factor = system.factor(ones)
     z = system.apply_transpose(system.solve(factor, system.rhs))
     y = system.solve(factor, system.apply(system.cost))
-    bt = system.apply_transpose(y)
-    s = tuple(c - b for c, b in zip(system.cost, bt, strict=True))
-    parts = tuple(system.mask > 0 if i == 0 else np.ones(np.shape(c), bool) for i, c in enumerate(system.cost))
-
-    def lowest(values):
-        return min(float(np.min(np.asarray(v)[m])) for v, m in zip(values, parts, strict=True) if np.any(m))
-
-    z = tuple(np.asarray(v, dtype=float) + max(-1.5 * lowest(z), 0.0) for v in z)
-    s = tuple(np.asarray(v, dtype=float) + max(-1.5 * lowest(s), 0.0) for v in s)
-    product = sum(float(np.sum((zi * si)[m])) for zi, si, m in zip(z, s, parts, strict=True))
-    z_total = sum(float(np.sum(np.asarray(zi)[m])) for zi, m in zip(z, parts, strict=True))
-    s_total = sum(float(np.sum(np.asarray(si)[m])) for si, m in zip(s, parts, strict=True))
-    z = tuple(zi + 0.5 * product / max(s_total, 1e-300) + 1e-8 for zi in z)
-    s = tuple(si + 0.5 * product / max(z_total, 1e-300) + 1e-8 for si in s)
+    s = system.cost - system.apply_transpose(y)
+    held_out = ~(ones > 0)
+    if system.partial:
+        z_low, s_low = float(np.min(z[~held_out])), float(np.min(s[~held_out]))
+    else:
+        z_low, s_low = float(z.min()), float(s.min())
+    z += max(-1.5 * z_low, 0.0)
+    s += max(-1.5 * s_low, 0.0)
+    weight = ones  # 0 on held-out cells: they take no part in the balance
+    product = dot(z * s, weight)
+    z_total, s_total = dot(z, weight), dot(s, weight)
+    z += 0.5 * product / max(s_total, 1e-300) + 1e-8
+    s += 0.5 * product / max(z_total, 1e-300) + 1e-8
     # Cells a job cannot use stay out of the method: x = 0 with a unit slack (their product is 0).
-    mask = system.mask > 0
-    z = (np.where(mask, z[0], 0.0),) + tuple(float(v) if np.ndim(v) == 0 else v for v in z[1:])
-    s = (np.where(mask, s[0], 1.0),) + tuple(float(v) if np.ndim(v) == 0 else v for v in s[1:])
-    return _Point(z, tuple(y), s)
-
-
-def _cells(usage: np.ndarray, W: np.ndarray, runnable: np.ndarray):
-    """(K, n) capacity coefficients (rows scaled by W) and the mask of usable cells."""
-    mask = runnable & (W[None, :] > 0)
-    cap = np.where(mask, usage[:, None] / np.where(W > 0, W, 1.0)[None, :], 0.0)
-    return np.ascontiguousarray(cap.T), np.ascontiguousarray(mask.T, dtype=float), mask
+    z[held_out] = 0.0
+    s[held_out] = 1.0
+    return _Point(z, y, s)
 
 
 def max_min_prices(A: np.ndarray, offset: np.ndarray, usage: np.ndarray, W: np.ndarray, *, free_level: bool,
-                   deadline: Deadline | None = None, tolerance: float = TOLERANCE,
-                   max_iterations: int = MAX_ITERATIONS) -> IpmPrices:
-    """Level and capacity prices of ``maximize t s.t. A[m] @ x[m] - t >= offset[m], sum_j x[m, j]
-    <= 1, sum_m usage[m] x[m, j] <= W[j], x >= 0`` (t >= 0 unless ``free_level``), by a
-    structured primal-dual interior-point method.
+                   rate: np.ndarray | None = None, deadline: Deadline | None = None,
+                   tolerance: float = TOLERANCE, max_iterations: int = MAX_ITERATIONS) -> IpmPrices:
+    """Level and capacity prices of ``maximize t s.t. A[m] @ x[m] - rate[m] t >= offset[m],
+    sum_j x[m, j] <= 1, sum_m usage[m] x[m, j] <= W[j], x >= 0`` (t >= 0 unless ``free_level``),
+    by a structured primal-dual interior-point method.
 
     Parameters
     ----------
@@ -404,6 +262,10 @@ def max_min_prices(A: np.ndarray, offset: np.ndarray, usage: np.ndarray, W: np.n
         Workers of each type.
     free_level : bool
         Whether t may be negative.
+    rate : (n,) array, optional
+        Each job's coefficient of t (>= 0; 1 when omitted). A job of rate 0 has a floor
+        ``A[m] @ x[m] >= offset[m]`` that the level does not lift (water filling's bottlenecked
+        jobs).
     deadline : Deadline, optional
         Checked once per iteration.
     tolerance : float
@@ -412,16 +274,92 @@ def max_min_prices(A: np.ndarray, offset: np.ndarray, usage: np.ndarray, W: np.n
         Iterations before giving up (status ``not_converged``).
     """
     A, W = np.asarray(A, dtype=float), np.asarray(W, dtype=float)
-    cap, maskf, mask = _cells(np.asarray(usage, dtype=float), W, A > 0)
-    # t = t' + t_low with t' >= 0: t_low = -max(o) is reachable with every x = 0, so the bound
-    # cuts no optimum of the free-level problem.
-    t_low = -float(np.max(offset)) if free_level and len(A) else 0.0
-    system = _MaxMin(np.ascontiguousarray(np.where(mask, A, 0.0).T), np.asarray(offset, dtype=float) + t_low,
-                     cap, maskf)
-    status, point, iterations = _interior_point(system, deadline or Deadline(None), tolerance, max_iterations)
+    offset, usage = np.asarray(offset, dtype=float), np.asarray(usage, dtype=float)
+    deadline = deadline or Deadline(None)
+    if rate is None and len(A) >= RESTRICT_ABOVE:
+        restricted = _restricted_max_min_prices(A, offset, usage, W, free_level, deadline, tolerance, max_iterations)
+        if restricted is not None:
+            return restricted
+    rate = np.ones(len(A)) if rate is None else np.asarray(rate, dtype=float)
+    return _max_min_ipm(A, offset, usage, W, free_level, rate, None, deadline, tolerance, max_iterations)
+
+
+def _max_min_ipm(A, offset, usage, W, free_level, rate, held, deadline, tolerance, max_iterations) -> IpmPrices:
+    """The interior-point method on the max-min LP of jobs ``A``; ``held`` = (gamma, delta), the
+    workers of each type that jobs held outside use at level t: gamma t + delta."""
+    cap, maskf, mask = cells_and_mask(usage, W, A > 0)
+    # t = t' + t_low with t' >= 0: t_low = -max(o / rate) over the jobs t lifts is reachable with
+    # every x = 0 on those jobs, so the bound cuts no optimum of the free-level problem.
+    lifted = rate > 0
+    t_low = -float(np.max(offset[lifted] / rate[lifted])) if free_level and lifted.any() else 0.0
+    level_usage = cap_rhs = None
+    if held is not None:
+        gamma, delta = held
+        scale_w = np.where(W > 0, W, 1.0)
+        level_usage, cap_rhs = gamma / scale_w, np.where(W > 0, (W - delta - gamma * t_low) / scale_w, 1.0)
+    system = MaxMin(np.ascontiguousarray(np.where(mask, A, 0.0).T), offset + rate * t_low, cap, maskf, rate,
+                    level_usage, cap_rhs)
+    status, point, iterations = _interior_point(system, deadline, tolerance, max_iterations)
     if point is None:
         return IpmPrices(status, iterations=iterations)
-    return IpmPrices(status, float(point.z[4]) + t_low, system.lam(point, W), iterations)
+    return IpmPrices(status, float(point.z[system.level]) + t_low, system.lam(point.y, W), iterations)
+
+
+def _restricted_max_min_prices(A, offset, usage, W, free_level, deadline, tolerance, max_iterations):
+    """Prices of a large max-min LP from the method run on a fraction of its jobs.
+
+    1. A random sample of the jobs, with the workers scaled to the sample's share of the usage,
+       gives prices within a few percent (the sample is a smaller cluster of the same mix).
+    2. At those prices every job whose vertex wins clearly (:func:`vertices.closeness` above
+       FIRST_TIE / sqrt(sample size)) is *held* at that vertex, an affine function of t; the method runs on the
+       other jobs, the held ones entering the capacity rows as one term ``gamma t + delta``.
+    3. If at the new prices every held job's vertex is still its cheapest (and its vertex range
+       still holds t), the prices satisfy the full LP's optimality conditions to the method's
+       tolerance (the held jobs' complementary slackness holds by their choice of vertex).
+       Otherwise the jobs that changed (and those now within LATER_TIE of a change) are
+       released too and step 2 repeats.
+
+    Returns None (the caller runs the method on every job) when a step does not converge or
+    too many jobs stay released for this to be cheaper."""
+    from fleetplan.solvers.allocation import vertices
+
+    n = len(A)
+    rng = np.random.default_rng(0)
+    sample = np.sort(rng.choice(n, max(SAMPLE_MIN, n // SAMPLE_FRACTION), replace=False))
+    share = float(usage[sample].sum() / usage.sum())
+    first = _max_min_ipm(A[sample], offset[sample], usage[sample], W * share, free_level, np.ones(len(sample)),
+                         None, deadline, SAMPLE_TOLERANCE, max_iterations)
+    iterations = first.iterations
+    if first.lam is None:
+        return None
+    level, lam = first.level, first.lam * share
+    choice, close = vertices.closeness(A, offset, level, lam, usage, W)
+    released = (close <= FIRST_TIE / np.sqrt(len(sample))) | (choice < -1)
+    held_choice = choice
+    for _ in range(RESTRICT_ROUNDS):
+        if released.mean() > MAX_RELEASED_SHARE or deadline.expired():
+            return None
+        held = ~released
+        alpha, beta, t_low, t_high = vertices.vertex_affine(A[held], offset[held], held_choice[held])
+        held_usage = usage[held]
+        gamma, delta = np.einsum("m,mk->k", held_usage, alpha), np.einsum("m,mk->k", held_usage, beta)
+        jobs = np.flatnonzero(released)
+        prices = _max_min_ipm(A[jobs], offset[jobs], usage[jobs], W, free_level, np.ones(len(jobs)),
+                              (gamma, delta), deadline, tolerance, max_iterations)
+        iterations += prices.iterations
+        if prices.lam is None:
+            return None
+        level, lam = prices.level, prices.lam
+        choice, close = vertices.closeness(A, offset, level, lam, usage, W)
+        span = max(1.0, abs(level))
+        moved = held & (choice != held_choice)
+        moved[held] |= (level < t_low - 1e-9 * span) | (level > t_high + 1e-9 * span)
+        if not moved.any():
+            return IpmPrices(prices.status, level, lam, iterations)
+        # Released jobs stay released: holding them again at prices that moved is what can
+        # make the rounds oscillate.
+        released |= moved | (close <= LATER_TIE)
+    return None
 
 
 def linear_prices(P: np.ndarray, usage: np.ndarray, W: np.ndarray, *, deadline: Deadline | None = None,
@@ -441,10 +379,10 @@ def linear_prices(P: np.ndarray, usage: np.ndarray, W: np.ndarray, *, deadline: 
         As in :func:`max_min_prices`.
     """
     P, W = np.asarray(P, dtype=float), np.asarray(W, dtype=float)
-    cap, maskf, mask = _cells(np.asarray(usage, dtype=float), W, P > 0)
+    cap, maskf, mask = cells_and_mask(np.asarray(usage, dtype=float), W, P > 0)
     scale = float(P.max(initial=0.0)) or 1.0  # profits scaled to at most 1
-    system = _Linear(np.ascontiguousarray(np.where(mask, P / scale, 0.0).T), cap, maskf)
+    system = Linear(np.ascontiguousarray(np.where(mask, P / scale, 0.0).T), cap, maskf)
     status, point, iterations = _interior_point(system, deadline or Deadline(None), tolerance, max_iterations)
     if point is None:
         return IpmPrices(status, iterations=iterations)
-    return IpmPrices(status, float("nan"), system.lam(point, W, scale), iterations)
+    return IpmPrices(status, float("nan"), system.lam(point.y, W, scale), iterations)

@@ -1,0 +1,108 @@
+"""Each job's own LP in Gavel's max-min allocation, solved in closed form at given prices
+(issue 14 §3; Gavel §3.1, §4.1).
+
+At capacity prices ``lam`` and a level t, job m's part of the max-min LP is: reach the score
+``need = t + offset[m]`` at least cost ``lam . (usage[m] x)`` with ``sum_j x[j] <= 1``. Its
+optimal vertices are a single type (x_j = need / A_mj) or two types with the job's time full
+(A_mh > need > A_ml: x_h = (need - A_ml) / (A_mh - A_ml), x_l = 1 - x_h); both are affine in t,
+which is what lets a job whose vertex wins clearly be *fixed* while the prices move a little.
+Used by the price decomposition (:mod:`fleetplan.solvers.allocation.separable`) and the
+restricted interior-point prices (:mod:`fleetplan.solvers.allocation.ipm`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+INF = float("inf")
+
+
+def type_pairs(n_types: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (first, second) types of every two-type vertex, in ``np.triu_indices`` order."""
+    first, second = np.triu_indices(n_types, k=1)
+    return first, second
+
+
+def vertex_costs(A: np.ndarray, need: np.ndarray, lam: np.ndarray, usage: np.ndarray) -> np.ndarray:
+    """Cost lam . (usage x) of every score-tight vertex of each job's LP at ``need``, as an
+    (n, K + K(K-1)/2) array: columns 0..K-1 the single types, then the type pairs in
+    ``np.triu_indices`` order. A vertex that does not exist for a job (need above the type's
+    score, a type the job cannot run on) costs inf."""
+    n, K = A.shape
+    first, second = type_pairs(K)
+    costs = np.full((n, K + len(first)), np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for j in range(K):
+            ok = (A[:, j] > 0) & (need <= A[:, j])
+            costs[ok, j] = lam[j] * usage[ok] * need[ok] / A[ok, j]
+        for p, (j, k) in enumerate(zip(first, second, strict=True)):
+            hi = np.where(A[:, j] >= A[:, k], j, k)
+            lo = np.where(A[:, j] >= A[:, k], k, j)
+            a_hi, a_lo = A[np.arange(n), hi], A[np.arange(n), lo]
+            ok = (a_lo > 0) & (a_hi > need) & (need > a_lo)
+            x_hi = (need - a_lo) / (a_hi - a_lo)
+            cost = usage * (lam[hi] * x_hi + lam[lo] * (1.0 - x_hi))
+            costs[ok, K + p] = cost[ok]
+    return costs
+
+
+def vertex_affine(A: np.ndarray, offset: np.ndarray, choice: np.ndarray):
+    """x[m, :] = alpha[m, :] * t + beta[m, :] for vertex ``choice`` (-1: idle), and the range of
+    t over which that vertex stays valid."""
+    n, K = A.shape
+    first, second = type_pairs(K)
+    alpha = np.zeros((n, K))
+    beta = np.zeros((n, K))
+    t_low = np.full(n, -INF)
+    t_high = np.full(n, INF)
+    rows = np.arange(n)
+    idle = choice < 0
+    t_high[idle] = -offset[idle]
+    single = (choice >= 0) & (choice < K)
+    m, j = rows[single], choice[single]
+    alpha[m, j] = 1.0 / A[m, j]
+    beta[m, j] = offset[m] / A[m, j]
+    t_low[m], t_high[m] = -offset[m], A[m, j] - offset[m]
+    pair = choice >= K
+    m = rows[pair]
+    pj, pk = first[choice[pair] - K], second[choice[pair] - K]
+    hi = np.where(A[m, pj] >= A[m, pk], pj, pk)
+    lo = np.where(A[m, pj] >= A[m, pk], pk, pj)
+    span = A[m, hi] - A[m, lo]
+    alpha[m, hi] = 1.0 / span
+    beta[m, hi] = (offset[m] - A[m, lo]) / span
+    alpha[m, lo] = -1.0 / span
+    beta[m, lo] = 1.0 - beta[m, hi]
+    t_low[m], t_high[m] = A[m, lo] - offset[m], A[m, hi] - offset[m]
+    return alpha, beta, t_low, t_high
+
+
+def best_vertices(A: np.ndarray, offset: np.ndarray, level: float, lam: np.ndarray, usage: np.ndarray):
+    """Each job's cheapest vertex at ``level`` (-1 idle, -2 none reaches it), its cost, the
+    runner-up's cost, and every vertex's cost."""
+    need = level + offset
+    costs = vertex_costs(A, need, lam, usage)
+    order = np.argsort(costs, axis=1)[:, :2]
+    rows = np.arange(len(need))
+    best = costs[rows, order[:, 0]]
+    second = costs[rows, order[:, 1]] if costs.shape[1] > 1 else np.full(len(need), np.inf)
+    choice = np.where(np.isfinite(best), order[:, 0], -2)
+    choice = np.where(need <= 0, -1, choice)
+    return choice, best, second, costs
+
+
+def closeness(A: np.ndarray, offset: np.ndarray, level: float, lam: np.ndarray, usage: np.ndarray, W: np.ndarray):
+    """Each job's vertex at (lam, level) and how close it is to changing: the smaller of the
+    relative cost margin to the runner-up vertex and the relative distance of its need to a
+    breakpoint (a type's score, or 0 where it would idle)."""
+    # Prices of 0 (a type no bound binds, or a level set by one job's own time) make every
+    # vertex tie; a small floor picks one canonical vertex per job. Whoever fixes jobs by this
+    # certifies them at true prices later, so the floor decides only which jobs are fixed.
+    mean_price = float(lam @ W) / float(W.sum()) if float(lam @ W) > 0 else 1.0 / float(W.sum())
+    choice, best, second, _ = best_vertices(A, offset, level, np.maximum(lam, 1e-3 * mean_price), usage)
+    need = level + offset
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tie = np.where(np.isfinite(second), (second - best) / np.maximum(np.abs(best), 1e-300), np.inf)
+        gap = np.where(A > 0, np.abs(A - need[:, None]) / np.maximum(A, np.abs(need)[:, None]), np.inf).min(axis=1)
+        idle_gap = np.where(offset != 0, np.abs(need) / np.abs(offset), np.inf)
+    return choice, np.minimum(np.minimum(tie, gap), idle_gap)
