@@ -164,3 +164,28 @@ def test_no_usable_cell_at_all():
     prices = max_min_prices(A, np.zeros(3), np.ones(3), np.array([0.0]), free_level=False)
     assert prices.status in ("optimal", "approximate") and prices.level == pytest.approx(0.0, abs=1e-6)
     assert linear_prices(A, np.ones(3), np.array([0.0])).status in ("optimal", "approximate")
+
+
+@pytest.mark.parametrize("seed,scarcity,restricted_applies", [(8, 4, True), (8, 8, False)])
+def test_restricted_linear_prices_give_the_lp_optimum(seed, scarcity, restricted_applies, monkeypatch):
+    # Linear forms above RESTRICT_ABOVE jobs: sample prices, then the method on the jobs whose
+    # best type does not win clearly. Where the sample's prices are too far off (the held jobs
+    # alone overfill a type) the restricted path declines and every job is priced: either way
+    # the Lagrangian bound closes on the LP's optimum and the decomposition reaches it.
+    from fleetplan.solvers.allocation import ipm
+
+    monkeypatch.setattr(ipm, "RESTRICT_ABOVE", 2_000)
+    monkeypatch.setattr(ipm, "SAMPLE_MIN", 500)
+    A, _, usage, W = _instance(seed, 3_000, 3, masked=True, offsets=False)
+    W = W / scarcity
+    calls = []
+    restricted = ipm._restricted_linear_prices
+    monkeypatch.setattr(ipm, "_restricted_linear_prices", lambda *a: calls.append(restricted(*a)) or calls[-1])
+    prices = linear_prices(A, usage, W)
+    assert len(calls) == 1 and (calls[0] is not None) == restricted_applies
+    reduced = np.where(A > 0, A - prices.lam[None, :] * usage[:, None], 0.0)
+    bound = float(np.maximum(reduced.max(axis=1), 0.0).sum() + prices.lam @ W)
+    optimum = _linear_lp_value(A, usage, W)
+    assert optimum <= bound * (1 + 1e-9) and bound == pytest.approx(optimum, rel=1e-6)
+    result = allocation_separable.linear(A, np.ones(len(A)), usage, W, prices="ipm")
+    assert result.status == "optimal" and result.level == pytest.approx(optimum, rel=1e-7)

@@ -323,9 +323,7 @@ def _restricted_max_min_prices(A, offset, usage, W, free_level, deadline, tolera
     too many jobs stay released for this to be cheaper."""
     from fleetplan.solvers.allocation import vertices
 
-    n = len(A)
-    rng = np.random.default_rng(0)
-    sample = np.sort(rng.choice(n, max(SAMPLE_MIN, n // SAMPLE_FRACTION), replace=False))
+    sample = _sample(len(A))
     share = float(usage[sample].sum() / usage.sum())
     first = _max_min_ipm(A[sample], offset[sample], usage[sample], W * share, free_level, np.ones(len(sample)),
                          None, deadline, SAMPLE_TOLERANCE, max_iterations)
@@ -379,10 +377,72 @@ def linear_prices(P: np.ndarray, usage: np.ndarray, W: np.ndarray, *, deadline: 
         As in :func:`max_min_prices`.
     """
     P, W = np.asarray(P, dtype=float), np.asarray(W, dtype=float)
-    cap, maskf, mask = cells_and_mask(np.asarray(usage, dtype=float), W, P > 0)
+    usage = np.asarray(usage, dtype=float)
+    deadline = deadline or Deadline(None)
+    if len(P) >= RESTRICT_ABOVE:
+        restricted = _restricted_linear_prices(P, usage, W, deadline, tolerance, max_iterations)
+        if restricted is not None:
+            return restricted
+    return _linear_ipm(P, usage, W, deadline, tolerance, max_iterations)
+
+
+def _linear_ipm(P, usage, W, deadline, tolerance, max_iterations) -> IpmPrices:
+    cap, maskf, mask = cells_and_mask(usage, W, P > 0)
     scale = float(P.max(initial=0.0)) or 1.0  # profits scaled to at most 1
     system = Linear(np.ascontiguousarray(np.where(mask, P / scale, 0.0).T), cap, maskf)
-    status, point, iterations = _interior_point(system, deadline or Deadline(None), tolerance, max_iterations)
+    status, point, iterations = _interior_point(system, deadline, tolerance, max_iterations)
     if point is None:
         return IpmPrices(status, iterations=iterations)
     return IpmPrices(status, float("nan"), system.lam(point.y, W, scale), iterations)
+
+
+def _restricted_linear_prices(P, usage, W, deadline, tolerance, max_iterations):
+    """Prices of a large linear LP as :func:`_restricted_max_min_prices` finds a max-min LP's: a
+    sample's prices (a linear LP's prices do not scale with the cluster: a sample of the same
+    mix on its share of the workers has the same ones), then the method on the jobs whose best
+    type does not win clearly, the others held on their type (or idle) and their workers taken
+    out of the capacity."""
+    from fleetplan.solvers.allocation import vertices
+
+    n, K = P.shape
+    sample = _sample(n)
+    share = float(usage[sample].sum() / usage.sum())
+    first = _linear_ipm(P[sample], usage[sample], W * share, deadline, SAMPLE_TOLERANCE, max_iterations)
+    iterations = first.iterations
+    if first.lam is None:
+        return None
+    lam = first.lam
+    top_profit = np.maximum(P.max(axis=1), 1e-300)
+
+    def choices(lam):
+        choice, margin = vertices.best_types(np.where(P > 0, P - lam[None, :] * usage[:, None], -np.inf))
+        return choice, margin / top_profit
+
+    choice, close = choices(lam)
+    released = close <= FIRST_TIE / np.sqrt(len(sample))
+    held_choice = choice
+    for _ in range(RESTRICT_ROUNDS):
+        if released.mean() > MAX_RELEASED_SHARE or deadline.expired():
+            return None
+        held = ~released & (held_choice >= 0)
+        used = np.bincount(held_choice[held], weights=usage[held], minlength=K)
+        if np.any(used > W * (1 + 1e-12)):
+            return None  # the held jobs alone overfill a type
+        jobs = np.flatnonzero(released)
+        prices = _linear_ipm(P[jobs], usage[jobs], np.maximum(W - used, 0.0), deadline, tolerance, max_iterations)
+        iterations += prices.iterations
+        if prices.lam is None:
+            return None
+        lam = prices.lam
+        choice, close = choices(lam)
+        moved = ~released & (choice != held_choice)
+        if not moved.any():
+            return IpmPrices(prices.status, float("nan"), lam, iterations)
+        released |= moved | (close <= LATER_TIE)
+    return None
+
+
+def _sample(n: int) -> np.ndarray:
+    """The jobs a large LP is first priced on: a fixed-seed random sample, in job order."""
+    rng = np.random.default_rng(0)
+    return np.sort(rng.choice(n, max(SAMPLE_MIN, n // SAMPLE_FRACTION), replace=False))

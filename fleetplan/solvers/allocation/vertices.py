@@ -116,3 +116,16 @@ def closeness(A: np.ndarray, offset: np.ndarray, level: float, lam: np.ndarray, 
         gap = np.where(A > 0, np.abs(A - need[:, None]) / np.maximum(A, np.abs(need)[:, None]), np.inf).min(axis=1)
         idle_gap = np.where(offset != 0, np.abs(need) / np.abs(offset), np.inf)
     return choice, np.minimum(np.minimum(tie, gap), idle_gap)
+
+
+def best_types(reduced: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The linear form's vertices: each job's type of largest reduced profit ``reduced`` (n, K)
+    (-1, idle, when none is positive) and its margin over the runner-up (idling counts as 0)."""
+    options = np.column_stack([reduced, np.zeros(len(reduced))])
+    rows = np.arange(len(reduced))
+    top_index = np.argmax(options, axis=1)
+    top = options[rows, top_index]
+    options[rows, top_index] = -np.inf
+    runner_up = options.max(axis=1)
+    choice = np.where(top_index == reduced.shape[1], -1, top_index)
+    return choice, top - runner_up
