@@ -171,16 +171,19 @@ def _best_vertices(A, offset, level, lam, usage, floor=None):
 
 # --- the reduced LP -----------------------------------------------------------------------------
 
-def _solve_lp(lp: LinearProgram, deadline: Deadline, threads: int, seed: int):
+def _solve_lp(lp: LinearProgram, deadline: Deadline, threads: int, seed: int, tolerance: float | None = None):
     highs = highs_runner.new_highs(deadline.remaining(), threads, seed)
     highs_runner.pass_lp(highs, lp, "simplex")
+    if tolerance is not None:
+        highs.setOptionValue("primal_feasibility_tolerance", tolerance)
+        highs.setOptionValue("dual_feasibility_tolerance", tolerance)
     outcome = highs_runner.run(highs)
     duals = np.asarray(highs.getSolution().row_dual, dtype=float) if outcome.values is not None else None
     return outcome, duals
 
 
 def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, deadline, threads, seed,
-                     floor=None):
+                     floor=None, tolerance=None):
     """The reduced LP over the ``free`` jobs; fixed jobs enter the capacity rows as affine terms
     (constants for ``floor`` jobs, whose score rows have no t)."""
     n, K = A.shape
@@ -213,7 +216,7 @@ def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, 
         row_upper=np.concatenate([np.full(n_free, INF), np.ones(n_free), W - delta]),
         col_lower=np.concatenate([np.zeros(n_cells), [low]]),
         col_upper=np.concatenate([np.ones(n_cells), [high]]), sense="max")
-    outcome, duals = _solve_lp(lp, deadline, threads, seed)
+    outcome, duals = _solve_lp(lp, deadline, threads, seed, tolerance)
     if outcome.status != "optimal" or duals is None:
         return outcome.status, None, None, None, None, (t_low, t_high, fixed)
     level = float(outcome.values[t_col])
@@ -293,12 +296,15 @@ def _working_set(A, offset, level, lam, usage, W, sticky, size, threshold=TIE, f
 
 def max_min(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarray, W: np.ndarray, *,
             free_level: bool, deadline: Deadline | None = None, threads: int = 1, seed: int = 0,
-            prices: Literal["ipm", "buckets"] = "ipm", floor: np.ndarray | None = None) -> SeparableResult:
+            prices: Literal["ipm", "buckets"] = "ipm", floor: np.ndarray | None = None,
+            lp_tolerance: float | None = None) -> SeparableResult:
     """maximize t s.t. A[m] @ x[m] - t >= offset[m], sum_j x[m, j] <= 1, sum_m mult_m scale_m x[m, j]
     <= W_j, 0 <= x (A[m, j] = 0 where job m cannot run on type j); t >= 0 unless ``free_level``.
     ``prices``: where the first prices come from (``ipm``, falling back to ``buckets``).
     ``floor``: jobs whose row has no t, ``A[m] @ x[m] >= offset[m]`` (water filling's
-    bottlenecked jobs, Gavel §4.3); at least one job must keep its t."""
+    bottlenecked jobs, Gavel §4.3); at least one job must keep its t. ``lp_tolerance``: the reduced
+    LP's primal and dual feasibility tolerance (HiGHS's 1e-7 when None); water filling asks for
+    1e-10 so that its duals prove bottlenecks."""
     deadline = deadline or Deadline(None)
     started = time.perf_counter()
     n, K = A.shape
@@ -347,7 +353,7 @@ def max_min(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarr
         if deadline.expired():
             return SeparableResult("time_limit", log=log + ["time limit in the separable method"], stats=stats)
         status, matrix, level, lam, score_duals, (t_low, t_high, fixed) = _max_min_reduced(
-            A, offset, mult, scale, W, free, choice, free_level, deadline, threads, seed, floor)
+            A, offset, mult, scale, W, free, choice, free_level, deadline, threads, seed, floor, lp_tolerance)
         stats.update(separable_rounds=float(rounds), separable_free=float(free.sum()))
         log.append(f"round {rounds}: {int(free.sum())} free jobs, reduced LP {status}")
         if status == "infeasible" and rounds < MAX_ROUNDS:

@@ -80,8 +80,12 @@ JUDGE_S_PER_CELL = 70e-6
 # Cap events simulated ahead at most (each costs one call of the weights; the binary search
 # over them costs about log2 of this many level LPs).
 MAX_EVENTS = 4096
-# From this many classes the events' probes try the price decomposition before HiGHS.
+# From this many classes the level LPs try the price decomposition before HiGHS.
 SEPARABLE_CLASSES = 1000
+# Its reduced LP's feasibility tolerances: with HiGHS's default 1e-7 the worker prices are off by
+# about that much, and the dual proof of a bottleneck (rise <= gap / u, u ~ 5e-5 at 8,192 jobs)
+# then fails by three orders of magnitude; at 1e-10 the gap is at rounding level.
+REDUCED_LP_TOLERANCE = 1e-10
 
 
 def judge_reserve(classes: JobClasses) -> float:
@@ -102,7 +106,7 @@ class WaterFillingRun:
     bottlenecked: np.ndarray
     iterations: int = 0
     event_iterations: int = 0  # iterations decided as cap events (no LP of their own)
-    separable_probes: int = 0  # level LPs of the events' search solved by the price decomposition
+    separable_probes: int = 0  # level LPs solved by the price decomposition (events' probes or not)
     lp_solves: int = 0
     log: list[str] = field(default_factory=list)
     history: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)  # (levels, bottlenecked)
@@ -182,6 +186,11 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
                 continue
         try_events = shortcuts  # a batch that commits nothing is followed by one plain iteration
         rate = np.where(done, 0.0, rates(done))
+        if pending is None and shortcuts and n >= SEPARABLE_CLASSES:
+            answer = _separable_level(classes, levels, rate, deadline, threads, seed)
+            if answer is not None:
+                pending = answer[2]
+                run.separable_probes += 1
         if pending is not None:
             (outcome, row_dual), pending = pending, None
         else:
@@ -253,8 +262,8 @@ def _cap_events(classes, caps, rates, levels, done, run, deadline, threads, seed
 
     def probe(k: int) -> str:
         state = states[k]
-        if separable_probes:
-            answer = _separable_probe(classes, state, deadline, threads, seed)
+        if separable_probes and np.isfinite(state.next_t):
+            answer = _separable_level(classes, state.levels, state.next_rate, deadline, threads, seed)
             if answer is not None:
                 level, values, solved = answer
                 run.separable_probes += 1
@@ -310,18 +319,19 @@ def _cap_events(classes, caps, rates, levels, done, run, deadline, threads, seed
     return states[proven].levels, states[proven].done, solved if reusable else None
 
 
-def _separable_probe(classes: JobClasses, state, deadline: Deadline, threads: int, seed: int):
-    """A probe's level LP by the price decomposition (:func:`fleetplan.solvers.allocation.separable.max_min`
-    with the bottlenecked classes as floors and t free): (t, cell values, the LP's outcome and
-    row duals in :func:`level_lp`'s layout) of a certified optimum, or None when it does not
-    certify (the caller solves the LP). A negative t means the state's levels are infeasible."""
-    live = ~state.done & (state.next_rate > 0)
-    if not live.any() or not np.isfinite(state.next_t):
+def _separable_level(classes: JobClasses, levels: np.ndarray, rate: np.ndarray, deadline: Deadline, threads: int,
+                     seed: int):
+    """:func:`level_lp` by the price decomposition (:func:`fleetplan.solvers.allocation.separable.max_min`:
+    rows divided by their rates, classes of rate 0 as floors, t free): (t, cell values, the LP's
+    outcome and row duals in :func:`level_lp`'s layout) of a certified optimum, or None when it
+    does not certify (the caller solves the LP). A negative t means the levels are infeasible."""
+    live = rate > 0
+    if not live.any():
         return None
-    rate = np.where(live, state.next_rate, 1.0)[:, None]
-    result = separable.max_min(classes.coefficient / rate, state.levels / rate[:, 0], classes.count,
+    rate = np.where(live, rate, 1.0)[:, None]
+    result = separable.max_min(classes.coefficient / rate, levels / rate[:, 0], classes.count,
                                classes.scale_factor, classes.num_workers, free_level=True, floor=~live,
-                               deadline=deadline, threads=threads, seed=seed)
+                               deadline=deadline, threads=threads, seed=seed, lp_tolerance=REDUCED_LP_TOLERANCE)
     if result.status != "optimal":
         return None
     values = result.matrix[classes.cell_class, classes.cell_type]

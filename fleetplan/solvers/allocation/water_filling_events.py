@@ -113,29 +113,55 @@ def witnessed_prefix(states: list[State], last: int, scores: np.ndarray, count: 
 def dual_stuck(classes: JobClasses, levels: np.ndarray, row_dual: np.ndarray, tol: float) -> np.ndarray:
     """Classes a level LP's duals prove bottlenecked at ``levels`` (the LP's new levels).
 
-    For score duals ``u >= 0`` and worker prices ``lam >= 0``, any allocation ``x`` with every
-    score at or above its level satisfies ``sum_m u_m (score_m(x) - levels_m) <= D`` with
-    ``D = lam . W + sum_m max(0, max_j (u_m a_mj - lam_j k_m s_m)) - u . levels`` (the
-    Lagrangian of the capacity rows; each job's time row kept), and every term of the sum is
-    non-negative, so a member of class m rises by at most ``D / u_m``, the class (the rise LPs'
-    sum over its ``k_m`` members) by ``k_m D / u_m``. Classes where that is within ``tol`` are bottlenecked. The bound
-    is computed here from whatever duals HiGHS returns (both sign conventions tried), so a
-    poor dual only proves less, never something false."""
+    For worker prices ``lam >= 0`` and any score multipliers ``u >= 0``, every allocation ``x``
+    with each score at or above its level satisfies ``sum_m u_m (score_m(x) - levels_m) <= D``
+    with ``D = lam . W + sum_m h_m(u_m)``, ``h_m(u) = max(0, max_j (u a_mj - lam_j k_m s_m)) -
+    u levels_m`` (the Lagrangian of the capacity rows; each job's time row kept). Every term of
+    the sum is non-negative, so a member of class m rises by at most ``D / u_m``, the class (the
+    rise LPs' sum over its ``k_m`` members) by ``k_m D / u_m``; classes where that is within
+    ``tol`` are bottlenecked. Only ``lam`` is read from the duals (both sign conventions tried):
+    each ``u_m`` is the minimiser of the convex piecewise-linear ``h_m`` (the best multiplier
+    for those prices), which removes the dual's own rounding (1e-7 from a simplex) from ``D``.
+    A poor ``lam`` only proves less, never something false."""
     n, K = classes.num_classes, len(classes.num_workers)
     best = np.zeros(n, dtype=bool)
-    usage = classes.count * classes.scale_factor
-    runnable = classes.coefficient > 0
     for sign in (1.0, -1.0):
-        u = np.maximum(sign * row_dual[:n], 0.0)
         lam = np.maximum(-sign * row_dual[2 * n: 2 * n + K], 0.0)
-        profit = np.where(runnable, u[:, None] * classes.coefficient - lam[None, :] * usage[:, None], 0.0)
-        terms = np.concatenate([lam * classes.num_workers, np.maximum(profit.max(axis=1), 0.0), -u * levels])
+        u, h = _best_multipliers(classes, levels, lam)
+        terms = np.concatenate([lam * classes.num_workers, h])
         gap = max(0.0, float(terms.sum())) + 1e-12 * float(np.abs(terms).sum())
         rise = np.divide(gap * classes.count, u, out=np.full(n, np.inf), where=u > 0)
         stuck = rise <= tol
         if stuck.sum() > best.sum():
             best = stuck
     return best
+
+
+def _best_multipliers(classes: JobClasses, levels: np.ndarray, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per class, ``u >= 0`` minimising ``h(u) = max(0, max_j (u a_j - lam_j k s)) - u level``
+    (the largest such u on ties) and ``h`` there. ``h`` is convex and piecewise linear, so its
+    minimum sits at u = 0 or a breakpoint: where a type's term turns positive
+    (``lam_j k s / a_j``) or two types' terms cross."""
+    a = classes.coefficient
+    usage = (classes.count * classes.scale_factor)[:, None]
+    cost = lam[None, :] * usage
+    K = a.shape[1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        candidates = [np.zeros(len(a)), *[np.where(a[:, j] > 0, cost[:, j] / a[:, j], 0.0) for j in range(K)]]
+        for j in range(K):
+            for k in range(j + 1, K):
+                cross = (cost[:, j] - cost[:, k]) / (a[:, j] - a[:, k])
+                ok = (a[:, j] > 0) & (a[:, k] > 0) & np.isfinite(cross) & (cross > 0)
+                candidates.append(np.where(ok, cross, 0.0))
+    u = np.column_stack(candidates)
+    runnable = a > 0
+    profit = np.where(runnable[:, None, :], u[:, :, None] * a[:, None, :] - cost[:, None, :], 0.0).max(axis=2)
+    h = np.maximum(profit, 0.0) - u * levels[:, None]
+    low = h.min(axis=1, keepdims=True)
+    # Ties within rounding: the largest u divides the gap best.
+    pick = np.where(h <= low + 1e-15 * (1.0 + np.abs(low)), u, -1.0).argmax(axis=1)
+    rows = np.arange(len(a))
+    return u[rows, pick], h[rows, pick]
 
 
 def usage_bound(classes: JobClasses) -> Callable[[np.ndarray], bool]:
