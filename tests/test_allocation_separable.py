@@ -116,3 +116,74 @@ def test_decomposition_option_picks_the_method():
     assert prices.objective == pytest.approx(none.objective, rel=1e-6)  # the LP's refinement gives up 1e-7
     with pytest.raises(Exception, match="decomposition"):
         fleetplan.solve(instance, "max-throughput", decomposition="sometimes")
+
+
+
+def _level_lp_both_ways(classes, levels, rate, prices="ipm"):
+    """Water filling's level LP (Gavel §4.3) by HiGHS and by the decomposition with floors."""
+    from fleetplan.models.allocation.water_filling import level_lp
+    from fleetplan.solvers import highs as highs_runner
+
+    full = highs_runner.solve_lp(level_lp(classes, levels, rate), algorithm="simplex")
+    lifted = np.where(rate > 0, rate, 1.0)
+    result = allocation_separable.max_min(
+        classes.coefficient / lifted[:, None], levels / lifted, classes.count, classes.scale_factor,
+        classes.num_workers, free_level=True, floor=rate <= 0, prices=prices, lp_tolerance=1e-10)
+    return full, result
+
+
+def _check_level_solution(classes, levels, rate, result, full):
+    assert result.level == pytest.approx(full.objective, rel=1e-7, abs=1e-9)
+    x = result.matrix[classes.cell_class, classes.cell_type]
+    assert np.all(classes.scores(x) >= levels + rate * result.level - 1e-7)
+    assert x.min() >= 0 and np.bincount(classes.cell_class, weights=x).max() <= 1 + 1e-9
+    used = np.bincount(classes.cell_type, weights=x * (classes.count * classes.scale_factor)[classes.cell_class])
+    assert np.all(used <= classes.num_workers * (1 + 1e-9))
+    # The certificate's duals: prices and score multipliers, non-negative, one per row.
+    assert result.prices.shape == classes.num_workers.shape and result.prices.min() >= 0
+    assert result.score_duals.shape == (classes.num_classes,) and result.score_duals.min() >= 0
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_max_min_with_floors_equals_the_level_lp_on_water_filling_states(seed):
+    """Rows ``score >= level + rate t`` for rising jobs and ``score >= level`` (floors, no t) for
+    bottlenecked ones, at states hierarchical water filling passes through (distinct jobs, 5
+    entities): the first, two cap events' and the last (the capacity binds), against HiGHS."""
+    from fleetplan.instances.allocation.hierarchical import entity_view, hierarchical_job_weights
+    from fleetplan.solvers.allocation.water_filling import hierarchical_run
+
+    instance = _distinct(1200, seed, entities=5)
+    classes, run = hierarchical_run(instance, aggregate=False)
+    view = entity_view(instance)
+    states = [(np.zeros(classes.num_classes), np.zeros(classes.num_classes, dtype=bool))] + run.history[:-1]
+    picked = sorted({0, len(states) // 3, 2 * len(states) // 3, len(states) - 1})
+    for index in picked:
+        levels, done = states[index]
+        rate = np.where(done, 0.0, hierarchical_job_weights(instance, done[classes.class_of_job], view)[classes.first_job])
+        full, result = _level_lp_both_ways(classes, levels, rate)
+        assert full.status == "optimal" and result.status == "optimal", (index, result.log)
+        _check_level_solution(classes, levels, rate, result, full)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("prices", ["ipm", "buckets"])
+def test_max_min_with_random_floors_is_the_lp_or_declines(seed, prices):
+    """Floors drawn below what a feasible allocation reaches: where the decomposition certifies
+    it equals HiGHS; where its prices are too far off it declines (fallback), never wrong."""
+    from fleetplan.models.allocation.water_filling import job_classes, level_lp
+    from fleetplan.solvers import highs as highs_runner
+
+    arrays = _distinct(500 + 300 * seed, seed, multi_gpu=seed % 2 == 0, entities=3).arrays()
+    classes = job_classes(arrays, arrays.weight[:, None], aggregate=False)
+    n = classes.num_classes
+    rng = np.random.default_rng(seed)
+    rate = rng.uniform(0.5, 2.0, n)
+    first = highs_runner.solve_lp(level_lp(classes, np.zeros(n), rate))
+    reached = classes.scores(classes.feasible_part(first.values[:-1]))
+    floor = rng.random(n) < 0.4
+    levels = np.where(floor, reached * rng.uniform(0.5, 1.0, n), 0.5 * reached)
+    rate = np.where(floor, 0.0, rate)
+    full, result = _level_lp_both_ways(classes, levels, rate, prices)
+    assert full.status == "optimal" and result.status in ("optimal", "fallback")
+    if result.status == "optimal":
+        _check_level_solution(classes, levels, rate, result, full)

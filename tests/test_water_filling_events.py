@@ -140,3 +140,25 @@ def test_dual_proof_never_calls_a_free_job_bottlenecked(seed):
                       method="highs")
         assert res.status == 0
         assert -res.fun - levels[m] <= 2 * tolerance(levels)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("fifo", [False, True])
+def test_level_lps_by_the_decomposition_equal_the_plain_procedure(monkeypatch, seed, fifo):
+    """From SEPARABLE_CLASSES classes every level LP (events' probes and plain iterations) goes
+    to the price decomposition with floors, and bottlenecks come from its duals; forced on here
+    at a small size, the run is still the plain procedure's."""
+    from fleetplan.solvers.allocation import water_filling
+
+    instance = distinct(256, 5, seed, fifo)
+    _, reference = hierarchical_run(instance, aggregate=False, shortcuts=False)
+    monkeypatch.setattr(water_filling, "SEPARABLE_CLASSES", 0)
+    classes, fast = hierarchical_run(instance, aggregate=False, shortcuts=True)
+    assert fast.separable_probes > 0
+    assert_same_run(reference, fast)
+    np.testing.assert_allclose(classes.scores(fast.values), classes.scores(reference.values), rtol=1e-6, atol=1e-8)
+    _, single_reference = single_level_run(instance, aggregate=False, shortcuts=False)
+    _, single = single_level_run(instance, aggregate=False, shortcuts=True)
+    assert_same_run(single_reference, single)
+    result = fleetplan.solve(instance, "hierarchical-water-filling")
+    assert result.evaluation.metrics["pareto_efficient"] == 1.0
