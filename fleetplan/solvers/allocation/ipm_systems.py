@@ -52,6 +52,19 @@ class System:
             vector[:self.cells] *= self.mask.ravel()
         return vector
 
+    def interior_cells(self) -> tuple[np.ndarray, np.ndarray]:
+        """Cells x inside every bound: each job's time spread evenly over its usable types and
+        idling, scaled down until every type has half of its workers spare. Returns (x, the
+        share of each type's workers it uses)."""
+        x = self.mask / (self.mask.sum(axis=0) + 1.0)
+        load = np.einsum("kn,kn->k", self.cap, x)
+        room = self.rhs[-self.K:]  # the capacity rows' right-hand sides (1 unless jobs are held)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fits = np.where(load > 0, room / load, np.inf)
+        shrink = min(1.0, 0.5 * float(fits.min(initial=np.inf)))
+        shrink = max(shrink, 1e-6)  # a row with no room: the method starts infeasible there
+        return x * shrink, load * shrink
+
     def lam(self, y: np.ndarray, W: np.ndarray, scale: float = 1.0) -> np.ndarray:
         # The capacity rows (the last K) were divided by W; in the min form their duals are <= 0.
         return np.maximum(-y[-self.K:], 0.0) * scale / np.where(W > 0, W, 1.0)
@@ -94,12 +107,43 @@ class MaxMin(System):
         self.cost[self.level] = -1.0
         self.rhs[:n] = rhs_score
         self.level_usage = np.zeros(K) if level_usage is None else level_usage
+        self.held = level_usage is not None or cap_rhs is not None
         if cap_rhs is not None:
             self.rhs[2 * n:] = cap_rhs
         self.rhs_scale = 1.0 + float(np.abs(rhs_score).max(initial=0.0))
 
     def objective(self, z: np.ndarray) -> float:
         return float(z[self.level])
+
+    def start(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A primal point inside every bound (up to jobs no level can lift) and a dual point
+        with every slack positive: (z, y, s)."""
+        n = self.n
+        x, load = self.interior_cells()
+        z = np.empty(self.num_primal)
+        z[:self.cells] = x.ravel()
+        score = np.einsum("kn,kn->n", self.A, x) - self.rhs[:n]
+        lifted = (self.rate > 0) & (score > 0)
+        level = 0.5 * float(np.min(score[lifted] / self.rate[lifted])) if lifted.any() else 0.0
+        growing = self.level_usage > 0  # held jobs whose workers grow with the level
+        if growing.any():
+            room = (self.rhs[2 * n:] - load)[growing] / self.level_usage[growing]
+            level = min(level, 0.5 * max(float(room.min()), 0.0))
+        z[self.surplus] = np.maximum(score - self.rate * level, 1e-2)
+        z[self.idle] = 1.0 - x.sum(axis=0)
+        z[self.spare] = np.maximum(self.rhs[2 * n:] - load - self.level_usage * level, 1e-2)
+        z[self.level] = max(level, 1e-2)
+        # y_score = a > 0 (surplus slacks a), y_time = -(a max_j A + 1), y_cap = -1: every x
+        # slack at least 1, and the level's slack -1 + a sum(rate) + level_usage = 1 + ...
+        a = 2.0 / max(float(self.rate.sum()), 1e-300)
+        y = np.empty(self.num_rows)
+        y[:n] = a
+        y[n:2 * n] = -(a * self.A.max(axis=0) + 1.0)
+        y[2 * n:] = -1.0
+        s = self.cost - self.apply_transpose(y)
+        s[:self.cells][self.mask.ravel() == 0] = 1.0
+        np.maximum(s, 1e-2, out=s)
+        return z, y, s
 
     def apply(self, z: np.ndarray) -> np.ndarray:
         n, x = self.n, self.cells_of(z)
@@ -206,6 +250,21 @@ class Linear(System):
 
     def objective(self, z: np.ndarray) -> float:
         return -dot(self.cost[:self.cells], z[:self.cells])
+
+    def start(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A primal point inside every bound and a dual point with every slack at least 1."""
+        n = self.n
+        x, load = self.interior_cells()
+        z = np.empty(self.num_primal)
+        z[:self.cells] = x.ravel()
+        z[self.idle] = 1.0 - x.sum(axis=0)
+        z[self.spare] = 1.0 - load
+        y = np.empty(self.num_rows)
+        y[:n] = self.cost[:self.cells].reshape(self.K, n).min(axis=0) - 1.0  # -(largest profit) - 1
+        y[n:] = -1.0
+        s = self.cost - self.apply_transpose(y)
+        s[:self.cells][self.mask.ravel() == 0] = 1.0
+        return z, y, s
 
     def apply(self, z: np.ndarray) -> np.ndarray:
         n, x = self.n, self.cells_of(z)
