@@ -20,6 +20,14 @@ certificate passes in one or two rounds (bucketed prices a few percent off left 
 jobs free). When this method does not converge, the decomposition falls back to the bucketed
 prices, so nothing depends on it for correctness.
 
+Large LPs (from RESTRICT_ABOVE jobs) are not priced over every job: the method runs on a random
+sample (a smaller cluster of the same mix, on its share of the workers), then on the jobs whose
+closed-form answer is near a tie at the sample's prices, the others *held* at their answer
+(:func:`_restricted_max_min_prices`, :func:`_restricted_linear_prices`). At 10^6 distinct jobs
+that is 31,250 + 53,303 jobs priced instead of 10^6 (2.7 s instead of 60 s on this machine).
+The method starts from a point inside every bound (each job's time spread over its types),
+which took 20-45 % fewer iterations than Mehrotra's least-squares start on Gavel's LPs.
+
 Reference: Mehrotra's predictor-corrector (S. Mehrotra, "On the implementation of a primal-dual
 interior point method", SIAM J. Optim. 2(4), 1992), in the normal-equations form of S. J.
 Wright, *Primal-Dual Interior-Point Methods* (SIAM, 1997), ch. 10.
@@ -56,8 +64,8 @@ REFINE_BELOW = 1e-2
 # not pay for the extra solves (2,048 jobs: 22 iterations in 0.052 s without, 17 in 0.066 s with).
 CENTRALITY_CORRECTORS = 2
 CORRECTOR_CELLS = 100_000
-# Max-min LPs of at least RESTRICT_ABOVE jobs are priced from a sample, then by the method on
-# the jobs near a tie only (:func:`_restricted_max_min_prices`).
+# LPs of at least RESTRICT_ABOVE jobs are priced from a sample, then by the method on the jobs
+# near a tie only (:func:`_restricted_max_min_prices`, :func:`_restricted_linear_prices`).
 RESTRICT_ABOVE = 8_192
 SAMPLE_MIN, SAMPLE_FRACTION = 4_096, 32
 SAMPLE_TOLERANCE = 1e-6
