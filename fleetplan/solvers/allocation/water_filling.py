@@ -255,7 +255,8 @@ def _cap_events(classes, caps, rates, levels, done, run, deadline, threads, seed
     feasible; its LP's solution witnesses the events before it and is the level LP of the
     iteration after them. Returns (levels, done, the next iteration's level LP outcome or None),
     or None when nothing was learnt."""
-    states = simulate_events(levels, done, caps, classes.count, rates, usage_bound(classes), MAX_EVENTS)
+    states = simulate_events(levels, done, caps, classes.count, rates, usage_bound(classes), MAX_EVENTS,
+                             lambda: deadline.expired(reserve))
     last = len(states) - 1
     probes = {}  # state -> (t, cell values, the HiGHS outcome and duals when HiGHS solved it)
     separable_probes = classes.num_classes >= SEPARABLE_CLASSES

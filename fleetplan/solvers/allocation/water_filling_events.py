@@ -71,14 +71,14 @@ class State:
 
 def simulate_events(levels: np.ndarray, done: np.ndarray, caps: np.ndarray, count: np.ndarray,
                     rates: Callable[[np.ndarray], np.ndarray], usage_bound: Callable[[np.ndarray], bool],
-                    max_events: int) -> list[State]:
+                    max_events: int, expired: Callable[[], bool] = lambda: False) -> list[State]:
     """States 0 (the given one), 1, ... reached by cap events, at most ``max_events`` of them.
     A class is capped when its ``count`` members together lie within the tolerance of their caps
     (the rise LPs measure a class's rise as the sum over its members).
 
     Stops early when a not-bottlenecked class has rate 0 (FIFO jobs behind their head: the plain
     test handles them) or when ``usage_bound(levels)`` proves the levels infeasible (the events
-    past it cannot be real)."""
+    past it cannot be real) or when ``expired()`` (the solve's clock)."""
     states: list[State] = []
     while True:
         rate = np.where(done, 0.0, rates(done))
@@ -88,7 +88,7 @@ def simulate_events(levels: np.ndarray, done: np.ndarray, caps: np.ndarray, coun
             return states
         next_t = max(0.0, float(((caps - levels)[live] / rate[live]).min()))
         states.append(State(levels, done, rate, next_t))
-        if len(states) > max_events:
+        if len(states) > max_events or expired():
             return states
         new = np.where(live, np.minimum(levels + rate * next_t, caps), levels)
         if not usage_bound(new):
