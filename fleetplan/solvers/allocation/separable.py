@@ -51,6 +51,11 @@ import numpy as np
 
 from fleetplan.models.linear import INF, LinearProgram
 from fleetplan.solvers import highs as highs_runner
+from fleetplan.solvers.allocation.vertices import best_types as _best_types
+from fleetplan.solvers.allocation.vertices import best_vertices as _best_vertices
+from fleetplan.solvers.allocation.vertices import closeness as _closeness
+from fleetplan.solvers.allocation.vertices import need_at as _need
+from fleetplan.solvers.allocation.vertices import vertex_affine as _vertex_affine
 from fleetplan.solvers.deadline import Deadline
 
 # A fixed job's vertex must win by this relative margin at the first prices; later rounds add
@@ -84,89 +89,6 @@ class SeparableResult:
     # (>= 0; for a fixed job the marginal cost of its need), in the max sense.
     prices: np.ndarray | None = None
     score_duals: np.ndarray | None = None
-
-
-# --- per-job vertices ---------------------------------------------------------------------------
-
-def _pairs(n_types: int) -> tuple[np.ndarray, np.ndarray]:
-    first, second = np.triu_indices(n_types, k=1)
-    return first, second
-
-
-def _vertex_costs(A: np.ndarray, need: np.ndarray, lam: np.ndarray, usage: np.ndarray):
-    """Cost lam . (usage x) of every score-tight vertex of each job's LP at ``need``, as an
-    (n, K + K(K-1)/2) array: columns 0..K-1 the single types, then the type pairs in
-    ``np.triu_indices`` order. A vertex that does not exist for a job (need above the type's
-    score, a type the job cannot run on) costs inf."""
-    n, K = A.shape
-    first, second = _pairs(K)
-    costs = np.full((n, K + len(first)), np.inf)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for j in range(K):
-            ok = (A[:, j] > 0) & (need <= A[:, j])
-            costs[ok, j] = lam[j] * usage[ok] * need[ok] / A[ok, j]
-        for p, (j, k) in enumerate(zip(first, second, strict=True)):
-            hi = np.where(A[:, j] >= A[:, k], j, k)
-            lo = np.where(A[:, j] >= A[:, k], k, j)
-            a_hi, a_lo = A[np.arange(n), hi], A[np.arange(n), lo]
-            ok = (a_lo > 0) & (a_hi > need) & (need > a_lo)
-            x_hi = (need - a_lo) / (a_hi - a_lo)
-            cost = usage * (lam[hi] * x_hi + lam[lo] * (1.0 - x_hi))
-            costs[ok, K + p] = cost[ok]
-    return costs
-
-
-def _vertex_affine(A: np.ndarray, offset: np.ndarray, choice: np.ndarray, floor: np.ndarray | None = None):
-    """x[m, :] = alpha[m, :] * t + beta[m, :] for vertex ``choice`` (-1: idle), and the range of
-    t over which that vertex stays valid. A ``floor`` job's need is its offset whatever t: its
-    vertex is the constant beta (the vertex at t = 0), valid for every t."""
-    n, K = A.shape
-    first, second = _pairs(K)
-    alpha = np.zeros((n, K))
-    beta = np.zeros((n, K))
-    t_low = np.full(n, -INF)
-    t_high = np.full(n, INF)
-    rows = np.arange(n)
-    idle = choice < 0
-    t_high[idle] = -offset[idle]
-    single = (choice >= 0) & (choice < K)
-    m, j = rows[single], choice[single]
-    alpha[m, j] = 1.0 / A[m, j]
-    beta[m, j] = offset[m] / A[m, j]
-    t_low[m], t_high[m] = -offset[m], A[m, j] - offset[m]
-    pair = choice >= K
-    m = rows[pair]
-    pj, pk = first[choice[pair] - K], second[choice[pair] - K]
-    hi = np.where(A[m, pj] >= A[m, pk], pj, pk)
-    lo = np.where(A[m, pj] >= A[m, pk], pk, pj)
-    span = A[m, hi] - A[m, lo]
-    alpha[m, hi] = 1.0 / span
-    beta[m, hi] = (offset[m] - A[m, lo]) / span
-    alpha[m, lo] = -1.0 / span
-    beta[m, lo] = 1.0 - beta[m, hi]
-    t_low[m], t_high[m] = A[m, lo] - offset[m], A[m, hi] - offset[m]
-    if floor is not None:
-        alpha[floor] = 0.0
-        t_low[floor], t_high[floor] = -INF, INF
-    return alpha, beta, t_low, t_high
-
-
-def _need(offset, level, floor):
-    """Each job's score need at ``level``: level + offset, or the offset alone for a floor job."""
-    return level + offset if floor is None else np.where(floor, offset, level + offset)
-
-
-def _best_vertices(A, offset, level, lam, usage, floor=None):
-    """Each job's cheapest vertex at ``level`` (-1 idle, -2 none reaches it) and its margin."""
-    need = _need(offset, level, floor)
-    costs = _vertex_costs(A, need, lam, usage)
-    order = np.argsort(costs, axis=1)[:, :2]
-    rows = np.arange(len(need))
-    best = costs[rows, order[:, 0]]
-    second = costs[rows, order[:, 1]] if costs.shape[1] > 1 else np.full(len(need), np.inf)
-    choice = np.where(np.isfinite(best), order[:, 0], -2)
-    choice = np.where(need <= 0, -1, choice)
-    return choice, best, second, costs
 
 
 # --- the reduced LP -----------------------------------------------------------------------------
@@ -274,17 +196,7 @@ def _working_set(A, offset, level, lam, usage, W, sticky, size, threshold=TIE, f
     """Each job's vertex at (lam, level) and the free set: the WORKING_SET jobs nearest to a tie
     or to a breakpoint, every job within TIE of one, and the ``sticky`` ones."""
     n = len(A)
-    # Prices of 0 (a type no bound binds, or a level set by one job's own time) make every
-    # vertex tie; a small floor picks one canonical vertex per job. The certificate uses the
-    # reduced LP's true prices, so the floor decides only which jobs are fixed, not correctness.
-    mean_price = float(lam @ W) / float(W.sum()) if float(lam @ W) > 0 else 1.0 / float(W.sum())
-    choice, best, second, _ = _best_vertices(A, offset, level, np.maximum(lam, 1e-3 * mean_price), usage, floor)
-    need = _need(offset, level, floor)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tie = np.where(np.isfinite(second), (second - best) / np.maximum(np.abs(best), 1e-300), np.inf)
-        gap = np.where(A > 0, np.abs(A - need[:, None]) / np.maximum(A, np.abs(need)[:, None]), np.inf).min(axis=1)
-        idle_gap = np.where(offset != 0, np.abs(need) / np.abs(offset), np.inf)
-    closeness = np.minimum(np.minimum(tie, gap), idle_gap)
+    choice, closeness = _closeness(A, offset, level, lam, usage, W, floor)
     free = sticky | (choice < -1) | (closeness <= threshold)
     if n > size:
         if size > 0:
@@ -521,16 +433,6 @@ def linear(P: np.ndarray, mult: np.ndarray, scale: np.ndarray, W: np.ndarray, *,
     stats["separable_s"] = time.perf_counter() - started
     log.append(f"separable: certified optimal in {rounds} round(s), {int(free.sum())} of {n} jobs in the reduced LP")
     return SeparableResult("optimal", matrix, float((P * matrix).sum()), False, log, stats)
-
-
-def _best_types(reduced: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Best vertex per job (-1 idle: no positive reduced profit) and its margin over the next."""
-    options = np.column_stack([reduced, np.zeros(len(reduced))])
-    order = np.argsort(-options, axis=1)[:, :2]
-    rows = np.arange(len(reduced))
-    top, runner_up = options[rows, order[:, 0]], options[rows, order[:, 1]]
-    choice = np.where(order[:, 0] == reduced.shape[1], -1, order[:, 0])
-    return choice, top - runner_up
 
 
 def _linear_reduced(P, usage, free, choice, W, deadline, threads, seed):

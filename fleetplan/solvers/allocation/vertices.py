@@ -49,9 +49,16 @@ def vertex_costs(A: np.ndarray, need: np.ndarray, lam: np.ndarray, usage: np.nda
     return costs
 
 
-def vertex_affine(A: np.ndarray, offset: np.ndarray, choice: np.ndarray):
+def need_at(offset: np.ndarray, level: float, floor: np.ndarray | None = None) -> np.ndarray:
+    """Each job's score need at ``level``: level + offset, or the offset alone for a ``floor``
+    job (water filling's bottlenecked jobs, whose rows the level does not lift)."""
+    return level + offset if floor is None else np.where(floor, offset, level + offset)
+
+
+def vertex_affine(A: np.ndarray, offset: np.ndarray, choice: np.ndarray, floor: np.ndarray | None = None):
     """x[m, :] = alpha[m, :] * t + beta[m, :] for vertex ``choice`` (-1: idle), and the range of
-    t over which that vertex stays valid."""
+    t over which that vertex stays valid. A ``floor`` job's need is its offset whatever t: its
+    vertex is the constant beta (the vertex at t = 0), valid for every t."""
     n, K = A.shape
     first, second = type_pairs(K)
     alpha = np.zeros((n, K))
@@ -77,13 +84,17 @@ def vertex_affine(A: np.ndarray, offset: np.ndarray, choice: np.ndarray):
     alpha[m, lo] = -1.0 / span
     beta[m, lo] = 1.0 - beta[m, hi]
     t_low[m], t_high[m] = A[m, lo] - offset[m], A[m, hi] - offset[m]
+    if floor is not None:
+        alpha[floor] = 0.0
+        t_low[floor], t_high[floor] = -INF, INF
     return alpha, beta, t_low, t_high
 
 
-def best_vertices(A: np.ndarray, offset: np.ndarray, level: float, lam: np.ndarray, usage: np.ndarray):
+def best_vertices(A: np.ndarray, offset: np.ndarray, level: float, lam: np.ndarray, usage: np.ndarray,
+                  floor: np.ndarray | None = None):
     """Each job's cheapest vertex at ``level`` (-1 idle, -2 none reaches it), its cost, the
     runner-up's cost, and every vertex's cost."""
-    need = level + offset
+    need = need_at(offset, level, floor)
     costs = vertex_costs(A, need, lam, usage)
     rows = np.arange(len(need))
     cheapest = np.argmin(costs, axis=1)
@@ -101,7 +112,8 @@ def best_vertices(A: np.ndarray, offset: np.ndarray, level: float, lam: np.ndarr
     return choice, best, second, costs
 
 
-def closeness(A: np.ndarray, offset: np.ndarray, level: float, lam: np.ndarray, usage: np.ndarray, W: np.ndarray):
+def closeness(A: np.ndarray, offset: np.ndarray, level: float, lam: np.ndarray, usage: np.ndarray, W: np.ndarray,
+              floor: np.ndarray | None = None):
     """Each job's vertex at (lam, level) and how close it is to changing: the smaller of the
     relative cost margin to the runner-up vertex and the relative distance of its need to a
     breakpoint (a type's score, or 0 where it would idle)."""
@@ -109,8 +121,8 @@ def closeness(A: np.ndarray, offset: np.ndarray, level: float, lam: np.ndarray, 
     # vertex tie; a small floor picks one canonical vertex per job. Whoever fixes jobs by this
     # certifies them at true prices later, so the floor decides only which jobs are fixed.
     mean_price = float(lam @ W) / float(W.sum()) if float(lam @ W) > 0 else 1.0 / float(W.sum())
-    choice, best, second, _ = best_vertices(A, offset, level, np.maximum(lam, 1e-3 * mean_price), usage)
-    need = level + offset
+    choice, best, second, _ = best_vertices(A, offset, level, np.maximum(lam, 1e-3 * mean_price), usage, floor)
+    need = need_at(offset, level, floor)
     with np.errstate(divide="ignore", invalid="ignore"):
         tie = np.where(np.isfinite(second), (second - best) / np.maximum(np.abs(best), 1e-300), np.inf)
         gap = np.where(A > 0, np.abs(A - need[:, None]) / np.maximum(A, np.abs(need)[:, None]), np.inf).min(axis=1)
