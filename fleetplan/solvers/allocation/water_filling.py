@@ -21,6 +21,16 @@ bottlenecked jobs with one of two exact tests (option ``bottleneck_test``):
   proves each of them bottlenecked (a single job's rise would already give a better total).
   About two or three LPs per iteration on the generated instances (benchmarks/RESULTS.md).
 
+With the LP test, three shortcuts keep those answers at a fraction of the LPs
+(:mod:`~fleetplan.solvers.allocation.water_filling_events`; ``water_fill(shortcuts=False)`` is
+the reference the tests compare them with): iterations whose level is set by a job reaching its
+own best score (*cap events*: 112 of 113 at 2,048 distinct jobs) are computed in closed form and
+proven in batches by one feasible allocation each; the level LP's prices prove bottlenecks by
+weak duality before any rise LP; and from ``SEPARABLE_CLASSES`` classes each level LP goes to
+the price decomposition (:func:`fleetplan.solvers.allocation.separable.max_min`, bottlenecked
+jobs as floors), HiGHS only where it declines. 8,192 distinct jobs: 814 iterations in 14 s of CPU
+instead of past 600 s.
+
 Jobs not yet bottlenecked but of zero weight (FIFO jobs behind their entity's head) are tested
 too: one that cannot rise now never will (the other jobs' levels only grow), so marking it now
 gives the same allocation as the paper's procedure in fewer iterations.
