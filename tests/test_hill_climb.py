@@ -233,9 +233,16 @@ class QuotaBins:
 def test_parked_over_budget_entries_come_back_when_a_move_frees_budget(monkeypatch):
     import fleetplan.solvers.hill_climb as engine
 
-    unparked = []
+    unparked, stayed = [], []
+
+    def counted(self, everything=True):
+        before = len(self.parked)
+        unpark(self, everything)
+        unparked.append(before)
+        stayed.append(len(self.parked))  # still over the budget: parked until it grows again
+
     unpark = engine._Climb.unpark
-    monkeypatch.setattr(engine._Climb, "unpark", lambda self: unparked.append(len(self.parked)) or unpark(self))
+    monkeypatch.setattr(engine._Climb, "unpark", counted)
     for seed in range(30):
         runs = []
         for after in (10**9, 0):
@@ -245,3 +252,4 @@ def test_parked_over_budget_entries_come_back_when_a_move_frees_budget(monkeypat
             runs.append([(m.item, m.target, m.gain, m.cost) for m in result.applied])
         assert runs[0] == runs[1], seed
     assert any(unparked)  # some runs freed budget with entries parked
+    assert any(stayed)  # and some entries stayed parked, still over the grown budget

@@ -379,7 +379,8 @@ def test_settings_are_validated_and_read_from_frames():
 def test_first_pass_estimates_over_many_pairs_equal_the_exact_gains(split, overload):
     """The first pass's chunked path (each distinct job counted once, above DISTINCT_JOBS_FROM
     pairs) and the cached batch estimates against the exact gains, from a plan with split jobs."""
-    from fleetplan.solvers.placement.first_pass import DISTINCT_JOBS_FROM, estimate, table_gains
+    from fleetplan.solvers.placement.estimates import estimate
+    from fleetplan.solvers.placement.first_pass import DISTINCT_JOBS_FROM, table_gains
 
     base = fleetplan.generate("placement", {"regions": 5, "tables": 800, "jobs": 800, "move_quota_share": None},
                               seed=4)

@@ -5,14 +5,13 @@ judge's."""
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 
 import fleetplan
 from fleetplan.instances.placement import PlacementPlan
 from fleetplan.solvers.hill_climb import Budget, Candidate, hill_climb
+from fleetplan.solvers.placement import estimates
 from fleetplan.solvers.placement.first_pass import first_pass, first_pass_batches, table_gains
 from fleetplan.solvers.placement.state import TetrisState
 
@@ -196,27 +195,33 @@ def test_applying_the_move_just_evaluated_reuses_its_candidates():
     assert calls.count(table) == 2  # the state changed since: evaluated again
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_cached_pairs_give_the_same_bits_as_a_fresh_computation(seed, monkeypatch):
-    # The batch estimates keep each table's pairs until a move changes its readers' tables;
-    # a tiny cache limit also exercises clearing it. Compound moves are tried (applied and
-    # undone) between estimates, as the climb with compound moves does.
-    first_pass_module = sys.modules["fleetplan.solvers.placement.first_pass"]
-    monkeypatch.setattr(first_pass_module, "PAIR_CACHE", 6)
+@pytest.mark.parametrize("seed", range(6))
+def test_kept_estimates_give_the_same_bits_as_a_fresh_computation(seed, monkeypatch):
+    # The batch estimates keep each table's pairs, traffic, GPU terms and bounds across moves
+    # (estimates._Entry) and recompute what a move changed; a tiny cache limit also exercises
+    # clearing it. Compound moves are tried (applied and undone) between estimates, as the
+    # climb with compound moves does. Odd seeds put the home-training floor and the CPU
+    # capacities at today's use, so the full checks run where the kept bounds do not fit.
+    monkeypatch.setattr(estimates, "PAIR_CACHE", 6)
     instance, rng = random_instance(seed + 40, quota=None)
     state = TetrisState(instance, compound=True)
+    if seed % 2:
+        state.hp_floor = state.hp_at_home - 1e-9
+        state.arrays.cpu_capacity[:] = state.cpu  # this test's own instance
     tables = instance.arrays().num_tables
-    hits = 0
-    for _ in range(40):
+    hits = kept_gpu = 0
+    for _ in range(60):
         batch = rng.choice(tables, size=min(5, tables), replace=False)
         hits += sum(1 for t in batch.tolist() if t in state.pair_cache)
-        cached = table_gains(state, batch, cache=True)
-        fresh = table_gains(state, batch)
-        assert np.array_equal(cached[0], fresh[0]) and np.array_equal(cached[1], fresh[1])
+        kept_gpu += sum(1 for t in batch.tolist() if t in state.pair_cache and state.pair_cache[t].gpu is not None
+                        and state.pair_cache[t].gpu_at < state.version)
+        kept = estimates.cached_gains(state, batch)
+        fresh = table_gains(state, batch)[0]
+        assert np.array_equal(kept, fresh)
         if state.num_items() > tables and rng.random() < 0.3:
             state.best_move(int(rng.integers(tables, state.num_items())))
         walk(state, rng, steps=1)
-    assert hits > 0
+    assert hits > 0 and kept_gpu > 0
 
 
 def test_the_first_pass_in_batches_gives_the_same_climb():
@@ -255,9 +260,9 @@ def test_parking_over_quota_entries_gives_the_same_climb(monkeypatch):
     park, unpark = engine._Climb.park, engine._Climb.unpark
 
     def counted(name, method):
-        def wrapper(self):
+        def wrapper(self, **options):
             calls[name] += 1
-            method(self)
+            method(self, **options)
         return wrapper
 
     monkeypatch.setattr(engine._Climb, "park", counted("park", park))

@@ -3,12 +3,18 @@ the load average, the objective and the climb's counters, as one JSON line (issu
 
     .venv/bin/fleetplan generate placement --regions 20 --tables 1000000 --jobs 1000000 --seed 0 -o p1m.json
     .venv/bin/python benchmarks/scripts/placement_scale.py p1m.json [--profile out.prof] [--source DIR]
+    .venv/bin/python benchmarks/scripts/placement_scale.py --generate 10000 --seed 2 --no-replicas --moves a.json
+    .venv/bin/python benchmarks/scripts/placement_scale.py --compare a.json b.json
 
 The clock covers ``fleetplan.solve`` (the solver and the judge), not loading the file. ``--source
 DIR`` runs another checkout of fleetplan with this virtual environment (``git worktree add DIR
 COMMIT``: the "before" of a comparison), as ``startup.py`` does. ``--profile`` writes a cProfile
 of the solve timed in CPU seconds (``time.process_time``; it slows the solve down, so time it
-without).
+without). ``--generate T`` solves ``generate("placement", {"regions": 20, "tables": T, "jobs":
+T}, seed)`` instead of a file; ``--no-replicas`` passes ``replicas=False``. ``--moves FILE``
+writes the applied moves (table, source, target, gain, as ``repr`` of the floats) and the
+objective, and ``--compare A B`` says whether two such files are identical move by move (exit
+status 1 if not): how a faster climb is checked to give the same plan to the last digit.
 """
 
 from __future__ import annotations
@@ -22,13 +28,29 @@ import time
 from pathlib import Path
 
 
+def compare(first: str, second: str) -> int:
+    a, b = (json.loads(Path(name).read_text()) for name in (first, second))
+    same = a == b
+    diverge = next((k for k, (x, y) in enumerate(zip(a["moves"], b["moves"], strict=False)) if x != y), None)
+    print(json.dumps({"identical": same, "moves": [len(a["moves"]), len(b["moves"])],
+                      "objective": [a["objective"], b["objective"]], "first_difference": diverge}))
+    return 0 if same else 1
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("instance")
+    parser.add_argument("instance", nargs="?")
     parser.add_argument("--solver", default="hill-climb")
     parser.add_argument("--profile", default=None, help="write a cProfile of the solve here")
     parser.add_argument("--source", default=None, help="another checkout to measure")
+    parser.add_argument("--generate", type=int, default=None, help="tables (= jobs) of a generated instance")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generated instance")
+    parser.add_argument("--no-replicas", action="store_true", help="solve with replicas=False")
+    parser.add_argument("--moves", default=None, help="write the applied moves and the objective here")
+    parser.add_argument("--compare", nargs=2, default=None, help="compare two --moves files")
     args = parser.parse_args()
+    if args.compare:
+        sys.exit(compare(*args.compare))
     if args.source:
         # The editable install's import hook would win over sys.path: drop it first.
         sys.meta_path = [f for f in sys.meta_path if "__editable__" not in (getattr(f, "__module__", "") or "")]
@@ -36,7 +58,12 @@ def main() -> None:
     import fleetplan
     from fleetplan.instances import load_instance
 
-    instance = load_instance(args.instance)
+    if args.generate is not None:
+        instance = fleetplan.generate("placement", {"regions": 20, "tables": args.generate, "jobs": args.generate},
+                                      seed=args.seed)
+    else:
+        instance = load_instance(args.instance)
+    options = {"replicas": False} if args.no_replicas else {}
     profile = None
     if args.profile:
         import cProfile
@@ -44,11 +71,14 @@ def main() -> None:
         profile = cProfile.Profile(time.process_time)  # CPU seconds: the machine is shared
         profile.enable()
     wall, cpu = time.perf_counter(), time.process_time()
-    result = fleetplan.solve(instance, args.solver)
+    result = fleetplan.solve(instance, args.solver, **options)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     if profile is not None:
         profile.disable()
         profile.dump_stats(args.profile)
+    if args.moves:
+        moves = [[m.table, m.source, m.target, repr(m.gain)] for m in result.plan.moves]
+        Path(args.moves).write_text(json.dumps({"objective": repr(result.objective), "moves": moves}))
     print(json.dumps({
         "fleetplan": str(Path(fleetplan.__file__).parent), "solver_wall_s": round(result.wall_s, 2),
         "solve_wall_s": round(wall, 2), "solve_cpu_s": round(cpu, 2),

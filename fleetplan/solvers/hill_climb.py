@@ -85,6 +85,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -354,7 +355,7 @@ class _Climb:
             self.fresh.clear()
             self.remaining -= move.cost
             if self.parked and (move.cost < 0 or move.members):
-                self.unpark()
+                self.unpark(everything=bool(move.members))
             result.cost_used += move.cost
             result.total_gain += move.gain
             result.applied.append(move)
@@ -405,16 +406,29 @@ class _Climb:
                 return self.parked[first]
         return head
 
-    def unpark(self) -> None:
-        """Put back the parked entries not reached yet (the budget grew or bounds fell)."""
-        back = [entry for entry in self.parked if self.mark is None or entry > self.mark]
+    def unpark(self, everything: bool = True) -> None:
+        """Put back the parked entries not reached yet (the budget grew or bounds fell): with
+        ``everything`` False (the budget grew, no bound changed), only those whose bound now
+        fits; the others stay parked, as the one-by-one loop would still drop them when
+        reached unless the budget grows again (and then this runs again). At 10^6 tables,
+        putting all of them back after each move that freed a little quota, then parking them
+        again, was the engine's largest own cost."""
+        start = 0 if self.mark is None else bisect.bisect_right(self.parked, self.mark)
+        if everything or self.min_costs is None:
+            back, stay = self.parked[start:], []
+        else:
+            bounds, remaining = self.min_costs, self.remaining
+            back, stay = [], []
+            for entry in itertools.islice(self.parked, start, None):
+                (stay if bounds[entry[1]] > remaining else back).append(entry)
         # One heapify rather than a push each (hundreds of thousands at 10^6 tables); the keys
         # are unique, so the order of pops is the same.
-        self.queue.extend(back)
-        heapq.heapify(self.queue)
-        self.queued.update(entry[1] for entry in back)
-        self.result.skipped_over_budget -= len(back)
-        self.parked, self.mark = [], None
+        if back:
+            self.queue.extend(back)
+            heapq.heapify(self.queue)
+            self.queued.update(entry[1] for entry in back)
+            self.result.skipped_over_budget -= len(back)
+        self.parked, self.mark = stay, None
 
     def requeue(self, move: Candidate, exact: bool) -> None:
         heapq.heappush(self.queue, (-move.gain, move.item, move.target))

@@ -29,13 +29,12 @@ from fleetplan.instances.placement.evaluate import TOLERANCE, sigmoid
 from fleetplan.solvers.hill_climb import Batch, Candidate
 
 # A fleetplan.solvers.placement.state.TetrisState. Named, not imported: state.py imports this
-# module (TetrisState.estimate_moves calls estimate), and the imports point one way.
+# module (through estimates.py), and the imports point one way.
 TetrisState = Any
 
 TERMS = ("traffic", "gpu_balance", "gpu_overload", "storage_balance")
 CHUNK = 8192
 DISTINCT_JOBS_FROM = 2048  # pairs in a batch above which each distinct job is counted once
-PAIR_CACHE = 20000  # tables whose pairs the batch estimates keep (about 4 kB each at 20 regions)
 
 
 def first_pass(state: TetrisState, chunk: int = CHUNK) -> Iterator[Candidate | None]:
@@ -71,22 +70,6 @@ def _chunk_best(state: TetrisState, chunk: int):
         yield tables, target, gains[np.arange(tables.size), target], terms
 
 
-def estimate(state: TetrisState, items: list[int]) -> list[Candidate | None]:
-    """The best moves of ``items`` from the current state: tables in one :func:`table_gains`
-    call, compound items one by one (``best_move``). The tables' moves carry no ``terms``:
-    estimates only order the engine's queue, and a move is evaluated exactly before it is
-    applied (about 10^5 estimates per 10^4 moves at 10^6 tables, so their dicts were seconds)."""
-    count = state.num_tables
-    tables = np.array([i for i in items if i < count], dtype=np.int64)
-    found: dict[int, Candidate | None] = {}
-    if tables.size:
-        gains, _ = table_gains(state, tables, cache=True)
-        target = np.argmax(gains, axis=1)
-        best = gains[np.arange(tables.size), target]
-        found = dict(zip(tables.tolist(), _candidates(state, tables, target, best, None), strict=True))
-    return [found[i] if i < count else state.best_move(i) for i in items]
-
-
 def _candidates(state: TetrisState, tables: np.ndarray, target: np.ndarray, best: np.ndarray,
                 terms: np.ndarray | None) -> Iterator[Candidate | None]:
     """Candidates for the tables whose best gain is positive; None for the others (the engine
@@ -109,15 +92,40 @@ def _candidates(state: TetrisState, tables: np.ndarray, target: np.ndarray, best
         yield made.get(row)
 
 
-def table_gains(state: TetrisState, tables: np.ndarray, cache: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def table_gains(state: TetrisState, tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Gains of moving each of ``tables`` to each region, (n, R), -inf where infeasible or the
     table's home, and the change of each term, (4, n, R): ``_candidates`` for many tables.
-    ``cache``: keep each table's pairs and traffic change in ``state.pair_cache`` (see
-    :func:`_cached_pairs`)."""
+    (The climb's batch estimates compute the same per table, from values kept across moves:
+    :func:`fleetplan.solvers.placement.estimates.cached_gains`.)"""
     a = state.arrays
     R = a.num_regions
     n = tables.size
-    cand = np.arange(R)
+    delta = np.zeros((4, n, R))
+    delta[3], feasible = storage_terms(state, tables)
+    lo, hi = state.reader_ptr[tables], state.reader_ptr[tables + 1]
+    lengths = hi - lo
+    if lengths.sum():
+        pairs = _pairs(state, tables, lo, lengths)
+        delta[0] = _traffic(state, pairs, n).reshape(n, R)
+        changed = pairs.new != pairs.old[:, None]
+        is_ml = a.job_kind[pairs.job] == ML
+        ml = np.flatnonzero(is_ml & changed.any(axis=1))
+        moved, gpu_rows = gpu_rows_of(state, pairs, is_ml, changed, ml)
+        if gpu_rows.size:
+            balance, overload = _gpu(state, pairs, gpu_rows, moved, n)
+            delta[1], delta[2] = balance.reshape(n, R), overload.reshape(n, R)
+        if ml.size:
+            feasible &= _hp_ok(state, pairs, ml, n).reshape(n, R)
+        feasible &= _cpu_ok(state, pairs, changed, n).reshape(n, R)
+    gains = np.where(feasible, -(delta[0] + delta[1] + delta[2] + delta[3]), -np.inf)
+    return gains, delta
+
+
+def storage_terms(state: TetrisState, tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Expression 9's change (weighted) of moving each of ``tables`` to each region (n, R), and
+    where the move is allowed by the storage capacity (not to the table's own home)."""
+    a = state.arrays
+    cand = np.arange(a.num_regions)
     old = state.home[tables]
     size = a.table_size[tables]
     # Storage balance (Expression 9): only the old and the new home change.
@@ -128,32 +136,18 @@ def table_gains(state: TetrisState, tables: np.ndarray, cache: bool = False) -> 
     own = cand == old[:, None]
     storage = np.where(own, 0.0, after_new - before + (after_old - before[old])[:, None])
     feasible = ~own & (hb + size[:, None] <= a.storage_capacity * (1 + TOLERANCE) + 1e-6)
-    delta = np.zeros((4, n, R))
-    delta[3] = a.w_storage * storage
-    lo, hi = state.reader_ptr[tables], state.reader_ptr[tables + 1]
-    lengths = hi - lo
-    if lengths.sum():
-        if cache:
-            pairs, delta[0] = _cached_pairs(state, tables, lo, lengths)
-        else:
-            pairs = _pairs(state, tables, lo, lengths)
-            delta[0] = _traffic(state, pairs, n).reshape(n, R)
-        changed = pairs.new != pairs.old[:, None]
-        is_ml = a.job_kind[pairs.job] == ML
-        ml = np.flatnonzero(is_ml & changed.any(axis=1))
-        if state.split_counted:  # the GPU terms follow the demand regions
-            moved = pairs.dnew != pairs.dold[:, None]
-            gpu_rows = np.flatnonzero(is_ml & moved.any(axis=1))
-        else:
-            moved, gpu_rows = changed, ml
-        if gpu_rows.size:
-            balance, overload = _gpu(state, pairs, gpu_rows, moved, n)
-            delta[1], delta[2] = balance.reshape(n, R), overload.reshape(n, R)
-        if ml.size:
-            feasible &= _hp_ok(state, pairs, ml, n).reshape(n, R)
-        feasible &= _cpu_ok(state, pairs, changed, n).reshape(n, R)
-    gains = np.where(feasible, -(delta[0] + delta[1] + delta[2] + delta[3]), -np.inf)
-    return gains, delta
+    return a.w_storage * storage, feasible
+
+
+def gpu_rows_of(state: TetrisState, p: _Pairs, is_ml: np.ndarray, changed: np.ndarray, ml: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Which (pair, candidate) moves a job's GPU demand, and the pairs with such a move: the ML
+    pairs whose region changes, or under ``split_ml_demand="largest_region"`` whose demand
+    region does."""
+    if state.split_counted:  # the GPU terms follow the demand regions
+        moved = p.dnew != p.dold[:, None]
+        return moved, np.flatnonzero(is_ml & moved.any(axis=1))
+    return changed, ml
 
 
 class _Pairs:
@@ -201,7 +195,6 @@ def _demand_regions(state: TetrisState, p: _Pairs) -> None:
 def _pairs(state: TetrisState, tables: np.ndarray, lo: np.ndarray, lengths: np.ndarray) -> _Pairs:
     """R(job) for each pair and candidate region (``_new_regions`` for a chunk of tables)."""
     a = state.arrays
-    R = a.num_regions
     p = _Pairs()
     total = int(lengths.sum())
     p.row = np.repeat(np.arange(tables.size), lengths)
@@ -209,6 +202,17 @@ def _pairs(state: TetrisState, tables: np.ndarray, lo: np.ndarray, lengths: np.n
     p.job = state.readers[index]
     p.size = a.table_size[tables][p.row]
     p.home = state.home[tables][p.row]
+    pair_regions(state, p)
+    return p
+
+
+def pair_regions(state: TetrisState, p: _Pairs) -> None:
+    """The rest of :func:`_pairs` for pairs given by ``p.job``, ``p.size`` and ``p.home`` (the
+    table's size and home): ``old``, ``bytes``, ``new``, ``dold`` and ``dnew``. A pair's values
+    depend only on its job's tables' homes and its table, not on the other pairs."""
+    a = state.arrays
+    R = a.num_regions
+    total = p.job.size
     p.old = state.region[p.job]
     # Each distinct job's tables by region (count and bytes), then this pair's table taken out.
     # A few pairs (the batch estimates): per pair, as sorting out the distinct jobs costs more
@@ -232,88 +236,64 @@ def _pairs(state: TetrisState, tables: np.ndarray, lo: np.ndarray, lengths: np.n
     size[rows, p.home] = np.where(count[rows, p.home] == 0, 0.0, size[rows, p.home])
     p.bytes = size
     cand = np.arange(R)
-    others = count.sum(axis=1)
-    alone = (others == 0)[:, None]
-    # ML: the common region of the other tables, if any; a job reading only this table follows it.
-    common = np.where(count.max(axis=1) == others, count.argmax(axis=1), NO_REGION)
-    ml_new = np.where(alone | (common[:, None] == cand), cand, NO_REGION)
-    # Spark/Presto: the leader among the other tables (most tables, then bytes, then the lower
-    # index) against the candidate region with this table added.
-    top = count.max(axis=1, keepdims=True)
-    best_bytes = np.where(count == top, size, -np.inf)
-    leader = np.argmax((count == top) & (best_bytes == best_bytes.max(axis=1, keepdims=True)), axis=1)
-    lead_count = count[rows, leader][:, None]
-    lead_bytes = size[rows, leader][:, None]
-    mine_count = count + 1
-    mine_bytes = size + p.size[:, None]
-    wins = (mine_count > lead_count) | ((mine_count == lead_count) & (
-        (mine_bytes > lead_bytes) | ((mine_bytes == lead_bytes) & (cand <= leader[:, None]))))
-    analytics_new = np.where(wins | alone, cand, leader[:, None])
-    p.new = np.where((a.job_kind[p.job] == ML)[:, None], ml_new, analytics_new)
+    others = (jl if which is None else jl[which]) - 1  # the job's other tables (count's row sums)
+    alone = others == 0
+    top = count.max(axis=1)
+    # Each kind's rule on its own rows only (half the (pairs, regions) work of both on all).
+    is_ml = a.job_kind[p.job] == ML
+    p.new = np.empty((total, R), dtype=np.int64)
+    rows = np.flatnonzero(is_ml)
+    if rows.size:
+        # ML: the common region of the other tables, if any; a job reading only this table
+        # follows it.
+        common = np.where(top[rows] == others[rows], count[rows].argmax(axis=1), NO_REGION)
+        p.new[rows] = np.where(alone[rows, None] | (common[:, None] == cand), cand, NO_REGION)
+    rows = np.flatnonzero(~is_ml)
+    if rows.size:
+        # Spark/Presto: the leader among the other tables (most tables, then bytes, then the
+        # lower index) against the candidate region with this table added. The leader has the
+        # top count, so this table wins where the count is the top, or one below with more
+        # bytes (or as many, at a lower index).
+        c, b, t = count[rows], size[rows], top[rows][:, None]
+        at_top = c == t
+        best_bytes = np.where(at_top, b, -np.inf)
+        leader = np.argmax(at_top & (best_bytes == best_bytes.max(axis=1, keepdims=True)), axis=1)
+        lead_bytes = b[np.arange(rows.size), leader][:, None]
+        leader = leader[:, None]
+        mine_bytes = b + p.size[rows][:, None]
+        wins = at_top | ((c == t - 1) & ((mine_bytes > lead_bytes) | ((mine_bytes == lead_bytes) & (cand <= leader))))
+        p.new[rows] = np.where(wins | alone[rows, None], cand, leader)
     _demand_regions(state, p)
-    return p
-
-
-def _cached_pairs(state: TetrisState, tables: np.ndarray, lo: np.ndarray, lengths: np.ndarray
-                  ) -> tuple[_Pairs, np.ndarray]:
-    """:func:`_pairs` and :func:`_traffic` for the batch estimates, each table's share kept in
-    ``state.pair_cache`` until a move changes one of its readers' tables (``TetrisState.apply``
-    forgets them). The climb re-estimates the same tables at the head of its queue after every
-    move; their readers' regions and traffic rarely change, only the region-wide terms do. A
-    table's values do not depend on the other tables of its batch, so they are the same bits."""
-    a = state.arrays
-    R = a.num_regions
-    cache = state.pair_cache
-    if len(cache) > PAIR_CACHE:
-        cache.clear()
-    listed = tables.tolist()
-    missing = [k for k, t in enumerate(listed) if t not in cache]
-    if missing:
-        sub, sub_lengths = tables[missing], lengths[missing]
-        if sub_lengths.sum():
-            p = _pairs(state, sub, lo[missing], sub_lengths)
-            traffic = _traffic(state, p, sub.size).reshape(sub.size, R)
-            ends = np.cumsum(sub_lengths).tolist()
-            start = 0
-            for t, end, change in zip(sub.tolist(), ends, traffic, strict=True):
-                cache[t] = (p.job[start:end], p.old[start:end], p.new[start:end], change, p.dnew[start:end])
-                start = end
-        else:
-            empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
-                     np.zeros((0, R), dtype=np.int64), np.zeros(R), np.zeros((0, R), dtype=np.int64))
-            for t in sub.tolist():
-                cache[t] = empty
-    entries = [cache[t] for t in listed]
-    p = _Pairs()
-    p.row = np.repeat(np.arange(tables.size), lengths)
-    p.job = np.concatenate([e[0] for e in entries])
-    p.old = np.concatenate([e[1] for e in entries])
-    p.new = np.concatenate([e[2] for e in entries])
-    if state.split_counted:
-        p.dold, p.dnew = state.dregion[p.job], np.concatenate([e[4] for e in entries])
-    else:
-        p.dold, p.dnew = p.old, p.new
-    return p, np.stack([e[3] for e in entries])
 
 
 def _traffic(state: TetrisState, p: _Pairs, n: int) -> np.ndarray:
     """Expression 1's change per (table, candidate), flattened (n*R)."""
+    return traffic_sum(state, p.row, pair_traffic(state, p), n)
+
+
+def traffic_sum(state: TetrisState, row: np.ndarray, change: np.ndarray, n: int) -> np.ndarray:
+    """Expression 1's change per (table, candidate), flattened (n*R), from each pair's
+    (:func:`pair_traffic`; ``row``: the pair's table), summed in the pairs' order."""
+    R = state.arrays.num_regions
+    key = (row[:, None] * R + np.arange(R)).ravel()
+    return state.arrays.w_traffic * np.bincount(key, weights=change.ravel(), minlength=n * R)
+
+
+def pair_traffic(state: TetrisState, p: _Pairs) -> np.ndarray:
+    """Expression 1's change (unweighted) of each pair's job for each candidate (P, R)."""
     a = state.arrays
     R = a.num_regions
     cand = np.arange(R)
     rows = np.arange(p.job.size)
     placed = p.new >= 0
-    in_region = np.where(placed, np.take_along_axis(p.bytes, np.maximum(p.new, 0), 1), 0.0)
+    in_region = np.where(placed, p.bytes[rows[:, None], np.maximum(p.new, 0)], 0.0)
     in_region = in_region + np.where(p.new == cand, p.size[:, None], 0.0)
     weight = a.job_weight[p.job]
     job_bytes = state.job_bytes[p.job]
     traffic_new = weight[:, None] * (job_bytes[:, None] - np.where(placed, in_region, 0.0))
     old_in = np.where(p.old >= 0, p.bytes[rows, np.maximum(p.old, 0)] + np.where(p.old == p.home, p.size, 0.0), 0.0)
     traffic_old = weight * (job_bytes - old_in)
-    change = traffic_new - traffic_old[:, None]
-    key = (p.row[:, None] * R + cand).ravel()
-    out = np.bincount(key, weights=change.ravel(), minlength=n * R)
-    return a.w_traffic * out
+    return traffic_new - traffic_old[:, None]
 
 
 def _moves(old_region: np.ndarray, new_region: np.ndarray, rows: np.ndarray, changed: np.ndarray
@@ -329,7 +309,8 @@ def _moves(old_region: np.ndarray, new_region: np.ndarray, rows: np.ndarray, cha
     pair = np.concatenate([pr[leave], pr[enter]])
     cand = np.concatenate([pc[leave], pc[enter]])
     region = np.concatenate([old[leave], new[enter]])
-    sign = np.concatenate([-np.ones(int(leave.sum())), np.ones(int(enter.sum()))])
+    sign = np.ones(region.size)
+    sign[:int(np.count_nonzero(leave))] = -1.0  # the leaving entries come first
     return pair, cand, region, sign
 
 

@@ -38,7 +38,8 @@ from fleetplan.instances.placement.evaluate import (
     sigmoid,
 )
 from fleetplan.solvers.hill_climb import Candidate
-from fleetplan.solvers.placement.first_pass import estimate, largest_with
+from fleetplan.solvers.placement.estimates import estimate
+from fleetplan.solvers.placement.first_pass import largest_with
 
 TERMS = ("traffic", "gpu_balance", "gpu_overload", "storage_balance")
 
@@ -117,9 +118,12 @@ class TetrisState:
         self.version = 0
         self.cached: tuple[int, int, tuple] | None = None
         self.num_tables = a.num_tables
-        # Each table's (table, reader) pairs and traffic change as the batch estimates last
-        # computed them (first_pass._cached_pairs); a move forgets those of its readers' tables.
-        self.pair_cache: dict[int, tuple] = {}
+        # Each table's values as the batch estimates last computed them (estimates._Entry); a
+        # move forgets those of its readers' tables, and marks in slice_changed the version at
+        # which each demand column (GPU slice) last changed, so the GPU terms over it are
+        # recomputed.
+        self.pair_cache: dict[int, object] = {}
+        self.slice_changed = np.zeros(self.demand.shape[1], dtype=np.int64)
         # Compound items (after the tables): planned ML jobs reading several tables; while
         # a job is split, its item moves all its tables to one region with its GPU type
         # (issue 14 §4: one table at a time, a split job's every single move looks bad).
@@ -251,7 +255,8 @@ class TetrisState:
             old_region = self.region[jobs]
             info["new_region"] = new_region
             # Expression 1 for the affected jobs.
-            in_region = np.where(new_region >= 0, np.take_along_axis(info["bytes"], np.maximum(new_region, 0), 1), 0.0)
+            in_region = np.where(new_region >= 0, info["bytes"][np.arange(len(jobs))[:, None], np.maximum(new_region, 0)],
+                                 0.0)
             in_region = in_region + np.where(new_region == cand, size, 0.0)
             traffic_new = a.job_weight[jobs, None] * (self.job_bytes[jobs, None] - np.where(new_region >= 0, in_region, 0.0))
             old_in = np.where(old_region >= 0, info["bytes"][np.arange(len(jobs)), np.maximum(old_region, 0)]
@@ -420,8 +425,10 @@ class TetrisState:
                 touched = np.unique(cell)
                 balance, overload = self._all_slice_costs()
                 self.slice_balance[touched] = balance[touched]
+                self.slice_changed[touched] = self.version + 1
                 touched = np.unique(self.ocell[movers]) if self.combined else touched
                 self.slice_overload[touched] = overload[touched]
+                self.slice_changed[touched] = self.version + 1
             if self.split_counted:
                 self.dregion[jobs] = new_demand
             ml = (a.job_kind[jobs] == ML) & (new != old)
@@ -517,6 +524,7 @@ class TetrisState:
         else:  # one array for both, as built
             self.odemand, self.odemand_count = self.demand, self.demand_count
         self.version += 1
+        self.slice_changed[:] = self.version  # the demand arrays were replaced
         for table in tables.tolist():
             self._forget(table, self.readers[self.reader_ptr[table]:self.reader_ptr[table + 1]])
         for table in tables.tolist():
@@ -524,8 +532,9 @@ class TetrisState:
             self.min_costs[table] = size if self.home[table] == self.original[table] else -size
 
     def _forget(self, table: int, jobs: np.ndarray) -> None:
-        """Drop the cached pairs of ``table`` and of every table its readers ``jobs`` read: a
-        move of ``table`` changes those jobs' tables by region, and so those tables' pairs."""
+        """Drop the cached entries (``estimates._Entry``) of ``table`` and of every table its
+        readers ``jobs`` read: a move of ``table`` changes those jobs' tables by region, and so
+        those tables' pairs."""
         cache = self.pair_cache
         if not cache:
             return
