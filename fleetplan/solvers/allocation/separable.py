@@ -68,6 +68,10 @@ MAX_FREE_SHARE = 0.5
 # Each round frees the jobs nearest to a tie between two vertices (or to a breakpoint): this
 # many, and every job within a relative TIE of one.
 WORKING_SET = 128
+# ``prices="auto"`` on linear forms starts from interior-point prices from this many jobs (they
+# are priced on a sample and the jobs near a tie): max throughput at 10^6 distinct jobs 2.3 s
+# instead of 4.1 s with bucket prices first; the two were even at 65,536.
+LINEAR_IPM_FIRST = 100_000
 TIE = 1e-4
 # The first prices come from an LP over at most this many buckets of similar jobs.
 BUCKETS = 300
@@ -372,15 +376,16 @@ def linear(P: np.ndarray, mult: np.ndarray, scale: np.ndarray, W: np.ndarray, *,
            threads: int = 1, seed: int = 0, prices: Literal["auto", "ipm", "buckets"] = "auto") -> SeparableResult:
     """maximize sum P[m, j] x[m, j] s.t. sum_j x[m, j] <= 1, sum_m mult_m scale_m x[m, j] <= W_j,
     x >= 0, x = 0 where ``P`` is 0 (the job cannot run there). ``prices``: ``buckets`` first, then
-    interior-point prices once they leave thousands of jobs unsettled (``auto``: measured
-    faster than either alone on max throughput and FIFO, 2,048 to 10^6 jobs), or one of the two."""
+    interior-point prices once they leave thousands of jobs unsettled, and interior-point prices
+    first from LINEAR_IPM_FIRST jobs (``auto``: measured faster than either alone on max
+    throughput and FIFO, 2,048 to 10^6 jobs), or one of the two."""
     deadline = deadline or Deadline(None)
     started = time.perf_counter()
     n, K = P.shape
     usage = mult * scale
     log, stats = [], {}
     status, lam, anchor = "not_converged", None, None
-    if prices == "ipm":
+    if prices == "ipm" or (prices == "auto" and n >= LINEAR_IPM_FIRST):
         status, lam = _linear_ipm_prices(P, usage, W, deadline, log, stats)
         anchor = lam if status == "optimal" else None  # vertices are picked at these prices every round
     if status != "optimal":
