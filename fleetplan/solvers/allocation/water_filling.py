@@ -284,7 +284,7 @@ def _cap_events(classes, caps, rates, levels, done, run, deadline, threads, seed
     probes = {}  # state -> (t, cell values, the HiGHS outcome and duals when HiGHS solved it)
     separable_probes = classes.num_classes >= SEPARABLE_CLASSES
 
-    def probe(k: int) -> str:
+    def probe(k: int, by_highs: bool = True) -> str:
         state = states[k]
         if separable_probes and np.isfinite(state.next_t):
             answer = _separable_level(classes, state.levels, state.next_rate, deadline, threads, seed)
@@ -295,6 +295,8 @@ def _cap_events(classes, caps, rates, levels, done, run, deadline, threads, seed
                 if level < 0:
                     return "infeasible"
                 return "beyond" if level >= state.next_t * (1 - 1e-9) else "feasible"
+            if not by_highs:
+                return "declined"
         lp = level_lp(classes, state.levels, state.next_rate)
         # The caps bound t by next_t anyway; written out, it keeps an all-capped state bounded.
         lp.col_upper[-1] = state.next_t if np.isfinite(state.next_t) else 0.0
@@ -308,8 +310,14 @@ def _cap_events(classes, caps, rates, levels, done, run, deadline, threads, seed
 
     if last == 0 or not np.isfinite(states[0].next_t):
         return None
-    first = probe(0)
-    if first == "failed":
+    first = probe(0, by_highs=False)
+    if first == "declined" and last >= 1:
+        # State 0's level LP is set by one job's cap and can be degenerate for the interior-point
+        # prices (8,192 distinct jobs: declined, 3 s by HiGHS). Whether the capacity binds first
+        # is also whether state 1 is feasible; if it is not, the plain iteration follows.
+        second = probe(1)
+        first = "beyond" if second in ("beyond", "feasible") else "failed"
+    if first in ("failed", "declined"):
         return None
     if first != "beyond":
         return levels, done, probes[0][2]  # the capacity binds first: a plain iteration
