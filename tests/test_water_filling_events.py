@@ -174,3 +174,25 @@ def test_shortcuts_equal_the_plain_procedure_at_2048_distinct_jobs():
     assert_same_run(reference, fast)
     assert fast.separable_probes > 0 and fast.lp_solves < 5
     np.testing.assert_allclose(classes.scores(fast.values), classes.scores(reference.values), rtol=1e-6, atol=1e-8)
+
+
+def test_a_declined_decomposition_falls_back_without_changing_the_run(monkeypatch):
+    """Where the decomposition declines (its prices too far off), the first probe moves to the
+    first event's state and any other LP goes to HiGHS: the run is still the plain procedure's."""
+    from fleetplan.solvers.allocation import water_filling
+
+    instance = distinct(256, 5, 0)
+    _, reference = hierarchical_run(instance, aggregate=False, shortcuts=False)
+    decompose = water_filling._separable_level
+    calls = []
+
+    def sometimes(classes, levels, rate, *args):
+        calls.append(levels.max())
+        # Decline the first probe (all levels 0) and every third call after it.
+        return None if levels.max() == 0 or len(calls) % 3 == 0 else decompose(classes, levels, rate, *args)
+
+    monkeypatch.setattr(water_filling, "SEPARABLE_CLASSES", 0)
+    monkeypatch.setattr(water_filling, "_separable_level", sometimes)
+    _, fast = hierarchical_run(instance, aggregate=False, shortcuts=True)
+    assert len(calls) > 3 and fast.lp_solves > 0
+    assert_same_run(reference, fast)
