@@ -176,9 +176,12 @@ def test_shortcuts_equal_the_plain_procedure_at_2048_distinct_jobs():
     np.testing.assert_allclose(classes.scores(fast.values), classes.scores(reference.values), rtol=1e-6, atol=1e-8)
 
 
-def test_a_declined_decomposition_falls_back_without_changing_the_run(monkeypatch):
+@pytest.mark.parametrize("declined", [3, 2])
+def test_a_declined_decomposition_falls_back_without_changing_the_run(monkeypatch, declined):
     """Where the decomposition declines (its prices too far off), the first probe moves to the
-    first event's state and any other LP goes to HiGHS: the run is still the plain procedure's."""
+    first event's state, a search probe to the state before it, and only then does HiGHS solve
+    the LP: the run is still the plain procedure's. Declined here: the first probe and every
+    third call, or two calls in three (then some LPs reach HiGHS)."""
     from fleetplan.solvers.allocation import water_filling
 
     instance = distinct(256, 5, 0)
@@ -188,11 +191,12 @@ def test_a_declined_decomposition_falls_back_without_changing_the_run(monkeypatc
 
     def sometimes(classes, levels, rate, *args):
         calls.append(levels.max())
-        # Decline the first probe (all levels 0) and every third call after it.
-        return None if levels.max() == 0 or len(calls) % 3 == 0 else decompose(classes, levels, rate, *args)
+        refuse = len(calls) % 3 == 0 if declined == 3 else len(calls) % 3 != 1
+        return None if levels.max() == 0 or refuse else decompose(classes, levels, rate, *args)
 
     monkeypatch.setattr(water_filling, "SEPARABLE_CLASSES", 0)
     monkeypatch.setattr(water_filling, "_separable_level", sometimes)
     _, fast = hierarchical_run(instance, aggregate=False, shortcuts=True)
-    assert len(calls) > 3 and fast.lp_solves > 0
+    assert len(calls) > 3 and fast.separable_probes > 0
+    assert declined == 3 or fast.lp_solves > 0
     assert_same_run(reference, fast)

@@ -321,15 +321,25 @@ def _cap_events(classes, caps, rates, levels, done, run, deadline, threads, seed
         return None
     if first != "beyond":
         return levels, done, probes[0][2]  # the capacity binds first: a plain iteration
+    def search_probe(k: int, low: int) -> tuple[int, str]:
+        """Probe state ``k``; where the decomposition declines, the state before it (if that is
+        still above ``low``, the search learns nearly as much), and only then HiGHS at ``k``."""
+        answer = probe(k, by_highs=False)
+        if answer == "declined" and k - 1 > low:
+            k, answer = k - 1, probe(k - 1, by_highs=False)
+            if answer == "declined":
+                k += 1
+        return (k, probe(k)) if answer == "declined" else (k, answer)
+
     low, high = 1, last  # state ``low`` is feasible, every state past ``high`` infeasible
     while open_ended and low < high and len(states) - 1 < MAX_EVENTS and not deadline.expired(reserve):
-        answer = probe(high)
+        at, answer = search_probe(high, low)
         if answer == "failed":
             return None
         if answer == "infeasible":
-            high -= 1
+            high = at - 1
             break
-        low = high
+        low = at
         more, open_ended = simulate(states[-1], len(states) - 1)
         states += more[1:]
         high = len(states) - 1
@@ -337,7 +347,7 @@ def _cap_events(classes, caps, rates, levels, done, run, deadline, threads, seed
         mid = (low + high + 1) // 2
         if deadline.expired(reserve):
             return None
-        answer = probe(mid)
+        mid, answer = search_probe(mid, low)
         if answer == "failed":
             return None
         if answer == "infeasible":
