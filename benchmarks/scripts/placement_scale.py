@@ -12,14 +12,15 @@ COMMIT``: the "before" of a comparison), as ``startup.py`` does. ``--profile`` w
 of the solve timed in CPU seconds (``time.process_time``; it slows the solve down, so time it
 without). ``--generate T`` solves ``generate("placement", {"regions": 20, "tables": T, "jobs":
 T}, seed)`` instead of a file; ``--no-replicas`` passes ``replicas=False``. ``--moves FILE``
-writes the applied moves (table, source, target, gain, as ``repr`` of the floats) and the
-objective, and ``--compare A B`` says whether two such files are identical move by move (exit
+writes the applied moves (table, source, target, gain, as ``repr`` of the floats), the
+objective and the replicas (their number and a SHA-256 of their columns), and ``--compare A B`` says whether two such files are identical move by move (exit
 status 1 if not): how a faster climb is checked to give the same plan to the last digit.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import resource
@@ -78,7 +79,11 @@ def main() -> None:
         profile.dump_stats(args.profile)
     if args.moves:
         moves = [[m.table, m.source, m.target, repr(m.gain)] for m in result.plan.moves]
-        Path(args.moves).write_text(json.dumps({"objective": repr(result.objective), "moves": moves}))
+        replicas = result.plan.replicas
+        digest = hashlib.sha256(json.dumps([replicas.table, replicas.region, [repr(b) for b in replicas.bytes],
+                                            replicas.reason]).encode()).hexdigest()
+        Path(args.moves).write_text(json.dumps({"objective": repr(result.objective), "moves": moves,
+                                                "replicas": [len(replicas.table), digest]}))
     print(json.dumps({
         "fleetplan": str(Path(fleetplan.__file__).parent), "solver_wall_s": round(result.wall_s, 2),
         "solve_wall_s": round(wall, 2), "solve_cpu_s": round(cpu, 2),

@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 
 from fleetplan.instances.placement import ML
-from fleetplan.instances.placement.evaluate import TOLERANCE
 from fleetplan.solvers.hill_climb import Candidate
 from fleetplan.solvers.placement.first_pass import (
     _cpu_ok,
@@ -129,8 +128,7 @@ def cached_gains(state: TetrisState, tables: np.ndarray) -> np.ndarray:
             e.gpu, e.gpu_at = partial[k], version
     # Expression 6 and the CPU capacities: the full check only where the bounds do not fit.
     hp_margin = state.hp_floor + 1e-6 * (1.0 + state.hp_total)
-    limit = a.cpu_capacity * (1 + TOLERANCE) + 1e-9
-    room = (limit - state.cpu).min(axis=1) - 1e-6 * (1.0 + limit.max(axis=1))
+    room = state.cpu_room()
     loss = np.array([e.hp_loss for e in entries])  # -inf: no reader to check
     added = np.stack([e.cpu_added for e in entries])  # -inf: no reader to check
     check = np.flatnonzero(~(state.hp_at_home - loss >= hp_margin) | ~(added <= room).all(axis=1)).tolist()

@@ -130,13 +130,18 @@ def storage_terms(state: TetrisState, tables: np.ndarray) -> tuple[np.ndarray, n
     size = a.table_size[tables]
     # Storage balance (Expression 9): only the old and the new home change.
     hb = state.home_bytes
-    before = np.square(hb / state.total_bytes - state.capacity_share)
-    after_new = np.square((hb + size[:, None]) / state.total_bytes - state.capacity_share)
+    cached = getattr(state, "_storage_before", None)
+    if cached is None or cached[0] != state.version:  # kept until the state changes
+        cached = (state.version, np.square(hb / state.total_bytes - state.capacity_share),
+                  a.storage_capacity * (1 + TOLERANCE) + 1e-6)
+        state._storage_before = cached
+    _, before, limit = cached
+    grown = hb + size[:, None]
+    after_new = np.square(grown / state.total_bytes - state.capacity_share)
     after_old = np.square((hb[old] - size) / state.total_bytes - state.capacity_share[old])
     own = cand == old[:, None]
     storage = np.where(own, 0.0, after_new - before + (after_old - before[old])[:, None])
-    feasible = ~own & (hb + size[:, None] <= a.storage_capacity * (1 + TOLERANCE) + 1e-6)
-    return a.w_storage * storage, feasible
+    return a.w_storage * storage, ~own & (grown <= limit)
 
 
 def gpu_rows_of(state: TetrisState, p: _Pairs, is_ml: np.ndarray, changed: np.ndarray, ml: np.ndarray
@@ -442,8 +447,7 @@ def _cpu_ok(state: TetrisState, p: _Pairs, changed: np.ndarray, n: int) -> np.nd
     # that fits every region's room (with a margin far above rounding), every move is allowed,
     # as the check below would find. Regions are rarely near their CPU capacity.
     napps = state.cpu.shape[0]
-    limit = a.cpu_capacity * (1 + TOLERANCE) + 1e-9
-    room = (limit - state.cpu).min(axis=1) - 1e-6 * (1.0 + limit.max(axis=1))
+    room = state.cpu_room()
     movers = p.job[rows]
     added = np.bincount(p.row[rows] * napps + a.job_app[movers], weights=a.job_cpu_hours[movers],
                         minlength=n * napps).reshape(n, napps).max(axis=0)

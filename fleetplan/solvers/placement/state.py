@@ -373,6 +373,11 @@ class TetrisState:
         rows = np.flatnonzero(changed.any(axis=1) & (a.job_cpu_hours[jobs] > 0))
         if rows.size == 0:
             return np.ones(R, dtype=bool)
+        # The shortcut below over all applications, from the room kept per state version.
+        room = self.cpu_room()
+        if (np.bincount(a.job_app[jobs[rows]], weights=a.job_cpu_hours[jobs[rows]], minlength=room.size)
+                <= room).all():
+            return np.ones(R, dtype=bool)
         apps, column = np.unique(a.job_app[jobs[rows]], return_inverse=True)
         hours = a.job_cpu_hours[jobs[rows]]
         limit = a.cpu_capacity[apps] * (1 + TOLERANCE) + 1e-9
@@ -391,6 +396,17 @@ class TetrisState:
         np.add.at(usage, (cands, column[r_rows], new[rows][r_rows, cands]), hours[r_rows])
         capacity = a.cpu_capacity[apps] * (1 + TOLERANCE) + 1e-9
         return ((usage <= capacity) | (usage <= current + 1e-9)).all(axis=(1, 2))
+
+    def cpu_room(self) -> np.ndarray:
+        """Per application, the least CPU-hours left under its capacity over the regions, less
+        a margin far above rounding (kept until the state changes): when a move adds no more
+        than that to any region, the CPU check passes for every candidate."""
+        cached = getattr(self, "_cpu_room", None)
+        if cached is None or cached[0] != self.version:
+            limit = self.arrays.cpu_capacity * (1 + TOLERANCE) + 1e-9
+            cached = self._cpu_room = (self.version,
+                                       (limit - self.cpu).min(axis=1) - 1e-6 * (1.0 + limit.max(axis=1)))
+        return cached[1]
 
     def apply(self, move: Candidate) -> None:
         if move.members:
