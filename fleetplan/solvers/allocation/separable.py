@@ -97,16 +97,12 @@ class SeparableResult:
 
 # --- the reduced LP -----------------------------------------------------------------------------
 
-def _solve_lp(lp: LinearProgram, deadline: Deadline, threads: int, seed: int, tolerance: float | None = None,
-              primal: bool = False):
+def _solve_lp(lp: LinearProgram, deadline: Deadline, threads: int, seed: int, tolerance: float | None = None):
+    # HiGHS's default (dual) simplex. Its primal simplex without presolve was faster on LAS's
+    # small reduced LPs (4.7 ms instead of 9.1 at 2,048 distinct jobs) but did not finish the
+    # second round's reduced LP at 10^6 jobs in two minutes (the dual simplex: 0.1 s).
     highs = highs_runner.new_highs(deadline.remaining(), threads, seed)
     highs_runner.pass_lp(highs, lp, "simplex")
-    if primal:
-        # HiGHS's primal simplex without presolve (nothing to remove in a reduced LP): measured
-        # on LAS's reduced LPs, 4.7 ms instead of 9.1 at 2,048 distinct jobs and 6.3 instead of
-        # 10.4 at 16,384; on max throughput's it was 2.8x slower at 65,536, so not used there.
-        highs.setOptionValue("simplex_strategy", 4)
-        highs.setOptionValue("presolve", "off")
     if tolerance is not None:
         highs.setOptionValue("primal_feasibility_tolerance", tolerance)
         highs.setOptionValue("dual_feasibility_tolerance", tolerance)
@@ -149,7 +145,7 @@ def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, 
         row_upper=np.concatenate([np.full(n_free, INF), np.ones(n_free), W - delta]),
         col_lower=np.concatenate([np.zeros(n_cells), [low]]),
         col_upper=np.concatenate([np.ones(n_cells), [high]]), sense="max")
-    outcome, duals = _solve_lp(lp, deadline, threads, seed, tolerance, primal=floor is None or not np.any(floor))
+    outcome, duals = _solve_lp(lp, deadline, threads, seed, tolerance)
     if outcome.status != "optimal" or duals is None:
         return outcome.status, None, None, None, None, (t_low, t_high, fixed)
     level = float(outcome.values[t_col])
