@@ -87,10 +87,14 @@ import bisect
 import heapq
 import itertools
 import math
+import operator
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Protocol
+
+import numpy as np
 
 GAIN_TOLERANCE = 1e-12
 # Over-budget entries dropped one by one (and at least 1/8 of the queue) before the rest of
@@ -417,10 +421,13 @@ class _Climb:
         if everything or self.min_costs is None:
             back, stay = self.parked[start:], []
         else:
-            bounds, remaining = self.min_costs, self.remaining
-            back, stay = [], []
-            for entry in itertools.islice(self.parked, start, None):
-                (stay if bounds[entry[1]] > remaining else back).append(entry)
+            # Which entries fit, in numpy: a loop over hundreds of thousands of parked entries
+            # after each move that frees quota took seconds at 10^6 tables.
+            rest = self.parked[start:]
+            items = np.fromiter(map(itemgetter(1), rest), dtype=np.int64, count=len(rest))
+            fits = (np.asarray(self.min_costs, dtype=float)[items] <= self.remaining).tolist()
+            back = list(itertools.compress(rest, fits))
+            stay = list(itertools.compress(rest, map(operator.not_, fits)))
         # One heapify rather than a push each (hundreds of thousands at 10^6 tables); the keys
         # are unique, so the order of pops is the same.
         if back:
