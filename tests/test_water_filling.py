@@ -127,8 +127,9 @@ def test_weights_are_redistributed_by_each_entity_policy():
 
 # --- the two bottleneck tests agree, aggregation is exact, Pareto efficiency ---------------------
 
-def generated(jobs: int, entities: int, seed: int, fifo: bool = False, multi_gpu: bool = True):
-    params = {"jobs": jobs, "entities": entities, "multi_gpu": multi_gpu}
+def generated(jobs: int, entities: int, seed: int, fifo: bool = False, multi_gpu: bool = True,
+              throughput_noise: float = 0.0):
+    params = {"jobs": jobs, "entities": entities, "multi_gpu": multi_gpu, "throughput_noise": throughput_noise}
     data = fleetplan.generate("allocation", params, seed=seed).model_dump()
     if fifo:
         data["entities"][0]["policy"] = "fifo"

@@ -19,16 +19,11 @@ from fleetplan.solvers.allocation.water_filling_events import (
     tolerance,
     witnessed_prefix,
 )
+from tests.test_water_filling import generated
 
 
 def distinct(jobs: int, entities: int, seed: int, fifo: bool = False, multi_gpu: bool = True):
-    params = {"jobs": jobs, "entities": entities, "throughput_noise": 0.1, "multi_gpu": multi_gpu}
-    data = fleetplan.generate("allocation", params, seed=seed).model_dump()
-    if fifo:
-        data["entities"][0]["policy"] = "fifo"
-        for index, job in enumerate(data["jobs"]):
-            job["arrival_time"] = float((index * 7) % jobs)
-    return instance_from_data(data)
+    return generated(jobs, entities, seed, fifo, multi_gpu, throughput_noise=0.1)
 
 
 def assert_same_run(reference, fast):
