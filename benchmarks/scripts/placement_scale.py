@@ -15,6 +15,7 @@ T}, seed)`` instead of a file; ``--no-replicas`` passes ``replicas=False``. ``--
 writes the applied moves (table, source, target, gain, as ``repr`` of the floats), the
 objective and the replicas (their number and a SHA-256 of their columns), and ``--compare A B`` says whether two such files are identical move by move (exit
 status 1 if not): how a faster climb is checked to give the same plan to the last digit.
+``--breakdown`` prints the CPU seconds of the climb's parts (see ``_breakdown``) after the line.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def main() -> None:
     parser.add_argument("--no-replicas", action="store_true", help="solve with replicas=False")
     parser.add_argument("--moves", default=None, help="write the applied moves and the objective here")
     parser.add_argument("--compare", nargs=2, default=None, help="compare two --moves files")
+    parser.add_argument("--breakdown", action="store_true", help="CPU seconds of the climb's parts")
     args = parser.parse_args()
     if args.compare:
         sys.exit(compare(*args.compare))
@@ -65,6 +67,7 @@ def main() -> None:
     else:
         instance = load_instance(args.instance)
     options = {"replicas": False} if args.no_replicas else {}
+    breakdown = _breakdown() if args.breakdown else None
     profile = None
     if args.profile:
         import cProfile
@@ -90,6 +93,47 @@ def main() -> None:
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "load_average": [round(x, 2) for x in os.getloadavg()], "objective": result.objective,
         "status": result.status, "stats": result.stats, "log": result.log[:1]}))
+    if breakdown is not None:
+        seconds, calls = breakdown
+        for name, value in sorted(seconds.items(), key=lambda kv: -kv[1]):
+            print(f"{name:18s} {value:8.2f} CPU s {calls[name]:8d} calls {1e3 * value / max(calls[name], 1):8.3f} ms/call")
+
+
+def _breakdown() -> tuple[dict[str, float], dict[str, int]]:
+    """CPU seconds and calls of the climb's parts, by wrapping them (the engine's estimates,
+    exact evaluations, applied moves, queue walks and parking; the first pass's gains; the
+    replicas; ``finish``: the replicas and the plan; ``climb``: the whole climb, first pass
+    included): much less overhead than cProfile,
+    which inflates the Python-level parts."""
+    import fleetplan.solvers.hill_climb as engine
+    import fleetplan.solvers.placement as placement
+    import fleetplan.solvers.placement.first_pass as first_pass
+    from fleetplan.solvers.placement.state import TetrisState
+
+    seconds: dict[str, float] = {}
+    calls: dict[str, int] = {}
+
+    def wrap(owner: object, name: str, label: str) -> None:
+        inner = getattr(owner, name)
+
+        def timed(*args, **kwargs):
+            start = time.process_time()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                seconds[label] = seconds.get(label, 0.0) + time.process_time() - start
+                calls[label] = calls.get(label, 0) + 1
+        setattr(owner, name, timed)
+
+    for owner, name, label in [(TetrisState, "estimate_moves", "estimates"), (TetrisState, "best_move", "best_move"),
+                               (TetrisState, "apply", "apply"), (TetrisState, "neighbours", "neighbours"),
+                               (engine._Climb, "head", "head"), (engine._Climb, "park", "park"),
+                               (engine._Climb, "unpark", "unpark"), (engine._Climb, "push_batch", "push_batch"),
+                               (first_pass, "table_gains", "first_pass"), (placement, "add_replicas", "replicas"),
+                               (placement, "_finish", "finish"),
+                               (placement, "hill_climb", "climb")]:
+        wrap(owner, name, label)
+    return seconds, calls
 
 
 if __name__ == "__main__":
