@@ -279,10 +279,10 @@ class AllocationInstance(InstanceBase):
         """The instance as numpy arrays (computed once)."""
         if self._arrays is None:
             types = [t.name for t in self.worker_types]
-            throughput = np.array(
-                [[job.throughput.get(name, 0.0) for name in types] for job in self.jobs],
-                dtype=float,
-            ).reshape(len(self.jobs), len(types))
+            # One column per type: a comprehension per job (a frame each) took 3.3 s at 10^6 jobs.
+            throughput = np.empty((len(self.jobs), len(types)))
+            for column, name in enumerate(types):
+                throughput[:, column] = [job.throughput.get(name, 0.0) for job in self.jobs]
             arrival = np.array([job.arrival_time for job in self.jobs], dtype=float)
             rank = np.empty(len(self.jobs), dtype=int)
             rank[np.argsort(arrival, kind="stable")] = np.arange(len(self.jobs))
@@ -322,6 +322,8 @@ class AllocationInstance(InstanceBase):
                     t_a = t_b = 0.5 * (t_a + t_b)
                 table[a, b, column[name]] = (t_a, t_b)
                 table[b, a, column[name]] = (t_b, t_a)
+        if not class_of:  # no colocations: no job has a class (skips a pass over 10^6 jobs)
+            return np.full(len(self.jobs), -1), table
         classes = np.array([class_of.get((job.job_type, job.scale_factor), -1) for job in self.jobs], dtype=int)
         return classes, table
 
