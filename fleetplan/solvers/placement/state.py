@@ -220,7 +220,7 @@ class TetrisState:
                          source=int(self.home[item]))
 
     def estimate_moves(self, items: list[int]) -> list[Candidate | None]:
-        """The best moves of many items in one vectorised evaluation (:func:`first_pass.estimate`;
+        """The best moves of many items in one vectorised evaluation (:func:`estimates.estimate`;
         gains equal to :meth:`best_move`'s up to rounding, for ordering the engine's queue)."""
         return estimate(self, items)
 
