@@ -75,6 +75,8 @@ SAMPLE_TOLERANCE = 1e-6
 # wins by LATER_TIE or less.
 FIRST_TIE, LATER_TIE = 1.5, 1e-3
 RESTRICT_ROUNDS = 6
+# Prices whose value (lam . W) is below this share of the level: no capacity binds.
+NEGLIGIBLE_PRICES = 1e-3
 MAX_RELEASED_SHARE = 0.5
 
 
@@ -333,6 +335,10 @@ def _restricted_max_min_prices(A, offset, usage, W, free_level, deadline, tolera
     if first.lam is None:
         return None
     level, lam = first.level, first.lam * share
+    if not float(first.lam @ (W * share)) > NEGLIGIBLE_PRICES * max(abs(first.level), 1e-300):
+        # No capacity binds in the sample (makespan: the level is one job's own time): with every
+        # price near 0 each job's vertices tie, so held choices flip from round to round.
+        return None
     choice, close = vertices.closeness(A, offset, level, lam, usage, W)
     released = (close <= FIRST_TIE / np.sqrt(len(sample))) | (choice < -1)
     held_choice, checked = choice, False

@@ -111,6 +111,31 @@ def _solve_lp(lp: LinearProgram, deadline: Deadline, threads: int, seed: int, to
     return outcome, duals
 
 
+def _no_capacity_binds(A, offset, usage, W, free_level):
+    """(level, allocation) when the optimum is set by one job's own time, or None.
+
+    No job can score more than its fastest type gives it with all its time, so t <= min_m
+    (max_j A_mj - o_m). If every job placed on its fastest type at that level fits in the
+    workers, the bound is reached: that allocation is optimal (makespan on Gavel's mix, where the
+    slowest job's steps decide). Checked in one pass, before any prices."""
+    n, K = A.shape
+    best = A.max(axis=1)
+    if n == 0 or np.any(best <= 0):
+        return None
+    level = float((best - offset).min())
+    if level < 0 and not free_level:
+        return None
+    need = level + offset
+    fastest = np.argmax(A, axis=1)
+    time_share = np.where(need > 0, need / best, 0.0)
+    used = np.bincount(fastest, weights=usage * time_share, minlength=K)
+    if np.any(used > W * (1 - 1e-9)):
+        return None
+    matrix = np.zeros((n, K))
+    matrix[np.arange(n), fastest] = time_share
+    return level, matrix
+
+
 def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, deadline, threads, seed,
                      floor=None, tolerance=None):
     """The reduced LP over the ``free`` jobs; fixed jobs enter the capacity rows as affine terms
@@ -234,6 +259,13 @@ def max_min(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarr
         if floor.all():
             return SeparableResult("fallback", log=["separable: every job is a floor: t is unbounded"])
         floor = floor if floor.any() else None
+    if floor is None and lp_tolerance is None:
+        slack = _no_capacity_binds(A, offset, usage, W, free_level)
+        if slack is not None:
+            stats["separable_s"] = time.perf_counter() - started
+            return SeparableResult("optimal", slack[1], slack[0], False, log + [
+                "separable: certified optimal with no capacity binding: the level is the slowest job's "
+                "best score, and every job fits on its fastest type there"], stats)
     status, level, lam, anchor = "not_converged", None, None, None
     if prices == "ipm":
         from fleetplan.solvers.allocation.ipm import max_min_prices
