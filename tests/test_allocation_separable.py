@@ -45,11 +45,15 @@ def test_no_capacity_binds_by_hand():
     # Two jobs, two one-worker types, two workers each. Job 0 scores at most 2 (all its time on
     # type 0), job 1 at most 3: t = 2, job 0 on type 0 full time, job 1 on 2/3 of type 1.
     A = np.array([[2.0, 1.0], [1.0, 3.0]])
-    level, matrix = allocation_separable._no_capacity_binds(A, np.zeros(2), np.ones(2), np.array([2.0, 2.0]), False)
+    level, matrix, score_duals = allocation_separable._no_capacity_binds(
+        A, np.zeros(2), np.ones(2), np.array([2.0, 2.0]), False)
     assert level == pytest.approx(2.0)
     assert matrix == pytest.approx(np.array([[1.0, 0.0], [0.0, 2.0 / 3.0]]))
+    # The proof: job 0's score row carries the whole weight, every worker is priced 0.
+    assert score_duals.tolist() == [1.0, 0.0]
     result = allocation_separable.max_min(A, np.zeros(2), np.ones(2), np.ones(2), np.array([2.0, 2.0]), free_level=False)
     assert result.status == "optimal" and result.level == pytest.approx(2.0)
+    assert result.prices.tolist() == [0.0, 0.0] and result.score_duals.tolist() == [1.0, 0.0]
     assert any("no capacity binding" in line for line in result.log)
     # Half a worker of type 0: job 0 no longer fits there at t = 2, so the capacity binds and the
     # decomposition prices it (t = 1.5: job 0 half on each type scores 1.5, job 1 on type 1).

@@ -112,17 +112,20 @@ def _solve_lp(lp: LinearProgram, deadline: Deadline, threads: int, seed: int, to
 
 
 def _no_capacity_binds(A, offset, usage, W, free_level):
-    """(level, allocation) when the optimum is set by one job's own time, or None.
+    """(level, allocation, score duals) when the optimum is set by one job's own time, or None.
 
     No job can score more than its fastest type gives it with all its time, so t <= min_m
     (max_j A_mj - o_m). If every job placed on its fastest type at that level fits in the
     workers, the bound is reached: that allocation is optimal (makespan on Gavel's mix, where the
-    slowest job's steps decide). Checked in one pass, before any prices."""
+    slowest job's steps decide). Checked in one pass, before any prices. The dual that proves it:
+    capacity prices 0 and the whole weight on that job's score row (its time row's dual is its
+    fastest score), whose objective is the same bound."""
     n, K = A.shape
     best = A.max(axis=1)
     if n == 0 or np.any(best <= 0):
         return None
-    level = float((best - offset).min())
+    binding = int(np.argmin(best - offset))
+    level = float(best[binding] - offset[binding])
     if level < 0 and not free_level:
         return None
     need = level + offset
@@ -133,7 +136,9 @@ def _no_capacity_binds(A, offset, usage, W, free_level):
         return None
     matrix = np.zeros((n, K))
     matrix[np.arange(n), fastest] = time_share
-    return level, matrix
+    score_duals = np.zeros(n)
+    score_duals[binding] = 1.0
+    return level, matrix, score_duals
 
 
 def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, deadline, threads, seed,
@@ -259,13 +264,13 @@ def max_min(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarr
         if floor.all():
             return SeparableResult("fallback", log=["separable: every job is a floor: t is unbounded"])
         floor = floor if floor.any() else None
-    if floor is None and lp_tolerance is None:
-        slack = _no_capacity_binds(A, offset, usage, W, free_level)
-        if slack is not None:
-            stats["separable_s"] = time.perf_counter() - started
-            return SeparableResult("optimal", slack[1], slack[0], False, log + [
-                "separable: certified optimal with no capacity binding: the level is the slowest job's "
-                "best score, and every job fits on its fastest type there"], stats)
+    slack = _no_capacity_binds(A, offset, usage, W, free_level) if floor is None else None
+    if slack is not None:
+        level, matrix, score_duals = slack
+        stats["separable_s"] = time.perf_counter() - started
+        return SeparableResult("optimal", matrix, level, False, log + [
+            "separable: certified optimal with no capacity binding: the level is the slowest job's "
+            "best score, and every job fits on its fastest type there"], stats, np.zeros(K), score_duals)
     status, level, lam, anchor = "not_converged", None, None, None
     if prices == "ipm":
         from fleetplan.solvers.allocation.ipm import max_min_prices
