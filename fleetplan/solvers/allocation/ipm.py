@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fleetplan.solvers.allocation import vertices
 from fleetplan.solvers.allocation.ipm_systems import Linear, MaxMin, cells_and_mask, dot
 from fleetplan.solvers.deadline import Deadline
 
@@ -145,7 +146,7 @@ def _interior_point(system, deadline: Deadline, tolerance: float, max_iterations
     # The interior start (every primal bound strict, every dual slack positive) takes 20-45 %
     # fewer iterations than Mehrotra's on Gavel's LPs (2,048-65,536 distinct jobs); with held
     # jobs (capacity rows whose right-hand sides and level terms vary) Mehrotra's does better.
-    point = _starting_point(system) if getattr(system, "held", False) else _Point(*system.start())
+    point = _starting_point(system) if system.held else _Point(*system.start())
     best_error, best_point = np.inf, point
     correctors = CENTRALITY_CORRECTORS if system.cells >= CORRECTOR_CELLS else 0
     active = system.active if system.partial else 1.0
@@ -325,8 +326,6 @@ def _restricted_max_min_prices(A, offset, usage, W, free_level, deadline, tolera
 
     Returns None (the caller runs the method on every job) when a step does not converge or
     too many jobs stay released for this to be cheaper."""
-    from fleetplan.solvers.allocation import vertices
-
     sample = _sample(len(A))
     share = float(usage[sample].sum() / usage.sum())
     first = _max_min_ipm(A[sample], offset[sample], usage[sample], W * share, free_level, np.ones(len(sample)),
@@ -418,8 +417,6 @@ def _restricted_linear_prices(P, usage, W, deadline, tolerance, max_iterations):
     mix on its share of the workers has the same ones), then the method on the jobs whose best
     type does not win clearly, the others held on their type (or idle) and their workers taken
     out of the capacity."""
-    from fleetplan.solvers.allocation import vertices
-
     n, K = P.shape
     sample = _sample(n)
     share = float(usage[sample].sum() / usage.sum())

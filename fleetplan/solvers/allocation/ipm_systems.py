@@ -27,6 +27,10 @@ class System:
     per-job and per-type slacks. Dual vector y: the form's rows. Capacity rows are scaled to a
     right-hand side of 1; cells a job cannot use are held at x = 0 (with a unit dual slack)."""
 
+    # Whether jobs held outside the system enter its capacity rows (then it starts from
+    # Mehrotra's point, not from :meth:`start`).
+    held = False
+
     def __init__(self, cap: np.ndarray, mask: np.ndarray, num_primal: int, num_rows: int):
         self.cap, self.mask = cap, mask
         self.cap2 = cap * cap
@@ -53,16 +57,14 @@ class System:
         return vector
 
     def interior_cells(self) -> tuple[np.ndarray, np.ndarray]:
-        """Cells x inside every bound: each job's time spread evenly over its usable types and
-        idling, scaled down until every type has half of its workers spare. Returns (x, the
-        share of each type's workers it uses)."""
+        """Cells x inside every bound of a system without held jobs (capacity right-hand sides
+        1): each job's time spread evenly over its usable types and idling, scaled down until
+        every type has half of its workers spare. Returns (x, the share of each type's workers
+        it uses)."""
         x = self.mask / (self.mask.sum(axis=0) + 1.0)
         load = np.einsum("kn,kn->k", self.cap, x)
-        room = self.rhs[-self.K:]  # the capacity rows' right-hand sides (1 unless jobs are held)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            fits = np.where(load > 0, room / load, np.inf)
-        shrink = min(1.0, 0.5 * float(fits.min(initial=np.inf)))
-        shrink = max(shrink, 1e-6)  # a row with no room: the method starts infeasible there
+        shrink = min(1.0, 0.5 / max(float(load.max(initial=0.0)), 1e-300))
+        shrink = max(shrink, 1e-6)  # far more demand than workers: the method starts infeasible
         return x * shrink, load * shrink
 
     def lam(self, y: np.ndarray, W: np.ndarray, scale: float = 1.0) -> np.ndarray:
@@ -117,7 +119,7 @@ class MaxMin(System):
 
     def start(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A primal point inside every bound (up to jobs no level can lift) and a dual point
-        with every slack positive: (z, y, s)."""
+        with every slack positive: (z, y, s). For systems without held jobs."""
         n = self.n
         x, load = self.interior_cells()
         z = np.empty(self.num_primal)
@@ -125,16 +127,12 @@ class MaxMin(System):
         score = np.einsum("kn,kn->n", self.A, x) - self.rhs[:n]
         lifted = (self.rate > 0) & (score > 0)
         level = 0.5 * float(np.min(score[lifted] / self.rate[lifted])) if lifted.any() else 0.0
-        growing = self.level_usage > 0  # held jobs whose workers grow with the level
-        if growing.any():
-            room = (self.rhs[2 * n:] - load)[growing] / self.level_usage[growing]
-            level = min(level, 0.5 * max(float(room.min()), 0.0))
         z[self.surplus] = np.maximum(score - self.rate * level, 1e-2)
         z[self.idle] = 1.0 - x.sum(axis=0)
-        z[self.spare] = np.maximum(self.rhs[2 * n:] - load - self.level_usage * level, 1e-2)
+        z[self.spare] = np.maximum(1.0 - load, 1e-2)
         z[self.level] = max(level, 1e-2)
         # y_score = a > 0 (surplus slacks a), y_time = -(a max_j A + 1), y_cap = -1: every x
-        # slack at least 1, and the level's slack -1 + a sum(rate) + level_usage = 1 + ...
+        # slack at least 1, and the level's slack -1 + a sum(rate) = 1
         a = 2.0 / max(float(self.rate.sum()), 1e-300)
         y = np.empty(self.num_rows)
         y[:n] = a
