@@ -203,6 +203,7 @@ def test_kept_estimates_give_the_same_bits_as_a_fresh_computation(seed, monkeypa
     # climb with compound moves does. Odd seeds put the home-training floor and the CPU
     # capacities at today's use, so the full checks run where the kept bounds do not fit.
     monkeypatch.setattr(estimates, "PAIR_CACHE", 6)
+    monkeypatch.setenv("FLEETPLAN_KERNELS", "0")  # the numpy estimates (kernels: test_placement_gain_kernels)
     instance, rng = random_instance(seed + 40, quota=None)
     state = TetrisState(instance, compound=True)
     if seed % 2:

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from fleetplan.instances.placement import ML
+from fleetplan.solvers import kernels
 from fleetplan.solvers.hill_climb import Candidate
 from fleetplan.solvers.placement.first_pass import (
     _cpu_ok,
@@ -102,8 +103,14 @@ def estimate(state: TetrisState, items: list[int]) -> list[Candidate | None]:
 
 
 def cached_gains(state: TetrisState, tables: np.ndarray) -> np.ndarray:
-    """:func:`first_pass.table_gains`'s gains (n, R) of ``tables`` (the same bits), from each
-    table's :class:`_Entry`, recomputing only the parts a move since changed."""
+    """:func:`first_pass.table_gains`'s gains (n, R) of ``tables`` (the same bits): computed
+    afresh by the compiled kernel (``gain_kernels``, a few microseconds per table), or with
+    ``FLEETPLAN_KERNELS=0`` from each table's :class:`_Entry`, recomputing only the parts a
+    move since changed."""
+    if kernels.enabled():
+        from fleetplan.solvers.placement import gain_kernels
+
+        return gain_kernels.table_gains(state, tables)[0]
     a = state.arrays
     R = a.num_regions
     storage, feasible = storage_terms(state, tables)

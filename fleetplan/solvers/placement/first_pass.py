@@ -26,6 +26,7 @@ import numpy as np
 
 from fleetplan.instances.placement import ML, NO_REGION
 from fleetplan.instances.placement.evaluate import TOLERANCE, sigmoid
+from fleetplan.solvers import kernels
 from fleetplan.solvers.hill_climb import Batch, Candidate
 
 # A fleetplan.solvers.placement.state.TetrisState. Named, not imported: state.py imports this
@@ -95,7 +96,18 @@ def _candidates(state: TetrisState, tables: np.ndarray, target: np.ndarray, best
 def table_gains(state: TetrisState, tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Gains of moving each of ``tables`` to each region, (n, R), -inf where infeasible or the
     table's home, and the change of each term, (4, n, R): ``_candidates`` for many tables.
-    (The climb's batch estimates compute the same per table, from values kept across moves:
+    Compiled (:mod:`fleetplan.solvers.placement.gain_kernels`, the same bits) unless
+    ``FLEETPLAN_KERNELS=0``; :func:`table_gains_numpy` is the reference."""
+    if kernels.enabled():
+        from fleetplan.solvers.placement import gain_kernels
+
+        return gain_kernels.table_gains(state, tables)
+    return table_gains_numpy(state, tables)
+
+
+def table_gains_numpy(state: TetrisState, tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`table_gains` in numpy over the CSR of (table, reader) pairs. (The climb's batch
+    estimates compute the same per table, from values kept across moves:
     :func:`fleetplan.solvers.placement.estimates.cached_gains`.)"""
     a = state.arrays
     R = a.num_regions
@@ -130,18 +142,24 @@ def storage_terms(state: TetrisState, tables: np.ndarray) -> tuple[np.ndarray, n
     size = a.table_size[tables]
     # Storage balance (Expression 9): only the old and the new home change.
     hb = state.home_bytes
-    cached = getattr(state, "_storage_before", None)
-    if cached is None or cached[0] != state.version:  # kept until the state changes
-        cached = (state.version, np.square(hb / state.total_bytes - state.capacity_share),
-                  a.storage_capacity * (1 + TOLERANCE) + 1e-6)
-        state._storage_before = cached
-    _, before, limit = cached
+    before, limit = storage_before(state)
     grown = hb + size[:, None]
     after_new = np.square(grown / state.total_bytes - state.capacity_share)
     after_old = np.square((hb[old] - size) / state.total_bytes - state.capacity_share[old])
     own = cand == old[:, None]
     storage = np.where(own, 0.0, after_new - before + (after_old - before[old])[:, None])
     return a.w_storage * storage, ~own & (grown <= limit)
+
+
+def storage_before(state: TetrisState) -> tuple[np.ndarray, np.ndarray]:
+    """Each region's Expression 9 term now (R,) and its byte limit (R,), kept until the state
+    changes (its ``version``)."""
+    cached = getattr(state, "_storage_before", None)
+    if cached is None or cached[0] != state.version:
+        cached = (state.version, np.square(state.home_bytes / state.total_bytes - state.capacity_share),
+                  state.arrays.storage_capacity * (1 + TOLERANCE) + 1e-6)
+        state._storage_before = cached
+    return cached[1], cached[2]
 
 
 def gpu_rows_of(state: TetrisState, p: _Pairs, is_ml: np.ndarray, changed: np.ndarray, ml: np.ndarray

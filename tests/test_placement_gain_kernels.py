@@ -1,0 +1,102 @@
+"""The compiled per-table gains of Tetris's hill climb (``placement/gain_kernels.py``, issue 14
+§4) against the numpy code they replace (``first_pass.table_gains_numpy``): the same bits on
+random states, under every reading of Figure 4 (split ML jobs' demand, combined overload), with
+Expression 6's floor and the CPU capacities at today's use so the full checks run; and the
+switch ``FLEETPLAN_KERNELS=0``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fleetplan
+from fleetplan.instances.placement import PlacementInstance
+from fleetplan.solvers.placement import estimates, first_pass
+from fleetplan.solvers.placement.first_pass import table_gains_numpy
+from fleetplan.solvers.placement.state import TetrisState
+
+gain_kernels = pytest.importorskip("fleetplan.solvers.placement.gain_kernels")
+
+OPTIONS = [(split, overload) for split in ("ignored", "largest_region")
+           for overload in ("per_priority", "combined_high_priority")]
+
+
+def random_state(seed: int, split: str, overload: str, tight: bool) -> tuple[TetrisState, np.random.Generator]:
+    rng = np.random.default_rng(seed)
+    params = {"regions": int(rng.integers(2, 9)), "tables": int(rng.integers(3, 160)),
+              "jobs": int(rng.integers(5, 260)), "ml_share": float(rng.choice([0.3, 0.6, 1.0])),
+              "move_quota_share": None}
+    data = fleetplan.generate("placement", params, seed=seed).model_dump()
+    data["split_ml_demand"], data["overload_form"] = split, overload
+    state = TetrisState(PlacementInstance.model_validate(data))
+    if tight:  # the home-training floor and the CPU capacities at today's use: full checks
+        state.hp_floor = state.hp_at_home - 1e-9
+        state.arrays.cpu_capacity[:] = state.cpu  # this test's own instance
+    return state, rng
+
+
+def walk(state: TetrisState, rng: np.random.Generator, steps: int) -> None:
+    """Random feasible moves (good or bad), so the state is not today's placement."""
+    for _ in range(steps):
+        table = int(rng.integers(state.num_tables))
+        gains, _, _ = state._candidates(table)
+        feasible = np.flatnonzero(np.isfinite(gains))
+        if feasible.size:
+            state.apply(state.move_to(table, int(rng.choice(feasible))))
+
+
+def same_bits(x: np.ndarray, y: np.ndarray) -> bool:
+    return x.shape == y.shape and x.tobytes() == y.tobytes()
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(("split", "overload"), OPTIONS)
+def test_the_kernel_gives_the_numpy_gains_and_terms_bit_for_bit(seed, split, overload):
+    state, rng = random_state(seed, split, overload, tight=bool(seed % 2))
+    tables = np.arange(state.num_tables)
+    for step in range(4):
+        batch = tables if step == 0 else rng.choice(tables, size=int(rng.integers(1, tables.size + 1)))
+        gains, terms = gain_kernels.table_gains(state, batch)
+        reference, reference_terms = table_gains_numpy(state, batch)
+        assert np.array_equal(gains, reference), (step, np.argwhere(gains != reference)[:5])
+        assert same_bits(terms + 0.0, reference_terms + 0.0)  # + 0.0: a zero's sign aside
+        walk(state, rng, steps=8)
+
+
+def test_the_full_checks_decide_some_candidates():
+    # The tight states above must exercise Expression 6 and the CPU check: some candidate that
+    # the storage capacity allows is refused by them.
+    refused = 0
+    for seed in (1, 3, 5):
+        state, _ = random_state(seed, "ignored", "per_priority", tight=True)
+        tables = np.arange(state.num_tables)
+        gains, _ = gain_kernels.table_gains(state, tables)
+        _, allowed = first_pass.storage_terms(state, tables)
+        refused += int((allowed & ~np.isfinite(gains)).sum())
+    assert refused > 0
+
+
+def test_a_larger_instance_with_the_default_generator():
+    instance = fleetplan.generate("placement", {"regions": 20, "tables": 3000, "jobs": 3000}, seed=1)
+    state = TetrisState(instance)
+    rng = np.random.default_rng(0)
+    walk(state, rng, steps=30)
+    tables = np.arange(3000)
+    kernel = gain_kernels.table_gains(state, tables)[0]
+    assert np.array_equal(kernel, table_gains_numpy(state, tables)[0])
+    head = rng.choice(tables, size=33, replace=False)  # an estimate-sized batch
+    assert np.array_equal(gain_kernels.table_gains(state, head)[0], table_gains_numpy(state, head)[0])
+
+
+def test_the_switch_runs_the_numpy_code(monkeypatch):
+    state, _ = random_state(2, "ignored", "per_priority", tight=False)
+    tables = np.arange(state.num_tables)
+    calls = []
+    monkeypatch.setattr(gain_kernels, "table_gains", lambda s, t: calls.append(1) or table_gains_numpy(s, t))
+    first_pass.table_gains(state, tables)
+    estimates.cached_gains(state, tables)
+    assert len(calls) == 2
+    monkeypatch.setenv("FLEETPLAN_KERNELS", "0")
+    first_pass.table_gains(state, tables)
+    estimates.cached_gains(state, tables)
+    assert len(calls) == 2 and state.pair_cache  # the numpy estimates keep their entries
