@@ -7,7 +7,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-slow lint bench clean
 
-$(STAMP): pyproject.toml
+# The compiled kernels are built by the install: a changed .pyx file reinstalls.
+KERNEL_SOURCES := $(shell find fleetplan -name '*.pyx')
+
+$(STAMP): pyproject.toml $(KERNEL_SOURCES)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev,distributed]"

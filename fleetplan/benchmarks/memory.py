@@ -34,7 +34,7 @@ from pathlib import Path
 # Back-end modules the solvers import lazily; loaded before the baseline is taken.
 BACKENDS = (
     "scipy.sparse", "highspy", "pyomo.environ", "ortools.sat.python.cp_model",
-    "ortools.linear_solver.python.model_builder_helper", "networkx", "numba",
+    "ortools.linear_solver.python.model_builder_helper", "networkx",
 )
 _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")

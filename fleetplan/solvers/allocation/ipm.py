@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fleetplan.solvers import kernels
 from fleetplan.solvers.allocation import vertices
 from fleetplan.solvers.allocation.ipm_systems import Linear, MaxMin, cells_and_mask, dot
 from fleetplan.solvers.deadline import Deadline
@@ -65,6 +66,9 @@ REFINE_BELOW = 1e-2
 # not pay for the extra solves (2,048 jobs: 22 iterations in 0.052 s without, 17 in 0.066 s with).
 CENTRALITY_CORRECTORS = 2
 CORRECTOR_CELLS = 100_000
+# The compiled iterations check the deadline after about this many cell-iterations (a few
+# milliseconds).
+KERNEL_CHUNK_CELLS = 2_000_000
 # LPs of at least RESTRICT_ABOVE jobs are priced from a sample, then by the method on the jobs
 # near a tie only (:func:`_restricted_max_min_prices`, :func:`_restricted_linear_prices`).
 RESTRICT_ABOVE = 8_192
@@ -147,6 +151,49 @@ def _interior_point(system, deadline: Deadline, tolerance: float, max_iterations
     # fewer iterations than Mehrotra's on Gavel's LPs (2,048-65,536 distinct jobs); with held
     # jobs (capacity rows whose right-hand sides and level terms vary) Mehrotra's does better.
     point = _starting_point(system) if system.held else _Point(*system.start())
+    if system.cells < CORRECTOR_CELLS and kernels.enabled():
+        compiled = _compiled_iterations(system, point, deadline, tolerance, max_iterations)
+        if compiled is not None:
+            return compiled
+    return _numpy_iterations(system, point, deadline, tolerance, max_iterations)
+
+
+def _compiled_iterations(system, point: _Point, deadline: Deadline, tolerance: float, max_iterations: int):
+    """:func:`_numpy_iterations` compiled (:mod:`.ipm_kernels`; no Gondzio correctors, as below
+    CORRECTOR_CELLS), run in chunks of about KERNEL_CHUNK_CELLS cell-iterations between checks
+    of the deadline. None when the Schur complement turns singular (the numpy code then runs
+    from the start, with its pseudo-inverse) or the kernels were not built."""
+    ipm_kernels = kernels.load("fleetplan.solvers.allocation.ipm_kernels")
+    if ipm_kernels is None:
+        return None
+    form, profit, rate, level_usage = system.kernel_arrays()
+    z, y, s = point.z.copy(), point.y.copy(), point.s.copy()
+    best_z, best_y, best_s = z.copy(), y.copy(), s.copy()
+    best_error = np.array([np.inf])
+    active = system.active if system.partial else np.ones(system.num_primal)
+    chunk = max(1, KERNEL_CHUNK_CELLS // max(system.cells, 1))
+    done = 0
+    outcome = ipm_kernels.RUNNING
+    while done < max_iterations:
+        if deadline.expired():
+            return "time_limit", None, done + 1
+        outcome, ran = ipm_kernels.iterate(
+            form, profit, system.cap, system.mask, rate, level_usage, system.rhs, system.cost, active,
+            system.count, system.rhs_scale, z, y, s, best_z, best_y, best_s, best_error, tolerance,
+            REFINE_BELOW, STEP_FRACTION, min(chunk, max_iterations - done))
+        done += ran
+        if outcome == ipm_kernels.CONVERGED:
+            return "optimal", _Point(z, y, s), done
+        if outcome == ipm_kernels.SINGULAR:
+            return None
+        if outcome == ipm_kernels.STOPPED:
+            break
+    if best_error[0] < USABLE:
+        return "approximate", _Point(best_z, best_y, best_s), done
+    return "not_converged", None, done
+
+
+def _numpy_iterations(system, point: _Point, deadline: Deadline, tolerance: float, max_iterations: int):
     best_error, best_point = np.inf, point
     correctors = CENTRALITY_CORRECTORS if system.cells >= CORRECTOR_CELLS else 0
     active = system.active if system.partial else 1.0

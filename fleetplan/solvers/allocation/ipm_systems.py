@@ -117,6 +117,10 @@ class MaxMin(System):
     def objective(self, z: np.ndarray) -> float:
         return float(z[self.level])
 
+    def kernel_arrays(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+        """(form, profit, rate, level usage) for :func:`.ipm_kernels.iterate`."""
+        return 0, self.A, np.ascontiguousarray(self.rate, dtype=float), np.ascontiguousarray(self.level_usage, dtype=float)
+
     def start(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A primal point inside every bound (up to jobs no level can lift) and a dual point
         with every slack positive: (z, y, s). For systems without held jobs."""
@@ -248,6 +252,11 @@ class Linear(System):
 
     def objective(self, z: np.ndarray) -> float:
         return -dot(self.cost[:self.cells], z[:self.cells])
+
+    def kernel_arrays(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+        """(form, profit, rate, level usage) for :func:`.ipm_kernels.iterate`."""
+        profit = np.ascontiguousarray(-self.cost[:self.cells].reshape(self.K, self.n))
+        return 1, profit, np.zeros(0), np.zeros(self.K)
 
     def start(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A primal point inside every bound and a dual point with every slack at least 1."""
