@@ -33,7 +33,7 @@ import numpy as np
 
 from fleetplan.instances.placement import ML
 from fleetplan.instances.placement.evaluate import TOLERANCE, sigmoid
-from fleetplan.solvers.placement.first_pass import _slice_sums, storage_before
+from fleetplan.solvers.placement.first_pass import _slice_sums
 
 TetrisState = Any  # fleetplan.solvers.placement.state.TetrisState (imports point one way)
 
@@ -44,34 +44,46 @@ def table_gains(state: TetrisState, tables: np.ndarray) -> tuple[np.ndarray, np.
     """:func:`first_pass.table_gains_numpy` compiled: the gains (n, R), -inf where infeasible or
     the table's home, and each term's change (4, n, R), the same bits."""
     a = state.arrays
-    before, limit = storage_before(state)
-    combined = bool(state.combined)
-    sums = _slice_sums(state, state.demand)
-    osums = _slice_sums(state, state.odemand) if combined else sums
-    tables = np.ascontiguousarray(tables, dtype=np.int64)
+    combined = state.combined
+    sums, osums = _sums(state)
     delta, feasible, keys, okeys = _pairs_and_terms(
-        tables, state.home, state.region, state.dregion, bool(state.split_counted), state.reader_ptr,
-        state.readers, a.job_ptr, a.job_tables, state.pair_size, a.table_size, a.job_kind, a.job_weight,
-        state.job_bytes, float(a.w_traffic), state.home_bytes, float(state.total_bytes), state.capacity_share,
-        before, limit, float(a.w_storage), state.counted, state.cell, state.ocell, combined, a.job_gpu_hours,
-        state.demand, state.demand_count, state.odemand, state.odemand_count, state.supply,
-        float(a.sigmoid_scale), state.hp, float(state.hp_at_home), float(state.hp_floor),
-        float(state.hp_floor + 1e-6 * (1.0 + state.hp_total)), a.gpu_supply, a.job_gpu_type, a.job_cpu_hours,
-        a.job_app, state.cpu, a.cpu_capacity, state.cpu_room(), float(1 + TOLERANCE))
-    sig = sigmoid(keys[1][:, 2])  # numpy's, as first_pass._slices takes it
-    osig = sigmoid(okeys[1][:, 2]) if combined else sig
-    gains = _finish(delta, feasible, keys[0], keys[1], sig, okeys[0], okeys[1], osig, combined, sums[0], sums[1], sums[2], sums[3], sums[4], sums[5], osums[0], osums[1],
-                    osums[4], osums[5], state.supply_share, state.slice_weight, state.overload_weight,
-                    state.slice_balance, state.slice_overload, float(a.w_gpu))
+        np.ascontiguousarray(tables, dtype=np.int64), state.home, state.region, state.dregion, state.split_counted,
+        state.reader_ptr, state.readers, a.job_ptr, a.job_tables, state.pair_size, a.table_size, a.job_kind,
+        a.job_weight, state.job_bytes, a.w_traffic, state.home_bytes, state.total_bytes, state.capacity_share,
+        a.storage_capacity, a.w_storage, state.counted, state.cell, state.ocell, combined, a.job_gpu_hours,
+        state.demand, state.demand_count, state.odemand, state.odemand_count, state.supply, a.sigmoid_scale,
+        state.hp, state.hp_at_home, state.hp_floor, state.hp_floor + 1e-6 * (1.0 + state.hp_total), a.gpu_supply,
+        a.job_gpu_type, a.job_cpu_hours, a.job_app, state.cpu, a.cpu_capacity, 1 + TOLERANCE)
+    sig = sigmoid(keys[1][:, 2]) if keys[1].shape[0] else _NONE  # numpy's, as first_pass._slices takes it
+    osig = sigmoid(okeys[1][:, 2]) if combined and okeys[1].shape[0] else _NONE
+    gains = _finish(delta, feasible, keys[0], keys[1], sig, okeys[0], okeys[1], osig, combined, *sums, *osums,
+                    state.supply_share, state.slice_weight, state.overload_weight, state.slice_balance,
+                    state.slice_overload, a.w_gpu)
     return gains, delta
+
+
+_NONE = np.zeros(0)
+
+
+def _sums(state: TetrisState) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """:func:`first_pass._slice_sums` over the demand (and Expression 8's columns), recomputed
+    only when the demand changed: every change of it marks its columns in ``slice_changed``
+    (``apply``), or replaces the arrays (``_restore``, which marks all)."""
+    key = (id(state.demand), id(state.odemand), int(state.slice_changed.max()))
+    cached = getattr(state, "_kernel_sums", None)
+    if cached is None or cached[0] != key:
+        sums = _slice_sums(state, state.demand)
+        osums = _slice_sums(state, state.odemand) if state.combined else sums
+        cached = state._kernel_sums = (key, sums, (osums[0], osums[1], osums[4], osums[5]))
+    return cached[1], cached[2]
 
 
 @_jit
 def _pairs_and_terms(tables, home, region, dregion, split, reader_ptr, readers, job_ptr, job_tables, pair_size,
                      table_size, job_kind, job_weight, job_bytes, w_traffic, hb, total_bytes, capacity_share,
-                     before, limit, w_storage, counted, cell, ocell, combined, gpu_hours, demand, demand_count,
+                     storage_capacity, w_storage, counted, cell, ocell, combined, gpu_hours, demand, demand_count,
                      odemand, odemand_count, supply, scale, hp, hp_at_home, hp_floor, hp_margin, gpu_supply,
-                     gpu_type, cpu_hours, job_app, cpu, cpu_capacity, room, tol1):
+                     gpu_type, cpu_hours, job_app, cpu, cpu_capacity, tol1):
     """Per table: the storage term and capacity, the pairs' new regions, the traffic change,
     Expression 6 and the CPU check into ``delta`` (4, n, R) and ``feasible`` (n, R); and the GPU
     cells each (table, candidate) changes, for :func:`_finish` (``keys``: (table x R +
@@ -84,6 +96,22 @@ def _pairs_and_terms(tables, home, region, dregion, split, reader_ptr, readers, 
     napps = cpu.shape[0]
     delta = np.zeros((4, n, R))
     feasible = np.ones((n, R), dtype=np.bool_)
+    # Each region's Expression 9 term now and byte limit (first_pass.storage_before), and per
+    # application the least CPU room left over the regions (TetrisState.cpu_room).
+    before = np.empty(R)
+    limit = np.empty(R)
+    for c in range(R):
+        x = hb[c] / total_bytes - capacity_share[c]
+        before[c] = x * x
+        limit[c] = storage_capacity[c] * tol1 + 1e-6
+    room = np.empty(napps)
+    for q in range(napps):
+        least, top_limit = np.inf, -np.inf
+        for r in range(R):
+            cap = cpu_capacity[q, r] * tol1 + 1e-9
+            least = min(least, cap - cpu[q, r])
+            top_limit = max(top_limit, cap)
+        room[q] = least - 1e-6 * (1.0 + top_limit)
     # Scratch sized by the largest table's readers, and a bound of the GPU cells emitted.
     most = 0
     ml_pairs = 0
