@@ -16,6 +16,7 @@ from fleetplan.solvers.placement.first_pass import table_gains_numpy
 from fleetplan.solvers.placement.state import TetrisState
 
 gain_kernels = pytest.importorskip("fleetplan.solvers.placement.gain_kernels")
+exact_kernels = pytest.importorskip("fleetplan.solvers.placement.exact_kernels")
 
 OPTIONS = [(split, overload) for split in ("ignored", "largest_region")
            for overload in ("per_priority", "combined_high_priority")]
@@ -100,3 +101,21 @@ def test_the_switch_runs_the_numpy_code(monkeypatch):
     first_pass.table_gains(state, tables)
     estimates.cached_gains(state, tables)
     assert len(calls) == 2 and state.pair_cache  # the numpy estimates keep their entries
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(("split", "overload"), OPTIONS)
+def test_the_exact_evaluation_kernel_gives_the_numpy_bits(seed, split, overload):
+    # TetrisState._evaluate with its per-job loops compiled (exact_kernels) against
+    # _evaluate_numpy: gains, terms and what apply reads, for every table of random states.
+    state, rng = random_state(seed + 100, split, overload, tight=bool(seed % 2))
+    for _ in range(3):
+        for table in range(state.num_tables):
+            gains, terms, info = exact_kernels.evaluate(state, table)
+            reference, reference_terms, reference_info = state._evaluate_numpy(table)
+            assert same_bits(gains, reference), table
+            assert same_bits(terms + 0.0, reference_terms + 0.0), table
+            assert info.keys() == reference_info.keys()
+            for name, value in info.items():
+                assert np.array_equal(value, reference_info[name]), (table, name)
+        walk(state, rng, steps=10)

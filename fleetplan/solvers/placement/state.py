@@ -37,6 +37,7 @@ from fleetplan.instances.placement.evaluate import (
     job_regions,
     sigmoid,
 )
+from fleetplan.solvers import kernels
 from fleetplan.solvers.hill_climb import Candidate
 from fleetplan.solvers.placement.estimates import estimate
 from fleetplan.solvers.placement.first_pass import largest_with
@@ -234,6 +235,15 @@ class TetrisState:
         return out
 
     def _evaluate(self, table: int) -> tuple[np.ndarray, np.ndarray, dict]:
+        """:meth:`_evaluate_numpy`, with its per-job loops compiled (``exact_kernels``, the
+        same bits) unless ``FLEETPLAN_KERNELS=0``."""
+        if kernels.enabled():
+            from fleetplan.solvers.placement import exact_kernels
+
+            return exact_kernels.evaluate(self, table)
+        return self._evaluate_numpy(table)
+
+    def _evaluate_numpy(self, table: int) -> tuple[np.ndarray, np.ndarray, dict]:
         a = self.arrays
         R = a.num_regions
         old = int(self.home[table])
