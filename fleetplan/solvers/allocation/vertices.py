@@ -14,7 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from fleetplan.solvers import kernels
+
 INF = float("inf")
+COMPILED = "fleetplan.solvers.allocation.vertex_kernels"  # the same bits, one pass (kernels.py)
+
+
+def _compiled():
+    return kernels.load(COMPILED)
 
 
 def type_pairs(n_types: int) -> tuple[np.ndarray, np.ndarray]:
@@ -60,9 +67,16 @@ def vertex_affine(A: np.ndarray, offset: np.ndarray, choice: np.ndarray, floor: 
     t over which that vertex stays valid. A ``floor`` job's need is its offset whatever t: its
     vertex is the constant beta (the vertex at t = 0), valid for every t."""
     n, K = A.shape
-    first, second = type_pairs(K)
     alpha = np.zeros((n, K))
     beta = np.zeros((n, K))
+    compiled = _compiled()
+    if compiled is not None:
+        t_low, t_high = np.empty(n), np.empty(n)
+        floors = np.zeros(0, dtype=np.uint8) if floor is None else np.ascontiguousarray(floor, dtype=np.uint8)
+        compiled.vertex_affine(np.ascontiguousarray(A, dtype=float), np.ascontiguousarray(offset, dtype=float),
+                               np.ascontiguousarray(choice, dtype=np.int64), floors, alpha, beta, t_low, t_high)
+        return alpha, beta, t_low, t_high
+    first, second = type_pairs(K)
     t_low = np.full(n, -INF)
     t_high = np.full(n, INF)
     rows = np.arange(n)
@@ -95,6 +109,15 @@ def best_vertices(A: np.ndarray, offset: np.ndarray, level: float, lam: np.ndarr
     """Each job's cheapest vertex at ``level`` (-1 idle, -2 none reaches it), its cost, the
     runner-up's cost, and every vertex's cost."""
     need = need_at(offset, level, floor)
+    compiled = _compiled()
+    if compiled is not None:
+        n, K = A.shape
+        costs = np.empty((n, K + K * (K - 1) // 2))
+        choice, best, second = np.empty(n, dtype=np.int64), np.empty(n), np.empty(n)
+        compiled.best_vertices(np.ascontiguousarray(A, dtype=float), np.ascontiguousarray(need, dtype=float),
+                               np.ascontiguousarray(lam, dtype=float), np.ascontiguousarray(usage, dtype=float),
+                               costs, choice, best, second)
+        return choice, best, second, costs
     costs = vertex_costs(A, need, lam, usage)
     rows = np.arange(len(need))
     cheapest = np.argmin(costs, axis=1)
@@ -123,6 +146,12 @@ def closeness(A: np.ndarray, offset: np.ndarray, level: float, lam: np.ndarray, 
     mean_price = float(lam @ W) / float(W.sum()) if float(lam @ W) > 0 else 1.0 / float(W.sum())
     choice, best, second, _ = best_vertices(A, offset, level, np.maximum(lam, 1e-3 * mean_price), usage, floor)
     need = need_at(offset, level, floor)
+    compiled = _compiled()
+    if compiled is not None:
+        measure = np.empty(len(need))
+        compiled.closeness(np.ascontiguousarray(A, dtype=float), np.ascontiguousarray(offset, dtype=float),
+                           np.ascontiguousarray(need, dtype=float), best, second, measure)
+        return choice, measure
     with np.errstate(divide="ignore", invalid="ignore"):
         tie = np.where(np.isfinite(second), (second - best) / np.maximum(np.abs(best), 1e-300), np.inf)
         gap = np.where(A > 0, np.abs(A - need[:, None]) / np.maximum(A, np.abs(need)[:, None]), np.inf).min(axis=1)
