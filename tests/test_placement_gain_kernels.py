@@ -22,14 +22,15 @@ OPTIONS = [(split, overload) for split in ("ignored", "largest_region")
            for overload in ("per_priority", "combined_high_priority")]
 
 
-def random_state(seed: int, split: str, overload: str, tight: bool) -> tuple[TetrisState, np.random.Generator]:
+def random_state(seed: int, split: str, overload: str, tight: bool,
+                 compound: bool = False) -> tuple[TetrisState, np.random.Generator]:
     rng = np.random.default_rng(seed)
     params = {"regions": int(rng.integers(2, 9)), "tables": int(rng.integers(3, 160)),
               "jobs": int(rng.integers(5, 260)), "ml_share": float(rng.choice([0.3, 0.6, 1.0])),
               "move_quota_share": None}
     data = fleetplan.generate("placement", params, seed=seed).model_dump()
     data["split_ml_demand"], data["overload_form"] = split, overload
-    state = TetrisState(PlacementInstance.model_validate(data))
+    state = TetrisState(PlacementInstance.model_validate(data), compound=compound)
     if tight:  # the home-training floor and the CPU capacities at today's use: full checks
         state.hp_floor = state.hp_at_home - 1e-9
         state.arrays.cpu_capacity[:] = state.cpu  # this test's own instance
@@ -93,7 +94,7 @@ def test_the_switch_runs_the_numpy_code(monkeypatch):
     state, _ = random_state(2, "ignored", "per_priority", tight=False)
     tables = np.arange(state.num_tables)
     calls = []
-    monkeypatch.setattr(gain_kernels, "table_gains", lambda s, t: calls.append(1) or table_gains_numpy(s, t))
+    monkeypatch.setattr(gain_kernels, "table_gains", lambda s, t, keep=False: calls.append(1) or table_gains_numpy(s, t))
     first_pass.table_gains(state, tables)
     estimates.cached_gains(state, tables)
     assert len(calls) == 2
@@ -119,3 +120,26 @@ def test_the_exact_evaluation_kernel_gives_the_numpy_bits(seed, split, overload)
             for name, value in info.items():
                 assert np.array_equal(value, reference_info[name]), (table, name)
         walk(state, rng, steps=10)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kept_pairs_give_the_same_bits_as_the_numpy_code(seed, monkeypatch):
+    # The batch estimates keep each table's pairs and traffic in the kernel's slots until a move
+    # changes one of its readers' tables (TetrisState._forget). Random moves, compound moves
+    # tried (applied and undone) between estimates, and a few slots (so they fill and start
+    # over): the kept gains stay those of the numpy code.
+    monkeypatch.setattr(gain_kernels, "SLOTS", 7)
+    split, overload = OPTIONS[seed % len(OPTIONS)]
+    state, rng = random_state(seed + 200, split, overload, tight=bool(seed % 2), compound=True)
+    tables = state.num_tables
+    kept = 0
+    for _ in range(60):
+        batch = rng.choice(tables, size=min(5, tables), replace=False)
+        if state.kernel_slots is not None:
+            kept += int((state.kernel_slots[batch] >= 0).sum())
+        gains = estimates.cached_gains(state, batch)
+        assert np.array_equal(gains, table_gains_numpy(state, batch)[0])
+        if state.num_items() > tables and rng.random() < 0.3:
+            state.best_move(int(rng.integers(tables, state.num_items())))
+        walk(state, rng, steps=1)
+    assert kept > 0

@@ -110,7 +110,7 @@ def cached_gains(state: TetrisState, tables: np.ndarray) -> np.ndarray:
     if kernels.enabled():
         from fleetplan.solvers.placement import gain_kernels
 
-        return gain_kernels.table_gains(state, tables)[0]
+        return gain_kernels.table_gains(state, tables, keep=True)[0]
     a = state.arrays
     R = a.num_regions
     storage, feasible = storage_terms(state, tables)

@@ -124,6 +124,9 @@ class TetrisState:
         # which each demand column (GPU slice) last changed, so the GPU terms over it are
         # recomputed.
         self.pair_cache: dict[int, object] = {}
+        # The compiled estimates' kept tables (gain_kernels._kept): each table's slot, -1 once
+        # forgotten as its pair_cache entry would be; None until they run.
+        self.kernel_slots: np.ndarray | None = None
         self.slice_changed = np.zeros(self.demand.shape[1], dtype=np.int64)
         # Compound items (after the tables): planned ML jobs reading several tables; while
         # a job is split, its item moves all its tables to one region with its GPU type
@@ -561,15 +564,20 @@ class TetrisState:
         """Drop the cached entries (``estimates._Entry``) of ``table`` and of every table its
         readers ``jobs`` read: a move of ``table`` changes those jobs' tables by region, and so
         those tables' pairs."""
-        cache = self.pair_cache
-        if not cache:
+        cache, slots = self.pair_cache, self.kernel_slots
+        if not cache and slots is None:
             return
         cache.pop(table, None)
+        if slots is not None:
+            slots[table] = -1
         if jobs.size:
             a = self.arrays
             lengths = a.job_ptr[jobs + 1] - a.job_ptr[jobs]
             pair = np.repeat(a.job_ptr[jobs] - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
-            for other in a.job_tables[pair].tolist():
+            others = a.job_tables[pair]
+            if slots is not None:
+                slots[others] = -1
+            for other in others.tolist() if cache else ():
                 cache.pop(other, None)
 
     def neighbours(self, move: Candidate) -> np.ndarray:
