@@ -86,6 +86,17 @@ def test_max_min_forms_equal_the_lp(seed, jobs, multi_gpu):
         assert scores.min() >= separable.objective * (1 - 1e-7)
 
 
+@pytest.mark.slow
+def test_las_at_16384_distinct_jobs_reaches_the_full_lp_to_1e8():
+    # With HiGHS's default tolerances (1e-7) on the reduced LP the certified level was 3.9e-7
+    # below the full LP's (and below Gavel's own code's) on this instance.
+    arrays = _distinct(16384, 0).arrays()
+    share = arrays.num_workers / arrays.num_workers.sum()
+    las = PolicySpec("max_min", arrays.scale_factor / (arrays.weight * (arrays.throughput @ share)))
+    lp, separable = _lp_and_separable(arrays, las)
+    assert separable.objective == pytest.approx(lp.objective, rel=1e-8)
+
+
 def test_max_min_with_offsets_and_a_free_level_equals_the_lp():
     # One Dinkelbach step of finish-time fairness: rows w (R D - t) r(X) - z >= w s, z free.
     arrays = _distinct(700, 5).arrays()
