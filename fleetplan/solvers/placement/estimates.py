@@ -84,22 +84,33 @@ def estimate(state: TetrisState, items: list[int]) -> list[Candidate | None]:
     found: dict[int, Candidate | None] = {}
     if tables.size:
         gains = cached_gains(state, tables)
-        target = np.argmax(gains, axis=1)
-        best = gains[np.arange(tables.size), target]
         found = dict.fromkeys(tables.tolist())
-        good = np.flatnonzero(np.isfinite(best) & (best > 0))
-        if good.size:
-            rows, sizes = tables[good], state.arrays.table_size[tables[good]]
-            homes, original = state.home[rows], state.original[rows]
+        if kernels.enabled():  # the same, in one compiled call
+            from fleetplan.solvers.placement import gain_kernels
+
+            moves = gain_kernels.best_moves(state, tables, gains)
+        else:
+            moves = _best_moves(state, tables, gains)
+        if moves[0]:
             # What _candidates gives, built without the dataclass's __init__ (5 us each:
             # about 4 x 10^5 estimates at 10^6 tables).
-            cost = np.where(homes == original, sizes, np.where(target[good] == original, -sizes, 0.0))
-            for t, r, gain, c, home in zip(rows.tolist(), target[good].tolist(), best[good].tolist(),
-                                           cost.tolist(), homes.tolist(), strict=True):
+            for t, r, gain, c, home in zip(*moves, strict=True):
                 move = _new(Candidate)
                 move.__dict__.update(item=t, target=r, gain=gain, terms={}, cost=c, source=home, members=())
                 found[t] = move
     return [found[i] if i < count else state.best_move(i) for i in items]
+
+
+def _best_moves(state: TetrisState, tables: np.ndarray, gains: np.ndarray) -> tuple[list, ...]:
+    """The tables with a positive best gain (``gains`` (n, R)), and each one's target (the first
+    best region), gain, quota cost and home, as lists."""
+    target = np.argmax(gains, axis=1)
+    best = gains[np.arange(tables.size), target]
+    good = np.flatnonzero(np.isfinite(best) & (best > 0))
+    rows, sizes = tables[good], state.arrays.table_size[tables[good]]
+    homes, original = state.home[rows], state.original[rows]
+    cost = np.where(homes == original, sizes, np.where(target[good] == original, -sizes, 0.0))
+    return rows.tolist(), target[good].tolist(), best[good].tolist(), cost.tolist(), homes.tolist()
 
 
 def cached_gains(state: TetrisState, tables: np.ndarray) -> np.ndarray:

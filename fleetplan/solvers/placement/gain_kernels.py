@@ -70,6 +70,37 @@ def table_gains(state: TetrisState, tables: np.ndarray, keep: bool = False) -> t
 
 
 _NONE = np.zeros(0)
+
+
+def best_moves(state: TetrisState, tables: np.ndarray, gains: np.ndarray) -> tuple[list, ...]:
+    """``estimates._best_moves`` compiled: the tables with a positive best gain, and each one's
+    target (the first best region, as ``np.argmax``), gain, quota cost and home, as lists."""
+    rows, target, best, cost, homes = _best(tables, gains, state.arrays.table_size, state.home, state.original)
+    return rows.tolist(), target.tolist(), best.tolist(), cost.tolist(), homes.tolist()
+
+
+@_jit
+def _best(tables, gains, table_size, home, original):
+    n, R = gains.shape
+    rows = np.empty(n, dtype=np.int64)
+    target = np.empty(n, dtype=np.int64)
+    best = np.empty(n)
+    cost = np.empty(n)
+    homes = np.empty(n, dtype=np.int64)
+    good = 0
+    for k in range(n):
+        top = 0
+        for c in range(1, R):
+            if gains[k, c] > gains[k, top]:
+                top = c
+        gain = gains[k, top]
+        if np.isfinite(gain) and gain > 0:
+            t = tables[k]
+            size = table_size[t]
+            rows[good], target[good], best[good], homes[good] = t, top, gain, home[t]
+            cost[good] = size if home[t] == original[t] else (-size if top == original[t] else 0.0)
+            good += 1
+    return rows[:good], target[:good], best[:good], cost[:good], homes[:good]
 SLOTS = 20000  # tables whose pairs the batch estimates keep (about 16 pairs each; as estimates.PAIR_CACHE)
 
 
