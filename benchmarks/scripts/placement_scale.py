@@ -16,6 +16,9 @@ writes the applied moves (table, source, target, gain, as ``repr`` of the floats
 objective and the replicas (their number and a SHA-256 of their columns), and ``--compare A B`` says whether two such files are identical move by move (exit
 status 1 if not): how a faster climb is checked to give the same plan to the last digit.
 ``--breakdown`` prints the CPU seconds of the climb's parts (see ``_breakdown``) after the line.
+``FLEETPLAN_KERNELS=0`` in the environment runs the numpy code instead of the compiled kernels
+(the line says which ran: ``kernels``); the first solve of a process loads them (about 1-2 CPU s
+with numba's on-disk cache, more on a fresh install, which compiles them).
 """
 
 from __future__ import annotations
@@ -88,7 +91,8 @@ def main() -> None:
         Path(args.moves).write_text(json.dumps({"objective": repr(result.objective), "moves": moves,
                                                 "replicas": [len(replicas.table), digest]}))
     print(json.dumps({
-        "fleetplan": str(Path(fleetplan.__file__).parent), "solver_wall_s": round(result.wall_s, 2),
+        "fleetplan": str(Path(fleetplan.__file__).parent), "kernels": os.environ.get("FLEETPLAN_KERNELS", "1") != "0",
+        "solver_wall_s": round(result.wall_s, 2),
         "solve_wall_s": round(wall, 2), "solve_cpu_s": round(cpu, 2),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "load_average": [round(x, 2) for x in os.getloadavg()], "objective": result.objective,
