@@ -2,16 +2,19 @@
 turns them off.
 
 Some solvers spend their time in many numpy calls on small arrays (the interior-point method's
-iterations at a few thousand jobs), where each call's fixed cost, not its arithmetic, sets the
-time. Those loops have a compiled form in a ``*_kernels.pyx`` module beside the numpy code they
-replace, following scikit-learn's practice:
+iterations at a few thousand jobs, the Tetris climb's per-table gains), where each call's fixed
+cost, not its arithmetic, sets the time. Those loops have a compiled form in a ``*_kernels``
+module beside the numpy code they replace:
 
-* Cython, compiled by the install (``pyproject.toml``'s ext-modules; ``make`` reinstalls when a
-  ``.pyx`` file changes), so a kernel loads like any extension module, in about a millisecond,
-  with no compiler or just-in-time step at run time (numba, tried first, cost 1.5-3 s on the
-  first call of each process: more than a 2,048-job solve);
+* allocation (``solvers/allocation/*_kernels.pyx``): Cython, compiled by the install
+  (``pyproject.toml``'s ext-modules; ``make`` reinstalls when a ``.pyx`` file changes), as
+  scikit-learn does, so a kernel loads like any extension module, in about a millisecond, with
+  no compiler or just-in-time step at run time. A 2,048-job solve takes tens of milliseconds:
+  numba's start-up (1.5-3 s in the first call of each process, measured here) would dwarf it;
+* placement (``solvers/placement/*_kernels.py``): numba (``njit(cache=True)``, machine code kept
+  on disk beside the module), used only for climbs large enough to repay that start-up;
 * the numpy code stays as the reference: tests check each kernel against it, and it runs
-  wherever the kernel is not built or is switched off.
+  wherever a kernel is not built, not worth its start-up, or switched off.
 
 Set ``FLEETPLAN_KERNELS=0`` in the environment to run the numpy code instead (to compare the two).
 
