@@ -18,6 +18,14 @@ from fleetplan.solvers.placement.state import TetrisState
 gain_kernels = pytest.importorskip("fleetplan.solvers.placement.gain_kernels")
 exact_kernels = pytest.importorskip("fleetplan.solvers.placement.exact_kernels")
 
+
+@pytest.fixture(autouse=True)
+def _kernels_at_every_size(monkeypatch):
+    # Solves use the numba kernels only from JIT_MIN_SIZE tables; these states are smaller.
+    from fleetplan.solvers import kernels
+
+    monkeypatch.setattr(kernels, "JIT_MIN_SIZE", 0)
+
 OPTIONS = [(split, overload) for split in ("ignored", "largest_region")
            for overload in ("per_priority", "combined_high_priority")]
 
@@ -143,3 +151,16 @@ def test_kept_pairs_give_the_same_bits_as_the_numpy_code(seed, monkeypatch):
             state.best_move(int(rng.integers(tables, state.num_items())))
         walk(state, rng, steps=1)
     assert kept > 0
+
+
+def test_a_small_climb_does_not_start_numba():
+    # numba's start-up (seconds) would dwarf a small climb: below JIT_MIN_SIZE the numpy code runs.
+    import subprocess
+    import sys
+
+    code = ("import sys, fleetplan; i = fleetplan.generate('placement', {'tables': 200, 'jobs': 200}, seed=0); "
+            "r = fleetplan.solve(i, 'hill-climb'); print(r.status, 'numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**__import__("os").environ, "FLEETPLAN_KERNELS": "1"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-1] == "False"

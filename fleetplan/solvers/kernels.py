@@ -12,7 +12,8 @@ module beside the numpy code they replace:
   no compiler or just-in-time step at run time. A 2,048-job solve takes tens of milliseconds:
   numba's start-up (1.5-3 s in the first call of each process, measured here) would dwarf it;
 * placement (``solvers/placement/*_kernels.py``): numba (``njit(cache=True)``, machine code kept
-  on disk beside the module), used only for climbs large enough to repay that start-up;
+  on disk beside the module), used only for climbs of JIT_MIN_SIZE tables or more
+  (:func:`use_jit`), which repay that start-up;
 * the numpy code stays as the reference: tests check each kernel against it, and it runs
   wherever a kernel is not built, not worth its start-up, or switched off.
 
@@ -29,11 +30,21 @@ import os
 from types import ModuleType
 
 ENVIRONMENT_SWITCH = "FLEETPLAN_KERNELS"
+# numba's start-up (import and first call: 1.5-3 s in each process; compiling, about 18 s once
+# per install) pays off from about this size: the Tetris climb at 10^5 tables took 3.7 s with
+# its kernels against 6.0 s without, start-up included, while a 10-table solve went from 2.1 to
+# 3.3-3.7 s of wall.
+JIT_MIN_SIZE = 50_000
 
 
 def enabled() -> bool:
     """Whether solvers use their compiled kernels (``FLEETPLAN_KERNELS`` is not ``0``)."""
     return os.environ.get(ENVIRONMENT_SWITCH, "1").strip() != "0"
+
+
+def use_jit(size: int) -> bool:
+    """Whether a problem of ``size`` (the Tetris climb's tables) runs its numba kernels."""
+    return enabled() and size >= JIT_MIN_SIZE
 
 
 def load(name: str) -> ModuleType | None:

@@ -85,7 +85,7 @@ def estimate(state: TetrisState, items: list[int]) -> list[Candidate | None]:
     if tables.size:
         gains = cached_gains(state, tables)
         found = dict.fromkeys(tables.tolist())
-        if kernels.enabled():  # the same, in one compiled call
+        if kernels.use_jit(state.num_tables):  # the same, in one compiled call
             from fleetplan.solvers.placement import gain_kernels
 
             moves = gain_kernels.best_moves(state, tables, gains)
@@ -118,7 +118,7 @@ def cached_gains(state: TetrisState, tables: np.ndarray) -> np.ndarray:
     afresh by the compiled kernel (``gain_kernels``, a few microseconds per table), or with
     ``FLEETPLAN_KERNELS=0`` from each table's :class:`_Entry`, recomputing only the parts a
     move since changed."""
-    if kernels.enabled():
+    if kernels.use_jit(state.num_tables):
         from fleetplan.solvers.placement import gain_kernels
 
         return gain_kernels.table_gains(state, tables, keep=True)[0]

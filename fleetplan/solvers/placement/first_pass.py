@@ -96,9 +96,9 @@ def _candidates(state: TetrisState, tables: np.ndarray, target: np.ndarray, best
 def table_gains(state: TetrisState, tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Gains of moving each of ``tables`` to each region, (n, R), -inf where infeasible or the
     table's home, and the change of each term, (4, n, R): ``_candidates`` for many tables.
-    Compiled (:mod:`fleetplan.solvers.placement.gain_kernels`, the same bits) unless
-    ``FLEETPLAN_KERNELS=0``; :func:`table_gains_numpy` is the reference."""
-    if kernels.enabled():
+    Compiled (:mod:`fleetplan.solvers.placement.gain_kernels`, the same bits) for climbs of
+    ``kernels.JIT_MIN_SIZE`` tables or more unless ``FLEETPLAN_KERNELS=0``; :func:`table_gains_numpy` is the reference."""
+    if kernels.use_jit(state.num_tables):
         from fleetplan.solvers.placement import gain_kernels
 
         return gain_kernels.table_gains(state, tables)

@@ -240,7 +240,7 @@ class TetrisState:
     def _evaluate(self, table: int) -> tuple[np.ndarray, np.ndarray, dict]:
         """:meth:`_evaluate_numpy`, with its per-job loops compiled (``exact_kernels``, the
         same bits) unless ``FLEETPLAN_KERNELS=0``."""
-        if kernels.enabled():
+        if kernels.use_jit(self.num_tables):
             from fleetplan.solvers.placement import exact_kernels
 
             return exact_kernels.evaluate(self, table)
