@@ -28,6 +28,7 @@ from fleetplan.instances.placement import ML, NO_REGION
 from fleetplan.instances.placement.evaluate import TOLERANCE, sigmoid
 from fleetplan.solvers import kernels
 from fleetplan.solvers.hill_climb import Batch, Candidate
+from fleetplan.solvers.placement.slices import slice_sums as _slice_sums
 
 # A fleetplan.solvers.placement.state.TetrisState. Named, not imported: state.py imports this
 # module (through estimates.py), and the imports point one way.
@@ -409,22 +410,6 @@ def _slices(state: TetrisState, rc: np.ndarray, cell: np.ndarray, region: np.nda
         out_overload = np.bincount(rc, weights=slice_weight[gs] * overload - state.slice_overload[gs],
                                    minlength=n * R)
     return a.w_gpu * out_balance, a.w_gpu * out_overload
-
-
-def _slice_sums(state: TetrisState, demand: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Per slice of ``demand`` (the state's demand or ``odemand``): Σd, sigmoid of each
-    region's overload (R, S), Σd², Σd·σ, Σσ², Σd·sigmoid; kept until the state changes (its
-    ``version``)."""
-    key = "_slice_sums" if demand is state.demand else "_overload_sums"
-    cached = getattr(state, key, None)
-    if cached is not None and cached[0] == state.version:
-        return cached[1]
-    share = state.supply_share
-    sig = sigmoid(np.maximum(0.0, demand - state.supply) / state.arrays.sigmoid_scale)
-    sums = (demand.sum(axis=0), sig, np.square(demand).sum(axis=0), (demand * share).sum(axis=0),
-            np.square(share).sum(axis=0), (demand * sig).sum(axis=0))
-    setattr(state, key, (state.version, sums))
-    return sums
 
 
 def _hp_ok(state: TetrisState, p: _Pairs, ml: np.ndarray, n: int) -> np.ndarray:

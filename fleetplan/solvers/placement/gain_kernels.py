@@ -33,7 +33,7 @@ import numpy as np
 
 from fleetplan.instances.placement import ML
 from fleetplan.instances.placement.evaluate import TOLERANCE, sigmoid
-from fleetplan.solvers.placement.first_pass import _slice_sums
+from fleetplan.solvers.placement.slices import slice_sums as _slice_sums
 
 TetrisState = Any  # fleetplan.solvers.placement.state.TetrisState (imports point one way)
 
@@ -132,7 +132,7 @@ def _nothing_kept(R: int) -> tuple[np.ndarray, ...]:
 
 
 def _sums(state: TetrisState) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
-    """:func:`first_pass._slice_sums` over the demand (and Expression 8's columns), recomputed
+    """:func:`slices.slice_sums` over the demand (and Expression 8's columns), recomputed
     only when the demand changed: every change of it marks its columns in ``slice_changed``
     (``apply``), or replaces the arrays (``_restore``, which marks all)."""
     key = (id(state.demand), id(state.odemand), int(state.slice_changed.max()))
