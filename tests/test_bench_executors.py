@@ -83,9 +83,14 @@ def test_a_failing_cell_is_a_row_not_a_crash(tmp_path):
     assert "backend" in rows[0]["message"]
 
 
+# Enough cells that the interrupt lands mid-sweep: eight cells of a few milliseconds each could
+# all finish between two polls of the results file.
+LONGER = SMALL.replace("seeds: [0, 1]", "seeds: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]")
+
+
 def test_interrupted_sweep_resumes_without_redoing_finished_cells(tmp_path, monkeypatch):
     suite_file = tmp_path / "small.yaml"
-    suite_file.write_text(SMALL)
+    suite_file.write_text(LONGER)
     out = tmp_path / "out"
     command = [sys.executable, "-m", "fleetplan.cli", "bench", str(suite_file), "-o", str(out),
                "--workers", "1", "--no-report"]
@@ -100,7 +105,7 @@ def test_interrupted_sweep_resumes_without_redoing_finished_cells(tmp_path, monk
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 130, stderr.decode()
     before = read_results(out)
-    total = len(expand_cells(parse_suite(SMALL)))
+    total = len(expand_cells(parse_suite(LONGER)))
     assert 2 <= len(before) < total, "interrupt came too late to test resuming"
 
     handed_out = []
