@@ -1,8 +1,16 @@
+import signal
 from pathlib import Path
 
 import pytest
 
 from fleetplan.instances import instance_from_data
+
+# Tests that press Ctrl-C on a child process need SIGINT to reach it. A shell that starts the
+# suite in the background (`make test &`) hands it SIGINT ignored, and every child inherits
+# that (Python keeps an inherited SIG_IGN): the children then never see the signal. With a
+# handler here instead, each child starts with the default disposition.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
