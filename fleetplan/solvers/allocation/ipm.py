@@ -69,6 +69,7 @@ CORRECTOR_CELLS = 100_000
 # The compiled iterations check the deadline after about this many cell-iterations (a few
 # milliseconds).
 KERNEL_CHUNK_CELLS = 2_000_000
+COMPILED = "fleetplan.solvers.allocation.ipm_kernels"
 # LPs of at least RESTRICT_ABOVE jobs are priced from a sample, then by the method on the jobs
 # near a tie only (:func:`_restricted_max_min_prices`, :func:`_restricted_linear_prices`).
 RESTRICT_ABOVE = 8_192
@@ -151,19 +152,25 @@ def _interior_point(system, deadline: Deadline, tolerance: float, max_iterations
     # fewer iterations than Mehrotra's on Gavel's LPs (2,048-65,536 distinct jobs); with held
     # jobs (capacity rows whose right-hand sides and level terms vary) Mehrotra's does better.
     point = _starting_point(system) if system.held else _Point(*system.start())
-    if system.cells < CORRECTOR_CELLS and kernels.enabled():
+    if system.cells < CORRECTOR_CELLS:
         compiled = _compiled_iterations(system, point, deadline, tolerance, max_iterations)
         if compiled is not None:
             return compiled
     return _numpy_iterations(system, point, deadline, tolerance, max_iterations)
 
 
+def compiled() -> bool:
+    """Whether the method's iterations run compiled (kernels on and built; below
+    CORRECTOR_CELLS cells)."""
+    return kernels.load(COMPILED) is not None
+
+
 def _compiled_iterations(system, point: _Point, deadline: Deadline, tolerance: float, max_iterations: int):
     """:func:`_numpy_iterations` compiled (:mod:`.ipm_kernels`; no Gondzio correctors, as below
     CORRECTOR_CELLS), run in chunks of about KERNEL_CHUNK_CELLS cell-iterations between checks
     of the deadline. None when the Schur complement turns singular (the numpy code then runs
-    from the start, with its pseudo-inverse) or the kernels were not built."""
-    ipm_kernels = kernels.load("fleetplan.solvers.allocation.ipm_kernels")
+    from the start, with its pseudo-inverse) or the kernels are off or not built."""
+    ipm_kernels = kernels.load(COMPILED)
     if ipm_kernels is None:
         return None
     form, profit, rate, level_usage = system.kernel_arrays()
@@ -173,7 +180,6 @@ def _compiled_iterations(system, point: _Point, deadline: Deadline, tolerance: f
     active = system.active if system.partial else np.ones(system.num_primal)
     chunk = max(1, KERNEL_CHUNK_CELLS // max(system.cells, 1))
     done = 0
-    outcome = ipm_kernels.RUNNING
     while done < max_iterations:
         if deadline.expired():
             return "time_limit", None, done + 1

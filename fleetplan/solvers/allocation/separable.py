@@ -51,7 +51,6 @@ import numpy as np
 
 from fleetplan.models.linear import INF, LinearProgram
 from fleetplan.solvers import highs as highs_runner
-from fleetplan.solvers import kernels
 from fleetplan.solvers.allocation.vertices import best_types as _best_types
 from fleetplan.solvers.allocation.vertices import best_vertices as _best_vertices
 from fleetplan.solvers.allocation.vertices import closeness as _closeness
@@ -427,15 +426,18 @@ def linear(P: np.ndarray, mult: np.ndarray, scale: np.ndarray, W: np.ndarray, *,
     """maximize sum P[m, j] x[m, j] s.t. sum_j x[m, j] <= 1, sum_m mult_m scale_m x[m, j] <= W_j,
     x >= 0, x = 0 where ``P`` is 0 (the job cannot run there). ``prices``: ``buckets`` first, then
     interior-point prices once they leave thousands of jobs unsettled, and interior-point prices
-    first from LINEAR_IPM_FIRST jobs (``auto``: measured faster than either alone on max
-    throughput and FIFO, 2,048 to 10^6 jobs), or one of the two."""
+    first from LINEAR_IPM_FIRST jobs, at every size when the method runs compiled (``auto``:
+    measured faster than either alone on max throughput and FIFO, 2,048 to 10^6 jobs), or one
+    of the two."""
+    from fleetplan.solvers.allocation.ipm import compiled
+
     deadline = deadline or Deadline(None)
     started = time.perf_counter()
     n, K = P.shape
     usage = mult * scale
     log, stats = [], {}
     status, lam, anchor, converged = "not_converged", None, None, False
-    if prices == "ipm" or (prices == "auto" and (kernels.enabled() or n >= LINEAR_IPM_FIRST)):
+    if prices == "ipm" or (prices == "auto" and (compiled() or n >= LINEAR_IPM_FIRST)):
         status, lam, converged = _linear_ipm_prices(P, usage, W, deadline, log, stats)
         anchor = lam if status == "optimal" else None  # vertices are picked at these prices every round
     if status != "optimal":
