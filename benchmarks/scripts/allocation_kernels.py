@@ -24,7 +24,7 @@ def main() -> None:
     parser.add_argument("jobs", type=int)
     parser.add_argument("solvers", nargs="*", default=["max-min-fairness", "max-throughput"])
     parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()
     instance = fleetplan.generate("allocation", {"jobs": args.jobs, "throughput_noise": 0.1}, seed=0)
     instance.arrays()
     fleetplan.solve(fleetplan.generate("allocation", {"jobs": 8}, seed=0), "max-min-fairness")  # imports
