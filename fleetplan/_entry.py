@@ -25,6 +25,10 @@ def _on_sigterm(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _on_sigterm)
+    # Past `ulimit -f`, the kernel's default is to kill the process (SIGXFSZ) in mid-write;
+    # ignored, the write fails with EFBIG and the command says so in one line.
+    if hasattr(signal, "SIGXFSZ"):
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     try:
         from fleetplan.cli import main as cli_main
 

@@ -119,11 +119,13 @@ def cmd_solve(args: argparse.Namespace) -> int:
     with progress_display(f"solving with {spec.name}", not args.json) as update:
         result = fleetplan.solve(instance, spec.name, time_limit=time_left(args.time_limit, reserve),
                                  seed=args.seed, threads=args.threads, progress=update, **options)
-    if args.output and result.plan is not None:
+    # Exit code and files agree: a plan file is written exactly when the exit code says "a plan".
+    written = bool(args.output) and result.success
+    if written:
         fleetplan.save(result.plan, args.output)
     if args.json:
         data = result.to_dict()
-        if args.output:
+        if written:
             data.pop("plan")
         if current is not None:
             data["current_evaluation"] = current.model_dump()
@@ -137,10 +139,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
                                "today's plan and the new plan")
         elif result.evaluation is not None:
             render_evaluations(stdout, {"value": result.evaluation}, "evaluation of the plan")
-        if args.output and result.plan is not None:
+        if written:
             stdout.print(f"wrote plan to {args.output}", markup=False)
-        elif result.plan is None:
-            stdout.print("no plan found: nothing written", markup=False)
+        elif not result.success:
+            stdout.print(f"no plan ({result.status}): nothing written", markup=False)
         for line in result.log[-10:]:
             if line != result.message:
                 stdout.print(line, style="dim", markup=False)
@@ -385,6 +387,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except MemoryError:
         return report_error(CommandError("not enough memory for this input on this machine"), json_mode)
+    except OSError as error:
+        # A file that could not be read or written (a full disk, `ulimit -f`, a folder made
+        # read-only while the command ran): the file and the system's reason, one line.
+        where = f"{error.filename}: " if error.filename else ""
+        return report_error(CommandError(f"{where}{error.strerror or error}"), json_mode)
     except Exception as error:  # noqa: BLE001 - the one place that turns bugs into one line
         if os.environ.get("FLEETPLAN_DEBUG"):
             raise

@@ -7,10 +7,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from fleetplan.cli_render import make_console
@@ -78,26 +76,18 @@ def parse_flag_params(extra: Sequence[str]) -> dict[str, Any]:
     return params
 
 
-def check_output_path(path: str | None, inputs: Sequence[str] = ()) -> None:
-    """Fail before any work when the output file could not be written, or would overwrite an
-    input of the same command."""
+def check_output_path(path: str | None, inputs: Sequence[str | None] = (), flag: str = "-o") -> None:
+    """Fail before any work when the output file could not be written safely, or would
+    overwrite an input of the same command (:mod:`fleetplan.instances.outputs` has the rules)."""
     if path is None:
         return
-    target = Path(path)
-    parent = target.parent
-    if not parent.exists():
-        raise CommandError(f"-o {path}: directory '{parent}' does not exist")
-    if target.is_dir():
-        raise CommandError(f"-o {path}: is a directory")
-    if not os.access(parent, os.W_OK):
-        raise CommandError(f"-o {path}: directory '{parent}' is not writable")
-    for source in inputs:
-        if Path(source).exists() and target.exists() and os.path.samefile(source, target):
-            raise CommandError(f"-o {path}: is an input of this command; write the output elsewhere")
+    from fleetplan.instances.outputs import check_output_file
+
+    check_output_file(path, inputs, flag)
 
 
 def write_json(path: str, data: Any) -> None:
-    from fleetplan.instances.base import atomic_write_text
+    from fleetplan.instances.outputs import atomic_write_text
 
     atomic_write_text(path, json.dumps(data, indent=1, allow_nan=False) + "\n")
 

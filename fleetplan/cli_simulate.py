@@ -17,9 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -82,48 +80,32 @@ class _SimulatorHelp(argparse.Action):
         parser.exit()
 
 
-def check_out_dir(path: str | None) -> None:
-    """Fail before any work when ``--out DIR`` could not be made: DIR must be new (or an empty
-    directory) inside a writable, existing parent."""
+def scenario_inputs(scenario: dict[str, Any]) -> list[str]:
+    """The files a scenario reads (any field whose value names an existing file, such as
+    ``--file`` or a trace): outputs may not overwrite them."""
+    return [value for value in scenario.values()
+            if isinstance(value, str) and len(value) < 4096 and os.path.isfile(value)]
+
+
+def check_outputs(args: argparse.Namespace, inputs: list[str]) -> None:
+    """Fail before simulating when an output could not be written safely, would overwrite an
+    input, or two outputs name the same file."""
     from fleetplan.cli_common import CommandError
+    from fleetplan.instances.outputs import (
+        check_figure_path,
+        check_output_file,
+        check_output_folder,
+    )
 
-    if path is None:
-        return
-    target = Path(path)
-    parent = target.parent
-    if not str(path).strip() or target.name in ("", ".", ".."):
-        raise CommandError(f"--out {path}: give a new directory's name")
-    if not parent.is_dir():
-        raise CommandError(f"--out {path}: directory '{parent}' does not exist")
-    if not os.access(parent, os.W_OK):
-        raise CommandError(f"--out {path}: directory '{parent}' is not writable")
-    if target.exists() and not target.is_dir():
-        raise CommandError(f"--out {path}: exists and is not a directory")
-    if target.is_dir() and any(target.iterdir()):
-        raise CommandError(f"--out {path}: directory exists and is not empty; choose a new one")
-
-
-@contextlib.contextmanager
-def building_directory(path: str) -> Iterator[Path]:
-    """Yield a temporary sibling of ``path`` to fill; on success rename it to ``path`` (replacing
-    an empty directory of that name), on any failure remove it: never a partial ``path``."""
-    target = Path(path)
-    temporary = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-    try:
-        # mkdtemp makes the directory 0700; give it what a plain mkdir would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o777 & ~umask)
-        yield temporary
-        try:
-            os.rename(temporary, target)
-        except OSError as error:
-            from fleetplan.cli_common import CommandError
-
-            raise CommandError(f"--out {path}: could not create it ({error.strerror})") from None
-    except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
-        raise
+    if args.plot:
+        check_figure_path(args.plot)
+    files = [(flag, value) for flag, value in (("-o", args.output), ("--plot", args.plot)) if value]
+    for flag, value in files:
+        check_output_file(value, inputs, flag)
+    if len(files) == 2 and os.path.abspath(files[0][1]) == os.path.abspath(files[1][1]):
+        raise CommandError(f"-o and --plot name the same file '{args.output}'")
+    if args.out is not None:
+        check_output_folder(args.out, inputs, "--out")
 
 
 def _hours_or_seconds(seconds: float, end: float) -> str:
@@ -191,8 +173,9 @@ def _list(args: argparse.Namespace, extra: list[str]) -> int:
 def _write_out_dir(spec: Any, result: Any, data: dict[str, Any], path: str) -> list[str]:
     """DIR/result.json and the simulator's figures, made whole at the end."""
     from fleetplan.cli_common import write_json
+    from fleetplan.instances.outputs import building_folder
 
-    with building_directory(path) as building:
+    with building_folder(path) as building:
         write_json(str(building / RESULT_FILE), data)
         names = [RESULT_FILE]
         if spec.plots is not None:
@@ -207,7 +190,6 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     from fleetplan import sim
     from fleetplan.cli_common import (
         CommandError,
-        check_output_path,
         parse_assignments,
         parse_flag_params,
         print_json,
@@ -227,9 +209,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     scheduler = args.scheduler
     if spec.flags is not None:
         scenario, scheduler = spec.flags(scenario, scheduler)
-    check_output_path(args.output)
-    check_output_path(args.plot)
-    check_out_dir(args.out)
+    check_outputs(args, scenario_inputs(scenario))
     if args.plot and spec.plot is None:
         raise CommandError(f"--plot: simulator '{spec.name}' draws no plot")
     title = f"simulating {spec.name} / {scheduler or spec.schedulers[0]}"
@@ -274,4 +254,4 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     return 0
 
 
-__all__ = ["add_arguments", "building_directory", "check_out_dir", "run", "simulated_time_bar"]
+__all__ = ["add_arguments", "check_outputs", "run", "scenario_inputs", "simulated_time_bar"]

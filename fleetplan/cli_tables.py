@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -125,22 +124,15 @@ def _common_import(parser: argparse.ArgumentParser) -> None:
 # --- helpers ------------------------------------------------------------------------------
 
 def _check_output(path: str, *, directory: bool = False, inputs: tuple[str | None, ...] = ()) -> Path:
-    """Fail before any work when the output could not be written, or would overwrite an input."""
-    target = Path(path)
-    for given in inputs:
-        if given is not None and Path(given).exists() and target.exists() and target.samefile(given):
-            raise InstanceError("-o", f"{path}: is also an input of this command (choose another output)")
-    parent = target.parent if str(target.parent) else Path(".")
-    if not parent.is_dir():
-        raise InstanceError("-o", f"{path}: directory '{parent}' does not exist")
-    if not os.access(parent, os.W_OK):
-        raise InstanceError("-o", f"{path}: directory '{parent}' is not writable")
+    """Fail before any work when the output could not be written safely, or would overwrite an
+    input (:mod:`fleetplan.instances.outputs` has the rules)."""
+    from fleetplan.instances.outputs import check_output_file, check_output_folder
+
     if directory:
-        if target.exists() and not target.is_dir():
-            raise InstanceError("-o", f"{path}: exists and is not a folder (an instance exports to a folder)")
-    elif target.is_dir():
-        raise InstanceError("-o", f"{path}: is a directory")
-    return target
+        check_output_folder(path, inputs, flag="-o")
+    else:
+        check_output_file(path, inputs, flag="-o")
+    return Path(path)
 
 
 def _report(args: argparse.Namespace, data: dict[str, Any], line: str) -> None:
@@ -234,22 +226,21 @@ def handle_export(args: argparse.Namespace) -> int:
     fmt = args.format or "csv"
     instance = _load_instance_or_say_plan(args.file)
     from fleetplan.instances.frames import instance_to_frames, write_table
+    from fleetplan.instances.outputs import atomic_write_text, building_folder
 
     frames = instance_to_frames(instance)
-    folder = Path(args.output)
-    folder.mkdir(exist_ok=True)
-    written = []
-    for name, frame in frames.items():
-        if name == "settings":
-            import yaml
+    # Built aside and renamed into place: a full disk or a signal leaves no half-written folder.
+    with building_folder(args.output, flag="-o") as building:
+        names = []
+        for name, frame in frames.items():
+            if name == "settings":
+                import yaml
 
-            from fleetplan.instances.base import atomic_write_text
-
-            target = folder / "settings.yaml"
-            atomic_write_text(target, yaml.safe_dump(frame, sort_keys=False))
-        else:
-            target = write_table(frame, folder / f"{name}.{fmt}", fmt)
-        written.append(str(target))
+                atomic_write_text(building / "settings.yaml", yaml.safe_dump(frame, sort_keys=False))
+                names.append("settings.yaml")
+            else:
+                names.append(write_table(frame, building / f"{name}.{fmt}", fmt).name)
+    written = [str(Path(args.output) / name) for name in names]
     _report(args, {"output": written, "kind": instance.kind, "format": fmt},
             f"wrote {instance.kind} instance tables: {', '.join(written)}")
     return 0
@@ -261,10 +252,12 @@ def _export_plan(args: argparse.Namespace) -> int:
     target = _check_output(args.output, inputs=(args.file, args.instance))
     from fleetplan.instances.frames import PARQUET_SUFFIXES, table_format
 
-    if target.suffix.lower() not in (".csv", *PARQUET_SUFFIXES):
-        raise InstanceError("-o", f"{args.output}: a plan table is a .csv or .parquet file")
+    known_suffix = target.suffix.lower() in (".csv", *PARQUET_SUFFIXES)
+    if not known_suffix and args.format is None:
+        raise InstanceError("-o", f"{args.output}: a plan table is a .csv or .parquet file "
+                                  "(or give --format for a path without that suffix, such as a device)")
     fmt = table_format(target, args.format)
-    if args.format is not None and table_format(target) != args.format:
+    if args.format is not None and known_suffix and table_format(target) != args.format:
         raise InstanceError("-o", f"{args.output}: the suffix says {table_format(target)} but --format is {args.format}")
     instance = fleetplan.load_instance(args.instance)
     plan = fleetplan.load_plan(args.file)
@@ -299,7 +292,7 @@ def handle_plot(args: argparse.Namespace) -> int:
     from fleetplan.plotting import plot_plan
 
     figure = plot_plan(instance, plan)
-    from fleetplan.instances.base import atomic_write
+    from fleetplan.instances.outputs import atomic_write
 
     atomic_write(target, lambda temporary: figure.savefig(temporary, dpi=120, format=suffix[1:]), suffix)
     _report(args, {"output": str(target), "kind": plan.kind}, f"wrote {plan.kind} plot to {target}")

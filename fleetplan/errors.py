@@ -38,3 +38,9 @@ class InstanceError(Exception):
         where = f"{self.source}: " if self.source else ""
         return [f"{where}{path}: {reason}" if path else f"{where}{reason}"
                 for path, reason in [(self.path, self.reason), *self.more]]
+
+
+class OutputError(InstanceError):
+    """An output cannot be written: a path that names a directory, a device fleetplan will not
+    write over, an input of the same command, a missing folder, or a write that failed (a full
+    disk, ``ulimit -f``). ``path`` is the option or the file; nothing was written."""

@@ -30,6 +30,7 @@ import numpy as np
 from fleetplan.instances import InstanceError
 from fleetplan.instances.allocation import AllocationInstance, AllocationPlan
 from fleetplan.instances.allocation.evaluate import effective_throughput
+from fleetplan.instances.outputs import save_figure
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.figure import Figure
@@ -56,7 +57,7 @@ def plot_plan(instance: InstanceBase, plan: PlanBase, path: str | os.PathLike[st
 
 def _save(figure: Figure, path: str | os.PathLike[str] | None) -> Figure:
     if path is not None:
-        figure.savefig(path, dpi=120)
+        save_figure(figure, path, dpi=120)
     return figure
 
 

@@ -167,7 +167,7 @@ def test_output_that_is_an_input_is_refused(tmp_path, capsys):
     copy.write_text(Path(GAVEL).read_text())
     before = copy.read_text()
     assert main(["solve", str(copy), "-o", str(copy)]) == 2
-    assert "is an input" in capsys.readouterr().err
+    assert "is also an input of this command" in capsys.readouterr().err
     assert copy.read_text() == before
 
 

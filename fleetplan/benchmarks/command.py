@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -87,7 +88,7 @@ def handle(args: argparse.Namespace) -> int:
     """Run the ``bench`` command; returns the exit code (1 when some cell failed)."""
     from fleetplan.benchmarks.executors import DaskSecurity, dask_security
     from fleetplan.benchmarks.results import RESULTS_FILE, row_failed
-    from fleetplan.benchmarks.suite import load_suite, output_folder
+    from fleetplan.benchmarks.suite import load_suite, output_folder, suite_path
     from fleetplan.benchmarks.sweep import run_sweep
 
     if args.suite == "report":
@@ -120,6 +121,7 @@ def handle(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
     # The suite's name is only a folder name inside bench-results/, never a path.
     out = Path(args.output) if args.output else output_folder(suite.name)
+    _check_results_folder(out, suite_path(args.suite))
     if not args.resume and (out / RESULTS_FILE).exists():
         raise InstanceError("-o", f"{out / RESULTS_FILE} exists: pass --resume to finish it, "
                                   "or choose another folder")
@@ -133,6 +135,27 @@ def handle(args: argparse.Namespace) -> int:
     if args.json:
         _print_summary(out, report, exit_code=code, suite=suite.name)
     return code
+
+
+# What a sweep writes inside its folder (an input of the command may not be one of them).
+FOLDER_FILES = ("results.csv", "run.json", "report.md", "plots", "plans")
+
+
+def _check_results_folder(out: Path, suite_file: Path) -> None:
+    """Refuse, before any cell runs, a results folder that cannot be made or written, or whose
+    files would overwrite the suite file."""
+    from fleetplan.instances.outputs import check_output_folder
+
+    if out.exists() or out.is_symlink():
+        check_output_folder(out, [suite_file], flag="-o", existing=FOLDER_FILES)
+        return
+    ancestor = out.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise InstanceError("-o", f"{out}: '{ancestor}' is not a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise InstanceError("-o", f"{out}: cannot create it: '{ancestor}' is not writable")
 
 
 def _report(folder: Path, plots: bool = True) -> Path:

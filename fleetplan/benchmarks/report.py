@@ -36,7 +36,7 @@ from fleetplan.benchmarks.markdown import fmt_value, markdown_table
 from fleetplan.benchmarks.profiles import DEFAULT_TARGET_GAP, Run
 from fleetplan.benchmarks.results import finalize, read_results, row_failed
 from fleetplan.benchmarks.simcells import sim_section, sim_summary
-from fleetplan.instances.base import atomic_write_text
+from fleetplan.instances.outputs import atomic_write_text, save_figure
 from fleetplan.lazy import lazy_attribute
 
 # matplotlib loads when a report is drawn, not when `fleetplan --help` builds its parser.
@@ -161,9 +161,7 @@ def _size_label(value: float) -> str:
 
 def _save(figure: Figure, path: Path) -> None:
     FigureCanvasAgg(figure)
-    temporary = path.with_name(f".{path.name}.tmp.png")
-    figure.savefig(temporary, dpi=DPI)
-    os.replace(temporary, path)
+    save_figure(figure, path, dpi=DPI)
 
 
 def _change_points(values: np.ndarray) -> list[int]:

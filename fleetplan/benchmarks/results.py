@@ -29,7 +29,7 @@ from typing import Any
 
 from fleetplan.benchmarks.cells import COLUMNS, FORMAT_VERSION, SIM_STATUS, Cell, cell_key
 from fleetplan.instances import InstanceError
-from fleetplan.instances.base import atomic_write_text
+from fleetplan.instances.outputs import atomic_write_text
 
 RESULTS_FILE = "results.csv"
 SOLVED = ("optimal", "feasible", "time_limit")

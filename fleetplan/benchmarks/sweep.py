@@ -41,7 +41,7 @@ from fleetplan.benchmarks.results import (
 )
 from fleetplan.benchmarks.suite import Suite
 from fleetplan.instances import InstanceError
-from fleetplan.instances.base import atomic_write_text
+from fleetplan.instances.outputs import atomic_write_text
 
 Executor = Literal["local", "dask"]
 
@@ -162,7 +162,12 @@ def run_sweep(suite: Suite, out: str | os.PathLike[str], *, executor: Executor =
         own_client = isinstance(address, str)
         client = executors.connect_dask(address, tls, insecure=insecure) if own_client else address
     folder = Path(out)
-    created = _create_folder(folder)
+    if resume:
+        _refuse_foreign_results(folder, suite, cells)
+    try:
+        created = _create_folder(folder)
+    except OSError as error:
+        raise InstanceError("-o", f"{folder}: cannot create it ({error.strerror})") from None
     written = 0
     try:
         plan_dir = None
@@ -209,6 +214,30 @@ def run_sweep(suite: Suite, out: str | os.PathLike[str], *, executor: Executor =
     write_results(folder, sort_rows(finalize(rows), cells))
     # Read back, so callers see exactly what the file holds (strings, as any CSV reader would).
     return read_results(folder)
+
+
+def _refuse_foreign_results(folder: Path, suite: Suite, cells: list[Cell]) -> None:
+    """``--resume`` finishes one suite's sweep: a folder holding another suite's results (by
+    its sessions in run.json, or rows that are no cell of this suite) is refused, not mixed."""
+    sessions_file = folder / "run.json"
+    if sessions_file.exists():
+        try:
+            sessions = json.loads(sessions_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            sessions = []
+        names = {session.get("suite") for session in sessions if isinstance(session, dict)} - {None}
+        if names and names != {suite.name}:
+            raise InstanceError("--resume", f"{folder} holds results of suite {', '.join(sorted(map(str, names)))}, "
+                                            f"not '{suite.name}': resume it with that suite, or choose another folder")
+    if not (folder / RESULTS_FILE).exists():
+        return
+    known = {(cell.group, cell.instance) for cell in cells}
+    foreign = {(row["group"], row["instance"]) for row in read_results(folder)} - known
+    if foreign:
+        group, instance = sorted(foreign)[0]
+        raise InstanceError("--resume", f"{folder / RESULTS_FILE} holds {len(foreign)} instance(s) that are "
+                                        f"not in suite '{suite.name}' (e.g. group '{group}', instance "
+                                        f"'{instance}'): resume it with its own suite, or choose another folder")
 
 
 def _create_folder(folder: Path) -> list[Path]:

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
+from fleetplan.errors import OutputError
 from fleetplan.instances.base import (
     Evaluation,
     InstanceBase,
@@ -18,12 +20,12 @@ from fleetplan.instances.base import (
     PlanBase,
     ProblemKind,
     Violation,
-    atomic_write_text,
     parse_json_text,
     read_json_file,
     to_json_text,
     validate_model,
 )
+from fleetplan.instances.outputs import atomic_write_text
 
 # Each kind's modules load the first time the kind is used, so `import fleetplan` and
 # `fleetplan --help` build no pydantic model of any kind (a new kind adds one factory here).
@@ -187,7 +189,14 @@ def _require_schema_version(data: dict[str, Any], source: str) -> None:
 
 
 def save(obj: BaseModel, path: str | os.PathLike[str]) -> None:
-    """Save an instance, plan or evaluation as JSON, atomically."""
+    """Save an instance, plan or evaluation as JSON, atomically (a missing parent folder is
+    created; see :mod:`fleetplan.instances.outputs` for devices, FIFOs and symlinks)."""
+    parent = Path(path).parent
+    if not parent.exists() and not Path(path).is_symlink():
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise OutputError(str(path), f"cannot create the folder '{parent}' ({error.strerror})") from None
     atomic_write_text(path, to_json_text(obj))
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -262,38 +261,6 @@ def validate_model(model_type: type[BaseModel], data: Any, source: str | None = 
         if error.source is None and source is not None:
             raise InstanceError(error.path, error.reason, source) from None
         raise
-
-
-def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None], suffix: str = ".tmp") -> Path:
-    """Have ``write(temporary_path)`` write the file, then rename it onto ``path``, so a crash or
-    a signal never leaves a half-written file behind (the temporary is removed on any error).
-    ``suffix`` is the temporary's ending, for writers that choose a format by it."""
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=directory)
-    os.close(handle)
-    try:
-        write(temporary)
-        # mkstemp creates the file 0600; give it the permissions a plain open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, target)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-    return target
-
-
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` atomically (:func:`atomic_write`)."""
-
-    def write(temporary: str) -> None:
-        with open(temporary, "w", encoding="utf-8") as stream:
-            stream.write(text)
-
-    atomic_write(path, write)
 
 
 def to_json_text(model: BaseModel) -> str:

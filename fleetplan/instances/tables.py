@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from fleetplan.instances.base import InstanceError, atomic_write
+from fleetplan.instances.base import InstanceError
+from fleetplan.instances.outputs import atomic_write
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import pandas as pd

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from fleetplan.instances.outputs import save_figure
 from fleetplan.sim.cluster.traces import STATES, Trace
 from fleetplan.sim.engine import SimResult
 
@@ -156,7 +157,7 @@ def plot_jct_cdf(runs: dict[str, ClusterRun], path: str | Path, title: str = "")
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return Path(path)
 
@@ -184,7 +185,7 @@ def plot_jct_vs_load(points: dict[str, list[tuple[float, float, float]]], path: 
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return Path(path)
 
@@ -212,6 +213,6 @@ def plot_tenant_ltgf(run: ClusterRun, path: str | Path, title: str = "") -> Path
     ax.set_ylabel(f"rho^tenant per {run.window_s / 3600:g} h window (capped at 3)")
     ax.set_title(title or f"tenant LTGF, {run.result.scheduler}")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return Path(path)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fleetplan.instances.outputs import save_figure
 from fleetplan.sim.engine import SimResult
 
 
@@ -47,7 +48,7 @@ def plot(result: SimResult, path: str | Path, *, start_hour: float = 0.0, title:
     ax.set_title(title or f"MAST simulator: {result.scheduler} (seed {result.seed})")
     fig.tight_layout()
     out = Path(path)
-    fig.savefig(out, dpi=110)
+    save_figure(fig, out, dpi=110)
     plt.close(fig)
     return out
 
@@ -80,7 +81,7 @@ def plot_compare(results: Mapping[str, SimResult], path: str | Path, *, start_ho
     fig.suptitle(title or "MAST vs federated (MAST §5.6)")
     fig.tight_layout()
     out = Path(path)
-    fig.savefig(out, dpi=110)
+    save_figure(fig, out, dpi=110)
     plt.close(fig)
     return out
 

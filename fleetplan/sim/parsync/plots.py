@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from fleetplan.instances.outputs import save_figure
 from fleetplan.sim.engine import SimResult
 
 
@@ -71,7 +72,7 @@ def plot_run(result: SimResult, path: str | Path, *, phases: int = 1, duration_s
     fig.suptitle(title or f"{result.scheduler} (seed {result.seed})")
     fig.tight_layout()
     out = Path(path)
-    fig.savefig(out, dpi=110)
+    save_figure(fig, out, dpi=110)
     plt.close(fig)
     return out
 
@@ -106,7 +107,7 @@ def plot_groups(result: SimResult, path: str | Path, *, schedulers_a: int, phase
     fig.suptitle(title or f"{result.scheduler} (seed {result.seed})")
     fig.tight_layout()
     out = Path(path)
-    fig.savefig(out, dpi=110)
+    save_figure(fig, out, dpi=110)
     plt.close(fig)
     return out
 
@@ -143,7 +144,7 @@ def plot_compare(results: Mapping[str, SimResult], path: str | Path, *, phases: 
         fig.suptitle(title)
     fig.tight_layout()
     out = Path(path)
-    fig.savefig(out, dpi=110)
+    save_figure(fig, out, dpi=110)
     plt.close(fig)
     return out
 
@@ -181,6 +182,6 @@ def plot_extra_slots(rows: Sequence[Mapping[str, Any]], path: str | Path, *, x: 
         ax.set_title(title, fontsize=10)
     fig.tight_layout()
     out = Path(path)
-    fig.savefig(out, dpi=110)
+    save_figure(fig, out, dpi=110)
     plt.close(fig)
     return out

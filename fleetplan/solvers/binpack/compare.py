@@ -131,7 +131,7 @@ def plot_report(report: dict[str, Any], path: str) -> None:
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    from fleetplan.instances.base import atomic_write
+    from fleetplan.instances.outputs import atomic_write
 
     gap = report["greedy_gap"]
     batch = report.get("batch_loss")
