@@ -1,5 +1,5 @@
 """``python -m fleetplan``: the same as the ``fleetplan`` command."""
 
-from fleetplan._entry import run
+from fleetplan.cli.entry import run
 
 run()

@@ -178,7 +178,7 @@ def test_parsync_reports_simulated_time_up_to_its_end():
 
 @pytest.mark.parametrize("json_mode", [False, True])
 def test_bar_only_on_a_terminal_and_not_under_json(json_mode, tmp_path, monkeypatch, capsys):
-    import fleetplan.cli_common as common
+    import fleetplan.cli.common as common
 
     screen = io.StringIO()
     monkeypatch.setattr(common, "stderr", Console(file=screen, force_terminal=True, width=120))
@@ -197,8 +197,8 @@ def test_bar_only_on_a_terminal_and_not_under_json(json_mode, tmp_path, monkeypa
 
 
 def test_bar_in_hours_for_a_simulator_that_reports_hours(monkeypatch):
-    import fleetplan.cli_common as common
-    from fleetplan.cli_simulate import simulated_time_bar
+    import fleetplan.cli.common as common
+    from fleetplan.cli.simulate import simulated_time_bar
     from fleetplan.sim.engine import TIME_UNITS
 
     screen = io.StringIO()

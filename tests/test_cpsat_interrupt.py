@@ -53,7 +53,7 @@ def with_ctrl_c(solver, model, callback=None):
     threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
     return inner(solver, model, callback)
 exact.solve_interruptibly = with_ctrl_c
-from fleetplan._entry import main
+from fleetplan.cli.entry import main
 sys.exit(main(sys.argv[1:]))
 """
 

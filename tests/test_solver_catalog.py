@@ -1,5 +1,5 @@
 """The solver catalog file answers `fleetplan solvers` without importing a solver; it must say
-exactly what the live registry says (regenerate with `python -m fleetplan.solver_catalog`)."""
+exactly what the live registry says (regenerate with `python -m fleetplan.cli.catalog`)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import json
 import subprocess
 import sys
 
-from fleetplan import solver_catalog
+from fleetplan.cli import catalog as solver_catalog
 from fleetplan.cli import main
 
 
 def test_the_catalog_file_equals_the_live_registry():
-    assert solver_catalog.main(["--check"]) == 0, "run `python -m fleetplan.solver_catalog`"
+    assert solver_catalog.main(["--check"]) == 0, "run `python -m fleetplan.cli.catalog`"
 
 
 def test_listing_and_options_come_from_the_catalog(capsys):

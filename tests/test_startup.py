@@ -6,7 +6,8 @@ import sys
 
 import fleetplan
 from fleetplan import errors
-from fleetplan.benchmarks import cells, command, suite
+from fleetplan.benchmarks import cells, suite
+from fleetplan.cli import bench as command
 
 
 def test_help_loads_no_numpy_pydantic_or_kind():

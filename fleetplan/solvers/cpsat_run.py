@@ -3,7 +3,7 @@
 CP-SAT installs its own SIGINT handler for the length of ``Solve`` (the ``catch_sigint_signal``
 parameter, on by default): a Ctrl-C then only stops the search, ``Solve`` returns its best
 solution, and the command carries on and exits 0 as if the time limit had come — instead of
-the one line "fleetplan: interrupted" and exit 130 (:mod:`fleetplan._entry`). OR-Tools' own
+the one line "fleetplan: interrupted" and exit 130 (:mod:`fleetplan.cli.entry`). OR-Tools' own
 MathOpt layer turns that parameter off for the same reason.
 
 :func:`solve_interruptibly` turns it off and runs ``Solve`` in a worker thread (it releases the
@@ -12,7 +12,7 @@ that only note the signal: an exception raised in the main thread while the work
 CP-SAT makes the process abort at exit ("terminate called without an active exception", seen
 with OR-Tools 9.15). On a signal the search is stopped (``StopSearch`` is thread-safe), the
 worker joined, the previous handlers restored, and the signal raised again, so the entry
-point's handling (:mod:`fleetplan._entry`) runs as for any other moment of the command.
+point's handling (:mod:`fleetplan.cli.entry`) runs as for any other moment of the command.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@
 and its kinds (about 1 s of start-up): the same trade as a package's entry points. The file is
 generated from the registry itself, and a test keeps it equal to what the registry says now::
 
-    python -m fleetplan.solver_catalog            # rewrite the catalog after changing a solver
-    python -m fleetplan.solver_catalog --check    # exit 1 if it is stale
+    python -m fleetplan.cli.catalog            # rewrite the catalog after changing a solver
+    python -m fleetplan.cli.catalog --check    # exit 1 if it is stale
 
 A solver registered at run time by user code is not in the file; :func:`entries` with
 ``live=True`` asks the registry instead.
@@ -64,11 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     if args == ["--check"]:
         current = path.read_text(encoding="utf-8") if path.is_file() else ""
         if current != text:
-            print(f"{path} is stale: run `python -m fleetplan.solver_catalog`", file=sys.stderr)
+            print(f"{path} is stale: run `python -m fleetplan.cli.catalog`", file=sys.stderr)
             return 1
         return 0
     if args:
-        print("usage: python -m fleetplan.solver_catalog [--check]", file=sys.stderr)
+        print("usage: python -m fleetplan.cli.catalog [--check]", file=sys.stderr)
         return 2
     path.write_text(text, encoding="utf-8")
     print(f"wrote {path} ({len(json.loads(text))} solvers)")

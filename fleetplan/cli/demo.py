@@ -103,7 +103,7 @@ def _print_example(console: Console, kind: str, example: str, rows: list[dict]) 
     """One table per example: a row per solver, metrics with their units."""
     from rich import box
 
-    from fleetplan.cli_render import fmt_measure
+    from fleetplan.cli.render import fmt_measure
 
     table = Table(title=f"{kind}: {example}", header_style="bold", title_justify="left",
                   box=box.SIMPLE_HEAD, pad_edge=False)

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from fleetplan.cli_render import make_console
+from fleetplan.cli.render import make_console
 
 # yaml, rich.progress and fleetplan.instances load where used: `fleetplan --help` needs none.
 

@@ -226,7 +226,7 @@ def _render_regions(console: Console, after: Evaluation, before: Evaluation | No
 # --- options and parameters ---------------------------------------------------------------
 
 def render_solver(console: Console, entry: dict[str, Any]) -> None:
-    """One solver (its :mod:`fleetplan.solver_catalog` entry): what it does, where it comes
+    """One solver (its :mod:`fleetplan.cli.catalog` entry): what it does, where it comes
     from, and every option."""
     console.print(f"[bold]{entry['kind']} / {entry['name']}[/]" + (" (default)" if entry["default"] else "")
                   + (" — exact" if entry["exact"] else " — heuristic"))

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import fleetplan
-from fleetplan.cli_common import (  # noqa: F401  (re-exported: the public helpers of the CLI)
+from fleetplan.cli.common import (  # noqa: F401  (re-exported: the public helpers of the CLI)
     EXIT_NO_PLAN,
     EXIT_OK,
     EXIT_USAGE,
@@ -41,7 +41,7 @@ from fleetplan.cli_common import (  # noqa: F401  (re-exported: the public helpe
     working,
     write_json,
 )
-from fleetplan.cli_render import (
+from fleetplan.cli.render import (
     generator_parameters,
     render_evaluations,
     render_options,
@@ -166,9 +166,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_solvers(args: argparse.Namespace) -> int:
     """``fleetplan solvers [KIND | SOLVER | KIND/SOLVER]``: the list, or one solver's options.
 
-    Read from the solver catalog (:mod:`fleetplan.solver_catalog`), so no solver is imported;
+    Read from the solver catalog (:mod:`fleetplan.cli.catalog`), so no solver is imported;
     ``--markdown`` documents the live registry."""
-    from fleetplan import solver_catalog
+    from fleetplan.cli import catalog as solver_catalog
 
     target = args.kind
     if target is not None and target not in KIND_NAMES:
@@ -214,7 +214,7 @@ signatures and docstrings); a test keeps this file equal to that output. Set an 
 
 def _find_solver(name: str) -> dict[str, Any]:
     """The catalog entry of solver ``name`` (or ``KIND/NAME``)."""
-    from fleetplan import solver_catalog
+    from fleetplan.cli import catalog as solver_catalog
 
     kind, _, solver = name.rpartition("/")
     matches = [entry for entry in solver_catalog.entries(kind or None) if entry["name"] == solver]
@@ -233,7 +233,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from fleetplan.demo import default_examples, run_demo
+    from fleetplan.cli.demo import default_examples, run_demo
 
     examples = Path(args.examples) if args.examples else default_examples()
     return run_demo(examples, stdout, json_output=args.json)
@@ -261,7 +261,7 @@ class _DetailedHelp(argparse.Action):
                                f"generator parameters of {kind} (--NAME VALUE)")
             elif parser.prog.endswith(" solve") and getattr(namespace, "solver", None):
                 # The file's kind is not read for --help; a name several kinds use shows each.
-                from fleetplan import solver_catalog
+                from fleetplan.cli import catalog as solver_catalog
 
                 matches = [entry for entry in solver_catalog.entries() if entry["name"] == namespace.solver]
                 for entry in matches or [_find_solver(namespace.solver)]:
@@ -333,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = add("demo", "solve the bundled examples and compare solvers")
     demo.add_argument("--examples", default=None, help="folder of example instances (default: the bundled ones)")
 
-    for module in ("fleetplan.benchmarks.command", "fleetplan.cli_tables", "fleetplan.cli_simulate"):
+    for module in ("fleetplan.cli.bench", "fleetplan.cli.tables", "fleetplan.cli.simulate"):
         try:
             add_more = __import__(module, fromlist=["add_arguments"]).add_arguments
         except (ImportError, AttributeError):  # optional commands still being built
@@ -372,7 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "generate":
             return cmd_generate(args, extra)
         if args.command == "simulate":
-            from fleetplan.cli_simulate import run as run_simulation
+            from fleetplan.cli.simulate import run as run_simulation
 
             return run_simulation(args, list(extra))
         if extra:

@@ -53,7 +53,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _seed(text: str) -> int:
-    from fleetplan.cli_common import SEED
+    from fleetplan.cli.common import SEED
 
     return SEED(text)
 
@@ -67,8 +67,8 @@ class _SimulatorHelp(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None):
         from fleetplan import sim
-        from fleetplan.cli_common import stdout
-        from fleetplan.cli_render import generator_parameters, render_options
+        from fleetplan.cli.common import stdout
+        from fleetplan.cli.render import generator_parameters, render_options
 
         parser.print_help()
         if getattr(namespace, "name", None):
@@ -90,7 +90,7 @@ def scenario_inputs(scenario: dict[str, Any]) -> list[str]:
 def check_outputs(args: argparse.Namespace, inputs: list[str]) -> None:
     """Fail before simulating when an output could not be written safely, would overwrite an
     input, or two outputs name the same file."""
-    from fleetplan.cli_common import CommandError
+    from fleetplan.cli.common import CommandError
     from fleetplan.instances.outputs import (
         check_figure_path,
         check_output_file,
@@ -121,7 +121,7 @@ def simulated_time_bar(title: str, enabled: bool, unit_s: float = 1.0) -> Iterat
     """A transient bar on stderr following simulated time (terminals only); yields the
     ``progress(now, end)`` callback (times in units of ``unit_s`` seconds), or None when no bar
     is shown."""
-    from fleetplan.cli_common import stderr
+    from fleetplan.cli.common import stderr
 
     if not enabled or not stderr.is_terminal:
         yield None
@@ -152,7 +152,7 @@ def simulated_time_bar(title: str, enabled: bool, unit_s: float = 1.0) -> Iterat
 
 def _list(args: argparse.Namespace, extra: list[str]) -> int:
     from fleetplan import sim
-    from fleetplan.cli_common import CommandError, print_json, stdout
+    from fleetplan.cli.common import CommandError, print_json, stdout
 
     if extra or args.param:
         raise CommandError(f"scenario fields ({' '.join(extra) or ' '.join(args.param)}) need a simulator name")
@@ -172,7 +172,7 @@ def _list(args: argparse.Namespace, extra: list[str]) -> int:
 
 def _write_out_dir(spec: Any, result: Any, data: dict[str, Any], path: str) -> list[str]:
     """DIR/result.json and the simulator's figures, made whole at the end."""
-    from fleetplan.cli_common import write_json
+    from fleetplan.cli.common import write_json
     from fleetplan.instances.outputs import building_folder
 
     with building_folder(path) as building:
@@ -188,7 +188,7 @@ def _write_out_dir(spec: Any, result: Any, data: dict[str, Any], path: str) -> l
 
 def run(args: argparse.Namespace, extra: list[str]) -> int:
     from fleetplan import sim
-    from fleetplan.cli_common import (
+    from fleetplan.cli.common import (
         CommandError,
         parse_assignments,
         parse_flag_params,
@@ -197,7 +197,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         working,
         write_json,
     )
-    from fleetplan.cli_render import fmt_measure
+    from fleetplan.cli.render import fmt_measure
 
     if args.list_simulators and args.name is not None:
         raise CommandError(f"--list takes no simulator name (got '{args.name}')")

@@ -1,0 +1,35 @@
+"""The ``fleetplan`` command line: a thin layer over the public API, one module per command
+family.
+
+* :mod:`~fleetplan.cli.entry` — the console script: signal handlers first, then the rest;
+* :mod:`~fleetplan.cli.app` — the parser, dispatch, exit codes and one-line errors, and the
+  core commands (``generate``, ``validate``, ``solve``, ``evaluate``, ``solvers``, ``schema``);
+* :mod:`~fleetplan.cli.tables` — ``import``, ``export``, ``plot``;
+* :mod:`~fleetplan.cli.simulate` — ``simulate``;
+* :mod:`~fleetplan.cli.bench` — ``bench``;
+* :mod:`~fleetplan.cli.demo` — ``demo``;
+* :mod:`~fleetplan.cli.common`, :mod:`~fleetplan.cli.render`, :mod:`~fleetplan.cli.catalog` —
+  what the commands share: argument helpers, tables on screen, the solver catalog.
+
+This package's own import loads nothing (the console script installs its signal handlers
+before anything heavy); :func:`main` and :func:`build_parser` load the application on call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
+    from fleetplan.cli.app import main as run
+
+    return run(argv)
+
+
+def build_parser() -> Any:
+    """The ``argparse`` parser of the whole command line."""
+    from fleetplan.cli.app import build_parser as build
+
+    return build()
