@@ -123,6 +123,39 @@ def render_result(console: Console, result: Any) -> None:
     console.print(table)
     if result.message:
         console.print(result.message, markup=False)
+    render_binding(console, result)
+    render_service_warnings(console, result.evaluation)
+
+
+def render_binding(console: Console, result: Any) -> None:
+    """``binding: v100 0.031/GPU, k80 0``: what one more unit of each capacity (and one step/s
+    less of each SLO) gains in the objective; LP duals, or labelled re-solve estimates."""
+    duals = getattr(result, "duals", None) or {}
+    workers = duals.get("workers")
+    if not workers:
+        return
+    label = "binding" if result.duals_source == "lp" else "binding (estimated by re-solving)"
+    ordered = sorted(workers.items(), key=lambda item: -abs(item[1]))
+    console.print(f"{label}: " + ", ".join(f"{name} {fmt(value, 3)}/GPU" for name, value in ordered)
+                  + "  (objective gained per GPU added)", markup=False)
+    slo = duals.get("slo") or {}
+    if slo:
+        top = sorted(slo.items(), key=lambda item: -item[1])[:5]
+        console.print("binding SLOs: " + ", ".join(f"{job} {fmt(value, 3)}" for job, value in top)
+                      + f"{' ...' if len(slo) > 5 else ''}  (objective gained per step/s of SLO relaxed)",
+                      markup=False)
+
+
+def render_service_warnings(console: Console, evaluation: Evaluation | None) -> None:
+    """One line when a plan gives some jobs no GPU time at all (a normalized objective can
+    look fine while they starve)."""
+    if evaluation is None or evaluation.kind != "allocation":
+        return
+    starved = int(evaluation.metrics.get("starved_jobs", 0))
+    jobs = evaluation.breakdown.get("jobs", {}).get("id") if evaluation.breakdown else None
+    if starved:
+        total = len(jobs) if jobs is not None else "?"
+        console.print(f"[yellow]{starved} of {total} jobs get no GPU time under this plan[/]")
 
 
 # --- plans --------------------------------------------------------------------------------

@@ -67,6 +67,12 @@ class SolveResult:
     model_objective: float | None = None
     evaluation: Evaluation | None = None
     stats: dict[str, float] = field(default_factory=dict)
+    # What binds: per constraint family (``workers``: one more GPU of a type; ``slo``: a job's
+    # throughput floor one step/s lower), the objective gained per unit, in the judge's
+    # objective units and its better direction. ``duals_source`` says how they were found:
+    # "lp" (the LP's own duals) or "estimate" (re-solves with a unit more and less).
+    duals: dict[str, dict[str, float]] = field(default_factory=dict)
+    duals_source: str = ""
 
     @property
     def success(self) -> bool:
@@ -78,7 +84,7 @@ class SolveResult:
             "objective": _json_number(self.objective), "bound": _json_number(self.bound),
             "gap": _json_number(self.gap), "wall_s": self.wall_s, "message": self.message,
             "model_objective": _json_number(self.model_objective), "stats": self.stats,
-            "log": self.log,
+            "duals": self.duals, "duals_source": self.duals_source or None, "log": self.log,
             "evaluation": self.evaluation.model_dump() if self.evaluation else None,
             "plan": self.plan.model_dump() if self.plan else None,
         }

@@ -38,6 +38,9 @@ class LpOutcome:
     log: list[str] = field(default_factory=list)
     build_s: float = 0.0
     solve_s: float = 0.0
+    # The rows' dual values (HiGHS's sign convention: for a maximization, a binding <= row has
+    # a non-negative dual), when the solver reports a dual-feasible point.
+    row_duals: np.ndarray | None = None
 
 
 # Keyed by the back-ends' status names, so this module loads without HiGHS or Pyomo.
@@ -99,12 +102,18 @@ def run(highs: highspy.Highs) -> LpOutcome:
     status = _STATUS.get(model_status.name, "error")
     log = [f"HiGHS: {highs.modelStatusToString(model_status)} in {solve_s:.3f} s"]
     values = objective = None
-    if highs.getInfo().primal_solution_status == 2:  # feasible point available
-        values = np.asarray(highs.getSolution().col_value, dtype=float)
-        objective = float(highs.getInfo().objective_function_value)
+    row_duals = None
+    info = highs.getInfo()
+    if info.primal_solution_status == 2:  # feasible point available
+        solution = highs.getSolution()
+        values = np.asarray(solution.col_value, dtype=float)
+        objective = float(info.objective_function_value)
+        if info.dual_solution_status == 2 and solution.dual_valid:
+            row_duals = np.asarray(solution.row_dual, dtype=float)
     elif status == "optimal":
         status = "error"
-    return LpOutcome(status=status, values=values, objective=objective, log=log, solve_s=solve_s)
+    return LpOutcome(status=status, values=values, objective=objective, log=log, solve_s=solve_s,
+                     row_duals=row_duals)
 
 
 def solve_lp(lp: LinearProgram, *, time_limit: float | None = None, threads: int = 1, seed: int = 0,

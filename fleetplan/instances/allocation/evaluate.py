@@ -109,7 +109,8 @@ def evaluate(instance: AllocationInstance, plan: AllocationPlan) -> Evaluation:
     :data:`fleetplan.instances.allocation.objectives.POLICY_OBJECTIVES`). Metrics: total and
     mean effective throughput, min/mean normalized throughput (against X_equal), Jain's index
     of normalized throughput, the speed-up over the isolated 1/n allocation, the cost per hour,
-    the makespan when steps are known, and the utilization of each worker type.
+    the makespan when steps are known, the utilization of each worker type, and the service
+    metrics of :func:`service_metrics` (time shares, starved jobs, SLOs met).
     """
     if plan.policy not in POLICY_OBJECTIVES:
         raise InstanceError("policy", f"unknown policy '{plan.policy}' (known: {', '.join(sorted(POLICY_OBJECTIVES))})")
@@ -135,7 +136,10 @@ def evaluate(instance: AllocationInstance, plan: AllocationPlan) -> Evaluation:
     used = (matrix * arrays.scale_factor[:, None]).sum(axis=0)
     if len(pair_jobs):
         used = used + (pair_matrix * arrays.scale_factor[pair_jobs[:, 0], None]).sum(axis=0)
+    time_share = _time_share(matrix, pair_jobs, pair_matrix)
+    versus_fastest = throughput / arrays.fastest_throughput
     metrics = {
+        **service_metrics(arrays, time_share, throughput, versus_fastest, speedup),
         "total_throughput": float(throughput.sum()),
         "min_normalized_throughput": float(normalized.min()),
         "mean_normalized_throughput": float(normalized.mean()),
@@ -160,26 +164,65 @@ def evaluate(instance: AllocationInstance, plan: AllocationPlan) -> Evaluation:
         metrics=metrics,
     )
     # Lists of plain values built here: validating 10^5 items again would only cost time.
-    verdict.breakdown = _breakdown(arrays, matrix, pair_jobs, pair_matrix, throughput, normalized, speedup,
+    verdict.breakdown = _breakdown(arrays, time_share, throughput, normalized, speedup, versus_fastest,
                                    used, utilization)
     return verdict
 
 
-def _breakdown(arrays: AllocationArrays, matrix: np.ndarray, pair_jobs: np.ndarray, pair_matrix: np.ndarray,
-               throughput: np.ndarray, normalized: np.ndarray, speedup: np.ndarray, used: np.ndarray,
-               utilization: np.ndarray) -> dict[str, dict[str, list]]:
-    """Per job (in the instance's order) and per worker type, column-wise (issue 8 item 5):
-    effective throughput (Gavel §3.1), normalized against X_equal (§4.1), speed-up over the
-    isolated 1/n share, and the time share the job is given in all (pair rows included)."""
+# A job holding GPUs less than this fraction of the time is "starved" (an LP's zero is ~1e-12).
+STARVED_TIME_SHARE = 1e-6
+
+
+def _time_share(matrix: np.ndarray, pair_jobs: np.ndarray, pair_matrix: np.ndarray) -> np.ndarray:
+    """The fraction of wall-clock time each job holds GPUs (its pair rows included)."""
     time_share = matrix.sum(axis=1)
     if len(pair_jobs):
         pair_sum = pair_matrix.sum(axis=1)
         np.add.at(time_share, pair_jobs[:, 0], pair_sum)
         np.add.at(time_share, pair_jobs[:, 1], pair_sum)
+    return time_share
+
+
+def slo_met(arrays: AllocationArrays, throughput: np.ndarray) -> np.ndarray:
+    """Per job: True when its throughput finishes its steps within its SLO (NaN-free: jobs
+    without an SLO count as met)."""
+    needed = np.where(np.isfinite(arrays.slo_seconds), arrays.steps_left / arrays.slo_seconds, 0.0)
+    return throughput >= needed * (1 - FEASIBILITY_TOLERANCE) - FEASIBILITY_TOLERANCE
+
+
+def service_metrics(arrays: AllocationArrays, time_share: np.ndarray, throughput: np.ndarray,
+                    versus_fastest: np.ndarray, speedup: np.ndarray) -> dict[str, float]:
+    """What a planner compares across instances (planning issue, section 1): time shares and
+    throughput as a multiple of the job alone on its fastest type are absolute; the speed-up
+    over the isolated 1/n share is relative to this cluster (it moves when the cluster grows)."""
+    metrics: dict[str, float] = {}
+    for name, values in (("time_share", time_share), ("throughput_vs_fastest", versus_fastest),
+                         ("speedup_over_isolated", speedup)):
+        metrics[f"min_{name}"] = float(values.min())
+        metrics[f"p10_{name}"] = float(np.percentile(values, 10))
+        metrics[f"median_{name}"] = float(np.median(values))
+    metrics["starved_jobs"] = float(np.count_nonzero(time_share < STARVED_TIME_SHARE))
+    metrics["jobs_below_isolated"] = float(np.count_nonzero(speedup < 1 - FEASIBILITY_TOLERANCE))
+    with_slo = np.isfinite(arrays.slo_seconds)
+    if with_slo.any():
+        metrics["slo_missed_jobs"] = float(np.count_nonzero(with_slo & ~slo_met(arrays, throughput)))
+    return metrics
+
+
+def _breakdown(arrays: AllocationArrays, time_share: np.ndarray, throughput: np.ndarray, normalized: np.ndarray,
+               speedup: np.ndarray, versus_fastest: np.ndarray, used: np.ndarray,
+               utilization: np.ndarray) -> dict[str, dict[str, list]]:
+    """Per job (in the instance's order) and per worker type, column-wise (issue 8 item 5):
+    effective throughput (Gavel §3.1), normalized against X_equal (§4.1), speed-up over the
+    isolated 1/n share, as a multiple of the job alone on its fastest type, the time share the
+    job is given in all (pair rows included) and whether its SLO is met (None: no SLO)."""
+    met = slo_met(arrays, throughput)
+    slo = [bool(ok) if np.isfinite(limit) else None for ok, limit in zip(met, arrays.slo_seconds, strict=True)]
     return {
         "jobs": {"id": list(arrays.job_ids), "effective_throughput": throughput.tolist(),
                  "normalized_throughput": normalized.tolist(), "speedup_over_isolated": speedup.tolist(),
-                 "time_share": time_share.tolist()},
+                 "throughput_vs_fastest": versus_fastest.tolist(), "time_share": time_share.tolist(),
+                 "slo_met": slo},
         "worker_types": {"id": list(arrays.worker_types), "workers": arrays.num_workers.tolist(),
                          "busy_workers": used.tolist(), "utilization": utilization.tolist()},
     }

@@ -252,6 +252,7 @@ def _metrics(instance: BinpackInstance, resolved: Resolved, flat_rows: np.ndarra
         "rack_spread": float(racks_used - jobs_placed),
         "gpu_allocation_before": float(arrays.used[:, 0].sum()) / gpu_total if gpu_total else 0.0,
         "gpu_allocation_after": used_after / gpu_total if gpu_total else 0.0,
+        "gpus_idle": gpu_total - used_after,
     }
     for p in range(PRIORITY_LEVELS):
         metrics[f"preempted_count_p{p}"] = float(level_count[p])

@@ -408,6 +408,8 @@ def evaluate(instance: PlacementInstance, plan: PlacementPlan) -> Evaluation:
                             minlength=num_regions).astype(float)
     with_gpus = supply > 0
     ratio = hp_demand[with_gpus] / supply[with_gpus]
+    hp_type_demand = high_priority_type_demand(arrays, hp_region, hp_type, hp_hours)
+    unserved = np.maximum(hp_type_demand - arrays.gpu_supply, 0.0)
     ml = np.flatnonzero(arrays.job_kind == ML)
     hosts = hosting_regions(arrays, home, replica_table, replica_region, ml)
     collocated = np.diff(hosts.indptr) > 0
@@ -432,6 +434,8 @@ def evaluate(instance: PlacementInstance, plan: PlacementPlan) -> Evaluation:
         "replica_bytes": float(replica_bytes.sum()),
         "replica_storage_overhead": float(replica_bytes.sum() / home_bytes.sum()) if home_bytes.sum() > 0 else 0.0,
         "storage_utilization_max": float((stored / np.maximum(capacity, 1e-300)).max()),
+        "hp_gpu_hours_unserved": float(unserved.sum()),
+        "storage_over_capacity_bytes": float(np.maximum(stored - capacity, 0.0).sum()),
         "bytes_moved": bytes_moved,
         "tables_moved": float(moved.sum()),
         "moves_listed": float(len(plan.moves)),
@@ -441,10 +445,23 @@ def evaluate(instance: PlacementInstance, plan: PlacementPlan) -> Evaluation:
         metrics["move_quota_bytes"] = arrays.move_quota_bytes
     breakdown = plan_breakdown(arrays, home, region, demand, hp_demand, home_bytes, replica_region,
                                replica_bytes, stored, crossing)
+    breakdown["region_gpu_types"]["hp_gpu_demand"] = hp_type_demand.ravel().tolist()
+    breakdown["region_gpu_types"]["hp_gpu_hours_unserved"] = unserved.ravel().tolist()
     verdict = Evaluation(kind=KIND, objective=float(sum(terms.values())), sense="min", terms=terms,
                          violations=violations, metrics=metrics)
     verdict.breakdown = breakdown  # built here as lists of plain values: no need to validate 10^5 items
     return verdict
+
+
+def high_priority_type_demand(arrays: PlacementArrays, hp_region: np.ndarray, hp_type: np.ndarray,
+                              hp_hours: np.ndarray) -> np.ndarray:
+    """(regions, GPU types): GPU-hours of high-priority ML jobs placed in each region on each
+    type (§5.6's demand; jobs whose tables are split have no region and count nowhere)."""
+    placed = hp_region >= 0
+    num_types = len(arrays.gpu_types)
+    cells = hp_region[placed] * num_types + hp_type[placed]
+    return np.bincount(cells, weights=hp_hours[placed],
+                       minlength=arrays.num_regions * num_types).astype(float).reshape(arrays.num_regions, num_types)
 
 
 def plan_breakdown(arrays: PlacementArrays, home: np.ndarray, region: np.ndarray, demand: np.ndarray,

@@ -188,5 +188,5 @@ def evaluate(instance: ReservationInstance, plan: ReservationPlan) -> Evaluation
     verdict.breakdown = {"reservations": {
         "id": list(arrays.res_ids), "requested_rru": request.tolist(), "capacity_rru": total.tolist(),
         "guaranteed_rru": guarantee.tolist(), "shortfall_rru": shortfall.tolist(),
-        "fault_domains": fds_used.tolist()}}
+        "buffer_rru": np.maximum(0.0, total - request).tolist(), "fault_domains": fds_used.tolist()}}
     return verdict

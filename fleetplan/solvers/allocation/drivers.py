@@ -130,11 +130,53 @@ def drive_min_cost(arrays, options, n_total, with_slo=False) -> PolicyAnswer:
         needed = arrays.steps_left / arrays.slo_seconds
         alone = needed > arrays.fastest_throughput
         if alone.any():
-            job = arrays.job_ids[int(np.flatnonzero(alone)[0])]
-            messages.append(f"job '{job}' cannot meet its SLO even alone on its fastest type")
+            jobs = [arrays.job_ids[m] for m in np.flatnonzero(alone)]
+            messages.append(f"{len(jobs)} job(s) cannot meet their SLO even alone on their fastest type: "
+                            f"{', '.join(jobs[:5])}{' ...' if len(jobs) > 5 else ''}")
         else:
-            messages.append("the SLO throughput floors together exceed the cluster's capacity")
+            messages.append(slo_shortfall(arrays, options))
     return PolicyAnswer(outcome, outcome.objective, messages=messages)
+
+
+def slo_shortfall(arrays: AllocationArrays, options: LpOptions) -> str:
+    """Why SLOs that each fit alone do not fit together: an elastic LP lets every type's worker
+    row exceed its count by a slack and minimizes the total slack — the fewest GPUs (GPU-hours
+    per hour) short, per type — and its floor rows' duals name the jobs that need them."""
+    import scipy.sparse as sp
+
+    from fleetplan.models.allocation.policies import build_space
+    from fleetplan.models.linear import INF, LinearProgram
+    from fleetplan.solvers import highs as highs_runner
+
+    floor = np.where(np.isfinite(arrays.slo_seconds), arrays.steps_left / arrays.slo_seconds, 0.0)
+    space = build_space(arrays)
+    jobs = np.flatnonzero(floor > 0)
+    n_x, n_types = space.n_cols, space.n_types
+    matrix = sp.vstack([
+        sp.hstack([space.time, sp.csr_matrix((space.n_jobs, n_types))]),
+        sp.hstack([space.workers, -sp.identity(n_types)]),
+        sp.hstack([space.measured[jobs], sp.csr_matrix((len(jobs), n_types))]),
+    ], format="csr")
+    lp = LinearProgram(
+        cost=np.concatenate([np.zeros(n_x), np.ones(n_types)]), matrix=matrix,
+        row_lower=np.concatenate([np.full(space.n_jobs + n_types, -INF), floor[jobs]]),
+        row_upper=np.concatenate([np.ones(space.n_jobs), space.num_workers, np.full(len(jobs), INF)]),
+        col_lower=np.zeros(n_x + n_types), col_upper=np.concatenate([space.column_upper(), np.full(n_types, INF)]),
+        sense="min")
+    outcome = highs_runner.solve_lp(lp, time_limit=options.deadline.remaining(options.reserve),
+                                    threads=options.threads, seed=options.seed, algorithm="simplex")
+    if outcome.values is None:
+        return "the SLO throughput floors together exceed the cluster's capacity"
+    slack = outcome.values[n_x:]
+    short = [f"{name} by {value:.4g} GPUs ({value:.4g} GPU-hours per hour)"
+             for name, value in zip(arrays.worker_types, slack, strict=True) if value > 1e-7]
+    involved: list[str] = []
+    if outcome.row_duals is not None:
+        binding = np.abs(outcome.row_duals[space.n_jobs + n_types:]) > 1e-9
+        involved = [arrays.job_ids[m] for m in jobs[binding]]
+    who = (f"; the SLOs that need them: {', '.join(involved[:8])}{' ...' if len(involved) > 8 else ''} "
+           f"({len(involved)} jobs)") if involved else ""
+    return f"the SLOs fit alone but not together: capacity short of {', '.join(short) or 'no type'}{who}"
 
 
 def drive_finish_time_fairness(arrays, options, n_total, method="dinkelbach") -> PolicyAnswer:

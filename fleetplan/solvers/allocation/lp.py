@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -82,6 +82,11 @@ class SpecOutcome:
     objective: float | None = None  # the LP's own optimum (t for max_min before refinement)
     log: list[str] = field(default_factory=list)
     stats: dict[str, float] = field(default_factory=dict)
+    # Dual prices of the (first, unrefined) LP in its objective's units, max sense: per worker
+    # of each type (capacity rows) and per job with a throughput floor (per unit of throughput,
+    # 0 elsewhere). None where the method gives none (Pyomo, OR-Tools, Charnes-Cooper forms).
+    capacity_prices: np.ndarray | None = None
+    floor_prices: np.ndarray | None = None
 
 
 def load_backend(backend: str) -> None:
@@ -212,7 +217,9 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
             stats = {"lp_jobs": float(len(work_arrays.job_ids)), **result.stats}
             stats.update(build_s=0.0, solve_s=result.stats.get("separable_s", 0.0))
             objective = result.level / scale if spec.form == "max_min" else result.level
-            return SpecOutcome(status="optimal", matrix=matrix, objective=objective, log=pre_log, stats=stats)
+            prices = None if result.prices is None else np.asarray(result.prices, dtype=float) / scale
+            return SpecOutcome(status="optimal", matrix=matrix, objective=objective, log=pre_log, stats=stats,
+                               capacity_prices=prices)
         if result.status == "time_limit":
             return SpecOutcome(status="time_limit", log=pre_log, stats=result.stats)
         pre_log.append("separable method: falling back to the full LP" if result.status != "optimal" else
@@ -224,6 +231,7 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
     stats = {"lp_columns": float(space.n_cols), "lp_jobs": float(space.n_jobs),
              "space_s": time.perf_counter() - started, **pair_stats}
     outcome, values, lp = _run(space, work_spec, options)
+    capacity_prices, floor_prices = _lp_prices(outcome, space, work_spec, scale, inverse, multiplicity)
     log = pre_log + list(outcome.log)
     build_s, solve_s = outcome.build_s + stats["space_s"], outcome.solve_s
     level = outcome.objective
@@ -268,7 +276,36 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
     pair_jobs, pair_matrix = _expand_pairs(space, pair_values) if has_pairs else (
         np.zeros((0, 2), dtype=int), np.zeros((0, space.n_types)))
     return SpecOutcome(status=outcome.status, matrix=matrix, pair_jobs=pair_jobs, pair_matrix=pair_matrix,
-                       objective=level_unscaled, log=log, stats=stats)
+                       objective=level_unscaled, log=log, stats=stats, capacity_prices=capacity_prices,
+                       floor_prices=floor_prices)
+
+
+def _lp_prices(outcome: Any, space: Any, spec: PolicySpec, scale: float, inverse: np.ndarray | None,
+               multiplicity: np.ndarray | None) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The first LP's duals of its capacity rows and floor rows, per worker and per job, in the
+    policy objective's units (a max-min level was scaled by ``scale``). A class of identical
+    jobs has one floor row whose dual is the sum of its members'; each member gets its share."""
+    duals = getattr(outcome, "row_duals", None)
+    if duals is None or outcome.status != "optimal" or outcome.values is None:
+        return None, None
+    n_jobs, n_types = space.n_jobs, space.n_types
+    first = 2 * n_jobs if spec.form == "max_min" else n_jobs
+    floors_first = first + n_types
+    if spec.form == "charnes_cooper":
+        # y = s X: a unit more of a row's right-hand side in X-space is s units in y-space.
+        scale = 1.0 / max(float(outcome.values[space.n_cols]), 1e-300)
+        floors_first += 1  # the cost row sits between the capacity and the floor rows
+    capacity = np.maximum(duals[first: first + n_types], 0.0) / scale
+    floor = None
+    if spec.floor is not None and np.any(spec.floor > 0):
+        jobs = np.flatnonzero(spec.floor > 0)
+        per_class = np.zeros(n_jobs)
+        # A >= row's dual is <= 0 in the max sense: its magnitude is what the floor costs.
+        per_class[jobs] = np.maximum(-duals[floors_first: floors_first + len(jobs)], 0.0) / scale
+        if multiplicity is not None:
+            per_class = per_class / np.asarray(multiplicity, dtype=float)
+        floor = per_class if inverse is None else per_class[inverse]
+    return capacity, floor
 
 
 def _separable_applies(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions, has_pairs: bool) -> bool:

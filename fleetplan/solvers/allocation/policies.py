@@ -189,9 +189,43 @@ def solve_policy(instance: AllocationInstance, driver, *, aware: bool, policy: s
                                       pair_matrix=outcome.pair_matrix)
     # An agnostic model optimizes time shares, not the judge's score: its value is no bound.
     exact_claim = aware and np.isfinite(model_objective)
-    return SolveResult(status=status, plan=plan, objective=float(model_objective) if exact_claim else None,
-                       bound=float(bound) if aware and np.isfinite(bound) else None, log=outcome.log,
-                       message=f"{policy}: {outcome.status}", stats=stats)
+    result = SolveResult(status=status, plan=plan, objective=float(model_objective) if exact_claim else None,
+                         bound=float(bound) if aware and np.isfinite(bound) else None, log=outcome.log,
+                         message=f"{policy}: {outcome.status}", stats=stats)
+    if aware and partitions == 1 and outcome.status == "optimal":
+        result.duals = policy_duals(policy, outcome, arrays)
+        result.duals_source = "lp" if result.duals else ""
+    return result
+
+
+# Per policy whose LP objective is the judge's (or a known function of it): the gain in the
+# judge's objective, better direction, from the LP's dual price ``price`` at its level ``level``.
+# Min-makespan maximizes t = 1/makespan: a unit more capacity shortens the makespan by price/t^2.
+_PRICE_IN_JUDGE_UNITS = {
+    "max_min_fairness": lambda price, level: price,
+    "max_min_fairness_unweighted": lambda price, level: price,
+    "max_throughput": lambda price, level: price,
+    "fifo": lambda price, level: price,
+    "min_cost": lambda price, level: price,
+    "min_cost_slo": lambda price, level: price,
+    "min_makespan": lambda price, level: price / level**2 if level else float("nan"),
+}
+
+
+def policy_duals(policy: str, outcome: SpecOutcome, arrays: AllocationArrays) -> dict[str, dict[str, float]]:
+    """The capacity and SLO-floor prices of an optimal LP, in the judge's objective units
+    (empty for policies whose LP objective is not the judge's: finish-time fairness's
+    iterations, shortest-job-first's ordering LP)."""
+    convert = _PRICE_IN_JUDGE_UNITS.get(policy)
+    if convert is None or outcome.capacity_prices is None:
+        return {}
+    level = outcome.objective or 0.0
+    duals = {"workers": {name: float(convert(price, level)) for name, price in
+                         zip(arrays.worker_types, outcome.capacity_prices, strict=True)}}
+    if outcome.floor_prices is not None and policy == "min_cost_slo":
+        duals["slo"] = {arrays.job_ids[m]: float(convert(outcome.floor_prices[m], level))
+                        for m in np.flatnonzero(outcome.floor_prices > 0)}
+    return duals
 
 
 BASELINE_MEANING = ("agnostic model: runnable (throughput 1 on the types a job can run on, normalized by "

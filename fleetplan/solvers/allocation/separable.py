@@ -101,8 +101,9 @@ class SeparableResult:
     all_bottlenecked: bool = False
     log: list[str] = field(default_factory=list)
     stats: dict[str, float] = field(default_factory=dict)
-    # max-min: the certificate's duals, the capacity prices (>= 0) and each job's score-row dual
-    # (>= 0; for a fixed job the marginal cost of its need), in the max sense.
+    # The certificate's duals, in the max sense: the capacity prices (>= 0, per worker of each
+    # type; max-min and linear forms) and, max-min only, each job's score-row dual (>= 0; for a
+    # fixed job the marginal cost of its need).
     prices: np.ndarray | None = None
     score_duals: np.ndarray | None = None
 
@@ -496,7 +497,7 @@ def linear(P: np.ndarray, mult: np.ndarray, scale: np.ndarray, W: np.ndarray, *,
         sticky[fixed_jobs[wrong]] = True
     stats["separable_s"] = time.perf_counter() - started
     log.append(f"separable: certified optimal in {rounds} round(s), {int(free.sum())} of {n} jobs in the reduced LP")
-    return SeparableResult("optimal", matrix, float((P * matrix).sum()), False, log, stats)
+    return SeparableResult("optimal", matrix, float((P * matrix).sum()), False, log, stats, lam)
 
 
 def _linear_reduced(P, usage, free, choice, W, deadline, threads, seed):

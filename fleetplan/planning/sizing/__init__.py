@@ -1,0 +1,228 @@
+"""Sizing, the inverse problem: the cheapest capacity to add so that service targets hold.
+
+``size(instance, targets, buy, budget=None, ...)`` adds purchase variables to the kind's own
+model (GPUs per type for ``allocation``, GPU-hours per region and type for ``placement``,
+servers per type and datacenter for ``reservation``, machines per cluster for ``binpack``),
+minimizes their cost subject to the targets, and solves it exactly with HiGHS (a MIP whose LP
+relaxation gives the bound). The sized instance — the same kind, capacity added — is then
+checked by the forward solver and the judge: sizing never judges itself.
+
+Each kind's model lives in its own module (:mod:`.allocation`, :mod:`.placement`,
+:mod:`.reservation`, :mod:`.binpack`); this module holds what they share: the purchase
+options, the result object and the dispatcher.
+
+>>> import fleetplan
+>>> from fleetplan.planning import size
+>>> instance = fleetplan.load_instance("examples/allocation-gavel-4.1.json")
+>>> result = size(instance, ["min_time_share>=1"], ["v100=3", "k80=1"])
+>>> result.status, result.additions, result.cost
+('optimal', {'v100': 0, 'k80': 1}, 1.0)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleetplan.errors import InstanceError
+from fleetplan.planning.targets import Target, parse_targets
+
+# Statuses, as for solvers (DESIGN.md): optimal (the cost is proven minimal and the sized
+# instance meets every target under the policy named), feasible (a purchase that meets them,
+# not proven cheapest: `bound` and `gap` say how far it may be), time_limit (the clock ran out;
+# the best purchase so far), infeasible (no purchase within the limits can meet them: the message
+# names the target and what limits it), error.
+SIZING_STATUSES = ("optimal", "feasible", "time_limit", "infeasible", "error")
+
+
+@dataclass(frozen=True)
+class Purchase:
+    """``--buy NAME[=PRICE[:MAX]]``: what may be bought, at what unit price, how many at most
+    (None: the kind's default price and a limit no target can need more than)."""
+
+    name: str
+    price: float | None = None
+    maximum: float | None = None
+
+    def __str__(self) -> str:
+        price = "" if self.price is None else f"={self.price:g}"
+        cap = "" if self.maximum is None else f"{'' if price else '='}:{self.maximum:g}"
+        return f"{self.name}{price}{cap}"
+
+
+def parse_purchase(text: str | Purchase) -> Purchase:
+    """``"h100=3.5:64"`` -> Purchase("h100", 3.5, 64); ``"h100"``, ``"h100=3.5"``, ``"h100=:64"``."""
+    if isinstance(text, Purchase):
+        return text
+    if not isinstance(text, str) or not text.strip() or len(text) > 300:
+        raise InstanceError("--buy", f"{str(text)[:60]!r}: expected NAME[=PRICE[:MAX]]")
+    name, _, rest = text.partition("=")
+    price_text, _, max_text = rest.partition(":")
+    name = name.strip()
+    if not name:
+        raise InstanceError("--buy", f"'{text}': the name is missing (NAME[=PRICE[:MAX]])")
+
+    def number(raw: str, what: str, allow_zero: bool) -> float | None:
+        if not raw.strip():
+            return None
+        try:
+            value = float(raw)
+        except ValueError:
+            raise InstanceError("--buy", f"'{text}': {what} '{raw[:30]}' is not a number") from None
+        if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+            raise InstanceError("--buy", f"'{text}': {what} must be a {'non-negative' if allow_zero else 'positive'} "
+                                         "finite number")
+        return value
+
+    return Purchase(name, number(price_text, "the price", allow_zero=False),
+                    number(max_text, "the maximum", allow_zero=True))
+
+
+@dataclass
+class SizingResult:
+    """What :func:`size` returns (the same fields for every kind).
+
+    ``additions`` maps each purchasable item to the units bought (GPUs, GPU-hours, servers,
+    machines); ``cost`` is their price; ``bound`` a proven lower bound on the cheapest purchase
+    that meets the targets, ``gap`` the relative distance. ``sized_instance`` is the instance
+    with the capacity added; ``plan`` its plan under ``policy`` (the forward solver's, judged),
+    and ``metrics`` that plan's evaluation metrics; ``checks`` says per target whether it holds.
+    """
+
+    status: str
+    kind: str
+    targets: list[Target]
+    additions: dict[str, float] = field(default_factory=dict)
+    cost: float | None = None
+    bound: float | None = None
+    gap: float | None = None
+    sized_instance: Any = None
+    plan: Any = None
+    policy: str | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    checks: dict[str, bool] = field(default_factory=dict)
+    message: str = ""
+    log: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+    stats: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def success(self) -> bool:
+        return self.status in ("optimal", "feasible", "time_limit") and self.sized_instance is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        def number(value: float | None) -> float | None:
+            return value if value is not None and math.isfinite(value) else None
+
+        return {
+            "kind": self.kind, "status": self.status, "targets": [str(t) for t in self.targets],
+            "additions": self.additions, "cost": number(self.cost), "bound": number(self.bound),
+            "gap": number(self.gap), "policy": self.policy, "checks": self.checks,
+            "metrics": {name: number(value) for name, value in self.metrics.items()},
+            "message": self.message, "log": self.log, "wall_s": self.wall_s, "stats": self.stats,
+        }
+
+
+def relative_gap(cost: float | None, bound: float | None) -> float | None:
+    if cost is None or bound is None:
+        return None
+    if cost <= 1e-12:
+        return 0.0
+    return max(cost - bound, 0.0) / cost
+
+
+def size(instance: Any, targets: Sequence[str | Target], buy: Sequence[str | Purchase], *,
+         budget: float | None = None, policy: str | None = None, time_limit: float | None = None,
+         threads: int = 1, seed: int = 0, **options: Any) -> SizingResult:
+    """The cheapest capacity to add to ``instance`` so that every target holds.
+
+    Parameters
+    ----------
+    instance : an instance (or a dict in the instance file's layout)
+    targets : ``"METRIC>=VALUE"`` strings (or :class:`Target`); :data:`~fleetplan.planning.targets.TARGETABLE`
+        lists each kind's metrics
+    buy : ``"NAME[=PRICE[:MAX]]"`` strings (or :class:`Purchase`): what may be bought. Names are
+        GPU types (allocation), ``REGION/GPU_TYPE`` (placement), ``DATACENTER/SERVER_TYPE`` or
+        ``SERVER_TYPE`` (reservation), cluster ids (binpack)
+    budget : the most the purchase may cost (None: no limit)
+    policy : the forward solver that must meet the targets on the sized instance (the kind's
+        default solver when None)
+    time_limit : seconds for the whole sizing, checks included
+    **options : the kind's sizing options (see each kind's module)
+
+    Returns a :class:`SizingResult`.
+    """
+    from fleetplan.instances import instance_from_data
+    from fleetplan.solvers.base import check_time_limit
+
+    started = time.perf_counter()
+    if isinstance(instance, dict):
+        instance = instance_from_data(instance, "instance")
+    parsed = [t if isinstance(t, Target) else None for t in targets]
+    if any(t is None for t in parsed):
+        parsed = parse_targets([str(t) for t in targets], instance.kind)
+    purchases = [parse_purchase(item) for item in buy]
+    if not purchases:
+        raise InstanceError("--buy", "name at least one thing that may be bought (--buy NAME[=PRICE[:MAX]])")
+    names = [p.name for p in purchases]
+    if len(set(names)) != len(names):
+        raise InstanceError("--buy", f"'{next(n for n in names if names.count(n) > 1)}' is named twice")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float))
+                               or not math.isfinite(budget) or budget < 0):
+        raise InstanceError("--budget", f"{budget!r}: must be a non-negative finite number")
+    time_limit = check_time_limit(time_limit)
+    sizer = _sizer(instance.kind)
+    result = sizer(instance, parsed, purchases, budget=budget, policy=policy, time_limit=time_limit,
+                   threads=threads, seed=seed, started=started, **options)
+    result.wall_s = time.perf_counter() - started
+    return result
+
+
+def _sizer(kind: str) -> Any:
+    if kind == "allocation":
+        from fleetplan.planning.sizing.allocation import size_allocation
+
+        return size_allocation
+    if kind == "placement":
+        from fleetplan.planning.sizing.placement import size_placement
+
+        return size_placement
+    if kind == "reservation":
+        from fleetplan.planning.sizing.reservation import size_reservation
+
+        return size_reservation
+    if kind == "binpack":
+        from fleetplan.planning.sizing.binpack import size_binpack
+
+        return size_binpack
+    raise InstanceError("kind", f"no sizing for kind '{kind}'")
+
+
+def time_left(limit: float | None, started: float) -> float | None:
+    """Seconds left of ``limit`` since ``started`` (at least 0.01), or None without a limit."""
+    if limit is None:
+        return None
+    return max(limit - (time.perf_counter() - started), 0.01)
+
+
+def check_targets(targets: Sequence[Target], metrics: dict[str, float]) -> dict[str, bool]:
+    """Per target (as text), whether ``metrics`` meet it."""
+    return {str(target): target.holds(metrics) for target in targets}
+
+
+def describe_misses(targets: Sequence[Target], metrics: dict[str, float]) -> str:
+    """``"min_time_share 0.47 < 0.5"`` for each missed target, joined."""
+    missed = []
+    for target in targets:
+        if not target.holds(metrics):
+            measured = metrics.get(target.metric)
+            shown = "missing" if measured is None else f"{measured:.6g}"
+            missed.append(f"{target.metric} {shown} {'<' if target.op == '>=' else '>'} {target.value:g}")
+    return ", ".join(missed)
+
+
+__all__ = ["Purchase", "SizingResult", "SIZING_STATUSES", "check_targets", "describe_misses",
+           "parse_purchase", "relative_gap", "size", "time_left"]

@@ -1,0 +1,127 @@
+"""Service targets: ``METRIC>=VALUE`` or ``METRIC<=VALUE`` over a kind's service metrics.
+
+The metrics are the judges' (``evaluate(instance, plan).metrics``), in absolute units that mean
+the same on any instance (docs/metrics.md). A target names one metric, the direction a planner
+wants it to move and the value; :func:`parse_target` checks it against what each kind can be
+sized for (:data:`TARGETABLE`).
+
+>>> target = parse_target("min_time_share>=0.5", "allocation")
+>>> target.metric, target.op, target.value
+('min_time_share', '>=', 0.5)
+>>> target.holds({"min_time_share": 0.5})
+True
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from fleetplan.errors import InstanceError
+
+Op = Literal[">=", "<="]
+
+# Per kind: the metrics a target may name, the one direction that makes sense for each, and what
+# the target asks (for messages and docs).
+TARGETABLE: dict[str, dict[str, tuple[Op, str]]] = {
+    "allocation": {
+        "min_time_share": (">=", "every job holds GPUs at least this fraction of the time"),
+        "min_throughput_vs_fastest": (">=", "every job runs at least this multiple of its speed alone on its "
+                                            "fastest GPU type"),
+        "min_speedup_over_isolated": (">=", "every job gets at least this multiple of its isolated 1/n share "
+                                            "(relative to the sized cluster)"),
+        "slo_missed_jobs": ("<=", "jobs whose SLO is missed (only 0 can be sized for)"),
+        "makespan_s": ("<=", "every job finishes its steps within this many seconds"),
+        "total_throughput": (">=", "the sum of every job's effective throughput (steps/s)"),
+    },
+    "placement": {
+        "hp_demand_supply_max": ("<=", "the largest high-priority GPU demand/supply ratio of a region"),
+        "hp_gpu_hours_unserved": ("<=", "high-priority GPU-hours above supply, summed over regions and types"),
+        "storage_over_capacity_bytes": ("<=", "bytes stored above capacity, summed over regions"),
+    },
+    "reservation": {
+        "shortfall_rru": ("<=", "RRU by which reservations fall short of their request under their guarantee"),
+    },
+    "binpack": {
+        "unplaced_workloads": ("<=", "pending workloads that do not place (only 0 can be sized for)"),
+        "preempted_jobs": ("<=", "running jobs preempted to place them (only 0 can be sized for)"),
+    },
+}
+
+# A measured value within this (relative, and absolute for values near 0) of the target meets it:
+# LP solutions are feasible only to about 1e-7.
+TOLERANCE = 1e-6
+
+_PATTERN = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(>=|<=|=>|=<|>|<|=)\s*(.+?)\s*$")
+
+
+@dataclass(frozen=True)
+class Target:
+    """``metric op value``: what a plan's evaluation must show."""
+
+    metric: str
+    op: Op
+    value: float
+
+    def __str__(self) -> str:
+        return f"{self.metric}{self.op}{self.value:g}"
+
+    def holds(self, metrics: dict[str, float]) -> bool:
+        """Whether ``metrics`` (an evaluation's) meet the target, to :data:`TOLERANCE`."""
+        measured = metrics.get(self.metric)
+        if measured is None or not math.isfinite(measured):
+            return False
+        slack = TOLERANCE * max(1.0, abs(self.value))
+        return measured >= self.value - slack if self.op == ">=" else measured <= self.value + slack
+
+    def shortfall(self, metrics: dict[str, float]) -> float:
+        """How far ``metrics`` are from the target in the metric's units (0 when met)."""
+        measured = metrics.get(self.metric, math.nan)
+        if not math.isfinite(measured):
+            return math.inf
+        gap = self.value - measured if self.op == ">=" else measured - self.value
+        return max(gap, 0.0)
+
+
+def parse_target(text: str, kind: str) -> Target:
+    """``"min_time_share>=0.5"`` -> :class:`Target`, checked against the kind's metrics."""
+    known = TARGETABLE.get(kind)
+    if known is None:
+        raise InstanceError("--target", f"no sizing targets for kind '{kind}'")
+    match = _PATTERN.match(text) if len(text) < 200 else None
+    if match is None:
+        raise InstanceError("--target", f"'{text[:60]}': expected METRIC>=VALUE or METRIC<=VALUE "
+                                        f"(metrics of {kind}: {', '.join(known)})")
+    metric, op, raw = match.groups()
+    if metric not in known:
+        close = [name for name in known if metric in name or name in metric]
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise InstanceError("--target", f"unknown metric '{metric}' for {kind} (known: {', '.join(known)}){hint}")
+    wanted, meaning = known[metric]
+    op = {"=>": ">=", "=<": "<=", ">": ">=", "<": "<="}.get(op, op)
+    if op != wanted:
+        raise InstanceError("--target", f"'{text}': {metric} is sized from one side only: {metric}{wanted}VALUE "
+                                        f"({meaning})")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InstanceError("--target", f"'{text}': '{raw[:30]}' is not a number") from None
+    if not math.isfinite(value):
+        raise InstanceError("--target", f"'{text}': the value must be finite")
+    return Target(metric, op, value)  # type: ignore[arg-type]
+
+
+def parse_targets(texts: list[str], kind: str) -> list[Target]:
+    """Every ``--target``; at least one, no metric twice."""
+    if not texts:
+        raise InstanceError("--target", f"give at least one target (metrics of {kind}: "
+                                        f"{', '.join(TARGETABLE.get(kind, {}))})")
+    targets = [parse_target(text, kind) for text in texts]
+    seen: set[str] = set()
+    for target in targets:
+        if target.metric in seen:
+            raise InstanceError("--target", f"{target.metric} is targeted twice")
+        seen.add(target.metric)
+    return targets
