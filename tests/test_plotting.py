@@ -10,7 +10,7 @@ import pytest
 
 import fleetplan
 from fleetplan.instances import InstanceError, generate, load_instance
-from fleetplan.plotting import (
+from fleetplan.plotting.plans import (
     MAX_JOB_LABELS,
     figure_summary,
     plot_allocation,

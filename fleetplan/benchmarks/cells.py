@@ -82,6 +82,10 @@ class Cell:
     order: int = 0
     plan_dir: str | None = field(default=None, compare=False)
     sim_module: str | None = None  # a simulation cell: the simulator's module (see .simcells)
+    # A cell on a given instance instead of a generated one (``fleetplan whatif``): the
+    # instance file's JSON text, changed by ``params`` (field path -> value; see
+    # fleetplan.planning.whatif.apply_changes) before solving.
+    instance_data: str | None = field(default=None, repr=False)
 
     @property
     def key(self) -> tuple[str, str, str, str, str]:
@@ -214,7 +218,7 @@ def run_cell(cell: Cell, preload: bool = True) -> dict[str, Any]:
         return run_sim_cell(cell, probe, preload)
     row = base_row(cell)
     try:
-        instance = generate(cell.kind, cell.params, seed=cell.seed)
+        instance = _cell_instance(cell)
         from fleetplan.solvers import solve  # the registry loads in the child, not for --help
 
         if preload:
@@ -236,11 +240,24 @@ def run_cell(cell: Cell, preload: bool = True) -> dict[str, Any]:
         # The solver's own measurements (e.g. model-build and solve seconds), kept as JSON.
         # cpu_s: the solve's CPU seconds (all threads), beside wall_s for a machine that is shared.
         stats=json.dumps({k: _number(v) for k, v in sorted({**result.stats, "cpu_s": cpu_s}.items())}),
+        metrics=json.dumps({k: _number(v) for k, v in sorted(evaluation.metrics.items())})
+        if evaluation is not None else "",
     )
     _with_memory(row, probe)
     if cell.plan_dir and result.plan is not None:
         save(result.plan, plan_file(cell.plan_dir, cell))
     return row
+
+
+def _cell_instance(cell: Cell) -> Any:
+    """The cell's instance: generated from its parameters, or its own instance data changed
+    by its parameters (a what-if point)."""
+    if cell.instance_data is None:
+        return generate(cell.kind, cell.params, seed=cell.seed)
+    from fleetplan.instances import instance_from_data
+    from fleetplan.instances.paths import apply_changes
+
+    return instance_from_data(apply_changes(json.loads(cell.instance_data), cell.params), cell.instance)
 
 
 def run_sim_cell(cell: Cell, probe: MemoryProbe, preload: bool) -> dict[str, Any]:

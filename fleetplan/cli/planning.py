@@ -50,6 +50,57 @@ def add_arguments(subparsers: Any) -> None:
     size.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     size.set_defaults(handler=handle_size)
 
+    whatif = subparsers.add_parser(
+        "whatif", help="sweep fields of your own instance and tabulate the metrics",
+        description="Solve your instance once per point of a grid of field values (--vary FIELD=START:STOP:STEP, "
+                    "or FIELD=a,b,c; FIELD*=... multiplies the field's current value) and write DIR/whatif.csv, "
+                    "DIR/whatif.parquet and DIR/whatif.png (one panel per metric). Runs on the bench executors; "
+                    "--resume finishes an interrupted sweep.",
+        epilog="Fields are paths into the instance file: worker_types.h100.count, regions.r1.gpu_supply.h100, "
+               "jobs.*.steps_left* (every job's steps scaled), reservations.web.capacity_rru.")
+    whatif.add_argument("file", metavar="INSTANCE")
+    whatif.add_argument("--vary", action="append", default=[], metavar="FIELD=START:STOP:STEP",
+                        help="a field and its values (repeatable: the grid is every combination)")
+    whatif.add_argument("--solver", default=None, help="the solver (default: the kind's default)")
+    whatif.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", help="a solver option")
+    whatif.add_argument("--metrics", default=None, metavar="m1,m2",
+                        help="the metrics to tabulate and draw (default: the kind's service metrics)")
+    whatif.add_argument("--time-limit", type=positive_seconds, default=60.0, metavar="S", help="seconds per point")
+    whatif.add_argument("--seed", type=SEED, default=0)
+    whatif.add_argument("--threads", type=THREADS, default=1)
+    whatif.add_argument("-o", "--output", required=True, metavar="DIR", help="the results folder (new)")
+    whatif.add_argument("--resume", action="store_true", help="finish an interrupted sweep in DIR")
+    whatif.add_argument("--executor", choices=("local", "dask"), default="local")
+    whatif.add_argument("--workers", type=_workers, default=1, metavar="N", help="local: points solved at once")
+    whatif.add_argument("--address", default=None, metavar="tls://HOST:8786", help="dask: the scheduler")
+    whatif.add_argument("--tls-ca-file", default=None, metavar="F")
+    whatif.add_argument("--tls-cert", default=None, metavar="F")
+    whatif.add_argument("--tls-key", default=None, metavar="F")
+    whatif.add_argument("--insecure", action="store_true", help="dask: allow plain tcp:// beyond loopback")
+    whatif.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    whatif.set_defaults(handler=handle_whatif)
+
+    compare = subparsers.add_parser(
+        "compare", help="put plans side by side, metric by metric",
+        description="Judge each plan against its instance and show them side by side: one row per metric "
+                    "(service metrics first), one column per plan, the change against the first plan and "
+                    "whether it is better, with units. -o writes the table (.csv) or a picture (.png/.svg/.pdf).")
+    compare.add_argument("plans", nargs="+", metavar="PLAN", help="plan files (the first is the reference)")
+    compare.add_argument("--instance", action="append", default=[], metavar="INSTANCE",
+                         help="the instance of the plans (once), or of each plan in order (once per plan)")
+    compare.add_argument("--metrics", default=None, metavar="m1,m2",
+                         help="the metrics to show (default: all, service metrics first)")
+    compare.add_argument("-o", "--output", default=None, metavar="FILE.csv|FILE.png",
+                         help="write the table as CSV, or draw it")
+    compare.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    compare.set_defaults(handler=handle_compare)
+
+
+def _workers(text: str) -> int:
+    from fleetplan.cli.common import bounded_int
+
+    return bounded_int(1, 256)(text)
+
 
 def _non_negative(text: str) -> float:
     import math
@@ -148,3 +199,131 @@ def render_sizing(console: Any, result: Any) -> None:
         console.print(table)
     for line in result.log[-5:]:
         console.print(line, style="dim", markup=False)
+
+
+def handle_compare(args: argparse.Namespace) -> int:
+    """``fleetplan compare``."""
+    import fleetplan
+    from fleetplan.cli.common import CommandError, check_output_path, print_json, stdout
+    from fleetplan.instances.outputs import check_figure_path
+    from fleetplan.planning.compare import compare
+
+    if len(args.instance) not in (1, len(args.plans)):
+        raise CommandError(f"--instance: give one instance for every plan, or one per plan "
+                           f"({len(args.plans)} plans, {len(args.instance)} instances)")
+    inputs = [*args.plans, *args.instance]
+    check_output_path(args.output, inputs=inputs)
+    suffix = (args.output or "").lower().rsplit(".", 1)[-1] if args.output else None
+    if suffix is not None and suffix != "csv":
+        check_figure_path(args.output, "-o")
+    instances = [fleetplan.load_instance(path) for path in args.instance]
+    labels = _labels(args.plans)
+    plans = {}
+    for index, (label, path) in enumerate(zip(labels, args.plans, strict=True)):
+        plans[label] = (instances[0] if len(instances) == 1 else instances[index], fleetplan.load_plan(path))
+    metrics = None
+    if args.metrics:
+        metrics = [name.strip() for name in args.metrics.split(",") if name.strip()]
+    table = compare(plans, metrics)
+    if args.metrics:
+        unknown = [row["metric"] for row in table.rows if all(v is None for v in row["values"])]
+        if unknown:
+            raise CommandError(f"--metrics: no plan has {', '.join(unknown)}")
+    if args.output and suffix == "csv":
+        import pandas as pd
+
+        from fleetplan.instances.tables import write_table
+
+        write_table(pd.DataFrame(table.to_records()), args.output, "csv")
+    elif args.output:
+        from fleetplan.plotting.planning import plot_comparison
+
+        plot_comparison(table, args.output)
+    if args.json:
+        print_json({"kind": table.kind, "columns": table.columns, "rows": table.rows, "output": args.output})
+        return 0
+    render_comparison(stdout, table)
+    if args.output:
+        stdout.print(f"wrote {args.output}", markup=False)
+    return 0
+
+
+def _labels(paths: list[str]) -> list[str]:
+    """Each plan's column heading: its file name, made unique."""
+    from pathlib import Path
+
+    labels: list[str] = []
+    for path in paths:
+        label = Path(path).stem or path
+        while label in labels:
+            label = f"{label}'"
+        labels.append(label)
+    return labels
+
+
+def render_comparison(console: Any, table: Any) -> None:
+    from rich.table import Table
+
+    from fleetplan.cli.render import fmt_measure
+
+    view = Table(title=f"{table.kind} plans compared with {table.columns[0]}", header_style="bold")
+    view.add_column("metric", overflow="fold")
+    view.add_column("unit")
+    for label in table.columns:
+        view.add_column(label, justify="right", overflow="fold")
+    for label in table.columns[1:]:
+        view.add_column(f"change ({label})", justify="right")
+    for row in table.rows:
+        cells = [fmt_measure(row["metric"], value) for value in row["values"]]
+        for change, word in zip(row["changes"], row["verdicts"], strict=True):
+            text = "-" if change is None else ("same" if word == "same" else fmt_measure(row["metric"], change))
+            if word in ("better", "worse"):
+                text = f"{'+' if change > 0 else ''}{text} [{'green' if word == 'better' else 'red'}]{word}[/]"
+            cells.append(text)
+        view.add_row(row["metric"], row["unit"], *cells)
+    console.print(view)
+
+
+def handle_whatif(args: argparse.Namespace) -> int:
+    """``fleetplan whatif``."""
+    from fleetplan.benchmarks.executors import DaskSecurity, dask_security
+    from fleetplan.cli.common import CommandError, parse_assignments, print_json, stdout
+    from fleetplan.planning.whatif import whatif
+
+    options = parse_assignments(args.option, "--option")
+    metrics = [name.strip() for name in args.metrics.split(",") if name.strip()] if args.metrics else None
+    tls = DaskSecurity(args.tls_ca_file, args.tls_cert, args.tls_key)
+    if args.executor == "dask":
+        if not args.address:
+            raise CommandError("--address: the dask executor needs the scheduler's address")
+        dask_security(args.address, tls, insecure=args.insecure)
+    elif args.address or args.insecure or any((args.tls_ca_file, args.tls_cert, args.tls_key)):
+        raise CommandError("--address, --tls-* and --insecure go with --executor dask")
+    result = whatif(args.file, args.vary, args.output, solver=args.solver, options=options, metrics=metrics,
+                    time_limit=args.time_limit, seed=args.seed, threads=args.threads, executor=args.executor,
+                    workers=args.workers, address=args.address, tls=tls, insecure=args.insecure,
+                    resume=args.resume, progress=None if args.json else "auto")
+    if args.json:
+        print_json({"rows": result.rows, "varied": result.varied, "metrics": result.metrics,
+                    "failed": result.failed, "files": result.files})
+    else:
+        render_sweep(stdout, result)
+        for path in result.files:
+            stdout.print(f"wrote {path}", markup=False)
+    return 0 if result.failed < len(result.rows) else 1
+
+
+def render_sweep(console: Any, result: Any) -> None:
+    from rich.table import Table
+
+    from fleetplan.cli.render import fmt_measure
+
+    table = Table(title=f"what if: {', '.join(result.varied)}", header_style="bold")
+    for name in [*result.varied, "status", *result.metrics]:
+        table.add_column(name, justify="right", overflow="fold")
+    for row in result.rows:
+        table.add_row(*[str(row.get(name)) for name in result.varied], str(row.get("status")),
+                      *[fmt_measure(name, row.get(name), 4) for name in result.metrics])
+    console.print(table)
+    if result.failed:
+        console.print(f"{result.failed} point(s) without a plan (see results.csv)", markup=False)

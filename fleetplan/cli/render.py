@@ -58,9 +58,20 @@ def fmt_measure(name: str, value: float | None, digits: int = 6) -> str:
         return fmt_bytes(value)
     if name.endswith("_s") or "seconds" in name:
         return fmt_seconds(value)
-    if name.endswith(("_rate", "_share")) and 0 <= value <= 1:
+    if _is_fraction(name):
         return f"{100 * value:.2f}%"
     return fmt(value, digits)
+
+
+def _is_fraction(name: str) -> bool:
+    """A metric shown as a percentage: by its unit in the glossary (or a ``*_rate`` /
+    ``*_share`` name), never by its value — 1.0957 and 0.6794 of one metric print alike."""
+    from fleetplan.instances.glossary import describe
+
+    entry = describe(name)
+    if entry is not None:
+        return entry.unit == "fraction"
+    return name.endswith(("_rate", "_share"))
 
 
 # --- verdicts ---------------------------------------------------------------------------

@@ -1,0 +1,116 @@
+"""Field paths into an instance file's data: ``worker_types.h100.count``.
+
+A path is dot-separated keys from the file's top level. Inside a list, an element is named by
+its ``id`` or ``name`` (``regions.r3.storage_capacity_bytes``), by its position (``jobs.0``), or
+by ``*`` for every element (``jobs.*.steps_left``). Mapping keys are themselves
+(``regions.r1.gpu_supply.h100``).
+
+A change is ``path -> value`` (the leaf becomes ``value``) or ``path*`` -> factor (the leaf, or
+every leaf ``*`` reaches, is multiplied by the factor: "every job's steps scaled by 1.5").
+Changes apply to a copy of the data; the caller validates the result as an instance.
+
+>>> data = {"worker_types": [{"name": "v100", "count": 2}], "jobs": [{"id": "a", "steps_left": 10.0}]}
+>>> apply_changes(data, {"worker_types.v100.count": 5, "jobs.*.steps_left*": 1.5})["jobs"][0]["steps_left"]
+15.0
+>>> data["worker_types"][0]["count"]  # the original is untouched
+2
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+from typing import Any
+
+from fleetplan.errors import InstanceError
+
+SCALE_SUFFIX = "*"
+_KEYS = ("id", "name")
+
+
+def _element(items: list[Any], part: str, path: str) -> list[int]:
+    if part == "*":
+        return list(range(len(items)))
+    for key in _KEYS:
+        found = [i for i, item in enumerate(items) if isinstance(item, dict) and item.get(key) == part]
+        if found:
+            return found[:1]
+    if part.isdigit() and int(part) < len(items):
+        return [int(part)]
+    names = [str(item.get(key)) for item in items if isinstance(item, dict) for key in _KEYS if key in item]
+    close = difflib.get_close_matches(part, names, n=3)
+    hint = f" (close: {', '.join(close)})" if close else (f" (e.g. {', '.join(names[:3])})" if names else "")
+    raise InstanceError(path, f"no element '{part}' in this list{hint}")
+
+
+def _walk(node: Any, parts: list[str], path: str, done: str = "") -> Iterator[tuple[Any, Any]]:
+    """Yield (container, key) of every leaf ``parts`` reaches from ``node``."""
+    part, rest = parts[0], parts[1:]
+    here = f"{done}.{part}" if done else part
+    if isinstance(node, list):
+        keys: list[Any] = _element(node, part, path)
+    elif isinstance(node, dict):
+        if part not in node:
+            close = difflib.get_close_matches(part, [str(k) for k in node], n=3)
+            hint = f"; close names: {', '.join(close)}" if close else f"; names here: {', '.join(map(str, list(node)[:12]))}"
+            raise InstanceError(path, f"unknown field '{here}'{hint}")
+        keys = [part]
+    else:
+        raise InstanceError(path, f"'{done}' is a value, not a list or an object")
+    for key in keys:
+        if rest:
+            yield from _walk(node[key], rest, path, here)
+        else:
+            yield node, key
+
+
+def split_change(path: str) -> tuple[list[str], bool]:
+    """``"jobs.*.steps_left*"`` -> (["jobs", "*", "steps_left"], True)."""
+    scale = path.endswith(SCALE_SUFFIX) and not path.endswith(".*")
+    text = path[:-1] if scale else path
+    parts = [part for part in text.split(".")]
+    if not text or any(not part for part in parts):
+        raise InstanceError(path, "expected a dotted path such as worker_types.h100.count")
+    return parts, scale
+
+
+def leaves(data: Any, path: str) -> list[Any]:
+    """The current values a path reaches (checks the path; raises naming close names)."""
+    parts, _ = split_change(path)
+    found = [container[key] for container, key in _walk(data, parts, path)]
+    for value in found:
+        if isinstance(value, (dict, list)):
+            raise InstanceError(path, "names a list or an object: give a path to a number")
+    return found
+
+
+def apply_changes(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``data`` with ``changes`` (path -> value, or ``path*`` -> factor) made. Only
+    the lists and objects on a changed path are copied (a million untouched jobs are shared,
+    not copied); ``data`` itself is never modified."""
+    changed = data
+    for path, value in changes.items():
+        parts, scale = split_change(path)
+        list(_walk(changed, parts, path))  # check the path before copying anything
+        changed = _changed(changed, parts, path, value, scale)
+    return changed
+
+
+def _changed(node: Any, parts: list[str], path: str, value: Any, scale: bool) -> Any:
+    part, rest = parts[0], parts[1:]
+    copied = list(node) if isinstance(node, list) else dict(node)
+    keys = _element(node, part, path) if isinstance(node, list) else [part]
+    for key in keys:
+        if rest:
+            copied[key] = _changed(node[key], rest, path, value, scale)
+        elif scale:
+            current = node[key]
+            if current is None:  # a field left out (a job without steps) has nothing to scale
+                continue
+            if isinstance(current, bool) or not isinstance(current, (int, float)):
+                raise InstanceError(path, f"cannot scale a {type(current).__name__}")
+            scaled = current * value
+            copied[key] = int(round(scaled)) if isinstance(current, int) and float(scaled).is_integer() else scaled
+        else:
+            copied[key] = value
+    return copied

@@ -1,0 +1,122 @@
+"""Plans side by side: one row per metric, one column per plan, the change against the first
+plan and whether it is better (the glossary's direction), with units.
+
+>>> import fleetplan
+>>> instance = fleetplan.load_instance("examples/allocation-gavel-4.1.json")
+>>> aware = fleetplan.solve(instance, "max-min-fairness")
+>>> agnostic = fleetplan.solve(instance, "max-min-fairness-agnostic")
+>>> table = compare({"aware": (instance, aware.plan), "agnostic": (instance, agnostic.plan)})
+>>> row = table.row("min_time_share")
+>>> row["unit"], row["better"]
+('fraction', 'higher')
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleetplan.errors import InstanceError
+from fleetplan.instances.glossary import describe
+
+# A change smaller than this (relative) is "same".
+SAME = 1e-9
+
+
+@dataclass
+class Comparison:
+    """The table ``compare`` builds: ``columns`` are the plans' labels; each row holds the
+    metric, its unit and better direction, one value per plan, and per later plan the change
+    against the first and its verdict (better / worse / same / None)."""
+
+    kind: str
+    columns: list[str]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def row(self, metric: str) -> dict[str, Any]:
+        for row in self.rows:
+            if row["metric"] == metric:
+                return row
+        raise KeyError(metric)
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """One flat record per metric (for CSV): values and changes as columns."""
+        records = []
+        for row in self.rows:
+            record = {"metric": row["metric"], "unit": row["unit"], "better": row["better"] or ""}
+            for label, value in zip(self.columns, row["values"], strict=True):
+                record[label] = value
+            for label, change, verdict in zip(self.columns[1:], row["changes"], row["verdicts"], strict=True):
+                record[f"change {label}"] = change
+                record[f"verdict {label}"] = verdict or ""
+            records.append(record)
+        return records
+
+
+def verdict(before: float | None, after: float | None, better: str | None) -> tuple[float | None, str | None]:
+    """The change ``after - before`` and whether it is better, worse or the same."""
+    if before is None or after is None or not (math.isfinite(before) and math.isfinite(after)):
+        return None, None
+    change = after - before
+    if abs(change) <= SAME * max(1.0, abs(before)):
+        return 0.0, "same"
+    if better is None:
+        return change, None
+    return change, "better" if (change > 0) == (better == "higher") else "worse"
+
+
+def compare(plans: dict[str, tuple[Any, Any]], metrics: list[str] | None = None) -> Comparison:
+    """Judge each ``label -> (instance, plan)`` and put the verdicts side by side.
+
+    ``metrics`` (None: the service metrics first, then every other metric the plans share).
+    Plans of different kinds are refused.
+    """
+    from fleetplan.instances import evaluate
+
+    if len(plans) < 1:
+        raise InstanceError("PLAN", "give at least one plan")
+    kinds = {plan.kind for _, plan in plans.values()}
+    if len(kinds) > 1:
+        raise InstanceError("PLAN", f"plans of different kinds cannot be compared ({', '.join(sorted(kinds))})")
+    for label, (instance, plan) in plans.items():
+        if instance.kind != plan.kind:
+            raise InstanceError("--instance", f"{label}: a {plan.kind} plan needs a {plan.kind} instance, "
+                                              f"not {instance.kind}")
+    verdicts = {label: evaluate(instance, plan) for label, (instance, plan) in plans.items()}
+    kind = next(iter(kinds))
+    columns = list(verdicts)
+    names = metrics or _default_metrics(list(verdicts.values()))
+    table = Comparison(kind=kind, columns=columns)
+    for name in names:
+        values = [_value(verdicts[label], name) for label in columns]
+        entry = describe(name)
+        better = entry.better if entry else None
+        if name == "objective":
+            better = "lower" if verdicts[columns[0]].sense == "min" else "higher"
+        changes, verdicts_row = [], []
+        for value in values[1:]:
+            change, word = verdict(values[0], value, better)
+            changes.append(change)
+            verdicts_row.append(word)
+        table.rows.append({"metric": name, "unit": entry.unit if entry else "", "better": better,
+                           "meaning": entry.meaning if entry else "", "values": values, "changes": changes,
+                           "verdicts": verdicts_row})
+    return table
+
+
+def _value(evaluation: Any, name: str) -> float | None:
+    if name == "objective":
+        return evaluation.objective
+    if name == "violations":
+        return float(len(evaluation.violations))
+    value = evaluation.metrics.get(name)
+    return None if value is None else float(value)
+
+
+def _default_metrics(verdicts: list[Any]) -> list[str]:
+    """Service metrics (absolute, in the glossary) first, then the objective, then the rest."""
+    shared = [name for name in verdicts[0].metrics if all(name in v.metrics for v in verdicts[1:])]
+    absolute = [name for name in shared if (entry := describe(name)) and not entry.relative]
+    relative = [name for name in shared if name not in absolute]
+    return absolute + ["objective", "violations"] + relative

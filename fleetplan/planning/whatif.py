@@ -1,0 +1,296 @@
+"""What-if sweeps over the planner's own instance: one solve per point of a grid of field values.
+
+``--vary FIELD=START:STOP:STEP`` (or ``FIELD=a,b,c``; ``FIELD*=...`` multiplies the field's
+current value by each factor) names a path into the instance file (:mod:`fleetplan.instances.paths`:
+``worker_types.h100.count``, ``regions.r1.gpu_supply.h100``, ``jobs.*.steps_left*``,
+``reservations.web.capacity_rru``). Every path is checked against the instance before any point
+runs. Each point is a cell of the benchmark harness (the instance data and the point's changes),
+so the sweep runs on the same executors as ``fleetplan bench`` — local processes or a Dask
+cluster — and an interrupted sweep resumes without redoing finished points.
+
+The folder holds ``results.csv`` (the harness's rows), ``whatif.csv`` and ``whatif.parquet``
+(one row per point: the varied values, status, objective and the chosen metrics) and
+``whatif.png`` (one panel per metric against the first varied field).
+
+>>> grid = parse_vary("worker_types.v100.count=1:3:1")
+>>> grid.path, grid.values
+('worker_types.v100.count', [1, 2, 3])
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fleetplan.errors import InstanceError
+
+# Grids larger than this are refused (a typo in STEP should not start a million solves).
+MAX_POINTS = 10_000
+WHATIF_GROUP = "whatif"
+TABLE_FILE = "whatif.csv"
+PARQUET_FILE = "whatif.parquet"
+PLOT_FILE = "whatif.png"
+INSTANCE_FILE = "instance.json"
+
+
+@dataclass(frozen=True)
+class Vary:
+    """One ``--vary``: the field path (``*`` appended when the values are factors) and values."""
+
+    path: str
+    values: list[Any]
+
+    @property
+    def label(self) -> str:
+        return self.path
+
+
+def _number(text: str, where: str) -> int | float:
+    text = text.strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        raise InstanceError("--vary", f"{where}: '{text[:30]}' is not a number") from None
+    if not math.isfinite(value):
+        raise InstanceError("--vary", f"{where}: values must be finite")
+    return value
+
+
+def parse_vary(text: str) -> Vary:
+    """``"worker_types.h100.count=0:64:8"`` (START:STOP:STEP, STOP included) or ``"...=a,b,c"``."""
+    if not isinstance(text, str) or "=" not in text or len(text) > 2000:
+        raise InstanceError("--vary", f"{str(text)[:60]!r}: expected FIELD=START:STOP:STEP or FIELD=a,b,c")
+    path, _, spec = text.partition("=")
+    path = path.strip()
+    if not path:
+        raise InstanceError("--vary", f"'{text[:60]}': the field path is missing")
+    if ":" in spec:
+        pieces = spec.split(":")
+        if len(pieces) != 3:
+            raise InstanceError("--vary", f"'{text[:60]}': a range is START:STOP:STEP")
+        start, stop, step = (_number(piece, text[:60]) for piece in pieces)
+        if step <= 0:
+            raise InstanceError("--vary", f"'{text[:60]}': STEP must be positive")
+        if stop < start:
+            raise InstanceError("--vary", f"'{text[:60]}': STOP must not be below START")
+        count = int(math.floor((stop - start) / step + 1e-9)) + 1
+        if count > MAX_POINTS:
+            raise InstanceError("--vary", f"'{text[:60]}': {count} values (at most {MAX_POINTS})")
+        integral = all(isinstance(v, int) for v in (start, stop, step))
+        values = [start + i * step if integral else round(start + i * step, 12) for i in range(count)]
+    else:
+        values = [_number(piece, text[:60]) for piece in spec.split(",") if piece.strip()]
+        if not values:
+            raise InstanceError("--vary", f"'{text[:60]}': no values")
+    return Vary(path, values)
+
+
+@dataclass
+class WhatIfResult:
+    """The sweep's table (one dict per point) and where it was written."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    varied: list[str] = field(default_factory=list)
+    metrics: list[str] = field(default_factory=list)
+    failed: int = 0
+    files: list[str] = field(default_factory=list)
+
+
+def points(varies: Sequence[Vary]) -> list[dict[str, Any]]:
+    """The grid: every combination of the varied values, first field slowest."""
+    total = math.prod(len(vary.values) for vary in varies)
+    if total > MAX_POINTS:
+        raise InstanceError("--vary", f"the grid has {total} points (at most {MAX_POINTS})")
+    return [dict(zip([v.path for v in varies], combo, strict=True))
+            for combo in itertools.product(*[v.values for v in varies])]
+
+
+def check_paths(data: dict[str, Any], varies: Sequence[Vary]) -> None:
+    """Every path reaches a number of the instance (else one error naming close names)."""
+    from fleetplan.instances.paths import leaves
+
+    seen = set()
+    for vary in varies:
+        if vary.path in seen:
+            raise InstanceError("--vary", f"{vary.path} is varied twice")
+        seen.add(vary.path)
+        for value in leaves(data, vary.path):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise InstanceError("--vary", f"{vary.path} names a {type(value).__name__}, not a number")
+
+
+def point_label(point: dict[str, Any]) -> str:
+    return ",".join(f"{path}={value}" for path, value in point.items())
+
+
+def whatif(instance_path: str | Path, varies: Sequence[str | Vary], out: str | Path, *, solver: str | None = None,
+           options: dict[str, Any] | None = None, metrics: Sequence[str] | None = None,
+           time_limit: float = 60.0, seed: int = 0, threads: int = 1, executor: str = "local", workers: int = 1,
+           address: Any = None, tls: Any = None, insecure: bool = False, resume: bool = False,
+           progress: Any = "auto", plot: bool = True) -> WhatIfResult:
+    """Solve the instance at ``instance_path`` once per grid point and tabulate the metrics.
+
+    Parameters
+    ----------
+    instance_path : the planner's instance file
+    varies : ``FIELD=START:STOP:STEP`` strings (or :class:`Vary`)
+    out : the results folder (new, or the folder of an interrupted sweep with ``resume=True``)
+    solver, options : the solver and its options (the kind's default solver when None)
+    metrics : the metrics to tabulate and draw (default: the kind's service metrics)
+    time_limit : seconds per point
+    executor, workers, address, tls, insecure : as ``fleetplan bench`` (local processes or Dask)
+    resume : finish an interrupted sweep in ``out`` without redoing finished points
+    """
+    from fleetplan.benchmarks import executors
+    from fleetplan.benchmarks.cells import Cell
+    from fleetplan.benchmarks.results import ResultsWriter, read_results
+    from fleetplan.benchmarks.sweep import SweepProgress
+    from fleetplan.instances import instance_from_data, read_json_file
+    from fleetplan.instances.outputs import atomic_write_text, check_output_folder
+    from fleetplan.instances.paths import apply_changes
+    from fleetplan.solvers import get_solver
+
+    data = read_json_file(instance_path)
+    instance = instance_from_data(data, str(instance_path))
+    parsed = [v if isinstance(v, Vary) else parse_vary(v) for v in varies]
+    if not parsed:
+        raise InstanceError("--vary", "give at least one --vary FIELD=START:STOP:STEP")
+    check_paths(data, parsed)
+    spec = get_solver(instance.kind, solver)
+    options = spec.check_options(dict(options or {}))
+    grid = points(parsed)
+    # The grid's corners are checked as instances before anything runs (an impossible range
+    # fails at once); a point inside that is invalid ends as its own failed row.
+    for point in {0: grid[0], len(grid) - 1: grid[-1]}.values():
+        instance_from_data(apply_changes(data, point), f"the point {point_label(point)}")
+    folder = Path(out)
+    if resume:
+        if not (folder / "results.csv").exists():
+            raise InstanceError("--resume", f"{folder} holds no interrupted sweep (no results.csv)")
+        _check_same_sweep(folder, data, parsed, spec.name, options)
+    else:
+        check_output_folder(folder, [instance_path], flag="-o")
+        folder.mkdir(exist_ok=True)
+    text = json.dumps(data, separators=(",", ":"))
+    cells = [Cell(suite="whatif", group=WHATIF_GROUP, kind=instance.kind, instance=point_label(point),
+                  params=point, seed=seed, solver=spec.name, label=spec.name, options=options, repeat=0,
+                  time_limit=time_limit, threads=threads, order=index, instance_data=text)
+             for index, point in enumerate(grid)]
+    atomic_write_text(folder / INSTANCE_FILE, json.dumps(
+        {"instance": str(instance_path), "vary": [{"path": v.path, "values": v.values} for v in parsed],
+         "solver": spec.name, "options": options, "data": data}, indent=None) + "\n")
+    with ResultsWriter(folder, resume=resume) as writer:
+        done = writer.done_keys
+        todo = [cell for cell in cells if cell.key not in done]
+        stream = None if progress is None else progress
+        if stream == "auto":
+            import sys
+
+            stream = sys.stderr
+        display = SweepProgress(len(cells), len(cells) - len(todo), stream=stream)
+        with display:
+            def on_row(cell: Any, row: dict[str, Any]) -> None:
+                writer.append(row)
+                display.finish(cell, row)
+
+            if executor == "local":
+                executors.run_local(todo, on_row, workers=workers, on_start=display.start)
+            else:
+                client = executors.connect_dask(address, tls, insecure=insecure) if isinstance(address, str) else address
+                try:
+                    executors.run_dask(todo, on_row, client=client, on_start=display.start)
+                finally:
+                    if isinstance(address, str):
+                        client.close()
+    rows = read_results(folder)
+    return tabulate(folder, rows, grid, parsed, metrics, instance.kind, plot=plot)
+
+
+def _check_same_sweep(folder: Path, data: dict[str, Any], varies: Sequence[Vary], solver: str,
+                      options: dict[str, Any]) -> None:
+    """``--resume`` finishes the same sweep: the same instance data, fields, solver and options."""
+    try:
+        saved = json.loads((folder / INSTANCE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise InstanceError("--resume", f"{folder / INSTANCE_FILE} is missing or unreadable: not a whatif "
+                                        "folder") from None
+    same = (saved.get("data") == data and saved.get("solver") == solver and saved.get("options") == options
+            and [v["path"] for v in saved.get("vary", [])] == [v.path for v in varies])
+    if not same:
+        raise InstanceError("--resume", f"{folder} holds another sweep (instance, fields, solver or options "
+                                        "differ): resume it with its own arguments, or choose another folder")
+
+
+def default_metrics(kind: str) -> list[str]:
+    from fleetplan.planning.targets import TARGETABLE
+
+    extra = {"allocation": ["median_time_share", "starved_jobs"], "placement": ["bytes_moved"],
+             "reservation": ["servers_moved"], "binpack": ["gpus_idle"]}
+    return [*TARGETABLE[kind], *extra.get(kind, [])]
+
+
+def tabulate(folder: Path, rows: list[dict[str, Any]], grid: list[dict[str, Any]], varies: Sequence[Vary],
+             metrics: Sequence[str] | None, kind: str, plot: bool = True) -> WhatIfResult:
+    """One row per point (in grid order): varied values, status, objective, metrics; written as
+    CSV and Parquet, and drawn."""
+    import pandas as pd
+
+    from fleetplan.instances.glossary import describe
+    from fleetplan.instances.tables import write_table
+
+    by_label = {row["instance"]: row for row in rows if row["group"] == WHATIF_GROUP}
+    wanted = list(metrics) if metrics else default_metrics(kind)
+    table, failed = [], 0
+    for point in grid:
+        row = by_label.get(point_label(point))
+        record: dict[str, Any] = dict(point)
+        if row is None:
+            record.update(status="missing")
+            failed += 1
+            table.append(record)
+            continue
+        values = json.loads(row.get("metrics") or "{}")
+        record.update(status=row["status"], objective=_float(row.get("objective")), wall_s=_float(row.get("wall_s")))
+        record.update({name: _float(values.get(name)) for name in wanted})
+        if row["status"] not in ("optimal", "feasible", "time_limit"):
+            failed += 1
+            record["message"] = row.get("message", "")
+        table.append(record)
+    if not metrics:  # the defaults a kind's instance does not have (no SLOs, no steps) are dropped
+        wanted = [name for name in wanted if any(record.get(name) is not None for record in table)]
+        for record in table:
+            for name in list(record):
+                if name not in wanted and name in default_metrics(kind):
+                    del record[name]
+    frame = pd.DataFrame(table)
+    result = WhatIfResult(rows=table, varied=[v.path for v in varies], metrics=wanted, failed=failed)
+    result.files.append(str(write_table(frame, folder / TABLE_FILE, "csv")))
+    try:
+        result.files.append(str(write_table(frame, folder / PARQUET_FILE, "parquet")))
+    except ImportError:  # pragma: no cover - pyarrow is a dependency
+        pass
+    if plot:
+        from fleetplan.plotting.planning import plot_sweep
+
+        units = {name: (entry.unit if (entry := describe(name)) else "") for name in wanted}
+        plot_sweep(table, result.varied, wanted, units, folder / PLOT_FILE,
+                   title=f"what if: {', '.join(result.varied)} ({kind})")
+        result.files.append(str(folder / PLOT_FILE))
+    return result
+
+
+def _float(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None

@@ -1,0 +1,92 @@
+"""The planner's pictures: plans compared metric by metric, and a what-if sweep's metrics
+against the varied value (one panel per metric, units on the axes).
+
+>>> from fleetplan.planning.compare import Comparison
+>>> table = Comparison("allocation", ["a", "b"], [{"metric": "min_time_share", "unit": "fraction",
+...     "better": "higher", "meaning": "", "values": [0.4, 0.5], "changes": [0.1], "verdicts": ["better"]}])
+>>> figure = plot_comparison(table)
+>>> len(figure.axes)
+1
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from fleetplan.instances.outputs import save_figure
+
+# At most this many metrics get a panel (the first ones: service metrics lead the table).
+MAX_PANELS = 12
+COLOURS = ("#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#bbbbbb")
+
+
+def _figure(panels: int, columns: int, width: float, height: float) -> tuple[Any, list[Any]]:
+    from matplotlib.figure import Figure
+
+    rows = max(1, math.ceil(panels / columns))
+    figure = Figure(figsize=(width * min(columns, panels), height * rows), layout="constrained")
+    axes = [figure.add_subplot(rows, min(columns, panels), index + 1) for index in range(panels)]
+    return figure, axes
+
+
+def plot_comparison(table: Any, path: str | os.PathLike[str] | None = None) -> Any:
+    """One small bar panel per metric (plans as bars, the better direction in the title)."""
+    drawable = [row for row in table.rows if any(_finite(v) for v in row["values"])]
+    # Metrics on which the plans differ first: a panel of equal bars says little.
+    differ = [row for row in drawable if any(word not in (None, "same") for word in row["verdicts"])
+              or (row["changes"] and any(change not in (None, 0.0) for change in row["changes"]))]
+    rows = (differ + [row for row in drawable if row not in differ])[:MAX_PANELS]
+    figure, axes = _figure(len(rows), 3, 3.6, 2.4)
+    for ax, row in zip(axes, rows, strict=True):
+        values = [0.0 if v is None or not math.isfinite(v) else v for v in row["values"]]
+        ax.barh(range(len(values)), values, color=[COLOURS[i % len(COLOURS)] for i in range(len(values))])
+        ax.set_yticks(range(len(values)), table.columns, fontsize=8)
+        ax.invert_yaxis()
+        arrow = {"higher": " (higher is better)", "lower": " (lower is better)"}.get(row["better"], "")
+        ax.set_title(f"{row['metric']}{arrow}", fontsize=8)
+        ax.set_xlabel(row["unit"] or "value", fontsize=8)
+        ax.tick_params(axis="x", labelsize=7)
+        for index, (value, raw) in enumerate(zip(values, row["values"], strict=True)):
+            ax.text(value, index, f" {raw:.4g}" if raw is not None else " -", va="center", fontsize=7)
+        ax.margins(x=0.25)
+        if min(values) >= 0:
+            ax.set_xlim(left=0, right=max(max(values) * 1.3, 1e-9))
+    figure.suptitle(f"{table.kind} plans compared (first: {table.columns[0]})", fontsize=10)
+    if path is not None:
+        save_figure(figure, path, dpi=120)
+    return figure
+
+
+def plot_sweep(rows: Sequence[dict[str, Any]], varied: Sequence[str], metrics: Sequence[str],
+               units: dict[str, str], path: str | os.PathLike[str] | None = None, title: str = "") -> Any:
+    """One panel per metric against the first varied field (one line per value of a second)."""
+    figure, axes = _figure(len(metrics), 2, 4.6, 3.0)
+    x_name = varied[0]
+    series_name = varied[1] if len(varied) > 1 else None
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(row.get(series_name) if series_name else None, []).append(row)
+    for ax, metric in zip(axes, metrics, strict=True):
+        for index, (key, members) in enumerate(sorted(groups.items(), key=lambda item: (not _finite(item[0]), item[0] if _finite(item[0]) else str(item[0])))):
+            members = sorted(members, key=lambda row: row[x_name])
+            xs = [row[x_name] for row in members if _finite(row.get(metric))]
+            ys = [row[metric] for row in members if _finite(row.get(metric))]
+            label = None if series_name is None else f"{series_name} = {key}"
+            ax.plot(xs, ys, marker="o", markersize=3, color=COLOURS[index % len(COLOURS)], label=label)
+        ax.set_xlabel(x_name, fontsize=8)
+        ax.set_ylabel(f"{metric} ({units.get(metric) or 'value'})", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+        if series_name:
+            ax.legend(fontsize=7)
+    figure.suptitle(title or f"what if: {', '.join(varied)}", fontsize=10)
+    if path is not None:
+        save_figure(figure, path, dpi=120)
+    return figure
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)

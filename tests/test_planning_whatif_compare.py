@@ -1,0 +1,129 @@
+"""fleetplan whatif and compare: sweeps over one's own instance (resumable, same table as an
+uninterrupted run) and plans side by side."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import EXAMPLES
+
+import fleetplan
+from fleetplan.cli.app import main
+from fleetplan.errors import InstanceError
+from fleetplan.instances.paths import apply_changes, leaves
+from fleetplan.planning.compare import compare
+from fleetplan.planning.whatif import parse_vary, whatif
+
+ALLOCATION = str(EXAMPLES / "allocation-64-jobs.json")
+PLACEMENT = str(EXAMPLES / "placement-small.json")
+
+
+def test_paths_reach_named_elements_and_scale_every_job():
+    data = json.loads(open(ALLOCATION).read())
+    assert leaves(data, "worker_types.v100.count") == [16]
+    heavier = apply_changes(data, {"jobs.*.weight*": 2})
+    assert [job["weight"] for job in heavier["jobs"]] == [2 * job["weight"] for job in data["jobs"]]
+    with pytest.raises(InstanceError, match="close: v100"):
+        leaves(data, "worker_types.v10.count")
+    with pytest.raises(InstanceError, match="unknown field 'worker_typs'"):
+        leaves(data, "worker_typs.v100.count")
+
+
+@pytest.mark.parametrize("text,message", [
+    ("worker_types.v100.count", "expected FIELD"), ("x=1:0:1", "STOP"), ("x=0:5:0", "STEP"),
+    ("x=0:1e9:1", "at most"), ("x=a,b", "not a number"),
+])
+def test_bad_vary_is_one_error(text, message):
+    with pytest.raises(InstanceError, match=message):
+        parse_vary(text)
+
+
+def test_whatif_table_and_plot(tmp_path):
+    out = tmp_path / "sweep"
+    result = whatif(ALLOCATION, ["worker_types.v100.count=8:24:8"], out, progress=None)
+    assert [row["worker_types.v100.count"] for row in result.rows] == [8, 16, 24]
+    assert all(row["status"] == "optimal" for row in result.rows)
+    totals = [row["total_throughput"] for row in result.rows]
+    assert totals == sorted(totals) and totals[0] < totals[-1]
+    # the point at the instance's own count equals a plain solve of it
+    plain = fleetplan.solve(fleetplan.load_instance(ALLOCATION)).evaluation.metrics
+    assert result.rows[1]["total_throughput"] == pytest.approx(plain["total_throughput"], rel=1e-9)
+    assert {"whatif.csv", "whatif.parquet", "whatif.png", "results.csv"} <= set(os.listdir(out))
+
+
+def test_whatif_unknown_field_is_exit_2_before_any_point(tmp_path, capsys):
+    out = tmp_path / "sweep"
+    assert main(["whatif", ALLOCATION, "--vary", "worker_types.h100.count=1:2:1", "-o", str(out)]) == 2
+    assert "h100" in capsys.readouterr().err and not out.exists()
+
+
+def test_whatif_resumes_with_the_same_table_as_an_uninterrupted_run(tmp_path):
+    whole = tmp_path / "whole"
+    main(["whatif", ALLOCATION, "--vary", "worker_types.k80.count=4:40:4", "-o", str(whole), "--json"])
+    part = tmp_path / "part"
+    child = subprocess.Popen([sys.executable, "-m", "fleetplan", "whatif", ALLOCATION, "--vary",
+                              "worker_types.k80.count=4:40:4", "-o", str(part), "--json"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    results = part / "results.csv"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # stop it once some but not all points are in
+        if results.exists() and 2 <= len(results.read_text().splitlines()) - 1 < 10:
+            break
+        time.sleep(0.02)
+    child.send_signal(signal.SIGINT)
+    child.wait(timeout=60)
+    done_before = len(results.read_text().splitlines()) - 1
+    assert 0 < done_before < 10
+    assert main(["whatif", ALLOCATION, "--vary", "worker_types.k80.count=4:40:4", "-o", str(part), "--resume",
+                 "--json"]) == 0
+
+    def table(folder):
+        with open(folder / "whatif.csv") as stream:
+            return [{k: v for k, v in row.items() if k != "wall_s"} for row in csv.DictReader(stream)]
+
+    assert table(part) == table(whole)
+
+
+def test_whatif_resume_of_another_sweep_is_refused(tmp_path, capsys):
+    out = tmp_path / "sweep"
+    main(["whatif", ALLOCATION, "--vary", "worker_types.k80.count=8,16", "-o", str(out), "--json"])
+    capsys.readouterr()
+    assert main(["whatif", ALLOCATION, "--vary", "worker_types.v100.count=8,16", "-o", str(out), "--resume"]) == 2
+    assert "another sweep" in capsys.readouterr().err
+
+
+def test_compare_of_a_plan_with_itself_shows_no_change(tmp_path):
+    instance = fleetplan.load_instance(ALLOCATION)
+    plan = fleetplan.solve(instance).plan
+    table = compare({"a": (instance, plan), "b": (instance, plan)})
+    assert all(row["verdicts"] == ["same"] or row["verdicts"] == [None] for row in table.rows)
+    assert all(row["changes"] in ([0.0], [None]) for row in table.rows)
+
+
+def test_compare_says_which_is_better_with_units(tmp_path, capsys):
+    instance = fleetplan.load_instance(ALLOCATION)
+    for name in ("max-min-fairness", "max-throughput"):
+        fleetplan.save(fleetplan.solve(instance, name).plan, tmp_path / f"{name}.json")
+    csv_out = tmp_path / "table.csv"
+    assert main(["compare", str(tmp_path / "max-min-fairness.json"), str(tmp_path / "max-throughput.json"),
+                 "--instance", ALLOCATION, "-o", str(csv_out)]) == 0
+    rows = {row["metric"]: row for row in csv.DictReader(open(csv_out))}
+    assert rows["total_throughput"]["verdict max-throughput"] == "better"
+    assert rows["total_throughput"]["unit"] == "steps/s"
+    png = tmp_path / "table.png"
+    assert main(["compare", str(tmp_path / "max-min-fairness.json"), str(tmp_path / "max-throughput.json"),
+                 "--instance", ALLOCATION, "-o", str(png)]) == 0
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_compare_refuses_plans_of_different_kinds(tmp_path, capsys):
+    fleetplan.save(fleetplan.solve(fleetplan.load_instance(ALLOCATION)).plan, tmp_path / "a.json")
+    fleetplan.save(fleetplan.solve(fleetplan.load_instance(PLACEMENT), "keep").plan, tmp_path / "p.json")
+    assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "p.json"),
+                 "--instance", ALLOCATION, "--instance", PLACEMENT]) == 2
+    assert "different kinds" in capsys.readouterr().err
