@@ -119,6 +119,14 @@ def cmd_solve(args: argparse.Namespace) -> int:
     with progress_display(f"solving with {spec.name}", not args.json) as update:
         result = fleetplan.solve(instance, spec.name, time_limit=time_left(args.time_limit, reserve),
                                  seed=args.seed, threads=args.threads, progress=update, **options)
+    if args.binding and result.success and not result.duals:
+        if instance.kind != "allocation":
+            raise CommandError("--binding: re-solve estimates are offered for allocation instances")
+        from fleetplan.planning.binding import estimate_duals
+
+        with working("estimating what binds (re-solving with one GPU more and fewer)", not args.json):
+            result.duals, result.duals_source = estimate_duals(
+                instance, spec.name, time_limit=args.time_limit, seed=args.seed, threads=args.threads, **options)
     # Exit code and files agree: a plan file is written exactly when the exit code says "a plan".
     written = bool(args.output) and result.success
     if written:
@@ -315,6 +323,9 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                        help="a solver option (repeatable)")
     solve.add_argument("-o", "--output", default=None, help="plan file to write")
+    solve.add_argument("--binding", action="store_true",
+                       help="allocation: where the solver gives no LP duals, estimate what binds by "
+                            "re-solving with one GPU of each type more and fewer")
 
     evaluate = add("evaluate", "judge a plan against its instance")
     evaluate.add_argument("file", help="the instance")

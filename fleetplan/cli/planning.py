@@ -44,6 +44,10 @@ def add_arguments(subparsers: Any) -> None:
     size.add_argument("--seed", type=SEED, default=0)
     size.add_argument("--targets", dest="list_targets", default=None, metavar="KIND",
                       help="list the metrics a KIND can be sized for, and exit")
+    size.add_argument("--with-plan", default=None, metavar="PLAN.json",
+                      help="placement: the plan to hold fixed while sizing (default: today's placement)")
+    size.add_argument("--replan", action="store_true",
+                      help="placement: re-place with the hill climb first, then size for that placement")
     size.add_argument("-o", "--output", default=None, metavar="SIZED.json", help="write the sized instance")
     size.add_argument("--plan", default=None, metavar="PLAN.json",
                       help="write the sized instance's plan (the policy's, judged)")
@@ -124,15 +128,25 @@ def handle_size(args: argparse.Namespace) -> int:
         return _list_targets(args)
     if args.file is None:
         raise CommandError("size: give the INSTANCE to size (or --targets KIND to list the metrics)")
-    check_output_path(args.output, inputs=[args.file])
-    check_output_path(args.plan, inputs=[args.file], flag="--plan")
+    check_output_path(args.output, inputs=[args.file, args.with_plan])
+    check_output_path(args.plan, inputs=[args.file, args.with_plan], flag="--plan")
     if args.output and args.plan and args.output == args.plan:
         raise CommandError("-o and --plan name the same file")
     with working(f"loading {args.file}", not args.json):
         instance = fleetplan.load_instance(args.file)
+    options: dict[str, Any] = {}
+    if args.with_plan or args.replan:
+        if instance.kind != "placement":
+            raise CommandError("--with-plan and --replan size a placement instance (this is "
+                               f"{instance.kind})")
+        if args.with_plan and args.replan:
+            raise CommandError("--with-plan holds a plan fixed; --replan makes a new one: give one of them")
+        if args.with_plan:
+            options["plan"] = fleetplan.load_plan(args.with_plan)
+        options["replan"] = args.replan
     with working(f"sizing {instance.kind} '{instance.name}'", not args.json):
         result = size(instance, args.target, args.buy, budget=args.budget, policy=args.policy,
-                      time_limit=args.time_limit, threads=args.threads, seed=args.seed)
+                      time_limit=args.time_limit, threads=args.threads, seed=args.seed, **options)
     if result.success:
         if args.output:
             fleetplan.save(result.sized_instance, args.output)
@@ -180,13 +194,16 @@ def render_sizing(console: Any, result: Any) -> None:
     from fleetplan.cli.render import fmt, fmt_measure
 
     console.print(f"[bold]{result.status}[/]: {result.message}" if result.message else f"[bold]{result.status}[/]")
-    if result.additions:
+    bought = {name: units for name, units in result.additions.items() if units}
+    if bought:
         table = Table(title="purchase", header_style="bold")
         table.add_column("buy")
         table.add_column("units", justify="right")
-        for name, units in result.additions.items():
+        for name, units in bought.items():
             table.add_row(name, fmt(units))
         console.print(table)
+    elif result.success:
+        console.print("nothing to buy: the instance meets the targets as it is", markup=False)
     console.print(f"cost {fmt(result.cost)}   bound {fmt(result.bound)}   gap "
                   f"{'-' if result.gap is None else f'{100 * result.gap:.3g}%'}   ({result.wall_s:.2f} s)", markup=False)
     if result.checks:

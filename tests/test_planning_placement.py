@@ -1,0 +1,81 @@
+"""Sizing a placement instance (GPU-hours and storage with the placement fixed) and re-solve
+estimates of what binds, checked by hand and by the judge."""
+
+import pytest
+from conftest import EXAMPLES
+
+import fleetplan
+from fleetplan.cli.app import main
+from fleetplan.errors import InstanceError
+from fleetplan.instances.placement.evaluate import evaluate
+from fleetplan.planning import size
+from fleetplan.planning.binding import estimate_duals
+
+PLACEMENT = EXAMPLES / "placement-small.json"
+
+
+def test_demand_supply_target_buys_the_cheapest_gpu_hours_in_the_overloaded_region():
+    """region0 holds all 330.724 high-priority GPU-hours on 125.751 of supply (ratio 2.63): a
+    ratio of 1 needs 204.973 GPU-hours more there, of whichever type is cheaper (the §5.6 ratio
+    counts every type's supply)."""
+    instance = fleetplan.load_instance(PLACEMENT)
+    result = size(instance, ["hp_demand_supply_max<=1"], ["*/h100=2", "*/a100=1"])
+    bought = {name: units for name, units in result.additions.items() if units}
+    assert result.status == "optimal"
+    assert bought == {"region0/a100": pytest.approx(204.973, abs=1e-5)}
+    assert result.cost == pytest.approx(204.973, abs=1e-5) and result.bound == pytest.approx(204.973, rel=1e-9)
+    plan = fleetplan.solve(instance, "keep").plan
+    assert evaluate(result.sized_instance, plan).metrics["hp_demand_supply_max"] <= 1 + 1e-6
+
+
+def test_unserved_target_buys_the_demanded_type():
+    instance = fleetplan.load_instance(PLACEMENT)
+    result = size(instance, ["hp_gpu_hours_unserved<=0"], ["*/h100=2", "*/a100=1"])
+    bought = {name: units for name, units in result.additions.items() if units}
+    assert bought == {"region0/h100": pytest.approx(204.973, abs=1e-5)}
+    assert result.checks == {"hp_gpu_hours_unserved<=0": True}
+
+
+def test_a_region_with_nothing_to_buy_makes_it_infeasible():
+    instance = fleetplan.load_instance(PLACEMENT)
+    result = size(instance, ["hp_demand_supply_max<=1"], ["region1/h100"])
+    assert result.status == "infeasible" and "region0" in result.message
+
+
+@pytest.mark.parametrize("buy,message", [("h100", "REGION/GPU_TYPE"), ("nowhere/h100", "unknown region"),
+                                         ("region0/v100", "unknown GPU type")])
+def test_bad_placement_purchases(buy, message):
+    with pytest.raises(InstanceError, match=message):
+        size(fleetplan.load_instance(PLACEMENT), ["hp_demand_supply_max<=1"], [buy])
+
+
+def test_size_command_writes_a_sized_instance_the_judge_accepts(tmp_path, capsys):
+    sized = tmp_path / "sized.json"
+    assert main(["size", str(PLACEMENT), "--target", "hp_demand_supply_max<=1.5", "--buy", "*/h100", "-o",
+                 str(sized)]) == 0
+    instance = fleetplan.load_instance(sized)
+    plan = fleetplan.solve(instance, "keep").plan
+    assert evaluate(instance, plan).metrics["hp_demand_supply_max"] <= 1.5 + 1e-6
+    assert "optimal" in capsys.readouterr().out
+
+
+def test_size_infeasible_is_exit_1_and_writes_nothing(tmp_path):
+    sized = tmp_path / "sized.json"
+    assert main(["size", str(PLACEMENT), "--target", "hp_demand_supply_max<=1", "--buy", "region1/h100",
+                 "-o", str(sized)]) == 1
+    assert not sized.exists()
+
+
+def test_re_solve_estimates_agree_with_lp_duals_where_the_lp_is_smooth():
+    """Two-GPU jobs on odd counts (no kink at the integer counts): the whole-unit central
+    difference equals the LP's own price."""
+    data = {"kind": "allocation", "schema_version": 1,
+            "worker_types": [{"name": "v100", "count": 3}, {"name": "k80", "count": 5}],
+            "jobs": [{"id": f"j{i}", "throughput": {"v100": v, "k80": k}, "scale_factor": 2}
+                     for i, (v, k) in enumerate([(4.0, 1.0), (3.0, 1.5), (2.0, 1.0), (5.0, 0.5), (1.0, 1.0)])]}
+    instance = fleetplan.instances.instance_from_data(data)
+    lp = fleetplan.solve(instance, "max-throughput")
+    estimated, source = estimate_duals(instance, "max-throughput")
+    assert source == "estimate" and lp.duals_source == "lp"
+    for name, price in lp.duals["workers"].items():
+        assert estimated["workers"][name] == pytest.approx(price, rel=1e-6)
