@@ -82,13 +82,38 @@ def run_demo(examples: Path, console: Console, json_output: bool = False) -> int
                 "violations": len(evaluation.violations) if evaluation else None,
                 **{m: evaluation.metrics.get(m) for m in DEMO_METRICS.get(instance.kind, {}) if evaluation},
             })
+    sizing = _sizing_answer(examples)
     if json_output:
-        sys.stdout.write(json.dumps(rows, indent=1) + "\n")
+        sys.stdout.write(json.dumps({**rows, "sizing": sizing}, indent=1) + "\n")
         return 0
     for kind, kind_rows in rows.items():
         for example in dict.fromkeys(row["example"] for row in kind_rows):
             _print_example(console, kind, example, [row for row in kind_rows if row["example"] == example])
+    if sizing is not None:
+        bought = ", ".join(f"{units} {name}" for name, units in sizing["additions"].items() if units) or "nothing"
+        console.print(f"[bold]sizing {sizing['example']}[/]: for {sizing['target']}, buy {bought} "
+                      f"(cost {sizing['cost']:.4g}/h, proven bound {sizing['bound']:.4g}/h; {sizing['status']}). "
+                      f"`fleetplan size --help` and docs/planning.md say more.")
     return 0
+
+
+# The planner's question on the bundled inventory: the cheapest GPUs so that every job holds
+# GPUs at least half of the time.
+SIZING_EXAMPLE = "inventory-30-jobs.json"
+SIZING_TARGET = "min_time_share>=0.5"
+
+
+def _sizing_answer(examples: Path) -> dict | None:
+    path = examples / SIZING_EXAMPLE
+    if not path.is_file():
+        return None
+    from fleetplan.planning import size
+
+    instance = fleetplan.load_instance(path)
+    result = size(instance, [SIZING_TARGET], [worker.name for worker in instance.worker_types],
+                  time_limit=DEMO_TIME_LIMIT_S)
+    return {"example": SIZING_EXAMPLE, "target": SIZING_TARGET, "status": result.status,
+            "additions": result.additions, "cost": result.cost, "bound": result.bound, "policy": result.policy}
 
 
 def _is_instance_file(path: Path) -> bool:

@@ -41,19 +41,20 @@ def plot_comparison(table: Any, path: str | os.PathLike[str] | None = None) -> A
     rows = (differ + [row for row in drawable if row not in differ])[:MAX_PANELS]
     figure, axes = _figure(len(rows), 3, 3.6, 2.4)
     for ax, row in zip(axes, rows, strict=True):
-        values = [0.0 if v is None or not math.isfinite(v) else v for v in row["values"]]
+        scale, unit = _axis_unit(row["unit"] or "value", row["values"])
+        values = [0.0 if v is None or not math.isfinite(v) else v * scale for v in row["values"]]
         ax.barh(range(len(values)), values, color=[COLOURS[i % len(COLOURS)] for i in range(len(values))])
         ax.set_yticks(range(len(values)), table.columns, fontsize=8)
         ax.invert_yaxis()
         arrow = {"higher": " (higher is better)", "lower": " (lower is better)"}.get(row["better"], "")
         ax.set_title(f"{row['metric']}{arrow}", fontsize=8)
-        ax.set_xlabel(row["unit"] or "value", fontsize=8)
+        ax.set_xlabel(unit, fontsize=8)
         ax.tick_params(axis="x", labelsize=7)
         for index, (value, raw) in enumerate(zip(values, row["values"], strict=True)):
-            ax.text(value, index, f" {raw:.4g}" if raw is not None else " -", va="center", fontsize=7)
+            ax.text(value, index, f" {value:.4g}" if raw is not None else " -", va="center", fontsize=7)
         ax.margins(x=0.25)
         if min(values) >= 0:
-            ax.set_xlim(left=0, right=max(max(values) * 1.3, 1e-9))
+            ax.set_xlim(left=0, right=max(values) * 1.3 if max(values) > 0 else 1.0)
     figure.suptitle(f"{table.kind} plans compared (first: {table.columns[0]})", fontsize=10)
     if path is not None:
         save_figure(figure, path, dpi=120)
@@ -70,14 +71,21 @@ def plot_sweep(rows: Sequence[dict[str, Any]], varied: Sequence[str], metrics: S
     for row in rows:
         groups.setdefault(row.get(series_name) if series_name else None, []).append(row)
     for ax, metric in zip(axes, metrics, strict=True):
+        unit = units.get(metric) or "value"
+        scale, unit = _axis_unit(unit, [row.get(metric) for row in rows])
+        seen: list[float] = []
         for index, (key, members) in enumerate(sorted(groups.items(), key=lambda item: (not _finite(item[0]), item[0] if _finite(item[0]) else str(item[0])))):
             members = sorted(members, key=lambda row: row[x_name])
             xs = [row[x_name] for row in members if _finite(row.get(metric))]
-            ys = [row[metric] for row in members if _finite(row.get(metric))]
+            ys = [row[metric] * scale for row in members if _finite(row.get(metric))]
+            seen += ys
             label = None if series_name is None else f"{series_name} = {key}"
             ax.plot(xs, ys, marker="o", markersize=3, color=COLOURS[index % len(COLOURS)], label=label)
+        if seen and max(seen) == min(seen):  # a flat line: say so, with the value on a sane axis
+            ax.set_ylim(min(seen) - 1, max(seen) + 1)
+            ax.text(0.5, 0.9, f"constant: {seen[0]:g}", transform=ax.transAxes, ha="center", fontsize=8)
         ax.set_xlabel(x_name, fontsize=8)
-        ax.set_ylabel(f"{metric} ({units.get(metric) or 'value'})", fontsize=8)
+        ax.set_ylabel(f"{metric} ({unit})", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
         if series_name:
@@ -86,6 +94,18 @@ def plot_sweep(rows: Sequence[dict[str, Any]], varied: Sequence[str], metrics: S
     if path is not None:
         save_figure(figure, path, dpi=120)
     return figure
+
+
+def _axis_unit(unit: str, values: Sequence[Any]) -> tuple[float, str]:
+    """A readable axis: fractions in percent, seconds in minutes, hours or days."""
+    if unit == "fraction":
+        return 100.0, "%"
+    if unit == "s":
+        largest = max((abs(v) for v in values if _finite(v)), default=0.0)
+        for name, size in (("days", 86400.0), ("hours", 3600.0), ("minutes", 60.0)):
+            if largest >= 3 * size:
+                return 1.0 / size, name
+    return 1.0, unit
 
 
 def _finite(value: Any) -> bool:
