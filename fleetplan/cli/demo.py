@@ -84,7 +84,7 @@ def run_demo(examples: Path, console: Console, json_output: bool = False) -> int
             })
     sizing = _sizing_answer(examples)
     if json_output:
-        sys.stdout.write(json.dumps({**rows, "sizing": sizing}, indent=1) + "\n")
+        sys.stdout.write(json.dumps({**rows, "sizing": [sizing] if sizing else []}, indent=1) + "\n")
         return 0
     for kind, kind_rows in rows.items():
         for example in dict.fromkeys(row["example"] for row in kind_rows):
@@ -112,8 +112,11 @@ def _sizing_answer(examples: Path) -> dict | None:
     instance = fleetplan.load_instance(path)
     result = size(instance, [SIZING_TARGET], [worker.name for worker in instance.worker_types],
                   time_limit=DEMO_TIME_LIMIT_S)
-    return {"example": SIZING_EXAMPLE, "target": SIZING_TARGET, "status": result.status,
-            "additions": result.additions, "cost": result.cost, "bound": result.bound, "policy": result.policy}
+    # The sized instance's plan, judged: the same row fields as the solvers' (violations too).
+    violations = len(fleetplan.evaluate(result.sized_instance, result.plan).violations) if result.plan else None
+    return {"example": SIZING_EXAMPLE, "solver": "size", "target": SIZING_TARGET, "status": result.status,
+            "additions": result.additions, "cost": result.cost, "bound": result.bound, "policy": result.policy,
+            "objective": result.cost, "wall_s": result.wall_s, "violations": violations}
 
 
 def _is_instance_file(path: Path) -> bool:

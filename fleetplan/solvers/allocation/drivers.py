@@ -131,8 +131,9 @@ def drive_min_cost(arrays, options, n_total, with_slo=False) -> PolicyAnswer:
         alone = needed > arrays.fastest_throughput
         if alone.any():
             jobs = [arrays.job_ids[m] for m in np.flatnonzero(alone)]
-            messages.append(f"{len(jobs)} job(s) cannot meet their SLO even alone on their fastest type: "
-                            f"{', '.join(jobs[:5])}{' ...' if len(jobs) > 5 else ''}")
+            who = f"job '{jobs[0]}'" if len(jobs) == 1 else \
+                f"{len(jobs)} jobs ({', '.join(jobs[:5])}{' ...' if len(jobs) > 5 else ''}): each"
+            messages.append(f"{who} cannot meet its SLO even alone on its fastest type")
         else:
             messages.append(slo_shortfall(arrays, options))
     return PolicyAnswer(outcome, outcome.objective, messages=messages)

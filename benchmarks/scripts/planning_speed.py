@@ -1,0 +1,148 @@
+"""Planning speed (the planning issue's targets), timed as a user pays: whole processes.
+
+    python benchmarks/scripts/planning_speed.py size JOBS [--repeats N]
+        `fleetplan size` on a generated instance of JOBS distinct jobs (throughput noise 0.1),
+        target min_time_share>=0.5, V100/P100/K80 buyable: CPU and wall seconds of the process,
+        status and gap (median of the repeats).
+    python benchmarks/scripts/planning_speed.py whatif JOBS [--points 20] [--executor local|dask]
+        a sweep of the V100 count over POINTS values under max-min fairness against one cold
+        `fleetplan solve` of the same instance (both whole processes; dask: a one-worker cluster
+        started on loopback for the run, its start-up not counted).
+    python benchmarks/scripts/planning_speed.py duals JOBS [--repeats N]
+        max-min fairness and max throughput in one process with the dual prices read and with
+        their reading switched off, alternating: what the prices add to a solve.
+
+Prints one JSON line per measurement. Nothing here is imported by fleetplan.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+FLEETPLAN = [sys.executable, "-m", "fleetplan"]
+
+
+def run(argv: list[str]) -> tuple[float, float, str]:
+    """Wall and CPU seconds of one child process (its children included), and its stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(argv)} failed: {done.stderr[-2000:]}")
+    return wall, cpu, done.stdout
+
+
+def instance(folder: Path, jobs: int) -> Path:
+    path = folder / f"distinct-{jobs}.json"
+    if not path.exists():
+        subprocess.run([*FLEETPLAN, "generate", "allocation", "--jobs", str(jobs), "--throughput_noise", "0.1",
+                        "--seed", "0", "-o", str(path)], check=True, capture_output=True)
+    return path
+
+
+def bench_size(folder: Path, jobs: int, repeats: int) -> None:
+    path = instance(folder, jobs)
+    rows = []
+    for _ in range(repeats):
+        wall, cpu, out = run([*FLEETPLAN, "size", str(path), "--target", "min_time_share>=0.5", "--buy", "v100",
+                              "--buy", "p100", "--buy", "k80", "--json"])
+        data = json.loads(out)
+        rows.append({"wall_s": wall, "cpu_s": cpu, "status": data["status"], "gap": data["gap"],
+                     "cost": data["cost"], "bound": data["bound"], "mip_s": data["stats"].get("mip_s")})
+    print(json.dumps({"what": "size", "jobs": jobs, "load": os.getloadavg()[0],
+                      "median_cpu_s": statistics.median(r["cpu_s"] for r in rows),
+                      "median_wall_s": statistics.median(r["wall_s"] for r in rows), "runs": rows}))
+
+
+def bench_whatif(folder: Path, jobs: int, points: int, executor: str, repeats: int) -> None:
+    path = instance(folder, jobs)
+    data = json.loads(path.read_text())
+    count = data["worker_types"][0]["count"]
+    step = max(1, count // points)
+    stop = count - step + step * points
+    cold, sweep = [], []
+    extra: list[str] = []
+    cluster = None
+    if executor == "dask":
+        from distributed import LocalCluster
+
+        cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                               dashboard_address=None)
+        extra = ["--executor", "dask", "--address", cluster.scheduler_address]
+    try:
+        for repeat in range(repeats):
+            wall, cpu, _ = run([*FLEETPLAN, "solve", str(path), "--json", "-o", str(folder / "cold.json")])
+            cold.append({"wall_s": wall, "cpu_s": cpu})
+            out = folder / f"sweep-{executor}-{repeat}"
+            wall, cpu, text = run([*FLEETPLAN, "whatif", str(path), "--vary",
+                                   f"worker_types.{data['worker_types'][0]['name']}.count={step}:{stop}:{step}",
+                                   "-o", str(out), "--json", *extra])
+            rows = json.loads(text)["rows"]
+            sweep.append({"wall_s": wall, "cpu_s": cpu, "points": len(rows),
+                          "failed": sum(r["status"] not in ("optimal", "feasible") for r in rows)})
+    finally:
+        if cluster is not None:
+            cluster.close()
+    cold_wall = statistics.median(r["wall_s"] for r in cold)
+    sweep_wall = statistics.median(r["wall_s"] for r in sweep)
+    print(json.dumps({"what": "whatif", "jobs": jobs, "executor": executor, "load": os.getloadavg()[0],
+                      "cold_solve_wall_s": cold_wall, "sweep_wall_s": sweep_wall,
+                      "ratio_wall": sweep_wall / cold_wall, "cold": cold, "sweep": sweep}))
+
+
+def bench_duals(jobs: int, repeats: int) -> None:
+    import fleetplan
+    from fleetplan.solvers.allocation import policies
+
+    instance_ = fleetplan.generate("allocation", {"jobs": jobs, "throughput_noise": 0.1}, seed=0)
+    real = policies.policy_duals
+    for solver in ("max-min-fairness", "max-throughput"):
+        times: dict[str, list[float]] = {"with": [], "without": []}
+        fleetplan.solve(instance_, solver)  # warm the imports
+        for _ in range(repeats):
+            for mode in ("with", "without"):
+                policies.policy_duals = real if mode == "with" else (lambda *args: {})
+                started = time.process_time()
+                result = fleetplan.solve(instance_, solver)
+                times[mode].append(time.process_time() - started)
+                assert bool(result.duals) == (mode == "with")
+        policies.policy_duals = real
+        with_s, without_s = statistics.median(times["with"]), statistics.median(times["without"])
+        print(json.dumps({"what": "duals", "jobs": jobs, "solver": solver, "load": os.getloadavg()[0],
+                          "median_cpu_with_s": with_s, "median_cpu_without_s": without_s,
+                          "added": with_s / without_s - 1}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("what", choices=("size", "whatif", "duals"))
+    parser.add_argument("jobs", type=int)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--points", type=int, default=20)
+    parser.add_argument("--executor", choices=("local", "dask"), default="local")
+    parser.add_argument("--folder", default=None, help="keep the generated instances here")
+    args = parser.parse_args()
+    folder = Path(args.folder or tempfile.mkdtemp(prefix="planning-speed-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    if args.what == "size":
+        bench_size(folder, args.jobs, args.repeats)
+    elif args.what == "whatif":
+        bench_whatif(folder, args.jobs, args.points, args.executor, args.repeats)
+    else:
+        bench_duals(args.jobs, args.repeats)
+
+
+if __name__ == "__main__":
+    main()
