@@ -127,3 +127,20 @@ def test_compare_refuses_plans_of_different_kinds(tmp_path, capsys):
     assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "p.json"),
                  "--instance", ALLOCATION, "--instance", PLACEMENT]) == 2
     assert "different kinds" in capsys.readouterr().err
+
+
+def test_whatif_on_a_dask_cluster_and_in_separate_processes_gives_the_same_table(tmp_path):
+    distributed = pytest.importorskip("dask.distributed")
+    vary = ["worker_types.v100.count=8,16,24"]
+    inline = whatif(ALLOCATION, vary, tmp_path / "inline", progress=None, plot=False)
+    processes = whatif(ALLOCATION, vary, tmp_path / "processes", progress=None, plot=False, workers=2)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        on_dask = whatif(ALLOCATION, vary, tmp_path / "dask", progress=None, plot=False, executor="dask",
+                         address=cluster.scheduler_address)
+
+    def answers(result):
+        return [(row["worker_types.v100.count"], row["status"], row["objective"], row["total_throughput"])
+                for row in result.rows]
+
+    assert answers(inline) == answers(processes) == answers(on_dask)

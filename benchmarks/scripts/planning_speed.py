@@ -71,7 +71,7 @@ def bench_whatif(folder: Path, jobs: int, points: int, executor: str, repeats: i
     data = json.loads(path.read_text())
     count = data["worker_types"][0]["count"]
     step = max(1, count // points)
-    stop = count - step + step * points
+    stop = step * points
     cold, sweep = [], []
     extra: list[str] = []
     cluster = None

@@ -206,8 +206,9 @@ def _failure_row(cell: Cell, error: Exception) -> dict[str, Any]:
     return error_row(cell, f"{type(error).__name__}: {error} ({Path(where.filename).name}:{where.lineno})")
 
 
-def run_cell(cell: Cell, preload: bool = True) -> dict[str, Any]:
-    """Generate the cell's instance, solve it, and return its row (in this process).
+def run_cell(cell: Cell, preload: bool = True, instance: Any = None) -> dict[str, Any]:
+    """Generate the cell's instance (or take ``instance``, already built), solve it, and return
+    its row (in this process).
 
     The objective, the violation count, the sense and the objective's name come from ``evaluate`` (through
     :func:`fleetplan.solve`); ``bound`` is the solver's own proven bound; ``best_bound`` and
@@ -218,7 +219,8 @@ def run_cell(cell: Cell, preload: bool = True) -> dict[str, Any]:
         return run_sim_cell(cell, probe, preload)
     row = base_row(cell)
     try:
-        instance = _cell_instance(cell)
+        if instance is None:
+            instance = _cell_instance(cell)
         from fleetplan.solvers import solve  # the registry loads in the child, not for --help
 
         if preload:

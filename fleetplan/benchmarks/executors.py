@@ -27,6 +27,7 @@ from fleetplan.benchmarks.cells import (
     CellProcess,
     base_row,
     error_row,
+    run_cell,
     run_cell_isolated,
 )
 from fleetplan.instances import InstanceError
@@ -215,6 +216,59 @@ def run_dask(cells: Sequence[Cell], on_row: OnRow, *, client: Any,
             except Exception as error:  # a lost worker is one failed cell, not a lost sweep
                 row = error_row(cell, f"dask task failed: {type(error).__name__}: {error}")
             on_row(cell, row)
+    finally:
+        for future in futures:
+            if not future.done():
+                future.cancel()
+
+
+def chain_task(cells_json: str) -> str:
+    """What a Dask task runs for a chain of what-if points on one instance (cells carrying the
+    same ``instance_data``): the instance parsed and validated once, each point validated only
+    where it changes it, solved in the worker's own process one after another. Rows go back as
+    JSON text, as :func:`cell_task`'s."""
+    from fleetplan.instances import instance_from_data
+    from fleetplan.instances.paths import changed_instance
+
+    cells = [Cell.from_json(text) for text in json.loads(cells_json)]
+    rows = []
+    try:
+        data = json.loads(cells[0].instance_data or "{}")
+        base = instance_from_data(data, cells[0].instance)
+    except Exception as error:  # noqa: BLE001 - one row per cell says why
+        return json.dumps([error_row(cell, f"invalid input: {error}") for cell in cells])
+    for cell in cells:
+        try:
+            row = run_cell(cell, preload=False, instance=changed_instance(base, data, cell.params))
+        except Exception as error:  # noqa: BLE001 - a bad point is one failed row
+            row = error_row(cell, f"invalid input: {error}")
+        rows.append(row)
+    return json.dumps(rows)
+
+
+def run_dask_chains(chains: Sequence[Sequence[Cell]], on_row: OnRow, *, client: Any,
+                    on_start: OnStart = _nothing) -> None:
+    """Run chains of what-if cells on the Dask cluster (one task per chain, :func:`chain_task`);
+    every row of a chain is handed over when the chain finishes."""
+    from dask.distributed import as_completed
+
+    futures = {}
+    try:
+        for index, chain in enumerate(chains):
+            future = client.submit(chain_task, json.dumps([cell.to_json() for cell in chain]), pure=False,
+                                   key=f"fleetplan-chain-{index}-{time.monotonic_ns()}")
+            futures[future] = chain
+            for cell in chain:
+                on_start(cell)
+        for future in as_completed(futures, loop=client.loop):
+            chain = futures[future]
+            try:
+                answers = json.loads(future.result())
+                rows = [_checked_row(cell, data) for cell, data in zip(chain, answers, strict=True)]
+            except Exception as error:  # a lost worker fails its chain's cells, not the sweep
+                rows = [error_row(cell, f"dask task failed: {type(error).__name__}: {error}") for cell in chain]
+            for cell, row in zip(chain, rows, strict=True):
+                on_row(cell, row)
     finally:
         for future in futures:
             if not future.done():

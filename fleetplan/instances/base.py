@@ -81,6 +81,12 @@ class InstanceBase(StrictModel):
     schema_version: Literal[1] = SCHEMA_VERSION
     name: str = ""
 
+    def reuse_arrays(self, previous: InstanceBase, touched: set[str]) -> None:
+        """After this instance was made from ``previous`` by changing only the top-level fields
+        ``touched`` (:func:`fleetplan.instances.paths.changed_instance`), take over whatever of
+        ``previous``'s column arrays still holds. A kind whose arrays are costly to build
+        overrides this; by default the arrays are built afresh when asked for."""
+
 
 class PlanBase(StrictModel):
     """Fields every plan file carries: which solver made it and how."""

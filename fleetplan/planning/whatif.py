@@ -6,7 +6,9 @@ current value by each factor) names a path into the instance file (:mod:`fleetpl
 ``reservations.web.capacity_rru``). Every path is checked against the instance before any point
 runs. Each point is a cell of the benchmark harness (the instance data and the point's changes),
 so the sweep runs on the same executors as ``fleetplan bench`` — local processes or a Dask
-cluster — and an interrupted sweep resumes without redoing finished points.
+cluster — and an interrupted sweep resumes without redoing finished points. With one local
+worker (the default) the points run in this process, the file parsed once and each point
+validated only where it changes the instance.
 
 The folder holds ``results.csv`` (the harness's rows), ``whatif.csv`` and ``whatif.parquet``
 (one row per point: the varied values, status, objective and the chosen metrics) and
@@ -36,6 +38,9 @@ TABLE_FILE = "whatif.csv"
 PARQUET_FILE = "whatif.parquet"
 PLOT_FILE = "whatif.png"
 INSTANCE_FILE = "instance.json"
+# On Dask, points go out in chains of this many, each solved in one worker process with the
+# instance parsed once (a process per point costs an interpreter start each).
+CHAIN_POINTS = 10
 
 
 @dataclass(frozen=True)
@@ -202,17 +207,37 @@ def whatif(instance_path: str | Path, varies: Sequence[str | Vary], out: str | P
                 writer.append(row)
                 display.finish(cell, row)
 
-            if executor == "local":
+            if executor == "local" and workers == 1:
+                _run_in_process(instance, data, todo, on_row, display.start)
+            elif executor == "local":
                 executors.run_local(todo, on_row, workers=workers, on_start=display.start)
             else:
                 client = executors.connect_dask(address, tls, insecure=insecure) if isinstance(address, str) else address
+                chains = [todo[start:start + CHAIN_POINTS] for start in range(0, len(todo), CHAIN_POINTS)]
                 try:
-                    executors.run_dask(todo, on_row, client=client, on_start=display.start)
+                    executors.run_dask_chains(chains, on_row, client=client, on_start=display.start)
                 finally:
                     if isinstance(address, str):
                         client.close()
     rows = read_results(folder)
     return tabulate(folder, rows, grid, parsed, metrics, instance.kind, plot=plot)
+
+
+def _run_in_process(instance: Any, data: dict[str, Any], cells: Sequence[Any], on_row: Any, on_start: Any) -> None:
+    """One worker: the points in this process, one after another, the file parsed once and each
+    point validated only where it changes the instance (``--workers N`` or Dask run each point in
+    a process of its own, killed if it outlives its limit)."""
+    from fleetplan.benchmarks.cells import error_row, run_cell
+    from fleetplan.instances.paths import changed_instance
+
+    for cell in cells:
+        on_start(cell)
+        try:
+            point = changed_instance(instance, data, cell.params)
+        except InstanceError as error:
+            on_row(cell, error_row(cell, f"invalid input: {error}"))
+            continue
+        on_row(cell, run_cell(cell, preload=False, instance=point))
 
 
 def _check_same_sweep(folder: Path, data: dict[str, Any], varies: Sequence[Vary], solver: str,

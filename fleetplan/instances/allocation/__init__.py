@@ -25,7 +25,7 @@ Example
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Annotated, Any, Literal
 
@@ -274,6 +274,18 @@ class AllocationInstance(InstanceBase):
         from fleetplan.instances.allocation.frames import from_frames
 
         return from_frames(jobs, cluster, entities=entities, colocations=colocations, name=name)
+
+    def reuse_arrays(self, previous: InstanceBase, touched: set[str]) -> None:
+        """Keep ``previous``'s per-job columns when only the cluster changed (worker counts or
+        prices, the types' names and order unchanged): a what-if point or a scheduling round
+        that changes GPUs does not rebuild 16 columns of 10^5 jobs."""
+        old = getattr(previous, "_arrays", None)
+        if old is None or touched & {"jobs", "colocations", "entities"} or \
+                [t.name for t in self.worker_types] != old.worker_types:
+            return
+        self._arrays = replace(
+            old, num_workers=np.array([t.count for t in self.worker_types], dtype=float),
+            cost_per_hour=np.array([t.cost_per_hour for t in self.worker_types], dtype=float))
 
     def arrays(self) -> AllocationArrays:
         """The instance as numpy arrays (computed once)."""
