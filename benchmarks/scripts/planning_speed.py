@@ -104,21 +104,31 @@ def bench_whatif(folder: Path, jobs: int, points: int, executor: str, repeats: i
 
 def bench_duals(jobs: int, repeats: int) -> None:
     import fleetplan
-    from fleetplan.solvers.allocation import policies
+    from fleetplan.solvers import highs
+    from fleetplan.solvers.allocation import lp, policies
 
     instance_ = fleetplan.generate("allocation", {"jobs": jobs, "throughput_noise": 0.1}, seed=0)
     real = policies.policy_duals
+    real_prices, real_run = lp._lp_prices, highs.run
+
+    def run_without_duals(solver_):
+        outcome = real_run(solver_)
+        outcome.row_duals = None
+        return outcome
     for solver in ("max-min-fairness", "max-throughput"):
         times: dict[str, list[float]] = {"with": [], "without": []}
         fleetplan.solve(instance_, solver)  # warm the imports
         for _ in range(repeats):
             for mode in ("with", "without"):
+                # without: the prices are neither read from HiGHS nor converted nor kept
                 policies.policy_duals = real if mode == "with" else (lambda *args: {})
+                lp._lp_prices = real_prices if mode == "with" else (lambda *args: (None, None))
+                highs.run = real_run if mode == "with" else run_without_duals
                 started = time.process_time()
                 result = fleetplan.solve(instance_, solver)
                 times[mode].append(time.process_time() - started)
                 assert bool(result.duals) == (mode == "with")
-        policies.policy_duals = real
+        policies.policy_duals, lp._lp_prices, highs.run = real, real_prices, real_run
         with_s, without_s = statistics.median(times["with"]), statistics.median(times["without"])
         print(json.dumps({"what": "duals", "jobs": jobs, "solver": solver, "load": os.getloadavg()[0],
                           "median_cpu_with_s": with_s, "median_cpu_without_s": without_s,
