@@ -79,3 +79,20 @@ def test_re_solve_estimates_agree_with_lp_duals_where_the_lp_is_smooth():
     assert source == "estimate" and lp.duals_source == "lp"
     for name, price in lp.duals["workers"].items():
         assert estimated["workers"][name] == pytest.approx(price, rel=1e-6)
+
+
+def test_evaluate_says_what_binds(tmp_path, capsys):
+    allocation = str(EXAMPLES / "allocation-64-jobs.json")
+    plan = tmp_path / "plan.json"
+    assert main(["solve", allocation, "-o", str(plan)]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", allocation, str(plan), "--binding"]) == 0
+    out = capsys.readouterr().out
+    assert "at capacity: v100, p100, k80" in out and "binding: v100" in out
+    assert main(["evaluate", allocation, str(plan), "--binding", "--json"]) == 0
+    data = __import__("json").loads(capsys.readouterr().out)
+    assert data["duals_source"] == "lp" and set(data["duals"]["workers"]) == {"v100", "p100", "k80"}
+    today = tmp_path / "today.json"
+    fleetplan.save(fleetplan.solve(fleetplan.load_instance(PLACEMENT), "keep").plan, today)
+    assert main(["evaluate", str(PLACEMENT), str(today)]) == 0
+    assert "region0/h100 by 205" in capsys.readouterr().out

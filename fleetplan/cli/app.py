@@ -43,6 +43,8 @@ from fleetplan.cli.common import (  # noqa: F401  (re-exported: the public helpe
 )
 from fleetplan.cli.render import (
     generator_parameters,
+    render_binding,
+    render_capacity_at_limit,
     render_evaluations,
     render_options,
     render_plan,
@@ -162,13 +164,40 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         instance = fleetplan.load_instance(args.file)
         plan = fleetplan.load_plan(args.plan)
         evaluation = fleetplan.evaluate(instance, plan)
+    optimum = _policy_optimum(instance, plan, args) if args.binding else None
     if args.json:
-        print_json(evaluation.model_dump())
+        data = evaluation.model_dump()
+        if optimum is not None:
+            data.update(duals=optimum.duals, duals_source=optimum.duals_source, duals_solver=optimum.solver)
+        print_json(data)
     else:
         render_plan(stdout, instance, plan, evaluation)
         render_evaluations(stdout, {"value": evaluation}, f"{args.plan} on {args.file}")
+        render_capacity_at_limit(stdout, evaluation)
+        if optimum is not None:
+            stdout.print(f"at the {optimum.solver} optimum of this instance:", markup=False)
+            render_binding(stdout, optimum)
         stdout.print("no violations" if evaluation.feasible else f"{len(evaluation.violations)} violations")
     return EXIT_OK if evaluation.feasible else EXIT_NO_PLAN
+
+
+def _policy_optimum(instance: Any, plan: Any, args: argparse.Namespace) -> Any:
+    """``evaluate --binding``: the dual prices belong to an optimum, not to any plan, so the
+    plan's policy is solved on the instance and its prices reported (estimated by re-solving
+    where the solver gives none)."""
+    if instance.kind != "allocation":
+        raise CommandError("--binding: dual prices are offered for allocation plans")
+    name = plan.policy.replace("_", "-")
+    known = {entry.name for entry in fleetplan.solvers("allocation")}
+    if name not in known:
+        raise CommandError(f"--binding: no solver named after the plan's policy '{plan.policy}'")
+    with working(f"solving {name} for its dual prices", not args.json):
+        result = fleetplan.solve(instance, name)
+        if result.success and not result.duals:
+            from fleetplan.planning.binding import estimate_duals
+
+            result.duals, result.duals_source = estimate_duals(instance, name)
+    return result
 
 
 def cmd_solvers(args: argparse.Namespace) -> int:
@@ -330,6 +359,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = add("evaluate", "judge a plan against its instance")
     evaluate.add_argument("file", help="the instance")
     evaluate.add_argument("plan", help="the plan (a `fleetplan solve -o` output)")
+    evaluate.add_argument("--binding", action="store_true",
+                          help="allocation: also solve the plan's policy and show its dual prices "
+                               "(what one more GPU of each type gains)")
 
     solvers = add("solvers", "list the registered solvers, or one solver's options")
     solvers.add_argument("kind", nargs="?", default=None, metavar="KIND|SOLVER",

@@ -157,6 +157,24 @@ def render_binding(console: Console, result: Any) -> None:
                       markup=False)
 
 
+def render_capacity_at_limit(console: Console, evaluation: Evaluation) -> None:
+    """What a plan runs against: GPU types with every worker busy (allocation), region and
+    GPU type cells whose high-priority demand exceeds supply (placement)."""
+    if evaluation.kind == "allocation":
+        full = [name[len("utilization_"):] for name, value in evaluation.metrics.items()
+                if name.startswith("utilization_") and value >= 1 - 1e-6]
+        if full:
+            console.print(f"at capacity: {', '.join(full)} (every GPU busy under this plan)", markup=False)
+    elif evaluation.kind == "placement":
+        cells = evaluation.breakdown.get("region_gpu_types", {})
+        over = sorted(((value, name) for name, value in zip(cells.get("id", []), cells.get("hp_gpu_hours_unserved", []),
+                                                             strict=True) if value > 0), reverse=True)
+        if over:
+            shown = ", ".join(f"{name} by {value:.4g}" for value, name in over[:5])
+            console.print(f"high-priority demand above supply (GPU-hours): {shown}"
+                          f"{' ...' if len(over) > 5 else ''}", markup=False)
+
+
 def render_service_warnings(console: Console, evaluation: Evaluation | None) -> None:
     """One line when a plan gives some jobs no GPU time at all (a normalized objective can
     look fine while they starve)."""
