@@ -13,7 +13,7 @@ KERNEL_SOURCES := $(shell find fleetplan -name '*.pyx')
 $(STAMP): pyproject.toml $(KERNEL_SOURCES)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev,distributed]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,distributed,service]"
 	touch $(STAMP)
 
 demo: $(STAMP)

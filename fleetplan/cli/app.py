@@ -376,7 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = add("demo", "solve the bundled examples and compare solvers")
     demo.add_argument("--examples", default=None, help="folder of example instances (default: the bundled ones)")
 
-    for module in ("fleetplan.cli.bench", "fleetplan.cli.tables", "fleetplan.cli.simulate", "fleetplan.cli.planning"):
+    for module in ("fleetplan.cli.bench", "fleetplan.cli.tables", "fleetplan.cli.simulate", "fleetplan.cli.planning",
+                   "fleetplan.cli.serve"):
         try:
             add_more = __import__(module, fromlist=["add_arguments"]).add_arguments
         except (ImportError, AttributeError):  # optional commands still being built

@@ -1,0 +1,16 @@
+"""``fleetplan serve``: the solvers, the judge and the planning questions as an HTTP/JSON service
+for schedulers written in any language.
+
+* :mod:`~fleetplan.service.app` — the FastAPI application and its endpoints;
+* :mod:`~fleetplan.service.jobs` — the bounded queue and the worker processes (one per job);
+* :mod:`~fleetplan.service.tasks` — what a worker process runs, JSON in and out.
+
+The service sits above the solvers and planning (it calls them) and beside the command line,
+which starts it (:mod:`fleetplan.cli.serve`). docs/embedding.md shows it with curl and Python.
+"""
+
+from __future__ import annotations
+
+from fleetplan.service.app import ServiceSettings, create_app  # noqa: F401
+
+__all__ = ["ServiceSettings", "create_app"]
