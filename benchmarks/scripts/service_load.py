@@ -1,0 +1,201 @@
+"""Load on `fleetplan serve`, loopback only, bounded in count and time.
+
+    python benchmarks/scripts/service_load.py [--clients 8] [--seconds 30] [--workers 2] [--kill-worker]
+
+Starts the service on a free loopback port, runs CLIENTS threads for SECONDS (each at most
+MAX_REQUESTS requests) that mix small allocation solves, small binpack solves and bad requests
+(malformed JSON, an unknown solver), and prints one JSON line: requests, answers by status
+code, p50/p99 latency per kind of request, throughput, lost or duplicated answers (every request
+carries its own id in its options' seed and must come back exactly once), 5xx on valid input,
+and the service's resident memory (the whole process tree) sampled every second. With
+``--kill-worker`` a worker process is killed every 5 s mid-request: those requests must come back
+as 500 answers, not be lost, and the rest unaffected. The service is stopped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MAX_REQUESTS = 5000
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def children(pid: int) -> list[int]:
+    return [child for child, parent in _parents().items() if parent == pid]
+
+
+def _parents() -> dict[int, int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    return parents
+
+
+def tree(pid: int) -> list[int]:
+    """``pid`` and every descendant (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found, frontier = [pid], [pid]
+    while frontier:
+        frontier = [child for child, parent in parents.items() if parent in frontier]
+        found += frontier
+    return found
+
+
+def rss_mb(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total / 1024
+
+
+def main() -> None:
+    import httpx
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--kill-worker", action="store_true")
+    args = parser.parse_args()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    service = subprocess.Popen([sys.executable, "-m", "fleetplan", "serve", "--port", str(port), "--workers",
+                                str(args.workers), "--queue", "256"], stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        allocation = json.loads((ROOT / "examples" / "allocation-gavel-4.1.json").read_text())
+        binpack = json.loads((ROOT / "examples" / "binpack-small.json").read_text())
+        results: list[tuple[str, int, float, int]] = []  # kind, code, seconds, request id
+        lock = threading.Lock()
+        stop_at = time.monotonic() + args.seconds
+        counter = iter(range(10**9))
+
+        def client(seed: int) -> None:
+            rng = random.Random(seed)
+            with httpx.Client(base_url=url, timeout=120) as session:
+                for _ in range(MAX_REQUESTS):
+                    if time.monotonic() >= stop_at:
+                        return
+                    with lock:
+                        number = next(counter)
+                    pick = rng.random()
+                    if pick < 0.45:
+                        kind, body = "allocation", {"instance": allocation, "seed": number}
+                    elif pick < 0.9:
+                        kind, body = "binpack", {"instance": binpack, "solver": "rms-greedy", "seed": number}
+                    elif pick < 0.95:
+                        kind, body = "bad-json", None
+                    else:
+                        kind, body = "bad-solver", {"instance": allocation, "solver": "teleport", "seed": number}
+                    started = time.perf_counter()
+                    try:
+                        code, echoed = ask(session, body, number)
+                    except httpx.HTTPError:
+                        continue  # counted as lost: sent, never answered
+                    with lock:
+                        results.append((kind, code, time.perf_counter() - started, echoed))
+
+        def ask(session, body, number):
+            if body is None:
+                answer = session.post("/v1/solve", content=b"{oops", headers={"Content-Type": "application/json"})
+                return answer.status_code, number
+            answer = session.post("/v1/solve", json=body)
+            data = answer.json()
+            plan = data.get("plan") if isinstance(data, dict) else None
+            return answer.status_code, (plan["options"]["seed"] if plan else number)
+
+        memory: list[float] = []
+        killed = [0]
+
+        def watch() -> None:
+            last_kill = time.monotonic()
+            while time.monotonic() < stop_at:
+                memory.append(rss_mb(tree(service.pid)))
+                if args.kill_worker and time.monotonic() - last_kill >= 5:
+                    # service -> fork server -> one process per running job
+                    workers = [job for server in children(service.pid) for job in children(server)]
+                    if workers:
+                        try:
+                            os.kill(workers[-1], signal.SIGKILL)
+                            killed[0] += 1
+                        except OSError:
+                            pass
+                    last_kill = time.monotonic()
+                time.sleep(1.0)
+
+        threads = [threading.Thread(target=client, args=(seed,)) for seed in range(args.clients)]
+        watcher = threading.Thread(target=watch)
+        began = time.monotonic()
+        for thread in [*threads, watcher]:
+            thread.start()
+        for thread in [*threads, watcher]:
+            thread.join()
+        elapsed = time.monotonic() - began
+        ids = Counter(number for kind, _, _, number in results if kind in ("allocation", "binpack"))
+        sent = next(counter)
+        codes = Counter(code for _, code, _, _ in results)
+        latency = {}
+        for kind in ("allocation", "binpack", "bad-json", "bad-solver"):
+            times = sorted(seconds for k, _, seconds, _ in results if k == kind)
+            if times:
+                latency[kind] = {"p50_ms": 1000 * statistics.median(times),
+                                 "p99_ms": 1000 * times[min(len(times) - 1, int(0.99 * len(times)))], "n": len(times)}
+        valid_5xx = sum(1 for kind, code, _, _ in results if kind in ("allocation", "binpack") and code >= 500)
+        print(json.dumps({
+            "clients": args.clients, "seconds": round(elapsed, 1), "workers": args.workers,
+            "load": os.getloadavg()[0], "sent": sent, "answered": len(results), "lost": sent - len(results),
+            "duplicated": sum(count - 1 for count in ids.values() if count > 1), "codes": dict(codes),
+            "throughput_per_s": round(len(results) / elapsed, 2), "latency": latency,
+            "valid_5xx": valid_5xx, "workers_killed": killed[0],
+            # every 10th one-second sample of the service's tree (service, fork server, job processes)
+            "rss_mb_samples": [round(value, 1) for value in memory[::10]],
+        }))
+    finally:
+        service.send_signal(signal.SIGTERM)
+        try:
+            service.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            service.kill()
+
+
+if __name__ == "__main__":
+    main()
