@@ -90,3 +90,14 @@ def test_binpack_a_job_stays_in_one_cluster():
 def test_binpack_targets_other_than_zero_are_refused():
     with pytest.raises(InstanceError, match="only unplaced_workloads<=0"):
         size(binpack_region(), ["unplaced_workloads<=1"], ["ca"])
+
+
+def test_reservation_binding_estimates_name_the_servers_that_help(capsys):
+    from fleetplan.cli.app import main
+    from fleetplan.planning.binding import estimate_duals
+
+    duals, source = estimate_duals(reservation_region(request=2.0), "mip-highs")
+    assert source == "estimate" and set(duals["servers"]) == {"dc0/cpu", "dc0/big"}
+    assert main(["solve", "examples/reservation-small.json", "--binding"]) == 0
+    assert "binding (estimated by re-solving): " in capsys.readouterr().out
+    assert main(["solve", "examples/binpack-small.json", "--binding"]) == 2

@@ -122,11 +122,12 @@ def cmd_solve(args: argparse.Namespace) -> int:
         result = fleetplan.solve(instance, spec.name, time_limit=time_left(args.time_limit, reserve),
                                  seed=args.seed, threads=args.threads, progress=update, **options)
     if args.binding and result.success and not result.duals:
-        if instance.kind != "allocation":
-            raise CommandError("--binding: re-solve estimates are offered for allocation instances")
+        if instance.kind in ("placement", "binpack"):
+            raise CommandError(f"--binding: estimates are offered for allocation and reservation; for {instance.kind} "
+                               "the judge's breakdowns say what is short and `fleetplan size` what it takes")
         from fleetplan.planning.binding import estimate_duals
 
-        with working("estimating what binds (re-solving with one GPU more and fewer)", not args.json):
+        with working("estimating what binds (re-solving with one unit more of each capacity)", not args.json):
             result.duals, result.duals_source = estimate_duals(
                 instance, spec.name, time_limit=args.time_limit, seed=args.seed, threads=args.threads, **options)
     # Exit code and files agree: a plan file is written exactly when the exit code says "a plan".
@@ -353,8 +354,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a solver option (repeatable)")
     solve.add_argument("-o", "--output", default=None, help="plan file to write")
     solve.add_argument("--binding", action="store_true",
-                       help="allocation: where the solver gives no LP duals, estimate what binds by "
-                            "re-solving with one GPU of each type more and fewer")
+                       help="where the solver gives no LP duals, estimate what binds by re-solving with one "
+                            "unit more of each capacity (allocation: a GPU; reservation: a rack of servers)")
 
     evaluate = add("evaluate", "judge a plan against its instance")
     evaluate.add_argument("file", help="the instance")

@@ -138,17 +138,23 @@ def render_result(console: Console, result: Any) -> None:
     render_service_warnings(console, result.evaluation)
 
 
+# What one unit of each capacity family is, on screen.
+BINDING_UNITS = {"workers": "GPU", "servers": "server"}
+
+
 def render_binding(console: Console, result: Any) -> None:
     """``binding: v100 0.031/GPU, k80 0``: what one more unit of each capacity (and one step/s
     less of each SLO) gains in the objective; LP duals, or labelled re-solve estimates."""
     duals = getattr(result, "duals", None) or {}
-    workers = duals.get("workers")
-    if not workers:
-        return
     label = "binding" if result.duals_source == "lp" else "binding (estimated by re-solving)"
-    ordered = sorted(workers.items(), key=lambda item: -abs(item[1]))
-    console.print(f"{label}: " + ", ".join(f"{name} {fmt(value, 3)}/GPU" for name, value in ordered)
-                  + "  (objective gained per GPU added)", markup=False)
+    for family, unit in BINDING_UNITS.items():
+        prices = duals.get(family)
+        if not prices:
+            continue
+        ordered = sorted(prices.items(), key=lambda item: -abs(item[1]))
+        shown = ", ".join(f"{name} {fmt(value, 3)}/{unit}" for name, value in ordered[:12])
+        console.print(f"{label}: {shown}{' ...' if len(ordered) > 12 else ''}  (objective gained per {unit} added)",
+                      markup=False)
     slo = duals.get("slo") or {}
     if slo:
         top = sorted(slo.items(), key=lambda item: -item[1])[:5]
