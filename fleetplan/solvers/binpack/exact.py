@@ -23,6 +23,7 @@ from typing import Literal
 
 import numpy as np
 
+from fleetplan.highs_pool import use_threads
 from fleetplan.instances.binpack import BinpackInstance
 from fleetplan.models.binpack import (
     CPSAT_BUILD_S_PER_CELL,
@@ -172,6 +173,7 @@ def run_highs(data: BinpackModelData, *, batch: bool, deadline: Deadline, seed: 
         # Pyomo's translation for HiGHS cannot be interrupted and takes about as long as the build.
         return "time_limit", None, [f"HiGHS: built in {build_s:.2f} s, no time left to translate and solve it"]
     model = built.model
+    use_threads(threads)  # HiGHS has one thread pool per process
     solver = AppsiHighs()
     solver.config.load_solution = False
     solver.config.mip_gap = 1e-9
