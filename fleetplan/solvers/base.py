@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from fleetplan.errors import excerpt
 from fleetplan.instances import (
     InstanceBase,
     InstanceError,
@@ -212,9 +213,9 @@ def solve(instance: InstanceBase | dict[str, Any], solver: str | None = None, *,
     options = spec.check_options(options)
     time_limit = check_time_limit(time_limit)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise InstanceError("seed", f"{seed!r} is not allowed: must be an integer in [0, 2^63)")
+        raise InstanceError("seed", f"{excerpt(seed)} is not allowed: must be an integer in [0, 2^63)")
     if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS:
-        raise InstanceError("threads", f"{threads!r} is not allowed: must be an integer in [1, {MAX_THREADS}]")
+        raise InstanceError("threads", f"{excerpt(threads)} is not allowed: must be an integer in [1, {MAX_THREADS}]")
     threads = min(threads, os.cpu_count() or 1)
     started = time.perf_counter()
     with instance_hidden_from_gc():
@@ -231,7 +232,7 @@ def check_time_limit(time_limit: Any) -> float | None:
         return None
     if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not (
             math.isfinite(time_limit) and time_limit > 0):
-        raise InstanceError("time_limit", f"{time_limit!r} is not allowed: must be a positive number of seconds")
+        raise InstanceError("time_limit", f"{excerpt(time_limit)} is not allowed: must be a positive number of seconds")
     return float(time_limit)
 
 

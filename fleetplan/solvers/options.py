@@ -38,6 +38,7 @@ from typing import Any
 
 from pydantic import Field, TypeAdapter, ValidationError
 
+from fleetplan.errors import excerpt
 from fleetplan.instances.base import InstanceError
 
 # The parameters every solver takes; they are arguments of ``solve()``, not options.
@@ -121,7 +122,7 @@ class OptionSpec:
             if isinstance(value, int) and not isinstance(value, bool) and _accepts_float(self.annotation):
                 return self.validate(float(value))
             raise InstanceError(f"options.{self.name}",
-                                f"{value!r} is not allowed: must be {_article(self.type_text)}") from None
+                                f"{excerpt(value)} is not allowed: must be {_article(self.type_text)}") from None
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "type": self.type_text, "default": self.default, "meaning": self.meaning}
