@@ -157,6 +157,9 @@ class ProblemKind:
     # Today's plan, for kinds whose instance carries one (placement: tables where they are);
     # `fleetplan solve` shows its metrics beside the new plan's.
     current_plan: Callable[[Any], Any] | None = None
+    # Memory and time a parameter set needs (``estimate(params) -> resources.Estimate``):
+    # ``generate`` refuses a size that cannot fit before generating it.
+    estimate: Callable[[Any], Any] | None = None
 
 
 # Numbers a file may hold. Integers must fit numpy's int64; other numbers stay below 1e30 in
