@@ -361,9 +361,11 @@ def report_error(error: Exception, json_mode: bool, code: int = EXIT_USAGE) -> i
     return code
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, started: float | None = None) -> int:
+    """Run the command line; ``started`` (a ``time.perf_counter()`` reading) is when the
+    command began for ``--time-limit`` (the console script passes the process's start)."""
     global _STARTED
-    _STARTED = time.perf_counter()
+    _STARTED = time.perf_counter() if started is None else started
     argv = list(sys.argv[1:] if argv is None else argv)
     json_mode = "--json" in argv
     try:
