@@ -334,8 +334,8 @@ def _trace_of_rows(path: Path, rows: list[dict[str, str]], types: list[str]) -> 
         if duration:
             value = _number(duration, where("duration"))
             if not 0 < value <= MAX_TRACE_SECONDS:
-                raise InstanceError(where("duration"), f"must be in (0, {MAX_TRACE_SECONDS:.4g}] seconds "
-                                                       f"(ten years), got {excerpt(duration)}")
+                raise InstanceError(where("duration"), f"must be > 0 and at most {MAX_TRACE_SECONDS:.4g} "
+                                                       f"seconds (ten years), got {excerpt(duration)}")
             value *= rates[0].max()
         else:
             value = _number(count, where("steps"))
