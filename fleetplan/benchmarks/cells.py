@@ -24,6 +24,7 @@ import multiprocessing
 import multiprocessing.context
 import multiprocessing.process
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -403,7 +404,16 @@ def _write_row(row: dict[str, Any], target: Path) -> None:
     os.replace(temporary, target)
 
 
+def _quiet_on_interrupt() -> None:
+    """A cell child ends at once and silently on Ctrl-C or SIGTERM (exit code 130 / 143): the
+    parent stops its children and then cleans up, and a terminal's Ctrl-C reaches the whole
+    process group (a child printed a 29-line traceback, issue 25 item 15)."""
+    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(130))
+    signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(143))
+
+
 def _forked_child(cell_json: str, folder: str) -> None:
+    _quiet_on_interrupt()
     try:
         _write_row(run_cell(Cell.from_json(cell_json)), Path(folder) / "row.json")
     except BaseException:
@@ -417,6 +427,7 @@ def _main(argv: list[str]) -> int:
     A fresh interpreter does not preload the back-ends (several seconds per cell): the solve's
     memory then includes importing the back-end it uses, and ``mem_measure`` says ``+imports``.
     """
+    _quiet_on_interrupt()
     _write_row(run_cell(Cell.from_json(sys.stdin.read()), preload=False), Path(argv[0]))
     return 0
 
