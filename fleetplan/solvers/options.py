@@ -89,10 +89,13 @@ GLOSSARY: dict[str, GlossaryEntry] = {
                                 "(today's placement) or none"),
     "split": GlossaryEntry("solve independent groups of tables (no job reads across groups) "
                            "separately"),
+    # At most 1,024: a GPU term's levels times its total's levels above 1,024 pairs fall back to
+    # the grid anyway, and counting up to 10^8 subset sums ran for minutes in gigabytes before
+    # the time limit could act (issue 25 item 6).
     "max_exact_levels": GlossaryEntry("piecewise-linear terms are exact up to this many reachable "
-                                      "levels, a proven under-estimate on a grid above", ge=2),
+                                      "levels, a proven under-estimate on a grid above", ge=2, le=1024),
     "grid_levels": GlossaryEntry("breakpoints of the under-estimating grid when levels exceed "
-                                 "max_exact_levels", ge=2),
+                                 "max_exact_levels", ge=2, le=1024),
     "mip_rel_gap": GlossaryEntry("HiGHS stops when the relative MIP gap is this small", ge=0.0),
     "presolve": GlossaryEntry("HiGHS MIP presolve: off (default; HiGHS 1.14's presolve returns wrong "
                               "optima on small models), on or choose"),
