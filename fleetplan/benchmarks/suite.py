@@ -194,6 +194,12 @@ def _check_group(group: Group, at: str) -> None:
             known = ", ".join(sorted(spec.options)) or "none"
             raise InstanceError(f"{at}.solvers[{index}].options.{unknown[0]}",
                                 f"unknown option for solver '{spec.name}' (known: {known})")
+        for name, value in entry.options.items():
+            # Values too, before the sweep starts (`partitions: 0` failed 35 s into it).
+            try:
+                spec.option_specs[name].validate(value)
+            except InstanceError as error:
+                raise InstanceError(f"{at}.solvers[{index}].options.{name}", error.reason) from None
         if entry.display in labels:
             raise InstanceError(f"{at}.solvers[{index}].label",
                                 f"duplicate label '{entry.display}' (give each entry its own label)")

@@ -82,7 +82,8 @@ GLOSSARY: dict[str, GlossaryEntry] = {
     "partitions_only": GlossaryEntry("skip placement: keep today's homes and only add replicas"),
     "hot_replica_share": GlossaryEntry("storage quota for hot-table replicas, as a share of each "
                                        "region's free storage", ge=0.0, le=1.0),
-    "max_moves": GlossaryEntry("stop after this many table moves (none: until no move gains)", ge=0),
+    "max_moves": GlossaryEntry("stop after this many table moves (none: until no move gains)", ge=0,
+                               le=2**31 - 1),
     "requeue_neighbours": GlossaryEntry("after a move, recompute the gains of tables read by the same "
                                         "jobs (§3.4's recompute-before-move)"),
     "warm_start": GlossaryEntry("plan handed to the exact solver as its start: hill-climb, current "
@@ -206,14 +207,14 @@ def describe_type(annotation: Any) -> str:
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is typing.Annotated:
-        text = describe_type(args[0])
+        bounds = []
         for metadata in args[1:]:
             for item in getattr(metadata, "metadata", [metadata]):
                 for attribute, symbol in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
                     value = getattr(item, attribute, None)
                     if value is not None:
-                        text += f" {symbol} {value:g}" if isinstance(value, float) else f" {symbol} {value}"
-        return text
+                        bounds.append(f"{symbol} {value:g}" if isinstance(value, float) else f"{symbol} {value}")
+        return " and ".join([f"{describe_type(args[0])} {bounds[0]}", *bounds[1:]]) if bounds else describe_type(args[0])
     if origin is typing.Literal:
         return "one of " + ", ".join(repr(arg) for arg in args)
     if args and type(None) in args:
