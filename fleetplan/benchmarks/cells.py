@@ -216,8 +216,12 @@ def run_cell(cell: Cell, preload: bool = True) -> dict[str, Any]:
     row = base_row(cell)
     try:
         instance = generate(cell.kind, cell.params, seed=cell.seed)
-        from fleetplan.solvers import solve  # the registry loads in the child, not for --help
+        from fleetplan.solvers import (  # the registry loads in the child, not for --help
+            load_kind,
+            solve,
+        )
 
+        load_kind(cell.kind)  # importing the kind's solvers is not the solve's time
         if preload:
             preload_backends()  # a lazy import inside the solve is not the solver's memory
         cpu_started = time.process_time()
