@@ -318,6 +318,10 @@ class CellProcess:
         self._started = time.monotonic()
         return self
 
+    @property
+    def started(self) -> bool:
+        return self._process is not None and getattr(self._process, "pid", None) is not None
+
     def _exit_code(self) -> int | None:
         process = self._process
         if isinstance(process, subprocess.Popen):
@@ -349,8 +353,8 @@ class CellProcess:
 
     def kill(self) -> None:
         process = self._process
-        if process is None or self._exit_code() is not None:
-            return
+        if process is None or getattr(process, "pid", None) is None or self._exit_code() is not None:
+            return  # never started, or already ended
         process.kill()
         if isinstance(process, subprocess.Popen):
             process.wait()
