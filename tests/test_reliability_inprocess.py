@@ -73,6 +73,7 @@ SEQUENCE = [
 ]
 
 
+@pytest.mark.slow  # six fresh processes; the thread-count test above reproduces the bug
 @pytest.mark.skipif(MAX_THREADS < 2, reason="needs two threads")
 def test_a_mixed_sequence_in_one_process_matches_the_command_line(tmp_path) -> None:
     in_process = []

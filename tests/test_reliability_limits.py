@@ -27,7 +27,8 @@ def _fleetplan(*args: str, timeout: float = 120) -> tuple[subprocess.CompletedPr
 
 # --- item 6: placement's max_exact_levels is bounded and subset sums check the clock --------
 
-@pytest.mark.parametrize("value", ["100000000", str(2**70), "1025"])
+@pytest.mark.parametrize("value", [pytest.param("100000000", marks=pytest.mark.slow),
+                                   pytest.param(str(2**70), marks=pytest.mark.slow), "1025"])
 def test_max_exact_levels_beyond_its_bound_is_refused(value, tmp_path):
     path = tmp_path / "p.json"
     fleetplan.save(fleetplan.generate("placement", {"tables": 20, "jobs": 20}, seed=0), path)
