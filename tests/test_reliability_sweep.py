@@ -192,3 +192,12 @@ def test_yaml_12_numbers_reach_the_options(files, capsys):
     assert main(["solve", files["alloc"], "--solver", "min-makespan-binary-search", "--option",
                  "tolerance=1e-9", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["plan"]["options"]["tolerance"] == 1e-9
+
+
+def test_a_trace_with_a_byte_order_mark_is_read(tmp_path, capsys):
+    """Spreadsheets write a UTF-8 BOM; it was read as part of the first column's name
+    ("missing column 'id'")."""
+    trace = tmp_path / "bom.csv"
+    trace.write_bytes(b"\xef\xbb\xbfid,submit_time,gpus,duration\nj1,0,1,100\n")
+    assert main(["simulate", "cluster", "--trace", str(trace), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["metrics"]["jobs_finished"] == 1
