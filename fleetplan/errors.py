@@ -7,11 +7,37 @@ error paths of every command load neither numpy nor pydantic.
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Sequence
+from typing import Any
 
 # The kinds :data:`fleetplan.instances.KINDS` registers (a test keeps the two equal): the
 # command line names them in its help without loading any kind.
 KIND_NAMES = ("allocation", "binpack", "placement", "reservation")
+
+
+# An error line quotes at most this many characters of a bad value (an alias bomb's value
+# expanded to 254 MB and was echoed whole, issue 25 item 13).
+EXCERPT_CHARS = 60
+_REPR = reprlib.Repr()  # Python 3.11's Repr takes no arguments
+_REPR.maxlevel, _REPR.maxdict, _REPR.maxlist, _REPR.maxtuple, _REPR.maxset = 3, 4, 6, 6, 4
+_REPR.maxstring = _REPR.maxother = EXCERPT_CHARS
+_REPR.maxlong = 40
+
+
+def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
+    """A short ``repr`` of ``value`` for an error line: nested and long values are cut (without
+    building their full text) and the result is at most about ``limit`` characters."""
+    text = _REPR.repr(value)
+    if len(text) > limit:
+        size = f" ({len(value):,} characters)" if isinstance(value, str) else ""
+        text = text[: max(limit - 3, 1)] + "..." + size
+    return text
+
+
+def clip(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """``text`` as is, or its first characters and how long it was (names, flags, tokens)."""
+    return text if len(text) <= limit else f"{text[:limit - 3]}... ({len(text):,} characters)"
 
 
 class InstanceError(Exception):

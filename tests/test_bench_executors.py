@@ -74,13 +74,16 @@ def test_the_child_process_gives_the_in_process_answer():
 
 
 def test_a_failing_cell_is_a_row_not_a_crash(tmp_path):
-    # workers_per_type 1 with scale factors forced to 1 is fine; jobs beyond the generator's
-    # reach fail validation at load, so provoke a solver-side error instead: a bad option value.
+    # A bad option value is refused when the suite loads (issue 25 item 18), so provoke a
+    # solver-side error with a value of the right type that this instance cannot take.
+    with pytest.raises(InstanceError, match="options.backend"):
+        parse_suite("name: f\ngroups: [{kind: allocation, generator: {jobs: 4}, "
+                    "solvers: [{name: max-min-fairness, options: {backend: nope}}]}]")
     suite = parse_suite("name: f\ngroups: [{kind: allocation, generator: {jobs: 4}, "
-                        "solvers: [{name: max-min-fairness, options: {backend: nope}}]}]")
+                        "solvers: [{name: max-min-fairness, options: {partitions: 1000}}]}]")
     rows = run_sweep(suite, tmp_path, progress=None)
     assert rows[0]["status"] == "error"
-    assert "backend" in rows[0]["message"]
+    assert "partitions" in rows[0]["message"]
 
 
 # Enough cells that the interrupt lands mid-sweep: eight cells of a few milliseconds each could

@@ -31,7 +31,7 @@ def test_bench_json_prints_the_summary_and_the_exit_code(tmp_path, capsys):
     suite = tmp_path / "s.yaml"
     suite.write_text("name: s\ngroups: [{kind: allocation, generator: {jobs: 4}, "
                      "solvers: [{name: max-min-fairness}, {name: max-min-fairness, label: bad, "
-                     "options: {backend: nope}}]}]\n")
+                     "options: {partitions: 1000}}]}]\n")  # a value this instance cannot take
     code = main(["bench", str(suite), "-o", str(tmp_path / "out"), "--no-plots", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 1 == data["exit_code"]  # one cell failed

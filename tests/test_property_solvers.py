@@ -7,6 +7,11 @@ reported optimal or feasible has no violations; the reported objective is the ju
 and after the JSON round trip; a bound never contradicts a plan another solver of the same
 instance found (a minimisation's proven lower bound is not above any feasible plan's objective).
 
+Reservation regions are sometimes *confined* (issue 25 item 11): one reservation with a
+fault-domain guarantee is left with the servers it accepts in a single fault domain, an
+infeasible region whose buffer-tangent family is empty; the exact solvers must say
+``infeasible`` naming a reservation (they crashed in ``cuts._tangents``).
+
 `make test` runs a few instances per kind; `make test-slow` runs 200 per kind.
 """
 
@@ -58,6 +63,36 @@ SAMPLERS = {"allocation": _allocation, "placement": _placement, "binpack": _binp
             "reservation": _reservation}
 
 
+def confine_to_one_fault_domain(instance, rng: random.Random):
+    """``instance`` with one fault-domain-guaranteed reservation's accepted servers all in one
+    fault domain (the others retyped to a type it does not accept and freed), or None when the
+    region has no such reservation or no other type."""
+    data = instance.model_dump(mode="json")
+    candidates = [r for r in data["reservations"] if r.get("guarantee") == "fault_domain" and r["capacity_rru"] > 0]
+    if not candidates:
+        return None
+    chosen = rng.choice(candidates)
+    other = [t["id"] for t in data["server_types"] if t["id"] not in chosen["accepts"]]
+    if not other:
+        return None
+    servers, racks = data["servers"], data["racks"]
+    domain = [racks["fault_domain"][rack] for rack in servers["rack"]]
+    accepted = [i for i, name in enumerate(servers["type"]) if name in chosen["accepts"]]
+    keep = domain[accepted[0]] if accepted else None
+    for i in accepted:
+        if domain[i] != keep:
+            servers["type"][i] = other[0]
+            servers["current"][i] = None
+    try:
+        return instance_from_data(data)
+    except fleetplan.InstanceError:
+        return None
+
+
+CONFINED_SHARE = 0.3  # of the reservation regions
+EXACT_RESERVATION = ("mip-highs", "cpsat")
+
+
 def _check_instance(kind: str, index: int) -> None:
     rng = random.Random(f"{kind}-{index}")
     params = SAMPLERS[kind](rng)
@@ -65,13 +100,19 @@ def _check_instance(kind: str, index: int) -> None:
         instance = fleetplan.generate(kind, params, seed=index)
     except fleetplan.InstanceError:
         return  # a parameter combination the generator refuses, with a clear error: fine
+    confined = None
+    if kind == "reservation" and rng.random() < CONFINED_SHARE:
+        confined = confine_to_one_fault_domain(instance, rng)
+        instance = confined or instance
     feasible_objectives: list[float] = []
     bounds: list[tuple[str, float]] = []
     sense = None
     for spec in fleetplan.solvers(kind):
         result = fleetplan.solve(instance, spec.name, time_limit=TIME_LIMIT_S, seed=index)
-        where = f"{kind} #{index} {params} / {spec.name}"
+        where = f"{kind} #{index} {params}{' confined' if confined else ''} / {spec.name}"
         assert result.status in ("optimal", "feasible", "time_limit", "infeasible", "error"), where
+        if confined is not None and spec.name in EXACT_RESERVATION:
+            assert result.status == "infeasible" and "reservation '" in result.message, (where, result.message)
         if result.plan is None:
             continue
         evaluation = result.evaluation
@@ -117,3 +158,20 @@ def test_solvers_on_random_small_instances_slow(kind, index):
     if kind not in fleetplan.KINDS:
         pytest.skip(f"kind {kind} is not registered")
     _check_instance(kind, index)
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_confined_reservation_regions_are_infeasible_for_the_exact_solvers(index):
+    """The reproduction of item 11, on regions made for it (every one confined)."""
+    rng = random.Random(f"confined-{index}")
+    confined = None
+    for seed in range(index * 20, index * 20 + 20):  # the first region that can be confined
+        params = _reservation(rng) | {"datacenters": 2, "fault_domains_per_datacenter": 2}
+        confined = confine_to_one_fault_domain(fleetplan.generate("reservation", params, seed=seed), rng)
+        if confined is not None:
+            break
+    assert confined is not None
+    for solver in EXACT_RESERVATION:
+        result = fleetplan.solve(confined, solver, time_limit=TIME_LIMIT_S, seed=index)
+        assert result.status == "infeasible", (solver, result.message)
+        assert "fault-domain guarantee" in result.message and "reservation '" in result.message

@@ -51,7 +51,7 @@ def test_sync_and_strategy_make_the_scheduler(capsys, sync, strategy, scheduler)
     (["--slots", "0"], "--slots: Input should be greater than 0"),
     (["--schedulers", "-1"], "--schedulers: Input should be greater than 0"),
     (["--rate", "0"], "--rate: Input should be greater than 0"),
-    (["--sync-gap", "0"], "--sync-gap: Input should be greater than 0"),
+    (["--sync-gap", "0"], "--sync-gap: Input should be greater than or equal to 0.001"),
     (["--tau", "-1"], "--tau: Input should be greater than 0"),
     (["--partitions", "7"], "--partitions: must divide slots (2000) into equal partitions"),
     (["--partitions", "10", "--schedulers", "4"], "--partitions: ParSync needs a multiple of the 4 schedulers"),

@@ -3,7 +3,7 @@ large enough to need longer (issue 15: within 10% or 1 s of the limit, loading a
 included).
 
     .venv/bin/python benchmarks/scripts/time_limits.py [--limits 2 5 20] [--kinds allocation ...]
-        [--solvers NAME ...] [--long 20] [--jsonl runs.jsonl]
+        [--solvers NAME ...] [--simulators cluster ...] [--repeats 3] [--long 20] [--jsonl runs.jsonl]
     .venv/bin/python benchmarks/scripts/time_limits.py --table-from runs.jsonl
 
 Each run is a fresh process; besides its wall time the script records its CPU seconds (user +
@@ -12,7 +12,9 @@ the machine is shared and a loaded machine stretches wall time whatever the solv
 of ``--long`` seconds or more run only for exact solvers and for solvers that the shorter limits
 stopped by the clock (status ``time_limit``: they can use more time). A run is killed after
 ``10 x limit + 120`` seconds. Prints one row per run as it goes, then a Markdown table with one
-column per limit.
+column per limit. ``--simulators`` adds `fleetplan simulate NAME SCENARIO --time-limit S` runs
+on scenarios that need far longer (kind ``simulate``); ``--repeats N`` runs each cell N times
+and the table shows the medians (wall, CPU, load) and the statuses seen.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,17 +38,32 @@ INSTANCES = {
 }
 
 
-def run_once(cli: list[str], path: str, solver: str, limit: float, scratch: str) -> dict:
-    """One `fleetplan solve` in a fresh process: wall, CPU, load average, status."""
+# Scenarios each simulator takes minutes to finish (issue 25 item 8).
+SIMULATIONS = {
+    "cluster": ["--jobs", "3000", "--rate_per_hour", "30"],
+    "parsync": ["--slots", "2000000", "--partitions", "20", "--duration_s", "300"],
+    "mast": ["--regions", "24", "--hours", "48"],
+}
+
+
+def run_once(cli: list[str], path: str, solver: str, limit: float, scratch: str, simulate: bool = False) -> dict:
+    """One `fleetplan solve` (or `simulate`) in a fresh process: wall, CPU, load average, status."""
     load = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    command = [*cli, "solve", path, "--solver", solver, "--time-limit", str(limit), "--json",
-               "-o", str(Path(scratch) / "plan.json")]
+    if simulate:
+        command = [*cli, "simulate", solver, *SIMULATIONS[solver], "--time-limit", str(limit), "--json",
+                   "-o", str(Path(scratch) / "result.json")]
+    else:
+        command = [*cli, "solve", path, "--solver", solver, "--time-limit", str(limit), "--json",
+                   "-o", str(Path(scratch) / "plan.json")]
     try:
         run = subprocess.run(command, capture_output=True, text=True, timeout=10 * limit + 120)
         try:
-            status = json.loads(run.stdout).get("status", f"exit {run.returncode}")
+            answer = json.loads(run.stdout)
+            status = answer.get("status", "done" if simulate and run.returncode == 0 else f"exit {run.returncode}")
+            if simulate and "stopped at --time-limit" in str(answer.get("error", "")):
+                status = "stopped"
         except json.JSONDecodeError:
             status = f"exit {run.returncode}"
     except subprocess.TimeoutExpired:
@@ -68,6 +86,8 @@ def main() -> None:
     parser.add_argument("--solvers", nargs="*", help="only these solver names")
     parser.add_argument("--long", type=float, default=20.0,
                         help="limits from this many seconds up run only exact solvers and those the clock stopped")
+    parser.add_argument("--simulators", nargs="*", default=[], help=f"also simulate these ({', '.join(SIMULATIONS)})")
+    parser.add_argument("--repeats", type=int, default=1, help="runs per cell (the table shows medians)")
     parser.add_argument("--jsonl", help="also append each run as a JSON line to this file")
     parser.add_argument("--table-from", help="print the table of the runs in this JSON-lines file and exit")
     args = parser.parse_args()
@@ -91,16 +111,26 @@ def main() -> None:
                 for limit in limits:
                     if limit >= args.long and not (spec["exact"] or stopped):
                         continue
-                    row = {"kind": kind, **run_once(cli, path, spec["name"], limit, scratch)}
-                    stopped = stopped or row["status"] == "time_limit"
-                    rows.append(row)
-                    print(f"{kind} {row['solver']} {limit:g} s: wall {row['wall']:.2f} s, cpu {row['cpu']:.2f} s, "
-                          f"load {row['load']:.1f}, {row['status']}", flush=True)
-                    if args.jsonl:
-                        with open(args.jsonl, "a") as out:
-                            out.write(json.dumps(row) + "\n")
+                    for _ in range(args.repeats):
+                        row = {"kind": kind, **run_once(cli, path, spec["name"], limit, scratch)}
+                        stopped = stopped or row["status"] == "time_limit"
+                        _record(rows, row, args.jsonl)
+        for name in args.simulators:
+            for limit in limits:
+                for _ in range(args.repeats):
+                    _record(rows, {"kind": "simulate", **run_once(cli, "", name, limit, scratch, simulate=True)},
+                            args.jsonl)
     print()
     print(table(rows, limits))
+
+
+def _record(rows: list[dict], row: dict, jsonl: str | None) -> None:
+    rows.append(row)
+    print(f"{row['kind']} {row['solver']} {row['limit']:g} s: wall {row['wall']:.2f} s, cpu {row['cpu']:.2f} s, "
+          f"load {row['load']:.1f}, {row['status']}", flush=True)
+    if jsonl:
+        with open(jsonl, "a") as out:
+            out.write(json.dumps(row) + "\n")
 
 
 def table(rows: list[dict], limits: list[float]) -> str:
@@ -115,9 +145,9 @@ def table(rows: list[dict], limits: list[float]) -> str:
             if not found:
                 cells.append("—")
                 continue
-            row = found[-1]
-            cells.append(f"{row['wall']:.1f} s ({verdict(row['wall'], limit)}) / {row['cpu']:.1f} s / "
-                         f"{row['load']:.1f} / {row['status']}")
+            wall, cpu, load = (statistics.median(row[key] for row in found) for key in ("wall", "cpu", "load"))
+            statuses = "/".join(dict.fromkeys(row["status"] for row in found))
+            cells.append(f"{wall:.1f} s ({verdict(wall, limit)}) / {cpu:.1f} s / {load:.1f} / {statuses}")
         lines.append(f"| {kind} | {solver} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -24,6 +24,7 @@ import multiprocessing
 import multiprocessing.context
 import multiprocessing.process
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -221,8 +222,12 @@ def run_cell(cell: Cell, preload: bool = True, instance: Any = None) -> dict[str
     try:
         if instance is None:
             instance = _cell_instance(cell)
-        from fleetplan.solvers import solve  # the registry loads in the child, not for --help
+        from fleetplan.solvers import (  # the registry loads in the child, not for --help
+            load_kind,
+            solve,
+        )
 
+        load_kind(cell.kind)  # importing the kind's solvers is not the solve's time
         if preload:
             preload_backends()  # a lazy import inside the solve is not the solver's memory
         cpu_started = time.process_time()
@@ -332,6 +337,10 @@ class CellProcess:
         self._started = time.monotonic()
         return self
 
+    @property
+    def started(self) -> bool:
+        return self._process is not None and getattr(self._process, "pid", None) is not None
+
     def _exit_code(self) -> int | None:
         process = self._process
         if isinstance(process, subprocess.Popen):
@@ -363,8 +372,8 @@ class CellProcess:
 
     def kill(self) -> None:
         process = self._process
-        if process is None or self._exit_code() is not None:
-            return
+        if process is None or getattr(process, "pid", None) is None or self._exit_code() is not None:
+            return  # never started, or already ended
         process.kill()
         if isinstance(process, subprocess.Popen):
             process.wait()
@@ -422,7 +431,16 @@ def _write_row(row: dict[str, Any], target: Path) -> None:
     os.replace(temporary, target)
 
 
+def _quiet_on_interrupt() -> None:
+    """A cell child ends at once and silently on Ctrl-C or SIGTERM (exit code 130 / 143): the
+    parent stops its children and then cleans up, and a terminal's Ctrl-C reaches the whole
+    process group (a child printed a 29-line traceback, issue 25 item 15)."""
+    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(130))
+    signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(143))
+
+
 def _forked_child(cell_json: str, folder: str) -> None:
+    _quiet_on_interrupt()
     try:
         _write_row(run_cell(Cell.from_json(cell_json)), Path(folder) / "row.json")
     except BaseException:
@@ -436,6 +454,7 @@ def _main(argv: list[str]) -> int:
     A fresh interpreter does not preload the back-ends (several seconds per cell): the solve's
     memory then includes importing the back-end it uses, and ``mem_measure`` says ``+imports``.
     """
+    _quiet_on_interrupt()
     _write_row(run_cell(Cell.from_json(sys.stdin.read()), preload=False), Path(argv[0]))
     return 0
 

@@ -11,11 +11,14 @@ when a cell is handed out, which is what the progress display and the CSV writer
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
+import signal
+import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +44,32 @@ def _nothing(cell: Cell) -> None:
     """Default ``on_start``: nobody is listening."""
 
 
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait while a child is being started: an interrupt in the middle of
+    the forkserver's handshake left a child the parent did not know of (it wrote into a folder
+    already removed) or a forkserver printing a traceback (issue 25 item 15). The signal is
+    delivered right after, with the child in the list of those to stop."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+
+    def note(signum: int, frame: object) -> None:
+        received.append(signum)
+
+    # Handlers that only note the signal (a mask would not do: any other thread of the process
+    # may take a process-directed signal and have the main thread run the handler).
+    previous = {number: signal.signal(number, note) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if received:
+            signal.raise_signal(received[0])
+
+
 def run_local(cells: Sequence[Cell], on_row: OnRow, *, workers: int = 1,
               grace_s: float = DEFAULT_GRACE_S, on_start: OnStart = _nothing) -> None:
     """Run ``cells`` in at most ``workers`` concurrent child processes.
@@ -56,7 +85,10 @@ def run_local(cells: Sequence[Cell], on_row: OnRow, *, workers: int = 1,
         while waiting or running:
             while waiting and len(running) < workers:
                 cell = waiting.popleft()
-                running.append(CellProcess(cell, grace_s).start())
+                with _signals_held():
+                    process = CellProcess(cell, grace_s)
+                    running.append(process)
+                    process.start()
                 on_start(cell)
             still: list[CellProcess] = []
             for process in running:
@@ -69,9 +101,12 @@ def run_local(cells: Sequence[Cell], on_row: OnRow, *, workers: int = 1,
                 time.sleep(POLL_INTERVAL_S)
             running = still
     finally:
+        # The children first (killed and reaped), then their folders (poll removes them).
         for process in running:
             process.kill()
-            process.poll()
+        for process in running:
+            if process.started:
+                process.poll()
 
 
 @dataclass(frozen=True)

@@ -137,12 +137,15 @@ def read_results(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     if text and not text.endswith("\n"):
         text = text[: text.rfind("\n") + 1]
     reader = csv.DictReader(io.StringIO(text))
-    fieldnames = list(reader.fieldnames or [])
     raw = []
-    for line, row in enumerate(reader, start=2):
-        if None in row or any(value is None for value in row.values()):
-            raise InstanceError(f"line {line}", "wrong number of fields", str(path))
-        raw.append(row)
+    try:
+        fieldnames = list(reader.fieldnames or [])
+        for line, row in enumerate(reader, start=2):
+            if None in row or any(value is None for value in row.values()):
+                raise InstanceError(f"line {line}", "wrong number of fields", str(path))
+            raw.append(row)
+    except csv.Error as error:  # a field over csv's 131,072-character limit, a stray quote
+        raise InstanceError(f"line {reader.line_num + 1}", f"not a results table row ({error})", str(path)) from None
     version = table_version(fieldnames, raw[0] if raw else None, str(path))
     return [migrate_row(row, version) for row in raw]
 

@@ -43,6 +43,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, model_validator
 
+from fleetplan import bounded_yaml
 from fleetplan.instances import KINDS, InstanceError, get_kind
 from fleetplan.instances.base import StrictModel, validate_model
 
@@ -193,6 +194,12 @@ def _check_group(group: Group, at: str) -> None:
             known = ", ".join(sorted(spec.options)) or "none"
             raise InstanceError(f"{at}.solvers[{index}].options.{unknown[0]}",
                                 f"unknown option for solver '{spec.name}' (known: {known})")
+        for name, value in entry.options.items():
+            # Values too, before the sweep starts (`partitions: 0` failed 35 s into it).
+            try:
+                spec.option_specs[name].validate(value)
+            except InstanceError as error:
+                raise InstanceError(f"{at}.solvers[{index}].options.{name}", error.reason) from None
         if entry.display in labels:
             raise InstanceError(f"{at}.solvers[{index}].label",
                                 f"duplicate label '{entry.display}' (give each entry its own label)")
@@ -289,55 +296,12 @@ def suite_path(name_or_path: str | os.PathLike[str]) -> Path:
     raise InstanceError("", "file not found", text)
 
 
-def _expanded_nodes(root: yaml.Node, source: str | None) -> int:
-    """Nodes of the document once every alias is expanded, computed on the node graph (where an
-    alias is one shared node) in time linear in the file; refuses cycles and stops counting
-    past :data:`MAX_YAML_NODES`."""
-    sizes: dict[int, int] = {}
-    on_path: set[int] = set()
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    while stack:
-        node, children_done = stack.pop()
-        key = id(node)
-        if key in sizes:
-            continue
-        children: list[yaml.Node] = []
-        if isinstance(node, yaml.SequenceNode):
-            children = list(node.value)
-        elif isinstance(node, yaml.MappingNode):
-            children = [part for pair in node.value for part in pair]
-        if children_done:
-            on_path.discard(key)
-            sizes[key] = min(1 + sum(sizes[id(child)] for child in children), MAX_YAML_NODES + 1)
-            continue
-        if key in on_path:
-            raise InstanceError("", "the YAML refers to itself (a recursive alias)", source)
-        on_path.add(key)
-        stack.append((node, True))
-        for child in children:
-            if id(child) in on_path:
-                raise InstanceError("", "the YAML refers to itself (a recursive alias)", source)
-            if id(child) not in sizes:
-                stack.append((child, False))
-    return sizes[id(root)]
-
-
 def _load_yaml(text: str, source: str | None) -> Any:
-    """``yaml.safe_load`` with the document's expanded size bounded before it is built."""
+    """The suite's YAML with its size, depth and expanded size bounded before it is built
+    (:mod:`fleetplan.bounded_yaml`, shared with the command line's values)."""
     if len(text) > MAX_SUITE_BYTES:
         raise InstanceError("", f"suite file larger than {MAX_SUITE_BYTES:,} bytes", source)
-    # libyaml's parser when present (the pure-Python one takes seconds on 50k nodes).
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        if _expanded_nodes(node, source) > MAX_YAML_NODES:  # before anything is built
-            raise InstanceError("", f"the YAML expands to more than {MAX_YAML_NODES:,} values once its "
-                                    "aliases are resolved (an alias bomb?)", source)
-        return loader.construct_document(node)
-    finally:
-        loader.dispose()
+    return bounded_yaml.load(text, source, max_bytes=MAX_SUITE_BYTES, max_nodes=MAX_YAML_NODES)
 
 
 def parse_suite(text: str, source: str | None = None) -> Suite:

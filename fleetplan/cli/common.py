@@ -7,11 +7,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import signal
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from fleetplan.cli.render import make_console
+from fleetplan.errors import clip
 
 # yaml, rich.progress and fleetplan.instances load where used: `fleetplan --help` needs none.
 
@@ -33,13 +36,22 @@ class ArgumentParser(argparse.ArgumentParser):
 
 # --- helpers -----------------------------------------------------------------------------
 
-def parse_value(text: str) -> Any:
-    """``'3'`` -> 3, ``'true'`` -> True, ``'[1, 2]'`` -> [1, 2], anything else stays a string."""
+def parse_value(text: str, what: str = "") -> Any:
+    """``'3'`` -> 3, ``'true'`` -> True, ``'[1, 2]'`` -> [1, 2], ``'1e-9'`` -> 1e-09 (YAML 1.2
+    numbers), anything else stays a string.
+
+    Bounded as bench suites are (:mod:`fleetplan.bounded_yaml`: length, nesting depth and size
+    once aliases are expanded): a value past a bound is refused naming ``what`` (the option or
+    parameter), never expanded."""
     import yaml
 
+    from fleetplan import bounded_yaml
+
     try:
-        return yaml.safe_load(text)
+        return bounded_yaml.load(text, path=what)
     except yaml.YAMLError:
+        if len(text) > bounded_yaml.MAX_BYTES:
+            raise CommandError(f"{what}: value longer than {bounded_yaml.MAX_BYTES:,} characters") from None
         return text
 
 
@@ -48,9 +60,10 @@ def parse_assignments(pairs: Sequence[str], what: str) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for pair in pairs:
         if "=" not in pair:
-            raise CommandError(f"{what} '{pair}': expected NAME=VALUE")
+            raise CommandError(f"{what} '{clip(pair)}': expected NAME=VALUE")
         name, value = pair.split("=", 1)
-        result[name.strip().replace("-", "_")] = parse_value(value)
+        name = name.strip().replace("-", "_")
+        result[name] = parse_value(value, f"{what} {clip(name)}")
     return result
 
 
@@ -61,14 +74,14 @@ def parse_flag_params(extra: Sequence[str]) -> dict[str, Any]:
     while index < len(extra):
         token = extra[index]
         if not token.startswith("--") or token == "--":
-            raise CommandError(f"unexpected argument '{token}'")
+            raise CommandError(f"unexpected argument '{clip(token)}'")
         name = token[2:]
         if "=" in name:
             name, value = name.split("=", 1)
-            params[name.replace("-", "_")] = parse_value(value)
+            params[name.replace("-", "_")] = parse_value(value, f"--{clip(name)}")
             index += 1
         elif index + 1 < len(extra) and not extra[index + 1].startswith("--"):
-            params[name.replace("-", "_")] = parse_value(extra[index + 1])
+            params[name.replace("-", "_")] = parse_value(extra[index + 1], f"--{clip(name)}")
             index += 2
         else:
             params[name.replace("-", "_")] = True
@@ -156,3 +169,32 @@ def working(message: str, enabled: bool = True) -> contextlib.AbstractContextMan
     return stderr.status(message)
 
 
+
+
+class OutOfTime(BaseException):
+    """Raised in the main thread when a command's ``--time-limit`` passes (a BaseException, so
+    no ``except Exception`` in the code it interrupts swallows it; ``finally`` blocks run)."""
+
+
+@contextlib.contextmanager
+def alarm(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`OutOfTime` in the main thread after ``seconds`` of wall time (None: never).
+
+    The signal interrupts Python code between two bytecodes, whatever it is doing (building a
+    trace, simulating, a scheduler's LP in Python); a C call in progress (one HiGHS solve)
+    finishes first. Off the main thread, or where there is no SIGALRM, nothing is armed."""
+    if (seconds is None or not hasattr(signal, "setitimer")
+            or threading.current_thread() is not threading.main_thread()):
+        yield
+        return
+
+    def ring(signum: int, frame: object) -> None:
+        raise OutOfTime()
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-3))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

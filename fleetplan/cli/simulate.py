@@ -47,6 +47,9 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     simulate.add_argument("--out", default=None, metavar="DIR",
                           help=f"write {RESULT_FILE} and the plot PNG(s) into the new directory DIR "
                                "(made whole at the end: a failure leaves no DIR)")
+    simulate.add_argument("--time-limit", type=_seconds, default=None, metavar="S",
+                          help="seconds for the whole command; a simulation not finished by then "
+                               "gives no result: exit code 1 and nothing written")
     simulate.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     simulate.set_defaults(handler=None, takes_extra=True)
     return simulate
@@ -59,6 +62,19 @@ def _seed(text: str) -> int:
 
 
 _seed.__name__ = "integer"
+
+
+def _seconds(text: str) -> float:
+    from fleetplan.cli.common import positive_seconds
+
+    return positive_seconds(text)
+
+
+_seconds.__name__ = "seconds"
+# Kept back from --time-limit for writing the outputs (importing matplotlib for a plot takes a
+# second on a quiet machine), at most a quarter of the limit.
+WRITE_RESERVE_S = 0.2
+PLOT_RESERVE_S = 1.5
 
 
 class _SimulatorHelp(argparse.Action):
@@ -190,6 +206,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     from fleetplan import sim
     from fleetplan.cli.common import (
         CommandError,
+        OutOfTime,
+        alarm,
         parse_assignments,
         parse_flag_params,
         print_json,
@@ -213,14 +231,19 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     if args.plot and spec.plot is None:
         raise CommandError(f"--plot: simulator '{spec.name}' draws no plot")
     title = f"simulating {spec.name} / {scheduler or spec.schedulers[0]}"
-    if spec.takes_progress:
-        from fleetplan.sim.engine import TIME_UNITS
+    reached: list[tuple[float, float]] = []
+    try:
+        with alarm(_simulation_seconds(args)):
+            if spec.takes_progress:
+                from fleetplan.sim.engine import TIME_UNITS
 
-        with simulated_time_bar(title, not args.json, TIME_UNITS[spec.time_unit]) as progress:
-            result = spec.run(scenario, scheduler, args.seed, progress=progress)
-    else:
-        with working(title, not args.json):
-            result = spec.run(scenario, scheduler, args.seed)
+                with simulated_time_bar(title, not args.json, TIME_UNITS[spec.time_unit]) as bar:
+                    result = spec.run(scenario, scheduler, args.seed, progress=_following(bar, reached))
+            else:
+                with working(title, not args.json):
+                    result = spec.run(scenario, scheduler, args.seed)
+    except OutOfTime:
+        return _out_of_time(args, spec, reached)
     data = result.to_dict()
     written: list[str] = []
     if args.output:
@@ -252,6 +275,52 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         stdout.print(f"wrote {path}", markup=False)
     sys.stdout.flush()
     return 0
+
+
+def _simulation_seconds(args: argparse.Namespace) -> float | None:
+    """What is left of ``--time-limit`` for building and simulating, writing kept back."""
+    from fleetplan.cli.app import time_left
+
+    if args.time_limit is None:
+        return None
+    plots = args.plot is not None or args.out is not None
+    reserve = min(WRITE_RESERVE_S + (PLOT_RESERVE_S if plots else 0.0), args.time_limit / 4)
+    return time_left(args.time_limit, reserve)
+
+
+def _following(bar: Any, reached: list[tuple[float, float]]) -> Any:
+    """A progress callback that records how far the simulation got (for the time-limit line)
+    and moves the bar, if one is shown."""
+
+    def progress(now: float, end: float) -> None:
+        if reached:
+            reached[0] = (now, end)
+        else:
+            reached.append((now, end))
+        if bar is not None:
+            bar(now, end)
+
+    return progress
+
+
+def _out_of_time(args: argparse.Namespace, spec: Any, reached: list[tuple[float, float]]) -> int:
+    """No result: one line saying how far the simulation got, exit code 1, nothing written
+    (a partial result's metrics would describe a different, shorter run)."""
+    from fleetplan.cli.common import print_json, stderr
+    from fleetplan.sim.engine import TIME_UNITS
+
+    how_far = ""
+    if reached:
+        unit = TIME_UNITS[spec.time_unit]
+        now, end = reached[0][0] * unit, reached[0][1] * unit
+        total = f" of {_hours_or_seconds(end, end)}" if 0 < end < float("inf") else ""
+        how_far = f" after {_hours_or_seconds(now, max(end, now))}{total} of simulated time"
+    line = (f"simulate {spec.name}: stopped at --time-limit {args.time_limit:g} s{how_far}; no result, "
+            "nothing written")
+    stderr.print(f"error: {line}", markup=False, soft_wrap=True)
+    if args.json:
+        print_json({"error": line, "errors": [line], "exit_code": 1})
+    return 1
 
 
 __all__ = ["add_arguments", "check_outputs", "run", "scenario_inputs", "simulated_time_bar"]

@@ -42,6 +42,7 @@ def _allocation() -> ProblemKind:
         evaluate=allocation_evaluate.evaluate,
         generate=allocation.generate,
         generate_params=allocation.AllocationParams,
+        estimate=allocation.estimate,
         description="Gavel: share heterogeneous accelerators among jobs (allocation matrix X)",
     )
 
@@ -58,6 +59,7 @@ def _placement() -> ProblemKind:
         evaluate=placement_evaluate.evaluate,
         generate=placement_generate.generate,
         generate_params=placement_generate.PlacementParams,
+        estimate=placement_generate.estimate,
         description="Tetris (MAST §3): place tables in regions (home region per table, replicas)",
         current_plan=placement.PlacementPlan.current,
     )
@@ -75,6 +77,7 @@ def _binpack() -> ProblemKind:
         evaluate=binpack_evaluate.evaluate,
         generate=binpack_generate.generate,
         generate_params=binpack_generate.BinpackParams,
+        estimate=binpack_generate.estimate,
         description="RMS (MAST §4.3): place workloads' gang-scheduled jobs on a region's machines, with preemption",
     )
 
@@ -91,6 +94,7 @@ def _reservation() -> ProblemKind:
         evaluate=reservation_evaluate.evaluate,
         generate=reservation_generate.generate,
         generate_params=reservation_generate.ReservationParams,
+        estimate=reservation_generate.estimate,
         description="RAS (MAST §2): assign servers to reservations that keep capacity when a fault domain fails",
         current_plan=reservation.ReservationPlan.current,
     )
@@ -224,6 +228,10 @@ def generate(kind: str, params: dict[str, Any] | BaseModel | None = None, seed: 
     spec = get_kind(kind)
     if not isinstance(params, BaseModel):
         params = validate_model(spec.generate_params, params or {}, "parameters")
+    if spec.estimate is not None:
+        from fleetplan.instances.resources import check_fits
+
+        check_fits(spec.estimate(params))
     return spec.generate(params, seed=seed)
 
 

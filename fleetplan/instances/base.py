@@ -15,13 +15,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from fleetplan.errors import InstanceError
 
@@ -43,22 +44,54 @@ def json_path(loc: Sequence[str | int]) -> str:
 MAX_ERRORS = 20
 
 
+# How pydantic names the members of a union in an error's location: ``list[str]``,
+# ``HomeColumns``, ``int`` (field names are snake_case, so never match).
+_UNION_TAG = re.compile(r"^(?:[a-z]+\[.*\]|str|int|float|bool|[A-Z]\w*)$")
+
+
+def _is_tag(part: Any) -> bool:
+    return isinstance(part, str) and (part.startswith("function-") or bool(_UNION_TAG.match(part)))
+
+
+def _closest_union_members(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """For a value that matches no member of a union, pydantic reports every member's errors;
+    keep those of the member with the fewest (the one the value nearly is). One null among
+    table ids gave 21 lines, 20 of them saying that valid ids are not integers (issue 25
+    item 21)."""
+    members: dict[tuple, dict[str, list[int]]] = {}
+    for position, item in enumerate(items):
+        loc = item["loc"]
+        at = next((i for i, part in enumerate(loc) if isinstance(part, str) and _UNION_TAG.match(part)), None)
+        if at is not None:
+            members.setdefault(tuple(loc[:at]), {}).setdefault(loc[at], []).append(position)
+    dropped: set[int] = set()
+    for branches in members.values():
+        closest = min(branches, key=lambda tag: len(branches[tag]))
+        for tag, positions in branches.items():
+            if tag != closest:
+                dropped.update(positions)
+    return [item for position, item in enumerate(items) if position not in dropped]
+
+
 def _from_validation_error(error: ValidationError, source: str | None) -> InstanceError:
     found = []
-    for item in error.errors()[:MAX_ERRORS]:
-        loc = [p for p in item["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+    items = _closest_union_members(error.errors())
+    for item in items[:MAX_ERRORS]:
+        loc = [p for p in item["loc"] if not _is_tag(p)]
         reason = item["msg"]
         if item["type"] == "missing":
             reason = "required field is missing"
         elif item["type"] == "extra_forbidden":
             reason = "unknown field"
+        elif item["type"] == "value_error":
+            reason = reason.removeprefix("Value error, ")
         elif item["type"] == "finite_number":
             reason = "must be a finite number (NaN and infinity are not allowed)"
         elif item["type"].endswith("_type") and "input" in item:
             reason = f"{reason} (got {_short(item['input'])})"
         found.append((json_path(loc), reason))
-    if error.error_count() > MAX_ERRORS:
-        found.append(("", f"... {error.error_count() - MAX_ERRORS} more errors not listed"))
+    if len(items) > MAX_ERRORS:
+        found.append(("", f"... {len(items) - MAX_ERRORS} more errors not listed"))
     (path, reason), *more = found
     return InstanceError(path, reason, source, more)
 
@@ -74,11 +107,21 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_assignment=False)
 
 
+def _not_a_boolean(value: Any) -> Any:
+    # `true` equals 1 in Python, and Literal[1] let it pass (issue 25 item 18).
+    if isinstance(value, bool):
+        raise ValueError(f"must be the integer {SCHEMA_VERSION}, got {json.dumps(value)}")
+    return value
+
+
+SchemaVersion = Annotated[Literal[1], BeforeValidator(_not_a_boolean)]
+
+
 class InstanceBase(StrictModel):
     """Fields every instance file carries."""
 
     kind: str
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: SchemaVersion = SCHEMA_VERSION
     name: str = ""
 
     def reuse_arrays(self, previous: InstanceBase, touched: set[str]) -> None:
@@ -92,7 +135,7 @@ class PlanBase(StrictModel):
     """Fields every plan file carries: which solver made it and how."""
 
     kind: str
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: SchemaVersion = SCHEMA_VERSION
     solver: str = ""
     options: dict[str, Any] = Field(default_factory=dict)
 
@@ -163,6 +206,9 @@ class ProblemKind:
     # Today's plan, for kinds whose instance carries one (placement: tables where they are);
     # `fleetplan solve` shows its metrics beside the new plan's.
     current_plan: Callable[[Any], Any] | None = None
+    # Memory and time a parameter set needs (``estimate(params) -> resources.Estimate``):
+    # ``generate`` refuses a size that cannot fit before generating it.
+    estimate: Callable[[Any], Any] | None = None
 
 
 # Numbers a file may hold. Integers must fit numpy's int64; other numbers stay below 1e30 in

@@ -115,7 +115,20 @@ def check_output_file(path: str | os.PathLike[str], inputs: Iterable[str | os.Pa
         raise OutputError(flag, f"{path}: '{parent}' is not a directory")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise OutputError(flag, f"{path}: directory '{parent}' is not writable")
+    _probe(parent, path, flag)
     check_not_an_input(path, inputs, flag)
+
+
+def _probe(parent: Path, path: str | os.PathLike[str], flag: str) -> None:
+    """Create and remove a file in ``parent``: ``os.access`` says yes to root everywhere, and
+    ``/proc`` or a read-only mount refuse only the real thing (issue 25 item 12: ``simulate
+    --out /proc/x`` failed after the whole simulation)."""
+    try:
+        handle, name = tempfile.mkstemp(prefix=".fleetplan-probe-", dir=parent)
+    except OSError as error:
+        raise OutputError(flag, f"{path}: cannot create a file in '{parent}' ({error.strerror})") from None
+    os.close(handle)
+    _unlink_quietly(name)
 
 
 def check_not_an_input(path: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str] | None],
@@ -160,6 +173,7 @@ def check_output_folder(path: str | os.PathLike[str], inputs: Iterable[str | os.
             raise OutputError(flag, f"{path}: directory exists and is not empty; choose a new one")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise OutputError(flag, f"{path}: directory '{parent}' is not writable")
+    _probe(parent, path, flag)
 
 
 def _failed_write(target: Path, error: OSError) -> OutputError:

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from fleetplan.instances.base import InstanceError
+from fleetplan.errors import excerpt
+from fleetplan.instances.base import MAX_INTEGER, InstanceError
 from fleetplan.instances.outputs import atomic_write
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -42,6 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 TableSource = "pd.DataFrame | str | os.PathLike[str]"
 Format = Literal["csv", "parquet"]
 PARQUET_SUFFIXES = (".parquet", ".pq")
+CSV_SUFFIXES = (".csv",)
 
 
 class CellError(ValueError):
@@ -49,12 +51,20 @@ class CellError(ValueError):
 
 
 def table_format(path: str | os.PathLike[str], given: str | None = None) -> Format:
-    """``csv`` or ``parquet``: ``given`` if set, else from the file's suffix (CSV by default)."""
+    """``csv`` or ``parquet``: ``given`` if set, else from the file's suffix (``.csv``,
+    ``.parquet`` or ``.pq``; any other suffix, or none, is refused: a ``.txt`` or ``.xlsx``
+    file was read as CSV, issue 25 item 18)."""
     if given is not None:
         if given not in ("csv", "parquet"):
             raise InstanceError("--format", f"unknown table format '{given}' (known: csv, parquet)")
         return given  # type: ignore[return-value]
-    return "parquet" if Path(path).suffix.lower() in PARQUET_SUFFIXES else "csv"
+    suffix = Path(path).suffix.lower()
+    if suffix in PARQUET_SUFFIXES:
+        return "parquet"
+    if suffix in CSV_SUFFIXES:
+        return "csv"
+    raise InstanceError("", f"unknown table type '{suffix or '(no suffix)'}' (known: "
+                            f"{', '.join(CSV_SUFFIXES + PARQUET_SUFFIXES)})", str(path))
 
 
 # --- cells --------------------------------------------------------------------------------
@@ -87,6 +97,18 @@ def to_float(value: Any) -> float:
 
 
 def to_int(value: Any) -> int:
+    return _in_range(_to_int(value))
+
+
+def _in_range(number: int) -> int:
+    # The range instance files hold (fleetplan.instances.base.MAX_INTEGER): an import that
+    # wrote 2^63 made a file `solve` then refused (issue 25 item 18).
+    if not -MAX_INTEGER <= number <= MAX_INTEGER:
+        raise CellError(f"{excerpt(number)} is out of range (fleetplan holds 64-bit integers, |n| < 2^63)")
+    return number
+
+
+def _to_int(value: Any) -> int:
     if isinstance(value, (bool, np.bool_)):
         raise CellError(f"must be an integer, got {value!r}")
     if isinstance(value, (int, np.integer)):
@@ -105,7 +127,7 @@ def to_int(value: Any) -> int:
             number = math.nan
         if math.isfinite(number) and number.is_integer():
             return int(number)
-        raise CellError(f"must be an integer, got '{text}'") from None
+        raise CellError(f"must be an integer, got '{excerpt(text)}'") from None
 
 
 _TRUE = {"true", "yes", "1", "y", "t"}
@@ -157,6 +179,7 @@ class Table:
     source: str  # the file name, or the argument name for a DataFrame
     line_offset: int | None  # CSV: line of data row 0 (2 after the header); None for others
     columns: list[str] = field(default_factory=list)
+    typed: bool = False  # a Parquet file: its columns' types are the file's, not parsed from text
 
     def __len__(self) -> int:
         return len(self.frame)
@@ -198,6 +221,14 @@ class Table:
                 self.require([column])
             return [default] * len(self)
         raw = self.frame[column].tolist()
+        if self.typed and kind in ("int", "float", "bool"):
+            # A Parquet file says what a column is: text where numbers or booleans belong is
+            # refused, not parsed (a `count` column of strings was read as numbers, issue 25
+            # item 18). CSV cells, and DataFrames made from text, are parsed.
+            for row, value in enumerate(raw):
+                if isinstance(value, str) and not is_missing(value):
+                    raise self.error(f"must be {'a number' if kind != 'bool' else 'true or false'}, got the "
+                                     f"text {excerpt(value)} (the column holds strings)", row, column)
         fast = _fast_values(raw, kind, default, required)
         if fast is not None:
             return fast
@@ -251,10 +282,12 @@ def _fast_values(raw: list[Any], kind: str, default: Any, required: bool) -> lis
             return [default if m else v for v, m in zip(values.tolist(), missing.tolist(), strict=True)]
         if kind == "int":
             if all(type(v) is int for v in raw):
-                return raw
-            if all(type(v) is str for v in raw) and all(v.strip() for v in raw):
-                return [int(v) for v in raw]
-            return None
+                numbers = raw
+            elif all(type(v) is str for v in raw) and all(v.strip() for v in raw):
+                numbers = [int(v) for v in raw]
+            else:
+                return None
+            return numbers if all(-MAX_INTEGER <= v <= MAX_INTEGER for v in numbers) else None
         if kind == "bool":
             if all(type(v) is bool for v in raw):
                 return raw
@@ -293,7 +326,7 @@ def read_table(source: Any, name: str) -> Table:
                 frame = pd.read_parquet(path)
             except Exception as error:  # noqa: BLE001 - pyarrow raises many types for a bad file
                 raise InstanceError("", f"cannot read Parquet file: {error}", label) from None
-            table = Table(frame.reset_index(drop=True), label, None)
+            table = Table(frame.reset_index(drop=True), label, None, typed=True)
         else:
             table = Table(_read_csv(path, label), label, 2)
     else:

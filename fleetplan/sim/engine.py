@@ -158,6 +158,10 @@ class SimulatorSpec:
     time_unit: str = "s"
     # The metrics a bench report shows first (the others follow alphabetically, up to its width).
     report_metrics: tuple[str, ...] = ()
+    # Optional: the memory (and time) a scenario needs, ``estimate(scenario) ->
+    # fleetplan.instances.resources.Estimate``; :meth:`run` refuses a scenario that cannot fit
+    # in this machine's memory before simulating it.
+    estimate: Callable[[BaseModel], Any] | None = None
     # Whether ``simulate`` takes a ``progress`` keyword: looked up once, from its signature.
     takes_progress: bool = field(init=False, repr=False, compare=False, default=False)
 
@@ -192,6 +196,10 @@ class SimulatorSpec:
 
         started = time.perf_counter()
         model = self.scenario(scenario)
+        if self.estimate is not None:
+            from fleetplan.instances.resources import check_fits
+
+            check_fits(self.estimate(model), "scenario")
         if progress is not None and self.takes_progress:
             result = self.simulate(model, scheduler, seed, progress=progress)
         else:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from fleetplan.errors import excerpt
 from fleetplan.instances import (
     InstanceBase,
     InstanceError,
@@ -168,8 +169,32 @@ def register(kind: str, name: str, *, description: str, exact: bool, reference: 
     return decorate
 
 
+# The modules that register each kind's solvers, imported when the kind is first asked for:
+# `fleetplan solve` on an allocation instance need not import (or wait for, on a loaded
+# machine) the placement, binpack and reservation solvers: 0.86 s of a 2 s limit at load 5.5
+# went to importing them all (issue 25 item 10). A new solver module is listed here, or
+# imported by its kind's package.
+KIND_MODULES: dict[str, tuple[str, ...]] = {
+    "allocation": ("fleetplan.solvers.allocation", "fleetplan.solvers.allocation.policies",
+                   "fleetplan.solvers.allocation.water_filling"),
+    "binpack": ("fleetplan.solvers.binpack",),
+    "placement": ("fleetplan.solvers.placement", "fleetplan.solvers.placement.exact"),
+    "reservation": ("fleetplan.solvers.reservation",),
+}
+
+
+def load_kind(kind: str | None = None) -> None:
+    """Register the solvers of ``kind`` (of every kind when None) by importing their modules."""
+    import importlib
+
+    for name in KIND_MODULES if kind is None else (kind,):
+        for module in KIND_MODULES.get(name, ()):
+            importlib.import_module(module)
+
+
 def solvers(kind: str | None = None) -> list[SolverSpec]:
     """The registered solvers, of one kind or all, sorted by kind then name."""
+    load_kind(kind)
     return sorted(
         (spec for spec in _REGISTRY.values() if kind is None or spec.kind == kind),
         key=lambda spec: (spec.kind, spec.name),
@@ -179,6 +204,7 @@ def solvers(kind: str | None = None) -> list[SolverSpec]:
 def get_solver(kind: str, name: str | None = None) -> SolverSpec:
     """The solver ``name`` of ``kind``, or the kind's default solver when ``name`` is None."""
     get_kind(kind)
+    load_kind(kind)
     if name is None:
         defaults = [spec for spec in solvers(kind) if spec.default] or solvers(kind)
         if not defaults:
@@ -218,9 +244,9 @@ def solve(instance: InstanceBase | dict[str, Any], solver: str | None = None, *,
     options = spec.check_options(options)
     time_limit = check_time_limit(time_limit)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise InstanceError("seed", f"{seed!r} is not allowed: must be an integer in [0, 2^63)")
+        raise InstanceError("seed", f"{excerpt(seed)} is not allowed: must be an integer in [0, 2^63)")
     if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS:
-        raise InstanceError("threads", f"{threads!r} is not allowed: must be an integer in [1, {MAX_THREADS}]")
+        raise InstanceError("threads", f"{excerpt(threads)} is not allowed: must be an integer in [1, {MAX_THREADS}]")
     threads = min(threads, os.cpu_count() or 1)
     started = time.perf_counter()
     with instance_hidden_from_gc():
@@ -237,7 +263,7 @@ def check_time_limit(time_limit: Any) -> float | None:
         return None
     if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not (
             math.isfinite(time_limit) and time_limit > 0):
-        raise InstanceError("time_limit", f"{time_limit!r} is not allowed: must be a positive number of seconds")
+        raise InstanceError("time_limit", f"{excerpt(time_limit)} is not allowed: must be a positive number of seconds")
     return float(time_limit)
 
 

@@ -15,6 +15,7 @@ from typing import Literal
 
 import numpy as np
 
+from fleetplan.highs_pool import use_threads
 from fleetplan.lazy import lazy_attribute, lazy_module
 from fleetplan.models.linear import LinearProgram
 
@@ -61,6 +62,7 @@ def _algorithm_name(algorithm: LpAlgorithm, num_cols: int) -> str:
 
 
 def new_highs(time_limit: float | None, threads: int, seed: int) -> highspy.Highs:
+    use_threads(threads)
     highs = highspy.Highs()
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("random_seed", int(seed) % 2_147_483_647)
@@ -142,6 +144,7 @@ def solve_pyomo(model: pyo.ConcreteModel, *, time_limit: float | None = None, th
                 seed: int = 0, algorithm: LpAlgorithm = "auto") -> LpOutcome:
     """Solve a Pyomo model with HiGHS through Pyomo's persistent ``appsi`` interface; the
     solution is loaded into the model's variables."""
+    use_threads(threads)
     solver = AppsiHighs()
     num_cols = sum(1 for _ in model.component_data_objects(pyo.Var, active=True))
     solver.highs_options = {

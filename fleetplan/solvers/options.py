@@ -38,6 +38,7 @@ from typing import Any
 
 from pydantic import Field, TypeAdapter, ValidationError
 
+from fleetplan.errors import excerpt
 from fleetplan.instances.base import InstanceError
 
 # The parameters every solver takes; they are arguments of ``solve()``, not options.
@@ -81,17 +82,21 @@ GLOSSARY: dict[str, GlossaryEntry] = {
     "partitions_only": GlossaryEntry("skip placement: keep today's homes and only add replicas"),
     "hot_replica_share": GlossaryEntry("storage quota for hot-table replicas, as a share of each "
                                        "region's free storage", ge=0.0, le=1.0),
-    "max_moves": GlossaryEntry("stop after this many table moves (none: until no move gains)", ge=0),
+    "max_moves": GlossaryEntry("stop after this many table moves (none: until no move gains)", ge=0,
+                               le=2**31 - 1),
     "requeue_neighbours": GlossaryEntry("after a move, recompute the gains of tables read by the same "
                                         "jobs (§3.4's recompute-before-move)"),
     "warm_start": GlossaryEntry("plan handed to the exact solver as its start: hill-climb, current "
                                 "(today's placement) or none"),
     "split": GlossaryEntry("solve independent groups of tables (no job reads across groups) "
                            "separately"),
+    # At most 1,024: a GPU term's levels times its total's levels above 1,024 pairs fall back to
+    # the grid anyway, and counting up to 10^8 subset sums ran for minutes in gigabytes before
+    # the time limit could act (issue 25 item 6).
     "max_exact_levels": GlossaryEntry("piecewise-linear terms are exact up to this many reachable "
-                                      "levels, a proven under-estimate on a grid above", ge=2),
+                                      "levels, a proven under-estimate on a grid above", ge=2, le=1024),
     "grid_levels": GlossaryEntry("breakpoints of the under-estimating grid when levels exceed "
-                                 "max_exact_levels", ge=2),
+                                 "max_exact_levels", ge=2, le=1024),
     "mip_rel_gap": GlossaryEntry("HiGHS stops when the relative MIP gap is this small", ge=0.0),
     "presolve": GlossaryEntry("HiGHS MIP presolve: off (default; HiGHS 1.14's presolve returns wrong "
                               "optima on small models), on or choose"),
@@ -121,7 +126,7 @@ class OptionSpec:
             if isinstance(value, int) and not isinstance(value, bool) and _accepts_float(self.annotation):
                 return self.validate(float(value))
             raise InstanceError(f"options.{self.name}",
-                                f"{value!r} is not allowed: must be {_article(self.type_text)}") from None
+                                f"{excerpt(value)} is not allowed: must be {_article(self.type_text)}") from None
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "type": self.type_text, "default": self.default, "meaning": self.meaning}
@@ -202,14 +207,14 @@ def describe_type(annotation: Any) -> str:
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is typing.Annotated:
-        text = describe_type(args[0])
+        bounds = []
         for metadata in args[1:]:
             for item in getattr(metadata, "metadata", [metadata]):
                 for attribute, symbol in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
                     value = getattr(item, attribute, None)
                     if value is not None:
-                        text += f" {symbol} {value:g}" if isinstance(value, float) else f" {symbol} {value}"
-        return text
+                        bounds.append(f"{symbol} {value:g}" if isinstance(value, float) else f"{symbol} {value}")
+        return " and ".join([f"{describe_type(args[0])} {bounds[0]}", *bounds[1:]]) if bounds else describe_type(args[0])
     if origin is typing.Literal:
         return "one of " + ", ".join(repr(arg) for arg in args)
     if args and type(None) in args:

@@ -34,6 +34,7 @@ from pydantic import Field, PrivateAttr, model_validator
 
 from fleetplan.instances.allocation.generator import (  # noqa: F401  (re-exported)
     AllocationParams,
+    estimate,
     gavel_throughputs,
     generated_instance_data,
 )

@@ -36,6 +36,7 @@ import numpy as np
 from pydantic import Field
 
 from fleetplan.instances.base import InstanceError, StrictModel
+from fleetplan.instances.resources import Estimate
 
 KIND = "allocation"
 DEFAULT_COST_PER_HOUR = {"v100": 3.06, "p100": 1.46, "k80": 0.90}
@@ -67,6 +68,14 @@ class AllocationParams(StrictModel):
         "independent factor drawn uniformly from [1 - noise, 1 + noise], as per-job measurements "
         "would differ: every job becomes distinct, so merging identical jobs cannot shrink the LP "
         "(e.g. 0.1 for +-10%)")
+
+
+def estimate(params: AllocationParams) -> Estimate:
+    """Memory and time to generate and save ``params``' instance (measured: 2.9 kB and 37 us
+    per job at 10^6 jobs, 1.1 kB per entity; :mod:`fleetplan.instances.resources`)."""
+    return Estimate(memory_bytes=2_900.0 * params.jobs + 1_100.0 * params.entities,
+                    seconds=37e-6 * params.jobs + 7e-6 * params.entities,
+                    what=f"jobs = {params.jobs:,}" + (f", entities = {params.entities:,}" if params.entities else ""))
 
 
 @cache

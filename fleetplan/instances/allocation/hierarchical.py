@@ -278,6 +278,9 @@ def _highs_model(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, rhs: np.n
     model.a_matrix_.start_ = np.searchsorted(cols[order], np.arange(n_cols + 1)).astype(np.int32)
     model.a_matrix_.index_ = rows[order].astype(np.int32)
     model.a_matrix_.value_ = vals[order].astype(float)
+    from fleetplan.highs_pool import use_threads
+
+    use_threads(1)
     highs = highspy.Highs()
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("threads", 1)

@@ -81,12 +81,16 @@ class Levels:
         return int(inside[0]) if inside.size else int(np.argmin(np.abs(self.lower - value)))
 
 
-def subset_sums(values: np.ndarray, base: float = 0.0, limit: int = 64) -> np.ndarray | None:
+def subset_sums(values: np.ndarray, base: float = 0.0, limit: int = 64,
+                clock: Clock | None = None) -> np.ndarray | None:
     """Every value of ``base + sum(subset of values)``, sorted; None when there are more than
-    ``limit`` distinct ones."""
+    ``limit`` distinct ones. Checks ``clock`` as it goes (:class:`BuildTimeout`): with many
+    equal values the sums stay few and every value is merged in."""
     sums = np.array([base])
     scale = max(1.0, abs(base) + float(np.abs(values).sum()))
+    ticker = _Ticker(clock, every=16)
     for value in np.asarray(values, dtype=float):
+        ticker.tick()
         merged = np.sort(np.concatenate([sums, sums + value]))
         keep = np.concatenate([[True], np.diff(merged) > SUM_TOLERANCE * scale])
         sums = merged[keep]
@@ -96,10 +100,10 @@ def subset_sums(values: np.ndarray, base: float = 0.0, limit: int = 64) -> np.nd
 
 
 def make_levels(values: np.ndarray, base: float, max_exact: int, grid: int,
-                zero_point: bool = False) -> Levels:
+                zero_point: bool = False, clock: Clock | None = None) -> Levels:
     """Levels of ``base + sum(subset of values)``: exact points when they are few, else ``grid``
     equal intervals over the range (with ``zero_point``, 0 gets its own point level)."""
-    sums = subset_sums(values, base, max_exact) if len(values) else np.array([base])
+    sums = subset_sums(values, base, max_exact, clock) if len(values) else np.array([base])
     if sums is not None:
         return Levels(sums, sums.copy(), True)
     values = np.asarray(values, dtype=float)
@@ -219,7 +223,8 @@ def prepare(arrays: PlacementArrays, tables: np.ndarray | None = None, jobs: np.
     demand_at, mode = _demand_regions(arrays, jobs, allowed, possible)
     groups = []
     if whole and arrays.w_gpu > 0:
-        groups = _gpu_groups(arrays, jobs, allowed, demand_at, mode, max_exact_levels, grid_levels, max_pairs)
+        groups = _gpu_groups(arrays, jobs, allowed, demand_at, mode, max_exact_levels, grid_levels, max_pairs,
+                             deadline)
     storage_points, storage_exact = [], True
     if whole and arrays.w_storage > 0:
         for r in regions:
@@ -227,7 +232,7 @@ def prepare(arrays: PlacementArrays, tables: np.ndarray | None = None, jobs: np.
             ticker.tick()
             free = np.array([arrays.table_size[t] for t in tables.tolist() if len(allowed[t]) > 1])
             base = float(arrays.table_size[[t for t in tables.tolist() if allowed[t] == [r]]].sum())
-            sums = subset_sums(free, base, max(max_exact_levels, 4 * storage_tangents))
+            sums = subset_sums(free, base, max(max_exact_levels, 4 * storage_tangents), deadline)
             if sums is None:
                 storage_exact = False
                 sums = np.linspace(base, base + free.sum(), storage_tangents)
@@ -266,7 +271,7 @@ def _demand_regions(arrays: PlacementArrays, jobs: np.ndarray, allowed: dict[int
 
 def _gpu_groups(arrays: PlacementArrays, jobs: np.ndarray, allowed: dict[int, list[int]],
                 demand_at: dict[int, list[int]], mode: dict[int, str], max_exact: int, grid: int,
-                max_pairs: int) -> list[GpuGroup]:
+                max_pairs: int, clock: Clock | None = None) -> list[GpuGroup]:
     ml = jobs[arrays.job_kind[jobs] == ML]
     high = arrays.high_priority
     combined = arrays.overload_form == "combined_high_priority" and int(high.sum()) > 1
@@ -276,7 +281,8 @@ def _gpu_groups(arrays: PlacementArrays, jobs: np.ndarray, allowed: dict[int, li
             weight = arrays.w_gpu * arrays.w_priority[p]
             members = ml[(arrays.job_gpu_type[ml] == g) & (arrays.job_priority[ml] == p)]
             parts = (1.0, 0.0) if combined and high[p] else (1.0, 1.0)
-            group = _group(arrays, g, p, weight, members, allowed, demand_at, mode, parts, max_exact, grid, max_pairs)
+            group = _group(arrays, g, p, weight, members, allowed, demand_at, mode, parts, max_exact, grid, max_pairs,
+                           clock)
             if group is not None:
                 groups.append(group)
         if combined:
@@ -284,7 +290,7 @@ def _gpu_groups(arrays: PlacementArrays, jobs: np.ndarray, allowed: dict[int, li
             weight = arrays.w_gpu * float(arrays.w_priority[high].sum())
             members = ml[(arrays.job_gpu_type[ml] == g) & high[arrays.job_priority[ml]]]
             group = _group(arrays, g, first, weight, members, allowed, demand_at, mode, (0.0, 1.0), max_exact, grid,
-                           max_pairs)
+                           max_pairs, clock)
             if group is not None:
                 groups.append(group)
     return groups
@@ -292,7 +298,8 @@ def _gpu_groups(arrays: PlacementArrays, jobs: np.ndarray, allowed: dict[int, li
 
 def _group(arrays: PlacementArrays, g: int, p: int, weight: float, members: np.ndarray,
            allowed: dict[int, list[int]], demand_at: dict[int, list[int]], mode: dict[int, str],
-           parts: tuple[float, float], max_exact: int, grid: int, max_pairs: int) -> GpuGroup | None:
+           parts: tuple[float, float], max_exact: int, grid: int, max_pairs: int,
+           clock: Clock | None = None) -> GpuGroup | None:
     """The group of ML jobs ``members`` of GPU type ``g`` (None when it costs nothing)."""
     num_regions = arrays.num_regions
     supply = arrays.gpu_supply
@@ -322,8 +329,8 @@ def _group(arrays: PlacementArrays, g: int, p: int, weight: float, members: np.n
                 free[r].append(h)
 
     def levels(exact_limit: int, free=free, fixed=fixed, maybe=maybe, certain=certain):
-        total = make_levels(np.array(maybe), certain, exact_limit, grid, zero_point=True)
-        return total, [make_levels(np.array(free[r]), float(fixed[r]), exact_limit, grid)
+        total = make_levels(np.array(maybe), certain, exact_limit, grid, zero_point=True, clock=clock)
+        return total, [make_levels(np.array(free[r]), float(fixed[r]), exact_limit, grid, clock=clock)
                        for r in range(num_regions)]
 
     total, region_levels = levels(max_exact)

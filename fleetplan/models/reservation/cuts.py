@@ -114,6 +114,10 @@ def _tangents(ml: _MlPairs, arrays: ReservationArrays, y0: int, t0: int):
         mine = np.arange(first[r], last[r])
         q = float(request[r])
         points = _tangent_points(int(ml.fault_domains[mine].sum()))
+        if not points.size:
+            # One fault domain at most: no tangent (b (N - 1) >= q cannot hold with N = 1; the
+            # guarantee rows already make the model infeasible, and the solvers say why first).
+            continue
         slope = q / (points - 1.0) ** 2
         num = points.size
         rows.append(count + np.repeat(np.arange(num), mine.size + 1))

@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fleetplan.errors import excerpt
 from fleetplan.instances.allocation.generator import gavel_throughputs
 from fleetplan.instances.base import InstanceError
 
@@ -66,6 +67,11 @@ ASTRAEA_DEFAULTS = {  # §6.1.2-6.1.3: jobs in a two-week snapshot, tenants, 8-G
     "philly": {"jobs": 44329, "tenants": 15, "gpus": 1680},
 }
 TWO_WEEKS_S = 14 * 86400.0
+# What a trace may ask of the simulator (issue 25 item 8: a job of 1e30 s, or submitted at
+# 1e12 s, made it run for hours): ten years of simulated time per job and per submission, far
+# beyond any cluster log, and jobs no larger than any cluster.
+MAX_TRACE_SECONDS = 10 * 365.25 * 86400.0
+MAX_JOB_GPUS = 1 << 20
 
 
 @dataclass
@@ -250,22 +256,44 @@ def read_csv_trace(path: str | Path, worker_types: list[str] | None = None) -> T
     path = Path(path)
     types = list(worker_types or ["v100", "p100", "k80"])
     try:
-        handle = path.open(newline="", encoding="utf-8")
+        # utf-8-sig: a byte-order mark (spreadsheets write one) is not part of the first name.
+        handle = path.open(newline="", encoding="utf-8-sig")
     except OSError as error:
         raise InstanceError("trace", f"cannot read {path}: {error.strerror}") from None
-    with handle:
-        reader = csv.DictReader(handle)
-        header = [h.strip() for h in (reader.fieldnames or [])]
-        for required in ("id", "submit_time", "gpus"):
-            if required not in header:
-                raise InstanceError(f"{path}: row 1, column '{required}'", "missing column")
-        unknown = sorted(set(header) - set(CSV_COLUMNS))
-        if unknown:
-            raise InstanceError(f"{path}: row 1, column '{unknown[0]}'",
-                                f"unknown column (known: {', '.join(CSV_COLUMNS)})")
-        if "duration" not in header and "steps" not in header:
-            raise InstanceError(f"{path}: row 1", "needs a 'duration' or a 'steps' column")
-        rows = [{(k or "").strip(): (v or "").strip() for k, v in row.items()} for row in reader]
+    try:
+        with handle:
+            rows = _read_rows(path, csv.DictReader(handle))
+    except UnicodeDecodeError as error:
+        raise InstanceError(f"{path}", f"is not UTF-8 text (byte {error.start} is "
+                                       f"0x{error.object[error.start]:02x})") from None
+    except csv.Error as error:
+        raise InstanceError(f"{path}", f"malformed CSV: {error}") from None
+    return _trace_of_rows(path, rows, types)
+
+
+def _read_rows(path: Path, reader: csv.DictReader) -> list[dict[str, str]]:
+    """The rows as stripped strings, the header checked; a row with more fields than the
+    header is refused (DictReader files them under the key None)."""
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    for required in ("id", "submit_time", "gpus"):
+        if required not in header:
+            raise InstanceError(f"{path}: row 1, column '{required}'", "missing column")
+    unknown = sorted(set(header) - set(CSV_COLUMNS))
+    if unknown:
+        raise InstanceError(f"{path}: row 1, column '{unknown[0]}'",
+                            f"unknown column (known: {', '.join(CSV_COLUMNS)})")
+    if "duration" not in header and "steps" not in header:
+        raise InstanceError(f"{path}: row 1", "needs a 'duration' or a 'steps' column")
+    rows = []
+    for row in reader:
+        if None in row:
+            raise InstanceError(f"{path}: row {reader.line_num}", f"{len(header) + len(row[None])} fields, "
+                                                                  f"the header has {len(header)}")
+        rows.append({(k or "").strip(): (v or "").strip() for k, v in row.items()})
+    return rows
+
+
+def _trace_of_rows(path: Path, rows: list[dict[str, str]], types: list[str]) -> Trace:
     if not rows:
         raise InstanceError(f"{path}", "has no jobs")
     ids, tenants, submit, gpus, steps, model, state = [], [], [], [], [], [], []
@@ -284,13 +312,15 @@ def read_csv_trace(path: str | Path, worker_types: list[str] | None = None) -> T
             raise InstanceError(where("id"), f"duplicate id '{job_id}'")
         seen.add(job_id)
         t = _number(row.get("submit_time", ""), where("submit_time"))
-        if t < 0:
-            raise InstanceError(where("submit_time"), f"must be >= 0, got {t:g}")
+        if not 0 <= t <= MAX_TRACE_SECONDS:
+            raise InstanceError(where("submit_time"), f"must be in [0, {MAX_TRACE_SECONDS:.4g}] seconds "
+                                                      f"(ten years), got {t:g}")
         if submit and t < submit[-1]:
             raise InstanceError(where("submit_time"), f"rows are not sorted by submit_time ({t:g} after {submit[-1]:g})")
         g = _number(row.get("gpus", ""), where("gpus"))
-        if g < 1 or g != int(g):
-            raise InstanceError(where("gpus"), f"must be an integer >= 1, got {row.get('gpus')}")
+        if not 1 <= g <= MAX_JOB_GPUS or g != int(g):
+            raise InstanceError(where("gpus"), f"must be an integer in [1, {MAX_JOB_GPUS:,}], got "
+                                               f"{excerpt(row.get('gpus'))}")
         name = row.get("model", "") or GENERIC
         rates = model_throughputs(name, int(g), types)
         if rates is None:
@@ -303,13 +333,15 @@ def read_csv_trace(path: str | Path, worker_types: list[str] | None = None) -> T
             raise InstanceError(where("duration"), "give exactly one of duration and steps")
         if duration:
             value = _number(duration, where("duration"))
-            if not value > 0:
-                raise InstanceError(where("duration"), f"must be > 0, got {duration}")
+            if not 0 < value <= MAX_TRACE_SECONDS:
+                raise InstanceError(where("duration"), f"must be > 0 and at most {MAX_TRACE_SECONDS:.4g} "
+                                                       f"seconds (ten years), got {excerpt(duration)}")
             value *= rates[0].max()
         else:
             value = _number(count, where("steps"))
-            if not value > 0:
-                raise InstanceError(where("steps"), f"must be > 0, got {count}")
+            if not 0 < value <= MAX_TRACE_SECONDS * rates[0].max():
+                raise InstanceError(where("steps"), f"must be > 0 and run at most ten years on the fastest "
+                                                    f"type, got {excerpt(count)}")
         final = (row.get("state", "") or "completed").lower()
         if final not in STATES:
             raise InstanceError(where("state"), f"unknown state '{final}' (known: {', '.join(STATES)})")

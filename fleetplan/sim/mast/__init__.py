@@ -21,6 +21,7 @@ from fleetplan.sim.mast.engine import MastSim
 from fleetplan.sim.mast.metrics import collect
 from fleetplan.sim.mast.plots import plot, plot_compare
 from fleetplan.sim.mast.scenario import MastScenario, load_scenario
+from fleetplan.sim.mast.scenario import estimate as scenario_estimate
 from fleetplan.sim.mast.schedulers import SCHEDULERS
 
 
@@ -49,6 +50,7 @@ def simulate(scenario: MastScenario, scheduler: str, seed: int,
 
 SIMULATOR = SimulatorSpec(
     name="mast", simulate=simulate, scenario_type=MastScenario, schedulers=("mast", "federated"), plot=plot,
+    estimate=scenario_estimate,
     description="ML training across regions: GMS <priority, credit> scan, RMS auction over the regions "
                 "holding the data (late binding) vs a federated early-binding scheduler; SLO violations "
                 "by priority, allocation, preemptions, data moves",

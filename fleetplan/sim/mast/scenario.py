@@ -8,16 +8,22 @@ quotas, §4.2) and the trace are generated from the seed unless given explicitly
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from pydantic import Field, model_validator
 
-from fleetplan.instances.base import InstanceError, StrictModel, validate_model
+from fleetplan.instances.base import InstanceError, StrictModel, read_json_file, validate_model
+from fleetplan.instances.resources import Estimate
 
 GPUS_PER_MACHINE = 8
+
+
+# What a scenario may ask (issue 25 item 8): ten years of simulated time at most, GMS scans and
+# series buckets no shorter than a few seconds (a scan every 1e-300 minutes never ends), and a
+# fleet whose memory is estimated before it is built (:func:`estimate`).
+MAX_HOURS = 10 * 8766.0
 
 
 class ClusterSpec(StrictModel):
@@ -47,9 +53,9 @@ class WorkloadSpec(StrictModel):
     """One workload of an explicit trace: a single gang-scheduled GPU job."""
 
     id: str = Field(min_length=1)
-    arrival_hours: float = Field(ge=0, description="submission time from the start of the trace")
+    arrival_hours: float = Field(ge=0, le=MAX_HOURS, description="submission time from the start of the trace")
     gpus: int = Field(description="GPUs (a multiple of 8, or 1, 2 or 4 on one machine)")
-    duration_hours: float = Field(description="run time without preemption")
+    duration_hours: float = Field(le=MAX_HOURS, description="run time without preemption")
     tenant: str
     hardware: str
     data_regions: list[str] = Field(min_length=1, description="regions holding the workload's data")
@@ -61,20 +67,20 @@ class MastScenario(StrictModel):
 
     file: str | None = Field(None, description="JSON file of scenario fields (fleet, tenant_list, workloads ...); "
                                                "fields given beside it override the file's")
-    hours: float = Field(8.0, gt=0, description="length of the measured trace")
-    warmup_hours: float = Field(2.0, ge=0, description="simulated before the measured hours, so the fleet settles "
+    hours: float = Field(8.0, gt=0, le=MAX_HOURS, description="length of the measured trace")
+    warmup_hours: float = Field(2.0, ge=0, le=MAX_HOURS, description="simulated before the measured hours, so the fleet settles "
                                                       "from its initial fill (generated traces only)")
-    regions: int = Field(4, ge=1, description="regions (generated fleet)")
-    machines_per_region: int = Field(128, ge=1, description="8-GPU machines per region (generated fleet)")
-    clusters_per_region: int = Field(2, ge=1, description="ML dynamic clusters per region (generated fleet)")
+    regions: int = Field(4, ge=1, le=10_000, description="regions (generated fleet)")
+    machines_per_region: int = Field(128, ge=1, le=1_000_000, description="8-GPU machines per region (generated fleet)")
+    clusters_per_region: int = Field(2, ge=1, le=10_000, description="ML dynamic clusters per region (generated fleet)")
     machines_per_rack: int = Field(16, ge=1, description="machines per rack")
-    cpus_per_machine: int = Field(96, ge=8, description="CPU cores per machine (a task takes cores in proportion "
+    cpus_per_machine: int = Field(96, ge=8, le=1_000_000, description="CPU cores per machine (a task takes cores in proportion "
                                                          "to its GPUs)")
     hardware_types: list[str] = Field(default_factory=lambda: ["h100", "a100"], min_length=1,
                                       description="GPU hardware types of the generated fleet")
     hardware_skew: float = Field(1.0, gt=0, description="Dirichlet concentration of each region's hardware mix "
                                                          "(small: uneven regions, Figure 2)")
-    tenants: int = Field(40, ge=1, description="tenants (generated)")
+    tenants: int = Field(40, ge=1, le=1_000_000, description="tenants (generated)")
     quota_total: float = Field(0.8, gt=0, description="sum of the tenants' GPU quotas / fleet GPUs (MAST guarantees "
                                                           "within-quota latency, so quotas fit in the fleet)")
     over_quota_share: float = Field(0.25, ge=0, le=1, description="share of tenants with a small quota (quota_over "
@@ -92,22 +98,22 @@ class MastScenario(StrictModel):
     tenant_regions: int = Field(3, ge=0, description="home regions per tenant: its workloads' data is there (0: any "
                                                      "region)")
     region_skew: float = Field(0.5, ge=0, description="data popularity of region i ~ 1 / (i + 1)^skew")
-    replication_hours: float = Field(1.0, ge=0, description="delay to replicate a workload's data to a region")
+    replication_hours: float = Field(1.0, ge=0, le=MAX_HOURS, description="delay to replicate a workload's data to a region")
     initial_fill: bool = Field(True, description="start with the workloads that arrived before the trace and "
                                                  "still run (steady state)")
-    scan_minutes: float = Field(5.0, gt=0, description="GMS-scan period (§5.4: every 5 minutes)")
-    checkpoint_minutes: float = Field(30.0, gt=0, description="checkpoint interval: a preempted workload loses the "
+    scan_minutes: float = Field(5.0, ge=0.1, description="GMS-scan period (§5.4: every 5 minutes)")
+    checkpoint_minutes: float = Field(30.0, ge=0.1, le=60 * MAX_HOURS, description="checkpoint interval: a preempted workload loses the "
                                                                "work since its last checkpoint")
-    restart_minutes: float = Field(2.5, ge=0, description="restore time after a preemption (wasted GPU time)")
+    restart_minutes: float = Field(2.5, ge=0, le=60 * MAX_HOURS, description="restore time after a preemption (wasted GPU time)")
     preemption: bool = Field(True, description="RMS may preempt lower-priority jobs (§4.3)")
-    slo_minutes: float = Field(30.0, gt=0, description="SLO on the start latency of within-quota workloads")
+    slo_minutes: float = Field(30.0, gt=0, le=60 * MAX_HOURS, description="SLO on the start latency of within-quota workloads")
     federated_data_aware: bool = Field(True, description="federated: choose among regions holding the data (else "
                                                          "among all regions with the GPU type, replicating)")
     age_weight: float = Field(1.0, ge=0, description="GMS eq. 10 weight of the capped age (per hour)")
     fair_share_weight: float = Field(1.0, ge=0, description="GMS eq. 11 weight of the fair share")
-    age_cap_hours: float = Field(24.0, gt=0, description="GMS eq. 10 age cap")
-    window_hours: float = Field(24.0, gt=0, description="GMS eq. 11 usage window")
-    series_minutes: float = Field(30.0, gt=0, description="bucket width of the time series")
+    age_cap_hours: float = Field(24.0, gt=0, le=MAX_HOURS, description="GMS eq. 10 age cap")
+    window_hours: float = Field(24.0, gt=0, le=MAX_HOURS, description="GMS eq. 11 usage window")
+    series_minutes: float = Field(30.0, ge=1, description="bucket width of the time series")
     fleet: list[RegionSpec] | None = Field(None, description="explicit fleet (overrides regions, machines_per_region, "
                                                             "clusters_per_region, hardware_types)")
     tenant_list: list[TenantSpec] | None = Field(None, description="explicit tenants (overrides tenants)")
@@ -130,12 +136,11 @@ def load_scenario(scenario: MastScenario) -> MastScenario:
     if scenario.file is None:
         return scenario
     path = Path(scenario.file)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise InstanceError("file", f"no such file '{path}'") from None
-    except (OSError, ValueError) as error:
-        raise InstanceError("file", f"cannot read '{path}' as JSON: {error}") from None
+    if not path.is_file():
+        raise InstanceError("file", f"no such file '{path}'")
+    # The instance files' reader: bounded nesting and numbers, one-line errors (a scenario
+    # nested 50,000 deep raised RecursionError, issue 25 item 12).
+    data = read_json_file(path)
     if not isinstance(data, dict):
         raise InstanceError("", "a scenario file holds a JSON object of scenario fields", str(path))
     data.pop("file", None)
@@ -222,3 +227,15 @@ def daily_curve(hours: np.ndarray, scenario: MastScenario) -> np.ndarray:
 
 __all__ = ["GPUS_PER_MACHINE", "ClusterSpec", "Fleet", "MastScenario", "RegionSpec", "TenantSpec",
            "WorkloadSpec", "build_fleet", "daily_curve", "load_scenario"]
+
+
+def estimate(scenario: MastScenario) -> Estimate:
+    """Memory and time a generated fleet and trace need (measured at 4-128 regions of 128
+    machines, 10 simulated hours: about 85 kB per pair of regions, the per-region state of
+    every workload's data, and 0.16 s per region per 10 hours at a 5-minute scan)."""
+    regions = len(scenario.fleet) if scenario.fleet is not None else scenario.regions
+    machines = regions * scenario.machines_per_region
+    hours = scenario.hours + scenario.warmup_hours
+    return Estimate(memory_bytes=85e3 * regions ** 2 + 10e3 * machines,
+                    seconds=0.016 * hours * regions * (scenario.machines_per_region / 128) * (5.0 / scenario.scan_minutes),
+                    what=f"regions = {regions:,} of {scenario.machines_per_region:,} machines")

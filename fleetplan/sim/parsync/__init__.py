@@ -38,6 +38,7 @@ SIMULATOR = SimulatorSpec(
     name="parsync",
     simulate=simulate,
     scenario_type=Scenario,
+    estimate=Scenario.estimate,
     schedulers=scheduler_names(),
     plot=plot_run,
     flags=command_line_flags,

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from fleetplan.instances.base import InstanceError, StrictModel, validate_model
+from fleetplan.instances.resources import Estimate
 
 #: §6.1's five 60-second phases: 50%, 80%, 95%, 80%, 50% of the reference rate.
 FIVE_PHASES: tuple[float, ...] = (0.5, 0.8, 0.95, 0.8, 0.5)
@@ -37,6 +38,11 @@ def parse_scheduler(name: str) -> tuple[str, str]:
     return sync, strategy
 
 
+# What a scenario may ask (issue 25 item 8): a year of simulated time, time steps of at least a
+# millisecond, and sizes whose memory is estimated before the run (:func:`estimate`).
+MAX_SECONDS = 365.25 * 86400.0
+
+
 class Scenario(StrictModel):
     """One ParSync experiment. Times are in seconds unless the name says ``_ms``.
 
@@ -45,31 +51,31 @@ class Scenario(StrictModel):
     ``drain_s`` more seconds.
     """
 
-    slots: int = Field(200_000, gt=0, description="S, slots in the cluster (one task per slot)")
+    slots: int = Field(200_000, gt=0, le=100_000_000, description="S, slots in the cluster (one task per slot)")
     score_mean: float = Field(10.0, description="mean of the slot quality scores (§4.3)")
     score_variance: float = Field(2.0, ge=0, description="V, variance of the slot scores (§4.3)")
     score_power: float = Field(8.0, ge=0, description="Quality-first samples a slot with weight score**power (1: §5.2's linear weights; 8 gives §6's clear preference)")
     preferred_share: float = Field(0.5, gt=0, le=1, description="share of slots (highest scores) a task prefers; quality = share of tasks placed on them (§6)")
-    schedulers: int = Field(20, gt=0, description="N, scheduler instances")
-    sync_gap_s: float = Field(0.5, gt=0, description="G, every local state entry is refreshed once per G")
-    partitions: int = Field(20, gt=0, description="P, partitions of the cluster state (must divide slots; ParSync: a multiple of N)")
-    master_partitions: int = Field(1, gt=0, description="partitions of the master, each a FIFO queue (must divide slots)")
-    master_time_ms: float = Field(0.0, ge=0, description="master service time per commit request (0: no queueing)")
-    rate: float = Field(40_000.0, gt=0, description="R, tasks/s at 100% load")
-    batch_size: int = Field(100, gt=0, description="B, tasks per batch; a scheduler commits a batch before the next")
+    schedulers: int = Field(20, gt=0, le=10_000, description="N, scheduler instances")
+    sync_gap_s: float = Field(0.5, ge=1e-3, le=MAX_SECONDS, description="G, every local state entry is refreshed once per G")
+    partitions: int = Field(20, gt=0, le=100_000_000, description="P, partitions of the cluster state (must divide slots; ParSync: a multiple of N)")
+    master_partitions: int = Field(1, gt=0, le=100_000_000, description="partitions of the master, each a FIFO queue (must divide slots)")
+    master_time_ms: float = Field(0.0, ge=0, le=1e3 * MAX_SECONDS, description="master service time per commit request (0: no queueing)")
+    rate: float = Field(40_000.0, gt=0, le=1e9, description="R, tasks/s at 100% load")
+    batch_size: int = Field(100, gt=0, le=100_000_000, description="B, tasks per batch; a scheduler commits a batch before the next")
     phases: list[float] = Field(default_factory=lambda: [1.0], min_length=1, description="load per equal-length phase, as a fraction of rate")
     schedulers_a: int = Field(0, ge=0, description="§5.2's Figure 4: the first schedulers_a schedulers (group A) follow phases_a")
     phases_a: list[float] = Field(default_factory=list, description="group A's load per phase (as many phases as 'phases')")
-    duration_s: float = Field(90.0, gt=0, description="submission period")
-    drain_s: float = Field(90.0, ge=0, description="at most this long after the submission period to commit the backlog")
+    duration_s: float = Field(90.0, gt=0, le=MAX_SECONDS, description="submission period")
+    drain_s: float = Field(90.0, ge=0, le=MAX_SECONDS, description="at most this long after the submission period to commit the backlog")
     task_duration: Literal["fixed", "production"] = Field("fixed", description="fixed, or lognormal (sigma 1) like §2 (88% under 10 s at mean 5 s)")
-    task_duration_s: float = Field(5.0, gt=0, description="T, the task duration (mean for 'production')")
+    task_duration_s: float = Field(5.0, gt=0, le=MAX_SECONDS, description="T, the task duration (mean for 'production')")
     alpha: float = Field(1.0, gt=0, le=1, description="§6.4: a task on a preferred slot runs alpha x its duration")
-    decision_time_ms: float = Field(0.25, gt=0, description="decision time per task")
-    quality_scan_factor: float = Field(1.5, ge=1, description="Quality-first's decision time multiplier: it checks all partitions (§6.2)")
-    tau_s: float = Field(1.5, gt=0, description="Adaptive: Quality-first while the delay EMA is below tau")
+    decision_time_ms: float = Field(0.25, gt=0, le=1e3 * MAX_SECONDS, description="decision time per task")
+    quality_scan_factor: float = Field(1.5, ge=1, le=1e6, description="Quality-first's decision time multiplier: it checks all partitions (§6.2)")
+    tau_s: float = Field(1.5, gt=0, le=MAX_SECONDS, description="Adaptive: Quality-first while the delay EMA is below tau")
     ema_alpha: float = Field(0.1, gt=0, le=1, description="Adaptive: weight of the newest commit's delay in the EMA")
-    metrics_interval_s: float = Field(1.0, gt=0, description="width of the time buckets of the series")
+    metrics_interval_s: float = Field(1.0, ge=1e-3, description="width of the time buckets of the series")
     stagger: bool = Field(True, description="spread the schedulers' batch arrivals evenly over one batch interval")
 
     @model_validator(mode="after")
@@ -91,6 +97,15 @@ class Scenario(StrictModel):
         if self.metrics_interval_s > self.duration_s + self.drain_s:
             raise InstanceError("metrics_interval_s", "must not exceed duration_s + drain_s")
         return self
+
+    def estimate(self) -> Estimate:
+        """Memory and time of the run (measured: 60 bytes per slot, 10 per task, 0.25 MB per
+        scheduler, 40 bytes per series bucket; 1.8 us per task per 20 schedulers)."""
+        tasks = self.rate * max(max(self.phases), max(self.phases_a, default=0.0)) * self.duration_s
+        buckets = (self.duration_s + self.drain_s) / self.metrics_interval_s
+        return Estimate(memory_bytes=60.0 * self.slots + 10.0 * tasks + 0.25e6 * self.schedulers + 40.0 * buckets,
+                        seconds=1.8e-6 * tasks * max(self.schedulers / 20.0, 1.0),
+                        what=f"slots = {self.slots:,}, {tasks:,.0f} tasks, schedulers = {self.schedulers:,}")
 
     def check_sync(self, sync: str) -> None:
         """ParSync's DiffSyn gives scheduler i partitions i*P/N.. (§5.1): P must be a multiple of N."""

@@ -50,6 +50,7 @@ from typing import Literal
 
 import numpy as np
 
+from fleetplan.highs_pool import use_threads
 from fleetplan.instances import InstanceError, evaluate
 from fleetplan.instances.placement import PlacementInstance, PlacementPlan
 from fleetplan.lazy import lazy_attribute, lazy_module, not_loaded
@@ -185,6 +186,7 @@ def solve_part_highs(data: PlacementData, warm: np.ndarray | None, *, time_limit
         return PartOutcome(status="infeasible", home=None, model_objective=None, bound=None, exact=data.exact,
                            log=[f"MIP: constraints fixed by pinned tables and decided jobs cannot hold: "
                                 f"{', '.join(model.constant_violations[:5])}"])
+    use_threads(threads)  # HiGHS has one thread pool per process
     solver = AppsiHighs()
     solver.config.load_solution = False
     solver.config.mip_gap = mip_rel_gap

@@ -21,7 +21,7 @@ from typing import Literal
 import numpy as np
 
 from fleetplan.instances import evaluate
-from fleetplan.instances.reservation import ReservationInstance, ReservationPlan
+from fleetplan.instances.reservation import FD_LEVEL, ReservationInstance, ReservationPlan
 from fleetplan.lazy import not_loaded
 from fleetplan.models.build_clock import BuildTimeout
 from fleetplan.models.reservation import (
@@ -94,6 +94,23 @@ def _forced_over_budget(model: ReservationModel, instance: ReservationInstance) 
     if model.forced > budget:
         return (f"disruption budget: {model.forced} servers sit today in reservations that do not "
                 f"accept their type and must move, more than the budget of {budget:.0f}")
+    return _single_fault_domain(instance)
+
+
+def _single_fault_domain(instance: ReservationInstance) -> str | None:
+    """Why a reservation with a fault-domain guarantee cannot keep it: every available server
+    of a type it accepts lies in one fault domain (or there is none), so losing that domain
+    loses all it holds (issue 25 item 11: the model was built, and its cuts crashed)."""
+    arrays = instance.arrays()
+    for r in np.flatnonzero((arrays.res_level == FD_LEVEL) & (arrays.res_request > 0)).tolist():
+        usable = arrays.available & arrays.accepts[r, arrays.server_type]
+        domains = np.unique(arrays.server_fd[usable])
+        if domains.size <= 1:
+            where = (f"all lie in fault domain '{arrays.fd_ids[int(domains[0])]}'" if domains.size
+                     else "there are none")
+            return (f"reservation '{arrays.res_ids[r]}' has a fault-domain guarantee of "
+                    f"{arrays.res_request[r]:.6g} RRU, but the available servers of the types it "
+                    f"accepts {where}: losing one fault domain loses everything it could hold")
     return None
 
 
