@@ -198,3 +198,44 @@ def alarm(seconds: float | None) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+# --- executors: where a sweep's cells run (bench, whatif) -----------------------------------
+
+def add_executor_arguments(parser: argparse.ArgumentParser, what: str = "cells") -> None:
+    """``--executor local|dask``, ``--workers``, and the Dask scheduler's address and TLS flags."""
+    parser.add_argument("--executor", choices=("local", "dask"), default="local")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help=f"local executor: {what} run at once, each in a process of its own (default 1)")
+    parser.add_argument("--address", default=None, metavar="tls://HOST:8786",
+                        help="dask executor: the scheduler's address (never read from the Dask "
+                             "configuration); tcp:// only on loopback unless --insecure")
+    parser.add_argument("--tls-ca-file", default=None, metavar="FILE",
+                        help="dask: CA certificate the scheduler's certificate must chain to")
+    parser.add_argument("--tls-cert", default=None, metavar="FILE",
+                        help="dask: this client's certificate (mutual TLS)")
+    parser.add_argument("--tls-key", default=None, metavar="FILE", help="dask: this client's private key")
+    parser.add_argument("--insecure", action="store_true",
+                        help="dask: allow plain tcp:// to a non-loopback scheduler (anyone who can "
+                             "reach or impersonate it can run code in this process)")
+
+
+def executor_security(args: argparse.Namespace) -> Any:
+    """Check the executor flags before anything runs; the Dask TLS settings (unused when local)."""
+    from fleetplan.benchmarks.executors import DaskSecurity, dask_security
+    from fleetplan.errors import InstanceError
+
+    if args.workers < 1:
+        raise InstanceError("--workers", "must be at least 1")
+    if args.executor == "dask" and not args.address:
+        raise InstanceError("--address", "the dask executor needs --address tls://HOST:8786 (or tcp:// on loopback)")
+    tls = DaskSecurity(args.tls_ca_file, args.tls_cert, args.tls_key)
+    if args.executor == "local":
+        for flag, value in (("--address", args.address), ("--tls-ca-file", args.tls_ca_file),
+                            ("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key),
+                            ("--insecure", args.insecure)):
+            if value:
+                raise InstanceError(flag, f"only the dask executor takes {flag} (add --executor dask)")
+    else:
+        dask_security(args.address, tls, insecure=args.insecure)  # refuse before loading anything
+    return tls
