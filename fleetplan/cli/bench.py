@@ -56,7 +56,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
                        help="results folder (default: bench-results/SUITE_NAME)")
     from fleetplan.cli.common import add_executor_arguments
 
-    add_executor_arguments(bench, "solver processes")
+    add_executor_arguments(bench, "cells (one solver run each)")
     bench.add_argument("--resume", action="store_true",
                        help="keep DIR/results.csv and run only the cells missing from it")
     bench.add_argument("--repeats", type=int, default=None, metavar="N",
