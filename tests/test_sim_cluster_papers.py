@@ -18,7 +18,9 @@ def test_heterogeneity_aware_las_beats_agnostic_and_tracks_the_ideal(seed):
     aware = run_cluster(SMALL_GAVEL, "gavel", seed).result.metrics["avg_jct_s"]
     agnostic = run_cluster(SMALL_GAVEL, "gavel-agnostic", seed).result.metrics["avg_jct_s"]
     ideal = run_cluster(SMALL_GAVEL, "gavel-ideal", seed).result.metrics["avg_jct_s"]
-    assert aware < 0.75 * agnostic
+    # With the agnostic plan's ties spread over the types (issue 23), agnostic / aware is
+    # 1.25 / 1.50 on seeds 1 / 2 here (Gavel's own simulator: 1.3-1.5x on its §7.1 traces).
+    assert aware < 0.85 * agnostic
     assert ideal * 0.9 < aware < ideal * 1.1
 
 
