@@ -69,8 +69,13 @@ class ClusterScenario(StrictModel):
     quotas: dict[str, float] | None = Field(default=None, description="GPU quota per tenant name")
     strict_consolidation: bool = Field(default=False, description="never spread a job over extra servers")
     themis_error: float = Field(default=0.1, ge=0, description="sigma of Themis' lognormal time estimate error")
-    tiresias_thresholds: list[float] = Field(default_factory=lambda: [3600.0, 36000.0],
-                                             description="2D-LAS queue thresholds, GPU-seconds")
+    tiresias_thresholds: list[float] = Field(default_factory=lambda: [3250.0, 7200.0],
+                                             description="2D-LAS queue thresholds, GPU-seconds (Tiresias's "
+                                                         "simulator: 3,250 and 7,200)")
+    tiresias_order: Literal["tiresias", "submit"] = Field(
+        default="tiresias", description="order inside a Tiresias queue: tiresias (new and demoted jobs at the "
+                                        "tail, waiting jobs behind running ones after every pass) or submit "
+                                        "(submit time)")
     window_s: float = Field(default=3600.0, gt=0, description="window of the per-tenant LTGF series")
     steady_state: tuple[float, float] = Field(default=(0.0, 1.0), description="job-index fractions of the "
                                                                                "steady-state JCT window")
