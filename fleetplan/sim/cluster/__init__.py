@@ -59,6 +59,9 @@ class ClusterScenario(StrictModel):
     multi_gpu: bool = Field(default=True, description="gavel: 70/25/5 scale-factor mix, else all single-GPU")
     tenants: int | None = Field(default=None, ge=1, description="venus/philly tenants (16 / 15)")
     span_days: float = Field(default=14.0, gt=0, description="venus/philly: days over which jobs arrive")
+    duration_gpu_correlation: float | None = Field(default=None, ge=-1, le=1, description=(
+        "venus/philly: rank correlation of running time with GPU demand (None: calibrated, venus 0.15, "
+        "philly 0; 0: independent)"))
     cluster: dict[str, int] | None = Field(default=None, description="GPUs per type")
     server_size: int = Field(default=8, ge=1, description="GPUs per server (4 or 8)")
     round_s: float = Field(default=360.0, gt=0, description="Gavel round length")
@@ -107,7 +110,8 @@ def build_trace(scenario: ClusterScenario, seed: int) -> tuple[Trace, ClusterSce
         cluster = scenario.cluster or {"gpu": gpus}
         if list(cluster) != ["gpu"]:
             raise InstanceError("cluster", f"{shape} traces run on one GPU type named 'gpu'")
-        trace = astraea_trace(shape, scenario.jobs, seed, gpus, scenario.tenants, scenario.span_days * 86400.0)
+        trace = astraea_trace(shape, scenario.jobs, seed, gpus, scenario.tenants, scenario.span_days * 86400.0,
+                              scenario.duration_gpu_correlation)
     _check_fits(trace, cluster, scenario)
     return trace, scenario.model_copy(update={"cluster": dict(cluster)})
 
