@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> None:
                             answer.update(objective=objective, violations=violations, status="",
                                           solver_only_cpu_s="", solver_only_wall_s="")
                         rows.append({"policy": policy, "gpus": gpus, "jobs": n, "side": which, "repeat": repeat,
-                                     **{k: answer.get(k, "") for k in FIELDS[4:11]},
+                                     **{k: answer.get(k, "") for k in FIELDS[5:12]},
                                      "loadavg_1min": round(os.getloadavg()[0], 2)})
                         write_rows(runs, rows)
                         print(f"{policy} {n} {which} repeat {repeat}: {float(answer['cpu_s']):.3f} s CPU, "
