@@ -119,15 +119,17 @@ def _finish(instance: PlacementInstance, home: np.ndarray, applied: list[Candida
 
 def _climb(instance: PlacementInstance, recompute: bool, time_limit: float | None, progress: Progress,
            max_moves: int | None, requeue_neighbours: bool, compound: bool = False
-           ) -> tuple[TetrisState, ClimbResult]:
+           ) -> tuple[TetrisState, ClimbResult, float]:
     """One clock for the climb and what follows it (replicas, building the plan, the judge):
     their time is estimated from one judging of today's plan and kept back. Under a limit
     the first pass works in batches of a twentieth of the limit, applying each batch's moves
     before evaluating more tables, so a limit shorter than a full pass still improves the
-    plan (issue 14 §4: at 10^5 tables, 20 s gave 0 moves)."""
+    plan (issue 14 §4: at 10^5 tables, 20 s gave 0 moves). Returns the state, the climb and
+    the seconds kept back for what follows (0 without a limit)."""
     deadline = Deadline(time_limit)
     state = TetrisState(instance, compound=compound)
     climb_s = None
+    after_s = 0.0
     if time_limit is not None:
         started = time.perf_counter()
         PlacementPlan.from_arrays(instance, state.home).home_array(instance)
@@ -139,7 +141,7 @@ def _climb(instance: PlacementInstance, recompute: bool, time_limit: float | Non
     result = hill_climb(state, budget=budget, recompute=recompute, progress=progress, initial=first_pass_batches(state),
                         neighbours=state.neighbours if requeue_neighbours else None,
                         batch_s=None if time_limit is None else max(0.02, time_limit / 20))
-    return state, result
+    return state, result, after_s
 
 
 @register("placement", "hill-climb", exact=False, default=True,
@@ -168,7 +170,7 @@ def tetris_hill_climb(instance: PlacementInstance, *, time_limit: float | None =
     >>> result.evaluation.feasible, result.objective <= fleetplan.solve(instance, "keep").objective
     (True, True)
     """
-    state, climb = _climb(instance, True, time_limit, progress, max_moves, requeue_neighbours, compound_moves)
+    state, climb, _ = _climb(instance, True, time_limit, progress, max_moves, requeue_neighbours, compound_moves)
     result = _finish(instance, state.home, climb.applied, climb, replicas, partitions_only,
                      hot_replica_share, climb.stopped_by == "time")
     result.model_objective = float(sum(state.objective_terms.values()))
@@ -189,7 +191,7 @@ def tetris_greedy(instance: PlacementInstance, *, time_limit: float | None = Non
     partitions_only : bool
         replicas copy only the partitions jobs read (``read_fraction``), not whole tables
     """
-    state, climb = _climb(instance, False, time_limit, progress, None, False)
+    state, climb, _ = _climb(instance, False, time_limit, progress, None, False)
     result = _finish(instance, state.home, climb.applied, climb, replicas, partitions_only,
                      hot_replica_share, climb.stopped_by == "time")
     result.model_objective = float(sum(state.objective_terms.values()))
@@ -210,3 +212,6 @@ def keep(instance: PlacementInstance, *, time_limit: float | None = None, seed: 
     """
     return _finish(instance, instance.arrays().table_home.copy(), [], None, replicas, partitions_only,
                    hot_replica_share, False)
+
+
+from fleetplan.solvers.placement import lns  # noqa: E402, F401  (registers "lns"; needs the names above)
