@@ -200,11 +200,14 @@ def _add(terms: dict[int, float], col: int, value: float) -> None:
 
 def neighbourhood_model(arrays: PlacementArrays, bg: Background, free: np.ndarray,
                         regions: np.ndarray | None = None, *, max_exact_levels: int = 64,
-                        grid_levels: int = 16, max_pairs: int = 1024, storage_tangents: int = 32
-                        ) -> NeighbourhoodModel | None:
+                        grid_levels: int = 16, max_pairs: int = 1024, storage_tangents: int = 32,
+                        keep_placed: bool = False) -> NeighbourhoodModel | None:
     """The sub-MIP of ``free`` tables (module docstring); each may go to ``regions`` (all by
     default), stay where it is or go back to today's home. None when no free table can move
-    (pinned by the quota)."""
+    (pinned by the quota). ``keep_placed``: an ML job placed today stays placed (in some
+    region; it may move): a restriction that keeps the current placement a solution, and keeps
+    each slice's total demand from varying with every job that could split (the pairs of total
+    and region levels grow with the jobs that could, and the MIP with them)."""
     a = arrays
     R = a.num_regions
     pinned = a.table_size > a.move_quota_bytes
@@ -263,8 +266,11 @@ def neighbourhood_model(arrays: PlacementArrays, bg: Background, free: np.ndarra
                     b.row({c: 1.0, x_col[t, r]: -1.0}, -np.inf, 0.0)
                 b.row({c: 1.0, **{x_col[t, r]: -1.0 for t in own_free}}, -(len(own_free) - 1), np.inf)
             ind[j] = cols
+            stays = keep_placed and current >= 0 and current in cols
+            if stays:
+                b.row([(c, 1.0) for c in cols.values()], 1.0, 1.0)
             if a.job_gpu_hours[j] > 0:
-                dem[j] = _demand_of(a, b, j, pairs, on, own_free, cols, x_col, allowed, bg, split_counted)
+                dem[j] = _demand_of(a, b, j, pairs, on, own_free, cols, x_col, allowed, bg, split_counted, stays)
         else:
             reach = sorted(set().union(*(set(allowed[t]) for t in own_free)) | fixed_regions)
             count_fix = {r: 0 for r in reach}
@@ -362,12 +368,12 @@ def neighbourhood_model(arrays: PlacementArrays, bg: Background, free: np.ndarra
 
 
 def _demand_of(a: PlacementArrays, b: _Builder, j: int, pairs: np.ndarray, on: np.ndarray, own_free: list[int],
-               cols: dict[int, int], x_col: dict, allowed: dict, bg: Background, split_counted: bool
-               ) -> tuple[dict[int, int | float], bool]:
+               cols: dict[int, int], x_col: dict, allowed: dict, bg: Background, split_counted: bool,
+               stays: bool = False) -> tuple[dict[int, int | float], bool]:
     """Where ML job j's GPU-hours count: region -> column (or 1.0 for a certain region), and
     whether they always count somewhere. R(job)'s indicator by default; under
     ``split_ml_demand="largest_region"`` the region holding most of its bytes (binary w)."""
-    single = len(own_free) == 1 and not (~on).any()
+    single = (len(own_free) == 1 and not (~on).any()) or stays
     if not split_counted:
         return dict(cols), single and bool(cols)
     size = a.table_size

@@ -51,6 +51,13 @@ highs_run = lazy_module("fleetplan.solvers.highs")
 KINDS = ("jobs", "pair", "overload")
 # The node limit when the whole instance is one neighbourhood (its MIP is then the exact solve).
 WHOLE_NODES = 1_000_000
+# A neighbourhood whose MIP has more binaries is not solved (its kind's size shrinks): one of
+# 3,900 GPU-level binaries took 68 s at 10^4 tables, where most take a fraction of a second.
+MAX_BINARIES = 1500
+# Pairs of (total, region) demand levels per slice and region before the levels coarsen.
+MAX_PAIRS = 256
+MIN_TABLES = 4
+SUB_LIMIT_S = 5.0
 # A step is kept when the exact objective falls by more than this (relative).
 IMPROVEMENT = 1e-9
 # A neighbourhood's model must claim at least this relative fall to be applied (the storage
@@ -72,6 +79,7 @@ class LnsStats:
     mip_s: float = 0.0
     build_s: float = 0.0
     not_exact: int = 0
+    too_big: int = 0
     gain: float = 0.0
     lines: list[str] = field(default_factory=list)
 
@@ -295,10 +303,15 @@ class Search:
         better was found or the answer was undone."""
         s = self.state
         started = time.perf_counter()
-        model = neighbourhood_model(self.a, background(s), tables, regions)
+        whole = nodes is not None
+        model = neighbourhood_model(self.a, background(s), tables, regions, keep_placed=not whole,
+                                    max_pairs=1024 if whole else MAX_PAIRS)
         self.stats.build_s += time.perf_counter() - started
         if model is None:
             return 0.0, 0
+        if not whole and int(model.lp.integrality.sum()) > MAX_BINARIES:
+            self.stats.too_big += 1
+            return 0.0, -1
         if not model.exact:
             self.stats.not_exact += 1
         started = time.perf_counter()
@@ -386,19 +399,27 @@ def search(instance: PlacementInstance, state: TetrisState, deadline: Deadline, 
                       moves_before + len(run.applied)))
         return run
     weights = {kind: 1.0 for kind in KINDS}
+    sizes = dict.fromkeys(KINDS, max_free)
     while failures < patience and not deadline.expired():
         rounds += 1
         kinds = list(KINDS)
         p = np.array([weights[k] for k in kinds])
         kind = kinds[int(run.rng.choice(len(kinds), p=p / p.sum()))]
+        run.max_free = sizes[kind]
         tables, regions, name = run.pick(kind)
         if tables.size == 0:
             failures += 1
             continue
         tables = run.with_quota(tables)
         run.stats.tried[kind] += 1
-        limit = None if deadline.time_limit is None else max(0.01, deadline.remaining())
+        # Under a time limit one neighbourhood gets at most SUB_LIMIT_S of it (a clock makes runs
+        # differ, which a time limit does anyway); without one, the node limit alone.
+        limit = None if deadline.time_limit is None else min(SUB_LIMIT_S, max(0.01, deadline.remaining()))
         gain, moved = run.solve(tables, regions, limit)
+        if moved < 0:  # too big a MIP: this kind's neighbourhoods shrink
+            sizes[kind] = max(MIN_TABLES, int(sizes[kind] * 0.7))
+            failures += 1
+            continue
         if moved == 0:
             failures += 1
             weights[kind] = max(0.2, weights[kind] * 0.95)
@@ -501,7 +522,8 @@ def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, 
         kept = sum(st.kept.values())
         result.log.insert(1, f"neighbourhoods: {sum(st.tried.values())} re-optimised, {kept} kept ("
                              + ", ".join(f"{k} {st.kept[k]}/{st.tried[k]}" for k in st.tried)
-                             + f"), {st.rejected} undone by the exact check, {st.not_exact} inexact models; "
+                             + f"), {st.rejected} undone by the exact check, {st.not_exact} inexact models, "
+                               f"{st.too_big} too big; "
                                f"MIP {st.mip_s:.2f} s, building {st.build_s:.2f} s; gain after the climb "
                                f"{st.gain:.6g}")
         result.log.extend(st.lines)
