@@ -148,7 +148,8 @@ def _heuristic_start(model: ReservationModel, instance: ReservationInstance, how
         for heuristic, share in ((ras_greedy, 0.4), (ras_hill_climb, 0.2))[:2 if how == "hill-climb" else 1]:
             found = heuristic(instance, time_limit=deadline.share(share), seed=seed, threads=1,
                               progress=lambda fraction, message: None)
-            log.append(f"warm start ({heuristic.__name__}): {found.status}, objective {found.objective:.6g}")
+            objective = "no plan" if found.objective is None else f"objective {found.objective:.6g}"
+            log.append(f"warm start ({heuristic.__name__}): {found.status}, {objective}")
             if found.plan is not None and found.status != "error" and (best is None or found.objective < best.objective):
                 best = found
         if best is not None:
