@@ -588,7 +588,7 @@ def ras_greedy(instance: ReservationInstance, *, time_limit: float | None = None
     log: list[str] = []
     state = RasState(instance.arrays())
     stopped = fill_and_trim(state, _inner(deadline, 0.8), log)
-    fixed = repair(state, deadline, threads, seed, log)
+    fixed = repair(state, _inner(deadline, 0.9), threads, seed, log)
     return _result(instance, state, stopped, log, fixed)
 
 
