@@ -28,6 +28,11 @@ from fleetplan.solvers.placement.first_pass import first_pass_batches
 from fleetplan.solvers.placement.replicas import add_replicas
 from fleetplan.solvers.placement.state import TERMS, TetrisState  # noqa: F401  (TERMS re-exported)
 
+# The first pass applies its queued moves after every this many seconds of evaluating tables
+# (then evaluates more): at 10^6 tables one full pass took 23 s before the first move (issue 27
+# item 4), so a planner watching the climb, or stopping it, waited that long for any gain.
+FIRST_BATCH_S = 2.0
+
 
 def polish(instance: PlacementInstance, home: np.ndarray, time_limit: float | None
            ) -> tuple[np.ndarray, ClimbResult]:
@@ -140,7 +145,7 @@ def _climb(instance: PlacementInstance, recompute: bool, time_limit: float | Non
     budget = Budget(time_s=climb_s, moves=max_moves, cost=None if not np.isfinite(quota) else quota)
     result = hill_climb(state, budget=budget, recompute=recompute, progress=progress, initial=first_pass_batches(state),
                         neighbours=state.neighbours if requeue_neighbours else None,
-                        batch_s=None if time_limit is None else max(0.02, time_limit / 20))
+                        batch_s=FIRST_BATCH_S if time_limit is None else min(FIRST_BATCH_S, max(0.02, time_limit / 20)))
     return state, result, after_s
 
 
