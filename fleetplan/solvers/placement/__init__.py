@@ -106,6 +106,9 @@ def _finish(instance: PlacementInstance, home: np.ndarray, applied: list[Candida
         if points:
             log.append("objective against time: " + ", ".join(
                 f"{t:.2f} s {start - gain:.6g} ({moves} moves)" for t, gain, moves in points))
+        first = next((t for t, _, moves in climb.trace if moves > 0), None)
+        if first is not None:
+            stats["first_move_s"] = first  # seconds from the climb's start to its first applied move
         stats.update({"batches": float(climb.batches), "refused_undo": float(climb.refused_undo),
                       "estimated": float(climb.estimated), "over_quota": float(climb.skipped_over_budget)})
         stats.update({"moves": float(len(applied)), "evaluations": float(climb.evaluated),
