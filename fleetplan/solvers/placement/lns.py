@@ -304,8 +304,12 @@ class Search:
         s = self.state
         started = time.perf_counter()
         whole = nodes is not None
-        model = neighbourhood_model(self.a, background(s), tables, regions, keep_placed=not whole,
-                                    max_pairs=1024 if whole else MAX_PAIRS)
+        model = neighbourhood_model(self.a, background(s), tables, regions, max_pairs=1024 if whole else MAX_PAIRS)
+        if model is not None and not whole and int(model.lp.integrality.sum()) > MAX_BINARIES:
+            # Too big with every job free to split: placed ML jobs stay placed (they may still
+            # move), which keeps each slice's total demand from varying with them.
+            model = neighbourhood_model(self.a, background(s), tables, regions, keep_placed=True,
+                                        max_pairs=MAX_PAIRS)
         self.stats.build_s += time.perf_counter() - started
         if model is None:
             return 0.0, 0
