@@ -10,6 +10,7 @@ import json
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -32,6 +33,28 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> Any:
         raise CommandError(f"{self.prog}: {message}")
+
+
+# --- the command's clock: --time-limit counts from its start (loading and writing included) ---
+
+class CommandClock:
+    """When the running command started (the console script passes the process's start)."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+
+    def start(self, started: float | None = None) -> None:
+        self.started = time.perf_counter() if started is None else started
+
+
+command_clock = CommandClock()
+
+
+def time_left(limit: float | None, reserve: float = 0.0) -> float | None:
+    """What is left of the command's --time-limit after what it has spent, less ``reserve``."""
+    if limit is None:
+        return None
+    return max(limit - (time.perf_counter() - command_clock.started) - reserve, 0.01)
 
 
 # --- helpers -----------------------------------------------------------------------------
