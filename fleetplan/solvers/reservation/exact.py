@@ -54,7 +54,7 @@ BOUND_SLACK = 1e-6
 # Share of the time left that mip-highs gives relax-and-fix; the whole model's MIP gets the
 # rest. At 10^5 servers the binary MIP's bound rose faster than the whole MIP's (50,782 after
 # 22 s of CPU against 50,727 after 43 s), and the whole MIP did not finish its root LP in the
-# 25 % left of a 60 s limit (benchmarks/RESULTS.md, RAS section).
+# 25 % left of a 60 s limit (benchmarks/results/reservation.md).
 RELAX_SHARE = 0.85
 
 
