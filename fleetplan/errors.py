@@ -70,3 +70,13 @@ class OutputError(InstanceError):
     """An output cannot be written: a path that names a directory, a device fleetplan will not
     write over, an input of the same command, a missing folder, or a write that failed (a full
     disk, ``ulimit -f``). ``path`` is the option or the file; nothing was written."""
+
+
+def error_object(error: Exception, exit_code: int = 2) -> dict[str, object]:
+    """The JSON error object of ``--json`` and of the service: the first line, every line, the
+    exit code, and for an :class:`InstanceError` the path, the reason and the file."""
+    lines = error.lines() if isinstance(error, InstanceError) else [str(error)]
+    body: dict[str, object] = {"error": lines[0], "errors": lines, "exit_code": exit_code}
+    if isinstance(error, InstanceError):
+        body.update(path=error.path, reason=error.reason, file=error.source)
+    return body

@@ -12,13 +12,13 @@ rerun skips finished runs; the figure is ``OUT/astraea_load.png``.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import os
 import time
 from pathlib import Path
 
-from fleetplan.instances.outputs import atomic_write_text, save_figure
+from rows import read_rows, write_rows
+
+from fleetplan.instances.outputs import save_figure
 from fleetplan.sim.cluster import run_cluster
 
 SCHEDULERS = ("astraea", "themis-ftf", "tiresias-las", "yarn-cs", "fifo")
@@ -35,19 +35,6 @@ def cells(loads: list[float], seed: int) -> list[tuple[str, float, str, dict]]:
     return out
 
 
-def read_rows(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
-        return []
-    with path.open(newline="") as handle:
-        return list(csv.DictReader(handle))
-
-
-def write_rows(path: Path, rows: list[dict]) -> None:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=FIELDS)
-    writer.writeheader()
-    writer.writerows(rows)
-    atomic_write_text(path, buffer.getvalue())
 
 
 def plot(rows: list[dict[str, str]], path: Path) -> None:
@@ -112,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
                          "avg_slowdown": m["avg_slowdown"], "preemptions": m["preemptions"],
                          "utilization": m["utilization"], "cpu_s": round(cpu, 1),
                          "loadavg_1min": round(os.getloadavg()[0], 2)})
-            write_rows(runs, rows)
+            write_rows(runs, rows, FIELDS)
             print(f"{variant:22s} {load:4.2f}x {scheduler:13s}: sharing loss {m['sharing_loss_fraction']:.3f}, "
                   f"tenant unfairness {m['tenant_unfairness_ratio']:.3f}, JCT {m['avg_jct_s'] / 3600:.2f} h, "
                   f"{cpu:.0f} s CPU", flush=True)

@@ -17,14 +17,13 @@ an interrupted sweep loses one cell at most. ``--plot-only`` redraws ``OUT/gavel
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import time
 from pathlib import Path
 
 import numpy as np
+from rows import read_rows, write_rows
 
-from fleetplan.instances.outputs import atomic_write_text, save_figure
+from fleetplan.instances.outputs import save_figure
 from fleetplan.sim.cluster import run_cluster
 
 PANELS = {
@@ -43,19 +42,6 @@ def _load() -> str:
     return Path("/proc/loadavg").read_text().split()[0]
 
 
-def read_rows(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
-        return []
-    with path.open(newline="") as handle:
-        return list(csv.DictReader(handle))
-
-
-def write_rows(path: Path, rows: list[dict]) -> None:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=FIELDS)
-    writer.writeheader()
-    writer.writerows(rows)
-    atomic_write_text(path, buffer.getvalue())
 
 
 def run_cell(panel: str, scheduler: str, rate: float, seed: int, jobs: int, window: tuple[float, float]) -> dict:
@@ -169,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
                 continue
             row = run_cell(panel, scheduler, rate, seed, args.jobs, window)
             rows.append(row)
-            write_rows(results, rows)
+            write_rows(results, rows, FIELDS)
             print(f"{panel:10s} {scheduler:15s} rate {rate:4.1f} seed {seed}: steady JCT "
                   f"{row['avg_jct_steady_h']:7.2f} h, util {row['utilization']:.2f}, {row['cpu_s']:.0f} s CPU "
                   f"(load {row['loadavg_1min']})", flush=True)

@@ -28,8 +28,6 @@ Each run is appended to ``OUT/runs.csv`` with the 1-minute load average as it fi
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import os
 import statistics
@@ -40,6 +38,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from rows import read_rows, write_rows
 
 SOLVERS = {"las": "max-min-fairness", "max-throughput": "max-throughput"}
 FIELDS = ("policy", "gpus", "jobs", "side", "repeat", "cpu_s", "wall_s", "solver_only_cpu_s", "solver_only_wall_s",
@@ -100,21 +99,6 @@ def judge_gavel(instance_path: Path, policy: str, matrix_path: Path, types: list
     return evaluation.objective, len(evaluation.violations)
 
 
-def read_rows(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
-        return []
-    with path.open(newline="") as handle:
-        return list(csv.DictReader(handle))
-
-
-def write_rows(path: Path, rows: list[dict]) -> None:
-    from fleetplan.instances.outputs import atomic_write_text
-
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=FIELDS)
-    writer.writeheader()
-    writer.writerows(rows)
-    atomic_write_text(path, buffer.getvalue())
 
 
 def report(rows: list[dict[str, str]]) -> str:
@@ -189,7 +173,7 @@ def main(argv: list[str] | None = None) -> None:
                         rows.append({"policy": policy, "gpus": gpus, "jobs": n, "side": which, "repeat": repeat,
                                      **{k: answer.get(k, "") for k in FIELDS[5:12]},
                                      "loadavg_1min": round(os.getloadavg()[0], 2)})
-                        write_rows(runs, rows)
+                        write_rows(runs, rows, FIELDS)
                         print(f"{policy} {n} {which} repeat {repeat}: {float(answer['cpu_s']):.3f} s CPU, "
                               f"objective {answer['objective']}", flush=True)
     table = report(read_rows(runs))

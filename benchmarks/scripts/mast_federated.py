@@ -24,13 +24,12 @@ intervals over seeds and the paired differences against MAST.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import os
 import time
 from pathlib import Path
 
 import numpy as np
+from rows import read_rows, write_rows
 
 from fleetplan.instances.outputs import atomic_write_text
 from fleetplan.sim.mast import run_mast
@@ -51,19 +50,6 @@ METRICS = ("slo_violation_rate", "slo_violation_rate_high", "max_slo_violation_r
 FIELDS = ("setting", "variant", "seed", *METRICS, "workloads", "cpu_s", "wall_s", "loadavg_1min")
 
 
-def read_rows(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
-        return []
-    with path.open(newline="") as handle:
-        return list(csv.DictReader(handle))
-
-
-def write_rows(path: Path, rows: list[dict]) -> None:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=FIELDS)
-    writer.writeheader()
-    writer.writerows(rows)
-    atomic_write_text(path, buffer.getvalue())
 
 
 def run_cell(setting: str, variant: str, seed: int) -> dict:
@@ -160,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
                         continue
                     row = run_cell(setting, variant, seed)
                     rows.append(row)
-                    write_rows(results, rows)
+                    write_rows(results, rows, FIELDS)
                     print(f"{setting:8s} {variant:26s} seed {seed:2d}: SLO {100 * row['slo_violation_rate']:.2f}% "
                           f"(P0-2 {100 * row['slo_violation_rate_high']:.2f}%), {row['cpu_s']:.1f} s CPU, "
                           f"load {row['loadavg_1min']}", flush=True)

@@ -14,16 +14,15 @@ a seed when a day moves nothing or ``--days`` is reached. Rows are written to
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import os
 import time
 from pathlib import Path
 
 import numpy as np
+from rows import write_rows
 
 import fleetplan
-from fleetplan.instances.outputs import atomic_write_text, save_figure
+from fleetplan.instances.outputs import save_figure
 
 FIELDS = ("seed", "day", "objective", "hp_demand_supply_max", "hp_demand_supply_std", "hp_demand_supply_overall",
           "hp_demand_supply_max_per_type", "home_training_rate", "bytes_moved", "move_quota_bytes", "tables_moved",
@@ -53,7 +52,7 @@ def run_seed(seed: int, days: int, params: dict, rows: list[dict], out: Path) ->
         rows.append({"seed": seed, "day": day, "objective": result.objective,
                      **{k: m.get(k, "") for k in FIELDS[3:11]}, "cpu_s": round(cpu, 2),
                      "loadavg_1min": round(os.getloadavg()[0], 2)})
-        write_rows(out / "days.csv", rows)
+        write_rows(out / "days.csv", rows, FIELDS)
         print(f"seed {seed} day {day:2d}: max {m['hp_demand_supply_max']:.3f} std {m['hp_demand_supply_std']:.3f} "
               f"moved {m['bytes_moved'] / m['move_quota_bytes']:.0%} of the quota ({int(m['tables_moved'])} tables), "
               f"objective {result.objective:.4f}, {cpu:.1f} s CPU", flush=True)
@@ -61,13 +60,6 @@ def run_seed(seed: int, days: int, params: dict, rows: list[dict], out: Path) ->
             break
         instance = next_day(instance, result.plan)
 
-
-def write_rows(path: Path, rows: list[dict]) -> None:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=FIELDS)
-    writer.writeheader()
-    writer.writerows(rows)
-    atomic_write_text(path, buffer.getvalue())
 
 
 def plot(rows: list[dict], path: Path) -> None:

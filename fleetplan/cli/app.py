@@ -56,7 +56,7 @@ from fleetplan.cli.render import (
 
 # Only the error type at start-up: fleetplan.instances (numpy, pydantic) loads with the first
 # command that reads or builds a file, so `fleetplan --help` answers at once.
-from fleetplan.errors import KIND_NAMES, InstanceError
+from fleetplan.errors import KIND_NAMES, InstanceError, error_object
 
 # --- commands ----------------------------------------------------------------------------
 
@@ -403,13 +403,10 @@ HANDLERS = {
 
 def report_error(error: Exception, json_mode: bool, code: int = EXIT_USAGE) -> int:
     """One line per error on stderr; with ``--json`` the same as a JSON object on stdout."""
-    lines = error.lines() if isinstance(error, InstanceError) else [str(error)]
-    for line in lines:
+    payload = error_object(error, code)
+    for line in payload["errors"]:
         stderr.print(f"error: {line}", markup=False, soft_wrap=True)
     if json_mode:
-        payload: dict[str, Any] = {"error": lines[0], "errors": lines, "exit_code": code}
-        if isinstance(error, InstanceError):
-            payload.update(path=error.path, reason=error.reason, file=error.source)
         print_json(payload)
     return code
 

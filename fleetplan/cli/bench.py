@@ -143,17 +143,6 @@ def _report(folder: Path, plots: bool = True) -> Path:
     return path
 
 
-def _clean(value: Any) -> Any:
-    """JSON-safe: non-finite floats become null."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(key): _clean(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(item) for item in value]
-    return value
-
-
 def _print_summary(folder: Path, report: Path | None, exit_code: int, suite: str | None = None) -> None:
     """``--json``: the report's tables as one JSON object on stdout."""
     from fleetplan.benchmarks.report import summarize
@@ -162,4 +151,6 @@ def _print_summary(folder: Path, report: Path | None, exit_code: int, suite: str
     summary.update(report=str(report) if report else None, exit_code=exit_code)
     if suite is not None:
         summary["suite"] = suite
-    sys.stdout.write(json.dumps(_clean(summary), indent=1, allow_nan=False) + "\n")
+    from fleetplan.instances.base import json_safe
+
+    sys.stdout.write(json.dumps(json_safe(summary), indent=1, allow_nan=False) + "\n")

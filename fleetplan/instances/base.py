@@ -319,6 +319,18 @@ def to_json_text(model: BaseModel) -> str:
     return model.model_dump_json(indent=1) + "\n"
 
 
+def json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float made null (JSON has no NaN or infinity), through
+    dicts, lists and tuples."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(key): json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item) for item in value]
+    return value
+
+
 def finite_or_none(value: float | None) -> float | None:
     if value is None or not math.isfinite(value):
         return None

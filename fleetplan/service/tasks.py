@@ -9,35 +9,21 @@ the same JSON error object as the command line's ``--json``; anything unexpected
 from __future__ import annotations
 
 import json
-import math
 import os
 import traceback
 from pathlib import Path
 from typing import Any
 
-from fleetplan.errors import InstanceError
+from fleetplan.errors import InstanceError, error_object
+from fleetplan.instances.base import json_safe
 
 REQUEST_FILE = "request.json"
 ANSWER_FILE = "answer.json"
 
 
 def error_body(error: Exception, code: int = 2) -> dict[str, Any]:
-    """The command line's ``--json`` error object (``fleetplan.cli.app.report_error``)."""
-    lines = error.lines() if isinstance(error, InstanceError) else [str(error)]
-    body: dict[str, Any] = {"error": lines[0], "errors": lines, "exit_code": code}
-    if isinstance(error, InstanceError):
-        body.update(path=error.path, reason=error.reason, file=error.source)
-    return body
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(key): _clean(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(item) for item in value]
-    return value
+    """The command line's ``--json`` error object (:func:`fleetplan.errors.error_object`)."""
+    return error_object(error, code)
 
 
 def _time_limit(request: dict[str, Any], deadline: float | None) -> float | None:
@@ -128,7 +114,7 @@ def run_job(folder: str) -> None:
         if not isinstance(request, dict):
             raise InstanceError("$", "the request body must be a JSON object")
         answer = TASKS[task](request, deadline, path) if task == "whatif" else TASKS[task](request, deadline)
-        code, body = 200, _clean(answer)
+        code, body = 200, json_safe(answer)
     except InstanceError as error:
         code, body = 422, error_body(error)
     except MemoryError:
