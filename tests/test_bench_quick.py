@@ -26,9 +26,9 @@ def quick_run(tmp_path_factory):
 def test_quick_covers_every_kind_and_solver():
     suite = load_suite("quick")
     covered = {(cell.kind, cell.solver) for cell in expand_cells(suite)}
-    registered = {(spec.kind, spec.name) for spec in fleetplan.solvers()}
+    registered = {(spec.kind, spec.name) for spec in fleetplan.list_solvers()}
     # A kind with no solver yet has nothing to benchmark; once it has one, quick must cover it.
-    with_solvers = {spec.kind for spec in fleetplan.solvers()}
+    with_solvers = {spec.kind for spec in fleetplan.list_solvers()}
     missing_kinds = with_solvers - {kind for kind, _ in covered}
     assert not missing_kinds, f"add a group for {sorted(missing_kinds)} to fleetplan/benchmarks/suites/quick.yaml"
     assert registered <= covered, f"quick misses solvers {sorted(registered - covered)}"

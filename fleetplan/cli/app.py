@@ -133,7 +133,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
     # Writing the plan and judging it cost about what loading did; keep that back from the solver.
     reserve = min(load_s, (args.time_limit or 0) / 4)
     with progress_display(f"solving with {spec.name}", not args.json) as update:
-        result = fleetplan.solve(instance, spec.name, time_limit=time_left(args.time_limit, reserve),
+        # The limit counts from the command's start, less the reserve; the plan records the
+        # limit as given (not what was left after loading: plans then differ run to run).
+        result = fleetplan.solve(instance, spec.name, time_limit=args.time_limit, started=_STARTED - reserve,
                                  seed=args.seed, threads=args.threads, progress=update, **options)
     phase("solve_s")
     if args.binding and result.success and not result.duals:
@@ -206,7 +208,7 @@ def _policy_optimum(instance: Any, plan: Any, args: argparse.Namespace) -> Any:
     if instance.kind != "allocation":
         raise CommandError("--binding: dual prices are offered for allocation plans")
     name = plan.policy.replace("_", "-")
-    known = {entry.name for entry in fleetplan.solvers("allocation")}
+    known = {entry.name for entry in fleetplan.list_solvers("allocation")}
     if name not in known:
         raise CommandError(f"--binding: no solver named after the plan's policy '{plan.policy}'")
     with working(f"solving {name} for its dual prices", not args.json):
@@ -236,7 +238,7 @@ def cmd_solvers(args: argparse.Namespace) -> int:
     if args.markdown:
         from fleetplan.solvers.options import markdown_table
 
-        specs = fleetplan.solvers(target)
+        specs = fleetplan.list_solvers(target)
         sys.stdout.write(OPTIONS_DOC_HEADER + markdown_table(
             [(spec.kind, spec.name, option) for spec in specs for option in spec.option_specs.values()]))
         return EXIT_OK

@@ -123,3 +123,6 @@ def better_direction(name: str) -> Better:
 def names() -> list[str]:
     """Every exact name the glossary holds."""
     return sorted(_ENTRIES)
+
+
+describe_metric = describe  # the top-level name: fleetplan.describe_metric
