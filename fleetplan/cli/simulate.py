@@ -50,6 +50,8 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     simulate.add_argument("--time-limit", type=_seconds, default=None, metavar="S",
                           help="seconds for the whole command; a simulation not finished by then "
                                "gives no result: exit code 1 and nothing written")
+    simulate.add_argument("--explain", action="store_true",
+                          help="add each metric's meaning, unit and better direction under its row")
     simulate.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     simulate.set_defaults(handler=None, takes_extra=True)
     return simulate
@@ -215,7 +217,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         working,
         write_json,
     )
-    from fleetplan.cli.render import fmt_measure
+    from fleetplan.cli.render import explanation, fmt_measure
+    from fleetplan.instances.glossary import describe
 
     if args.list_simulators and args.name is not None:
         raise CommandError(f"--list takes no simulator name (got '{args.name}')")
@@ -264,11 +267,20 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     stdout.print(f"[bold]{spec.name} / {result.scheduler}[/] (seed {result.seed}): {result.events} events, "
                  f"{fmt_measure('sim_time_s', result.sim_time)} simulated in {fmt_measure('wall_s', result.wall_s)}")
     table = Table(header_style="bold")
-    table.add_column("metric")
+    table.add_column("metric", overflow="fold")
     table.add_column("value", justify="right")
+    alerts = []
     for name, value in result.metrics.items():
-        table.add_row(name, fmt_measure(name, value))
+        entry = describe(name, spec.name)
+        note = entry.alerts(value) if entry is not None else None
+        table.add_row(name, fmt_measure(name, value, scope=spec.name) + (" [yellow]![/]" if note else ""))
+        if note:
+            alerts.append(f"{name} {fmt_measure(name, value, scope=spec.name)}: {note}")
+        if args.explain:
+            table.add_row(f"[dim]  {explanation(name, spec.name)}[/]", "")
     stdout.print(table)
+    for line in alerts:
+        stdout.print(f"[yellow]![/] {line}", highlight=False)
     if result.message:
         stdout.print(result.message, markup=False)
     for path in written:
