@@ -309,7 +309,8 @@ def _render_placement(console: Console, plan: Any) -> None:
     if not moves:
         console.print("no table moved")
         return
-    table = Table(title=f"largest moves ({len(moves)} of {len(plan.moves)})", header_style="bold")
+    table = Table(title=f"largest moves ({len(moves)} of {len(plan.moves)})", header_style="bold",
+                  caption="gain: the objective's fall when the move is applied after the ones before it")
     for column in ("table", "from", "to", "size", "gain"):
         table.add_column(column, justify="left" if column in ("table", "from", "to") else "right",
                          overflow="fold")

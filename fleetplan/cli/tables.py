@@ -169,18 +169,17 @@ def handle_import_placement(args: argparse.Namespace) -> int:
     from fleetplan.instances.placement.frames import from_frames
 
     _check_output(args.output, inputs=(args.tables, args.jobs, args.regions, args.settings))
-    name = args.name
-    if name is None and args.settings is None:
-        name = Path(args.output).stem
     instance = from_frames(tables=args.tables, jobs=args.jobs, regions=args.regions,
-                           settings=args.settings, name=name)
+                           settings=args.settings, name=args.name, default_name=Path(args.output).stem)
     _as_loaded(instance, args.tables)
     fleetplan.save(instance, args.output)
     arrays = instance.arrays()
     _report(args, {"output": args.output, "kind": "placement", "regions": arrays.num_regions,
                    "tables": arrays.num_tables, "jobs": arrays.num_jobs},
             f"wrote placement instance '{instance.name}' ({arrays.num_regions} regions, "
-            f"{arrays.num_tables} tables, {arrays.num_jobs} jobs) to {args.output}")
+            f"{arrays.num_tables} tables, {arrays.num_jobs} jobs) to {args.output}; traffic weight w1 "
+            f"{instance.weights.traffic:.4g} per byte (1 / bytes the jobs read, unless the settings give "
+            "weights.traffic)")
     return 0
 
 
