@@ -31,13 +31,15 @@ from fleetplan.instances import (
 )
 from fleetplan.instances.base import Evaluation
 from fleetplan.solvers.options import OptionSpec, option_specs, parameters_section
+from fleetplan.solvers.progress import ProgressGuard
 
 Status = Literal["optimal", "feasible", "time_limit", "infeasible", "error"]
 STATUSES: tuple[str, ...] = ("optimal", "feasible", "time_limit", "infeasible", "error")
 
 
 class Progress(Protocol):
-    """Progress callback: ``fraction`` in [0, 1] (None when unknown) and a short message."""
+    """Progress callback: ``fraction`` in [0, 1] (None when unknown) and a short message.
+    :func:`solve` keeps the contract (:data:`PROGRESS_CONTRACT`) for every solver."""
 
     def __call__(self, fraction: float | None, message: str) -> None: ...
 
@@ -272,7 +274,8 @@ def solve(instance: InstanceBase | dict[str, Any], solver: str | None = None, *,
     threads : solver threads (at most the machine's cores are used)
     progress : callback ``progress(fraction, message)``; the contract every solver keeps:
         ``fraction`` is None (unknown) or in [0, 1] and never decreases, the last call says 1.0,
-        and a long solve calls at least about once a second (:data:`PROGRESS_CONTRACT`)
+        and a long solve calls at least about once a second (:data:`PROGRESS_CONTRACT`;
+        :mod:`fleetplan.solvers.progress`)
     started : a ``time.perf_counter()`` reading from which ``time_limit`` counts (default: now):
         a caller that spent part of its limit before calling (loading a file) passes when it
         began, and the plan still records the limit it was given
@@ -296,11 +299,14 @@ def solve(instance: InstanceBase | dict[str, Any], solver: str | None = None, *,
         raise InstanceError("threads", f"{excerpt(threads)} is not allowed: must be an integer in [1, {MAX_THREADS}]")
     threads = min(threads, os.cpu_count() or 1)
     started = time.perf_counter()
-    with instance_hidden_from_gc():
+    # The progress contract (fleetplan.solvers.progress), whatever the solver reports.
+    guard = ProgressGuard(progress)
+    with instance_hidden_from_gc(), guard:
         result = spec.function(instance, time_limit=solver_limit, seed=seed, threads=threads,
-                               progress=progress or no_progress, **options)
+                               progress=guard, **options)
         result.wall_s = time.perf_counter() - started
         _judge(instance, spec, result, time_limit, seed, threads, options)
+    guard.finish(f"{spec.name}: {result.status}")
     return result
 
 
