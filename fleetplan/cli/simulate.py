@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 RESULT_FILE = "result.json"
-PLOT_FILE = "plot.png"
 
 
 def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
@@ -192,15 +191,12 @@ def _write_out_dir(spec: Any, result: Any, data: dict[str, Any], path: str) -> l
     """DIR/result.json and the simulator's figures, made whole at the end."""
     from fleetplan.cli.common import write_json
     from fleetplan.instances.outputs import building_folder
+    from fleetplan.plotting import simulation_figures
 
     with building_folder(path) as building:
         write_json(str(building / RESULT_FILE), data)
         names = [RESULT_FILE]
-        if spec.plots is not None:
-            names += [os.path.relpath(file, building) for file in spec.plots(result, str(building))]
-        elif spec.plot is not None:
-            spec.plot(result, str(building / PLOT_FILE))
-            names.append(PLOT_FILE)
+        names += [os.path.relpath(file, building) for file in simulation_figures(result, str(building))]
     return [str(Path(path) / name) for name in names]
 
 
@@ -231,8 +227,6 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     if spec.flags is not None:
         scenario, scheduler = spec.flags(scenario, scheduler)
     check_outputs(args, scenario_inputs(scenario))
-    if args.plot and spec.plot is None:
-        raise CommandError(f"--plot: simulator '{spec.name}' draws no plot")
     title = f"simulating {spec.name} / {scheduler or spec.schedulers[0]}"
     reached: list[tuple[float, float]] = []
     try:
@@ -253,7 +247,9 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         write_json(args.output, data)
         written.append(args.output)
     if args.plot:
-        spec.plot(result, args.plot)
+        from fleetplan.plotting import plot_simulation
+
+        plot_simulation(result, args.plot)
         written.append(args.plot)
     if args.out:  # last: a failure before it leaves no DIR
         written += _write_out_dir(spec, result, data, args.out)

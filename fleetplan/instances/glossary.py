@@ -384,6 +384,7 @@ _CLUSTER: dict[str, _E] = {
     "lp_solve_s": _E("time Gavel's scheduler spent solving LPs", "s", "lower"),
     # per group (tenant, final state, GPUs per job)
     "quota": _E("the tenant's GPU quota", "GPUs", role="group"),
+    "jct_s": _E("the JCT at this percentile of finished jobs (group jct_percentile)", "s", "lower", role="group"),
     "ltgf": _E("the tenant's GPU time attained over its fair share over the run", "ratio", "higher", role="group"),
     "unfairness_ratio": _E("share of the tenant's windows with demand below its fair share", "fraction", "lower",
                            role="group"),
@@ -450,6 +451,7 @@ _MAST: dict[str, _E] = {
     "wait_p50_minutes": _E("median whole wait in the queue, over-quota time and data replication included", "min",
                            "lower"),
     "wait_p95_minutes": _E("95th percentile whole wait in the queue", "min", "lower"),
+    "slo_minutes": _E("the SLO on the start latency of within-quota workloads (the scenario's)", "min"),
     "gpu_allocation_rate": _E("share of GPU-hours allocated over the measured hours (§5.2)", "fraction", "higher"),
     "preemptions": _E("running workloads preempted", "preemptions", "lower"),
     "data_moves": _E("data replications started so a workload could run in another region", "moves", "lower"),

@@ -143,12 +143,8 @@ class SimulatorSpec:
     schedulers: tuple[str, ...]
     description: str
     reference: str = ""
-    # Optional: draw a result as a PNG (``plot(result, path)``), for ``fleetplan simulate --plot``.
-    plot: Callable[[SimResult, str], None] | None = None
-    # Optional: draw every figure of a result into a directory (``plots(result, directory)``,
-    # returning the files written), for ``fleetplan simulate --out DIR``; without it ``--out``
-    # draws ``plot`` into DIR/plot.png.
-    plots: Callable[[SimResult, str], list[str]] | None = None
+    # Pictures are not a simulator's: fleetplan.plotting draws every simulator's results (one
+    # module per simulator, found by this name), above the simulators in the layers.
     # Optional: the simulator's own ``fleetplan simulate NAME`` flags (aliases of scenario fields,
     # flags that choose the scheduler): ``flags(params, scheduler)`` maps the ``--FIELD VALUE``
     # pairs and ``--scheduler`` (or None) to scenario fields and a scheduler, raising

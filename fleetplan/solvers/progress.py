@@ -147,9 +147,14 @@ class SimulationProgressGuard:
         """The last call, at the end (``end``: the simulated time reached, for a run whose end
         was not known beforehand)."""
         if not math.isfinite(self.end):
-            self.end = end if end is not None and end > 0 else max(self.now, 1.0)
+            self.end = max(end, self.now) if end is not None else self.now
+        already = self.now == self.end and self._guard.fraction == 1.0
         self.now = self.end
-        self._guard.finish()
+        if already:  # the simulator's own last call was at the end
+            self._guard.finished = True
+            self._guard._stop.set()
+        else:
+            self._guard.finish()
 
     def __enter__(self) -> SimulationProgressGuard:
         self._guard.__enter__()
