@@ -103,7 +103,8 @@ def add_arguments(subparsers: Any) -> None:
     export.set_defaults(handler=handle_export)
 
     plot = subparsers.add_parser(
-        "plot", help="draw a plan: allocation heatmap, or placement demand/supply and storage per region",
+        "plot", help="draw a plan: allocation heatmap, placement demand/supply and storage per region, "
+                     "reservation guarantees and buffer, binpack GPUs per cluster and workloads",
         description="Draw a plan: for allocation a heatmap of X (job x GPU type) beside each job's "
                     "effective throughput; for placement each region's GPU demand and supply and "
                     "its storage, today and under the plan.")
