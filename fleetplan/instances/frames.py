@@ -1,10 +1,13 @@
-"""Tables in and out, for any kind: a plan as a table and back, an instance as its tables.
+"""The user's entry points for tables, whatever the kind: :func:`from_frames` (tables -> an
+instance), :func:`to_frame` / :func:`plan_to_frame` (a plan -> one table) and back
+(:func:`plan_from_frame`), :func:`to_frames` (an instance -> its tables). They dispatch on the
+kind to its own module (:mod:`fleetplan.instances.allocation.frames`,
+:mod:`fleetplan.instances.placement.frames`), which holds the column layouts
+(``docs/data-in-out.md``).
 
-Each kind has a module turning tables into its instance and its plans into tables
-(:mod:`fleetplan.instances.allocation.frames`, :mod:`fleetplan.instances.placement.frames`),
-built on the shared readers and writers of :mod:`fleetplan.instances.tables` (re-exported here:
-:func:`read_table`, :func:`write_table`, :func:`table_format`). The column layouts are
-documented in ``docs/data-in-out.md``.
+The machinery those modules share — reading a CSV/Parquet file or DataFrame cell by cell with
+errors that name the row and column, writing atomically — is :mod:`fleetplan.instances.tables`
+(re-exported here: :func:`read_table`, :func:`write_table`, :func:`table_format`).
 """
 
 from __future__ import annotations
