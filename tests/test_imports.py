@@ -1,6 +1,6 @@
-"""highspy and ortools must load into one process (DESIGN.md "Known clash": highspy 1.15.x
-with ortools 9.15 fails with an undefined symbol). Each order runs in a fresh interpreter,
-because the first import decides which shared libraries are loaded."""
+"""highspy and ortools must load into one process (docs/architecture.md, "Performance practice",
+the known clash: highspy 1.15.x with ortools 9.15 fails with an undefined symbol). Each order
+runs in a fresh interpreter, because the first import decides which shared libraries are loaded."""
 
 import subprocess
 import sys
