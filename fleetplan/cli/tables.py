@@ -179,9 +179,18 @@ def handle_import_placement(args: argparse.Namespace) -> int:
                    "tables": arrays.num_tables, "jobs": arrays.num_jobs},
             f"wrote placement instance '{instance.name}' ({arrays.num_regions} regions, "
             f"{arrays.num_tables} tables, {arrays.num_jobs} jobs) to {args.output}; traffic weight w1 "
-            f"{instance.weights.traffic:.4g} per byte (1 / bytes the jobs read, unless the settings give "
-            "weights.traffic)")
+            f"{instance.weights.traffic:.4g} per byte ({_traffic_source(instance)})")
     return 0
+
+
+def _traffic_source(instance: Any) -> str:
+    """Where w1 came from: the settings, or the normalisation generated instances have."""
+    from fleetplan.instances.placement.frames import traffic_weight
+
+    arrays = instance.arrays()
+    if instance.weights.traffic == traffic_weight(list(arrays.table_size), [arrays.job_tables.tolist()]):
+        return "normalised as generated instances are: 1 / bytes the jobs read; settings weights.traffic overrides"
+    return "from the settings"
 
 
 def handle_import_plan(args: argparse.Namespace) -> int:

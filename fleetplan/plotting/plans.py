@@ -146,7 +146,8 @@ def plot_allocation(instance: AllocationInstance, plan: AllocationPlan,
         heat.set_yticks(range(n_jobs), job_ids, fontsize=7 if n_jobs > 30 else 9)
     else:
         heat.set_yticks([])
-    heat.set_ylabel(f"job ({n_jobs} jobs; by {ordered_by})")
+    heat.set_ylabel(f"{n_jobs} jobs, by {ordered_by}".replace(", lowest", "\nlowest").replace(", highest", "\nhighest")
+                    .replace(", longest", "\nlongest"), fontsize=9)
     if n_jobs * n_types <= MAX_ANNOTATED_CELLS:
         for m, j in zip(*np.nonzero(shown > 0.005), strict=True):
             heat.text(j, m, f"{shown[m, j]:.2f}", ha="center", va="center", fontsize=6 if n_jobs > 30 else 8,
@@ -171,16 +172,15 @@ def plot_allocation(instance: AllocationInstance, plan: AllocationPlan,
         bars.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     else:
         bars.set_xlim(0, max(high, 1.0) * 1.08)
+    starved = int((~positive).sum())
+    counts = f"{int(below.sum())} of {n_jobs} jobs below it (red)" + (f", {starved} with none" if starved else "")
     bars.set_xlabel("throughput / isolated 1/n share (line: the isolated share"
-                    + (", log scale)" if logarithmic else ")"))
+                    + (", log scale)" if logarithmic else ")") + f"\n{counts}")
     bars.xaxis.set_label_position("top")
     bars.xaxis.tick_top()
     bars.tick_params(axis="y", left=False, labelleft=False)
     bars.grid(axis="x", which="major", alpha=0.3)
     bars.set_ylim(n_jobs - 0.5, -0.5)
-    if below.any():
-        bars.text(0.98, 0.01, f"{int(below.sum())} of {n_jobs} jobs below their isolated share", ha="right",
-                  va="bottom", transform=bars.transAxes, fontsize=8, color=colour(1))
 
     normalized = throughput / arrays.equal_share_throughput
     pairs = f"; shares include time in {len(pair_jobs)} space-sharing pairs" if len(pair_jobs) else ""
