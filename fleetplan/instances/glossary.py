@@ -226,10 +226,11 @@ _PLACEMENT: dict[str, _E] = {
     "storage_utilization_max": _E("largest share of a region's storage used", "fraction", "lower",
                                   alert=(">", 1.0, "a region stores more than its capacity")),
     "storage_over_capacity_bytes": _E("bytes stored above capacity, summed over regions", "bytes", "lower"),
-    "bytes_moved": _E("bytes of the tables whose home region differs from today's", "bytes", "lower"),
+    # Moves are what a plan pays (within the quota) for what it gains: neither direction is better.
+    "bytes_moved": _E("bytes of the tables whose home region differs from today's (within the daily move quota)",
+                      "bytes"),
     "tables_moved": _E("tables whose home region differs from today's (a table moved twice, or moved and moved "
-                       "back, counts once or not at all: the hill climb's list of moves can be longer)", "tables",
-                       "lower"),
+                       "back, counts once or not at all: the hill climb's list of moves can be longer)", "tables"),
     "moves_listed": _E("moves the plan lists (the hill climb lists every move in order, so a table can appear "
                        "twice; exact solvers list one move per table moved)", "moves"),
     "move_quota_bytes": _E("the daily move quota in bytes (the instance's)", "bytes"),
