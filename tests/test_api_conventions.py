@@ -97,3 +97,16 @@ def test_plan_records_the_time_limit_given(tmp_path):
     started = __import__("time").perf_counter() - 5.0  # five seconds already spent
     result = fleetplan.solve(fleetplan.load_instance(GAVEL), time_limit=60, started=started)
     assert result.plan.options["time_limit"] == 60
+
+
+def test_compare_and_binding_take_dicts_too():
+    from fleetplan.planning import compare
+    from fleetplan.planning.binding import estimate_duals
+
+    data = json.loads(GAVEL.read_text())
+    aware = fleetplan.solve(data, "max-min-fairness").plan.model_dump()
+    agnostic = fleetplan.solve(data, "max-min-fairness-agnostic").plan.model_dump()
+    table = compare({"aware": (data, aware), "agnostic": (data, agnostic)})
+    assert table.row("min_time_share")["unit"] == "fraction"
+    duals, source = estimate_duals(data, "max-min-fairness")
+    assert source == "estimate" and set(duals["workers"]) == {"v100", "k80"}

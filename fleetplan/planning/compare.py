@@ -72,8 +72,9 @@ def compare(plans: dict[str, tuple[Any, Any]], metrics: list[str] | None = None)
     ``metrics`` (None: the service metrics first, then every other metric the plans share).
     Plans of different kinds are refused.
     """
-    from fleetplan.instances import evaluate
+    from fleetplan.instances import as_instance, as_plan, evaluate
 
+    plans = {label: (as_instance(instance), as_plan(plan)) for label, (instance, plan) in plans.items()}
     if len(plans) < 1:
         raise InstanceError("PLAN", "give at least one plan")
     kinds = {plan.kind for _, plan in plans.values()}
