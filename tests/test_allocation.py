@@ -51,7 +51,8 @@ def test_hand_solved_homogeneous_cluster():
 def test_every_solver_plan_passes_the_judge(solver, multi_gpu):
     instance = fleetplan.generate("allocation", {"jobs": 48, "multi_gpu": multi_gpu}, seed=3)
     result = fleetplan.solve(instance, solver)
-    assert result.status == "optimal"
+    # An agnostic plan is optimal for its time-share model only: it reports feasible.
+    assert result.status == ("feasible" if solver.endswith("-agnostic") else "optimal")
     evaluation = fleetplan.evaluate(instance, result.plan)
     assert evaluation.violations == []
     assert result.objective == evaluation.objective

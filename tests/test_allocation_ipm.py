@@ -170,11 +170,12 @@ def test_no_usable_cell_at_all():
     assert linear_prices(A, np.ones(3), np.array([0.0])).status in ("optimal", "approximate")
 
 
-@pytest.mark.parametrize("seed,scarcity,restricted_applies", [(8, 4, True), (8, 8, False)])
+@pytest.mark.parametrize("seed,scarcity,restricted_applies", [(8, 4, True), (8, 8, True)])
 def test_restricted_linear_prices_give_the_lp_optimum(seed, scarcity, restricted_applies, monkeypatch):
     # Linear forms above RESTRICT_ABOVE jobs: sample prices, then the method on the jobs whose
-    # best type does not win clearly. Where the sample's prices are too far off (the held jobs
-    # alone overfill a type) the restricted path declines and every job is priced: either way
+    # best type does not win clearly. Where the sample's prices are too far off (scarcity 8: the
+    # held jobs alone overfill a type, and the path used to decline and price every job) the
+    # held jobs of that type that win by least are released first (issue 27 item 5): either way
     # the Lagrangian bound closes on the LP's optimum and the decomposition reaches it.
     from fleetplan.solvers.allocation import ipm
 

@@ -68,7 +68,7 @@ def test_the_child_process_gives_the_in_process_answer():
     cell = expand_cells(parse_suite(SMALL))[1]
     here, there = run_cell(cell), CellProcess(cell).start().wait()
     assert _answers([here]) == _answers([there])
-    assert there["status"] == "optimal" and float(there["peak_mem_mb"]) >= 0
+    assert there["status"] == "feasible" and float(there["peak_mem_mb"]) >= 0  # agnostic: feasible
     # The baseline holds the interpreter, numpy and the preloaded back-ends; the peak is the solve's own.
     assert float(there["mem_baseline_mb"]) > 50 and there["mem_measure"] in ("rss-increase", "maxrss-increase")
 
@@ -172,7 +172,8 @@ def test_dask_local_cluster_gives_the_local_table(tmp_path, capsys):
     local_rows = read_results(tmp_path / "local")
     assert len(dask_rows) == len(local_rows) == 4
     assert _answers(dask_rows) == _answers(local_rows)
-    assert all(row["status"] == "optimal" for row in dask_rows)
+    # The agnostic baseline reports feasible: its optimum is its time-share model's, not the judge's.
+    assert all(row["status"] == ("feasible" if "agnostic" in row["solver"] else "optimal") for row in dask_rows)
     # A fresh interpreter per Dask cell does not preload the back-ends, and says so.
     assert {row["mem_measure"] for row in dask_rows} <= {"rss-increase+imports", "maxrss-increase+imports"}
     assert {row["mem_measure"] for row in local_rows} <= {"rss-increase", "maxrss-increase"}

@@ -63,30 +63,49 @@ def test_whatif_unknown_field_is_exit_2_before_any_point(tmp_path, capsys):
 
 
 def test_whatif_resumes_with_the_same_table_as_an_uninterrupted_run(tmp_path):
+    vary = ["--vary", "worker_types.k80.count=4:40:4"]
     whole = tmp_path / "whole"
-    main(["whatif", ALLOCATION, "--vary", "worker_types.k80.count=4:40:4", "-o", str(whole), "--json"])
+    assert main(["whatif", ALLOCATION, *vary, "-o", str(whole), "--json"]) == 0
+    # What an interrupted sweep leaves: the rows appended (each flushed and synced) before the
+    # signal, possibly a torn last line, and no table yet.
     part = tmp_path / "part"
-    child = subprocess.Popen([sys.executable, "-m", "fleetplan", "whatif", ALLOCATION, "--vary",
-                              "worker_types.k80.count=4:40:4", "-o", str(part), "--json"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    results = part / "results.csv"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:  # stop it once some but not all points are in
-        if results.exists() and 2 <= len(results.read_text().splitlines()) - 1 < 10:
-            break
-        time.sleep(0.02)
-    child.send_signal(signal.SIGINT)
-    child.wait(timeout=60)
-    done_before = len(results.read_text().splitlines()) - 1
-    assert 0 < done_before < 10
-    assert main(["whatif", ALLOCATION, "--vary", "worker_types.k80.count=4:40:4", "-o", str(part), "--resume",
-                 "--json"]) == 0
+    assert main(["whatif", ALLOCATION, *vary, "-o", str(part), "--json"]) == 0
+    lines = (part / "results.csv").read_text().splitlines(keepends=True)
+    (part / "results.csv").write_text("".join(lines[:4]) + lines[4][: len(lines[4]) // 2])
+    for name in ("whatif.csv", "whatif.parquet", "whatif.png"):
+        (part / name).unlink()
+    started = time.monotonic()
+    assert main(["whatif", ALLOCATION, *vary, "-o", str(part), "--resume", "--json"]) == 0
+    assert time.monotonic() - started < 60
 
     def table(folder):
         with open(folder / "whatif.csv") as stream:
             return [{k: v for k, v in row.items() if k != "wall_s"} for row in csv.DictReader(stream)]
 
     assert table(part) == table(whole)
+    rows = (part / "results.csv").read_text().splitlines()
+    assert len(rows) == 11  # the header, the 3 whole rows kept, the 7 points run again: none twice
+
+
+def test_whatif_stops_on_ctrl_c_with_its_finished_points_kept(tmp_path):
+    """A real interruption: Ctrl-C while the points run (one process each, so the sweep takes
+    long enough to be interrupted) leaves the finished rows for --resume."""
+    part = tmp_path / "part"
+    child = subprocess.Popen([sys.executable, "-m", "fleetplan", "whatif", ALLOCATION, "--vary",
+                              "worker_types.k80.count=2:80:2", "--workers", "2", "-o", str(part), "--json"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    results = part / "results.csv"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (results.exists() and len(results.read_text().splitlines()) >= 3):
+        time.sleep(0.02)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130 and "Traceback" not in err
+    done = len(results.read_text().splitlines()) - 1
+    assert 2 <= done < 40
+    assert main(["whatif", ALLOCATION, "--vary", "worker_types.k80.count=2:80:2", "-o", str(part), "--resume",
+                 "--json"]) == 0
+    assert len(results.read_text().splitlines()) - 1 == 40
 
 
 def test_whatif_resume_of_another_sweep_is_refused(tmp_path, capsys):

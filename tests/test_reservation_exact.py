@@ -275,7 +275,7 @@ def test_bounds_below_every_feasible_plan_on_found_instances(index, presolve):
             bounds.append((spec.name, result.bound))
         if result.status == "optimal":
             optimal.append((spec.name, verdict.objective))
-    assert {name for name, _ in bounds} == set(EXACT)
+    assert set(EXACT) <= {name for name, _ in bounds}  # hill-climb reports its LP relaxation too
     for name, bound in bounds:
         for other, objective in feasible:
             assert bound <= objective + 1e-6 * max(1.0, abs(objective)), (name, bound, other, objective)

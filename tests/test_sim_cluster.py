@@ -75,6 +75,41 @@ def test_fifo_head_of_line_blocking_and_checkpoint_cost():
     assert run.result.metrics["overhead_s"] == pytest.approx(3.0)
 
 
+def test_tiresias_order_keeps_a_backfilled_job_ahead_of_an_earlier_waiting_one():
+    # Issue 23 item 2, by hand. 4 GPUs, 10 s leases, one queue in reach (attained << 3,250 GPU-s).
+    # x (2 GPUs, 100 s) runs from 0. b (4 GPUs, 50 s) arrives at 10 and does not fit (2 free).
+    # c (2 GPUs, 200 s) arrives at 20 and is backfilled into the 2 free GPUs.
+    trace = generic_trace([2, 4, 2], [100, 50, 200], submit=[0, 10, 20])
+    scenario = {"cluster": {"gpu": 4}, "server_size": 4, "interval_s": 10.0, "lease_s": 10.0,
+                "checkpoint_s": 0.0}
+    # Tiresias's order: after the pass at 20 the queue is [x, c, b] (waiting b behind running c);
+    # when x ends at 100, c's lease ends too, c comes first and is renewed, b still does not fit.
+    # c runs 20-220, b 220-270: JCTs 100, 260, 200, no preemption.
+    run = run_cluster(scenario, "tiresias-las", 0, trace=trace)
+    assert run.jct.tolist() == pytest.approx([100.0, 260.0, 200.0])
+    assert run.result.metrics["preemptions"] == 0
+    # Submit-time order: at 100 b (submitted at 10) comes before c (20), takes x's 2 GPUs and c's
+    # 2, and preempts c: b runs 100-150, c (80 s done) resumes 150-270. JCTs 100, 140, 250.
+    run = run_cluster({**scenario, "tiresias_order": "submit"}, "tiresias-las", 0, trace=trace)
+    assert run.jct.tolist() == pytest.approx([100.0, 140.0, 250.0])
+    assert run.result.metrics["preemptions"] == 1
+
+
+def test_tiresias_demotion_lets_a_waiting_job_of_the_first_queue_through():
+    # 2 GPUs, 1 s leases, thresholds 10 / 1e9 GPU-s. a (1 GPU, 30 s) at 0 and b (1 GPU, 30 s) at 1
+    # run side by side; c (2 GPUs, 5 s) arrives at 2 and waits (queue [a, b, c]). At 10 a reaches
+    # 10 GPU-s and joins the second queue; b, still ahead of c in the first, keeps its GPU and c
+    # still does not fit, so a keeps the other. At 11 b is demoted too (second queue [a, b]):
+    # c, alone in the first queue, takes both GPUs for 11-16. Then a (19 s left) runs 16-35 and
+    # b (20 s left) 16-36. JCTs 35, 35, 14.
+    trace = generic_trace([1, 1, 2], [30, 30, 5], submit=[0, 1, 2])
+    scenario = {"cluster": {"gpu": 2}, "server_size": 2, "interval_s": 1.0, "lease_s": 1.0,
+                "checkpoint_s": 0.0, "tiresias_thresholds": [10.0, 1e9]}
+    run = run_cluster(scenario, "tiresias-las", 0, trace=trace)
+    assert run.jct.tolist() == pytest.approx([35.0, 35.0, 14.0])
+    assert run.result.metrics["preemptions"] == 2
+
+
 def test_csv_roundtrip_and_bad_rows(tmp_path):
     trace = gavel_trace(12, seed=3, rate_per_hour=2.0)
     path = tmp_path / "t.csv"

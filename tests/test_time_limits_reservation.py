@@ -59,4 +59,6 @@ def test_the_greedy_checks_the_clock_per_reservation(large):
     # hundreds of servers: 5.15 s of its own wall time under a 3 s limit at 10^5 servers.
     result = fleetplan.solve(large, "greedy", time_limit=3.0)
     assert result.wall_s <= 3.0 + 0.3, result.log
-    assert result.plan is not None
+    # A plan only when the judge accepts it; stopped short, no plan and the shortfall named.
+    assert result.status in ("feasible", "time_limit"), result.message
+    assert (result.plan is not None and result.evaluation.feasible) or "short by" in result.message

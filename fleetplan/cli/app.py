@@ -30,6 +30,7 @@ from fleetplan.cli.common import (  # noqa: F401  (re-exported: the public helpe
     CommandError,
     bounded_int,
     check_output_path,
+    command_clock,
     parse_assignments,
     parse_flag_params,
     parse_value,
@@ -38,6 +39,7 @@ from fleetplan.cli.common import (  # noqa: F401  (re-exported: the public helpe
     progress_display,
     stderr,
     stdout,
+    time_left,
     working,
     write_json,
 )
@@ -55,17 +57,6 @@ from fleetplan.cli.render import (
 # Only the error type at start-up: fleetplan.instances (numpy, pydantic) loads with the first
 # command that reads or builds a file, so `fleetplan --help` answers at once.
 from fleetplan.errors import KIND_NAMES, InstanceError
-
-# When the command started: --time-limit counts from here (loading and writing included).
-_STARTED = time.perf_counter()
-
-
-def time_left(limit: float | None, reserve: float = 0.0) -> float | None:
-    """What is left of the command's --time-limit after what it has spent, less ``reserve``."""
-    if limit is None:
-        return None
-    return max(limit - (time.perf_counter() - _STARTED) - reserve, 0.01)
-
 
 # --- commands ----------------------------------------------------------------------------
 
@@ -109,7 +100,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     # Where the command's wall time goes (--json's "phases"): start-up before main() (the
     # interpreter and imports), loading, the solver registry, judging today's plan, the solve
     # (its own judge included), writing.
-    phases = {"start_s": time.perf_counter() - _STARTED}
+    phases = {"start_s": time.perf_counter() - command_clock.started}
     clock = [time.perf_counter()]
 
     def phase(name: str) -> None:
@@ -135,7 +126,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     with progress_display(f"solving with {spec.name}", not args.json) as update:
         # The limit counts from the command's start, less the reserve; the plan records the
         # limit as given (not what was left after loading: plans then differ run to run).
-        result = fleetplan.solve(instance, spec.name, time_limit=args.time_limit, started=_STARTED - reserve,
+        result = fleetplan.solve(instance, spec.name, time_limit=args.time_limit, started=command_clock.started - reserve,
                                  seed=args.seed, threads=args.threads, progress=update, **options)
     phase("solve_s")
     if args.binding and result.success and not result.duals:
@@ -472,8 +463,7 @@ def report_error(error: Exception, json_mode: bool, code: int = EXIT_USAGE) -> i
 def main(argv: Sequence[str] | None = None, started: float | None = None) -> int:
     """Run the command line; ``started`` (a ``time.perf_counter()`` reading) is when the
     command began for ``--time-limit`` (the console script passes the process's start)."""
-    global _STARTED
-    _STARTED = time.perf_counter() if started is None else started
+    command_clock.start(started)
     argv = list(sys.argv[1:] if argv is None else argv)
     json_mode = "--json" in argv
     try:

@@ -54,20 +54,9 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
                        help="with `report`: the results folder to render")
     bench.add_argument("-o", "--output", default=None, metavar="DIR",
                        help="results folder (default: bench-results/SUITE_NAME)")
-    bench.add_argument("--executor", choices=("local", "dask"), default="local")
-    bench.add_argument("--workers", type=int, default=1, metavar="N",
-                       help="local executor: solver processes run at once (default 1)")
-    bench.add_argument("--address", default=None, metavar="tls://HOST:8786",
-                       help="dask executor: the scheduler's address (never read from the Dask "
-                            "configuration); tcp:// only on loopback unless --insecure")
-    bench.add_argument("--tls-ca-file", default=None, metavar="FILE",
-                       help="dask: CA certificate the scheduler's certificate must chain to")
-    bench.add_argument("--tls-cert", default=None, metavar="FILE",
-                       help="dask: this client's certificate (mutual TLS)")
-    bench.add_argument("--tls-key", default=None, metavar="FILE", help="dask: this client's private key")
-    bench.add_argument("--insecure", action="store_true",
-                       help="dask: allow plain tcp:// to a non-loopback scheduler (anyone who can "
-                            "reach or impersonate it can run code in this process)")
+    from fleetplan.cli.common import add_executor_arguments
+
+    add_executor_arguments(bench, "cells (one solver run each)")
     bench.add_argument("--resume", action="store_true",
                        help="keep DIR/results.csv and run only the cells missing from it")
     bench.add_argument("--repeats", type=int, default=None, metavar="N",
@@ -86,10 +75,10 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
 
 def handle(args: argparse.Namespace) -> int:
     """Run the ``bench`` command; returns the exit code (1 when some cell failed)."""
-    from fleetplan.benchmarks.executors import DaskSecurity, dask_security
     from fleetplan.benchmarks.results import RESULTS_FILE, row_failed
     from fleetplan.benchmarks.suite import load_suite, output_folder, suite_path
     from fleetplan.benchmarks.sweep import run_sweep
+    from fleetplan.cli.common import executor_security
 
     if args.suite == "report":
         if not args.directory:
@@ -101,23 +90,11 @@ def handle(args: argparse.Namespace) -> int:
         return 0
     if args.directory is not None:
         raise InstanceError("DIR", f"unexpected argument '{args.directory}' (use -o DIR for the results folder)")
-    if args.workers < 1:
-        raise InstanceError("--workers", "must be at least 1")
     if args.repeats is not None and args.repeats < 1:
         raise InstanceError("--repeats", "must be at least 1")
     if not math.isfinite(args.grace) or args.grace < 0:
         raise InstanceError("--grace", "must be a finite number of seconds >= 0")
-    if args.executor == "dask" and not args.address:
-        raise InstanceError("--address", "the dask executor needs --address tls://HOST:8786 (or tcp:// on loopback)")
-    tls = DaskSecurity(args.tls_ca_file, args.tls_cert, args.tls_key)
-    if args.executor == "local":
-        for flag, value in (("--address", args.address), ("--tls-ca-file", args.tls_ca_file),
-                            ("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key),
-                            ("--insecure", args.insecure)):
-            if value:
-                raise InstanceError(flag, f"only the dask executor takes {flag} (add --executor dask)")
-    else:
-        dask_security(args.address, tls, insecure=args.insecure)  # refuse before loading anything
+    tls = executor_security(args)
     suite = load_suite(args.suite)
     # The suite's name is only a folder name inside bench-results/, never a path.
     out = Path(args.output) if args.output else output_folder(suite.name)

@@ -25,9 +25,7 @@ CATALOG_FILE = "solver-catalog.json"
 
 def entry(spec: Any) -> dict[str, Any]:
     """One solver as plain data (a :class:`fleetplan.solvers.base.SolverSpec` in, JSON out)."""
-    return {"kind": spec.kind, "name": spec.name, "exact": spec.exact, "default": spec.default,
-            "description": spec.description, "reference": spec.reference,
-            "options": [option.to_dict() for option in spec.option_specs.values()]}
+    return spec.to_dict()
 
 
 def build() -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ import json
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -32,6 +33,28 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> Any:
         raise CommandError(f"{self.prog}: {message}")
+
+
+# --- the command's clock: --time-limit counts from its start (loading and writing included) ---
+
+class CommandClock:
+    """When the running command started (the console script passes the process's start)."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+
+    def start(self, started: float | None = None) -> None:
+        self.started = time.perf_counter() if started is None else started
+
+
+command_clock = CommandClock()
+
+
+def time_left(limit: float | None, reserve: float = 0.0) -> float | None:
+    """What is left of the command's --time-limit after what it has spent, less ``reserve``."""
+    if limit is None:
+        return None
+    return max(limit - (time.perf_counter() - command_clock.started) - reserve, 0.01)
 
 
 # --- helpers -----------------------------------------------------------------------------
@@ -198,3 +221,44 @@ def alarm(seconds: float | None) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+# --- executors: where a sweep's cells run (bench, whatif) -----------------------------------
+
+def add_executor_arguments(parser: argparse.ArgumentParser, what: str = "cells") -> None:
+    """``--executor local|dask``, ``--workers``, and the Dask scheduler's address and TLS flags."""
+    parser.add_argument("--executor", choices=("local", "dask"), default="local")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help=f"local executor: {what} run at once, each in a process of its own (default 1)")
+    parser.add_argument("--address", default=None, metavar="tls://HOST:8786",
+                        help="dask executor: the scheduler's address (never read from the Dask "
+                             "configuration); tcp:// only on loopback unless --insecure")
+    parser.add_argument("--tls-ca-file", default=None, metavar="FILE",
+                        help="dask: CA certificate the scheduler's certificate must chain to")
+    parser.add_argument("--tls-cert", default=None, metavar="FILE",
+                        help="dask: this client's certificate (mutual TLS)")
+    parser.add_argument("--tls-key", default=None, metavar="FILE", help="dask: this client's private key")
+    parser.add_argument("--insecure", action="store_true",
+                        help="dask: allow plain tcp:// to a non-loopback scheduler (anyone who can "
+                             "reach or impersonate it can run code in this process)")
+
+
+def executor_security(args: argparse.Namespace) -> Any:
+    """Check the executor flags before anything runs; the Dask TLS settings (unused when local)."""
+    from fleetplan.benchmarks.executors import DaskSecurity, dask_security
+    from fleetplan.errors import InstanceError
+
+    if args.workers < 1:
+        raise InstanceError("--workers", "must be at least 1")
+    if args.executor == "dask" and not args.address:
+        raise InstanceError("--address", "the dask executor needs --address tls://HOST:8786 (or tcp:// on loopback)")
+    tls = DaskSecurity(args.tls_ca_file, args.tls_cert, args.tls_key)
+    if args.executor == "local":
+        for flag, value in (("--address", args.address), ("--tls-ca-file", args.tls_ca_file),
+                            ("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key),
+                            ("--insecure", args.insecure)):
+            if value:
+                raise InstanceError(flag, f"only the dask executor takes {flag} (add --executor dask)")
+    else:
+        dask_security(args.address, tls, insecure=args.insecure)  # refuse before loading anything
+    return tls

@@ -18,7 +18,7 @@ from typing import Any
 
 def add_arguments(subparsers: Any) -> None:
     """Add ``size``, ``whatif`` and ``compare`` to the command line."""
-    from fleetplan.cli.common import SEED, THREADS, positive_seconds
+    from fleetplan.cli.common import SEED, THREADS, add_executor_arguments, positive_seconds
 
     size = subparsers.add_parser(
         "size", help="the cheapest capacity to add so that service targets hold",
@@ -74,13 +74,7 @@ def add_arguments(subparsers: Any) -> None:
     whatif.add_argument("--threads", type=THREADS, default=1)
     whatif.add_argument("-o", "--output", required=True, metavar="DIR", help="the results folder (new)")
     whatif.add_argument("--resume", action="store_true", help="finish an interrupted sweep in DIR")
-    whatif.add_argument("--executor", choices=("local", "dask"), default="local")
-    whatif.add_argument("--workers", type=_workers, default=1, metavar="N", help="local: points solved at once")
-    whatif.add_argument("--address", default=None, metavar="tls://HOST:8786", help="dask: the scheduler")
-    whatif.add_argument("--tls-ca-file", default=None, metavar="F")
-    whatif.add_argument("--tls-cert", default=None, metavar="F")
-    whatif.add_argument("--tls-key", default=None, metavar="F")
-    whatif.add_argument("--insecure", action="store_true", help="dask: allow plain tcp:// beyond loopback")
+    add_executor_arguments(whatif, "points")
     whatif.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     whatif.set_defaults(handler=handle_whatif)
 
@@ -309,19 +303,12 @@ def render_comparison(console: Any, table: Any) -> None:
 
 def handle_whatif(args: argparse.Namespace) -> int:
     """``fleetplan whatif``."""
-    from fleetplan.benchmarks.executors import DaskSecurity, dask_security
-    from fleetplan.cli.common import CommandError, parse_assignments, print_json, stdout
+    from fleetplan.cli.common import executor_security, parse_assignments, print_json, stdout
     from fleetplan.planning.whatif import whatif
 
     options = parse_assignments(args.option, "--option")
     metrics = [name.strip() for name in args.metrics.split(",") if name.strip()] if args.metrics else None
-    tls = DaskSecurity(args.tls_ca_file, args.tls_cert, args.tls_key)
-    if args.executor == "dask":
-        if not args.address:
-            raise CommandError("--address: the dask executor needs the scheduler's address")
-        dask_security(args.address, tls, insecure=args.insecure)
-    elif args.address or args.insecure or any((args.tls_ca_file, args.tls_cert, args.tls_key)):
-        raise CommandError("--address, --tls-* and --insecure go with --executor dask")
+    tls = executor_security(args)
     result = whatif(args.file, args.vary, args.output, solver=args.solver, options=options, metrics=metrics,
                     time_limit=args.time_limit, seed=args.seed, threads=args.threads, executor=args.executor,
                     workers=args.workers, address=args.address, tls=tls, insecure=args.insecure,

@@ -287,7 +287,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
 
 def _simulation_seconds(args: argparse.Namespace) -> float | None:
     """What is left of ``--time-limit`` for building and simulating, writing kept back."""
-    from fleetplan.cli.app import time_left
+    from fleetplan.cli.common import time_left
 
     if args.time_limit is None:
         return None

@@ -148,8 +148,14 @@ def instance_from_data(data: Any, source: str | None = None) -> InstanceBase:
 
 def load_instance(path: str | os.PathLike[str]) -> InstanceBase:
     """Load and validate an instance file; raises :class:`InstanceError` naming the JSON path
-    (every error found, up to a cap: ``error.lines()``)."""
+    (every error found, up to a cap: ``error.lines()``). A folder is read as a placement
+    instance's tables, as ``fleetplan export`` writes them (Parquet read column-wise:
+    :mod:`fleetplan.instances.placement.columnar`)."""
     source = str(path)
+    if os.path.isdir(path):
+        from fleetplan.instances.placement.columnar import load_folder
+
+        return load_folder(path)
     data = read_json_file(path)
     spec = _kind_of(data, source)
     if _looks_like(spec.plan_type, spec.instance_type, data):

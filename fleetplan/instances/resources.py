@@ -4,7 +4,7 @@ once, with the figure, instead of running out of memory after a minute (issue 25
 
 Each estimate is a linear model of the sizes that drive the work, with coefficients measured on
 this machine (peak resident memory over the interpreter's, generation and ``save`` included;
-benchmarks/RESULTS.md, "Reliability" section, has the measurements) and a safety factor. The
+benchmarks/results/reliability.md, has the measurements) and a safety factor. The
 memory available is the kernel's ``MemAvailable`` and, when set, the process's address-space
 limit (``ulimit -v``); a machine that says neither is not checked.
 

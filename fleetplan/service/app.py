@@ -181,9 +181,9 @@ def create_app(settings: ServiceSettings | None = None, jobs: JobManager | None 
 
     @app.get("/v1/solvers")
     async def solvers() -> Any:
-        from fleetplan.cli.catalog import entries
+        from fleetplan.solvers import solvers as registered
 
-        return JSONResponse(entries())
+        return JSONResponse([spec.to_dict() for spec in registered()])
 
     @app.get("/v1/schema/{kind}")
     async def schema(kind: str, plan: bool = False) -> Any:

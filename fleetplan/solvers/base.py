@@ -130,6 +130,13 @@ class SolverSpec:
         """Each option's type, default and meaning (:mod:`fleetplan.solvers.options`)."""
         return _option_specs(self.function)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The solver as plain data: kind, name, promise, reference and options (JSON-ready; the
+        solver catalog and the service's /v1/solvers are lists of these)."""
+        return {"kind": self.kind, "name": self.name, "exact": self.exact, "default": self.default,
+                "description": self.description, "reference": self.reference,
+                "options": [option.to_dict() for option in self.option_specs.values()]}
+
     def check_options(self, options: dict[str, Any]) -> dict[str, Any]:
         """The options, each validated against its type and allowed values; raises an
         :class:`InstanceError` naming the first bad one before any work starts."""

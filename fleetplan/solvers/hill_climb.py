@@ -275,11 +275,13 @@ class _Climb:
                 state_hash ^= hash((thing, source, 0x5EED)) ^ hash((thing, move.target, 0x5EED))
         return state_hash
 
-    def drain(self, until: float = math.inf) -> None:
+    def drain(self, until: float = math.inf, cap: int | None = None) -> None:
         """Apply queued moves in gain order until the queue empties or a budget stops it
-        (or, between batches of the first pass, the clock reaches ``until``)."""
+        (or, between batches of the first pass, the clock reaches ``until`` or ``cap`` moves
+        were applied by this call)."""
         result, problem, queue, bounds = self.result, self.problem, self.queue, self.min_costs
-        while (queue or self.pending) and result.stopped_by == "converged":
+        stop_at = math.inf if cap is None else len(result.applied) + cap
+        while (queue or self.pending) and result.stopped_by == "converged" and len(result.applied) < stop_at:
             now = time.perf_counter()
             if now > self.deadline:
                 result.stopped_by = "time"
@@ -483,7 +485,8 @@ def hill_climb(problem: HillClimbProblem, *, budget: Budget | None = None, recom
                min_gain: float = GAIN_TOLERANCE,
                progress: Callable[[float | None, str], None] | None = None,
                batch_s: float | None = None, trace_every_s: float = 0.25,
-               estimate_batch: int = 32) -> ClimbResult:
+               estimate_batch: int = 32, batch_items: int | None = None,
+               batch_moves: int | None = None) -> ClimbResult:
     """Run the queue-by-gain hill climb of MAST §3.4 on ``problem``.
 
     ``initial``: the first pass's best moves, if the problem computes them in a batch (one per
@@ -496,6 +499,9 @@ def hill_climb(problem: HillClimbProblem, *, budget: Budget | None = None, recom
     to ``batch_s`` seconds (anytime behaviour under a time limit); None evaluates every item
     before the first move, as §3.4. ``estimate_batch``: when the problem offers
     ``estimate_moves``, how many stale keys at the head of the queue are re-estimated in one call.
+    ``batch_items``/``batch_moves``: the same alternation counted instead of timed — after
+    every ``batch_items`` items of the first pass, apply up to ``batch_moves`` queued moves —
+    so that a climb without a time limit moves early and still repeats exactly.
     """
     climb = _Climb(problem, budget or Budget(), recompute, min_gain, neighbours, progress, trace_every_s,
                    estimate_batch)
@@ -505,8 +511,17 @@ def hill_climb(problem: HillClimbProblem, *, budget: Budget | None = None, recom
     batch_started = time.perf_counter()
     climb.note(force=True)
     position = 0
+    batch_position = 0
     for entry in first:
         many = isinstance(entry, Batch)
+        if batch_items is not None and climb.queue and position - batch_position >= batch_items:
+            result.queued += len(climb.queue)
+            result.batches += 1
+            climb.drain(cap=batch_moves)
+            climb.note(force=True)
+            if result.stopped_by != "converged":
+                break
+            batch_position = position
         if many or position % 64 == 0:
             now = time.perf_counter()
             if now > climb.deadline:

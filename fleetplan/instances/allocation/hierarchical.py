@@ -221,7 +221,7 @@ def _first_order_round(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, rhs
     only where its answer is checked here: (the rises ``d``, the best sum) or None.
 
     PDLP solved the first round at 16,384 distinct jobs in 0.39 s of CPU against 3.81 s for
-    simplex (benchmarks/RESULTS.md, "Time limits"), but its tolerances are looser, so nothing
+    simplex (benchmarks/results/reliability.md, "Time limits"), but its tolerances are looser, so nothing
     is taken on trust:
 
     * rises count only from a solution that satisfies every row and bound within
@@ -295,8 +295,7 @@ def _max_total_rise(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, rhs: n
 
     The same HiGHS LP that ``scipy.optimize.linprog(method="highs")`` solved here before, handed
     over directly: the solvers have already loaded ``highspy``, and importing scipy.optimize
-    cost 0.7 s, a fifth of the check at 16,384 distinct jobs (benchmarks/RESULTS.md, "Time
-    limits")."""
+    cost 0.7 s, a fifth of the check at 16,384 distinct jobs (benchmarks/results/reliability.md, "Time limits")."""
     highs = _highs_model(rows, cols, vals, rhs, upper, n_cells)
     highs.run()
     status = highs.getModelStatus()

@@ -131,23 +131,12 @@ def _settings(settings: Any) -> tuple[dict[str, Any], str]:
     return dict(settings), label
 
 
-def from_frames(tables: Any, jobs: Any, regions: Any, *, settings: Any = None,
-                name: str | None = None, default_name: str | None = None) -> PlacementInstance:
-    """A placement instance from tables: each a DataFrame or a ``.csv``/``.parquet`` path;
-    ``settings`` a dict or a YAML/JSON file of the instance's scalar fields; ``name`` overrides
-    the settings' name, ``default_name`` is used when neither gives one (else the tables
-    file's stem, else ``"placement"``: never an empty name). Raises :class:`InstanceError`
-    naming the file, row and column.
-
-    Without ``weights.traffic`` in the settings, w1 is normalised as generated instances have it
-    (:func:`traffic_weight`): 1 / (bytes the jobs read, over every job and table it reads), so
-    reading everything across regions costs 1, like a GPU balance slice. A weight of 1 per byte
-    made the objective ~3e11 and drowned every balance term."""
+def _regions(regions: Any, settings: Any, name: str | None
+             ) -> tuple[dict[str, Any], str, Table, list[str], list[str], list[dict[str, Any]]]:
+    """The settings and the regions table, read and checked cell by cell (they are small)."""
     extra, settings_label = _settings(settings)
     if name is not None:
         extra["name"] = name
-    if not extra.get("name"):
-        extra["name"] = default_name or (Path(tables).stem if isinstance(tables, (str, os.PathLike)) else "placement")
 
     region_table = read_table(regions, "regions")
     region_table.check_columns(list(REGION_COLUMNS), (GPU_SUPPLY, CPU_CAPACITY))
@@ -175,6 +164,39 @@ def from_frames(tables: Any, jobs: Any, regions: Any, *, settings: Any = None,
             for row, value in enumerate(region_table.values(prefix + label, "float")):
                 if value is not None:
                     region_rows[row][key][label] = value
+
+    return extra, settings_label, region_table, gpu_types, apps, region_rows
+
+
+def region_part(regions: Any, settings: Any = None) -> tuple[PlacementInstance, list[str], list[str]]:
+    """An instance with the regions and settings of these tables and no tables or jobs,
+    validated as :func:`from_frames` validates them, with its GPU types and applications: what
+    the columnar reader (:mod:`fleetplan.instances.placement.columnar`) completes with the
+    tables and jobs. Raises :class:`InstanceError` (the columnar reader then falls back to
+    :func:`from_frames`, whose message names the file, row and column)."""
+    extra, _, _, gpu_types, apps, region_rows = _regions(regions, settings, None)
+    data = {"kind": "placement", **extra, "gpu_types": gpu_types, "applications": apps, "regions": region_rows,
+            "tables": {"id": [], "size_bytes": [], "home": []},
+            "jobs": {"id": [], "kind": [], "tables": [], "gpu_type": [], "gpu_hours": [], "cpu_hours": [],
+                     "priority": [], "application": [], "recurring": []}}
+    return validate_model(PlacementInstance, data), gpu_types, apps
+
+
+def from_frames(tables: Any, jobs: Any, regions: Any, *, settings: Any = None,
+                name: str | None = None, default_name: str | None = None) -> PlacementInstance:
+    """A placement instance from tables: each a DataFrame or a ``.csv``/``.parquet`` path;
+    ``settings`` a dict or a YAML/JSON file of the instance's scalar fields; ``name`` overrides
+    the settings' name, ``default_name`` is used when neither gives one (else the tables
+    file's stem, else ``"placement"``: never an empty name). Raises :class:`InstanceError`
+    naming the file, row and column.
+
+    Without ``weights.traffic`` in the settings, w1 is normalised as generated instances have it
+    (:func:`traffic_weight`): 1 / (bytes the jobs read, over every job and table it reads), so
+    reading everything across regions costs 1, like a GPU balance slice. A weight of 1 per byte
+    made the objective ~3e11 and drowned every balance term."""
+    extra, settings_label, region_table, gpu_types, apps, region_rows = _regions(regions, settings, name)
+    if not extra.get("name"):
+        extra["name"] = default_name or (Path(tables).stem if isinstance(tables, (str, os.PathLike)) else "placement")
 
     table_table = read_table(tables, "tables")
     table_table.check_columns(list(TABLE_COLUMNS))

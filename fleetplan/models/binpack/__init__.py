@@ -68,7 +68,7 @@ class BinpackModelData:
 
 
 # Model building cost per (job, machine) cell, CPU seconds: CP-SAT 87 us, Pyomo 125 us (measured
-# on 4 clusters x 1,200 machines x 20 workloads, 9,800 cells; benchmarks/RESULTS.md "Time
+# on 4 clusters x 1,200 machines x 20 workloads, 9,800 cells; benchmarks/results/reliability.md "Time
 # limits"). A solver does not start a model it cannot build in the time it has.
 CPSAT_BUILD_S_PER_CELL = 90e-6
 PYOMO_BUILD_S_PER_CELL = 125e-6

@@ -22,7 +22,7 @@ row of that domain), so with N fault domains holding any of it, ``T <= N b``, i.
 ``b (N - 1) >= q``. N is at most ``sum_d n[r, d] y[r, d]`` (n: the fault domains of d where r
 accepts a type), so ``b >= q / (sum_d n y - 1)``; the right side is convex in the sum, hence
 above each of its tangents at N0 = 2, 3, ...: ``T + q/(N0-1)^2 * sum_d n y >= q + q/(N0-1) +
-q N0/(N0-1)^2``. Measured at 10^5 servers (benchmarks/RESULTS.md, RAS section): the LP bound
+q N0/(N0-1)^2``. Measured at 10^5 servers (benchmarks/results/reservation.md): the LP bound
 went from 49,581.5 to 50,426.8 with the covers and to 50,562.2 with both.
 """
 

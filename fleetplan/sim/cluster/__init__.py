@@ -70,6 +70,9 @@ class ClusterScenario(StrictModel):
     multi_gpu: bool = Field(default=True, description="gavel: 70/25/5 scale-factor mix, else all single-GPU")
     tenants: int | None = Field(default=None, ge=1, description="venus/philly tenants (16 / 15)")
     span_days: float = Field(default=14.0, gt=0, le=MAX_TRACE_SECONDS / 86400.0, description="venus/philly: days over which jobs arrive")
+    duration_gpu_correlation: float | None = Field(default=None, ge=-1, le=1, description=(
+        "venus/philly: rank correlation of running time with GPU demand (None: calibrated, venus 0.15, "
+        "philly 0; 0: independent)"))
     cluster: dict[str, int] | None = Field(default=None, description="GPUs per type")
     server_size: int = Field(default=8, ge=1, le=1024, description="GPUs per server (4 or 8)")
     round_s: float = Field(default=360.0, ge=MIN_STEP_S, description="Gavel round length")
@@ -80,8 +83,13 @@ class ClusterScenario(StrictModel):
     quotas: dict[str, float] | None = Field(default=None, description="GPU quota per tenant name")
     strict_consolidation: bool = Field(default=False, description="never spread a job over extra servers")
     themis_error: float = Field(default=0.1, ge=0, description="sigma of Themis' lognormal time estimate error")
-    tiresias_thresholds: list[float] = Field(default_factory=lambda: [3600.0, 36000.0],
-                                             description="2D-LAS queue thresholds, GPU-seconds")
+    tiresias_thresholds: list[float] = Field(default_factory=lambda: [3250.0, 7200.0],
+                                             description="2D-LAS queue thresholds, GPU-seconds (Tiresias's "
+                                                         "simulator: 3,250 and 7,200)")
+    tiresias_order: Literal["tiresias", "submit"] = Field(
+        default="tiresias", description="order inside a Tiresias queue: tiresias (new and demoted jobs at the "
+                                        "tail, waiting jobs behind running ones after every pass) or submit "
+                                        "(submit time)")
     window_s: float = Field(default=3600.0, ge=MIN_STEP_S, description="window of the per-tenant LTGF series")
     steady_state: tuple[float, float] = Field(default=(0.0, 1.0), description="job-index fractions of the "
                                                                                "steady-state JCT window")
@@ -123,7 +131,8 @@ def build_trace(scenario: ClusterScenario, seed: int) -> tuple[Trace, ClusterSce
         cluster = scenario.cluster or {"gpu": gpus}
         if list(cluster) != ["gpu"]:
             raise InstanceError("cluster", f"{shape} traces run on one GPU type named 'gpu'")
-        trace = astraea_trace(shape, scenario.jobs, seed, gpus, scenario.tenants, scenario.span_days * 86400.0)
+        trace = astraea_trace(shape, scenario.jobs, seed, gpus, scenario.tenants, scenario.span_days * 86400.0,
+                              scenario.duration_gpu_correlation)
     _check_fits(trace, cluster, scenario)
     return trace, scenario.model_copy(update={"cluster": dict(cluster)})
 

@@ -7,8 +7,13 @@ with (Astraea §6.1.5), plus plain FIFO.
   larger than its tenant's quota may run when the tenant runs nothing else, or it would wait
   forever).
 * ``tiresias-las`` - Tiresias' discretised 2D-LAS: attained service in GPU-seconds sorts jobs
-  into queues (thresholds ``tiresias_thresholds``), FIFO inside a queue, preemptive at lease
-  ends; a job that does not fit is skipped (Tiresias §4; no starvation promotion).
+  into queues (thresholds ``tiresias_thresholds``, 3,250 and 7,200 GPU-s as in Tiresias's own
+  simulator), preemptive at lease ends; a job that does not fit is skipped (Tiresias §4; no
+  starvation promotion). Inside a queue the order is Tiresias's code's (``tiresias_order``
+  ``"tiresias"``, the default): a new job joins the tail of the first queue, a demoted job the
+  tail of the next, and after every pass the jobs left waiting move behind the running ones,
+  so a job that was passed over does not preempt the jobs that ran in its place.
+  ``"submit"`` orders each queue by submit time instead (fleetplan's earlier model).
 * ``themis-ftf`` - Themis finish-time fairness as Astraea §6.1.5 runs it: at every lease end the
   jobs with the worst estimated rho = T_shared / (N * T_alone) (Astraea §4.1.2) get GPUs first;
   remaining time is estimated from the requested steps with a lognormal error of
@@ -74,8 +79,18 @@ class TiresiasScheduler(Scheduler):
     def __init__(self, scenario, trace, seed):
         super().__init__(scenario, trace, seed)
         self.thresholds = np.array(sorted(scenario.tiresias_thresholds), dtype=float)
+        self.order = scenario.tiresias_order
+        # Tiresias's queues: job ids in queue order, and each known job's queue.
+        self.queues: list[list[int]] = [[] for _ in range(len(self.thresholds) + 1)]
+        self.level: dict[int, int] = {}
 
     def decide(self, decision: Decision) -> None:
+        if self.order == "submit":
+            self._decide_by_submit(decision)
+        else:
+            self._decide_tiresias(decision)
+
+    def _decide_by_submit(self, decision: Decision) -> None:
         sim = decision.sim
         cands = decision.candidates
         queue = np.searchsorted(self.thresholds, sim.attained[cands], side="right")
@@ -86,6 +101,44 @@ class TiresiasScheduler(Scheduler):
                 free -= g
                 if free == 0:
                     break
+
+    def _update_queues(self, sim) -> None:
+        """Tiresias's bookkeeping before a pass: ended jobs leave, new jobs join the tail of the
+        first queue (in arrival order), jobs past a threshold join the tail of their new queue."""
+        active = sim.active
+        alive = set(active.tolist())
+        for q, members in enumerate(self.queues):
+            if any(m not in alive for m in members):
+                self.queues[q] = [m for m in members if m in alive]
+        for m in self.level.keys() - alive:
+            del self.level[m]
+        levels = np.searchsorted(self.thresholds, sim.attained[active], side="right")
+        for m, q in zip(active.tolist(), levels.tolist(), strict=True):
+            old = self.level.get(m)
+            if old is None:
+                self.level[m] = q
+                self.queues[q].append(m)
+            elif q > old:
+                self.queues[old].remove(m)
+                self.level[m] = q
+                self.queues[q].append(m)
+
+    def _decide_tiresias(self, decision: Decision) -> None:
+        sim = decision.sim
+        self._update_queues(sim)
+        candidate = set(decision.candidates.tolist())
+        free = decision.free_total()
+        gpus = sim.trace.gpus
+        for members in self.queues:
+            for m in members:
+                if free <= 0:
+                    break
+                if m in candidate and gpus[m] <= free and self.fastest_fitting(decision, m):
+                    free -= gpus[m]
+        # Jobs left waiting move behind the running ones (Tiresias's dlas loop, after each pass).
+        running = set(decision.placed) | {m for m in sim.running.tolist() if m not in candidate}
+        for q, members in enumerate(self.queues):
+            self.queues[q] = [m for m in members if m in running] + [m for m in members if m not in running]
 
 
 class ThemisScheduler(Scheduler):

@@ -109,6 +109,11 @@ class MastScenario(StrictModel):
     slo_minutes: float = Field(30.0, gt=0, le=60 * MAX_HOURS, description="SLO on the start latency of within-quota workloads")
     federated_data_aware: bool = Field(True, description="federated: choose among regions holding the data (else "
                                                          "among all regions with the GPU type, replicating)")
+    federated_refresh_minutes: float = Field(5.0, ge=0, description="federated: how often the dispatcher's view of "
+                                                                    "each region's demand/supply is refreshed (at "
+                                                                    "the GMS passes; 0: exact at every arrival); "
+                                                                    "between refreshes it does not see its own "
+                                                                    "dispatches (§4.1: the current *estimated* load)")
     age_weight: float = Field(1.0, ge=0, description="GMS eq. 10 weight of the capped age (per hour)")
     fair_share_weight: float = Field(1.0, ge=0, description="GMS eq. 11 weight of the fair share")
     age_cap_hours: float = Field(24.0, gt=0, le=MAX_HOURS, description="GMS eq. 10 age cap")

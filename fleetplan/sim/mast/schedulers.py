@@ -9,11 +9,16 @@ they differ in where a workload may go:
   only when no region fits without it, as a plan without preemption always scores higher), and
   the best-scoring plan wins the auction. When no region holding the data has the hardware, the
   data is replicated to the region of lowest GPU demand/supply and the workload waits for it.
-* **federated** — early binding (§4.1, Hydra/Yugong): at arrival the workload is dispatched to
-  the region with the lowest demand/supply of its GPU type (demand: GPUs running plus queued
-  there), among the regions holding its data when ``federated_data_aware`` (else among all,
-  replicating). That region's own queue, in the same GMS order, places it with the same RMS; a
-  preempted workload returns to the same region's queue.
+* **federated** — early binding (§4.1, Hydra/Yugong; §5.6: "dispatches a workload to the region
+  with the lowest demand over supply rate of the required GPU type"): at arrival the workload is
+  bound to the region with the lowest demand/supply of its GPU type (demand: GPUs running plus
+  queued there, whatever their priority), among the regions holding its data when
+  ``federated_data_aware`` (else among all, replicating). The dispatcher sees that demand as it
+  was at its last refresh (``federated_refresh_minutes``, taken after a GMS pass; 0: exact), so
+  arrivals between refreshes all go to the region that looked emptiest. The binding is final:
+  the region's own queue, in the same GMS order, places the workload with the same RMS, which
+  may preempt only inside that region; a preempted workload returns to the same region's queue,
+  and nothing moves it when another region frees up (no cross-region preemption or migration).
 """
 
 from __future__ import annotations
@@ -105,18 +110,39 @@ class Federated:
 
     name = "federated"
 
+    def __init__(self) -> None:
+        self.view: np.ndarray | None = None  # (R, H) demand the dispatcher last saw
+        self.seen_at = -np.inf
+
+    def _pressure(self, sim: MastSim, regions: np.ndarray, w: int) -> np.ndarray:
+        if sim.scenario.federated_refresh_minutes <= 0 or self.view is None:
+            return sim.pressure(regions, w, queued=True)
+        h = sim.trace.hardware[w]
+        return self.view[regions, h] / np.maximum(sim.fleet.gpus[regions, h], 1e-9)
+
+    def _refresh(self, sim: MastSim, now: float) -> None:
+        """Take the dispatcher's view of demand (running plus queued GPUs) when it is due."""
+        every = sim.scenario.federated_refresh_minutes / 60.0
+        if every > 0 and (self.view is None or now >= self.seen_at + every - 1e-9):
+            self.view = sim.running_gpus + sim.queued_gpus
+            self.seen_at = now
+
     def on_arrival(self, sim: MastSim, w: int, now: float) -> None:
         capable = sim.capable(w)
         candidates = np.flatnonzero(capable & sim.data[w]) if sim.scenario.federated_data_aware else np.zeros(0, int)
         if candidates.size == 0:
             candidates = np.flatnonzero(capable)
-        r = int(candidates[np.argmin(sim.pressure(candidates, w, queued=True))])
+        r = int(candidates[np.argmin(self._pressure(sim, candidates, w))])
         sim.bound[w] = r
         sim.queued_gpus[r, sim.trace.hardware[w]] += sim.trace.gpus[w]
         if not sim.data[w, r]:
             sim.replicate(w, now, r)
 
     def scan(self, sim: MastSim, now: float, pass_id: int) -> None:
+        self._place(sim, now, pass_id)
+        self._refresh(sim, now)
+
+    def _place(self, sim: MastSim, now: float, pass_id: int) -> None:
         opened = _open_pass(sim)
         if opened is None:
             return

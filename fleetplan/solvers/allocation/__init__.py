@@ -26,7 +26,11 @@ is the refined plan's minimum, within 1e-7 of the first LP's optimum.
 can run on and 0 elsewhere; ``baseline="gavel"`` sees 1 on every type, zeros included, as
 Gavel's own baselines (see :func:`fleetplan.solvers.allocation.policies.gavel_agnostic_arrays`).
 The cost of ignoring heterogeneity is the ratio of the aware objective to the agnostic plan's,
-both judged with measured throughputs; it depends on which baseline is named.
+both judged with measured throughputs; it depends on which baseline is named. The agnostic
+LP's many optima are tied; ``ties="spread"`` (default) spreads each job's time over its types in
+proportion to their workers (:mod:`fleetplan.solvers.allocation.agnostic`), ``ties="vertex"``
+keeps the vertex the LP solver returns. An agnostic plan reports ``feasible``, not ``optimal``:
+its LP's optimum is the time-share model's, not the judged objective's.
 """
 
 from __future__ import annotations
@@ -36,8 +40,10 @@ from fleetplan.solvers import highs as highs_runner
 from fleetplan.solvers.allocation.lp import Backend
 from fleetplan.solvers.allocation.policies import (
     BASELINE_MEANING,
+    TIES_MEANING,
     AgnosticBaseline,
     Decomposition,
+    Ties,
     document,
     drive_max_min_fairness,
     solve_policy,
@@ -51,7 +57,7 @@ def _max_min(instance: AllocationInstance, aware: bool, priorities: bool, **opti
 
 
 def _document_agnostic(function):
-    document(function, function.__doc__.strip(), {"baseline": BASELINE_MEANING})
+    document(function, function.__doc__.strip(), {"baseline": BASELINE_MEANING, "ties": TIES_MEANING})
     return function
 
 
@@ -95,11 +101,12 @@ def max_min_fairness_agnostic(instance: AllocationInstance, *, time_limit: float
                               refine: bool = True, priorities: bool = True, partitions: int = 1,
                               space_sharing: bool = False, prune_pairs: bool = True,
                               aggregate: bool = True,
-        decomposition: Decomposition = "auto", baseline: AgnosticBaseline = "runnable") -> SolveResult:
+        decomposition: Decomposition = "auto", baseline: AgnosticBaseline = "runnable",
+        ties: Ties = "spread") -> SolveResult:
     """Max-min fairness over time shares, every accelerator treated alike (the §4.1 baseline).
     Judged by the same heterogeneity-aware objective, it shows what ignoring heterogeneity costs.
     """
     return _max_min(instance, False, priorities, time_limit=time_limit, seed=seed, threads=threads,
                     progress=progress, backend=backend, lp_algorithm=lp_algorithm, refine=refine,
                     partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs, aggregate=aggregate, decomposition=decomposition,
-                    baseline=baseline)
+                    baseline=baseline, ties=ties)

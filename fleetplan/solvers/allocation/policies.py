@@ -21,6 +21,12 @@ min-cost-slo                      charnes_cooper with floors throughput(m, X) >=
 
 The ``-agnostic`` form of each sees every runnable throughput as 1 (time shares, as Gavel's
 heterogeneity-agnostic baselines); the judge still scores it with the measured throughputs.
+Every split of a job's time between its types then scores alike, so the agnostic plan's ties
+are broken by spreading each job's time over its types in proportion to their workers
+(``ties="spread"``, :mod:`fleetplan.solvers.allocation.agnostic`) rather than left at whatever
+vertex the LP solver returns (``ties="vertex"``). An agnostic plan's status is ``feasible`` when
+its LP was solved to optimality: the optimum is the time-share model's, and certifies nothing
+about the heterogeneity-aware objective the judge scores (the result's message says so).
 
 The drivers that solve each policy (and the mathematics of finish-time fairness and
 shortest job first) are in :mod:`fleetplan.solvers.allocation.drivers`; this module holds the
@@ -37,6 +43,7 @@ import numpy as np
 from fleetplan.instances import InstanceError
 from fleetplan.instances.allocation import AllocationArrays, AllocationInstance, AllocationPlan
 from fleetplan.solvers import highs as highs_runner
+from fleetplan.solvers.allocation.agnostic import spread_agnostic
 from fleetplan.solvers.allocation.drivers import (
     FTF_TOLERANCE,
     PolicyAnswer,
@@ -63,6 +70,13 @@ from fleetplan.solvers.deadline import Deadline
 # --- the common entry point ---------------------------------------------------------------------
 
 AgnosticBaseline = Literal["runnable", "gavel"]
+Ties = Literal["spread", "vertex"]
+TIES_MEANING = ("how the agnostic LP's ties are broken: spread (each job's time over the types it may "
+                "use in proportion to their workers, keeping the agnostic optimum) or vertex (whatever "
+                "optimal vertex the LP solver returns, often all of a job's time on one type)")
+AGNOSTIC_STATUS_NOTE = ("the heterogeneity-agnostic LP was solved to optimality; status 'feasible' because "
+                        "that optimum is of the time-share model, not of the heterogeneity-aware objective "
+                        "the judge scores")
 Decomposition = Literal["auto", "prices", "none"]
 DECOMPOSITION_METHOD = {"auto": "auto", "prices": "separable", "none": "lp"}
 DECOMPOSITION_MEANING = (
@@ -120,10 +134,11 @@ def solve_policy(instance: AllocationInstance, driver, *, aware: bool, policy: s
                  lp_algorithm: highs_runner.LpAlgorithm, partitions: int, space_sharing: bool,
                  prune_pairs: bool, aggregate: bool, refine: bool, needs_steps: bool = False,
                  baseline: AgnosticBaseline = "runnable", decomposition: Decomposition = "auto",
-                 **driver_options) -> SolveResult:
+                 ties: Ties = "spread", **driver_options) -> SolveResult:
     """Validate the options, run ``driver`` (on POP parts when ``partitions`` > 1) and package
-    the allocation as a plan of ``policy``. ``baseline`` (agnostic forms only) picks the
-    heterogeneity-agnostic model: see :func:`gavel_agnostic_arrays`."""
+    the allocation as a plan of ``policy``. ``baseline`` and ``ties`` (agnostic forms only) pick
+    the heterogeneity-agnostic model (see :func:`gavel_agnostic_arrays`) and how its ties are
+    broken (see :mod:`fleetplan.solvers.allocation.agnostic`)."""
     deadline = Deadline(time_limit)
     if backend not in BACKENDS:
         raise InstanceError("options.backend", f"unknown backend '{backend}' (known: {', '.join(BACKENDS)})")
@@ -179,19 +194,27 @@ def solve_policy(instance: AllocationInstance, driver, *, aware: bool, policy: s
         status = outcome.status if outcome.status != "optimal" else "error"
         return SolveResult(status=status, log=outcome.log, stats=stats,
                            message="; ".join([f"{policy} LP ended {outcome.status}", *outcome.log[-1:]]))
+    if not aware and ties == "spread":
+        spread = _spread_ties(arrays, measured, outcome, policy, Deadline(deadline.remaining(reserve)), threads)
+        outcome.log += spread.log
+        stats["ties_qp"] = float(spread.method == "qp")
     if baseline == "gavel":
         # Time the all-ones model gives a job on a type it cannot run on is idle: dropped.
         outcome.matrix = np.where(measured.throughput > 0, outcome.matrix, 0.0)
     status = outcome.status
     if partitions > 1 and status == "optimal":
         status = "feasible"  # optimal per part, not proven optimal for the whole instance
+    message = f"{policy}: {outcome.status}"
+    if not aware and status == "optimal":
+        status = "feasible"
+        message = f"{policy} (agnostic): {AGNOSTIC_STATUS_NOTE}"
     plan = AllocationPlan.from_matrix(instance, outcome.matrix, policy=policy, pair_jobs=outcome.pair_jobs,
                                       pair_matrix=outcome.pair_matrix)
     # An agnostic model optimizes time shares, not the judge's score: its value is no bound.
     exact_claim = aware and np.isfinite(model_objective)
     result = SolveResult(status=status, plan=plan, objective=float(model_objective) if exact_claim else None,
                          bound=float(bound) if aware and np.isfinite(bound) else None, log=outcome.log,
-                         message=f"{policy}: {outcome.status}", stats=stats)
+                         message=message, stats=stats)
     if aware and partitions == 1 and outcome.status == "optimal":
         result.duals = policy_duals(policy, outcome, arrays)
         result.duals_source = "lp" if result.duals else ""
@@ -226,6 +249,28 @@ def policy_duals(policy: str, outcome: SpecOutcome, arrays: AllocationArrays) ->
         duals["slo"] = {arrays.job_ids[m]: float(convert(outcome.floor_prices[m], level))
                         for m in np.flatnonzero(outcome.floor_prices > 0)}
     return duals
+
+
+def _spread_ties(arrays: AllocationArrays, measured: AllocationArrays, outcome: SpecOutcome, policy: str,
+                 deadline: Deadline, threads: int):
+    """Break an agnostic plan's ties in place (see :mod:`fleetplan.solvers.allocation.agnostic`):
+    the cost policies keep their cost, min-cost-slo its SLO floors."""
+    floor = None
+    if policy == "min_cost_slo":
+        floor = np.where(np.isfinite(measured.slo_seconds), measured.steps_left / measured.slo_seconds, 0.0)
+        if len(outcome.pair_jobs):
+            # Pair time is not moved: the floors the single-type time must meet are what is left.
+            shared = measured.pair_throughput(outcome.pair_jobs[:, 0], outcome.pair_jobs[:, 1])
+            earned = (shared * outcome.pair_matrix[:, :, None]).sum(axis=1)
+            pair_part = np.zeros(len(floor))
+            np.add.at(pair_part, outcome.pair_jobs[:, 0], earned[:, 0])
+            np.add.at(pair_part, outcome.pair_jobs[:, 1], earned[:, 1])
+            floor = np.maximum(floor - pair_part, 0.0)
+    spread = spread_agnostic(arrays, outcome.matrix, measured=measured.throughput, pair_jobs=outcome.pair_jobs,
+                             pair_matrix=outcome.pair_matrix, keep_cost=policy in ("min_cost", "min_cost_slo"),
+                             floor=floor, deadline=deadline, threads=threads)
+    outcome.matrix = spread.matrix
+    return spread
 
 
 BASELINE_MEANING = ("agnostic model: runnable (throughput 1 on the types a job can run on, normalized by "
@@ -265,29 +310,32 @@ def _register_pair(name: str, driver, policy: str, summary: str, reference: str,
                         lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
                         space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
                         decomposition: Decomposition = "auto",
-                        refine: bool = False, baseline: AgnosticBaseline = "runnable") -> SolveResult:
+                        refine: bool = False, baseline: AgnosticBaseline = "runnable",
+                        ties: Ties = "spread") -> SolveResult:
         return solve_policy(instance, driver, aware=False, policy=policy, time_limit=time_limit, seed=seed,
                             threads=threads, progress=progress, backend=backend, lp_algorithm=lp_algorithm,
                             partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs,
                             aggregate=aggregate, decomposition=decomposition, refine=refine, needs_steps=needs_steps, baseline=baseline,
-                            **driver_options)
+                            ties=ties, **driver_options)
 
     def plain_agnostic_solver(instance: AllocationInstance, *, time_limit: float | None = None, seed: int = 0,
                               threads: int = 1, progress: Progress, backend: Backend = "highspy",
                               lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
                               space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
                               decomposition: Decomposition = "auto",
-                              refine: bool = False) -> SolveResult:
+                              refine: bool = False, ties: Ties = "spread") -> SolveResult:
         return solve_policy(instance, driver, aware=False, policy=policy, time_limit=time_limit, seed=seed,
                             threads=threads, progress=progress, backend=backend, lp_algorithm=lp_algorithm,
                             partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs,
-                            aggregate=aggregate, decomposition=decomposition, refine=refine, needs_steps=needs_steps, **driver_options)
+                            aggregate=aggregate, decomposition=decomposition, refine=refine, needs_steps=needs_steps,
+                            ties=ties, **driver_options)
 
     for solver, aware in ((aware_solver, True), (agnostic_solver if baseline_option else plain_agnostic_solver, False)):
         solver_name = name if aware else f"{name}-agnostic"
         solver.__name__ = solver_name.replace("-", "_")
-        document(solver, f"{summary} ({'heterogeneity-aware' if aware else 'heterogeneity-agnostic'}).",
-                 {"baseline": BASELINE_MEANING} if not aware and baseline_option else None)
+        own = None if aware else {"baseline": BASELINE_MEANING, "ties": TIES_MEANING} if baseline_option \
+            else {"ties": TIES_MEANING}
+        document(solver, f"{summary} ({'heterogeneity-aware' if aware else 'heterogeneity-agnostic'}).", own)
         register("allocation", solver_name, exact=exact and aware, reference=reference,
                  description=summary + ("" if aware else ", blind to throughput differences (baseline)"))(solver)
 
@@ -336,17 +384,18 @@ def finish_time_fairness_agnostic(instance: AllocationInstance, *, time_limit: f
                                   space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
                                   decomposition: Decomposition = "auto",
                                   refine: bool = False, method: FtfMethod = "dinkelbach",
-                                  baseline: AgnosticBaseline = "runnable") -> SolveResult:
+                                  baseline: AgnosticBaseline = "runnable", ties: Ties = "spread") -> SolveResult:
     """Finish-time fairness over time shares (the agnostic baseline of Gavel §7.2)."""
     return solve_policy(instance, drive_finish_time_fairness, aware=False, policy="finish_time_fairness",
                         time_limit=time_limit, seed=seed, threads=threads, progress=progress,
                         backend=backend, lp_algorithm=lp_algorithm, partitions=partitions,
                         space_sharing=space_sharing, prune_pairs=prune_pairs, aggregate=aggregate, decomposition=decomposition,
-                        refine=refine, needs_steps=True, method=method, baseline=baseline)
+                        refine=refine, needs_steps=True, method=method, baseline=baseline, ties=ties)
 
 
 document(finish_time_fairness, finish_time_fairness.__doc__)
-document(finish_time_fairness_agnostic, finish_time_fairness_agnostic.__doc__, {"baseline": BASELINE_MEANING})
+document(finish_time_fairness_agnostic, finish_time_fairness_agnostic.__doc__,
+         {"baseline": BASELINE_MEANING, "ties": TIES_MEANING})
 register("allocation", "finish-time-fairness", exact=True, reference=f"{GAVEL}, §4.2",
          description=FTF_SUMMARY)(finish_time_fairness)
 register("allocation", "finish-time-fairness-agnostic", exact=False, reference=f"{GAVEL}, §4.2",
@@ -388,14 +437,15 @@ def min_makespan_binary_search_agnostic(instance: AllocationInstance, *, time_li
                                         aggregate: bool = True,
         decomposition: Decomposition = "auto", refine: bool = False,
                                         tolerance: float = 1e-6,
-                                        baseline: AgnosticBaseline = "runnable") -> SolveResult:
+                                        baseline: AgnosticBaseline = "runnable",
+                                        ties: Ties = "spread") -> SolveResult:
     """The binary search over time shares instead of throughputs (the agnostic baseline)."""
     return _binary_search(instance, False, tolerance, dict(
         time_limit=time_limit, seed=seed, threads=threads, progress=progress, backend=backend,
         lp_algorithm=lp_algorithm, partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs,
-        aggregate=aggregate, decomposition=decomposition, refine=refine, baseline=baseline))
+        aggregate=aggregate, decomposition=decomposition, refine=refine, baseline=baseline, ties=ties))
 
 
 document(min_makespan_binary_search, min_makespan_binary_search.__doc__.split("\n\nParameters")[0])
 document(min_makespan_binary_search_agnostic, min_makespan_binary_search_agnostic.__doc__.split("\n\nParameters")[0],
-         {"baseline": BASELINE_MEANING})
+         {"baseline": BASELINE_MEANING, "ties": TIES_MEANING})

@@ -85,7 +85,7 @@ MILP_TOLERANCE = 1e-9
 JUDGE_RESERVE_S = 0.05
 # The judge (``bottlenecked_jobs``) re-proves every job's bottleneck with LP rounds of its own,
 # on the clock of the solve: at 16,384 distinct jobs its first LP took 2.9-3.9 s of CPU on the
-# isolated allocation (49,152 cells; benchmarks/RESULTS.md, "Time limits"). The iterations keep
+# isolated allocation (49,152 cells; benchmarks/results/reliability.md, "Time limits"). The iterations keep
 # that much back. (The judge uses highspy, which the solver has loaded already.)
 JUDGE_S_PER_CELL = 70e-6
 # Cap events simulated in one batch: first FIRST_EVENTS, then doubling while the last one is

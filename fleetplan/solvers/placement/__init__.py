@@ -28,6 +28,11 @@ from fleetplan.solvers.placement.first_pass import first_pass_batches
 from fleetplan.solvers.placement.replicas import add_replicas
 from fleetplan.solvers.placement.state import TERMS, TetrisState  # noqa: F401  (TERMS re-exported)
 
+# The first pass applies its queued moves after every this many seconds of evaluating tables
+# (then evaluates more): at 10^6 tables one full pass took 23 s before the first move (issue 27
+# item 4), so a planner watching the climb, or stopping it, waited that long for any gain.
+FIRST_BATCH_S = 2.0
+
 
 def polish(instance: PlacementInstance, home: np.ndarray, time_limit: float | None
            ) -> tuple[np.ndarray, ClimbResult]:
@@ -101,6 +106,9 @@ def _finish(instance: PlacementInstance, home: np.ndarray, applied: list[Candida
         if points:
             log.append("objective against time: " + ", ".join(
                 f"{t:.2f} s {start - gain:.6g} ({moves} moves)" for t, gain, moves in points))
+        first = next((t for t, _, moves in climb.trace if moves > 0), None)
+        if first is not None:
+            stats["first_move_s"] = first  # seconds from the climb's start to its first applied move
         stats.update({"batches": float(climb.batches), "refused_undo": float(climb.refused_undo),
                       "estimated": float(climb.estimated), "over_quota": float(climb.skipped_over_budget)})
         stats.update({"moves": float(len(applied)), "evaluations": float(climb.evaluated),
@@ -119,15 +127,17 @@ def _finish(instance: PlacementInstance, home: np.ndarray, applied: list[Candida
 
 def _climb(instance: PlacementInstance, recompute: bool, time_limit: float | None, progress: Progress,
            max_moves: int | None, requeue_neighbours: bool, compound: bool = False
-           ) -> tuple[TetrisState, ClimbResult]:
+           ) -> tuple[TetrisState, ClimbResult, float]:
     """One clock for the climb and what follows it (replicas, building the plan, the judge):
     their time is estimated from one judging of today's plan and kept back. Under a limit
     the first pass works in batches of a twentieth of the limit, applying each batch's moves
     before evaluating more tables, so a limit shorter than a full pass still improves the
-    plan (issue 14 §4: at 10^5 tables, 20 s gave 0 moves)."""
+    plan (issue 14 §4: at 10^5 tables, 20 s gave 0 moves). Returns the state, the climb and
+    the seconds kept back for what follows (0 without a limit)."""
     deadline = Deadline(time_limit)
     state = TetrisState(instance, compound=compound)
     climb_s = None
+    after_s = 0.0
     if time_limit is not None:
         started = time.perf_counter()
         PlacementPlan.from_arrays(instance, state.home).home_array(instance)
@@ -138,8 +148,8 @@ def _climb(instance: PlacementInstance, recompute: bool, time_limit: float | Non
     budget = Budget(time_s=climb_s, moves=max_moves, cost=None if not np.isfinite(quota) else quota)
     result = hill_climb(state, budget=budget, recompute=recompute, progress=progress, initial=first_pass_batches(state),
                         neighbours=state.neighbours if requeue_neighbours else None,
-                        batch_s=None if time_limit is None else max(0.02, time_limit / 20))
-    return state, result
+                        batch_s=FIRST_BATCH_S if time_limit is None else min(FIRST_BATCH_S, max(0.02, time_limit / 20)))
+    return state, result, after_s
 
 
 @register("placement", "hill-climb", exact=False, default=True,
@@ -168,7 +178,7 @@ def tetris_hill_climb(instance: PlacementInstance, *, time_limit: float | None =
     >>> result.evaluation.feasible, result.objective <= fleetplan.solve(instance, "keep").objective
     (True, True)
     """
-    state, climb = _climb(instance, True, time_limit, progress, max_moves, requeue_neighbours, compound_moves)
+    state, climb, _ = _climb(instance, True, time_limit, progress, max_moves, requeue_neighbours, compound_moves)
     result = _finish(instance, state.home, climb.applied, climb, replicas, partitions_only,
                      hot_replica_share, climb.stopped_by == "time")
     result.model_objective = float(sum(state.objective_terms.values()))
@@ -189,7 +199,7 @@ def tetris_greedy(instance: PlacementInstance, *, time_limit: float | None = Non
     partitions_only : bool
         replicas copy only the partitions jobs read (``read_fraction``), not whole tables
     """
-    state, climb = _climb(instance, False, time_limit, progress, None, False)
+    state, climb, _ = _climb(instance, False, time_limit, progress, None, False)
     result = _finish(instance, state.home, climb.applied, climb, replicas, partitions_only,
                      hot_replica_share, climb.stopped_by == "time")
     result.model_objective = float(sum(state.objective_terms.values()))
@@ -210,3 +220,6 @@ def keep(instance: PlacementInstance, *, time_limit: float | None = None, seed: 
     """
     return _finish(instance, instance.arrays().table_home.copy(), [], None, replicas, partitions_only,
                    hot_replica_share, False)
+
+
+from fleetplan.solvers.placement import lns  # noqa: E402, F401  (registers "lns"; needs the names above)

@@ -54,7 +54,7 @@ BOUND_SLACK = 1e-6
 # Share of the time left that mip-highs gives relax-and-fix; the whole model's MIP gets the
 # rest. At 10^5 servers the binary MIP's bound rose faster than the whole MIP's (50,782 after
 # 22 s of CPU against 50,727 after 43 s), and the whole MIP did not finish its root LP in the
-# 25 % left of a 60 s limit (benchmarks/RESULTS.md, RAS section).
+# 25 % left of a 60 s limit (benchmarks/results/reservation.md).
 RELAX_SHARE = 0.85
 
 
@@ -165,7 +165,8 @@ def _heuristic_start(model: ReservationModel, instance: ReservationInstance, how
         for heuristic, share in ((ras_greedy, 0.4), (ras_hill_climb, 0.2))[:2 if how == "hill-climb" else 1]:
             found = heuristic(instance, time_limit=deadline.share(share), seed=seed, threads=1,
                               progress=lambda fraction, message: None)
-            log.append(f"warm start ({heuristic.__name__}): {found.status}, objective {found.objective:.6g}")
+            objective = "no plan" if found.objective is None else f"objective {found.objective:.6g}"
+            log.append(f"warm start ({heuristic.__name__}): {found.status}, {objective}")
             if found.plan is not None and found.status != "error" and (best is None or found.objective < best.objective):
                 best = found
         if best is not None:
@@ -447,8 +448,14 @@ def cpsat(instance: ReservationInstance, *, time_limit: float | None = None, see
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         if start is not None:
             log.append("CP-SAT found no plan in time: the warm start is returned")
-            return _finish(instance, model, start, "time_limit", None,
-                           float(model.lp.cost @ start + model.constant), log)
+            objective = float(model.lp.cost @ start + model.constant)
+            # CP-SAT proved nothing, but relax-and-fix's relaxations bound the model (issue 27
+            # item 3: at 10^5 servers the bound 50,562.2 was in the log and not in the result).
+            bound = relaxed if relaxed is not None and relaxed <= objective + BOUND_SLACK * max(1.0, abs(objective)) \
+                else None
+            if bound is not None:
+                log.append(f"bound: relax-and-fix's {bound:.9g} (CP-SAT ended {name})")
+            return _finish(instance, model, start, "time_limit", bound, objective, log)
         return SolveResult(status="time_limit" if deadline.expired(RESERVE_S) else "error", log=log,
                            message=f"CP-SAT: {name}, no plan")
     values = read_values(cp, solver)

@@ -22,10 +22,11 @@ group its two reservations touch.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
-from fleetplan.instances import evaluate
+from fleetplan.instances import InstanceError, evaluate
 from fleetplan.instances.reservation import (
     DC_LEVEL,
     FD_LEVEL,
@@ -35,9 +36,10 @@ from fleetplan.instances.reservation import (
     ReservationPlan,
 )
 from fleetplan.models.reservation import Groups, disaggregate, type_fd_groups
-from fleetplan.solvers.base import Progress, SolveResult, register
+from fleetplan.solvers.base import Progress, SolveResult, register, relative_gap
 from fleetplan.solvers.deadline import Deadline
 from fleetplan.solvers.hill_climb import Budget, Candidate, hill_climb
+from fleetplan.solvers.reservation.repair import Repair, relaxation_start, repair
 
 SHORTFALL_PENALTY = 1e4
 BLOCK = 1 << 24  # block sizes are below this (a group never holds 16 million servers)
@@ -439,17 +441,28 @@ def _rounds(state: RasState, deadline: Deadline, recompute: bool, progress: Prog
             return "converged"
 
 
-def _result(instance: ReservationInstance, state: RasState, stopped: str, log: list[str]) -> SolveResult:
-    """The plan, with status ``error`` and the judge's first violation when it is not feasible
-    (a heuristic proves nothing: a shortfall may still be avoidable)."""
+def _result(instance: ReservationInstance, state: RasState, stopped: str, log: list[str],
+            fixed: Repair | None = None) -> SolveResult:
+    """The plan when the judge finds it feasible (``time_limit`` if the clock stopped the
+    climb); otherwise no plan, with status ``infeasible`` when the repair proved that no plan
+    keeps every guarantee within the budget and ``time_limit`` when it ran out of time, the
+    message naming the reservation short and by how many RRU (issue 25 item 17)."""
     plan = ReservationPlan.from_arrays(instance, state.assignment())
     verdict = evaluate(instance, plan)
-    status = "time_limit" if stopped == "time" else "feasible"
-    message = ""
-    if not verdict.feasible:
-        status = "error"
-        message = f"no feasible plan found: {verdict.violations[0].message}"
-    return SolveResult(status=status, plan=plan, objective=state.objective(), log=log, message=message)
+    bound = getattr(state, "lp_bound", None)
+    if verdict.feasible:
+        objective = state.objective()
+        bound = None if bound is None else min(bound, objective)
+        return SolveResult(status="time_limit" if stopped == "time" else "feasible", plan=plan,
+                           objective=objective, bound=bound, gap=relative_gap(objective, bound), log=log,
+                           message="" if bound is None else f"bound {bound:.6g} from the LP relaxation")
+    if fixed is not None and fixed.status in ("infeasible", "time_limit"):
+        return SolveResult(status=fixed.status, log=log, message=fixed.message)
+    short = _shortfalls(state)
+    r = int(np.argmax(short))
+    return SolveResult(status="time_limit", log=log,
+                       message=f"no feasible plan found before the time limit: {verdict.violations[0].message} "
+                               f"(reservation '{state.arrays.res_ids[r]}' short by {short[r]:.6g} RRU)")
 
 
 def penalty(state: RasState) -> float:
@@ -470,13 +483,38 @@ def _shortfalls(state: RasState) -> np.ndarray:
                       "same-type servers of one fault domain between reservations and the free pool",
           reference="Choudhury et al., MAST, OSDI 2024, §2 (RAS) and §3.4 (engine)")
 def ras_hill_climb(instance: ReservationInstance, *, time_limit: float | None = None, seed: int = 0,
-                   threads: int = 1, progress: Progress) -> SolveResult:
-    """Climb from today's assignment; the disruption budget is the engine's cost budget."""
+                   threads: int = 1, progress: Progress, start: Literal["relaxation", "today"] = "relaxation"
+                   ) -> SolveResult:
+    """Feasibility first, then the climb: from the LP relaxation's rounded plan (or today's),
+    any guarantee shortfall repaired by a small MIP (:mod:`.repair`), then the climb; the
+    disruption budget is the engine's cost budget.
+
+    Parameters
+    ----------
+    start : {"relaxation", "today"}
+        where the climb starts: the aggregated model's LP relaxation rounded (when it keeps
+        every row and costs less than today's plan; skipped on models too large for that LP)
+        or today's assignment
+    """
+    if start not in ("relaxation", "today"):
+        raise InstanceError("options.start", f"unknown start '{start}' (relaxation or today)")
     deadline = Deadline(time_limit)
     log: list[str] = []
     state = RasState(instance.arrays())
+    if start == "relaxation":
+        relaxation_start(state, _inner(deadline, 0.5), threads, seed, log)
+    fixed = repair(state, _inner(deadline, 0.8), threads, seed, log)
+    if fixed.status in ("infeasible", "time_limit"):
+        return _result(instance, state, "time", log, fixed)
     stopped = climb(state, deadline, True, progress, log)
-    return _result(instance, state, stopped, log)
+    return _result(instance, state, stopped, log, fixed)
+
+
+def _inner(deadline: Deadline, share: float) -> Deadline:
+    """The same clock ending at ``share`` of the limit (what a step before the climb may use)."""
+    if deadline.time_limit is None:
+        return deadline
+    return Deadline(deadline.time_limit * share, started=deadline.started)
 
 
 def fill_and_trim(state: RasState, deadline: Deadline, log: list[str]) -> str:
@@ -544,12 +582,14 @@ def _trim(state: RasState, order: list[int], deadline: Deadline) -> str:
                       "holds least, then trimmed from where it holds most")
 def ras_greedy(instance: ReservationInstance, *, time_limit: float | None = None, seed: int = 0,
                threads: int = 1, progress: Progress) -> SolveResult:
-    """Fill-and-trim per reservation (see :func:`fill_and_trim`)."""
+    """Fill-and-trim per reservation (see :func:`fill_and_trim`); a guarantee it leaves short
+    is repaired by a small MIP (:mod:`.repair`)."""
     deadline = Deadline(time_limit)
     log: list[str] = []
     state = RasState(instance.arrays())
-    stopped = fill_and_trim(state, deadline, log)
-    return _result(instance, state, stopped, log)
+    stopped = fill_and_trim(state, _inner(deadline, 0.8), log)
+    fixed = repair(state, _inner(deadline, 0.9), threads, seed, log)
+    return _result(instance, state, stopped, log, fixed)
 
 
 @register("reservation", "keep", exact=False, description="today's assignment: nothing moves")

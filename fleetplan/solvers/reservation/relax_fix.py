@@ -24,7 +24,7 @@ The best integer point (its auxiliaries re-read at their least values by
 empty costs nothing) and the best bound are returned. HiGHS runs with presolve off throughout
 (with it on, its root cut loop ignored the interrupt: a 20 s limit ran 57 s of wall here), and
 both MIPs run in a child process killed at the deadline (:mod:`.bounded`). At 10^5 servers x
-200 reservations (benchmarks/RESULTS.md, RAS section) a 150 s solve gave: LP 50,562 (49,581
+200 reservations (benchmarks/results/reservation.md) a 150 s solve gave: LP 50,562 (49,581
 without the cuts), binary MIP optimal at 50,794.6 (bound 50,782.3), count MIP 51,022.5, where
 the LP's rounded plan was 51,956 and the greedy's 59,650.
 """

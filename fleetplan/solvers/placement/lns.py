@@ -1,0 +1,538 @@
+"""Large-neighbourhood search for Tetris (MAST §3.4 and beyond): the hill climb, then repeatedly
+free a *neighbourhood* of tables, re-optimise it exactly with the placement MIP (the rest fixed)
+and keep the answer when the exact objective falls; each kept answer is polished by the climb.
+
+Why: the climb moves one table (or one split job) at a time, so it stops where every single
+move loses, although moving several tables together would gain — an ML job whose tables must
+go together, two regions that should swap load, an overloaded (region, GPU type) whose jobs
+must leave at once. §3.4 itself notes that "a comprehensive comparison with local-search
+alternatives is yet to be conducted". A neighbourhood of a few dozen tables is a MIP HiGHS
+solves in milliseconds to a fraction of a second (:mod:`fleetplan.models.placement.neighbourhood`).
+
+Neighbourhoods, in turn (each picked at random by the seed, so runs repeat):
+
+* ``jobs``: the tables of a few jobs that share tables (a random planned job with traffic or
+  with a split ML job first, then jobs reading the same tables), all regions allowed (or the
+  regions they use plus the best-supplied regions of their GPU types on large fleets);
+* ``pair``: tables homed in two regions — the most over-loaded (high-priority demand over
+  supply) with a random other, or a random pair — each free to go to either;
+* ``overload``: the tables of ML jobs in an overloaded (region, GPU type), free to go to the
+  regions with that type and the lowest demand over supply.
+
+Every step keeps the climb's guarantees: the sub-MIP's rows are the hard constraints the climb
+keeps (no worse than today where today breaks one), its MIP start is the current placement, and
+an answer is applied table by table through :class:`TetrisState` (whose gains are exact), then
+checked (storage, CPU, home training, quota) and undone unless the exact objective fell. So the
+plan is never worse than the climb's, which is never worse than today's. The move log holds the
+climb's moves and each neighbourhood's table moves, in order, with their exact gains (a table
+moved inside a neighbourhood may have a negative gain of its own; the neighbourhood's sum is
+positive); the solver's log names every kept neighbourhood. Sub-MIPs stop on a node limit, not a
+clock, so without a time limit the same seed gives the same plan.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fleetplan.instances.placement import ML, PlacementInstance
+from fleetplan.instances.placement.evaluate import TOLERANCE
+from fleetplan.lazy import lazy_module
+from fleetplan.models.placement.neighbourhood import Background, neighbourhood_model
+from fleetplan.solvers.deadline import Deadline
+from fleetplan.solvers.hill_climb import Budget, Candidate, ClimbResult, hill_climb
+from fleetplan.solvers.placement.state import TERMS, TetrisState
+
+highs_run = lazy_module("fleetplan.solvers.highs")
+
+KINDS = ("jobs", "pair", "overload")
+# The node limit when the whole instance is one neighbourhood (its MIP is then the exact solve).
+WHOLE_NODES = 1_000_000
+# A neighbourhood whose MIP has more binaries is not solved (its kind's size shrinks): one of
+# 3,900 GPU-level binaries took 68 s at 10^4 tables, where most take a fraction of a second.
+MAX_BINARIES = 1500
+# Pairs of (total, region) demand levels per slice and region before the levels coarsen.
+MAX_PAIRS = 256
+MIN_TABLES = 4
+SUB_LIMIT_S = 5.0
+# A step is kept when the exact objective falls by more than this (relative).
+IMPROVEMENT = 1e-9
+# A neighbourhood's model must claim at least this relative fall to be applied (the storage
+# tangents under-estimate by about this much between their points).
+CLAIM = 1e-5
+# HiGHS 1.14's MIP presolve returned wrong answers on these models (an improving neighbourhood
+# reported "optimal" at its start, or "infeasible"; see also solvers/placement/exact.py).
+PRESOLVE = "off"
+
+
+@dataclass
+class LnsStats:
+    """What the search did: neighbourhoods tried / improving per kind, MIP seconds, and the
+    trace (seconds since the solve started, objective, moves)."""
+
+    tried: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    kept: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    rejected: int = 0
+    mip_s: float = 0.0
+    build_s: float = 0.0
+    not_exact: int = 0
+    too_big: int = 0
+    gain: float = 0.0
+    lines: list[str] = field(default_factory=list)
+
+
+def background(state: TetrisState) -> Background:
+    """The state's arrays as the sub-model's fixed part (no copies)."""
+    return Background(home=state.home, region=state.region, dregion=state.dregion, demand=state.demand,
+                      demand_count=state.demand_count, cpu=state.cpu, hp_at_home=state.hp_at_home,
+                      home_bytes=state.home_bytes, reader_ptr=state.reader_ptr, readers=state.readers)
+
+
+def step(state: TetrisState, table: int, target: int) -> Candidate:
+    """The exact move of ``table`` to ``target`` from the current state, feasible or not (an
+    intermediate step of a neighbourhood's answer may pass a capacity the answer respects)."""
+    _, delta, _ = state._candidates(table)
+    size = float(state.arrays.table_size[table])
+    at_origin = state.home[table] == state.original[table]
+    cost = size if at_origin else (-size if target == state.original[table] else 0.0)
+    return Candidate(table, target, float(-delta[:, target].sum()),
+                     {name: float(delta[k, target]) for k, name in enumerate(TERMS)}, cost,
+                     source=int(state.home[table]))
+
+
+def feasible(state: TetrisState, before: dict[str, np.ndarray | float], quota_room: float) -> bool:
+    """The hard constraints as the climb keeps them: each within its limit or no worse than
+    ``before`` (the state's values before the step), and the quota."""
+    a = state.arrays
+    cap = a.storage_capacity * (1 + TOLERANCE) + 1e-6
+    if ((state.home_bytes > cap) & (state.home_bytes > before["home_bytes"] + 1e-6)).any():
+        return False
+    limit = a.cpu_capacity * (1 + TOLERANCE) + 1e-9
+    if ((state.cpu > limit) & (state.cpu > before["cpu"] + 1e-9)).any():
+        return False
+    if state.hp_at_home < state.hp_floor and state.hp_at_home < before["hp"] - 1e-9:
+        return False
+    return quota_room >= -1e-6 * max(1.0, a.move_quota_bytes if np.isfinite(a.move_quota_bytes) else 1.0)
+
+
+def quota_left(state: TetrisState) -> float:
+    a = state.arrays
+    if not np.isfinite(a.move_quota_bytes):
+        return math.inf
+    return float(a.move_quota_bytes - a.table_size[state.home != state.original].sum())
+
+
+class Search:
+    """One run of the search over a :class:`TetrisState` (see the module docstring)."""
+
+    def __init__(self, state: TetrisState, seed: int, max_free: int, max_regions: int, node_limit: int,
+                 threads: int) -> None:
+        self.state = state
+        self.a = state.arrays
+        self.rng = np.random.default_rng(seed)
+        self.max_free = max_free
+        self.max_regions = max_regions
+        self.node_limit = node_limit
+        self.threads = threads
+        self.seed = seed
+        self.stats = LnsStats()
+        self.applied: list[Candidate] = []
+        a = self.a
+        self.planned = np.flatnonzero(a.planned & (np.diff(a.job_ptr) > 0))
+        self.ml = self.planned[a.job_kind[self.planned] == ML]
+        self.movable = a.table_size <= a.move_quota_bytes
+
+    # --- neighbourhoods -----------------------------------------------------------------------
+    def _jobs_tables(self, jobs: np.ndarray) -> np.ndarray:
+        a = self.a
+        if jobs.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        lengths = a.job_ptr[jobs + 1] - a.job_ptr[jobs]
+        pair = np.repeat(a.job_ptr[jobs] - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+        return np.unique(a.job_tables[pair])
+
+    def _grow(self, seed_jobs: list[int]) -> np.ndarray:
+        """Tables of ``seed_jobs``, then of jobs sharing their tables, up to ``max_free``: ML
+        readers first (a table of an ML job moved alone splits the job, so its other tables
+        belong in the same neighbourhood), then a few others at random."""
+        s, rng, a = self.state, self.rng, self.a
+        tables: list[int] = []
+        seen_t: set[int] = set()
+        seen_j: set[int] = set()
+        ml_queue, other_queue = list(seed_jobs), []
+        while (ml_queue or other_queue) and len(tables) < self.max_free:
+            j = ml_queue.pop(0) if ml_queue else other_queue.pop(0)
+            if j in seen_j:
+                continue
+            seen_j.add(j)
+            own = [t for t in self._jobs_tables(np.array([j])).tolist() if t not in seen_t and self.movable[t]]
+            if len(tables) + len(own) > self.max_free and tables:
+                continue
+            for t in own:
+                seen_t.add(t)
+                tables.append(t)
+                readers = s.readers[s.reader_ptr[t]:s.reader_ptr[t + 1]]
+                ml = readers[a.job_kind[readers] == ML]
+                ml_queue.extend(int(r) for r in ml if int(r) not in seen_j)
+                rest = readers[a.job_kind[readers] != ML]
+                if rest.size:
+                    other_queue.extend(int(r) for r in rest[rng.permutation(rest.size)[:3]] if int(r) not in seen_j)
+        return np.array(tables[: self.max_free], dtype=np.int64)
+
+    def _regions_for(self, tables: np.ndarray) -> np.ndarray | None:
+        """All regions on small fleets; else the tables' regions and their jobs' best regions."""
+        a, s = self.a, self.state
+        R = a.num_regions
+        if R <= self.max_regions:
+            return None
+        chosen = list(dict.fromkeys(s.home[tables].tolist()))
+        readers = np.unique(np.concatenate([s.readers[s.reader_ptr[t]:s.reader_ptr[t + 1]] for t in tables.tolist()]))
+        ml = readers[a.job_kind[readers] == ML]
+        if ml.size:
+            types = np.bincount(a.job_gpu_type[ml], weights=a.job_gpu_hours[ml], minlength=len(a.gpu_types))
+            g = int(np.argmax(types))
+            demand = s.demand.reshape(R, len(a.gpu_types), -1)[:, g].sum(axis=1)
+            supply = a.gpu_supply[:, g]
+            ratio = np.where(supply > 0, demand / np.maximum(supply, 1e-300), np.inf)
+            for r in np.argsort(ratio, kind="stable").tolist():
+                if len(chosen) >= self.max_regions:
+                    break
+                if r not in chosen and np.isfinite(ratio[r]):
+                    chosen.append(r)
+        for r in self.rng.permutation(R).tolist():
+            if len(chosen) >= self.max_regions:
+                break
+            if r not in chosen:
+                chosen.append(r)
+        return np.array(chosen[: max(self.max_regions, len(set(s.home[tables].tolist())))], dtype=np.int64)
+
+    def pick(self, kind: str) -> tuple[np.ndarray, np.ndarray | None, str]:
+        a, s, rng = self.a, self.state, self.rng
+        R = a.num_regions
+        if kind == "jobs":
+            if self.ml.size and rng.random() < 0.5:
+                split = self.ml[s.region[self.ml] < 0]
+                pool = split if split.size and rng.random() < 0.5 else self.ml
+            else:
+                pool = self.planned
+            if pool.size == 0:
+                return np.zeros(0, dtype=np.int64), None, "no job"
+            j = int(pool[rng.integers(pool.size)])
+            tables = self._grow([j])
+            return tables, self._regions_for(tables), f"jobs around '{a.job_ids[j]}'"
+        if kind == "pair":
+            hp = s.demand.reshape(R, len(a.gpu_types), -1)
+            load = hp.sum(axis=(1, 2)) / np.maximum(a.gpu_supply.sum(axis=1), 1e-300)
+            if rng.random() < 0.5:
+                first = int(np.argmax(load))
+            else:
+                first = int(rng.integers(R))
+            second = int(rng.integers(R - 1))
+            second += second >= first
+            regions = np.array(sorted({first, second}))
+            inside = np.flatnonzero(np.isin(s.home, regions) & self.movable)
+            if inside.size > self.max_free:
+                # Tables read by planned jobs first: the others change nothing but storage.
+                read = s.reader_ptr[inside + 1] > s.reader_ptr[inside]
+                order = np.concatenate([rng.permutation(inside[read]), rng.permutation(inside[~read])])
+                seeds = order[: max(1, self.max_free // 3)]
+                readers = np.unique(np.concatenate([s.readers[s.reader_ptr[t]:s.reader_ptr[t + 1]]
+                                                    for t in seeds.tolist()] + [np.zeros(0, dtype=np.int64)]))
+                near = self._jobs_tables(readers)
+                near = near[np.isin(s.home[near], regions) & self.movable[near]]
+                inside = np.unique(np.concatenate([seeds, rng.permutation(near)[: self.max_free - seeds.size]]))
+            return inside, regions, f"region pair {a.region_ids[first]}/{a.region_ids[second]}"
+        # overload: the (region, GPU type) with the highest demand over supply
+        G = len(a.gpu_types)
+        demand = s.demand.reshape(R, G, -1).sum(axis=2)
+        ratio = np.where(a.gpu_supply > 0, demand / np.maximum(a.gpu_supply, 1e-300), np.where(demand > 0, 1e6, 0.0))
+        flat = np.argsort(-ratio, axis=None, kind="stable")[: max(1, min(5, ratio.size))]
+        r, g = np.unravel_index(int(flat[rng.integers(flat.size)]), ratio.shape)
+        jobs = self.ml[(s.dregion[self.ml] == r) & (a.job_gpu_type[self.ml] == g)]
+        if jobs.size == 0:
+            return np.zeros(0, dtype=np.int64), None, "no overload"
+        jobs = jobs[rng.permutation(jobs.size)]
+        tables = self._grow(jobs[:8].tolist())
+        cool = np.argsort(np.where(a.gpu_supply[:, g] > 0, ratio[:, g], np.inf), kind="stable")
+        regions = np.unique(np.concatenate([[r], cool[: max(1, self.max_regions - 1)]]))
+        return tables, (None if R <= self.max_regions else regions), \
+            f"overload {a.region_ids[r]} x {a.gpu_types[g]}"
+
+    def with_quota(self, tables: np.ndarray) -> np.ndarray:
+        """``tables`` plus, when moving them could need more of the byte quota than is left,
+        tables moved earlier whose return home loses least per byte, until their bytes cover
+        the need: the MIP can then spend the quota better (a big table worth moving is often
+        stuck behind many small moves the climb made first)."""
+        s, a = self.state, self.a
+        room = quota_left(s)
+        if not np.isfinite(room) or tables.size == 0:
+            return tables
+        need = float(a.table_size[tables][s.home[tables] == s.original[tables]].sum()) - room
+        if need <= 0:
+            return tables
+        moved = np.flatnonzero(s.home != s.original)
+        moved = moved[~np.isin(moved, tables)]
+        # Tables too small to matter against the need would fill the neighbourhood first.
+        moved = moved[a.table_size[moved] >= need / self.max_free]
+        if moved.size == 0:
+            return tables
+        if moved.size > 256:
+            moved = moved[self.rng.permutation(moved.size)[:256]]
+        losses = []
+        for t in moved.tolist():
+            back = s.move_to(t, int(s.original[t]))
+            if back is not None:
+                losses.append((-back.gain / max(float(a.table_size[t]), 1.0), t))
+        losses.sort()
+        extra, covered = [], 0.0
+        for _, t in losses:
+            # Twice the need, so the MIP has a choice of which to send home.
+            if covered >= 2 * need or len(extra) >= self.max_free:
+                break
+            extra.append(t)
+            covered += float(a.table_size[t])
+        return np.unique(np.concatenate([tables, np.array(extra, dtype=np.int64)]))
+
+    # --- one neighbourhood --------------------------------------------------------------------
+    def solve(self, tables: np.ndarray, regions: np.ndarray | None, time_limit: float | None,
+              nodes: int | None = None) -> tuple[float, int]:
+        """Re-optimise ``tables`` (``nodes``: the node limit, the search's by default); returns (exact gain kept, tables moved) — (0, 0) when nothing
+        better was found or the answer was undone."""
+        s = self.state
+        started = time.perf_counter()
+        whole = nodes is not None
+        model = neighbourhood_model(self.a, background(s), tables, regions, max_pairs=1024 if whole else MAX_PAIRS)
+        if model is not None and not whole and int(model.lp.integrality.sum()) > MAX_BINARIES:
+            # Too big with every job free to split: placed ML jobs stay placed (they may still
+            # move), which keeps each slice's total demand from varying with them.
+            model = neighbourhood_model(self.a, background(s), tables, regions, keep_placed=True,
+                                        max_pairs=MAX_PAIRS)
+        self.stats.build_s += time.perf_counter() - started
+        if model is None:
+            return 0.0, 0
+        if not whole and int(model.lp.integrality.sum()) > MAX_BINARIES:
+            self.stats.too_big += 1
+            return 0.0, -1
+        if not model.exact:
+            self.stats.not_exact += 1
+        started = time.perf_counter()
+        highs = highs_run.new_highs(time_limit, self.threads, self.seed)
+        highs_run.pass_lp(highs, model.lp, "simplex")
+        highs.setOptionValue("presolve", PRESOLVE)
+        highs.setOptionValue("mip_rel_gap", 1e-7)
+        highs.setOptionValue("mip_max_nodes", int(self.node_limit if nodes is None else nodes))
+        solution = highs_run.highspy.HighsSolution()
+        solution.col_value = model.start.tolist()
+        solution.value_valid = True
+        highs.setSolution(solution)
+        outcome = highs_run.run(highs)
+        self.stats.mip_s += time.perf_counter() - started
+        if outcome.values is None or outcome.objective is None:
+            return 0.0, 0
+        if outcome.objective > model.start_cost - CLAIM * max(1.0, abs(model.start_cost)):
+            return 0.0, 0
+        homes = model.homes(outcome.values)
+        change = np.flatnonzero(homes != s.home[model.free])
+        if change.size == 0:
+            return 0.0, 0
+        return self.apply(model.free[change], homes[change])
+
+    def apply(self, tables: np.ndarray, targets: np.ndarray) -> tuple[float, int]:
+        """Move ``tables`` to ``targets`` step by step; undo unless feasible and better."""
+        s = self.state
+        before = {"home_bytes": s.home_bytes.copy(), "cpu": s.cpu.copy(), "hp": s.hp_at_home}
+        objective = sum(s.objective_terms.values())
+        saved = s._save(tables)
+        moves = []
+        for t, r in zip(tables.tolist(), targets.tolist(), strict=True):
+            move = step(s, t, r)
+            s.apply(move)
+            moves.append(move)
+        gain = objective - sum(s.objective_terms.values())
+        if gain <= IMPROVEMENT * max(1.0, abs(objective)) or not feasible(s, before, quota_left(s)):
+            s._restore(saved)
+            self.stats.rejected += 1
+            return 0.0, 0
+        self.applied.extend(moves)
+        self.stats.gain += gain
+        return gain, len(moves)
+
+
+def polish_from(state: TetrisState, tables: np.ndarray, deadline: Deadline) -> ClimbResult:
+    """The climb from the state, starting with the moved tables' neighbours (not a full pass)."""
+    jobs = np.unique(np.concatenate([state.readers[state.reader_ptr[t]:state.reader_ptr[t + 1]]
+                                     for t in tables.tolist()] + [np.zeros(0, dtype=np.int64)]))
+    a = state.arrays
+    lengths = a.job_ptr[jobs + 1] - a.job_ptr[jobs]
+    pair = np.repeat(a.job_ptr[jobs] - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+    items = np.unique(np.concatenate([tables, a.job_tables[pair]]))
+    room = quota_left(state)
+    budget = Budget(time_s=None if deadline.time_limit is None else max(0.0, deadline.remaining()),
+                    cost=None if not np.isfinite(room) else max(room, 0.0))
+    return hill_climb(state, budget=budget, initial=(state.best_move(int(t)) for t in items),
+                      neighbours=state.neighbours)
+
+
+def search(instance: PlacementInstance, state: TetrisState, deadline: Deadline, *, seed: int, max_free: int,
+           max_regions: int, node_limit: int, patience: int, threads: int, started: float,
+           trace: list[tuple[float, float, int]], moves_before: int) -> Search:
+    """Neighbourhoods until ``patience`` in a row improve nothing or the deadline; kept answers
+    are polished by the climb. ``trace`` gets (seconds since ``started``, objective, moves)."""
+    run = Search(state, seed, max_free, max_regions, node_limit, threads)
+    failures = 0
+    rounds = 0
+    movable = np.flatnonzero(run.movable)
+    if 0 < movable.size <= max_free and not deadline.expired():
+        # The whole instance fits in one neighbourhood: solved exactly once, then the rest
+        # can only confirm it (a small instance's answer is the MIP's optimum).
+        rounds += 1
+        gain, moved = run.solve(movable, None, None if deadline.time_limit is None else deadline.remaining(),
+                                nodes=WHOLE_NODES)
+        run.stats.tried["whole"] = 1
+        run.stats.kept["whole"] = int(moved > 0)
+        if moved:
+            climb = polish_from(state, np.array([m.item for m in run.applied[-moved:]]), deadline)
+            run.applied.extend(climb.applied)
+            run.stats.gain += climb.total_gain
+        run.stats.lines.append(f"neighbourhood 1 (whole instance, {movable.size} tables): {moved} tables moved, "
+                               f"gain {gain:.6g}")
+        trace.append((time.perf_counter() - started, float(sum(state.objective_terms.values())),
+                      moves_before + len(run.applied)))
+        return run
+    weights = {kind: 1.0 for kind in KINDS}
+    sizes = dict.fromkeys(KINDS, max_free)
+    while failures < patience and not deadline.expired():
+        rounds += 1
+        kinds = list(KINDS)
+        p = np.array([weights[k] for k in kinds])
+        kind = kinds[int(run.rng.choice(len(kinds), p=p / p.sum()))]
+        run.max_free = sizes[kind]
+        tables, regions, name = run.pick(kind)
+        if tables.size == 0:
+            failures += 1
+            continue
+        tables = run.with_quota(tables)
+        run.stats.tried[kind] += 1
+        # Under a time limit one neighbourhood gets at most SUB_LIMIT_S of it (a clock makes runs
+        # differ, which a time limit does anyway); without one, the node limit alone.
+        limit = None if deadline.time_limit is None else min(SUB_LIMIT_S, max(0.01, deadline.remaining()))
+        gain, moved = run.solve(tables, regions, limit)
+        if moved < 0:  # too big a MIP: this kind's neighbourhoods shrink
+            sizes[kind] = max(MIN_TABLES, int(sizes[kind] * 0.7))
+            failures += 1
+            continue
+        if moved == 0:
+            failures += 1
+            weights[kind] = max(0.2, weights[kind] * 0.95)
+            continue
+        failures = 0
+        weights[kind] = min(5.0, weights[kind] * 1.3)
+        run.stats.kept[kind] += 1
+        climb = polish_from(state, np.array([m.item for m in run.applied[-moved:]]), deadline)
+        run.applied.extend(climb.applied)
+        total = gain + climb.total_gain
+        run.stats.gain += climb.total_gain
+        if len(run.stats.lines) < 200:
+            run.stats.lines.append(f"neighbourhood {rounds} ({kind}: {name}, {tables.size} tables): "
+                                   f"{moved} tables moved, gain {gain:.6g}, then {len(climb.applied)} climb moves "
+                                   f"(+{climb.total_gain:.6g}); total {total:.6g}")
+        trace.append((time.perf_counter() - started, float(sum(state.objective_terms.values())),
+                      moves_before + len(run.applied)))
+    return run
+
+
+def _merged(climb: ClimbResult, run: Search | None, trace: list[tuple[float, float, int]], start: float,
+            stopped_by: str) -> ClimbResult:
+    """The climb's result with the search's moves and trace appended (the trace as the climb
+    keeps it: seconds, total gain, moves), for :func:`fleetplan.solvers.placement._finish`."""
+    merged = ClimbResult(applied=list(climb.applied) + (run.applied if run else []), stopped_by=stopped_by,
+                         evaluated=climb.evaluated, queued=climb.queued, requeued=climb.requeued,
+                         skipped_over_budget=climb.skipped_over_budget, estimated=climb.estimated,
+                         refused_undo=climb.refused_undo, batches=climb.batches, cost_used=climb.cost_used,
+                         total_gain=climb.total_gain + (run.stats.gain if run else 0.0), wall_s=climb.wall_s,
+                         trace=list(climb.trace) + [(t, start - value, moves) for t, value, moves in trace])
+    return merged
+
+
+from fleetplan.solvers.base import Progress, SolveResult, register  # noqa: E402
+from fleetplan.solvers.placement import _climb, _finish, instance_terms_start  # noqa: E402
+
+
+@register("placement", "lns", exact=False,
+          description="large-neighbourhood search: the Tetris hill climb, then neighbourhoods of tables "
+                      "(a few jobs', a region pair's, an overloaded region x GPU type's) re-optimised by "
+                      "the placement MIP (HiGHS) with the rest fixed, each kept answer polished by the "
+                      "climb; then §3.5 replicas",
+          reference="Choudhury et al., MAST, OSDI 2024, §3.3-3.5; Shaw, CP 1998 (large neighbourhood search)")
+def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, seed: int = 0,
+               threads: int = 1, progress: Progress, replicas: bool = True, partitions_only: bool = False,
+               hot_replica_share: float = 0.1, neighbourhood_tables: int = 24, neighbourhood_regions: int = 6,
+               node_limit: int = 200, patience: int = 60, compound_moves: bool = False) -> SolveResult:
+    """The hill climb from today's placement, then neighbourhoods re-optimised exactly while they
+    improve (:mod:`fleetplan.solvers.placement.lns`); never worse than the climb.
+
+    Parameters
+    ----------
+    partitions_only : bool
+        replicas copy only the partitions jobs read (``read_fraction``), not whole tables
+    neighbourhood_tables : int
+        the most tables a neighbourhood frees
+    neighbourhood_regions : int
+        on fleets with more regions, the most regions a neighbourhood's tables may go to
+    node_limit : int
+        branch-and-bound nodes per neighbourhood's MIP (a node limit, not a clock, so runs repeat)
+    patience : int
+        stop after this many neighbourhoods in a row improve nothing (without a time limit)
+    compound_moves : bool
+        the climb also moves all tables of a split multi-table ML job to one region at once
+
+    Examples
+    --------
+    >>> import fleetplan
+    >>> instance = fleetplan.generate("placement", {"regions": 3, "tables": 30, "jobs": 30}, seed=1)
+    >>> result = fleetplan.solve(instance, "lns", patience=10)
+    >>> result.evaluation.feasible, result.objective <= fleetplan.solve(instance, "hill-climb").objective + 1e-9
+    (True, True)
+    """
+    for name, value, low in (("neighbourhood_tables", neighbourhood_tables, 1),
+                             ("neighbourhood_regions", neighbourhood_regions, 2),
+                             ("node_limit", node_limit, 1), ("patience", patience, 0)):
+        if value < low:
+            from fleetplan.instances import InstanceError
+
+            raise InstanceError(f"options.{name}", f"must be >= {low}")
+    deadline = Deadline(time_limit)
+    started = time.perf_counter()
+    state, climb, after_s = _climb(instance, True, time_limit, progress, None, True, compound_moves)
+    start = float(sum(instance_terms_start(instance).values()))
+    trace: list[tuple[float, float, int]] = []
+    run = None
+    stopped = climb.stopped_by
+    if stopped != "time":
+        # The search's clock keeps back what the finish needs (replicas, the plan, the judge).
+        inner = Deadline(None if time_limit is None else max(0.0, time_limit - after_s), deadline.started)
+        run = search(instance, state, inner, seed=seed, max_free=neighbourhood_tables,
+                     max_regions=neighbourhood_regions, node_limit=node_limit, patience=patience,
+                     threads=threads, started=started, trace=trace, moves_before=len(climb.applied))
+        stopped = "time" if inner.expired() else "converged"
+    merged = _merged(climb, run, trace, start, stopped)
+    result = _finish(instance, state.home, merged.applied, merged, replicas, partitions_only, hot_replica_share,
+                     stopped == "time")
+    if run is not None:
+        st = run.stats
+        kept = sum(st.kept.values())
+        result.log.insert(1, f"neighbourhoods: {sum(st.tried.values())} re-optimised, {kept} kept ("
+                             + ", ".join(f"{k} {st.kept[k]}/{st.tried[k]}" for k in st.tried)
+                             + f"), {st.rejected} undone by the exact check, {st.not_exact} inexact models, "
+                               f"{st.too_big} too big; "
+                               f"MIP {st.mip_s:.2f} s, building {st.build_s:.2f} s; gain after the climb "
+                               f"{st.gain:.6g}")
+        result.log.extend(st.lines)
+        result.stats.update({"neighbourhoods": float(sum(st.tried.values())), "neighbourhoods_kept": float(kept),
+                             "lns_gain": st.gain, "lns_mip_s": st.mip_s, "lns_build_s": st.build_s,
+                             "climb_gain": climb.total_gain})
+    result.model_objective = float(sum(state.objective_terms.values()))
+    return result
