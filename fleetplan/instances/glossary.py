@@ -171,6 +171,8 @@ _ALLOCATION: dict[str, _E] = {
     "bottlenecked_jobs": _stat("jobs found bottlenecked", "jobs"),
     "ftf_steps": _stat("bisection steps of finish-time fairness", "steps"),
     "probes": _stat("feasibility probes of the binary search", "probes"),
+    "ties_qp": _stat("1 when a heterogeneity-agnostic policy's ties were spread by the quadratic program, 0 by "
+                     "the cheaper method", "boolean"),
 }
 
 # --- placement (Tetris, MAST §3) ----------------------------------------------------------------
@@ -311,7 +313,6 @@ _RESERVATION: dict[str, _E] = {
     "columns": _stat("variables of the aggregated model", "columns"),
     "rows": _stat("constraints of the aggregated model", "rows"),
     "nonzeros": _stat("non-zero coefficients of the aggregated model", "non-zeros"),
-    "ties_qp": _stat("ties broken by the quadratic tie-break", "ties"),
 }
 
 # --- binpack (RMS, MAST §4.3) -------------------------------------------------------------------
