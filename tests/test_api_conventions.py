@@ -100,8 +100,8 @@ def test_plan_records_the_time_limit_given(tmp_path):
 
 
 def test_compare_and_binding_take_dicts_too():
-    from fleetplan.planning import compare
     from fleetplan.planning.binding import estimate_duals
+    from fleetplan.planning.compare import compare
 
     data = json.loads(GAVEL.read_text())
     aware = fleetplan.solve(data, "max-min-fairness").plan.model_dump()
