@@ -7,8 +7,14 @@ The public API::
     result = fleetplan.solve(instance, solver="max-min-fairness", time_limit=60)
     evaluation = fleetplan.evaluate(instance, result.plan)
     fleetplan.save(result.plan, "plan.json")
-    fleetplan.solvers("allocation")          # what can solve it
+    fleetplan.list_solvers("allocation")     # what can solve it
     fleetplan.generate("allocation", {"jobs": 256}, seed=1)
+    fleetplan.from_frames("allocation", jobs="jobs.csv", cluster="gpus.csv")   # your own tables
+    fleetplan.to_frame(instance, result.plan)                                  # a plan as a DataFrame
+    fleetplan.describe_metric("min_time_share")                                # meaning, unit, direction
+
+Every function taking an instance or a plan takes the model or a plain dict in the file's
+layout; every input error is an :class:`InstanceError`, a ``ValueError``.
 
 Names load on first use (PEP 562), so ``import fleetplan`` costs almost nothing and a command's
 ``--help`` answers at once; solver back-ends load only when a solver that needs them runs.
@@ -27,14 +33,19 @@ _EXPORTS = {
     "InstanceError": "fleetplan.instances", "evaluate": "fleetplan.instances",
     "generate": "fleetplan.instances", "load_instance": "fleetplan.instances",
     "load_plan": "fleetplan.instances", "save": "fleetplan.instances", "schema": "fleetplan.instances",
+    "OutputError": "fleetplan.errors",
     "SolveResult": "fleetplan.solvers", "SolverSpec": "fleetplan.solvers",
-    "get_solver": "fleetplan.solvers", "solve": "fleetplan.solvers",
+    "get_solver": "fleetplan.solvers", "list_solvers": "fleetplan.solvers", "solve": "fleetplan.solvers",
+    "from_frames": "fleetplan.instances.frames", "to_frame": "fleetplan.instances.frames",
+    "to_frames": "fleetplan.instances.frames", "plan_from_frame": "fleetplan.instances.frames",
+    "describe_metric": "fleetplan.instances.glossary",
 }
 _SUBMODULES = {"solvers", "instances", "models", "sim", "benchmarks"}
 
 __all__ = sorted([*_EXPORTS, "solvers", "__version__"])
 
 if TYPE_CHECKING:
+    from fleetplan.errors import OutputError  # noqa: F401
     from fleetplan.instances import (  # noqa: F401
         KINDS,
         Evaluation,
@@ -46,7 +57,9 @@ if TYPE_CHECKING:
         save,
         schema,
     )
-    from fleetplan.solvers import SolveResult, SolverSpec, get_solver, solve  # noqa: F401
+    from fleetplan.instances.frames import from_frames, plan_from_frame, to_frame, to_frames  # noqa: F401
+    from fleetplan.instances.glossary import describe_metric  # noqa: F401
+    from fleetplan.solvers import SolveResult, SolverSpec, get_solver, list_solvers, solve  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

@@ -40,11 +40,14 @@ def clip(text: str, limit: int = EXCERPT_CHARS) -> str:
     return text if len(text) <= limit else f"{text[:limit - 3]}... ({len(text):,} characters)"
 
 
-class InstanceError(Exception):
-    """An instance, plan or parameter set is invalid.
+class InstanceError(ValueError):
+    """An instance, plan, parameter set or option value is invalid.
 
     ``path`` is the JSON path of the offending value (``jobs[3].scale_factor``), ``reason``
     says what is wrong with it. ``str(error)`` is one line, fit for a command-line message.
+
+    A :class:`ValueError`, as bad arguments are in scikit-learn and scipy: ``except ValueError``
+    catches every input error of the toolkit (this class and :class:`OutputError`).
     """
 
     def __init__(self, path: str, reason: str, source: str | None = None,

@@ -14,7 +14,7 @@ from fleetplan.instances import InstanceError, instance_from_data
 from fleetplan.instances.allocation import AllocationPlan
 from fleetplan.instances.allocation.evaluate import evaluate
 
-ALLOCATION_SOLVERS = [spec.name for spec in fleetplan.solvers("allocation")]
+ALLOCATION_SOLVERS = [spec.name for spec in fleetplan.list_solvers("allocation")]
 
 
 def test_gavel_section_4_1_example(gavel_example):

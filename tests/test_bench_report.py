@@ -180,7 +180,7 @@ def test_report_without_plots_keeps_the_tables(tmp_path):
 
 
 def test_one_colour_and_marker_per_solver_whatever_a_figure_shows():
-    from fleetplan.benchmarks.report import solver_styles
+    from fleetplan.plotting.bench import solver_styles
 
     everyone = solver_styles(["b", "a", "c", "a"])
     assert len({style[0] for style in everyone.values()}) == 3
@@ -191,6 +191,7 @@ def test_one_colour_and_marker_per_solver_whatever_a_figure_shows():
 
 def test_figures_keep_solver_styles_and_hide_nobody(tmp_path):
     from fleetplan.benchmarks import report
+    from fleetplan.plotting import bench
 
     drawn = {}
 
@@ -199,27 +200,31 @@ def test_figures_keep_solver_styles_and_hide_nobody(tmp_path):
         drawn[path.name] = {line.get_label(): (line.get_color(), line.get_marker()) for line in axes.get_lines()}
         drawn[path.name + ":legend"] = axes.get_legend()
         drawn[path.name + ":note"] = figure.get_supxlabel()
-        drawn[path.name + ":dpi"] = report.DPI
+        drawn[path.name + ":dpi"] = bench.DPI
+        drawn[path.name + ":title"] = figure.get_suptitle()
         real_save(figure, path)
 
-    real_save = report._save
-    report._save = spy_save
+    real_save = bench._save
+    bench._save = spy_save
     try:
         write_results(tmp_path, _table())
         report.write_report(tmp_path)
     finally:
-        report._save = real_save
-    styles = report.solver_styles(["a", "b", "c"])
+        bench._save = real_save
+    styles = bench.solver_styles(["a", "b", "c"])
     profile = drawn["g-profile.png"]
     assert profile == {"a": styles["a"], "b": styles["b"]}  # c never reaches the target: not a line at 0
     assert "never at target: c" in drawn["g-profile.png:note"]
     assert drawn["g-profile.png:legend"].get_bbox_to_anchor().x0 > 0  # anchored outside the axes
     assert drawn["g-time-to-target.png"] == {"a": styles["a"], "b": styles["b"]}
     assert drawn["g-profile.png:dpi"] >= 150
+    # Each figure names its group and objective (ten figures titled alike said nothing).
+    assert drawn["g-profile.png:title"].startswith("g, score\nperformance profile")
+    assert drawn["g-time-to-target.png:title"].startswith("g, score\ntime to target")
 
 
 def test_scaling_ticks_are_the_measured_sizes_and_labels_do_not_collide():
-    from fleetplan.benchmarks.report import _spaced
+    from fleetplan.plotting.bench import _spaced
 
     assert _spaced([32.0, 256.0, 2048.0, 16384.0]) == [32.0, 256.0, 2048.0, 16384.0]
     # 300, 400 and 600 would overlap on a log axis: keep 300 and the largest.
@@ -232,4 +237,26 @@ def test_a_group_with_fewer_than_three_problems_gets_a_table_not_a_profile(tmp_p
     text = main(["bench", "report", str(tmp_path)]) == 0 and (tmp_path / "report.md").read_text()
     assert "Too few problems for a performance profile (2)" in text
     assert not (tmp_path / "g-profile.png").exists()
+    assert not (tmp_path / "g-time-to-target.png").exists()  # one or two steps: the table says it
     assert "| p1 | 0 | 1 | 2 | missed (optimal) |" in text
+
+
+def test_every_time_axis_of_a_report_has_one_range(tmp_path):
+    from fleetplan.benchmarks import report
+    from fleetplan.plotting import bench
+
+    limits = {}
+
+    def spy_save(figure, path):
+        limits[path.name] = figure.axes[0].get_xlim()
+        real_save(figure, path)
+
+    slow = [dict(r, group="h", wall_s=float(r["wall_s"]) * 100) for r in _table()]
+    real_save = bench._save
+    bench._save = spy_save
+    try:
+        write_results(tmp_path, finalize([*_table(), *slow]))
+        report.write_report(tmp_path)
+    finally:
+        bench._save = real_save
+    assert limits["g-time-to-target.png"] == pytest.approx(limits["h-time-to-target.png"])

@@ -45,7 +45,7 @@ def test_instance_names_are_canonical():
 
 def test_solvers_all_comes_from_the_registry():
     suite = parse_suite("name: t\ngroups: [{kind: allocation, generator: {jobs: 4}}]")
-    assert [cell.solver for cell in expand_cells(suite)] == [spec.name for spec in fleetplan.solvers("allocation")]
+    assert [cell.solver for cell in expand_cells(suite)] == [spec.name for spec in fleetplan.list_solvers("allocation")]
 
 
 def test_a_wrapped_list_passes_a_list_parameter():

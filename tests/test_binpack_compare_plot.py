@@ -1,4 +1,4 @@
-"""``python -m fleetplan.solvers.binpack.compare --plot FILE.png`` (issue 9: the greedy's gap to
+"""``python -m fleetplan.benchmarks.experiments.binpack --plot FILE.png`` (issue 9: the greedy's gap to
 CP-SAT and the batch model's gain, MAST §4.3 and Table 1, as a plot)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from fleetplan.solvers.binpack import compare
+from fleetplan.benchmarks.experiments import binpack as compare
 
 
 def test_plot_writes_a_png_on_a_tiny_run(tmp_path, capsys):

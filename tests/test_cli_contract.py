@@ -91,7 +91,7 @@ def test_api_checks_option_values_before_work():
 
 
 def test_every_option_of_every_solver_is_documented_and_its_default_valid():
-    for spec in fleetplan.solvers():
+    for spec in fleetplan.list_solvers():
         for option in spec.option_specs.values():
             assert option.meaning, f"{spec.kind}/{spec.name}: option {option.name} has no meaning"
             option.validate(option.default)
@@ -109,7 +109,7 @@ def test_solvers_name_shows_options(capsys):
     assert "partitions" in capsys.readouterr().out
     assert main(["solvers", "no-such-thing"]) == 2
     capsys.readouterr()
-    if len([spec for spec in fleetplan.solvers() if spec.name == "mip-highs"]) > 1:
+    if len([spec for spec in fleetplan.list_solvers() if spec.name == "mip-highs"]) > 1:
         assert main(["solvers", "mip-highs"]) == 2
         assert "several kinds" in capsys.readouterr().err
 

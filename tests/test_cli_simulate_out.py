@@ -58,26 +58,30 @@ def test_out_dir_holds_the_result_and_the_plot(tmp_path, capsys):
     assert main(["simulate", *PARSYNC, "--out", str(out), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert leftovers(tmp_path) == ["run"]
-    assert leftovers(out) == ["plot.png", "result.json"]
+    assert leftovers(out) == ["parsync.png", "result.json"]
     saved = json.loads((out / "result.json").read_text())
     assert saved["metrics"] == printed["metrics"] and saved["metrics"]["tasks_committed"] == 2000
     assert "series" in saved and "series" not in printed  # the file has it all; stdout the summary
-    assert (out / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "parsync.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # Same seed, same numbers: a second run into another directory agrees.
     assert main(["simulate", *PARSYNC, "--out", str(tmp_path / "again"), "--json"]) == 0
     capsys.readouterr()
     assert json.loads((tmp_path / "again" / "result.json").read_text())["metrics"] == saved["metrics"]
 
 
-def test_out_dir_without_a_plot_and_into_an_empty_directory(tmp_path, capsys):
+def test_cluster_out_dir_writes_its_pngs_and_plot_works(tmp_path, capsys):
+    # `simulate cluster --out DIR` promised PNGs and wrote none; --plot was refused (issue 24 §2).
     out = tmp_path / "empty"
     out.mkdir()
     assert main(["simulate", *CLUSTER, "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert f"wrote {out / 'result.json'}" in text
-    assert leftovers(out) == ["result.json"]  # the cluster simulator draws nothing
+    assert leftovers(out) == ["cluster.png", "result.json"]
+    assert (out / "cluster.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert leftovers(tmp_path) == ["empty"]
     assert json.loads((out / "result.json").read_text())["scheduler"] == "fifo"
+    assert main(["simulate", *CLUSTER, "--plot", str(tmp_path / "one.png")]) == 0
+    assert (tmp_path / "one.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.parametrize(("flags", "needle"), [
@@ -108,20 +112,20 @@ def test_out_dir_refusals(tmp_path, capsys):
 
 
 def test_a_failing_plot_leaves_no_directory(tmp_path, monkeypatch, capsys):
-    spec = sim.get_simulator("parsync")
+    from fleetplan.plotting import parsync as parsync_plots
 
     def broken_plot(result: SimResult, path: str) -> None:
         Path(path).write_bytes(b"half a PNG")
         raise RuntimeError("the plot broke")
 
-    monkeypatch.setattr(sim, "get_simulator", lambda name: dataclasses.replace(spec, plot=broken_plot))
+    monkeypatch.setattr(parsync_plots, "plot_run", broken_plot)
     assert main(["simulate", *PARSYNC, "--out", str(tmp_path / "run")]) == 1
     assert "the plot broke" in capsys.readouterr().err
     assert leftovers(tmp_path) == []
 
 
-def test_plots_hook_writes_several_figures(tmp_path, monkeypatch, capsys):
-    spec = sim.get_simulator("cluster")
+def test_several_figures_are_all_written_and_listed(tmp_path, monkeypatch, capsys):
+    from fleetplan.plotting import cluster as cluster_plots
 
     def plots(result: SimResult, directory: str) -> list[str]:
         paths = [str(Path(directory) / name) for name in ("a.png", "b.png")]
@@ -129,7 +133,7 @@ def test_plots_hook_writes_several_figures(tmp_path, monkeypatch, capsys):
             Path(path).write_bytes(b"png")
         return paths
 
-    monkeypatch.setattr(sim, "get_simulator", lambda name: dataclasses.replace(spec, plots=plots))
+    monkeypatch.setattr(cluster_plots, "plot_files", plots)
     assert main(["simulate", *CLUSTER, "--out", str(tmp_path / "run")]) == 0
     text = capsys.readouterr().out
     assert leftovers(tmp_path / "run") == ["a.png", "b.png", "result.json"]
@@ -157,13 +161,15 @@ def test_progress_reaches_only_simulators_that_take_it():
 
     old, new = _spec(old_style), _spec(with_progress)
     assert not old.takes_progress and new.takes_progress
+    # A simulator that reports nothing still ends with a call at its end (the contract).
     assert old.run(progress=lambda now, end: calls.append((now, end))).scheduler == "a"
-    assert calls == []
+    assert calls == [(0.0, 0.0)]
+    calls.clear()
     new.run(progress=lambda now, end: calls.append((now, end)))
     assert calls == [(1.0, 2.0), (2.0, 2.0)]
     new.run()  # no callback: still runs
     assert sim.get_simulator("parsync").takes_progress
-    assert not sim.get_simulator("cluster").takes_progress
+    assert sim.get_simulator("cluster").takes_progress
 
 
 def test_parsync_reports_simulated_time_up_to_its_end():

@@ -1,6 +1,6 @@
-"""highspy and ortools must load into one process (DESIGN.md "Known clash": highspy 1.15.x
-with ortools 9.15 fails with an undefined symbol). Each order runs in a fresh interpreter,
-because the first import decides which shared libraries are loaded."""
+"""highspy and ortools must load into one process (docs/architecture.md, "Performance practice",
+the known clash: highspy 1.15.x with ortools 9.15 fails with an undefined symbol). Each order
+runs in a fresh interpreter, because the first import decides which shared libraries are loaded."""
 
 import subprocess
 import sys
@@ -30,14 +30,17 @@ def test_highspy_and_ortools_share_a_process(first, second):
     assert run.stdout.strip() == "ok"
 
 
-def test_solvers_is_both_the_registry_listing_and_the_package():
+def test_list_solvers_is_a_function_and_the_old_call_warns():
     import fleetplan
-    import fleetplan.solvers.highs as highs_module  # a function named `solvers` would break this
+    import fleetplan.solvers.highs as highs_module  # the package is still a package
 
     assert highs_module.__name__ == "fleetplan.solvers.highs"
-    names = {spec.name for spec in fleetplan.solvers("allocation")}
+    names = {spec.name for spec in fleetplan.list_solvers("allocation")}
     assert "max-min-fairness" in names
-    assert {spec.kind for spec in fleetplan.solvers()} >= {"allocation", "placement"}
+    assert {spec.kind for spec in fleetplan.list_solvers()} >= {"allocation", "placement"}
+    with pytest.warns(DeprecationWarning, match="list_solvers"):
+        old = fleetplan.solvers("allocation")
+    assert [spec.name for spec in old] == [spec.name for spec in fleetplan.list_solvers("allocation")]
 
 
 # `import fleetplan` and building the CLI's parser (what `--help` costs) load no back-end:
@@ -47,7 +50,7 @@ import sys
 import fleetplan
 import fleetplan.cli
 fleetplan.cli.build_parser()
-fleetplan.solvers()
+fleetplan.list_solvers()
 from fleetplan.lazy import HEAVY_MODULES
 print(",".join(sorted({name.split(".")[0] for name in sys.modules} & set(HEAVY_MODULES))))
 """

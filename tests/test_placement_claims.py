@@ -9,7 +9,7 @@ import pytest
 
 import fleetplan
 from fleetplan.instances.placement import PlacementPlan
-from fleetplan.solvers.enumerate import enumerate_placements
+from fleetplan.solvers.placement.enumerate import enumerate_placements
 from fleetplan.solvers.placement.exact import PartOutcome, solve_exact
 
 RELATIVE = 1e-6

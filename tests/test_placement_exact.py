@@ -9,7 +9,7 @@ import pytest
 import fleetplan
 from fleetplan.instances.placement import PlacementInstance, PlacementPlan
 from fleetplan.models.placement import gpu_cost_lower_bound, make_levels, prepare, subset_sums
-from fleetplan.solvers.enumerate import enumerate_placements
+from fleetplan.solvers.placement.enumerate import enumerate_placements
 from fleetplan.solvers.placement.exact import (
     PartOutcome,
     components,

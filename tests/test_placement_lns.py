@@ -14,7 +14,7 @@ from fleetplan.instances.placement import PlacementInstance, PlacementPlan
 from fleetplan.instances.placement.evaluate import objective_terms
 from fleetplan.models.placement.neighbourhood import Background, neighbourhood_model
 from fleetplan.solvers import highs
-from fleetplan.solvers.enumerate import enumerate_placements
+from fleetplan.solvers.placement.enumerate import enumerate_placements
 
 SETTINGS = [{}, {"split_ml_demand": "largest_region"}, {"overload_form": "combined_high_priority"},
             {"split_ml_demand": "largest_region", "overload_form": "combined_high_priority"}]

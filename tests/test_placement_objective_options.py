@@ -17,7 +17,7 @@ import pytest
 import fleetplan
 from fleetplan.instances.placement import PRIORITY_LEVELS, PlacementInstance, PlacementPlan
 from fleetplan.instances.placement.evaluate import gpu_demand, job_regions, objective_terms, sigmoid
-from fleetplan.solvers.enumerate import enumerate_placements
+from fleetplan.solvers.placement.enumerate import enumerate_placements
 from fleetplan.solvers.placement.state import TetrisState
 
 EXACT = ("mip-highs", "cpsat")

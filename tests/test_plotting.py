@@ -33,24 +33,60 @@ def _overlaps(a, b) -> bool:
     return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
 
 
-def test_allocation_heatmap_draws_the_plan(tmp_path):
+def test_allocation_heatmap_draws_the_plan_sorted_with_the_isolated_share(tmp_path):
     instance = load_instance(ROOT / "examples" / "allocation-64-jobs.json")
-    plan = fleetplan.solve(instance, "max-min-fairness").plan
+    plan = fleetplan.solve(instance, "max-throughput").plan
     path = tmp_path / "allocation.png"
     figure = plot_plan(instance, plan, path)
     assert path.read_bytes()[:8] == PNG
     heat, bars = [a for a in figure.axes if a.get_label() != "<colorbar>"]
+    arrays = instance.arrays()
+    throughput = (arrays.throughput * plan.matrix(instance)).sum(axis=1)
+    # Rows in the policy's order (max-throughput: the speed-up over the isolated share, lowest
+    # first), so who is below the isolated share is at the top, in red.
+    speedup = throughput / arrays.isolated_throughput
+    order = np.argsort(speedup, kind="stable")
     shown = heat.get_images()[0].get_array()
-    np.testing.assert_allclose(np.ma.filled(shown, 0.0), plan.matrix(instance))
-    widths = [patch.get_width() for patch in bars.patches]
-    throughput = (instance.arrays().throughput * plan.matrix(instance)).sum(axis=1)
-    np.testing.assert_allclose(widths, throughput)
-    assert [t.get_text() for t in heat.get_yticklabels()] == instance.arrays().job_ids
-    assert "iterations/s" in bars.get_xlabel()
+    np.testing.assert_allclose(np.ma.filled(shown, 0.0), plan.matrix(instance)[order])
+    assert [t.get_text() for t in heat.get_yticklabels()] == [arrays.job_ids[i] for i in order]
+    widths = np.array([patch.get_width() for patch in bars.patches])
+    np.testing.assert_allclose(np.nan_to_num(widths), np.where(speedup[order] > 0, speedup[order], 0.0))
+    assert any(line.get_xdata()[0] == 1.0 for line in bars.get_lines())  # the isolated share marked
+    assert (speedup < 1).sum() > 0 and "isolated" in bars.get_xlabel()
+    assert f"{int((speedup < 1 - 1e-6).sum())} of 64 jobs below it" in bars.get_xlabel()
+    assert "speed-up over the isolated share" in heat.get_ylabel()
     colorbar = [a for a in figure.axes if a.get_label() == "<colorbar>"]
     assert colorbar and "share" in (colorbar[0].get_xlabel() + colorbar[0].get_ylabel())
     width, height = figure.get_size_inches()
     assert 8 <= width <= 16 and 4 <= height <= 16
+
+
+def test_max_min_fairness_rows_follow_its_metric():
+    instance = load_instance(ROOT / "examples" / "allocation-64-jobs.json")
+    plan = fleetplan.solve(instance, "max-min-fairness").plan
+    figure = plot_allocation(instance, plan)
+    assert "weighted normalized throughput" in figure.axes[0].get_ylabel()
+
+
+@pytest.mark.parametrize("kind", ["reservation", "binpack"])
+def test_every_kind_has_a_picture(kind, tmp_path):
+    from fleetplan.cli import main
+
+    example = ROOT / "examples" / f"{kind}-small.json"
+    plan = tmp_path / "plan.json"
+    assert main(["solve", str(example), "-o", str(plan)]) == 0
+    out = tmp_path / f"{kind}.png"
+    assert main(["plot", str(example), str(plan), "-o", str(out)]) == 0
+    assert out.read_bytes()[:8] == PNG
+    figure = plot_plan(load_instance(example), fleetplan.load_plan(plan))
+    titles = " ".join(axis.get_title() for axis in figure.axes)
+    if kind == "reservation":
+        assert "worst fault domain removed" in titles and "buffer" in titles
+        first = figure.axes[0]
+        requests = [c for c in first.collections if c.get_label() == "request"]
+        assert requests  # the request marked on every row
+    else:
+        assert "before and after" in titles and "placed" in titles
 
 
 def test_large_allocation_drops_row_labels_and_keeps_its_size():
@@ -72,7 +108,9 @@ def test_pair_time_counts_in_the_heatmap():
     expected = plan.matrix(instance).copy()
     np.add.at(expected, pair_jobs[:, 0], pair_matrix)
     np.add.at(expected, pair_jobs[:, 1], pair_matrix)
-    np.testing.assert_allclose(shown, expected)
+    labels = [t.get_text() for t in figure.axes[0].get_yticklabels()]
+    order = [instance.arrays().job_ids.index(label) for label in labels]  # rows sorted by the policy
+    np.testing.assert_allclose(shown, expected[order])
     assert "space-sharing pairs" in figure.get_suptitle()
 
 

@@ -107,7 +107,7 @@ def _check_instance(kind: str, index: int) -> None:
     feasible_objectives: list[float] = []
     bounds: list[tuple[str, float]] = []
     sense = None
-    for spec in fleetplan.solvers(kind):
+    for spec in fleetplan.list_solvers(kind):
         result = fleetplan.solve(instance, spec.name, time_limit=TIME_LIMIT_S, seed=index)
         where = f"{kind} #{index} {params}{' confined' if confined else ''} / {spec.name}"
         assert result.status in ("optimal", "feasible", "time_limit", "infeasible", "error"), where

@@ -31,7 +31,7 @@ INSTANCES = {
 
 def _cases():
     for kind in sorted(INSTANCES):
-        for spec in fleetplan.solvers(kind):
+        for spec in fleetplan.list_solvers(kind):
             yield pytest.param(kind, spec.name, id=f"{kind}-{spec.name}")
 
 

@@ -262,7 +262,7 @@ FALSE_OPTIMA = [13, 28, 78, 120, 126, 133, 167]
 def test_bounds_below_every_feasible_plan_on_found_instances(index, presolve):
     instance = generate("reservation", _property_sampler(index), seed=index)
     feasible, bounds, optimal = [], [], []
-    for spec in fleetplan.solvers("reservation"):
+    for spec in fleetplan.list_solvers("reservation"):
         options = {"presolve": presolve} if spec.name == "mip-highs" else {}
         result = fleetplan.solve(instance, spec.name, time_limit=5, seed=index, **options)
         if result.plan is None:

@@ -235,3 +235,16 @@ def test_gavel_runs_other_policies_and_rejects_unknown_ones():
         sim.run("cluster", dict(scenario, policy="no-such-policy"), scheduler="gavel", seed=2)
     with pytest.raises(InstanceError, match="unknown scheduler"):
         sim.run("cluster", scenario, scheduler="round-robin", seed=2)
+
+
+def test_coinciding_jct_curves_stay_visible():
+    # Two schedulers that give every job the same JCT draw the same curve: each keeps its
+    # marker and dash, and the figure says they coincide (issue 24 §2).
+    from fleetplan.plotting.cluster import plot_jct_cdf
+    from fleetplan.sim.cluster import run_cluster
+
+    run = run_cluster({"jobs": 12}, "fifo", seed=1)
+    figure = plot_jct_cdf({"fifo": run, "fifo again": run})
+    lines = figure.axes[0].get_lines()
+    assert len({(line.get_marker(), line.get_linestyle(), line.get_color()) for line in lines}) == 2
+    assert any("coincide: fifo = fifo again" in text.get_text() for text in figure.axes[0].texts)

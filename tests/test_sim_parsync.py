@@ -262,7 +262,7 @@ def test_slot_quality_table_rows():
 
 
 def test_plots_write_pngs(tmp_path):
-    from fleetplan.sim.parsync.plots import plot_compare, plot_extra_slots, plot_run
+    from fleetplan.plotting.parsync import plot_compare, plot_extra_slots, plot_run
 
     scenario = small(phases=[0.5, 0.95], duration_s=4.0, drain_s=4.0)
     runs = {name: simulate(scenario, name, 0) for name in ("parsync-latency-first", "statesync-random")}
@@ -303,7 +303,7 @@ def test_figure4_groups_quality_first_surges_adaptive_bounds_group_a(tmp_path):
     assert qf["A/2"]["delay_median_s"] > tau
     assert ad["A/2"]["delay_median_s"] < 1.5 * tau   # the EMA reacts after the fact (§A.2)
     assert ad["A/2"]["quality"] < ad["B/2"]["quality"]
-    from fleetplan.sim.parsync.plots import plot_groups
+    from fleetplan.plotting.parsync import plot_groups
 
     png = plot_groups(adaptive, tmp_path / "fig4.png", schedulers_a=5, phases=3, duration_s=12.0)
     assert png.read_bytes()[:4] == b"\x89PNG"

@@ -20,7 +20,7 @@ def test_item6_command_line_runs_the_scenario_it_names(tmp_path, capsys):
     assert main([*ITEM6, "--partitions", "8", "--phases", "--json", "--out", str(out)]) == 0
     printed = json.loads(capsys.readouterr().out)
     saved = json.loads((out / "result.json").read_text())
-    assert (out / "plot.png").stat().st_size > 1000
+    assert (out / "parsync.png").stat().st_size > 1000
     assert printed["scheduler"] == saved["scheduler"] == "parsync-adaptive"
     # the same run from Python, with the fields the flags stand for
     scenario = Scenario(slots=2000, rate=400, schedulers=4, sync_gap_s=0.5, duration_s=5, tau_s=1.5,

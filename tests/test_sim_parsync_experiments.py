@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from fleetplan.benchmarks.experiments.parsync import main
 from fleetplan.sim.parsync import paper_scenario
-from fleetplan.sim.parsync.experiments import figure3_scenario, figure5_scenario, main
+from fleetplan.sim.parsync.experiments import figure3_scenario, figure5_scenario
 
 
 def test_paper_scale_scenarios_are_the_papers():

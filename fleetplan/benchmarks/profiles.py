@@ -135,7 +135,7 @@ def labels_in_order(runs: Sequence[Run]) -> list[str]:
 
 def wins(runs: Sequence[Run]) -> dict[str, int]:
     """Per solver, the problems it wins: it reaches the best objective found (ties within
-    1e-6 relative) and is the fastest of those that do."""
+    1e-6 relative; binpack: the best plan in the exact order) and is the fastest of those that do."""
     counts = dict.fromkeys(labels_in_order(runs), 0)
     by_problem: dict[tuple[str, str, str, str], list[Run]] = defaultdict(list)
     for run in runs:
@@ -143,6 +143,15 @@ def wins(runs: Sequence[Run]) -> dict[str, int]:
             by_problem[run.problem].append(run)
     for contenders in by_problem.values():
         sense = contenders[0].sense
+        if contenders[0].kind == "binpack":
+            # Ranked by the exact key (results.finalize): gap 0 marks the best plans; the float
+            # score ties plans that differ by preemptions (2.8147506e+14 vs 2.8147499e+14).
+            tied = [run for run in contenders if run.gap == 0.0]
+            if not tied:
+                continue
+            fastest = min(tied, key=lambda run: (run.wall_s if run.wall_s is not None else math.inf, run.label))
+            counts[fastest.label] += 1
+            continue
         best = (max if sense == "max" else min)(run.objective for run in contenders)
         tied = [run for run in contenders
                 if abs(run.objective - best) <= TIE_TOLERANCE * max(1.0, abs(best))]

@@ -124,7 +124,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
     # Writing the plan and judging it cost about what loading did; keep that back from the solver.
     reserve = min(load_s, (args.time_limit or 0) / 4)
     with progress_display(f"solving with {spec.name}", not args.json) as update:
-        result = fleetplan.solve(instance, spec.name, time_limit=time_left(args.time_limit, reserve),
+        # The limit counts from the command's start, less the reserve; the plan records the
+        # limit as given (not what was left after loading: plans then differ run to run).
+        result = fleetplan.solve(instance, spec.name, time_limit=args.time_limit, started=command_clock.started - reserve,
                                  seed=args.seed, threads=args.threads, progress=update, **options)
     phase("solve_s")
     if args.binding and result.success and not result.duals:
@@ -155,9 +157,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
             render_plan(stdout, instance, result.plan, result.evaluation, current)
         if result.evaluation is not None and current is not None:
             render_evaluations(stdout, {"today": current, "new plan": result.evaluation},
-                               "today's plan and the new plan")
+                               "today's plan and the new plan", explain=args.explain)
         elif result.evaluation is not None:
-            render_evaluations(stdout, {"value": result.evaluation}, "evaluation of the plan")
+            render_evaluations(stdout, {"value": result.evaluation}, "evaluation of the plan", explain=args.explain)
         if written:
             stdout.print(f"wrote plan to {args.output}", markup=False)
         elif not result.success:
@@ -181,7 +183,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print_json(data)
     else:
         render_plan(stdout, instance, plan, evaluation)
-        render_evaluations(stdout, {"value": evaluation}, f"{args.plan} on {args.file}")
+        render_evaluations(stdout, {"value": evaluation}, f"{args.plan} on {args.file}", explain=args.explain)
         render_capacity_at_limit(stdout, evaluation)
         if optimum is not None:
             stdout.print(f"at the {optimum.solver} optimum of this instance:", markup=False)
@@ -197,7 +199,7 @@ def _policy_optimum(instance: Any, plan: Any, args: argparse.Namespace) -> Any:
     if instance.kind != "allocation":
         raise CommandError("--binding: dual prices are offered for allocation plans")
     name = plan.policy.replace("_", "-")
-    known = {entry.name for entry in fleetplan.solvers("allocation")}
+    known = {entry.name for entry in fleetplan.list_solvers("allocation")}
     if name not in known:
         raise CommandError(f"--binding: no solver named after the plan's policy '{plan.policy}'")
     with working(f"solving {name} for its dual prices", not args.json):
@@ -227,7 +229,7 @@ def cmd_solvers(args: argparse.Namespace) -> int:
     if args.markdown:
         from fleetplan.solvers.options import markdown_table
 
-        specs = fleetplan.solvers(target)
+        specs = fleetplan.list_solvers(target)
         sys.stdout.write(OPTIONS_DOC_HEADER + markdown_table(
             [(spec.kind, spec.name, option) for spec in specs for option in spec.option_specs.values()]))
         return EXIT_OK
@@ -271,6 +273,40 @@ def _find_solver(name: str) -> dict[str, Any]:
         raise CommandError(f"solver '{solver}' exists for several kinds; name one: "
                            + ", ".join(f"{entry['kind']}/{entry['name']}" for entry in matches))
     return matches[0]
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    """``fleetplan metrics [KIND|SIMULATOR]``: what each metric means, its unit and direction."""
+    from fleetplan.instances import glossary
+
+    if args.markdown:
+        sys.stdout.write(glossary.markdown())
+        return EXIT_OK
+    scopes = glossary.SCOPES if args.scope is None else (args.scope,)
+    if args.scope is not None and args.scope not in glossary.SCOPES:
+        raise CommandError(f"'{args.scope}' is neither a problem kind nor a simulator "
+                           f"(known: {', '.join(glossary.SCOPES)})")
+    rows = [{"scope": scope, "name": entry.name, "role": entry.role, "unit": entry.unit, "better": entry.better,
+             "relative": entry.relative, "meaning": entry.meaning}
+            for scope in scopes for entry in glossary.entries(scope)]
+    if args.json:
+        print_json(rows)
+        return EXIT_OK
+    from rich.table import Table
+
+    for scope in scopes:
+        table = Table(title=f"{scope}: what its numbers mean", header_style="bold", title_justify="left")
+        for column in ("name", "unit", "better", "meaning"):
+            table.add_column(column, overflow="fold", no_wrap=column == "name", ratio=1 if column == "meaning" else None)
+        role = None
+        for row in (row for row in rows if row["scope"] == scope):
+            if row["role"] != role:
+                role = row["role"]
+                table.add_row(f"[bold]{glossary.ROLES[role]}[/]", "", "", "")
+            table.add_row(row["name"], row["unit"], row["better"] or "-",
+                          row["meaning"] + (" (relative to the instance)" if row["relative"] else ""))
+        stdout.print(table)
+    return EXIT_OK
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -361,6 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                        help="a solver option (repeatable)")
     solve.add_argument("-o", "--output", default=None, help="plan file to write")
+    solve.add_argument("--explain", action="store_true",
+                       help="add each metric's meaning, unit and better direction under its row")
     solve.add_argument("--binding", action="store_true",
                        help="where the solver gives no LP duals, estimate what binds by re-solving with one "
                             "unit more of each capacity (allocation: a GPU; reservation: a rack of servers)")
@@ -368,6 +406,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = add("evaluate", "judge a plan against its instance")
     evaluate.add_argument("file", help="the instance")
     evaluate.add_argument("plan", help="the plan (a `fleetplan solve -o` output)")
+    evaluate.add_argument("--explain", action="store_true",
+                          help="add each metric's meaning, unit and better direction under its row")
     evaluate.add_argument("--binding", action="store_true",
                           help="allocation: also solve the plan's policy and show its dual prices "
                                "(what one more GPU of each type gains)")
@@ -377,6 +417,12 @@ def build_parser() -> argparse.ArgumentParser:
                          help=f"a kind ({kinds}) to list its solvers, or a solver name to show its options")
     solvers.add_argument("--markdown", action="store_true",
                          help="every option of every solver as a Markdown table (docs/solver-options.md)")
+
+    metrics = add("metrics", "what each metric means: its unit and which direction is better",
+                  epilog="docs/metrics.md is this list for every kind and simulator")
+    metrics.add_argument("scope", nargs="?", default=None, metavar="KIND|SIMULATOR",
+                         help=f"a kind ({kinds}) or a simulator (cluster, mast, parsync); default: all")
+    metrics.add_argument("--markdown", action="store_true", help="every entry as Markdown (docs/metrics.md)")
 
     schema = add("schema", "print the JSON Schema of a kind's instance (or plan) files")
     schema.add_argument("kind", help=f"problem kind: {kinds}")
@@ -397,7 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 HANDLERS = {
     "validate": cmd_validate, "solve": cmd_solve, "evaluate": cmd_evaluate,
-    "solvers": cmd_solvers, "schema": cmd_schema, "demo": cmd_demo,
+    "solvers": cmd_solvers, "schema": cmd_schema, "demo": cmd_demo, "metrics": cmd_metrics,
 }
 
 

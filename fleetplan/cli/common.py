@@ -24,7 +24,7 @@ stdout = make_console()
 stderr = make_console(stderr=True)
 
 
-class CommandError(Exception):
+class CommandError(ValueError):
     """A usage problem found by the command itself (exit code 2)."""
 
 

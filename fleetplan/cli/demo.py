@@ -35,9 +35,13 @@ DEMO_METRICS: dict[str, dict[str, str]] = {
         "collocation_rate": "colloc.",
         "bytes_moved": "moved",
     },
+    # binpack's objective is an encoded score (2.8147506e+14 against 2.8147499e+14 to four
+    # digits looks equal): the demo shows what it encodes instead.
     "binpack": {
         "placed_workloads": "placed",
-        "preempted_jobs": "preempted",
+        "unplaced_workloads": "waiting",
+        "preempted_by_priority": "preempted (priority: jobs)",
+        "preempted_youth": "youth",
         "machines_used": "machines",
         "racks_used": "racks",
     },
@@ -76,12 +80,17 @@ def run_demo(examples: Path, console: Console, json_output: bool = False) -> int
         for name in names:
             result = fleetplan.solve(instance, name, time_limit=DEMO_TIME_LIMIT_S, seed=0)
             evaluation = result.evaluation
-            rows.setdefault(instance.kind, []).append({
+            row = {
                 "example": path.name, "solver": name, "status": result.status,
                 "objective": result.objective, "wall_s": result.wall_s,
                 "violations": len(evaluation.violations) if evaluation else None,
                 **{m: evaluation.metrics.get(m) for m in DEMO_METRICS.get(instance.kind, {}) if evaluation},
-            })
+            }
+            if instance.kind == "binpack" and evaluation is not None:
+                from fleetplan.instances.binpack.evaluate import preemptions_by_priority
+
+                row["preempted_by_priority"] = preemptions_by_priority(evaluation.metrics)
+            rows.setdefault(instance.kind, []).append(row)
     sizing = _sizing_answer(examples)
     if json_output:
         sys.stdout.write(json.dumps({**rows, "sizing": [sizing] if sizing else []}, indent=1) + "\n")
@@ -135,16 +144,20 @@ def _print_example(console: Console, kind: str, example: str, rows: list[dict]) 
 
     table = Table(title=f"{kind}: {example}", header_style="bold", title_justify="left",
                   box=box.SIMPLE_HEAD, pad_edge=False)
-    headings = {"solver": "solver", "status": "status", "objective": "objective",
+    headings = {"solver": "solver", "status": "status", **({} if kind == "binpack" else {"objective": "objective"}),
                 **DEMO_METRICS.get(kind, {}), "violations": "viol.", "wall_s": "wall"}
+    text_columns = ("solver", "status", "violations", "preempted_by_priority")
     for column, heading in headings.items():
         table.add_column(heading, justify="left" if column in ("solver", "status") else "right",
                          no_wrap=column in ("solver", "status"), overflow="fold",
                          min_width=max(len(heading), 8 if column == "wall_s" else 0))
     for row in rows:
-        table.add_row(*[_cell(row.get(column)) if column in ("solver", "status", "violations")
-                        else fmt_measure(column, row.get(column), 4) for column in headings])
+        table.add_row(*[_cell(row.get(column)) if column in text_columns
+                        else fmt_measure(column, row.get(column), 4, kind) for column in headings])
     console.print(table)
+    if kind == "binpack":
+        console.print("  (binpack plans rank by workloads placed, then preemptions from priority 0 down, then youth; "
+                      "`fleetplan metrics binpack` says what the objective's float score is)", style="dim")
 
 
 def _cell(value: object) -> str:

@@ -285,11 +285,17 @@ def render_comparison(console: Any, table: Any) -> None:
     for label in table.columns[1:]:
         view.add_column(f"change ({label})", justify="right")
     for row in table.rows:
-        cells = [fmt_measure(row["metric"], value) for value in row["values"]]
-        for change, word in zip(row["changes"], row["verdicts"], strict=True):
-            text = "-" if change is None else ("same" if word == "same" else fmt_measure(row["metric"], change))
+        cells = [fmt_measure(row["metric"], value, scope=table.kind) for value in row["values"]]
+        texts = row.get("change_texts") or [None] * len(row["changes"])
+        for change, word, exact in zip(row["changes"], row["verdicts"], texts, strict=True):
+            text = "-" if change is None else ("same" if word == "same" else fmt_measure(row["metric"], change,
+                                                                                        scope=table.kind))
+            if exact is not None and word != "same":  # binpack: the exact order's difference
+                text = exact
+            elif word != "same" and change is not None and change > 0:
+                text = f"+{text}"
             if word in ("better", "worse"):
-                text = f"{'+' if change > 0 else ''}{text} [{'green' if word == 'better' else 'red'}]{word}[/]"
+                text = f"{text} [{'green' if word == 'better' else 'red'}]{word}[/]"
             cells.append(text)
         view.add_row(row["metric"], row["unit"], *cells)
     console.print(view)

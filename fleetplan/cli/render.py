@@ -36,52 +36,48 @@ def fmt(value: float | None, digits: int = 6) -> str:
 
 
 def fmt_bytes(value: float) -> str:
-    for unit, size in (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(value) >= size:
-            return f"{value / size:.3g} {unit}"
-    return f"{value:.3g} B"
+    from fleetplan.instances.glossary import fmt_bytes as glossary_bytes
+
+    return glossary_bytes(value)
 
 
 def fmt_seconds(value: float) -> str:
-    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0), ("s", 1.0)):
-        if abs(value) >= size:
-            return f"{value / size:.3g} {unit}"
-    return f"{value * 1000:.3g} ms" if value else "0 s"
+    from fleetplan.instances.glossary import fmt_duration
+
+    return fmt_duration(value)
 
 
-def fmt_measure(name: str, value: float | None, digits: int = 6) -> str:
-    """A metric by its name's unit: ``*bytes*`` in bytes, ``*_s``/``*seconds*`` in time, ``*rate``
-    and ``*share`` as percentages."""
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "-" if value is None else str(value)
-    if "bytes" in name:
-        return fmt_bytes(value)
-    if name.endswith("_s") or "seconds" in name:
-        return fmt_seconds(value)
-    if _is_fraction(name):
-        return f"{100 * value:.2f}%"
-    return fmt(value, digits)
+def fmt_measure(name: str, value: float | None, digits: int = 6, scope: str | None = None) -> str:
+    """A metric in its unit's one format, from the glossary (:func:`fleetplan.instances.glossary.format_value`):
+    a fraction always as a percentage, bytes as GB/TB, seconds as a readable duration — never
+    chosen by the value (1.0957 and 0.6794 of one metric print alike)."""
+    from fleetplan.instances.glossary import format_value
 
-
-def _is_fraction(name: str) -> bool:
-    """A metric shown as a percentage: by its unit in the glossary (or a ``*_rate`` /
-    ``*_share`` name), never by its value — 1.0957 and 0.6794 of one metric print alike."""
-    from fleetplan.instances.glossary import describe
-
-    entry = describe(name)
-    if entry is not None:
-        return entry.unit == "fraction"
-    return name.endswith(("_rate", "_share"))
+    return format_value(name, value, digits, scope)
 
 
 # --- verdicts ---------------------------------------------------------------------------
 
-def render_evaluations(console: Console, columns: dict[str, Evaluation], title: str) -> None:
+# Each kind's metrics a reader needs first, above the objective (binpack's objective is an
+# encoded score: what it encodes leads).
+LEAD_METRICS: dict[str, tuple[str, ...]] = {
+    "binpack": ("placed_workloads", "unplaced_workloads", "preempted_jobs",
+                *(f"preempted_count_p{p}" for p in range(7)), "preempted_youth"),
+}
+
+
+def render_evaluations(console: Console, columns: dict[str, Evaluation], title: str,
+                       explain: bool = False) -> None:
     """One or more verdicts side by side (e.g. today's plan and the new one): objective, terms,
-    metrics and violation counts; with two columns, the change and whether it is better.
-    Then the last column's violations, one line each."""
+    metrics and violation counts, each in its unit's format (:mod:`fleetplan.instances.glossary`);
+    with two columns, the change and whether it is better. ``explain`` adds each row's meaning,
+    unit and better direction beneath it. Then the alerts (a value past its glossary
+    threshold) and the last column's violations, one line each."""
+    from fleetplan.instances.glossary import describe
+
     verdicts = list(columns.values())
     last = verdicts[-1]
+    scope = last.kind
     compare = len(verdicts) == 2
     table = Table(title=title, show_header=True, header_style="bold")
     table.add_column("measure", overflow="fold")
@@ -89,40 +85,99 @@ def render_evaluations(console: Console, columns: dict[str, Evaluation], title: 
         table.add_column(heading, justify="right")
     if compare:
         table.add_column("change", justify="right")
+    alerts: list[str] = []
 
-    def row(label: str, name: str, values: list[float | None], lower_is_better: bool | None) -> None:
-        cells = [fmt_measure(name, value, 8) for value in values]
+    def row(label: str, name: str, values: list[float | None], better: str | None,
+            change: str | None = None) -> None:
+        entry = describe(name, scope)
+        cells = [fmt_measure(name, value, 8, scope) for value in values]
+        note = entry.alerts(values[-1]) if entry is not None else None
+        if note:
+            cells[-1] += " [yellow]![/]"
+            alerts.append(f"{name} {fmt_measure(name, values[-1], 6, scope)}: {note}")
         if compare:
-            cells.append(_change(name, values[0], values[1], lower_is_better))
+            cells.append(change if change is not None else _change(name, values[0], values[1], better, scope))
         table.add_row(label, *cells)
+        if explain:
+            table.add_row(f"[dim]  {explanation(name, scope)}[/]", *[""] * (len(cells)))
 
+    lead = [name for name in LEAD_METRICS.get(scope, ()) if name in last.metrics
+            and (not name.startswith("preempted_count_p") or any(e.metrics.get(name) for e in verdicts))]
+    for name in lead:
+        label = f"  of priority {name[-1]}" if name.startswith("preempted_count_p") else name
+        row(label, name, [e.metrics.get(name) for e in verdicts], _better(name, scope))
     minimise = last.sense == "min"
-    row("objective" + (" (minimize)" if minimise else " (maximize)"), "objective",
-        [e.objective for e in verdicts], minimise)
+    sense = "minimize" if minimise else "maximize"
+    if scope == "binpack":
+        row(f"objective: RMS score ({sense}; see below)", "objective", [e.objective for e in verdicts],
+            "lower", _binpack_change(verdicts) if compare else None)
+    else:
+        row(f"objective ({sense})", "objective", [e.objective for e in verdicts], "lower" if minimise else "higher")
     for name in last.terms:
-        row(f"  term {name}", name, [e.terms.get(name) for e in verdicts], minimise)
+        row(f"  term {name}", name, [e.terms.get(name) for e in verdicts], "lower" if minimise else "higher")
     for name in last.metrics:
-        row(name, name, [e.metrics.get(name) for e in verdicts], None)
+        if name not in lead and not name.startswith("preempted_count_p"):
+            row(name, name, [e.metrics.get(name) for e in verdicts], _better(name, scope))
     counts: list[float | None] = [float(len(e.violations)) for e in verdicts]
-    row("violations", "violations", counts, True)
+    row("violations", "violations", counts, "lower")
     console.print(table)
+    if scope == "binpack":
+        from fleetplan.instances.binpack.evaluate import SCORE_NOTE
+
+        console.print(f"objective: {SCORE_NOTE}", markup=False, style="dim")
+    if scope == "placement" and "moves_listed" in last.metrics and \
+            last.metrics["moves_listed"] != last.metrics.get("tables_moved"):
+        console.print(f"tables_moved counts tables whose home differs from today's; moves_listed "
+                      f"({last.metrics['moves_listed']:.0f}) counts the plan's moves in order, where a table can "
+                      "move twice or move back", markup=False, style="dim")
+    for line in alerts:
+        console.print(f"[yellow]![/] {line}", highlight=False)
     for violation in last.violations[:20]:
         console.print(f"  violation {violation.constraint} at {violation.where}: "
                       f"{violation.amount:.6g} {violation.message}", markup=False)
 
 
-def _change(name: str, before: float | None, after: float | None, lower_is_better: bool | None) -> str:
+def explanation(name: str, scope: str | None = None) -> str:
+    """``meaning (unit; higher is better)`` of a metric, for ``--explain``."""
+    from fleetplan.instances.glossary import describe
+
+    entry = describe(name, scope)
+    if entry is None:
+        return "(no glossary entry)"
+    parts = [entry.unit] + ([f"{entry.better} is better"] if entry.better else [])
+    parts += ["relative to this instance"] if entry.relative else []
+    return f"{entry.meaning} ({'; '.join(parts)})"
+
+
+def _better(name: str, scope: str | None) -> str | None:
+    from fleetplan.instances.glossary import better_direction
+
+    return better_direction(name, scope)
+
+
+def _binpack_change(verdicts: list[Evaluation]) -> str:
+    """The change of two binpack plans in the exact order (the float score cannot say it)."""
+    from fleetplan.instances.binpack.evaluate import key_difference, score_key
+
+    text, word = key_difference(score_key(verdicts[0]), score_key(verdicts[1]))
+    if word == "same":
+        return "same"
+    return f"{text} [green]better[/]" if word == "better" else f"{text} [red]worse[/]"
+
+
+def _change(name: str, before: float | None, after: float | None, better: str | None,
+            scope: str | None = None) -> str:
     if before is None or after is None or not (math.isfinite(before) and math.isfinite(after)):
         return "-"
     delta = after - before
     if abs(delta) <= 1e-12 * max(1.0, abs(before)):
         return "same"
-    text = fmt_measure(name, delta, 4)
+    text = fmt_measure(name, delta, 4, scope)
     text = text if text.startswith("-") else "+" + text
-    if lower_is_better is None:
+    if better is None:
         return text
-    better = (delta < 0) == lower_is_better
-    return f"{text} [green]better[/]" if better else f"{text} [red]worse[/]"
+    improved = (delta < 0) == (better == "lower")
+    return f"{text} [green]better[/]" if improved else f"{text} [red]worse[/]"
 
 
 def render_result(console: Console, result: Any) -> None:
@@ -132,6 +187,14 @@ def render_result(console: Console, result: Any) -> None:
     table.add_row(result.status, fmt(result.objective, 8), fmt(result.bound, 8),
                   fmt(result.gap, 3), fmt_seconds(result.wall_s))
     console.print(table)
+    if result.kind == "binpack" and result.evaluation is not None:
+        from fleetplan.instances.binpack.evaluate import preemptions_by_priority
+
+        metrics = result.evaluation.metrics
+        placed, waiting = metrics.get("placed_workloads", 0), metrics.get("unplaced_workloads", 0)
+        console.print(f"placed {placed:.0f} of {placed + waiting:.0f} workloads; preempted "
+                      f"{metrics.get('preempted_jobs', 0):.0f} running jobs (by priority, 0 highest: "
+                      f"{preemptions_by_priority(metrics)})", markup=False)
     if result.message:
         console.print(result.message, markup=False)
     render_binding(console, result)
@@ -246,7 +309,8 @@ def _render_placement(console: Console, plan: Any) -> None:
     if not moves:
         console.print("no table moved")
         return
-    table = Table(title=f"largest moves ({len(moves)} of {len(plan.moves)})", header_style="bold")
+    table = Table(title=f"largest moves ({len(moves)} of {len(plan.moves)})", header_style="bold",
+                  caption="gain: the objective's fall when the move is applied after the ones before it")
     for column in ("table", "from", "to", "size", "gain"):
         table.add_column(column, justify="left" if column in ("table", "from", "to") else "right",
                          overflow="fold")

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 RESULT_FILE = "result.json"
-PLOT_FILE = "plot.png"
 
 
 def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
@@ -50,6 +49,8 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     simulate.add_argument("--time-limit", type=_seconds, default=None, metavar="S",
                           help="seconds for the whole command; a simulation not finished by then "
                                "gives no result: exit code 1 and nothing written")
+    simulate.add_argument("--explain", action="store_true",
+                          help="add each metric's meaning, unit and better direction under its row")
     simulate.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     simulate.set_defaults(handler=None, takes_extra=True)
     return simulate
@@ -190,15 +191,12 @@ def _write_out_dir(spec: Any, result: Any, data: dict[str, Any], path: str) -> l
     """DIR/result.json and the simulator's figures, made whole at the end."""
     from fleetplan.cli.common import write_json
     from fleetplan.instances.outputs import building_folder
+    from fleetplan.plotting import simulation_figures
 
     with building_folder(path) as building:
         write_json(str(building / RESULT_FILE), data)
         names = [RESULT_FILE]
-        if spec.plots is not None:
-            names += [os.path.relpath(file, building) for file in spec.plots(result, str(building))]
-        elif spec.plot is not None:
-            spec.plot(result, str(building / PLOT_FILE))
-            names.append(PLOT_FILE)
+        names += [os.path.relpath(file, building) for file in simulation_figures(result, str(building))]
     return [str(Path(path) / name) for name in names]
 
 
@@ -215,7 +213,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         working,
         write_json,
     )
-    from fleetplan.cli.render import fmt_measure
+    from fleetplan.cli.render import explanation, fmt_measure
+    from fleetplan.instances.glossary import describe
 
     if args.list_simulators and args.name is not None:
         raise CommandError(f"--list takes no simulator name (got '{args.name}')")
@@ -228,8 +227,6 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     if spec.flags is not None:
         scenario, scheduler = spec.flags(scenario, scheduler)
     check_outputs(args, scenario_inputs(scenario))
-    if args.plot and spec.plot is None:
-        raise CommandError(f"--plot: simulator '{spec.name}' draws no plot")
     title = f"simulating {spec.name} / {scheduler or spec.schedulers[0]}"
     reached: list[tuple[float, float]] = []
     try:
@@ -250,7 +247,9 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         write_json(args.output, data)
         written.append(args.output)
     if args.plot:
-        spec.plot(result, args.plot)
+        from fleetplan.plotting import plot_simulation
+
+        plot_simulation(result, args.plot)
         written.append(args.plot)
     if args.out:  # last: a failure before it leaves no DIR
         written += _write_out_dir(spec, result, data, args.out)
@@ -264,11 +263,20 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     stdout.print(f"[bold]{spec.name} / {result.scheduler}[/] (seed {result.seed}): {result.events} events, "
                  f"{fmt_measure('sim_time_s', result.sim_time)} simulated in {fmt_measure('wall_s', result.wall_s)}")
     table = Table(header_style="bold")
-    table.add_column("metric")
+    table.add_column("metric", overflow="fold")
     table.add_column("value", justify="right")
+    alerts = []
     for name, value in result.metrics.items():
-        table.add_row(name, fmt_measure(name, value))
+        entry = describe(name, spec.name)
+        note = entry.alerts(value) if entry is not None else None
+        table.add_row(name, fmt_measure(name, value, scope=spec.name) + (" [yellow]![/]" if note else ""))
+        if note:
+            alerts.append(f"{name} {fmt_measure(name, value, scope=spec.name)}: {note}")
+        if args.explain:
+            table.add_row(f"[dim]  {explanation(name, spec.name)}[/]", "")
     stdout.print(table)
+    for line in alerts:
+        stdout.print(f"[yellow]![/] {line}", highlight=False)
     if result.message:
         stdout.print(result.message, markup=False)
     for path in written:

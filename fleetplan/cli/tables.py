@@ -103,7 +103,8 @@ def add_arguments(subparsers: Any) -> None:
     export.set_defaults(handler=handle_export)
 
     plot = subparsers.add_parser(
-        "plot", help="draw a plan: allocation heatmap, or placement demand/supply and storage per region",
+        "plot", help="draw a plan: allocation heatmap, placement demand/supply and storage per region, "
+                     "reservation guarantees and buffer, binpack GPUs per cluster and workloads",
         description="Draw a plan: for allocation a heatmap of X (job x GPU type) beside each job's "
                     "effective throughput; for placement each region's GPU demand and supply and "
                     "its storage, today and under the plan.")
@@ -169,19 +170,27 @@ def handle_import_placement(args: argparse.Namespace) -> int:
     from fleetplan.instances.placement.frames import from_frames
 
     _check_output(args.output, inputs=(args.tables, args.jobs, args.regions, args.settings))
-    name = args.name
-    if name is None and args.settings is None:
-        name = Path(args.output).stem
     instance = from_frames(tables=args.tables, jobs=args.jobs, regions=args.regions,
-                           settings=args.settings, name=name)
+                           settings=args.settings, name=args.name, default_name=Path(args.output).stem)
     _as_loaded(instance, args.tables)
     fleetplan.save(instance, args.output)
     arrays = instance.arrays()
     _report(args, {"output": args.output, "kind": "placement", "regions": arrays.num_regions,
                    "tables": arrays.num_tables, "jobs": arrays.num_jobs},
             f"wrote placement instance '{instance.name}' ({arrays.num_regions} regions, "
-            f"{arrays.num_tables} tables, {arrays.num_jobs} jobs) to {args.output}")
+            f"{arrays.num_tables} tables, {arrays.num_jobs} jobs) to {args.output}; traffic weight w1 "
+            f"{instance.weights.traffic:.4g} per byte ({_traffic_source(instance)})")
     return 0
+
+
+def _traffic_source(instance: Any) -> str:
+    """Where w1 came from: the settings, or the normalisation generated instances have."""
+    from fleetplan.instances.placement.frames import traffic_weight
+
+    arrays = instance.arrays()
+    if instance.weights.traffic == traffic_weight(list(arrays.table_size), [arrays.job_tables.tolist()]):
+        return "normalised as generated instances are: 1 / bytes the jobs read; settings weights.traffic overrides"
+    return "from the settings"
 
 
 def handle_import_plan(args: argparse.Namespace) -> int:

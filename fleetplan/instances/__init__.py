@@ -198,9 +198,14 @@ def _require_schema_version(data: dict[str, Any], source: str) -> None:
                                               "version 1 files)", source)
 
 
-def save(obj: BaseModel, path: str | os.PathLike[str]) -> None:
+def save(obj: BaseModel | dict[str, Any], path: str | os.PathLike[str]) -> None:
     """Save an instance, plan or evaluation as JSON, atomically (a missing parent folder is
-    created; see :mod:`fleetplan.instances.outputs` for devices, FIFOs and symlinks)."""
+    created; see :mod:`fleetplan.instances.outputs` for devices, FIFOs and symlinks). A plain
+    dict is validated first, as the instance or plan of the kind it names."""
+    if isinstance(obj, dict):
+        spec = _kind_of(obj, "object")
+        plan = _looks_like(spec.plan_type, spec.instance_type, obj)
+        obj = as_plan(obj, "object") if plan else as_instance(obj, "object")
     parent = Path(path).parent
     if not parent.exists() and not Path(path).is_symlink():
         try:
@@ -216,14 +221,44 @@ def schema(kind: str, plan: bool = False) -> dict[str, Any]:
     return (spec.plan_type if plan else spec.instance_type).model_json_schema()
 
 
-def evaluate_current(instance: InstanceBase) -> Evaluation | None:
+def as_instance(instance: InstanceBase | dict[str, Any], source: str = "instance") -> InstanceBase:
+    """An instance model as it is, or a plain dict in the instance file's layout validated into
+    one: what every public function taking an instance accepts (as :func:`fleetplan.solve` does)."""
+    if isinstance(instance, InstanceBase):
+        return instance
+    if isinstance(instance, dict):
+        return instance_from_data(instance, source)
+    raise InstanceError(source, f"expected an instance (a model from load_instance or generate, or a dict in the "
+                                f"instance file's layout), got {type(instance).__name__}")
+
+
+def as_plan(plan: PlanBase | dict[str, Any], source: str = "plan") -> PlanBase:
+    """A plan model as it is, or a plain dict in the plan file's layout (or a ``solve --json``
+    output, whose ``plan`` field is the plan) validated into one."""
+    if isinstance(plan, PlanBase):
+        return plan
+    if isinstance(plan, dict):
+        if isinstance(plan.get("plan"), dict) and "solver" in plan:
+            plan = plan["plan"]
+        return validate_model(_kind_of(plan, source).plan_type, plan, source)
+    raise InstanceError(source, f"expected a plan (a model from solve or load_plan, or a dict in the plan file's "
+                                f"layout), got {type(plan).__name__}")
+
+
+def evaluate_current(instance: InstanceBase | dict[str, Any]) -> Evaluation | None:
     """The judge's verdict on today's plan, for kinds whose instances carry one; else None."""
+    instance = as_instance(instance)
     current_plan = get_kind(instance.kind).current_plan
     return None if current_plan is None else evaluate(instance, current_plan(instance))
 
 
-def evaluate(instance: InstanceBase, plan: PlanBase) -> Evaluation:
-    """The one judge of a plan: objective and its terms, violations, metrics."""
+def evaluate(instance: InstanceBase | dict[str, Any], plan: PlanBase | dict[str, Any]) -> Evaluation:
+    """The one judge of a plan: objective and its terms, violations, metrics.
+
+    ``instance`` and ``plan`` are models or plain dicts in their files' layouts (what
+    :func:`fleetplan.solve` accepts); a bad dict raises :class:`InstanceError` naming the path.
+    """
+    instance, plan = as_instance(instance), as_plan(plan)
     if plan.kind != instance.kind:
         raise InstanceError("kind", f"a {plan.kind} plan cannot be judged against a {instance.kind} instance")
     return get_kind(instance.kind).evaluate(instance, plan)
@@ -243,6 +278,6 @@ def generate(kind: str, params: dict[str, Any] | BaseModel | None = None, seed: 
 
 __all__ = [
     "KINDS", "Evaluation", "InstanceBase", "InstanceError", "PlanBase", "ProblemKind", "Violation",
-    "evaluate", "evaluate_current", "generate", "get_kind", "instance_from_data", "load_instance", "load_plan",
+    "as_instance", "as_plan", "evaluate", "evaluate_current", "generate", "get_kind", "instance_from_data", "load_instance", "load_plan",
     "parse_json_text", "save", "schema",
 ]

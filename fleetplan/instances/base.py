@@ -79,6 +79,12 @@ def _from_validation_error(error: ValidationError, source: str | None) -> Instan
     for item in items[:MAX_ERRORS]:
         loc = [p for p in item["loc"] if not _is_tag(p)]
         reason = item["msg"]
+        raised = (item.get("ctx") or {}).get("error")
+        if isinstance(raised, InstanceError):
+            # A validator's own InstanceError (a ValueError, so pydantic collected it): its
+            # path and reason as the validator wrote them, and any further errors it carries.
+            found += [(raised.path, raised.reason), *raised.more]
+            continue
         if item["type"] == "missing":
             reason = "required field is missing"
         elif item["type"] == "extra_forbidden":
@@ -105,6 +111,18 @@ class StrictModel(BaseModel):
     """Base of every file schema: unknown fields, NaN and infinity are errors."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_assignment=False)
+
+    @classmethod
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Any:
+        """pydantic's ``model_validate``; a failure in which a validator raised an
+        :class:`InstanceError` is that error (with any others found), not a ValidationError:
+        :class:`InstanceError` is a ValueError, which pydantic collects from validators."""
+        try:
+            return super().model_validate(obj, *args, **kwargs)
+        except ValidationError as error:
+            if any(isinstance((item.get("ctx") or {}).get("error"), InstanceError) for item in error.errors()):
+                raise _from_validation_error(error, None) from None
+            raise
 
 
 def _not_a_boolean(value: Any) -> Any:

@@ -1,10 +1,13 @@
-"""Tables in and out, for any kind: a plan as a table and back, an instance as its tables.
+"""The user's entry points for tables, whatever the kind: :func:`from_frames` (tables -> an
+instance), :func:`to_frame` / :func:`plan_to_frame` (a plan -> one table) and back
+(:func:`plan_from_frame`), :func:`to_frames` (an instance -> its tables). They dispatch on the
+kind to its own module (:mod:`fleetplan.instances.allocation.frames`,
+:mod:`fleetplan.instances.placement.frames`), which holds the column layouts
+(``docs/data-in-out.md``).
 
-Each kind has a module turning tables into its instance and its plans into tables
-(:mod:`fleetplan.instances.allocation.frames`, :mod:`fleetplan.instances.placement.frames`),
-built on the shared readers and writers of :mod:`fleetplan.instances.tables` (re-exported here:
-:func:`read_table`, :func:`write_table`, :func:`table_format`). The column layouts are
-documented in ``docs/data-in-out.md``.
+The machinery those modules share — reading a CSV/Parquet file or DataFrame cell by cell with
+errors that name the row and column, writing atomically — is :mod:`fleetplan.instances.tables`
+(re-exported here: :func:`read_table`, :func:`write_table`, :func:`table_format`).
 """
 
 from __future__ import annotations
@@ -41,18 +44,56 @@ def _kind_module(kind: str) -> Any:
                                 "(known: allocation, placement)")
 
 
-def plan_to_frame(instance: InstanceBase, plan: PlanBase) -> pd.DataFrame:
+def from_frames(kind: str, /, **tables: Any) -> InstanceBase:
+    """An instance of ``kind`` from its tables, each a DataFrame or a ``.csv``/``.parquet`` path
+    (``fleetplan.from_frames("allocation", jobs=..., cluster=...)``; the tables each kind reads
+    are in ``docs/data-in-out.md``). Raises :class:`InstanceError` naming the table, row and
+    column of a bad cell."""
+    import inspect
+
+    reader = _kind_module(kind).from_frames
+    known = [name for name in inspect.signature(reader).parameters]
+    unknown = sorted(set(tables) - set(known))
+    if unknown:
+        raise InstanceError(unknown[0], f"not a table or setting of the {kind} kind (known: {', '.join(known)})")
+    missing = [name for name, parameter in inspect.signature(reader).parameters.items()
+               if parameter.default is inspect.Parameter.empty and name not in tables]
+    if missing:
+        raise InstanceError(missing[0], f"the {kind} kind needs this table")
+    return reader(**tables)
+
+
+def to_frame(instance: InstanceBase | dict[str, Any], plan: PlanBase | dict[str, Any]) -> pd.DataFrame:
+    """A plan as one table (the top-level name of :func:`plan_to_frame`)."""
+    return plan_to_frame(instance, plan)
+
+
+def to_frames(instance: InstanceBase | dict[str, Any]) -> dict[str, Any]:
+    """An instance as its tables (the top-level name of :func:`instance_to_frames`)."""
+    return instance_to_frames(instance)
+
+
+def plan_to_frame(instance: InstanceBase | dict[str, Any], plan: PlanBase | dict[str, Any]) -> pd.DataFrame:
     """A plan as one table (the layout of its kind; see ``docs/data-in-out.md``)."""
+    from fleetplan.instances import as_instance, as_plan
+
+    instance, plan = as_instance(instance), as_plan(plan)
     if plan.kind != instance.kind:
         raise InstanceError("kind", f"a plan of kind '{plan.kind}' cannot go with an instance of kind '{instance.kind}'")
     return _kind_module(instance.kind).plan_to_frame(instance, plan)
 
 
-def plan_from_frame(instance: InstanceBase, source: Any) -> PlanBase:
+def plan_from_frame(instance: InstanceBase | dict[str, Any], source: Any) -> PlanBase:
     """Read a plan table (a DataFrame or a CSV/Parquet file) back into the kind's plan."""
+    from fleetplan.instances import as_instance
+
+    instance = as_instance(instance)
     return _kind_module(instance.kind).plan_from_frame(instance, source)
 
 
-def instance_to_frames(instance: InstanceBase) -> dict[str, Any]:
+def instance_to_frames(instance: InstanceBase | dict[str, Any]) -> dict[str, Any]:
     """An instance as its tables (and, for placement, a ``settings`` dict)."""
+    from fleetplan.instances import as_instance
+
+    instance = as_instance(instance)
     return _kind_module(instance.kind).to_frames(instance)

@@ -1,9 +1,8 @@
-"""Tables in and out: the machinery the kinds' CSV/Parquet/DataFrame readers and writers share.
-
-A planner's inventories live in spreadsheets and warehouses, not in fleetplan's JSON. Each kind
-has a module turning tables into its instance and its plans into tables
-(:mod:`fleetplan.instances.allocation.frames`, :mod:`fleetplan.instances.placement.frames`); this
-module holds what they share:
+"""Cell-level machinery for tables, below the kinds' readers and writers: how one CSV/Parquet
+file or DataFrame is read cell by cell and written atomically. Users call the entry points of
+:mod:`fleetplan.instances.frames` (``fleetplan.from_frames``, ``fleetplan.to_frame``); the
+kinds' modules (:mod:`fleetplan.instances.allocation.frames`,
+:mod:`fleetplan.instances.placement.frames`) build on what is here:
 
 * :func:`read_table` takes a :class:`pandas.DataFrame` or the path of a ``.csv`` or ``.parquet``
   file and returns a :class:`Table` whose cells are converted one by one (``float``, ``int``,

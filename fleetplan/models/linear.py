@@ -1,7 +1,7 @@
 """A linear program as plain sparse arrays — the form handed to HiGHS without a modelling layer.
 
 Building a model through Pyomo costs more than solving it once jobs number in the tens of
-thousands (DESIGN.md, "Performance practice"); the same formulation assembled here as a CSR
+thousands (docs/architecture.md, "Performance practice"); the same formulation assembled here as a CSR
 matrix goes to ``highspy.Highs.passModel`` in a fraction of a second.
 """
 

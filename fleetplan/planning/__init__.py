@@ -6,7 +6,7 @@
 * :func:`compare` — plans side by side, metric by metric (:mod:`fleetplan.planning.compare`);
 * :mod:`fleetplan.planning.targets` — the ``METRIC>=VALUE`` targets sizing meets.
 
-Planning calls the solvers and the judges; nothing below it imports it (DESIGN.md's layers).
+Planning calls the solvers and the judges; nothing below it imports it (docs/architecture.md, "The layers").
 """
 
 from __future__ import annotations

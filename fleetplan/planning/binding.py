@@ -34,7 +34,9 @@ def estimate_duals(instance: Any, solver: str | None = None, *, time_limit: floa
     """Per capacity unit of the instance's kind: the objective gained by one unit more (see the
     module docstring); positive means more capacity helps."""
     import fleetplan
+    from fleetplan.instances import as_instance
 
+    instance = as_instance(instance)
     variants = {"allocation": _allocation_units, "reservation": _reservation_units}
     if instance.kind not in variants:
         raise NotImplementedError(f"re-solve estimates are offered for {', '.join(variants)} instances")

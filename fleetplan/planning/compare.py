@@ -72,8 +72,9 @@ def compare(plans: dict[str, tuple[Any, Any]], metrics: list[str] | None = None)
     ``metrics`` (None: the service metrics first, then every other metric the plans share).
     Plans of different kinds are refused.
     """
-    from fleetplan.instances import evaluate
+    from fleetplan.instances import as_instance, as_plan, evaluate
 
+    plans = {label: (as_instance(instance), as_plan(plan)) for label, (instance, plan) in plans.items()}
     if len(plans) < 1:
         raise InstanceError("PLAN", "give at least one plan")
     kinds = {plan.kind for _, plan in plans.values()}
@@ -90,18 +91,25 @@ def compare(plans: dict[str, tuple[Any, Any]], metrics: list[str] | None = None)
     table = Comparison(kind=kind, columns=columns)
     for name in names:
         values = [_value(verdicts[label], name) for label in columns]
-        entry = describe(name)
+        entry = describe(name, kind)
         better = entry.better if entry else None
         if name == "objective":
             better = "lower" if verdicts[columns[0]].sense == "min" else "higher"
-        changes, verdicts_row = [], []
-        for value in values[1:]:
+        changes, verdicts_row, texts = [], [], []
+        for label, value in zip(columns[1:], values[1:], strict=True):
             change, word = verdict(values[0], value, better)
+            if name == "objective" and kind == "binpack":
+                # The RMS score is a float encoding of an order it cannot always hold (it loses
+                # the youth tie-break from ~31 waiting workloads): the verdict is the exact key's.
+                from fleetplan.instances.binpack.evaluate import key_difference, score_key
+
+                text, word = key_difference(score_key(verdicts[columns[0]]), score_key(verdicts[label]))
+                texts.append(text)
             changes.append(change)
             verdicts_row.append(word)
         table.rows.append({"metric": name, "unit": entry.unit if entry else "", "better": better,
                            "meaning": entry.meaning if entry else "", "values": values, "changes": changes,
-                           "verdicts": verdicts_row})
+                           "verdicts": verdicts_row, **({"change_texts": texts} if texts else {})})
     return table
 
 
@@ -117,6 +125,7 @@ def _value(evaluation: Any, name: str) -> float | None:
 def _default_metrics(verdicts: list[Any]) -> list[str]:
     """Service metrics (absolute, in the glossary) first, then the objective, then the rest."""
     shared = [name for name in verdicts[0].metrics if all(name in v.metrics for v in verdicts[1:])]
-    absolute = [name for name in shared if (entry := describe(name)) and not entry.relative]
+    kind = verdicts[0].kind
+    absolute = [name for name in shared if (entry := describe(name, kind)) and not entry.relative]
     relative = [name for name in shared if name not in absolute]
     return absolute + ["objective", "violations"] + relative

@@ -16,11 +16,11 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from fleetplan.instances.outputs import save_figure
+from fleetplan.plotting.style import PALETTE, save
 
 # At most this many metrics get a panel (the first ones: service metrics lead the table).
 MAX_PANELS = 12
-COLOURS = ("#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#bbbbbb")
+COLOURS = PALETTE
 
 
 def _figure(panels: int, columns: int, width: float, height: float,
@@ -61,7 +61,7 @@ def plot_comparison(table: Any, path: str | os.PathLike[str] | None = None) -> A
             ax.set_xlim(left=0, right=max(values) * 1.3 if max(values) > 0 else 1.0)
     figure.suptitle(f"{table.kind} plans compared (first: {table.columns[0]})", fontsize=10)
     if path is not None:
-        save_figure(figure, path, dpi=120)
+        save(figure, path)
     return figure
 
 
@@ -96,7 +96,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], varied: Sequence[str], metrics: S
             ax.legend(fontsize=7)
     figure.suptitle(title or f"what if: {', '.join(varied)}", fontsize=10)
     if path is not None:
-        save_figure(figure, path, dpi=120)
+        save(figure, path)
     return figure
 
 

@@ -1,12 +1,14 @@
 """Plans a person can see: an allocation heatmap, a placement's regions before and after.
 
 * :func:`plot_allocation` — Gavel's allocation matrix X (Gavel §3.1) as a heatmap, job x GPU type,
-  beside each job's effective throughput ``sum_j T[m, j] X[m, j]`` (iterations/s, log scale).
+  rows sorted by the policy's metric (worst served first), beside each job's effective throughput
+  ``sum_j T[m, j] X[m, j]`` as a multiple of its isolated 1/n share (the share marked).
 * :func:`plot_placement` — per region, GPU supply and the GPU demand of the planned ML jobs today
   and under the plan (MAST §3.3, Expressions 2 and 7-8), and the storage used today and under the
   plan (homes and replicas) against each region's capacity (Expressions 3-4, §3.5).
-* :func:`plot_plan` picks the one for the plan's kind; ``fleetplan plot INSTANCE PLAN -o FILE.png``
-  calls it.
+* :func:`plot_plan` picks the one for the plan's kind (reservation and binpack:
+  :mod:`fleetplan.plotting.reservation`, :mod:`fleetplan.plotting.binpack`);
+  ``fleetplan plot INSTANCE PLAN -o FILE.png`` calls it.
 
 matplotlib loads inside these functions, through its object-oriented API (no pyplot, so no
 global figure state and no display needed).
@@ -30,7 +32,7 @@ import numpy as np
 from fleetplan.instances import InstanceError
 from fleetplan.instances.allocation import AllocationInstance, AllocationPlan
 from fleetplan.instances.allocation.evaluate import effective_throughput
-from fleetplan.instances.outputs import save_figure
+from fleetplan.plotting.style import byte_unit, colour, save
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.figure import Figure
@@ -52,19 +54,59 @@ def plot_plan(instance: InstanceBase, plan: PlanBase, path: str | os.PathLike[st
         return plot_allocation(instance, plan, path)  # type: ignore[arg-type]
     if instance.kind == "placement":
         return plot_placement(instance, plan, path)  # type: ignore[arg-type]
-    raise InstanceError("kind", f"no plot for the '{instance.kind}' kind (known: allocation, placement)")
+    if instance.kind == "reservation":
+        from fleetplan.plotting.reservation import plot_reservation
+
+        return plot_reservation(instance, plan, path)
+    if instance.kind == "binpack":
+        from fleetplan.plotting.binpack import plot_binpack
+
+        return plot_binpack(instance, plan, path)
+    raise InstanceError("kind", f"no plot for the '{instance.kind}' kind (known: allocation, binpack, placement, "
+                                "reservation)")
 
 
 def _save(figure: Figure, path: str | os.PathLike[str] | None) -> Figure:
-    if path is not None:
-        save_figure(figure, path, dpi=120)
+    save(figure, path)
     return figure
+
+
+def job_order(instance: AllocationInstance, plan: AllocationPlan, throughput: np.ndarray) -> tuple[np.ndarray, str]:
+    """Rows in the order of the plan's policy metric, worst served first, and what it is:
+    fairness policies by (weighted) normalized throughput, finish-time fairness by rho, FIFO by
+    arrival, the duration policies by the time to finish; else the speed-up over the isolated
+    share."""
+    arrays = instance.arrays()
+    policy = plan.policy
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if policy in ("max_min_fairness", "hierarchical", "water_filling"):
+            key = throughput / arrays.equal_share_throughput * arrays.scale_factor / arrays.weight
+            what = "weighted normalized throughput, lowest first"
+        elif policy == "max_min_fairness_unweighted":
+            key = throughput / arrays.equal_share_throughput * arrays.scale_factor
+            what = "normalized throughput, lowest first"
+        elif policy == "finish_time_fairness" and not np.isnan(arrays.steps_left).any():
+            isolated_finish = arrays.steps_left / arrays.isolated_throughput
+            key = -(np.where(throughput > 0, arrays.steps_left / throughput, np.inf) / isolated_finish)
+            what = "finish-time fairness rho, highest (worst) first"
+        elif policy == "fifo":
+            key = np.asarray(arrays.arrival_rank, dtype=float)
+            what = "arrival order"
+        elif policy in ("shortest_job_first", "min_makespan") and not np.isnan(arrays.steps_left).any():
+            key = -np.where(throughput > 0, arrays.steps_left / throughput, np.inf)
+            what = "time to finish, longest first"
+        else:
+            key = throughput / arrays.isolated_throughput
+            what = "speed-up over the isolated share, lowest first"
+    return np.argsort(np.nan_to_num(key, nan=-np.inf), kind="stable"), what
 
 
 def plot_allocation(instance: AllocationInstance, plan: AllocationPlan,
                     path: str | os.PathLike[str] | None = None) -> Figure:
-    """Heatmap of X (rows: jobs in instance order; columns: GPU types; colour: share of the job's
-    time on the type, 0-1) and, on the same rows, each job's effective throughput (Gavel §3.1)."""
+    """Heatmap of X (rows: jobs sorted by the plan's policy metric, worst served first; columns:
+    GPU types; colour: share of the job's time on the type, 0-1) and, on the same rows, each
+    job's effective throughput (Gavel §3.1) as a multiple of its isolated 1/n share, the share
+    marked, so who is below it shows at once."""
     import matplotlib
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter, LogLocator
@@ -79,6 +121,10 @@ def plot_allocation(instance: AllocationInstance, plan: AllocationPlan,
         np.add.at(shown, pair_jobs[:, 1], pair_matrix)
     else:
         shown = matrix
+    order, ordered_by = job_order(instance, plan, throughput)
+    shown, throughput = shown[order], throughput[order]
+    job_ids = [arrays.job_ids[i] for i in order]
+    isolated = arrays.isolated_throughput[order]
     n_jobs, n_types = shown.shape
     labelled = n_jobs <= MAX_JOB_LABELS
     height = float(np.clip(1.6 + 0.16 * n_jobs, 4.0, 16.0))
@@ -97,10 +143,11 @@ def plot_allocation(instance: AllocationInstance, plan: AllocationPlan,
     heat.xaxis.set_label_position("top")
     heat.xaxis.tick_top()
     if labelled:
-        heat.set_yticks(range(n_jobs), arrays.job_ids, fontsize=7 if n_jobs > 30 else 9)
+        heat.set_yticks(range(n_jobs), job_ids, fontsize=7 if n_jobs > 30 else 9)
     else:
         heat.set_yticks([])
-    heat.set_ylabel(f"job ({n_jobs} jobs, instance order)")
+    heat.set_ylabel(f"{n_jobs} jobs, by {ordered_by}".replace(", lowest", "\nlowest").replace(", highest", "\nhighest")
+                    .replace(", longest", "\nlongest"), fontsize=9)
     if n_jobs * n_types <= MAX_ANNOTATED_CELLS:
         for m, j in zip(*np.nonzero(shown > 0.005), strict=True):
             heat.text(j, m, f"{shown[m, j]:.2f}", ha="center", va="center", fontsize=6 if n_jobs > 30 else 8,
@@ -108,18 +155,27 @@ def plot_allocation(instance: AllocationInstance, plan: AllocationPlan,
     colorbar = figure.colorbar(image, ax=heat, location="bottom", shrink=0.9, pad=0.01, aspect=30)
     colorbar.set_label("X: share of the job's time on the GPU type (0-1)")
 
-    positive = throughput > 0
-    bars.barh(np.arange(n_jobs), np.where(positive, throughput, np.nan), height=0.75, color="#d95f02")
-    # Jobs' throughputs span orders of magnitude (Gavel's models: 0.5 to 200 iterations/s):
-    # a log axis then, a linear one when they are within a factor of 30.
-    low, high = (throughput[positive].min(), throughput[positive].max()) if positive.any() else (0, 0)
+    # Each job's throughput as a multiple of its isolated 1/n share of the cluster: the line at
+    # 1 is that share, red bars are the jobs below it.
+    speedup = np.where(isolated > 0, throughput / isolated, 0.0)
+    below = speedup < 1 - 1e-6
+    positive = speedup > 0
+    bars.barh(np.arange(n_jobs), np.where(positive, speedup, np.nan), height=0.75,
+              color=[colour(1) if low else colour(0) for low in below])
+    bars.axvline(1.0, color="black", lw=1.2, ls="--")
+    low, high = (speedup[positive].min(), speedup[positive].max()) if positive.any() else (0.5, 2.0)
     logarithmic = positive.any() and high > 30 * low
     if logarithmic:
         bars.set_xscale("log")
-        bars.set_xlim(10 ** np.floor(np.log10(low)), 10 ** np.ceil(np.log10(high)))
+        bars.set_xlim(10 ** np.floor(np.log10(min(low, 1.0))), 10 ** np.ceil(np.log10(max(high, 1.0))))
         bars.xaxis.set_major_locator(LogLocator(base=10))
         bars.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-    bars.set_xlabel("effective throughput (iterations/s" + (", log scale)" if logarithmic else ")"))
+    else:
+        bars.set_xlim(0, max(high, 1.0) * 1.08)
+    starved = int((~positive).sum())
+    counts = f"{int(below.sum())} of {n_jobs} jobs below it (red)" + (f", {starved} with none" if starved else "")
+    bars.set_xlabel("throughput / isolated 1/n share (line: the isolated share"
+                    + (", log scale)" if logarithmic else ")") + f"\n{counts}")
     bars.xaxis.set_label_position("top")
     bars.xaxis.tick_top()
     bars.tick_params(axis="y", left=False, labelleft=False)
@@ -133,13 +189,6 @@ def plot_allocation(instance: AllocationInstance, plan: AllocationPlan,
         f"min normalized throughput {normalized.min():.3g}, total {throughput.sum():.4g} iterations/s",
         fontsize=10)
     return _save(figure, path)
-
-
-def _byte_unit(largest: float) -> tuple[float, str]:
-    for scale, unit in ((1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB")):
-        if largest >= scale:
-            return scale, unit
-    return 1.0, "bytes"
 
 
 def plot_placement(instance: PlacementInstance, plan: PlacementPlan,
@@ -178,7 +227,7 @@ def plot_placement(instance: PlacementInstance, plan: PlacementPlan,
     gpu.set_ylabel("GPU-hours per day (all GPU types)")
 
     largest = float(frame[["storage_capacity_bytes", "stored_today_bytes", "stored_plan_bytes"]].to_numpy().max())
-    scale, unit = _byte_unit(largest)
+    scale, unit = byte_unit(largest)
     half = 0.38
     disk.bar(x - half / 2, frame["stored_today_bytes"] / scale, half, label="stored today (homes)", color="#92c5de")
     disk.bar(x + half / 2, frame["home_plan_bytes"] / scale, half, label="homes under the plan", color="#0571b0")

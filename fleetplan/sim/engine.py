@@ -9,9 +9,10 @@ importing the others, and ``fleetplan bench`` sweeps any of them (locally or on 
 
 Progress: a simulate function may take a keyword ``progress``, a callable ``progress(now, end)``
 (simulated time so far and at the end, in the spec's ``time_unit``: seconds unless it says
-``"h"``) that it calls now and then;
-:meth:`SimulatorSpec.run` passes one only to functions that accept it, so simulators without it
-run unchanged (``fleetplan simulate`` then shows a spinner instead of a bar).
+``"h"``; ``end`` inf when not known beforehand) that it calls now and then;
+:meth:`SimulatorSpec.run` passes one only to functions that accept it, behind the guard of
+:mod:`fleetplan.solvers.progress` (``now`` never goes back, a call at least every second, the
+last at the end), so the caller sees the same contract from every simulator.
 
 Example
 -------
@@ -142,12 +143,8 @@ class SimulatorSpec:
     schedulers: tuple[str, ...]
     description: str
     reference: str = ""
-    # Optional: draw a result as a PNG (``plot(result, path)``), for ``fleetplan simulate --plot``.
-    plot: Callable[[SimResult, str], None] | None = None
-    # Optional: draw every figure of a result into a directory (``plots(result, directory)``,
-    # returning the files written), for ``fleetplan simulate --out DIR``; without it ``--out``
-    # draws ``plot`` into DIR/plot.png.
-    plots: Callable[[SimResult, str], list[str]] | None = None
+    # Pictures are not a simulator's: fleetplan.plotting draws every simulator's results (one
+    # module per simulator, found by this name), above the simulators in the layers.
     # Optional: the simulator's own ``fleetplan simulate NAME`` flags (aliases of scenario fields,
     # flags that choose the scheduler): ``flags(params, scheduler)`` maps the ``--FIELD VALUE``
     # pairs and ``--scheduler`` (or None) to scenario fields and a scheduler, raising
@@ -200,9 +197,16 @@ class SimulatorSpec:
             from fleetplan.instances.resources import check_fits
 
             check_fits(self.estimate(model), "scenario")
-        if progress is not None and self.takes_progress:
-            result = self.simulate(model, scheduler, seed, progress=progress)
-        else:
-            result = self.simulate(model, scheduler, seed)
+        # The progress contract (fleetplan.solvers.progress): now in [0, end] and never back,
+        # a call at least every second, the last at the end.
+        from fleetplan.solvers.progress import SimulationProgressGuard
+
+        guard = SimulationProgressGuard(progress)
+        with guard:
+            if progress is not None and self.takes_progress:
+                result = self.simulate(model, scheduler, seed, progress=guard)
+            else:
+                result = self.simulate(model, scheduler, seed)
+        guard.finish(result.sim_time / TIME_UNITS[self.time_unit])
         result.wall_s = time.perf_counter() - started
         return result

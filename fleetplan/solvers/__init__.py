@@ -1,17 +1,18 @@
 """Algorithms and backends, and the solver registry.
 
 Each kind's solver modules register their functions with :func:`fleetplan.solvers.base.register`
-when imported; :func:`~fleetplan.solvers.base.solvers` and :func:`~fleetplan.solvers.base.get_solver`
-import a kind's modules the first time the kind is asked for (``KIND_MODULES``), so solving one
-kind loads no other kind's solvers.
+when imported; :func:`~fleetplan.solvers.base.list_solvers` and
+:func:`~fleetplan.solvers.base.get_solver` import a kind's modules the first time the kind is
+asked for (``KIND_MODULES``), so solving one kind loads no other kind's solvers.
 
-The package is also callable: ``fleetplan.solvers("allocation")`` lists the registered solvers
-(the public API DESIGN.md names), while ``import fleetplan.solvers.highs`` still finds the
-submodule — a plain function of that name would shadow the package.
+``fleetplan.list_solvers("allocation")`` lists the registered solvers. The older spelling
+``fleetplan.solvers("allocation")`` — this package made callable — still works and warns
+(DeprecationWarning); ``import fleetplan.solvers.highs`` finds the submodule as ever.
 """
 
 import sys
 import types
+import warnings
 
 from fleetplan.solvers.base import (
     STATUSES,
@@ -19,6 +20,7 @@ from fleetplan.solvers.base import (
     SolveResult,
     SolverSpec,
     get_solver,
+    list_solvers,
     load_kind,
     register,
     relative_gap,
@@ -28,15 +30,19 @@ from fleetplan.solvers.base import (
 
 
 class _RegistryModule(types.ModuleType):
-    """This package's module type: calling it calls :func:`fleetplan.solvers.base.solvers`."""
+    """This package's module type: calling it still lists the solvers, with a deprecation
+    warning (a module that is also a function surprised readers; :func:`list_solvers` is the
+    plain function)."""
 
     def __call__(self, kind: str | None = None) -> list[SolverSpec]:
-        return solvers(kind)
+        warnings.warn("fleetplan.solvers(kind) is deprecated; use fleetplan.list_solvers(kind)",
+                      DeprecationWarning, stacklevel=2)
+        return list_solvers(kind)
 
 
 sys.modules[__name__].__class__ = _RegistryModule
 
 __all__ = [
-    "STATUSES", "Progress", "SolveResult", "SolverSpec", "get_solver", "load_kind", "register", "relative_gap",
-    "solve", "solvers",
+    "STATUSES", "Progress", "SolveResult", "SolverSpec", "get_solver", "list_solvers", "load_kind", "register",
+    "relative_gap", "solve", "solvers",
 ]

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from fleetplan.errors import excerpt
+from fleetplan.errors import clip, excerpt
 from fleetplan.instances import (
     InstanceBase,
     InstanceError,
@@ -31,13 +31,15 @@ from fleetplan.instances import (
 )
 from fleetplan.instances.base import Evaluation
 from fleetplan.solvers.options import OptionSpec, option_specs, parameters_section
+from fleetplan.solvers.progress import ProgressGuard
 
 Status = Literal["optimal", "feasible", "time_limit", "infeasible", "error"]
 STATUSES: tuple[str, ...] = ("optimal", "feasible", "time_limit", "infeasible", "error")
 
 
 class Progress(Protocol):
-    """Progress callback: ``fraction`` in [0, 1] (None when unknown) and a short message."""
+    """Progress callback: ``fraction`` in [0, 1] (None when unknown) and a short message.
+    :func:`solve` keeps the contract (:data:`PROGRESS_CONTRACT`) for every solver."""
 
     def __call__(self, fraction: float | None, message: str) -> None: ...
 
@@ -199,8 +201,10 @@ def load_kind(kind: str | None = None) -> None:
             importlib.import_module(module)
 
 
-def solvers(kind: str | None = None) -> list[SolverSpec]:
+def list_solvers(kind: str | None = None) -> list[SolverSpec]:
     """The registered solvers, of one kind or all, sorted by kind then name."""
+    if kind is not None:
+        get_kind(kind)
     load_kind(kind)
     return sorted(
         (spec for spec in _REGISTRY.values() if kind is None or spec.kind == kind),
@@ -208,19 +212,55 @@ def solvers(kind: str | None = None) -> list[SolverSpec]:
     )
 
 
+# The name this function had before :func:`list_solvers` (kept: modules import it).
+solvers = list_solvers
+
+
+def split_solver_name(name: str) -> tuple[str | None, str]:
+    """``"placement/mip-highs"`` -> ``("placement", "mip-highs")``; a bare name -> ``(None, name)``."""
+    kind, slash, bare = name.rpartition("/")
+    return (kind, bare) if slash else (None, name)
+
+
 def get_solver(kind: str, name: str | None = None) -> SolverSpec:
-    """The solver ``name`` of ``kind``, or the kind's default solver when ``name`` is None."""
+    """A registered solver.
+
+    ``get_solver(KIND, NAME)``, ``get_solver(KIND, "KIND/NAME")`` and ``get_solver("KIND/NAME")``
+    name one; ``get_solver(KIND)`` is the kind's default solver; ``get_solver(NAME)`` a bare
+    name that only one kind registers (names repeat across kinds: ``mip-highs``, ``cpsat``).
+    """
+    if name is None and kind not in _kind_names():
+        wanted_kind, bare = split_solver_name(kind)
+        if wanted_kind is not None:
+            return get_solver(wanted_kind, bare)
+        matches = [spec for spec in list_solvers() if spec.name == bare]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise InstanceError("solver", f"solver '{bare}' exists for several kinds; name one: "
+                                + ", ".join(f"{spec.kind}/{spec.name}" for spec in matches))
+        get_kind(kind)  # neither a kind nor a solver name: "unknown problem kind"
     get_kind(kind)
     load_kind(kind)
     if name is None:
-        defaults = [spec for spec in solvers(kind) if spec.default] or solvers(kind)
+        defaults = [spec for spec in list_solvers(kind) if spec.default] or list_solvers(kind)
         if not defaults:
             raise InstanceError("solver", f"no solver is registered for kind '{kind}'")
         return defaults[0]
-    if (kind, name) not in _REGISTRY:
-        known = ", ".join(spec.name for spec in solvers(kind))
-        raise InstanceError("solver", f"unknown solver '{name}' for kind '{kind}' (known: {known})")
-    return _REGISTRY[(kind, name)]
+    named_kind, bare = split_solver_name(name)
+    if named_kind is not None and named_kind != kind:
+        raise InstanceError("solver", f"solver '{clip(name)}' is for kind '{named_kind}', "
+                                      f"not '{kind}'")
+    if (kind, bare) not in _REGISTRY:
+        known = ", ".join(spec.name for spec in list_solvers(kind))
+        raise InstanceError("solver", f"unknown solver '{clip(bare)}' for kind '{kind}' (known: {known})")
+    return _REGISTRY[(kind, bare)]
+
+
+def _kind_names() -> tuple[str, ...]:
+    from fleetplan.errors import KIND_NAMES
+
+    return KIND_NAMES
 
 
 MAX_THREADS = 1024
@@ -228,17 +268,24 @@ MAX_THREADS = 1024
 
 def solve(instance: InstanceBase | dict[str, Any], solver: str | None = None, *,
           time_limit: float | None = None, seed: int = 0, threads: int = 1,
-          progress: Progress | None = None, **options: Any) -> SolveResult:
+          progress: Progress | None = None, started: float | None = None, **options: Any) -> SolveResult:
     """Solve ``instance`` with the registered solver ``solver`` (the kind's default if None).
 
     Parameters
     ----------
     instance : an instance model, or a plain dict in the instance file's layout
-    solver : a solver name of the instance's kind (``fleetplan.solvers(kind)``); None: the default
+    solver : a solver name of the instance's kind (``fleetplan.list_solvers(kind)``), bare or as
+        ``KIND/NAME``; None: the kind's default
     time_limit : seconds for the whole solve (model building and judging included); None: no limit
     seed : random seed; the same instance, solver, options and seed give the same plan
     threads : solver threads (at most the machine's cores are used)
-    progress : callback ``progress(fraction, message)``
+    progress : callback ``progress(fraction, message)``; the contract every solver keeps:
+        ``fraction`` is None (unknown) or in [0, 1] and never decreases, the last call says 1.0,
+        and a long solve calls at least about once a second (:data:`PROGRESS_CONTRACT`;
+        :mod:`fleetplan.solvers.progress`)
+    started : a ``time.perf_counter()`` reading from which ``time_limit`` counts (default: now):
+        a caller that spent part of its limit before calling (loading a file) passes when it
+        began, and the plan still records the limit it was given
     **options : the solver's options (``fleetplan solvers NAME`` lists them)
 
     The plan is scored by the kind's ``evaluate``; the result's ``objective`` is that score.
@@ -250,17 +297,23 @@ def solve(instance: InstanceBase | dict[str, Any], solver: str | None = None, *,
     spec = get_solver(instance.kind, solver)
     options = spec.check_options(options)
     time_limit = check_time_limit(time_limit)
+    solver_limit = time_limit
+    if time_limit is not None and started is not None:
+        solver_limit = max(time_limit - (time.perf_counter() - started), 0.01)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
         raise InstanceError("seed", f"{excerpt(seed)} is not allowed: must be an integer in [0, 2^63)")
     if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS:
         raise InstanceError("threads", f"{excerpt(threads)} is not allowed: must be an integer in [1, {MAX_THREADS}]")
     threads = min(threads, os.cpu_count() or 1)
     started = time.perf_counter()
-    with instance_hidden_from_gc():
-        result = spec.function(instance, time_limit=time_limit, seed=seed, threads=threads,
-                               progress=progress or no_progress, **options)
+    # The progress contract (fleetplan.solvers.progress), whatever the solver reports.
+    guard = ProgressGuard(progress)
+    with instance_hidden_from_gc(), guard:
+        result = spec.function(instance, time_limit=solver_limit, seed=seed, threads=threads,
+                               progress=guard, **options)
         result.wall_s = time.perf_counter() - started
         _judge(instance, spec, result, time_limit, seed, threads, options)
+    guard.finish(f"{spec.name}: {result.status}")
     return result
 
 

@@ -15,6 +15,13 @@ its tenant's quota is *within quota*, inherits its tenant's priority and is adde
 workload of the same tenant may still fit. The queue is then ordered by (priority ascending,
 credit descending, index ascending), 0 being the highest of MAST's seven levels.
 
+Why this is a solver and not part of the MAST simulator (its only caller in fleetplan): the
+scan is an algorithm with an input, an answer and an exact reference
+(:func:`sequential_quota_scan`), benchmarked on its own (``benchmarks/scripts/gms_scan.py``) and
+meant to be called by a scheduler that embeds fleetplan, as the RMS greedy of the ``binpack``
+kind is (:mod:`fleetplan.solvers.binpack`). The simulator (:mod:`fleetplan.sim.mast`) is one
+user; it sits above the solvers and calls both, as it calls the RMS greedy.
+
 The paper's Python scan takes about 34 s for 6,000-10,000 workloads (§5.4). Here the credits and
 the sort are numpy operations, and the sequential quota scan is done with per-tenant cumulative
 sums in *rounds*: in one round every tenant admits the longest prefix of its undecided workloads

@@ -2,8 +2,9 @@
 directly, or a Pyomo model through Pyomo's HiGHS interface. Both return an :class:`LpOutcome`.
 
 HiGHS's interior point method (``lp_algorithm="ipm"``) solves large Gavel-like LPs far faster
-than its default dual simplex (DESIGN.md: 5 s against 8 min at 65,536 jobs on 2 cores), so it is
-the default for large LPs; ``simplex`` gives vertex solutions on small ones.
+than its default dual simplex (the design's measurement on 2 cores: 5 s against 8 min at
+65,536 jobs; docs/architecture.md, "Performance practice"), so it is the default for large LPs;
+``simplex`` gives vertex solutions on small ones.
 """
 
 from __future__ import annotations

@@ -367,7 +367,12 @@ class _Climb:
             result.applied.append(move)
             self.note()
             if self.progress is not None and len(result.applied) % 256 == 0:
-                self.progress(None, f"{len(result.applied)} moves applied, {len(queue)} queued")
+                # The climb's end is not known in moves; with a time limit, the share of it used
+                # (after the first pass's half), else "unknown".
+                span = self.deadline - self.started
+                used = (time.perf_counter() - self.started) / span if math.isfinite(span) and span > 0 else None
+                self.progress(None if used is None else 0.5 + 0.5 * min(used, 1.0),
+                              f"{len(result.applied)} moves applied, {len(queue)} queued")
             if self.neighbours is not None and self.recompute:
                 others = [other for other in map(int, self.neighbours(move))
                           if other not in self.queued and not self.over_budget(other)]

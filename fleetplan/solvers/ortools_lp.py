@@ -63,7 +63,10 @@ def solve_lp(lp: LinearProgram, *, solver: OrToolsSolver = "glop", time_limit: f
         helper.set_time_limit_in_seconds(float(time_limit))
     if solver == "pdlp":
         helper.set_solver_specific_parameters(
-            f"termination_criteria {{ eps_optimal_absolute: {PDLP_TOLERANCE} eps_optimal_relative: {PDLP_TOLERANCE} }} "
+            # The simple_optimality_criteria form: the flat fields are deprecated, and OR-Tools
+            # prints a warning per deprecated field to stderr (absl's log, before any set-up).
+            f"termination_criteria {{ simple_optimality_criteria {{ eps_optimal_absolute: {PDLP_TOLERANCE} "
+            f"eps_optimal_relative: {PDLP_TOLERANCE} }} }} "
             f"num_threads: {int(threads)}")
     else:
         helper.set_solver_specific_parameters(f"random_seed: {int(seed) % 2_147_483_647}")

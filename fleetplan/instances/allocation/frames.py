@@ -38,6 +38,8 @@ True
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -76,7 +78,11 @@ def from_frames(jobs: Any, cluster: Any, *, entities: Any = None, colocations: A
     """An allocation instance from tables: each a DataFrame or a ``.csv``/``.parquet`` path.
 
     Raises :class:`InstanceError` naming the file (or argument), row and column of a bad cell.
+    Without ``name``, the instance is named after the jobs file (``"allocation"`` for a
+    DataFrame): never an empty name.
     """
+    if not name:
+        name = Path(jobs).stem if isinstance(jobs, (str, os.PathLike)) else "allocation"
     cluster_table = read_table(cluster, "cluster")
     cluster_table.check_columns(list(CLUSTER_COLUMNS))
     worker_types = _records(cluster_table, CLUSTER_COLUMNS, ("name", "count"))

@@ -265,6 +265,38 @@ def score_key(evaluation: Evaluation) -> tuple[float, ...]:
 
     Youth is rounded to 1e-9 so that sums in another order compare equal.
     """
-    m = evaluation.metrics
-    return (m["unplaced_workloads"], *(m[f"preempted_count_p{p}"] for p in range(PRIORITY_LEVELS)),
-            round(m["preempted_youth"], 9), m["machines_used"], m["racks_used"])
+    return score_key_from_metrics(evaluation.metrics)
+
+
+def score_key_from_metrics(metrics: dict[str, float]) -> tuple[float, ...]:
+    """:func:`score_key` from an evaluation's metrics (as a results table keeps them)."""
+    return (metrics["unplaced_workloads"], *(metrics[f"preempted_count_p{p}"] for p in range(PRIORITY_LEVELS)),
+            round(metrics["preempted_youth"], 9), metrics["machines_used"], metrics["racks_used"])
+
+
+# What the float objective is, for the reader: the score encodes the order in one float.
+SCORE_NOTE = ("the RMS score encodes the order (workloads waiting, then preemptions per priority from 0, then "
+              "youth) in one float; it loses the youth tie-break from about 31 waiting workloads and a whole "
+              "priority-6 preemption from about 2,048, so plans are ranked by the exact key")
+
+_KEY_PARTS = ("workloads waiting", *(f"priority-{p} preemptions" for p in range(PRIORITY_LEVELS)), "youth",
+              "machines used", "racks used")
+
+
+def key_difference(before: tuple[float, ...], after: tuple[float, ...]) -> tuple[str, str | None]:
+    """How ``after`` compares with ``before`` in the exact order: ``(text, verdict)`` with the
+    first component that differs (``"+4 priority-5 preemptions"``) and better/worse, or
+    ``("same", "same")``."""
+    for part, old, new in zip(_KEY_PARTS, before, after, strict=True):
+        if old != new:
+            delta = new - old
+            amount = f"{delta:+.3g}" if part == "youth" else f"{delta:+,.0f}"
+            return f"{amount} {part}", "better" if new < old else "worse"
+    return "same", "same"
+
+
+def preemptions_by_priority(metrics: dict[str, float]) -> str:
+    """``"p3 1, p5 4"`` (priority 0 is the highest), or ``"none"``."""
+    shown = [f"p{p} {metrics.get(f'preempted_count_p{p}', 0):.0f}" for p in range(PRIORITY_LEVELS)
+             if metrics.get(f"preempted_count_p{p}", 0) > 0]
+    return ", ".join(shown) or "none"

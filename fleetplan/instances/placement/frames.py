@@ -183,11 +183,20 @@ def region_part(regions: Any, settings: Any = None) -> tuple[PlacementInstance, 
 
 
 def from_frames(tables: Any, jobs: Any, regions: Any, *, settings: Any = None,
-                name: str | None = None) -> PlacementInstance:
+                name: str | None = None, default_name: str | None = None) -> PlacementInstance:
     """A placement instance from tables: each a DataFrame or a ``.csv``/``.parquet`` path;
     ``settings`` a dict or a YAML/JSON file of the instance's scalar fields; ``name`` overrides
-    the settings' name. Raises :class:`InstanceError` naming the file, row and column."""
+    the settings' name, ``default_name`` is used when neither gives one (else the tables
+    file's stem, else ``"placement"``: never an empty name). Raises :class:`InstanceError`
+    naming the file, row and column.
+
+    Without ``weights.traffic`` in the settings, w1 is normalised as generated instances have it
+    (:func:`traffic_weight`): 1 / (bytes the jobs read, over every job and table it reads), so
+    reading everything across regions costs 1, like a GPU balance slice. A weight of 1 per byte
+    made the objective ~3e11 and drowned every balance term."""
     extra, settings_label, region_table, gpu_types, apps, region_rows = _regions(regions, settings, name)
+    if not extra.get("name"):
+        extra["name"] = default_name or (Path(tables).stem if isinstance(tables, (str, os.PathLike)) else "placement")
 
     table_table = read_table(tables, "tables")
     table_table.check_columns(list(TABLE_COLUMNS))
@@ -222,6 +231,11 @@ def from_frames(tables: Any, jobs: Any, regions: Any, *, settings: Any = None,
         if kind not in JOB_KINDS:
             raise job_table.error(f"unknown job kind '{kind}' (known: {', '.join(JOB_KINDS)})", row, "kind")
 
+    weights = extra.get("weights")
+    if not isinstance(weights, dict) or "traffic" not in weights:
+        weights = dict(weights) if isinstance(weights, dict) else {}
+        weights["traffic"] = traffic_weight(table_data["size_bytes"], job_data["tables"])
+        extra["weights"] = weights
     data = {"kind": "placement", **extra, "gpu_types": gpu_types, "applications": apps,
             "regions": region_rows, "tables": table_data, "jobs": job_data}
     files = {"tables": table_table, "jobs": job_table}
@@ -249,6 +263,15 @@ def from_frames(tables: Any, jobs: Any, regions: Any, *, settings: Any = None,
         if found is None:  # a setting: name the settings file and the setting's path
             raise InstanceError(error.path, error.reason, settings_label) from None
         raise relabel(error, resolve) from None
+
+
+def traffic_weight(sizes: list[float], job_tables: list[list[int]]) -> float:
+    """w1 as generated instances have it: 1 / (bytes of every (job, table) read), so that every
+    job reading every table across regions costs 1 (1.0 when nothing is read)."""
+    size = np.asarray([0.0 if value is None else value for value in sizes], dtype=float)
+    flat = np.fromiter((t for rows in job_tables for t in rows), dtype=np.int64)
+    total = float(size[flat].sum()) if flat.size else 0.0
+    return 1.0 / total if total > 0 else 1.0
 
 
 def _table_rows(job_table: Table, row_of: dict[str, int]) -> list[list[int]]:

@@ -26,7 +26,7 @@ Each form takes optional per-job throughput floors (``throughput(m, X) >= floor[
 declares the same LP in Pyomo, the readable reference (tests prove both reach one optimum).
 
 *Symmetry*: jobs identical in every number the LP reads can share one set of variables
-(DESIGN.md, "Performance practice"). :func:`aggregate_jobs` finds the classes; an aggregated
+(docs/architecture.md, "Performance practice"). :func:`aggregate_jobs` finds the classes; an aggregated
 space counts each class's columns ``multiplicity`` times in the worker rows, and linear
 objectives weigh each class by its size.
 

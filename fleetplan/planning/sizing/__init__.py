@@ -30,7 +30,7 @@ from typing import Any
 from fleetplan.errors import InstanceError
 from fleetplan.planning.targets import Target, parse_targets
 
-# Statuses, as for solvers (DESIGN.md): optimal (the cost is proven minimal and the sized
+# Statuses, as for solvers (docs/architecture.md, "Contracts"): optimal (the cost is proven minimal and the sized
 # instance meets every target under the policy named), feasible (a purchase that meets them,
 # not proven cheapest: `bound` and `gap` say how far it may be), time_limit (the clock ran out;
 # the best purchase so far), infeasible (no purchase within the limits can meet them: the message

@@ -20,6 +20,8 @@ LTGF series.
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -416,9 +418,11 @@ class Sim:
             return t
         return math.ceil(t / step - 1e-9) * step
 
-    def run(self, until: float = math.inf) -> None:
-        """Run to the end of the trace (or ``until`` seconds)."""
+    def run(self, until: float = math.inf, progress: Callable[[float, float], None] | None = None) -> None:
+        """Run to the end of the trace (or ``until`` seconds); ``progress(now, until)`` about ten
+        times a second of wall time (``until`` inf: the end is not known beforehand)."""
         sched = self.scheduler
+        reported = time.monotonic()
         sched.start(self)
         if self.n == 0:
             return
@@ -426,6 +430,9 @@ class Sim:
         decision_at = self.grid(float(self.trace.submit[0]))
         last_decision = -math.inf
         while True:
+            if progress is not None and time.monotonic() - reported >= 0.1:
+                reported = time.monotonic()
+                progress(self.now, until)
             t_done = self.next_completion()
             t = min(t_done, decision_at)
             if t == math.inf or t > until:

@@ -1,4 +1,5 @@
-"""Metrics and plots of a cluster simulation (Gavel §7.1, Astraea §6.1.4).
+"""Metrics of a cluster simulation (Gavel §7.1, Astraea §6.1.4); its pictures are
+:mod:`fleetplan.plotting.cluster`'s.
 
 * average / median / p95 job completion time (JCT = end - submit, whatever the final state),
   and over the steady-state window of jobs (Gavel §7.1 measures steady-state jobs);
@@ -15,12 +16,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from fleetplan.instances.outputs import save_figure
 from fleetplan.sim.cluster.traces import STATES, Trace
 from fleetplan.sim.engine import SimResult
 
@@ -104,6 +103,11 @@ def collect(sim, scheduler: str, seed: int) -> ClusterRun:
         metrics["lp_solve_s"] = float(sched.solve_s)
 
     groups: dict[str, dict[str, dict[str, float]]] = {"tenant": {}, "state": {}, "gpus": {}}
+    # The JCT distribution of finished jobs as its percentiles 0..100 (what a plot of one run
+    # draws: the per-job arrays stay in ClusterRun).
+    if done.any():
+        groups["jct_percentile"] = {str(q): {"jct_s": float(v)} for q, v in
+                                    zip(range(101), np.percentile(fin, np.arange(101)), strict=True)}
     for k, name in enumerate(trace.tenant_names):
         mine = trace.tenant == k
         if not mine.any():
@@ -135,84 +139,3 @@ def collect(sim, scheduler: str, seed: int) -> ClusterRun:
                        message=f"{int(done.sum())}/{n} jobs finished on {sim.M} GPUs ({trace.name})")
     return ClusterRun(result=result, trace=trace, jct=np.where(done, jct, np.nan), ltgf_job=ltgf, ftf_rho=ftf,
                       window_s=sim.window, tenant_rho=tenant_rho, sim=sim)
-
-
-# --- plots (matplotlib is imported inside each function) -------------------------------
-
-def plot_jct_cdf(runs: dict[str, ClusterRun], path: str | Path, title: str = "") -> Path:
-    """CDF of job completion times (hours, log x), one line per run (Gavel Figure 9b)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for label, run in runs.items():
-        values = np.sort(run.jct[np.isfinite(run.jct)]) / 3600.0
-        ax.plot(values, np.arange(1, len(values) + 1) / len(values), label=label)
-    ax.set_xscale("log")
-    ax.set_xlabel("job completion time (hours)")
-    ax.set_ylabel("fraction of jobs")
-    ax.set_title(title or "JCT CDF")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    save_figure(fig, path, dpi=110)
-    plt.close(fig)
-    return Path(path)
-
-
-def plot_jct_vs_load(points: dict[str, list[tuple[float, float, float]]], path: str | Path,
-                     title: str = "") -> Path:
-    """Average JCT (hours) against input job rate (jobs/hour): ``points[label] = [(rate, mean,
-    std), ...]`` (Gavel Figure 9a)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for label, rows in points.items():
-        rows = sorted(rows)
-        rate = np.array([r[0] for r in rows])
-        mean = np.array([r[1] for r in rows]) / 3600.0
-        std = np.array([r[2] for r in rows]) / 3600.0
-        ax.plot(rate, mean, marker="o", label=label)
-        ax.fill_between(rate, mean - std, mean + std, alpha=0.2)
-    ax.set_xlabel("input job rate (jobs/hour)")
-    ax.set_ylabel("average JCT (hours)")
-    ax.set_title(title or "average JCT against load")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    save_figure(fig, path, dpi=110)
-    plt.close(fig)
-    return Path(path)
-
-
-def plot_tenant_ltgf(run: ClusterRun, path: str | Path, title: str = "") -> Path:
-    """Distribution over windows of each tenant's LTGF rho^tenant (Astraea Figure 11)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    data, labels = [], []
-    for k, name in enumerate(run.trace.tenant_names):
-        col = run.tenant_rho[:, k] if run.tenant_rho.size else np.zeros(0)
-        col = col[np.isfinite(col)]
-        if len(col):
-            data.append(np.minimum(col, 3.0))
-            labels.append(name.replace("tenant", "T"))
-    fig, ax = plt.subplots(figsize=(8, 4))
-    if data:
-        ax.boxplot(data, showfliers=False)
-        ax.set_xticks(range(1, len(labels) + 1), labels)
-    ax.axhline(1.0, color="red", linestyle="--", linewidth=1)
-    ax.set_xlabel("tenant")
-    ax.set_ylabel(f"rho^tenant per {run.window_s / 3600:g} h window (capped at 3)")
-    ax.set_title(title or f"tenant LTGF, {run.result.scheduler}")
-    fig.tight_layout()
-    save_figure(fig, path, dpi=110)
-    plt.close(fig)
-    return Path(path)

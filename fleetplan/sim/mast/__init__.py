@@ -4,7 +4,8 @@ Reference: Choudhury et al., "MAST: Global Scheduling of ML Training across Geo-
 Datacenters at Hyperscale", OSDI 2024 (``seeds/mast-osdi24.txt``): §4.2's GMS scan
 (:mod:`fleetplan.solvers.gms`), §4.3's RMS (the ``binpack`` greedy, :mod:`.rms`) and auction
 (:mod:`.schedulers`), §5.1's workload statistics (:mod:`.trace`), §5.5-5.6's latency, SLO and
-comparison with a federated scheduler (:mod:`.metrics`, :mod:`.plots`, :mod:`.experiments`).
+comparison with a federated scheduler (:mod:`.metrics`; the pictures are
+:mod:`fleetplan.plotting.mast`'s, the experiments :mod:`fleetplan.benchmarks.experiments.mast`).
 
 >>> from fleetplan import sim
 >>> r = sim.run("mast", {"hours": 1, "regions": 2, "machines_per_region": 32}, "mast", seed=1)
@@ -19,7 +20,6 @@ from collections.abc import Callable
 from fleetplan.sim.engine import SimResult, SimulatorSpec
 from fleetplan.sim.mast.engine import MastSim
 from fleetplan.sim.mast.metrics import collect
-from fleetplan.sim.mast.plots import plot, plot_compare
 from fleetplan.sim.mast.scenario import MastScenario, load_scenario
 from fleetplan.sim.mast.scenario import estimate as scenario_estimate
 from fleetplan.sim.mast.schedulers import SCHEDULERS
@@ -49,7 +49,7 @@ def simulate(scenario: MastScenario, scheduler: str, seed: int,
 
 
 SIMULATOR = SimulatorSpec(
-    name="mast", simulate=simulate, scenario_type=MastScenario, schedulers=("mast", "federated"), plot=plot,
+    name="mast", simulate=simulate, scenario_type=MastScenario, schedulers=("mast", "federated"),
     estimate=scenario_estimate,
     description="ML training across regions: GMS <priority, credit> scan, RMS auction over the regions "
                 "holding the data (late binding) vs a federated early-binding scheduler; SLO violations "
@@ -60,4 +60,4 @@ SIMULATOR = SimulatorSpec(
                     "latency_p95_minutes", "gpu_allocation_rate", "preemptions", "data_moves", "workloads"),
 )
 
-__all__ = ["SIMULATOR", "MastScenario", "MastSim", "plot", "plot_compare", "run_mast", "simulate"]
+__all__ = ["SIMULATOR", "MastScenario", "MastSim", "run_mast", "simulate"]

@@ -66,6 +66,7 @@ def collect(sim: MastSim, scheduler: str, seed: int) -> SimResult:
             "events": float(mine.sum()), "within_quota_events": float((mine & within).sum()),
             "slo_violation_rate": _rate(violated, counted & mine),
             "latency_p50_minutes": _pct(lat, 50), "latency_p95_minutes": _pct(lat, 95),
+            "wait_p50_minutes": _pct(latency[mine] * 60, 50), "wait_p95_minutes": _pct(latency[mine] * 60, 95),
             "preemptions": float(sim.preemptions[p]),
             "waiting_at_end": float((mine & ~done).sum()),
         }
@@ -113,6 +114,7 @@ def collect(sim: MastSim, scheduler: str, seed: int) -> SimResult:
         "latency_p95_minutes": _pct(lat_within, 95),
         "wait_p50_minutes": _pct(latency * 60, 50),
         "wait_p95_minutes": _pct(latency * 60, 95),
+        "slo_minutes": float(s.slo_minutes),
         "gpu_allocation_rate": float(sim.alloc_area.sum() / (H * total_gpus)),
         "preemptions": float(sim.preemptions.sum()),
         "data_moves": float(sim.data_moves),

@@ -3,7 +3,7 @@
 Reference: Feng, Liu, Chen et al., "Scaling Large Production Clusters with Partitioned
 Synchronization", USENIX ATC 2021 (``seeds/parsync-atc21.txt``): §4.1's conflict model
 (:mod:`.analytic`), §4.3/§5.2's simulator and §6's experiments (:mod:`.core`,
-:mod:`.experiments`), figures in the manner of Figures 3-8 (:mod:`.plots`).
+:mod:`.experiments`); figures in the manner of Figures 3-8 are :mod:`fleetplan.plotting.parsync`'s.
 
 >>> from fleetplan import sim
 >>> r = sim.run("parsync", {"slots": 2000, "schedulers": 2, "partitions": 2, "rate": 400,
@@ -23,7 +23,6 @@ from fleetplan.sim.parsync.analytic import (
     expected_conflicts_per_slot,
 )
 from fleetplan.sim.parsync.core import simulate
-from fleetplan.sim.parsync.plots import plot_run
 from fleetplan.sim.parsync.scenario import (
     FIVE_PHASES,
     FLAGS_HELP,
@@ -40,7 +39,6 @@ SIMULATOR = SimulatorSpec(
     scenario_type=Scenario,
     estimate=Scenario.estimate,
     schedulers=scheduler_names(),
-    plot=plot_run,
     flags=command_line_flags,
     flags_help=FLAGS_HELP,
     description="N schedulers over a shared slot state: StateSync vs ParSync (DiffSyn/SameSyn), "

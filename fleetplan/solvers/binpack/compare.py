@@ -8,15 +8,14 @@ order (:func:`~fleetplan.instances.binpack.evaluate.score_key`), where it loses 
 or racks), and whether the two exact back-ends agree. ``batch_loss`` solves regions with several
 pending workloads one at a time (greedy and exact) and jointly (``batch-cpsat``).
 
-Run it::
+Run it (the command line and its plot are in :mod:`fleetplan.benchmarks.experiments.binpack`
+and :mod:`fleetplan.plotting.binpack`)::
 
-    .venv/bin/python -m fleetplan.solvers.binpack.compare --regions 200 --batch-regions 50
+    .venv/bin/python -m fleetplan.benchmarks.experiments.binpack --regions 200 --batch-regions 50
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections import Counter
 from typing import Any
 
@@ -122,116 +121,4 @@ WORSE_LABELS = {"waiting": "a workload left waiting", "youth": "younger jobs pre
                 **{f"preempted_p{p}": f"more priority-{p} jobs preempted" for p in range(PRIORITY_LEVELS)}}
 
 
-def plot_report(report: dict[str, Any], path: str) -> None:
-    """Draw the greedy's gap to the exact optimum and the batch model's gain over one-at-a-time
-    placement (MAST §4.3, Table 1) from a :func:`main` report, as a PNG at ``path``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import MaxNLocator
-
-    from fleetplan.instances.outputs import atomic_write
-
-    gap = report["greedy_gap"]
-    batch = report.get("batch_loss")
-    figure = Figure(figsize=(14, 10.5) if batch else (14, 5.2), layout="constrained")
-    axes = figure.subplots(2 if batch else 1, 2, squeeze=False)
-    # (a) How often the greedy equals the optimum, by kind of region, and where it loses.
-    ax = axes[0, 0]
-    cases = ("no plan", "fits without preemption", "needs preemption")
-    equal = [gap["by_case"].get(f"{c}:equal", 0) for c in cases]
-    worse = [gap["by_case"].get(f"{c}:worse", 0) for c in cases]
-    rows = [f"{c}\n({e + w} regions)" for c, e, w in zip(cases, equal, worse, strict=True)]
-    ax.barh(rows, equal, color="tab:green", label="greedy equals the exact optimum")
-    ax.barh(rows, worse, left=equal, color="tab:red", label="greedy worse")
-    for y, (e, w) in enumerate(zip(equal, worse, strict=True)):
-        text = (f"{e} equal" + (f", {w} worse" if w else "")) if e + w else "none"
-        ax.text(e + w + 1, y, text, va="center", fontsize=10)
-    ax.invert_yaxis()
-    ax.set_xlim(0, max(e + w for e, w in zip(equal, worse, strict=True)) * 1.45 + 1)
-    ax.set_xlabel("regions")
-    ax.set_title(f"(a) rms-greedy against the CP-SAT optimum: equal in {gap['greedy_equal']} of "
-                 f"{gap['compared']} regions", fontsize=11)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
-    # (b) Where the greedy is worse: by how much (extra jobs preempted, extra racks).
-    ax = axes[0, 1]
-    lost = gap["cases"]
-    if lost:
-        reasons = Counter(WORSE_LABELS.get(c["worse_in"], c["worse_in"]) for c in lost)
-        values = sorted({c["extra_preempted"] for c in lost} | {c["extra_racks"] for c in lost})
-        xs = list(range(int(min(values)), int(max(values)) + 1))
-        width = 0.4
-        for shift, key, label, color in ((-width / 2, "extra_preempted", "jobs preempted", "tab:red"),
-                                         (width / 2, "extra_racks", "racks used", "tab:blue")):
-            counts = Counter(int(c[key]) for c in lost)
-            ax.bar([x + shift for x in xs], [counts.get(x, 0) for x in xs], width, color=color,
-                   label=f"{label}: greedy minus optimum")
-        ax.set_xticks(xs)
-        ax.set_xlim(xs[0] - 1, xs[-1] + 1)
-        ax.set_ylim(0, ax.get_ylim()[1] * (1.25 + 0.08 * len(reasons)))  # room for the reasons' box
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_xlabel("greedy minus exact optimum (jobs, or racks)")
-        ax.set_ylabel("regions where the greedy is worse")
-        why = "\n".join(f"{n} with {r}" for r, n in reasons.most_common())
-        ax.set_title(f"(b) the {len(lost)} regions where the greedy is worse, by the first difference "
-                     "in the score:", fontsize=11)
-        ax.text(0.98, 0.97, why, ha="right", va="top", fontsize=9, transform=ax.transAxes,
-                bbox={"facecolor": "white", "edgecolor": "0.7"})
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
-    else:
-        ax.text(0.5, 0.5, "the greedy equals the optimum in every region", ha="center", transform=ax.transAxes)
-        ax.set_axis_off()
-    if batch:
-        regions = batch["per_region"]
-        for column, what, short, unit in ((0, "placed_workloads", "placed", "workloads placed"),
-                                          (1, "preempted_jobs", "preempted", "jobs preempted")):
-            ax = axes[1, column]
-            diffs = {name: [r[f"batch-cpsat:{what}"] - r[f"{name}:{what}"] for r in regions]
-                     for name in ("rms-greedy", "cpsat")}
-            low = int(min(min(d) for d in diffs.values()))
-            high = int(max(max(d) for d in diffs.values()))
-            xs = list(range(low, high + 1))
-            width = 0.4
-            for shift, (name, color) in zip((-width / 2, width / 2), (("rms-greedy", "tab:orange"),
-                                                                      ("cpsat", "tab:purple")), strict=True):
-                counts = Counter(int(d) for d in diffs[name])
-                total = int(sum(diffs[name]))
-                ax.bar([x + shift for x in xs], [counts.get(x, 0) for x in xs], width, color=color,
-                       label=f"one at a time by {name} (total {total:+d})")
-            ax.set_xticks(xs)
-            ax.set_xlim(xs[0] - 1, xs[-1] + 1)
-            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.set_xlabel(f"batch-cpsat minus one-at-a-time ({unit} per region)")
-            ax.set_ylabel("regions")
-            totals = batch["totals"]
-            ax.set_title(f"({'cd'[column]}) {unit}: batch model against one at a time, {len(regions)} regions x "
-                         f"{batch['params']['workloads']} workloads\n(totals: batch-cpsat "
-                         f"{totals[f'batch-cpsat:{short}']}, cpsat "
-                         f"{totals[f'cpsat:{short}']}, rms-greedy "
-                         f"{totals[f'rms-greedy:{short}']})", fontsize=10)
-            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
-    atomic_write(path, lambda temporary: figure.savefig(temporary, dpi=150, format="png"), ".png")
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--regions", type=int, default=200)
-    parser.add_argument("--batch-regions", type=int, default=50)
-    parser.add_argument("--time-limit", type=float, default=30.0)
-    parser.add_argument("--plot", metavar="FILE.png", default=None,
-                        help="also draw the greedy's gap and the batch model's gain to this PNG")
-    args = parser.parse_args(argv)
-    if args.plot is not None and not args.plot.lower().endswith(".png"):
-        parser.error(f"--plot {args.plot}: the file must end in .png")
-    report = {"greedy_gap": greedy_gap(args.regions, time_limit=args.time_limit)}
-    if args.batch_regions:
-        report["batch_loss"] = batch_loss(args.batch_regions, time_limit=args.time_limit)
-    print(json.dumps(report, indent=1))
-    if args.plot is not None:
-        plot_report(report, args.plot)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+__all__ = ["SMALL_REGION", "WORSE_LABELS", "batch_loss", "greedy_gap"]

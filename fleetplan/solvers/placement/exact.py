@@ -65,6 +65,7 @@ from fleetplan.solvers.base import Progress, SolveResult, get_solver, register, 
 from fleetplan.solvers.cpsat_run import solve_interruptibly
 from fleetplan.solvers.deadline import Deadline
 from fleetplan.solvers.placement import polish
+from fleetplan.solvers.placement.moves import moves_between
 from fleetplan.solvers.placement.parts import (  # noqa: F401  (re-exported for callers and tests)
     _common_regions,
     components,
@@ -379,6 +380,8 @@ def solve_exact(instance: PlacementInstance, solve_part, *, name: str, time_limi
         stats["fallback_parts"] = float(len(unsolved))
         message += (f"; the solver returned no placement for {', '.join(unsolved)}: those tables keep the "
                     "best feasible warm start (today's placement or the hill climb)")
+    # The plan names its moves as the hill climb's does (what moved, and what each bought).
+    plan.moves = moves_between(instance, plan.home_array(instance))
     return SolveResult(status=status, plan=plan, objective=objective, bound=bound_total,
                        gap=relative_gap(objective, bound_total), log=log, message=message,
                        model_objective=model_objective, stats=stats)
@@ -434,7 +437,7 @@ def _best_known(instance: PlacementInstance, name: str, warm: np.ndarray | None,
         if warm is None and not deadline.expired() else warm
     if home is None:
         home = instance.arrays().table_home.copy()
-    plan = PlacementPlan.from_arrays(instance, home, solver=name)
+    plan = PlacementPlan.from_arrays(instance, home, solver=name, moves=moves_between(instance, home))
     objective = evaluate(instance, plan).objective
     stats["fallback_parts"] = 1.0
     return SolveResult(status="time_limit", plan=plan, objective=objective, log=log, stats=stats,

@@ -1,7 +1,8 @@
 """Brute force for tiny RAS regions: every assignment of the available servers to a reservation
-or the free pool, scored by the evaluator, infeasible ones excluded (MAST §2). The yardstick the
-exact solvers and heuristics of the ``reservation`` kind are tested against; (R + 1)^S
-assignments, so only for a handful of servers.
+or the free pool, scored by the evaluator, infeasible ones excluded (MAST §2) — the shared
+skeleton of :mod:`fleetplan.solvers.brute_force`. The yardstick the exact solvers and heuristics
+of the ``reservation`` kind are tested against; (R + 1)^S assignments, so only for a handful of
+servers.
 
 >>> from fleetplan.instances import generate
 >>> instance = generate("reservation", {"servers": 5, "reservations": 1, "datacenters": 1,
@@ -13,14 +14,13 @@ assignments, so only for a handful of servers.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
-from fleetplan.instances import InstanceError
 from fleetplan.instances.reservation import FREE, ReservationInstance, ReservationPlan
 from fleetplan.instances.reservation.evaluate import evaluate
+from fleetplan.solvers.brute_force import exhaust
 
 MAX_ASSIGNMENTS = 50_000
 
@@ -40,18 +40,17 @@ def enumerate_assignments(instance: ReservationInstance, limit: int = MAX_ASSIGN
     stay as today. Ties keep the first assignment in lexicographic order."""
     arrays = instance.arrays()
     free_rows = np.flatnonzero(arrays.available)
-    choices = list(range(FREE, arrays.num_reservations))
-    count = len(choices) ** free_rows.size
-    if count > limit:
-        raise InstanceError("servers", f"{count} assignments to enumerate, more than the limit {limit}")
-    best, best_assignment, feasible = None, None, 0
     assignment = arrays.server_current.copy()
-    for combination in itertools.product(choices, repeat=free_rows.size):
-        assignment[free_rows] = combination
+
+    def judge(choice: np.ndarray) -> tuple[bool, float]:
+        assignment[free_rows] = choice
         verdict = evaluate(instance, ReservationPlan.from_arrays(instance, assignment))
-        if not verdict.feasible:
-            continue
-        feasible += 1
-        if best is None or verdict.objective < best - 1e-9:
-            best, best_assignment = verdict.objective, assignment.copy()
-    return Enumeration(assignment=best_assignment, objective=best, count=count, feasible=feasible)
+        return verdict.feasible, verdict.objective
+
+    best = exhaust(free_rows.size, range(FREE, arrays.num_reservations), judge, limit=limit, what="servers",
+                   tolerance=1e-9)
+    full = None
+    if best.choice is not None:
+        full = arrays.server_current.copy()
+        full[free_rows] = best.choice
+    return Enumeration(assignment=full, objective=best.objective, count=best.count, feasible=best.feasible)

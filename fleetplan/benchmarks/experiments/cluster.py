@@ -6,7 +6,7 @@
 * ``astraea`` - Astraea §6.3-6.4: schedulers on a Venus- or Philly-like trace; sharing-loss
   jobs, tenant unfairness ratio, average JCT and slowdown.
 
-Run as ``python -m fleetplan.sim.cluster.experiments gavel-las --rates 1,2,3 --seeds 1,2
+Run as ``python -m fleetplan.benchmarks.experiments.cluster gavel-las --rates 1,2,3 --seeds 1,2
 --jobs 300 --out DIR`` or ``... astraea --shape venus --out DIR``. Runs are independent
 (scenario, scheduler, seed) cells, the unit a ``fleetplan bench`` suite would sweep.
 """
@@ -20,13 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from fleetplan.plotting.cluster import plot_jct_cdf, plot_jct_vs_load, plot_tenant_ltgf
 from fleetplan.sim.cluster import run_cluster
-from fleetplan.sim.cluster.metrics import (
-    ClusterRun,
-    plot_jct_cdf,
-    plot_jct_vs_load,
-    plot_tenant_ltgf,
-)
+from fleetplan.sim.cluster.metrics import ClusterRun
 
 GAVEL_SCHEDULERS = ("gavel", "gavel-agnostic")
 ASTRAEA_SCHEDULERS = ("astraea", "themis-ftf", "tiresias-las", "yarn-cs", "fifo")
@@ -96,7 +92,7 @@ def astraea(shape: str, seeds: list[int], out: Path, jobs: int | None = None,
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m fleetplan.sim.cluster.experiments")
+    parser = argparse.ArgumentParser(prog="python -m fleetplan.benchmarks.experiments.cluster")
     sub = parser.add_subparsers(dest="experiment", required=True)
     g = sub.add_parser("gavel-las")
     g.add_argument("--rates", default="1,2,3")

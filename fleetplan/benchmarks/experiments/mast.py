@@ -7,7 +7,7 @@
 * ``speed`` — one run per scheduler of a large trace: wall and CPU seconds, workloads, events,
   the load average of the (shared) machine.
 
-Run as ``python -m fleetplan.sim.mast.experiments compare --seeds 1,2,3 --out DIR`` or
+Run as ``python -m fleetplan.benchmarks.experiments.mast compare --seeds 1,2,3 --out DIR`` or
 ``... speed --regions 10 --machines 4000 --out DIR``; every other scenario field can be given
 as ``--set FIELD=VALUE``. Runs are independent (scenario, scheduler, seed) cells.
 """
@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
+from fleetplan.plotting.mast import plot_compare
 from fleetplan.sim.engine import SimResult
 from fleetplan.sim.mast import SIMULATOR, run_mast
-from fleetplan.sim.mast.plots import plot_compare
 
 SCHEDULERS = ("mast", "federated")
 
