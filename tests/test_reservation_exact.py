@@ -189,6 +189,7 @@ def test_a_guarantee_no_spread_can_meet_is_infeasible():
         assert "fault domain" in result.message
 
 
+@pytest.mark.slow  # a 3,000-server region solved three times with 60 s limits (about a minute)
 def test_disruption_budget_is_hard():
     # A fault domain goes into maintenance: unconstrained, RAS would move more than 10 servers.
     params = {"servers": 3000, "reservations": 15, "datacenters": 4, "events": ["fault-domain-maintenance"],
