@@ -163,3 +163,31 @@ def test_whatif_on_a_dask_cluster_and_in_separate_processes_gives_the_same_table
                 for row in result.rows]
 
     assert answers(inline) == answers(processes) == answers(on_dask)
+
+
+@pytest.mark.parametrize("changes", [
+    {"worker_types.v100.count": 3}, {"worker_types.k80.count": 40, "worker_types.v100.cost_per_hour": 2.5},
+    {"jobs.*.weight*": 2}, {"worker_types.v100.count": 0, "worker_types.p100.count": 0, "worker_types.k80.count": 0},
+    {"worker_types.v100.count": 0, "worker_types.p100.count": 0, "worker_types.k80.count": 1},
+])
+def test_a_changed_instance_equals_a_whole_validation_of_the_changed_file(changes):
+    """changed_instance checks only what a change can break; its answer (the instance, its
+    arrays, or the error) is the whole file's validation's."""
+    import numpy as np
+
+    from fleetplan.instances import instance_from_data
+    from fleetplan.instances.paths import changed_instance
+
+    data = json.loads(open(ALLOCATION).read())
+    base = instance_from_data(data)
+    try:
+        whole = instance_from_data(apply_changes(data, changes))
+    except InstanceError as error:
+        with pytest.raises(InstanceError) as raised:
+            changed_instance(base, data, changes)
+        assert raised.value.lines() == error.lines()
+        return
+    quick = changed_instance(base, data, changes)
+    assert quick.model_dump() == whole.model_dump()
+    for name in ("throughput", "num_workers", "cost_per_hour", "scale_factor", "weight"):
+        assert np.array_equal(getattr(quick.arrays(), name), getattr(whole.arrays(), name))

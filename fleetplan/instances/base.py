@@ -319,12 +319,15 @@ def read_json_file(path: str | os.PathLike[str]) -> Any:
     return parse_json_text(text, source)
 
 
-def validate_model(model_type: type[BaseModel], data: Any, source: str | None = None) -> Any:
-    """Validate ``data`` against ``model_type``; any failure becomes an :class:`InstanceError`."""
+def validate_model(model_type: type[BaseModel], data: Any, source: str | None = None,
+                   context: dict[str, Any] | None = None) -> Any:
+    """Validate ``data`` against ``model_type``; any failure becomes an :class:`InstanceError`.
+    ``context`` reaches the models' validators (a change's ``previous`` instance and the fields it
+    ``touched``, so a validator can check only what the change can have broken)."""
     try:
         # Strict: a worker count given as the string "16", or a scale factor as true, is an
         # error, not silently coerced (integers still pass where numbers are expected).
-        return model_type.model_validate(data, strict=True)
+        return model_type.model_validate(data, strict=True, context=context)
     except ValidationError as error:
         raise _from_validation_error(error, source) from None
     except InstanceError as error:

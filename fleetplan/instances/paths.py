@@ -128,6 +128,6 @@ def changed_instance(instance: Any, data: dict[str, Any], changes: dict[str, Any
     touched = {split_change(path)[0][0] for path in changes}
     fields = {name: changed[name] if name in touched else getattr(instance, name)
               for name in type(instance).model_fields}
-    result = validate_model(type(instance), fields)
+    result = validate_model(type(instance), fields, context={"previous": instance, "touched": touched})
     result.reuse_arrays(instance, touched)
     return result

@@ -38,9 +38,10 @@ TABLE_FILE = "whatif.csv"
 PARQUET_FILE = "whatif.parquet"
 PLOT_FILE = "whatif.png"
 INSTANCE_FILE = "instance.json"
-# On Dask, points go out in chains of this many, each solved in one worker process with the
-# instance parsed once (a process per point costs an interpreter start each).
-CHAIN_POINTS = 10
+# On Dask, points go out in chains, one per worker (at most this many points each, so an
+# interrupted sweep loses little), each solved in one worker process with the instance parsed
+# once (a process per point costs an interpreter start each).
+CHAIN_POINTS = 50
 
 
 @dataclass(frozen=True)
@@ -213,7 +214,7 @@ def whatif(instance_path: str | Path, varies: Sequence[str | Vary], out: str | P
                 executors.run_local(todo, on_row, workers=workers, on_start=display.start)
             else:
                 client = executors.connect_dask(address, tls, insecure=insecure) if isinstance(address, str) else address
-                chains = [todo[start:start + CHAIN_POINTS] for start in range(0, len(todo), CHAIN_POINTS)]
+                chains = _chains(todo, len(client.scheduler_info().get("workers", {})))
                 try:
                     executors.run_dask_chains(chains, on_row, client=client, on_start=display.start)
                 finally:
@@ -221,6 +222,12 @@ def whatif(instance_path: str | Path, varies: Sequence[str | Vary], out: str | P
                         client.close()
     rows = read_results(folder)
     return tabulate(folder, rows, grid, parsed, metrics, instance.kind, plot=plot)
+
+
+def _chains(cells: Sequence[Any], workers: int) -> list[list[Any]]:
+    """The points in about one chain per Dask worker, no chain longer than CHAIN_POINTS."""
+    size = min(CHAIN_POINTS, max(1, math.ceil(len(cells) / max(workers, 1))))
+    return [list(cells[start:start + size]) for start in range(0, len(cells), size)]
 
 
 def _run_in_process(instance: Any, data: dict[str, Any], cells: Sequence[Any], on_row: Any, on_start: Any) -> None:

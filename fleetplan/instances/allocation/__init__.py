@@ -30,7 +30,7 @@ from functools import cached_property
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, ValidationInfo, model_validator
 
 from fleetplan.instances.allocation.generator import (  # noqa: F401  (re-exported)
     AllocationParams,
@@ -212,30 +212,31 @@ class AllocationInstance(InstanceBase):
     _arrays: AllocationArrays | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
-    def _check_references(self) -> AllocationInstance:
+    def _check_references(self, info: ValidationInfo) -> AllocationInstance:
         if not self.jobs:
             raise InstanceError("jobs", "must list at least one job")
         type_names = _unique([t.name for t in self.worker_types], "worker_types", "name")
         if sum(t.count for t in self.worker_types) == 0:
             raise InstanceError("worker_types", "the cluster has no workers (every count is 0)")
         counts = {t.name: t.count for t in self.worker_types}
+        if self._only_the_cluster_changed(info, type_names):
+            return self
         _unique([job.id for job in self.jobs], "jobs", "id")
         entity_ids = set(_unique([e.id for e in self.entities], "entities", "id"))
+        known = set(type_names)
+        # One pass of set and generator checks per job (C loops inside): 10^5 jobs are checked
+        # again at every what-if point or scheduling round that changes the cluster.
         for index, job in enumerate(self.jobs):
-            for name in job.throughput:
-                if name not in type_names:
-                    raise InstanceError(
-                        f"jobs[{index}].throughput.{name}", f"unknown worker type '{name}'"
-                    )
-            runnable = [
-                name for name, value in job.throughput.items()
-                if value > 0 and counts[name] >= job.scale_factor
-            ]
-            if not runnable:
+            throughput = job.throughput
+            if not throughput.keys() <= known:
+                name = next(name for name in throughput if name not in known)
+                raise InstanceError(f"jobs[{index}].throughput.{name}", f"unknown worker type '{name}'")
+            scale = job.scale_factor
+            if not any(value > 0 and counts[name] >= scale for name, value in throughput.items()):
                 raise InstanceError(
                     f"jobs[{index}]",
                     f"job '{job.id}' can run on no worker type (needs a positive throughput on a "
-                    f"type with at least {job.scale_factor} workers)",
+                    f"type with at least {scale} workers)",
                 )
             if job.entity is not None and job.entity not in entity_ids:
                 raise InstanceError(f"jobs[{index}].entity", f"unknown entity '{job.entity}'")
@@ -256,6 +257,30 @@ class AllocationInstance(InstanceBase):
                 if min(value) < 0:
                     raise InstanceError(where, "must be >= 0")
         return self
+
+    def _only_the_cluster_changed(self, info: ValidationInfo, type_names: list[str]) -> bool:
+        """When this instance is a change of a validated one (``changed_instance``'s context)
+        that touched only the worker types, keeping their names: the jobs, entities and
+        colocations were checked already, and what the new counts can break — a job left with no
+        type it fits — is one vectorised check on the previous instance's arrays."""
+        context = info.context or {}
+        previous, touched = context.get("previous"), context.get("touched")
+        if not isinstance(previous, AllocationInstance) or touched is None or \
+                touched & {"jobs", "entities", "colocations"}:
+            return False
+        arrays = previous.arrays()
+        if arrays.worker_types != type_names:
+            return False
+        workers = np.array([t.count for t in self.worker_types], dtype=float)
+        fits = (arrays.throughput > 0) & (workers[None, :] >= arrays.scale_factor[:, None])
+        stranded = np.flatnonzero(~fits.any(axis=1))
+        if stranded.size:
+            index = int(stranded[0])
+            job = self.jobs[index]
+            raise InstanceError(
+                f"jobs[{index}]", f"job '{job.id}' can run on no worker type (needs a positive throughput on a "
+                                  f"type with at least {job.scale_factor} workers)")
+        return True
 
     @classmethod
     def from_frames(cls, jobs: Any, cluster: Any, *, entities: Any = None, colocations: Any = None,
@@ -280,9 +305,10 @@ class AllocationInstance(InstanceBase):
         """Keep ``previous``'s per-job columns when only the cluster changed (worker counts or
         prices, the types' names and order unchanged): a what-if point or a scheduling round
         that changes GPUs does not rebuild 16 columns of 10^5 jobs."""
-        old = getattr(previous, "_arrays", None)
-        if old is None or touched & {"jobs", "colocations", "entities"} or \
-                [t.name for t in self.worker_types] != old.worker_types:
+        if touched & {"jobs", "colocations", "entities"} or not isinstance(previous, AllocationInstance):
+            return
+        old = previous.arrays()  # built once for the base of many changes, then shared
+        if [t.name for t in self.worker_types] != old.worker_types:
             return
         self._arrays = replace(
             old, num_workers=np.array([t.count for t in self.worker_types], dtype=float),
