@@ -19,7 +19,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -257,18 +257,18 @@ def run_dask(cells: Sequence[Cell], on_row: OnRow, *, client: Any,
                 future.cancel()
 
 
-def chain_task(cells_json: str) -> str:
-    """What a Dask task runs for a chain of what-if points on one instance (cells carrying the
-    same ``instance_data``): the instance parsed and validated once, each point validated only
-    where it changes it, solved in the worker's own process one after another. Rows go back as
-    JSON text, as :func:`cell_task`'s."""
+def chain_task(instance_data: str, cells_json: str) -> str:
+    """What a Dask task runs for a chain of what-if points on one instance: the instance's text
+    (sent once, not once per cell) parsed and validated once, each point validated only where it
+    changes it, solved in the worker's own process one after another. Rows go back as JSON text,
+    as :func:`cell_task`'s."""
     from fleetplan.instances import instance_from_data
     from fleetplan.instances.paths import changed_instance
 
     cells = [Cell.from_json(text) for text in json.loads(cells_json)]
     rows = []
     try:
-        data = json.loads(cells[0].instance_data or "{}")
+        data = json.loads(instance_data)
         base = instance_from_data(data, cells[0].instance)
     except Exception as error:  # noqa: BLE001 - one row per cell says why
         return json.dumps([error_row(cell, f"invalid input: {error}") for cell in cells])
@@ -290,7 +290,8 @@ def run_dask_chains(chains: Sequence[Sequence[Cell]], on_row: OnRow, *, client: 
     futures = {}
     try:
         for index, chain in enumerate(chains):
-            future = client.submit(chain_task, json.dumps([cell.to_json() for cell in chain]), pure=False,
+            bare = [replace(cell, instance_data=None).to_json() for cell in chain]
+            future = client.submit(chain_task, chain[0].instance_data or "{}", json.dumps(bare), pure=False,
                                    key=f"fleetplan-chain-{index}-{time.monotonic_ns()}")
             futures[future] = chain
             for cell in chain:

@@ -162,7 +162,7 @@ def whatif(instance_path: str | Path, varies: Sequence[str | Vary], out: str | P
     from fleetplan.benchmarks.sweep import SweepProgress
     from fleetplan.instances import instance_from_data, read_json_file
     from fleetplan.instances.outputs import atomic_write_text, check_output_folder
-    from fleetplan.instances.paths import apply_changes
+    from fleetplan.instances.paths import changed_instance
     from fleetplan.solvers import get_solver
 
     data = read_json_file(instance_path)
@@ -177,7 +177,10 @@ def whatif(instance_path: str | Path, varies: Sequence[str | Vary], out: str | P
     # The grid's corners are checked as instances before anything runs (an impossible range
     # fails at once); a point inside that is invalid ends as its own failed row.
     for point in {0: grid[0], len(grid) - 1: grid[-1]}.values():
-        instance_from_data(apply_changes(data, point), f"the point {point_label(point)}")
+        try:
+            changed_instance(instance, data, point)
+        except InstanceError as error:
+            raise InstanceError(error.path, error.reason, f"the point {point_label(point)}") from None
     folder = Path(out)
     if resume:
         if not (folder / "results.csv").exists():
