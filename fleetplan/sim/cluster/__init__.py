@@ -16,6 +16,7 @@ A plain deterministic function of (scenario, scheduler, seed)::
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -149,8 +150,9 @@ def _check_fits(trace: Trace, cluster: dict[str, int], scenario: ClusterScenario
 
 
 def run_cluster(scenario: ClusterScenario | dict, scheduler: str, seed: int = 0,
-                trace: Trace | None = None) -> ClusterRun:
-    """Simulate and keep per-job arrays; ``trace`` overrides the scenario's trace."""
+                trace: Trace | None = None, progress: Callable[[float, float], None] | None = None) -> ClusterRun:
+    """Simulate and keep per-job arrays; ``trace`` overrides the scenario's trace;
+    ``progress(now, end)`` after every step (``end``: ``max_time_s``, else ``inf``)."""
     if isinstance(scenario, dict):
         scenario = SIMULATOR.scenario(scenario)
     if scheduler not in SCHEDULERS:
@@ -164,13 +166,14 @@ def run_cluster(scenario: ClusterScenario | dict, scheduler: str, seed: int = 0,
         scenario = scenario.model_copy(update={"cluster": dict(cluster)})
     sched = SCHEDULERS[scheduler](scenario, trace, seed)
     sim = Sim(trace, scenario, sched)
-    sim.run(scenario.max_time_s or float("inf"))
+    sim.run(scenario.max_time_s or float("inf"), progress)
     return collect(sim, scheduler, seed)
 
 
-def simulate(scenario: ClusterScenario, scheduler: str, seed: int) -> SimResult:
+def simulate(scenario: ClusterScenario, scheduler: str, seed: int,
+             progress: Callable[[float, float], None] | None = None) -> SimResult:
     """The :class:`SimulatorSpec` entry point."""
-    return run_cluster(scenario, scheduler, seed).result
+    return run_cluster(scenario, scheduler, seed, progress=progress).result
 
 
 def estimate(scenario: ClusterScenario) -> Estimate:

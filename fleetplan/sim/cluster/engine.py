@@ -20,6 +20,7 @@ LTGF series.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -416,8 +417,9 @@ class Sim:
             return t
         return math.ceil(t / step - 1e-9) * step
 
-    def run(self, until: float = math.inf) -> None:
-        """Run to the end of the trace (or ``until`` seconds)."""
+    def run(self, until: float = math.inf, progress: Callable[[float, float], None] | None = None) -> None:
+        """Run to the end of the trace (or ``until`` seconds); ``progress(now, until)`` after
+        every step (what a time limit checks: :meth:`fleetplan.sim.engine.SimulatorSpec.run`)."""
         sched = self.scheduler
         sched.start(self)
         if self.n == 0:
@@ -426,6 +428,8 @@ class Sim:
         decision_at = self.grid(float(self.trace.submit[0]))
         last_decision = -math.inf
         while True:
+            if progress is not None:
+                progress(self.now, until)
             t_done = self.next_completion()
             t = min(t_done, decision_at)
             if t == math.inf or t > until:
