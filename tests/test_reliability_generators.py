@@ -13,6 +13,7 @@ from __future__ import annotations
 import resource
 import subprocess
 import sys
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -155,3 +156,28 @@ def test_check_fits_passes_what_fits(monkeypatch):
     with pytest.raises(fleetplan.InstanceError, match="x needs about 1.0 GB"):
         check_fits(Estimate(memory_bytes=1e9, seconds=1.0, what="x"))
     assert resource.getrlimit(resource.RLIMIT_AS)  # the limit this module reads exists here
+
+
+def test_check_fits_refuses_a_time_beyond_the_bound(monkeypatch):
+    monkeypatch.setattr("fleetplan.instances.resources.available_memory", lambda: 1e12)
+    check_fits(Estimate(memory_bytes=1e8, seconds=599.0, what="x"), max_seconds=600)
+    check_fits(Estimate(memory_bytes=1e8, seconds=1e6, what="x"))  # time not checked without a bound
+    with pytest.raises(fleetplan.InstanceError, match=r"too slow: x needs about 100 MB of memory and about 17 min, "
+                                                      r"more than the 10 min a generator may take"):
+        check_fits(Estimate(memory_bytes=1e8, seconds=1000.0, what="x"), max_seconds=600)
+
+
+def test_a_generator_estimated_beyond_ten_minutes_is_refused_at_once(monkeypatch):
+    """Binpack with every machine in one cluster still grows with the square of the cluster's
+    machines (100,000 GPU machines alone: 113 s of CPU); with 500,000 CPU machines too, about
+    48 min by the estimate: refused before any work, with the figure, whatever the memory."""
+    monkeypatch.setattr("fleetplan.instances.resources.available_memory", lambda: 1e12)
+    started = time.monotonic()
+    with pytest.raises(fleetplan.InstanceError) as error:
+        fleetplan.generate("binpack", {"machines": 100_000, "cpu_machines": 500_000, "workloads": 1000, "clusters": 1})
+    assert time.monotonic() - started < 2
+    assert "too slow" in str(error.value) and "min" in str(error.value) and error.value.path == "parameters"
+    # The same region in 200 clusters is linear in machines: about a minute, generated.
+    spec = fleetplan.instances.get_kind("binpack")
+    assert spec.estimate(spec.generate_params(machines=100_000, cpu_machines=500_000, workloads=1000,
+                                              clusters=200)).seconds < 120

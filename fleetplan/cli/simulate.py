@@ -204,8 +204,6 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     from fleetplan import sim
     from fleetplan.cli.common import (
         CommandError,
-        OutOfTime,
-        alarm,
         parse_assignments,
         parse_flag_params,
         print_json,
@@ -228,19 +226,18 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         scenario, scheduler = spec.flags(scenario, scheduler)
     check_outputs(args, scenario_inputs(scenario))
     title = f"simulating {spec.name} / {scheduler or spec.schedulers[0]}"
-    reached: list[tuple[float, float]] = []
+    limit = _simulation_seconds(args)
     try:
-        with alarm(_simulation_seconds(args)):
-            if spec.takes_progress:
-                from fleetplan.sim.engine import TIME_UNITS
+        if spec.takes_progress:
+            from fleetplan.sim.engine import TIME_UNITS
 
-                with simulated_time_bar(title, not args.json, TIME_UNITS[spec.time_unit]) as bar:
-                    result = spec.run(scenario, scheduler, args.seed, progress=_following(bar, reached))
-            else:
-                with working(title, not args.json):
-                    result = spec.run(scenario, scheduler, args.seed)
-    except OutOfTime:
-        return _out_of_time(args, spec, reached)
+            with simulated_time_bar(title, not args.json, TIME_UNITS[spec.time_unit]) as bar:
+                result = spec.run(scenario, scheduler, args.seed, progress=bar, time_limit=limit)
+        else:
+            with working(title, not args.json):
+                result = spec.run(scenario, scheduler, args.seed, time_limit=limit)
+    except sim.SimulationTimeLimit as stop:
+        return _out_of_time(args, spec, stop.reached)
     data = result.to_dict()
     written: list[str] = []
     if args.output:
@@ -296,22 +293,7 @@ def _simulation_seconds(args: argparse.Namespace) -> float | None:
     return time_left(args.time_limit, reserve)
 
 
-def _following(bar: Any, reached: list[tuple[float, float]]) -> Any:
-    """A progress callback that records how far the simulation got (for the time-limit line)
-    and moves the bar, if one is shown."""
-
-    def progress(now: float, end: float) -> None:
-        if reached:
-            reached[0] = (now, end)
-        else:
-            reached.append((now, end))
-        if bar is not None:
-            bar(now, end)
-
-    return progress
-
-
-def _out_of_time(args: argparse.Namespace, spec: Any, reached: list[tuple[float, float]]) -> int:
+def _out_of_time(args: argparse.Namespace, spec: Any, reached: tuple[float, float] | None) -> int:
     """No result: one line saying how far the simulation got, exit code 1, nothing written
     (a partial result's metrics would describe a different, shorter run)."""
     from fleetplan.cli.common import print_json, stderr
@@ -320,7 +302,7 @@ def _out_of_time(args: argparse.Namespace, spec: Any, reached: list[tuple[float,
     how_far = ""
     if reached:
         unit = TIME_UNITS[spec.time_unit]
-        now, end = reached[0][0] * unit, reached[0][1] * unit
+        now, end = reached[0] * unit, reached[1] * unit
         total = f" of {_hours_or_seconds(end, end)}" if 0 < end < float("inf") else ""
         how_far = f" after {_hours_or_seconds(now, max(end, now))}{total} of simulated time"
     line = (f"simulate {spec.name}: stopped at --time-limit {args.time_limit:g} s{how_far}; no result, "

@@ -270,9 +270,9 @@ def generate(kind: str, params: dict[str, Any] | BaseModel | None = None, seed: 
     if not isinstance(params, BaseModel):
         params = validate_model(spec.generate_params, params or {}, "parameters")
     if spec.estimate is not None:
-        from fleetplan.instances.resources import check_fits
+        from fleetplan.instances.resources import MAX_GENERATE_S, check_fits
 
-        check_fits(spec.estimate(params))
+        check_fits(spec.estimate(params), max_seconds=MAX_GENERATE_S)
     return spec.generate(params, seed=seed)
 
 

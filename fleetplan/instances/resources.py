@@ -1,6 +1,9 @@
 """What a size costs before it is tried: generators and simulators estimate the memory (and
 time) a parameter set needs, and a size that cannot fit in this machine's memory is refused at
-once, with the figure, instead of running out of memory after a minute (issue 25 items 8, 9).
+once, with the figure, instead of running out of memory after a minute (issue 25 items 8, 9);
+a generator is also refused when its estimated time is beyond :data:`MAX_GENERATE_S` (a
+simulation's time is bounded by ``time_limit`` instead: its length depends on the scheduler and
+the load, which the estimates do not model).
 
 Each estimate is a linear model of the sizes that drive the work, with coefficients measured on
 this machine (peak resident memory over the interpreter's, generation and ``save`` included;
@@ -27,6 +30,12 @@ from fleetplan.errors import InstanceError
 SAFETY = 1.5
 # What the interpreter, numpy and pydantic hold before the work starts (not in the estimates).
 BASELINE_BYTES = 150e6
+# A generator whose estimated time is beyond this is refused too (issue 25 item 9): at the top
+# of their ranges the estimates reach 40 s (placement), 6 s (reservation), 6 min (allocation,
+# 10^7 jobs: refused on memory first on a machine of less than 44 GB) and 48 min (binpack with
+# every machine in one cluster, whose generation still grows with the square of a cluster's
+# machines); ten minutes is an order of magnitude beyond any instance the benchmarks use.
+MAX_GENERATE_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -84,14 +93,18 @@ def _mapped_bytes() -> float:
     return 0.0
 
 
-def check_fits(estimate: Estimate, path: str = "parameters", source: str | None = None) -> None:
+def check_fits(estimate: Estimate, path: str = "parameters", source: str | None = None,
+               max_seconds: float | None = None) -> None:
     """Refuse (an :class:`InstanceError` naming ``path``) a size whose estimate, times
-    :data:`SAFETY`, is more than the memory available."""
+    :data:`SAFETY`, is more than the memory available, or whose estimated time is more than
+    ``max_seconds`` (None: time is not checked)."""
     available = available_memory()
-    if available is None or estimate.memory_bytes * SAFETY <= available:
-        return
-    raise InstanceError(path, f"too large for this machine: {estimate.describe()}, and "
-                              f"{format_bytes(available)} is available; choose a smaller size", source)
+    if available is not None and estimate.memory_bytes * SAFETY > available:
+        raise InstanceError(path, f"too large for this machine: {estimate.describe()}, and "
+                                  f"{format_bytes(available)} is available; choose a smaller size", source)
+    if max_seconds is not None and estimate.seconds > max_seconds:
+        raise InstanceError(path, f"too slow: {estimate.describe()}, more than the {format_seconds(max_seconds)} "
+                                  "a generator may take; choose a smaller size", source)
 
 
-__all__ = ["Estimate", "available_memory", "check_fits", "format_bytes", "format_seconds"]
+__all__ = ["MAX_GENERATE_S", "Estimate", "available_memory", "check_fits", "format_bytes", "format_seconds"]

@@ -6,6 +6,9 @@ Simulators are found by name without importing the others (or their solvers)::
     from fleetplan import sim
     result = sim.run("parsync", {"schedulers": 4}, scheduler="latency-first", seed=1)
     print(result.metrics)
+
+A ``time_limit`` (seconds, the whole call) stops a simulation that would run longer: it raises
+:class:`SimulationTimeLimit`, saying how far it got, and returns no result.
 """
 
 from __future__ import annotations
@@ -16,7 +19,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from fleetplan.instances.base import InstanceError
-from fleetplan.sim.engine import EventQueue, SimResult, SimulatorSpec
+from fleetplan.sim.engine import (
+    EventQueue,
+    ProgressCallback,
+    SimResult,
+    SimulationTimeLimit,
+    SimulatorSpec,
+)
 
 # name -> module defining SIMULATOR; a new simulator adds one line here.
 _MODULES: dict[str, str] = {
@@ -39,9 +48,10 @@ def get_simulator(name: str) -> SimulatorSpec:
 
 
 def run(name: str, scenario: dict[str, Any] | BaseModel | None = None, scheduler: str | None = None,
-        seed: int = 0) -> SimResult:
-    """Run simulator ``name`` on ``scenario`` (a dict or its model) with ``scheduler``."""
-    return get_simulator(name).run(scenario, scheduler, seed)
+        seed: int = 0, *, progress: ProgressCallback | None = None, time_limit: float | None = None) -> SimResult:
+    """Run simulator ``name`` on ``scenario`` (a dict or its model) with ``scheduler``; see
+    :meth:`SimulatorSpec.run` for ``progress`` and ``time_limit``."""
+    return get_simulator(name).run(scenario, scheduler, seed, progress=progress, time_limit=time_limit)
 
 
-__all__ = ["EventQueue", "SimResult", "SimulatorSpec", "get_simulator", "names", "run"]
+__all__ = ["EventQueue", "SimResult", "SimulationTimeLimit", "SimulatorSpec", "get_simulator", "names", "run"]

@@ -26,10 +26,14 @@ Example
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import inspect
 import math
-from collections.abc import Callable
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,7 +122,8 @@ class SimResult:
 
 
 SimulateFunction = Callable[[BaseModel, str, int], SimResult]
-# progress(now, end): simulated time so far and at the end of the run (SimulatorSpec.time_unit).
+# progress(now, end): simulated time so far and at the end of the run (SimulatorSpec.time_unit;
+# end may be inf when the simulator cannot know it).
 ProgressCallback = Callable[[float, float], None]
 TIME_UNITS = {"s": 1.0, "h": 3600.0}  # seconds per unit of a progress report
 
@@ -131,6 +136,66 @@ def _accepts_progress(function: Callable[..., Any]) -> bool:
         return False
     return any((p.name == "progress" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
                or p.kind is p.VAR_KEYWORD for p in parameters)
+
+
+class SimulationTimeLimit(RuntimeError):
+    """A simulation stopped at its time limit (:meth:`SimulatorSpec.run`'s ``time_limit``): there
+    is no result, since partial metrics would describe a different, shorter run (issue 25 item
+    8; ``fleetplan simulate --time-limit`` makes the same choice). ``reached`` is how far the
+    simulation got, ``(now, end)`` in the spec's ``time_unit`` (``end`` may be ``inf`` when the
+    simulator does not know it), or None when it stopped before reporting any progress (building
+    its trace, or a simulator that does not report)."""
+
+    def __init__(self, simulator: str, time_limit: float, reached: tuple[float, float] | None,
+                 unit: str = "s") -> None:
+        self.simulator, self.time_limit, self.reached, self.unit = simulator, time_limit, reached, unit
+        how_far = ""
+        if reached is not None:
+            now, end = reached
+            total = f" of {end:g} {unit}" if 0 < end < math.inf else ""
+            how_far = f" after {now:g} {unit}{total} of simulated time"
+        super().__init__(f"simulator '{simulator}' stopped at its time limit of {time_limit:g} s{how_far}; "
+                         "no result")
+
+
+class _OutOfTime(BaseException):
+    """Raised inside a simulation when its time limit passes; a BaseException so that no
+    ``except Exception`` in the simulator swallows it. :meth:`SimulatorSpec.run` turns it into
+    :class:`SimulationTimeLimit`."""
+
+
+@contextlib.contextmanager
+def _alarm(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`_OutOfTime` after ``seconds`` of wall time wherever the main thread is
+    (building a trace, a scheduler's Python code; a C call in progress finishes first).
+    Armed only on the main thread, where SIGALRM exists and no interval timer is already set
+    (a caller's own alarm is left alone); elsewhere the limit is checked at each progress
+    report only."""
+    if (seconds is None or not hasattr(signal, "setitimer")
+            or threading.current_thread() is not threading.main_thread()
+            or signal.getitimer(signal.ITIMER_REAL)[0] > 0):
+        yield
+        return
+
+    def ring(signum: int, frame: object) -> None:
+        raise _OutOfTime()
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-3))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _checked_time_limit(time_limit: float | None) -> float | None:
+    if time_limit is None:
+        return None
+    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) \
+            or not math.isfinite(time_limit) or time_limit <= 0:
+        raise InstanceError("time_limit", f"must be a positive number of seconds, got {time_limit!r}")
+    return float(time_limit)
 
 
 @dataclass(frozen=True)
@@ -177,11 +242,19 @@ class SimulatorSpec:
         return validate_model(self.scenario_type, data or {}, "scenario")
 
     def run(self, scenario: dict[str, Any] | BaseModel | None = None, scheduler: str | None = None,
-            seed: int = 0, progress: ProgressCallback | None = None) -> SimResult:
+            seed: int = 0, progress: ProgressCallback | None = None,
+            time_limit: float | None = None) -> SimResult:
         """Validate, then simulate; ``scheduler`` defaults to the first one listed.
 
         ``progress(now, end)`` is handed to the simulate function when it takes a ``progress``
         keyword (:attr:`takes_progress`) and silently not used otherwise.
+
+        ``time_limit``: seconds of wall time for the whole call (validation, the trace, the
+        simulation). A simulation not finished by then raises :class:`SimulationTimeLimit`
+        (how far it got, no result). The limit is checked at every progress report of the
+        simulator and, on the main thread, also by a SIGALRM timer that interrupts any Python
+        code (not a C call in progress); off the main thread, a simulator that does not report
+        progress is not stopped.
         """
         scheduler = scheduler or self.schedulers[0]
         if scheduler not in self.schedulers:
@@ -189,9 +262,21 @@ class SimulatorSpec:
                                              f"'{self.name}' (known: {', '.join(self.schedulers)})")
         if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
             raise InstanceError("seed", "must be an integer in [0, 2^63)")
-        import time
-
+        time_limit = _checked_time_limit(time_limit)
         started = time.perf_counter()
+        reached: list[tuple[float, float]] = []
+        try:
+            with _alarm(time_limit):
+                result = self._run(scenario, scheduler, seed, progress, time_limit, started, reached)
+        except _OutOfTime:
+            raise SimulationTimeLimit(self.name, time_limit, reached[-1] if reached else None,
+                                      self.time_unit) from None
+        result.wall_s = time.perf_counter() - started
+        return result
+
+    def _run(self, scenario: dict[str, Any] | BaseModel | None, scheduler: str, seed: int,
+             progress: ProgressCallback | None, time_limit: float | None, started: float,
+             reached: list[tuple[float, float]]) -> SimResult:
         model = self.scenario(scenario)
         if self.estimate is not None:
             from fleetplan.instances.resources import check_fits
@@ -203,10 +288,21 @@ class SimulatorSpec:
 
         guard = SimulationProgressGuard(progress)
         with guard:
-            if progress is not None and self.takes_progress:
-                result = self.simulate(model, scheduler, seed, progress=guard)
-            else:
+            if not self.takes_progress or (progress is None and time_limit is None):
                 result = self.simulate(model, scheduler, seed)
+            else:
+                stop_at = math.inf if time_limit is None else started + time_limit
+
+                def watched(now: float, end: float) -> None:
+                    if reached:
+                        reached[0] = (now, end)
+                    else:
+                        reached.append((now, end))
+                    if progress is not None:
+                        guard(now, end)
+                    if time.perf_counter() > stop_at:
+                        raise _OutOfTime()
+
+                result = self.simulate(model, scheduler, seed, progress=watched)
         guard.finish(result.sim_time / TIME_UNITS[self.time_unit])
-        result.wall_s = time.perf_counter() - started
         return result

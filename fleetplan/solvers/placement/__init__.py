@@ -28,10 +28,19 @@ from fleetplan.solvers.placement.first_pass import first_pass_batches
 from fleetplan.solvers.placement.replicas import add_replicas
 from fleetplan.solvers.placement.state import TERMS, TetrisState  # noqa: F401  (TERMS re-exported)
 
-# The first pass applies its queued moves after every this many seconds of evaluating tables
-# (then evaluates more): at 10^6 tables one full pass took 23 s before the first move (issue 27
-# item 4), so a planner watching the climb, or stopping it, waited that long for any gain.
+# Under a time limit the first pass applies its queued moves after every this many seconds of
+# evaluating tables (then evaluates more): at 10^6 tables one full pass took 23 s before the
+# first move (issue 27 item 4), so a planner watching the climb, or stopping it, waited that long
+# for any gain.
 FIRST_BATCH_S = 2.0
+# Without a limit the same alternation is counted, not timed — up to FIRST_BATCH_MOVES queued
+# moves after every FIRST_BATCH_ITEMS tables evaluated, on instances of at least twice that many
+# tables (smaller ones evaluate every table first, as §3.4) — so that the plan does not depend
+# on the machine's speed: timed batches gave a different plan on every run (at 10^5 tables the
+# first run of a process, slowed by compiling the kernels, had two batches and the later runs
+# one; at 10^6 tables five runs gave 24.04-24.09).
+FIRST_BATCH_ITEMS = 65_536
+FIRST_BATCH_MOVES = 1_024
 
 
 def polish(instance: PlacementInstance, home: np.ndarray, time_limit: float | None
@@ -148,8 +157,19 @@ def _climb(instance: PlacementInstance, recompute: bool, time_limit: float | Non
     budget = Budget(time_s=climb_s, moves=max_moves, cost=None if not np.isfinite(quota) else quota)
     result = hill_climb(state, budget=budget, recompute=recompute, progress=progress, initial=first_pass_batches(state),
                         neighbours=state.neighbours if requeue_neighbours else None,
-                        batch_s=FIRST_BATCH_S if time_limit is None else min(FIRST_BATCH_S, max(0.02, time_limit / 20)))
+                        **_first_pass_batches(time_limit, state.num_tables))
     return state, result, after_s
+
+
+def _first_pass_batches(time_limit: float | None, num_tables: int) -> dict[str, float | int]:
+    """How the first pass alternates with applying moves: timed under a limit (a twentieth of
+    it, at most FIRST_BATCH_S), counted without one (FIRST_BATCH_ITEMS, on large instances),
+    so that a climb without a limit gives the same plan on every run and machine."""
+    if time_limit is not None:
+        return {"batch_s": min(FIRST_BATCH_S, max(0.02, time_limit / 20))}
+    if num_tables >= 2 * FIRST_BATCH_ITEMS:
+        return {"batch_items": FIRST_BATCH_ITEMS, "batch_moves": FIRST_BATCH_MOVES}
+    return {}
 
 
 @register("placement", "hill-climb", exact=False, default=True,

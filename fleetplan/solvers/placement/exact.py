@@ -53,6 +53,7 @@ import numpy as np
 from fleetplan.highs_pool import use_threads
 from fleetplan.instances import InstanceError, evaluate
 from fleetplan.instances.placement import PlacementInstance, PlacementPlan
+from fleetplan.instances.resources import check_fits
 from fleetplan.lazy import lazy_attribute, lazy_module, not_loaded
 from fleetplan.models.placement import ROW_SAFETY, BuildTimeout, PlacementData, prepare
 from fleetplan.models.placement.cpsat import (
@@ -61,6 +62,7 @@ from fleetplan.models.placement.cpsat import (
     read_cpsat_placement,
 )
 from fleetplan.models.placement.mip import placement_mip, read_placement, set_placement
+from fleetplan.models.placement.size import model_estimate
 from fleetplan.solvers.base import Progress, SolveResult, get_solver, register, relative_gap
 from fleetplan.solvers.cpsat_run import solve_interruptibly
 from fleetplan.solvers.deadline import Deadline
@@ -238,12 +240,14 @@ def solve_part_highs(data: PlacementData, warm: np.ndarray | None, *, time_limit
 def solve_exact(instance: PlacementInstance, solve_part, *, name: str, time_limit: float | None,
                 seed: int, threads: int, progress: Progress, warm_start: WarmStart, split: bool,
                 max_exact_levels: int, grid_levels: int) -> SolveResult:
-    """Pre-check, warm start, split, solve each part with ``solve_part``, assemble the plan,
-    polish it with the hill climb and check the solver's claims against the judge.
+    """Pre-check, split, prepare the parts and check that their models fit in memory (an
+    :class:`InstanceError` naming the figure when not, before any work on a plan), warm start,
+    solve each part with ``solve_part``, assemble the plan, polish it with the hill climb and
+    check the solver's claims against the judge.
 
     One :class:`~fleetplan.solvers.deadline.Deadline` covers everything: the warm start gets
-    a fifth of the limit, the build and every part draw from what is left, and a build that
-    cannot finish leaves the best plan so far with status ``time_limit``.
+    a fifth of the time left after preparing, the build and every part draw from what is left,
+    and a build that cannot finish leaves the best plan so far with status ``time_limit``.
     """
     deadline = Deadline(time_limit)
     arrays = instance.arrays()
@@ -260,7 +264,6 @@ def solve_exact(instance: PlacementInstance, solve_part, *, name: str, time_limi
         if judge_s < 0.05:
             break
     reserve = 2.0 * judge_s + 0.05
-    warm = warm_start_home(instance, warm_start, deadline.share(WARM_SHARE), seed, log)
     stats = {}
     try:
         parts = components(arrays)
@@ -278,6 +281,11 @@ def solve_exact(instance: PlacementInstance, solve_part, *, name: str, time_limi
     except BuildTimeout as stop:
         log.append(f"{name}: {stop} (preparing the model)")
         datas = []
+    if datas:
+        # Before the warm start and the build: a model that cannot fit in memory is refused at
+        # once, with the figure (issue 25 item 6: 10^8 exact levels grew past 1 GB unchecked).
+        check_fits(model_estimate(datas, name), "instance")
+    warm = warm_start_home(instance, warm_start, deadline.share(WARM_SHARE), seed, log)
     if not datas:
         return _best_known(instance, name, warm, warm_start, deadline, seed, log, stats)
     stats["parts"] = float(len(datas))
