@@ -217,7 +217,9 @@ def _breakdown(arrays: AllocationArrays, time_share: np.ndarray, throughput: np.
     isolated 1/n share, as a multiple of the job alone on its fastest type, the time share the
     job is given in all (pair rows included) and whether its SLO is met (None: no SLO)."""
     met = slo_met(arrays, throughput)
-    slo = [bool(ok) if np.isfinite(limit) else None for ok, limit in zip(met, arrays.slo_seconds, strict=True)]
+    # One pass in C (a comprehension over numpy scalars took 10 ms at 10,000 jobs, a scheduler
+    # round's budget): an object array holds Python booleans and None.
+    slo = np.where(np.isfinite(arrays.slo_seconds), met, None).tolist()
     return {
         "jobs": {"id": list(arrays.job_ids), "effective_throughput": throughput.tolist(),
                  "normalized_throughput": normalized.tolist(), "speedup_over_isolated": speedup.tolist(),
