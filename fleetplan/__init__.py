@@ -9,6 +9,8 @@ The public API::
     fleetplan.save(result.plan, "plan.json")
     fleetplan.solvers("allocation")          # what can solve it
     fleetplan.generate("allocation", {"jobs": 256}, seed=1)
+    rounds = fleetplan.session(instance)              # kept between a scheduler's rounds
+    rounds.add_jobs(columns); rounds.solve()          # (fleetplan.embed, docs/embedding.md)
 
 Names load on first use (PEP 562), so ``import fleetplan`` costs almost nothing and a command's
 ``--help`` answers at once; solver back-ends load only when a solver that needs them runs.
@@ -29,8 +31,9 @@ _EXPORTS = {
     "load_plan": "fleetplan.instances", "save": "fleetplan.instances", "schema": "fleetplan.instances",
     "SolveResult": "fleetplan.solvers", "SolverSpec": "fleetplan.solvers",
     "get_solver": "fleetplan.solvers", "solve": "fleetplan.solvers",
+    "session": "fleetplan.embed",
 }
-_SUBMODULES = {"solvers", "instances", "models", "sim", "benchmarks"}
+_SUBMODULES = {"solvers", "instances", "models", "sim", "benchmarks", "embed"}
 
 __all__ = sorted([*_EXPORTS, "solvers", "__version__"])
 
@@ -46,6 +49,7 @@ if TYPE_CHECKING:
         save,
         schema,
     )
+    from fleetplan.embed import session  # noqa: F401
     from fleetplan.solvers import SolveResult, SolverSpec, get_solver, solve  # noqa: F401
 
 

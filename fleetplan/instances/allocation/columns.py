@@ -133,6 +133,12 @@ def _as_mapping(jobs: Any) -> Mapping[str, Any]:
                                 f"got {type(jobs).__name__}")
 
 
+def _row_path(path: str, row: int) -> str:
+    """``jobs.weight`` and row 3 -> ``jobs[3].weight`` (the file's path of that value)."""
+    head, _, name = path.rpartition(".")
+    return f"{head}[{row}].{name}"
+
+
 def _numbers(values: Any, n: int, path: str, *, integer: bool = False) -> np.ndarray:
     array = np.asarray(values)
     if array.ndim != 1 or len(array) != n:
@@ -148,7 +154,7 @@ def _numbers(values: Any, n: int, path: str, *, integer: bool = False) -> np.nda
             array = array.astype(float)
         except (TypeError, ValueError):
             bad = next(i for i, v in enumerate(array.tolist()) if not _is_number(v))
-            raise InstanceError(f"{path}[{bad}]", f"must be a number, got {type(array[bad]).__name__}") from None
+            raise InstanceError(_row_path(path, bad), f"must be a number, got {type(array[bad]).__name__}") from None
     if array.dtype.kind == "b" or array.dtype.kind not in "iuf":
         raise InstanceError(path, f"must hold numbers, got {array.dtype} values")
     if integer:
@@ -156,7 +162,7 @@ def _numbers(values: Any, n: int, path: str, *, integer: bool = False) -> np.nda
         bad = ~np.isfinite(array) | (array != np.round(array))
         if bad.any():
             first = int(np.flatnonzero(bad)[0])
-            raise InstanceError(f"{path}[{first}]", f"must be an integer, got {array[first].item()!r}")
+            raise InstanceError(_row_path(path, first), f"must be an integer, got {array[first].item()!r}")
         return array.astype(np.int64)
     return array.astype(float, copy=False)
 
@@ -180,16 +186,16 @@ def _texts(values: Any, n: int, path: str, *, required: bool) -> np.ndarray:
     missing = pd.isna(array)
     if missing.any():
         if required:
-            raise InstanceError(f"{path}[{int(np.flatnonzero(missing)[0])}]", "must be a non-empty string")
+            raise InstanceError(_row_path(path, int(np.flatnonzero(missing)[0])), "must be a non-empty string")
         array = np.where(missing, None, array)
     kind = pd.api.types.infer_dtype(array[~missing], skipna=False)
     if kind not in ("string", "empty"):
         bad = next(i for i, v in enumerate(array.tolist()) if v is not None and not isinstance(v, str))
-        raise InstanceError(f"{path}[{bad}]", f"must be a string, got {type(array[bad]).__name__}")
+        raise InstanceError(_row_path(path, bad), f"must be a string, got {type(array[bad]).__name__}")
     if required:
         empty = array == ""
         if empty.any():
-            raise InstanceError(f"{path}[{int(np.flatnonzero(empty)[0])}]", "must be a non-empty string")
+            raise InstanceError(_row_path(path, int(np.flatnonzero(empty)[0])), "must be a non-empty string")
     return array
 
 

@@ -299,7 +299,10 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
         if floor.all():
             return SeparableResult("fallback", log=["separable: every job is a floor: t is unbounded"])
         floor = floor if floor.any() else None
-    slack = _no_capacity_binds(A, offset, usage, W, free_level) if floor is None else None
+    # A warm start whose prices are positive had capacity binding a round ago: the check is
+    # skipped (its answer would be certified below all the same).
+    warm_binding = start is not None and float(np.asarray(start[1]) @ W) > 0
+    slack = _no_capacity_binds(A, offset, usage, W, free_level) if floor is None and not warm_binding else None
     if slack is not None:
         level, matrix, score_duals = slack
         stats["separable_s"] = time.perf_counter() - started
