@@ -38,6 +38,7 @@ _SUBMODULES = {"solvers", "instances", "models", "sim", "benchmarks", "embed"}
 __all__ = sorted([*_EXPORTS, "solvers", "__version__"])
 
 if TYPE_CHECKING:
+    from fleetplan.embed import session  # noqa: F401
     from fleetplan.instances import (  # noqa: F401
         KINDS,
         Evaluation,
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
         save,
         schema,
     )
-    from fleetplan.embed import session  # noqa: F401
     from fleetplan.solvers import SolveResult, SolverSpec, get_solver, solve  # noqa: F401
 
 

@@ -22,7 +22,11 @@ import fleetplan
 from fleetplan.embed import AllocationSession
 from fleetplan.instances import InstanceError, instance_from_data
 from fleetplan.instances.allocation import AllocationParams, generated_instance_data
-from fleetplan.instances.allocation.columns import ColumnAllocationInstance, from_columns, to_columns
+from fleetplan.instances.allocation.columns import (
+    ColumnAllocationInstance,
+    from_columns,
+    to_columns,
+)
 from fleetplan.instances.base import parse_json_text, to_json_text
 from fleetplan.solvers import warm
 
