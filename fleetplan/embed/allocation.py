@@ -91,6 +91,7 @@ class AllocationSession:
         columns = read_job_columns(jobs, self.worker_types)
         check_jobs(columns, self._counts, self._entity_ids)
         self._columns = columns
+        self._ids = set(columns.id.tolist())  # the job ids, kept as jobs come and go
         self._warm = warm.WarmStart() if warm_start else None
         self._index: dict[str, int] | None = None  # see _row_of
         self._instance: ColumnAllocationInstance | None = None
@@ -109,6 +110,7 @@ class AllocationSession:
         session = cls(instance.worker_types, None, entities=instance.entities, colocations=instance.colocations,
                       name=kwargs.pop("name", instance.name), **kwargs)
         session._columns = to_columns(instance)  # validated with the instance
+        session._ids = set(session._columns.id.tolist())
         return session
 
     # --- what the session holds -------------------------------------------------------------
@@ -183,11 +185,13 @@ class AllocationSession:
         new = read_job_columns(jobs, self.worker_types)
         if len(new) == 0:
             return
-        check_jobs(new, self._counts, self._entity_ids, taken=self._row_of)
-        first = len(self._columns)
-        row_of = self._row_of
+        check_jobs(new, self._counts, self._entity_ids, taken=self._ids)
+        first, row_of = len(self._columns), self._index
         self._commit(self._columns.concat(new), ids_changed=False)
-        row_of.update(zip(new.id.tolist(), range(first, first + len(new)), strict=True))
+        added = new.id.tolist()
+        self._ids.update(added)
+        if row_of is not None:  # rows of the jobs here stay; the new ones follow
+            row_of.update(zip(added, range(first, first + len(new)), strict=True))
 
     def remove_jobs(self, ids: Sequence[str] | np.ndarray) -> None:
         """Jobs leave (finished, cancelled): their ids."""
@@ -196,6 +200,7 @@ class AllocationSession:
             return
         keep = np.ones(len(self._columns), dtype=bool)
         keep[rows] = False
+        self._ids.difference_update(self._columns.id[rows].tolist())
         self._commit(self._columns.take(keep), ids_changed=True)
 
     def update_jobs(self, changes: Any) -> None:

@@ -100,6 +100,9 @@ class IpmPrices:
     level: float = float("nan")
     lam: np.ndarray | None = None
     iterations: int = 0
+    # Every job's vertex and closeness to a change at (level, lam) (vertices.closeness), when the
+    # method computed them already (its restricted form does): the decomposition reuses them.
+    picks: tuple[np.ndarray, np.ndarray] | None = None
 
 
 @dataclass
@@ -441,7 +444,7 @@ def _restricted_max_min_prices(A, offset, usage, W, free_level, deadline, tolera
             # differ from the full one (at 10^6 jobs that left 11,490 jobs for the certificate
             # to reject). At the next prices some other jobs are near a tie: they stay held.
             if checked or not near.any():
-                return IpmPrices(prices.status, level, lam, iterations)
+                return IpmPrices(prices.status, level, lam, iterations, picks=(choice, close))
             checked = True
         # Released jobs stay released: holding them again at prices that moved is what can
         # make the rounds oscillate.

@@ -246,11 +246,12 @@ def _bucket_prices(A, offset, mult, scale, W, free_level, deadline, threads, see
     return status, level, lam, len(first)
 
 
-def _working_set(A, offset, level, lam, usage, W, sticky, size, threshold=TIE, floor=None):
+def _working_set(A, offset, level, lam, usage, W, sticky, size, threshold=TIE, floor=None, picks=None):
     """Each job's vertex at (lam, level) and the free set: the WORKING_SET jobs nearest to a tie
-    or to a breakpoint, every job within TIE of one, and the ``sticky`` ones."""
+    or to a breakpoint, every job within TIE of one, and the ``sticky`` ones. ``picks``: the
+    (vertex, closeness) of every job at these prices when the caller has them already."""
     n = len(A)
-    choice, closeness = _closeness(A, offset, level, lam, usage, W, floor)
+    choice, closeness = picks if picks is not None else _closeness(A, offset, level, lam, usage, W, floor)
     free = sticky | (choice < -1) | (closeness <= threshold)
     if n > size:
         if size > 0:
@@ -309,7 +310,7 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
         return SeparableResult("optimal", matrix, level, False, log + [
             "separable: certified optimal with no capacity binding: the level is the slowest job's "
             "best score, and every job fits on its fastest type there"], stats, np.zeros(K), score_duals)
-    status, level, lam, anchor = "not_converged", None, None, None
+    status, level, lam, anchor, picks = "not_converged", None, None, None, None
     converged = False
     if prices == "ipm" or start is not None:
         from fleetplan.solvers.allocation.ipm import max_min_prices
@@ -326,6 +327,7 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
             status, level, lam = "optimal", first.level, first.lam
             anchor = (level, lam)
             converged = first.status == "optimal"
+            picks = first.picks if floor is None else None
     if status != "optimal":
         status, level, lam, buckets = _bucket_prices(A, offset, mult, scale, W, free_level, deadline, threads, seed,
                                                      floor)
@@ -345,7 +347,8 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
         # them every round. A reduced LP's duals can sit anywhere on its optimal face, which is
         # wider than the full LP's, so picking at them can unsettle thousands of jobs.
         pick_level, pick_lam = anchor if anchor is not None else (level, lam)
-        choice, free = _working_set(A, offset, pick_level, pick_lam, usage, W, sticky, size, floor=floor)
+        choice, free = _working_set(A, offset, pick_level, pick_lam, usage, W, sticky, size, floor=floor,
+                                    picks=picks if anchor is not None else None)
         if free.mean() > MAX_FREE_SHARE and n > WORKING_SET:
             return SeparableResult("fallback", log=log + [f"{int(free.sum())} of {n} jobs free: the full LP is as small"],
                                    stats=stats)
