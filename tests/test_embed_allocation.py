@@ -288,3 +288,39 @@ def test_session_from_an_instance_and_the_factory():
         fleetplan.session(data, "no-such-solver")
     with pytest.raises(InstanceError, match="options.refine"):
         fleetplan.session(data, "max-min-fairness", refine="yes")
+
+
+def test_sessions_in_threads_answer_as_alone():
+    """Two sessions driven from two threads at once (each its own session) give the answers
+    each gives alone: the warm-start hints are per thread (a context variable), and HiGHS runs
+    of the same thread count share its pool safely."""
+    import threading
+
+    def rounds(seed: int) -> list[float]:
+        pool = generated_instance_data(AllocationParams(jobs=1_300, throughput_noise=0.1), seed)
+        table = {name: column for name, column in _columns(pool["jobs"]).items() if name != "entity"}
+        session = AllocationSession(pool["worker_types"], {k: v[:1_200] for k, v in table.items()})
+        answers = [session.solve().objective]
+        for k in range(4):
+            session.remove_jobs(session.job_ids[:20])
+            session.add_jobs({name: column[1_200 + 20 * k: 1_220 + 20 * k] for name, column in table.items()})
+            answers.append(session.solve().objective)
+        return answers
+
+    alone = {seed: rounds(seed) for seed in (1, 2)}
+    together: dict[int, list[float]] = {}
+    errors: list[BaseException] = []
+
+    def run(seed: int) -> None:
+        try:
+            together[seed] = rounds(seed)
+        except BaseException as error:  # noqa: BLE001  (reported below)
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(seed,)) for seed in (1, 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    assert together == alone

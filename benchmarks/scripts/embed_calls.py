@@ -8,8 +8,8 @@ one workload placed per call (``BinpackSession.place``, the plan applied) agains
 ``fleetplan.solve(dict, "rms-greedy")`` of the same region and workload (the file's dict:
 validation, arrays, the greedy, the judge); the plans are checked equal.
 
-reservation: a generated region of ``--servers`` servers; each call sends one fault domain
-into maintenance (the previous one comes back) and re-solves (``ReservationSession.solve``,
+reservation: a generated region of ``--servers`` servers; each call sends one rack (chosen at
+random) into maintenance (the previous one comes back) and re-solves (``ReservationSession.solve``,
 ``mip-highs``, the plan applied), against a cold ``fleetplan.solve(dict, "mip-highs",
 warm_start="current")`` of the same instance; the objectives are checked equal to the MIP gap.
 
@@ -21,6 +21,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+
+import numpy as np
 
 import fleetplan
 from fleetplan.embed import BinpackSession, ReservationSession
@@ -56,10 +58,11 @@ def reservation(args) -> tuple[list, list]:
     session.solve()
     warm, cold = [], []
     arrays = session.instance().arrays()
+    racks = np.random.default_rng(args.seed).choice(len(arrays.rack_ids), size=args.calls, replace=False)
     for call in range(args.calls):
-        if call:
-            session.set_maintenance(session.servers_in_fault_domain(call - 1), on=False)
-        session.set_maintenance(session.servers_in_fault_domain(call % arrays.num_fds))
+        if call:  # yesterday's rack is back
+            session.set_maintenance(np.flatnonzero(arrays.server_rack == racks[call - 1]), on=False)
+        session.set_maintenance(np.flatnonzero(arrays.server_rack == racks[call]))
         data = parse_json_text(to_json_text(session.instance()))
         reference, cpu, wall = timed(lambda data=data: fleetplan.solve(data, "mip-highs", time_limit=120,
                                                                        warm_start="current"))
@@ -68,7 +71,7 @@ def reservation(args) -> tuple[list, list]:
         warm.append((cpu, wall))
         assert result.status == reference.status
         assert abs(result.objective - reference.objective) <= 1e-4 * abs(reference.objective)
-    print(f"reservation: {args.servers} servers, {args.calls} re-solves after a fault domain's maintenance")
+    print(f"reservation: {args.servers} servers, {args.calls} re-solves after a rack's maintenance")
     return warm, cold
 
 
