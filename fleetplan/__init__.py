@@ -12,6 +12,8 @@ The public API::
     fleetplan.from_frames("allocation", jobs="jobs.csv", cluster="gpus.csv")   # your own tables
     fleetplan.to_frame(instance, result.plan)                                  # a plan as a DataFrame
     fleetplan.describe_metric("min_time_share")                                # meaning, unit, direction
+    rounds = fleetplan.session(instance)                                       # kept between rounds
+    rounds.add_jobs(columns); rounds.solve()                                   # docs/embedding.md
 
 Every function taking an instance or a plan takes the model or a plain dict in the file's
 layout; every input error is an :class:`InstanceError`, a ``ValueError``.
@@ -39,12 +41,14 @@ _EXPORTS = {
     "from_frames": "fleetplan.instances.frames", "to_frame": "fleetplan.instances.frames",
     "to_frames": "fleetplan.instances.frames", "plan_from_frame": "fleetplan.instances.frames",
     "describe_metric": "fleetplan.instances.glossary",
+    "session": "fleetplan.embed",
 }
-_SUBMODULES = {"solvers", "instances", "models", "sim", "benchmarks"}
+_SUBMODULES = {"solvers", "instances", "models", "sim", "benchmarks", "embed"}
 
 __all__ = sorted([*_EXPORTS, "solvers", "__version__"])
 
 if TYPE_CHECKING:
+    from fleetplan.embed import session  # noqa: F401
     from fleetplan.errors import OutputError  # noqa: F401
     from fleetplan.instances import (  # noqa: F401
         KINDS,

@@ -6,7 +6,7 @@ when imported; :func:`~fleetplan.solvers.base.list_solvers` and
 asked for (``KIND_MODULES``), so solving one kind loads no other kind's solvers.
 
 ``fleetplan.list_solvers("allocation")`` lists the registered solvers. The older spelling
-``fleetplan.solvers("allocation")`` — this package made callable — still works and warns
+``fleetplan.list_solvers("allocation")`` — this package made callable — still works and warns
 (DeprecationWarning); ``import fleetplan.solvers.highs`` finds the submodule as ever.
 """
 

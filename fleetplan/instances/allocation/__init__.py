@@ -25,6 +25,7 @@ Example
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Annotated, Any, Literal
@@ -132,7 +133,7 @@ class AllocationArrays:
         if self.isolated_time_elapsed is None:
             object.__setattr__(self, "isolated_time_elapsed", self.time_elapsed)
 
-    @property
+    @cached_property  # arrays are frozen: the judge and the solvers read it several times a solve
     def runnable(self) -> np.ndarray:
         """(jobs, types): the job has throughput there and the type has enough workers."""
         workers = self.num_workers if self.fit_workers is None else self.fit_workers
@@ -164,7 +165,7 @@ class AllocationArrays:
         row_sum = fractions.sum(axis=1, keepdims=True)
         return fractions / np.maximum(row_sum, 1.0)
 
-    @property
+    @cached_property
     def fastest_throughput(self) -> np.ndarray:
         """throughput(m, X_fastest): the job alone on its fastest type it fits on (FIFO, §4.2)."""
         return np.where(self.runnable, self.throughput, 0.0).max(axis=1)
@@ -462,16 +463,25 @@ class AllocationPlan(PlanBase):
         arrays = instance.arrays()
         cols = self._column_order(instance)
         if self.job_ids == arrays.job_ids:  # a solver's own plan: no reordering (10^6 jobs: 1 s)
-            return np.asarray(self.allocation, dtype=float).reshape(len(self.job_ids), len(self.worker_types))[:, cols]
+            return self._raw_matrix()[:, cols]
         if sorted(self.job_ids) != sorted(arrays.job_ids):
             missing = sorted(set(arrays.job_ids) - set(self.job_ids))
             extra = sorted(set(self.job_ids) - set(arrays.job_ids))
             what = f"missing jobs {missing[:3]}" if missing else f"unknown jobs {extra[:3]}"
             raise InstanceError("job_ids", f"plan does not match the instance: {what}")
-        raw = np.asarray(self.allocation, dtype=float).reshape(len(self.job_ids), len(self.worker_types))
+        raw = self._raw_matrix()
         row_of = {job: i for i, job in enumerate(self.job_ids)}
         rows = [row_of[job] for job in arrays.job_ids]
         return raw[np.ix_(rows, cols)]
+
+    def _raw_matrix(self) -> np.ndarray:
+        """``allocation`` as a (jobs, types) array in the plan's own order. The rows' lengths are
+        checked first; one pass over the flattened rows (np.fromiter) is 2.6x faster than
+        np.asarray of the nested lists (2.5 of a 5 ms judge at 10,000 jobs)."""
+        n, k = len(self.job_ids), len(self.worker_types)
+        if len(self.allocation) != n or (n and set(map(len, self.allocation)) != {k}):
+            return np.asarray(self.allocation, dtype=float).reshape(n, k)  # the shape check's own error
+        return np.fromiter(itertools.chain.from_iterable(self.allocation), dtype=float, count=n * k).reshape(n, k)
 
     def pair_matrix(self, instance: AllocationInstance) -> tuple[np.ndarray, np.ndarray]:
         """The pair rows: (pairs, 2) job indices of the instance and a (pairs, types) array."""

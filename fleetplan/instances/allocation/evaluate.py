@@ -198,9 +198,10 @@ def service_metrics(arrays: AllocationArrays, time_share: np.ndarray, throughput
     metrics: dict[str, float] = {}
     for name, values in (("time_share", time_share), ("throughput_vs_fastest", versus_fastest),
                          ("speedup_over_isolated", speedup)):
+        p10, median = np.percentile(values, [10, 50]).tolist()  # one partition for both
         metrics[f"min_{name}"] = float(values.min())
-        metrics[f"p10_{name}"] = float(np.percentile(values, 10))
-        metrics[f"median_{name}"] = float(np.median(values))
+        metrics[f"p10_{name}"] = p10
+        metrics[f"median_{name}"] = median
     metrics["starved_jobs"] = float(np.count_nonzero(time_share < STARVED_TIME_SHARE))
     metrics["jobs_below_isolated"] = float(np.count_nonzero(speedup < 1 - FEASIBILITY_TOLERANCE))
     with_slo = np.isfinite(arrays.slo_seconds)
@@ -217,7 +218,9 @@ def _breakdown(arrays: AllocationArrays, time_share: np.ndarray, throughput: np.
     isolated 1/n share, as a multiple of the job alone on its fastest type, the time share the
     job is given in all (pair rows included) and whether its SLO is met (None: no SLO)."""
     met = slo_met(arrays, throughput)
-    slo = [bool(ok) if np.isfinite(limit) else None for ok, limit in zip(met, arrays.slo_seconds, strict=True)]
+    # One pass in C (a comprehension over numpy scalars took 10 ms at 10,000 jobs, a scheduler
+    # round's budget): an object array holds Python booleans and None.
+    slo = np.where(np.isfinite(arrays.slo_seconds), met, None).tolist()
     return {
         "jobs": {"id": list(arrays.job_ids), "effective_throughput": throughput.tolist(),
                  "normalized_throughput": normalized.tolist(), "speedup_over_isolated": speedup.tolist(),

@@ -177,18 +177,26 @@ def aggregate_jobs(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     Returns ``(representative, inverse, count)``: one job index per class, the class of every
     job, and the class sizes — so ``values[inverse]`` expands a per-class answer.
     """
-    table = np.column_stack([np.asarray(c, dtype=float).reshape(len(c), -1) for c in columns])
-    # NaN never equals itself; a placeholder keeps jobs without a value groupable.
-    table = np.where(np.isnan(table), -1.2345e300, table)
-    if len(table) > 1:
+    blocks = [np.asarray(c, dtype=float).reshape(len(c), -1) for c in columns]
+    n = len(blocks[0])
+    if n > 1:
         # One random projection per row: rows with distinct projections are distinct rows, so
         # when every projection differs (jobs that all differ) the sort of whole rows is skipped.
-        # Any repeated projection (equal rows, or a collision) takes the exact path below.
-        projection = np.einsum("mc,c->m", table, np.random.default_rng(0).uniform(0.5, 1.5, table.shape[1]))
+        # Any repeated projection (equal rows, or a collision) takes the exact path below. It is
+        # summed block by block: stacking the table first cost half of it (a scheduler's round).
+        weights = np.random.default_rng(0).uniform(0.5, 1.5, sum(block.shape[1] for block in blocks))
+        projection, first = np.zeros(n), 0
+        for block in blocks:
+            # NaN never equals itself; a placeholder keeps jobs without a value groupable.
+            clean = np.where(np.isnan(block), -1.2345e300, block) if np.isnan(block).any() else block
+            projection += clean @ weights[first: first + block.shape[1]]
+            first += block.shape[1]
         ordered = np.sort(projection)
         if np.all(ordered[1:] != ordered[:-1]):
-            everyone = np.arange(len(table))
-            return everyone, everyone, np.ones(len(table), dtype=int)
+            everyone = np.arange(n)
+            return everyone, everyone, np.ones(n, dtype=int)
+    table = np.column_stack(blocks)
+    table = np.where(np.isnan(table), -1.2345e300, table)
     _, representative, inverse, count = np.unique(table, axis=0, return_index=True, return_inverse=True,
                                                   return_counts=True)
     return representative, inverse.reshape(-1), count

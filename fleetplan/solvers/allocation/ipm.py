@@ -81,6 +81,9 @@ SAMPLE_TOLERANCE = 1e-6
 # wins by LATER_TIE or less.
 FIRST_TIE, LATER_TIE = 1.5, 1e-3
 RESTRICT_ROUNDS = 6
+# With a warm start (the prices of a scheduler's previous round, which moved by what changed), a
+# job is held unless its vertex wins by WARM_TIE or less.
+WARM_TIE = 0.003
 # Prices whose value (lam . W) is below this share of the level: no capacity binds.
 NEGLIGIBLE_PRICES = 1e-3
 MAX_RELEASED_SHARE = 0.5
@@ -97,6 +100,9 @@ class IpmPrices:
     level: float = float("nan")
     lam: np.ndarray | None = None
     iterations: int = 0
+    # Every job's vertex and closeness to a change at (level, lam) (vertices.closeness), when the
+    # method computed them already (its restricted form does): the decomposition reuses them.
+    picks: tuple[np.ndarray, np.ndarray] | None = None
 
 
 @dataclass
@@ -303,7 +309,8 @@ def _starting_point(system) -> _Point:
 
 def max_min_prices(A: np.ndarray, offset: np.ndarray, usage: np.ndarray, W: np.ndarray, *, free_level: bool,
                    rate: np.ndarray | None = None, deadline: Deadline | None = None,
-                   tolerance: float = TOLERANCE, max_iterations: int = MAX_ITERATIONS) -> IpmPrices:
+                   tolerance: float = TOLERANCE, max_iterations: int = MAX_ITERATIONS,
+                   start: tuple[float, np.ndarray] | None = None) -> IpmPrices:
     """Level and capacity prices of ``maximize t s.t. A[m] @ x[m] - rate[m] t >= offset[m],
     sum_j x[m, j] <= 1, sum_m usage[m] x[m, j] <= W[j], x >= 0`` (t >= 0 unless ``free_level``),
     by a structured primal-dual interior-point method.
@@ -330,11 +337,20 @@ def max_min_prices(A: np.ndarray, offset: np.ndarray, usage: np.ndarray, W: np.n
         Relative primal and dual infeasibility and duality gap at which the method stops.
     max_iterations : int
         Iterations before giving up (status ``not_converged``).
+    start : (level, prices), optional
+        Those of a neighbouring problem (a scheduler's previous round): they replace the
+        sample's as the first prices of the restricted method, at any size (see
+        :func:`_restricted_max_min_prices`); the method on every job runs if that fails.
     """
     A, W = np.asarray(A, dtype=float), np.asarray(W, dtype=float)
     offset, usage = np.asarray(offset, dtype=float), np.asarray(usage, dtype=float)
     deadline = deadline or Deadline(None)
-    if rate is None and len(A) >= RESTRICT_ABOVE:
+    if rate is None and start is not None:
+        restricted = _restricted_max_min_prices(A, offset, usage, W, free_level, deadline, tolerance, max_iterations,
+                                                start=start)
+        if restricted is not None:
+            return restricted
+    elif rate is None and len(A) >= RESTRICT_ABOVE:
         restricted = _restricted_max_min_prices(A, offset, usage, W, free_level, deadline, tolerance, max_iterations)
         if restricted is not None:
             return restricted
@@ -363,7 +379,7 @@ def _max_min_ipm(A, offset, usage, W, free_level, rate, held, deadline, toleranc
     return IpmPrices(status, float(point.z[system.level]) + t_low, system.lam(point.y, W), iterations)
 
 
-def _restricted_max_min_prices(A, offset, usage, W, free_level, deadline, tolerance, max_iterations):
+def _restricted_max_min_prices(A, offset, usage, W, free_level, deadline, tolerance, max_iterations, start=None):
     """Prices of a large max-min LP from the method run on a fraction of its jobs.
 
     1. A random sample of the jobs, with the workers scaled to the sample's share of the usage,
@@ -377,22 +393,30 @@ def _restricted_max_min_prices(A, offset, usage, W, free_level, deadline, tolera
        Otherwise the jobs that changed (and those now within LATER_TIE of a change) are
        released too and step 2 repeats.
 
+    With ``start`` (level, prices of a neighbouring problem) step 1 is skipped: jobs are held
+    at those prices unless within WARM_TIE of a change.
+
     Returns None (the caller runs the method on every job) when a step does not converge or
     too many jobs stay released for this to be cheaper."""
-    sample = _sample(len(A))
-    share = float(usage[sample].sum() / usage.sum())
-    first = _max_min_ipm(A[sample], offset[sample], usage[sample], W * share, free_level, np.ones(len(sample)),
-                         None, deadline, SAMPLE_TOLERANCE, max_iterations)
-    iterations = first.iterations
-    if first.lam is None:
-        return None
-    level, lam = first.level, first.lam * share
-    if not float(first.lam @ (W * share)) > NEGLIGIBLE_PRICES * max(abs(first.level), 1e-300):
+    if start is None:
+        sample = _sample(len(A))
+        share = float(usage[sample].sum() / usage.sum())
+        first = _max_min_ipm(A[sample], offset[sample], usage[sample], W * share, free_level, np.ones(len(sample)),
+                             None, deadline, SAMPLE_TOLERANCE, max_iterations)
+        iterations = first.iterations
+        if first.lam is None:
+            return None
+        level, lam = first.level, first.lam * share
+        first_tie = FIRST_TIE / np.sqrt(len(sample))
+    else:
+        (level, lam), iterations = start, 0
+        level, lam, first_tie = float(level), np.asarray(lam, dtype=float), WARM_TIE
+    if not float(lam @ W) > NEGLIGIBLE_PRICES * max(abs(level), 1e-300):  # (sample prices x its share)
         # No capacity binds in the sample (makespan: the level is one job's own time): with every
         # price near 0 each job's vertices tie, so held choices flip from round to round.
         return None
     choice, close = vertices.closeness(A, offset, level, lam, usage, W)
-    released = (close <= FIRST_TIE / np.sqrt(len(sample))) | (choice < -1)
+    released = (close <= first_tie) | (choice < -1)
     held_choice, checked = choice, False
     for _ in range(RESTRICT_ROUNDS):
         if released.mean() > MAX_RELEASED_SHARE or deadline.expired():
@@ -420,7 +444,7 @@ def _restricted_max_min_prices(A, offset, usage, W, free_level, deadline, tolera
             # differ from the full one (at 10^6 jobs that left 11,490 jobs for the certificate
             # to reject). At the next prices some other jobs are near a tie: they stay held.
             if checked or not near.any():
-                return IpmPrices(prices.status, level, lam, iterations)
+                return IpmPrices(prices.status, level, lam, iterations, picks=(choice, close))
             checked = True
         # Released jobs stay released: holding them again at prices that moved is what can
         # make the rounds oscillate.
@@ -429,7 +453,8 @@ def _restricted_max_min_prices(A, offset, usage, W, free_level, deadline, tolera
 
 
 def linear_prices(P: np.ndarray, usage: np.ndarray, W: np.ndarray, *, deadline: Deadline | None = None,
-                  tolerance: float = TOLERANCE, max_iterations: int = MAX_ITERATIONS) -> IpmPrices:
+                  tolerance: float = TOLERANCE, max_iterations: int = MAX_ITERATIONS,
+                  start: np.ndarray | None = None) -> IpmPrices:
     """Capacity prices of ``maximize sum P[m] @ x[m] s.t. sum_j x[m, j] <= 1, sum_m usage[m]
     x[m, j] <= W[j], x >= 0`` (P = 0 where a job cannot run), by the same interior-point method.
 
@@ -443,12 +468,14 @@ def linear_prices(P: np.ndarray, usage: np.ndarray, W: np.ndarray, *, deadline: 
         Workers of each type.
     deadline, tolerance, max_iterations
         As in :func:`max_min_prices`.
+    start : (K,) array, optional
+        Prices of a neighbouring problem, in place of the sample's (as for :func:`max_min_prices`).
     """
     P, W = np.asarray(P, dtype=float), np.asarray(W, dtype=float)
     usage = np.asarray(usage, dtype=float)
     deadline = deadline or Deadline(None)
-    if len(P) >= RESTRICT_ABOVE:
-        restricted = _restricted_linear_prices(P, usage, W, deadline, tolerance, max_iterations)
+    if len(P) >= RESTRICT_ABOVE or start is not None:
+        restricted = _restricted_linear_prices(P, usage, W, deadline, tolerance, max_iterations, start)
         if restricted is not None:
             return restricted
     return _linear_ipm(P, usage, W, deadline, tolerance, max_iterations)
@@ -464,20 +491,23 @@ def _linear_ipm(P, usage, W, deadline, tolerance, max_iterations) -> IpmPrices:
     return IpmPrices(status, float("nan"), system.lam(point.y, W, scale), iterations)
 
 
-def _restricted_linear_prices(P, usage, W, deadline, tolerance, max_iterations):
+def _restricted_linear_prices(P, usage, W, deadline, tolerance, max_iterations, start=None):
     """Prices of a large linear LP as :func:`_restricted_max_min_prices` finds a max-min LP's: a
     sample's prices (a linear LP's prices do not scale with the cluster: a sample of the same
     mix on its share of the workers has the same ones), then the method on the jobs whose best
     type does not win clearly, the others held on their type (or idle) and their workers taken
     out of the capacity."""
     n, K = P.shape
-    sample = _sample(n)
-    share = float(usage[sample].sum() / usage.sum())
-    first = _linear_ipm(P[sample], usage[sample], W * share, deadline, SAMPLE_TOLERANCE, max_iterations)
-    iterations = first.iterations
-    if first.lam is None:
-        return None
-    lam = first.lam
+    if start is None:
+        sample = _sample(n)
+        share = float(usage[sample].sum() / usage.sum())
+        first = _linear_ipm(P[sample], usage[sample], W * share, deadline, SAMPLE_TOLERANCE, max_iterations)
+        iterations = first.iterations
+        if first.lam is None:
+            return None
+        lam, first_tie = first.lam, FIRST_TIE / np.sqrt(len(sample))
+    else:
+        lam, iterations, first_tie = np.asarray(start, dtype=float), 0, WARM_TIE
     top_profit = np.maximum(P.max(axis=1), 1e-300)
 
     def choices(lam):
@@ -485,7 +515,7 @@ def _restricted_linear_prices(P, usage, W, deadline, tolerance, max_iterations):
         return choice, margin / top_profit
 
     choice, close = choices(lam)
-    tie = FIRST_TIE / np.sqrt(len(sample))
+    tie = first_tie
     released = close <= tie
     held_choice = choice
     for _ in range(RESTRICT_ROUNDS):

@@ -106,6 +106,10 @@ class SeparableResult:
     # fixed job the marginal cost of its need).
     prices: np.ndarray | None = None
     score_duals: np.ndarray | None = None
+    # The interior-point (level, prices) the vertices were picked at: centred in the optimal
+    # face, unlike the reduced LP's vertex duals above, so the better start for a neighbouring
+    # problem (a scheduler's next round). None when the first prices came from buckets.
+    anchor: tuple[float, np.ndarray] | None = None
 
 
 # --- the reduced LP -----------------------------------------------------------------------------
@@ -242,11 +246,12 @@ def _bucket_prices(A, offset, mult, scale, W, free_level, deadline, threads, see
     return status, level, lam, len(first)
 
 
-def _working_set(A, offset, level, lam, usage, W, sticky, size, threshold=TIE, floor=None):
+def _working_set(A, offset, level, lam, usage, W, sticky, size, threshold=TIE, floor=None, picks=None):
     """Each job's vertex at (lam, level) and the free set: the WORKING_SET jobs nearest to a tie
-    or to a breakpoint, every job within TIE of one, and the ``sticky`` ones."""
+    or to a breakpoint, every job within TIE of one, and the ``sticky`` ones. ``picks``: the
+    (vertex, closeness) of every job at these prices when the caller has them already."""
     n = len(A)
-    choice, closeness = _closeness(A, offset, level, lam, usage, W, floor)
+    choice, closeness = picks if picks is not None else _closeness(A, offset, level, lam, usage, W, floor)
     free = sticky | (choice < -1) | (closeness <= threshold)
     if n > size:
         if size > 0:
@@ -259,14 +264,32 @@ def _working_set(A, offset, level, lam, usage, W, sticky, size, threshold=TIE, f
 def max_min(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarray, W: np.ndarray, *,
             free_level: bool, deadline: Deadline | None = None, threads: int = 1, seed: int = 0,
             prices: Literal["ipm", "buckets"] = "ipm", floor: np.ndarray | None = None,
-            lp_tolerance: float | None = None) -> SeparableResult:
+            lp_tolerance: float | None = None, start: tuple[float, np.ndarray] | None = None) -> SeparableResult:
     """maximize t s.t. A[m] @ x[m] - t >= offset[m], sum_j x[m, j] <= 1, sum_m mult_m scale_m x[m, j]
     <= W_j, 0 <= x (A[m, j] = 0 where job m cannot run on type j); t >= 0 unless ``free_level``.
     ``prices``: where the first prices come from (``ipm``, falling back to ``buckets``).
     ``floor``: jobs whose row has no t, ``A[m] @ x[m] >= offset[m]`` (water filling's
     bottlenecked jobs, Gavel §4.3); at least one job must keep its t. ``lp_tolerance``: the reduced
     LP's primal and dual feasibility tolerance (REDUCED_LP_TOLERANCE when None); water filling asks for
-    1e-10 so that its duals prove bottlenecks."""
+    1e-10 so that its duals prove bottlenecks. ``start``: (level, prices) of a neighbouring problem
+    (the previous round of a scheduler, :mod:`fleetplan.solvers.warm`) used as the first prices
+    instead of computing them; the certificate is the same, so only the speed depends on them,
+    and when they do not lead to a certificate the method starts again from its own prices."""
+    if start is not None:
+        warm = _max_min(A, offset, mult, scale, W, free_level=free_level, deadline=deadline, threads=threads,
+                        seed=seed, prices=prices, floor=floor, lp_tolerance=lp_tolerance, start=start)
+        if warm.status != "fallback":
+            return warm
+        cold = _max_min(A, offset, mult, scale, W, free_level=free_level, deadline=deadline, threads=threads,
+                        seed=seed, prices=prices, floor=floor, lp_tolerance=lp_tolerance)
+        cold.log = warm.log + ["separable: the warm start did not certify; starting again"] + cold.log
+        return cold
+    return _max_min(A, offset, mult, scale, W, free_level=free_level, deadline=deadline, threads=threads,
+                    seed=seed, prices=prices, floor=floor, lp_tolerance=lp_tolerance)
+
+
+def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, prices, floor, lp_tolerance,
+             start=None) -> SeparableResult:
     deadline = deadline or Deadline(None)
     started = time.perf_counter()
     n, K = A.shape
@@ -277,20 +300,26 @@ def max_min(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarr
         if floor.all():
             return SeparableResult("fallback", log=["separable: every job is a floor: t is unbounded"])
         floor = floor if floor.any() else None
-    slack = _no_capacity_binds(A, offset, usage, W, free_level) if floor is None else None
+    # A warm start whose prices are positive had capacity binding a round ago: the check is
+    # skipped (its answer would be certified below all the same).
+    warm_binding = start is not None and float(np.asarray(start[1]) @ W) > 0
+    slack = _no_capacity_binds(A, offset, usage, W, free_level) if floor is None and not warm_binding else None
     if slack is not None:
         level, matrix, score_duals = slack
         stats["separable_s"] = time.perf_counter() - started
         return SeparableResult("optimal", matrix, level, False, log + [
             "separable: certified optimal with no capacity binding: the level is the slowest job's "
             "best score, and every job fits on its fastest type there"], stats, np.zeros(K), score_duals)
-    status, level, lam, anchor = "not_converged", None, None, None
+    status, level, lam, anchor, picks = "not_converged", None, None, None, None
     converged = False
-    if prices == "ipm":
+    if prices == "ipm" or start is not None:
         from fleetplan.solvers.allocation.ipm import max_min_prices
 
+        if start is not None:
+            log.append("separable: interior-point prices warm-started from the previous round's")
         if floor is None:
-            compute = lambda: max_min_prices(A, offset, usage, W, free_level=free_level, deadline=deadline)  # noqa: E731
+            compute = lambda: max_min_prices(A, offset, usage, W, free_level=free_level, deadline=deadline,  # noqa: E731
+                                             start=start)
         else:
             compute = lambda: _reserved_prices(max_min_prices, A, offset, usage, W, floor, free_level, deadline)  # noqa: E731
         first = _interior_point_prices(compute, log, stats)
@@ -298,6 +327,7 @@ def max_min(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarr
             status, level, lam = "optimal", first.level, first.lam
             anchor = (level, lam)
             converged = first.status == "optimal"
+            picks = first.picks if floor is None else None
     if status != "optimal":
         status, level, lam, buckets = _bucket_prices(A, offset, mult, scale, W, free_level, deadline, threads, seed,
                                                      floor)
@@ -317,7 +347,8 @@ def max_min(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarr
         # them every round. A reduced LP's duals can sit anywhere on its optimal face, which is
         # wider than the full LP's, so picking at them can unsettle thousands of jobs.
         pick_level, pick_lam = anchor if anchor is not None else (level, lam)
-        choice, free = _working_set(A, offset, pick_level, pick_lam, usage, W, sticky, size, floor=floor)
+        choice, free = _working_set(A, offset, pick_level, pick_lam, usage, W, sticky, size, floor=floor,
+                                    picks=picks if anchor is not None else None)
         if free.mean() > MAX_FREE_SHARE and n > WORKING_SET:
             return SeparableResult("fallback", log=log + [f"{int(free.sum())} of {n} jobs free: the full LP is as small"],
                                    stats=stats)
@@ -371,7 +402,8 @@ def max_min(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarr
     duals[np.flatnonzero(free)] = np.maximum(score_duals, 0.0)
     stats["separable_s"] = time.perf_counter() - started
     log.append(f"separable: certified optimal in {rounds} round(s), {int(free.sum())} of {n} jobs in the reduced LP")
-    return SeparableResult("optimal", np.clip(matrix, 0.0, 1.0), level, all_bottlenecked, log, stats, lam, duals)
+    return SeparableResult("optimal", np.clip(matrix, 0.0, 1.0), level, all_bottlenecked, log, stats, lam, duals,
+                           anchor=anchor)
 
 
 def _reserved_prices(max_min_prices, A, offset, usage, W, floor, free_level, deadline):
@@ -398,10 +430,10 @@ def _interior_point_prices(compute, log: list[str], stats: dict[str, float]):
     return first if first.status in ("optimal", "approximate") else None
 
 
-def _linear_ipm_prices(P, usage, W, deadline, log, stats):
+def _linear_ipm_prices(P, usage, W, deadline, log, stats, start=None):
     from fleetplan.solvers.allocation.ipm import linear_prices
 
-    first = _interior_point_prices(lambda: linear_prices(P, usage, W, deadline=deadline), log, stats)
+    first = _interior_point_prices(lambda: linear_prices(P, usage, W, deadline=deadline, start=start), log, stats)
     if first is None:
         return "not_converged", None, False
     return "optimal", first.lam, first.status == "optimal"
@@ -423,13 +455,26 @@ def _linear_bucket_prices(P, usage, W, deadline, threads, seed):
 
 
 def linear(P: np.ndarray, mult: np.ndarray, scale: np.ndarray, W: np.ndarray, *, deadline: Deadline | None = None,
-           threads: int = 1, seed: int = 0, prices: Literal["auto", "ipm", "buckets"] = "auto") -> SeparableResult:
+           threads: int = 1, seed: int = 0, prices: Literal["auto", "ipm", "buckets"] = "auto",
+           start: np.ndarray | None = None) -> SeparableResult:
     """maximize sum P[m, j] x[m, j] s.t. sum_j x[m, j] <= 1, sum_m mult_m scale_m x[m, j] <= W_j,
     x >= 0, x = 0 where ``P`` is 0 (the job cannot run there). ``prices``: ``buckets`` first, then
     interior-point prices once they leave thousands of jobs unsettled, and interior-point prices
     first from LINEAR_IPM_FIRST jobs, at every size when the method runs compiled (``auto``:
     measured faster than either alone on max throughput and FIFO, 2,048 to 10^6 jobs), or one
-    of the two."""
+    of the two. ``start``: the capacity prices of a neighbouring problem (as for :func:`max_min`),
+    tried first; the method starts again from its own prices when they do not certify."""
+    if start is not None:
+        warm = _linear(P, mult, scale, W, deadline=deadline, threads=threads, seed=seed, prices=prices, start=start)
+        if warm.status != "fallback":
+            return warm
+        cold = _linear(P, mult, scale, W, deadline=deadline, threads=threads, seed=seed, prices=prices)
+        cold.log = warm.log + ["separable: the warm start did not certify; starting again"] + cold.log
+        return cold
+    return _linear(P, mult, scale, W, deadline=deadline, threads=threads, seed=seed, prices=prices)
+
+
+def _linear(P, mult, scale, W, *, deadline, threads, seed, prices, start=None) -> SeparableResult:
     from fleetplan.solvers.allocation.ipm import compiled
 
     deadline = deadline or Deadline(None)
@@ -438,8 +483,10 @@ def linear(P: np.ndarray, mult: np.ndarray, scale: np.ndarray, W: np.ndarray, *,
     usage = mult * scale
     log, stats = [], {}
     status, lam, anchor, converged = "not_converged", None, None, False
-    if prices == "ipm" or (prices == "auto" and (compiled() or n >= LINEAR_IPM_FIRST)):
-        status, lam, converged = _linear_ipm_prices(P, usage, W, deadline, log, stats)
+    if start is not None or prices == "ipm" or (prices == "auto" and (compiled() or n >= LINEAR_IPM_FIRST)):
+        if start is not None:
+            log.append("separable: interior-point prices warm-started from the previous round's")
+        status, lam, converged = _linear_ipm_prices(P, usage, W, deadline, log, stats, start)
         anchor = lam if status == "optimal" else None  # vertices are picked at these prices every round
     if status != "optimal":
         status, lam, buckets = _linear_bucket_prices(P, usage, W, deadline, threads, seed)
@@ -497,7 +544,8 @@ def linear(P: np.ndarray, mult: np.ndarray, scale: np.ndarray, W: np.ndarray, *,
         sticky[fixed_jobs[wrong]] = True
     stats["separable_s"] = time.perf_counter() - started
     log.append(f"separable: certified optimal in {rounds} round(s), {int(free.sum())} of {n} jobs in the reduced LP")
-    return SeparableResult("optimal", matrix, float((P * matrix).sum()), False, log, stats, lam)
+    return SeparableResult("optimal", matrix, float((P * matrix).sum()), False, log, stats, lam,
+                           anchor=None if anchor is None else (float("nan"), anchor))
 
 
 def _linear_reduced(P, usage, free, choice, W, deadline, threads, seed):

@@ -53,6 +53,7 @@ from fleetplan.instances.binpack import (
     tasks_that_fit,
     youth,
 )
+from fleetplan.solvers import warm
 from fleetplan.solvers.base import Progress, SolveResult, register
 from fleetplan.solvers.deadline import Deadline
 
@@ -127,12 +128,35 @@ def option_key(counts: np.ndarray, youth_sum: float, machines: int, racks: int) 
 class RegionState:
     """What RMS knows of the region during one pass: free resources and live running jobs."""
 
-    def __init__(self, instance: BinpackInstance):
+    def __init__(self, instance: BinpackInstance, layout: RegionState | None = None):
         a = self.arrays = instance.arrays()
         self.instance = instance
-        self.free = a.free.copy()
-        self.alive = np.ones(a.num_running, dtype=bool)
-        self.youth = youth(a.running_age)
+        if layout is None:
+            self._layout(a)
+        else:  # the machines' grouping only: the same machines, clusters, types and racks
+            for name in ("groups", "group_keys", "group_index", "machine_group", "group_take", "group_racks",
+                         "hw_layout"):
+                setattr(self, name, getattr(layout, name))
+        self._running(a)
+
+    def refreshed(self, instance: BinpackInstance) -> RegionState:
+        """A state of ``instance`` — a region with these machines (ids, clusters, hardware, racks:
+        capacities, holdings and running jobs may differ) — that keeps this state's grouping of
+        the machines, the part that does not change between calls of a scheduler (MAST calls RMS
+        once per workload, :class:`fleetplan.embed.BinpackSession`)."""
+        return RegionState(instance, layout=self)
+
+    def same_machines(self, instance: BinpackInstance) -> bool:
+        """Whether ``instance`` has this state's machines in the same rows: same clusters,
+        hardware types and racks (what :meth:`refreshed` keeps)."""
+        a, b = self.arrays, instance.arrays()
+        return (a.cluster_ids == b.cluster_ids and a.hardware_ids == b.hardware_ids
+                and all(x is y or np.array_equal(x, y) for x, y in (
+                    (a.machine_cluster, b.machine_cluster), (a.machine_hardware, b.machine_hardware),
+                    (a.machine_rack, b.machine_rack))))
+
+    def _layout(self, a) -> None:
+        """The machines grouped by (cluster, hardware type), rack by rack."""
         order = np.lexsort((a.machine_rack, a.machine_hardware, a.machine_cluster))
         keys = a.machine_cluster[order] * max(len(a.hardware_ids), 1) + a.machine_hardware[order]
         bounds = np.flatnonzero(np.diff(keys)) + 1
@@ -140,28 +164,12 @@ class RegionState:
         for rows in np.split(order, bounds):
             if rows.size:
                 self.groups[(int(a.machine_cluster[rows[0]]), int(a.machine_hardware[rows[0]]))] = rows
-        # Holding rows on each group's machines, to find preemption candidates fast.
         group_of_machine = np.full(a.num_machines, -1, dtype=np.int64)
         self.group_keys = list(self.groups)
         for g, key in enumerate(self.group_keys):
             group_of_machine[self.groups[key]] = g
-        hold_group = group_of_machine[a.hold_machine]
-        order_h = np.argsort(hold_group, kind="stable")
-        counts = np.bincount(hold_group, minlength=len(self.group_keys)) if hold_group.size else \
-            np.zeros(len(self.group_keys), dtype=np.int64)
-        ptr = np.concatenate([[0], np.cumsum(counts)])
-        self.group_holdings = {key: order_h[ptr[g]:ptr[g + 1]] for g, key in enumerate(self.group_keys)}
-        # Per group: free resources, and what live running jobs hold per priority level. They
-        # rule clusters out before any per-machine work (a necessary condition only).
         self.group_index = {key: g for g, key in enumerate(self.group_keys)}
         self.machine_group = group_of_machine
-        self.group_free = np.zeros((len(self.group_keys), 3))
-        np.add.at(self.group_free, group_of_machine, self.free)
-        self.group_held = np.zeros((len(self.group_keys), PRIORITY_LEVELS, 3))
-        np.add.at(self.group_held, (hold_group, a.running_priority[a.hold_job]), a.hold_amount)
-        # Scratch index arrays, reset after each use (allocating them per call costs more).
-        self._local = np.full(a.num_machines, -1, dtype=np.int64)
-        self._rank = np.full(a.num_running, -1, dtype=np.int64)
         # Static per-group layout: a slice when the group's rows are contiguous (generated
         # regions are stored cluster by cluster, rack by rack) so reading free room is a view;
         # rack boundaries and numbers for the rack-batched allocation.
@@ -174,6 +182,28 @@ class RegionState:
             starts = np.concatenate([[0], np.flatnonzero(np.diff(racks)) + 1])
             self.group_racks[key] = (starts, racks[starts])
         self.hw_layout = {hw: self._hw_layout(hw) for hw in {key[1] for key in self.groups}}
+
+    def _running(self, a) -> None:
+        """Free resources and the running jobs (what preemption may take), per machine and group."""
+        self.free = a.free.copy()
+        self.alive = np.ones(a.num_running, dtype=bool)
+        self.youth = youth(a.running_age)
+        # Holding rows on each group's machines, to find preemption candidates fast.
+        hold_group = self.machine_group[a.hold_machine]
+        order_h = np.argsort(hold_group, kind="stable")
+        counts = np.bincount(hold_group, minlength=len(self.group_keys)) if hold_group.size else \
+            np.zeros(len(self.group_keys), dtype=np.int64)
+        ptr = np.concatenate([[0], np.cumsum(counts)])
+        self.group_holdings = {key: order_h[ptr[g]:ptr[g + 1]] for g, key in enumerate(self.group_keys)}
+        # Per group: free resources, and what live running jobs hold per priority level. They
+        # rule clusters out before any per-machine work (a necessary condition only).
+        self.group_free = np.zeros((len(self.group_keys), 3))
+        np.add.at(self.group_free, self.machine_group, self.free)
+        self.group_held = np.zeros((len(self.group_keys), PRIORITY_LEVELS, 3))
+        np.add.at(self.group_held, (hold_group, a.running_priority[a.hold_job]), a.hold_amount)
+        # Scratch index arrays, reset after each use (allocating them per call costs more).
+        self._local = np.full(a.num_machines, -1, dtype=np.int64)
+        self._rank = np.full(a.num_running, -1, dtype=np.int64)
 
     def _hw_layout(self, hw: int) -> dict:
         """One hardware type's machines as one array, cluster by cluster, rack by rack, with the
@@ -554,7 +584,12 @@ def rms_greedy(instance: BinpackInstance, *, time_limit: float | None = None, se
     []
     """
     deadline = Deadline(time_limit)
-    state = RegionState(instance)
+    # A scheduler calling once per workload (fleetplan.embed.BinpackSession) hands over the
+    # grouping of the region's machines it kept from the last call (fleetplan.solvers.warm).
+    key = warm.slot("binpack-layout")
+    layout = warm.take(key)
+    state = RegionState(instance) if layout is None or not layout.same_machines(instance) else layout.refreshed(instance)
+    warm.give(key, state)
     cache = NegativeCache() if negative_cache else None
     outcomes: dict[int, WorkloadOutcome] = {}
     timed_out = False

@@ -1,0 +1,277 @@
+"""An allocation problem kept between scheduling rounds (Gavel §5's round-based mechanism).
+
+Gavel re-solves its policy whenever the set of jobs changes and hands the allocation X to a
+round-based mechanism. A scheduler that embeds fleetplan keeps an :class:`AllocationSession`:
+
+>>> import numpy as np
+>>> from fleetplan.embed import AllocationSession
+>>> session = AllocationSession({"v100": 1, "k80": 1}, {
+...     "id": ["a", "b"], "throughput": np.array([[4.0, 1.0], [2.0, 1.5]])})
+>>> session.solve().status
+'optimal'
+>>> session.add_jobs({"id": ["c"], "throughput_v100": [3.0], "throughput_k80": [1.0]})
+>>> session.remove_jobs(["a"])
+>>> session.set_workers({"k80": 2})                    # a K80 came back
+>>> result = session.solve()
+>>> result.status, result.plan.job_ids
+('optimal', ['b', 'c'])
+
+What a round pays for is the change, not the whole problem:
+
+* **checks of the change only** — new or changed rows are checked column by column with numpy
+  (:mod:`fleetplan.instances.allocation.columns`: the file schema's rules, naming the same paths);
+  a change of worker counts re-checks only that every job still fits somewhere (one vectorised
+  pass). A change that would make the problem invalid raises
+  :class:`~fleetplan.instances.InstanceError` and leaves the session as it was;
+* **no per-job objects** — jobs live in numpy columns; the instance handed to the solver is a
+  column instance whose arrays are the session's;
+* **a warm start** — the capacity prices (and level) of the last round's LP start this round's
+  price decomposition (:mod:`fleetplan.solvers.allocation.separable`), skipping the
+  interior-point method that finds them cold. The decomposition's certificate proves the new
+  optimum whatever the start, so a warm answer is the cold answer (tests compare them after
+  random sequences of changes); a start that does not certify is dropped for a cold one.
+  Policies solved by the full LP (min cost, SJF, below 1,000 distinct jobs) and water filling
+  take no hint: they re-solve from the columns, without the revalidation.
+
+The result is the same :class:`~fleetplan.solvers.SolveResult` as ``fleetplan.solve``'s, judged
+by the same ``evaluate``. A session is not thread-safe: give each thread its own (see
+``docs/embedding.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from fleetplan.instances.allocation import AllocationInstance, WorkerType
+from fleetplan.instances.allocation.columns import (
+    THROUGHPUT,
+    ColumnAllocationInstance,
+    JobColumns,
+    check_jobs,
+    cluster_parts,
+    job_arrays,
+    read_job_columns,
+    to_columns,
+)
+from fleetplan.instances.base import InstanceError
+from fleetplan.solvers import warm
+from fleetplan.solvers.base import Progress, SolveResult, check_time_limit, get_solver, solve
+
+
+class AllocationSession:
+    """An allocation problem (Gavel §3-4) kept between rounds: change it, then :meth:`solve`.
+
+    Parameters
+    ----------
+    worker_types : the cluster: ``{name: count}``, a list of ``{"name", "count",
+        "cost_per_hour"}`` dicts as in the instance file, or a DataFrame with those columns
+    jobs : the jobs as columns (a mapping of column name to values, or a DataFrame; see
+        :mod:`fleetplan.instances.allocation.columns`); may be empty
+    entities, colocations : as in the instance file (optional)
+    solver : an allocation solver (``fleetplan.list_solvers("allocation")``); None: the default
+    time_limit, seed, threads, **options : as for :func:`fleetplan.solve`, used every round
+    name : the instances' name
+    warm_start : hand the last round's prices to this round's solve (False: every round cold)
+    """
+
+    def __init__(self, worker_types: Any, jobs: Any = None, *, entities: Any = None, colocations: Any = None,
+                 solver: str | None = None, time_limit: float | None = None, seed: int = 0, threads: int = 1,
+                 name: str = "", warm_start: bool = True, **options: Any) -> None:
+        self._spec = get_solver("allocation", solver)
+        self._options = self._spec.check_options(options)
+        self.time_limit = check_time_limit(time_limit)
+        self.seed, self.threads, self.name = seed, threads, name
+        self._types, self._entities, self._colocations = cluster_parts(worker_types, entities, colocations)
+        self._counts = np.array([t.count for t in self._types], dtype=float)
+        if jobs is None:
+            jobs = {"id": np.zeros(0, dtype=object), "throughput": np.zeros((0, len(self._types)))}
+        columns = read_job_columns(jobs, self.worker_types)
+        check_jobs(columns, self._counts, self._entity_ids)
+        self._columns = columns
+        self._ids = set(columns.id.tolist())  # the job ids, kept as jobs come and go
+        self._warm = warm.WarmStart() if warm_start else None
+        self._index: dict[str, int] | None = None  # see _row_of
+        self._instance: ColumnAllocationInstance | None = None
+        self.rounds = 0
+
+    @classmethod
+    def from_instance(cls, instance: AllocationInstance | dict[str, Any], **kwargs: Any) -> AllocationSession:
+        """A session starting from an instance (or its dict, validated as ``fleetplan.solve``
+        would); ``kwargs`` as for the constructor."""
+        if isinstance(instance, dict):
+            from fleetplan.instances import instance_from_data
+
+            instance = instance_from_data(instance, "instance")
+        if not isinstance(instance, AllocationInstance):
+            raise InstanceError("kind", f"is '{getattr(instance, 'kind', '?')}'; an allocation instance is needed")
+        session = cls(instance.worker_types, None, entities=instance.entities, colocations=instance.colocations,
+                      name=kwargs.pop("name", instance.name), **kwargs)
+        session._columns = to_columns(instance)  # validated with the instance
+        session._ids = set(session._columns.id.tolist())
+        return session
+
+    # --- what the session holds -------------------------------------------------------------
+    @property
+    def worker_types(self) -> list[str]:
+        return [t.name for t in self._types]
+
+    @property
+    def workers(self) -> dict[str, int]:
+        """Workers of each type now."""
+        return {t.name: t.count for t in self._types}
+
+    @property
+    def job_ids(self) -> list[str]:
+        return self._columns.id.tolist()
+
+    @property
+    def columns(self) -> JobColumns:
+        """The jobs as columns (read-only: change them through the methods below)."""
+        return self._columns
+
+    def __len__(self) -> int:
+        return len(self._columns)
+
+    @property
+    def solver(self) -> str:
+        return self._spec.name
+
+    @property
+    def _entity_ids(self) -> set[str]:
+        return {e.id for e in self._entities}
+
+    def instance(self) -> ColumnAllocationInstance:
+        """The problem now, as an allocation instance (the one :meth:`solve` hands the solver)."""
+        if len(self._columns) == 0:
+            raise InstanceError("jobs", "must list at least one job (the session has none)")
+        if self._instance is None:
+            arrays = job_arrays(self._columns, self._types, self._colocations)
+            self._instance = ColumnAllocationInstance.from_parts(
+                list(self._types), self._columns, list(self._entities), list(self._colocations), self.name, arrays)
+        return self._instance
+
+    # --- changes ------------------------------------------------------------------------------
+    @property
+    def _row_of(self) -> dict[str, int]:
+        """Job id -> row, rebuilt (one pass in C) after jobs left, extended when jobs arrive."""
+        if self._index is None:
+            self._index = dict(zip(self._columns.id.tolist(), range(len(self._columns)), strict=True))
+        return self._index
+
+    def _rows(self, ids: Any, what: str) -> np.ndarray:
+        wanted = np.asarray(ids, dtype=object).reshape(-1).tolist()
+        row_of = self._row_of
+        try:
+            rows = np.fromiter((row_of[job] for job in wanted), dtype=np.int64, count=len(wanted))
+        except (KeyError, TypeError):
+            k = next(k for k, job in enumerate(wanted) if not isinstance(job, str) or job not in row_of)
+            raise InstanceError(f"{what}[{k}]", f"unknown job {wanted[k]!r}") from None
+        if len(set(wanted)) != len(wanted):
+            raise InstanceError(what, "names a job twice")
+        return rows
+
+    def _commit(self, columns: JobColumns, *, ids_changed: bool) -> None:
+        self._columns = columns
+        self._instance = None
+        if ids_changed:
+            self._index = None
+
+    def add_jobs(self, jobs: Any) -> None:
+        """Jobs arrive: ``jobs`` as columns (a mapping or a DataFrame, the layout of the
+        constructor's). Checked row by row against the cluster and the jobs already here."""
+        new = read_job_columns(jobs, self.worker_types)
+        if len(new) == 0:
+            return
+        check_jobs(new, self._counts, self._entity_ids, taken=self._ids)
+        first, row_of = len(self._columns), self._index
+        self._commit(self._columns.concat(new), ids_changed=False)
+        added = new.id.tolist()
+        self._ids.update(added)
+        if row_of is not None:  # rows of the jobs here stay; the new ones follow
+            row_of.update(zip(added, range(first, first + len(new)), strict=True))
+
+    def remove_jobs(self, ids: Sequence[str] | np.ndarray) -> None:
+        """Jobs leave (finished, cancelled): their ids."""
+        rows = self._rows(ids, "remove_jobs")
+        if len(rows) == 0:
+            return
+        keep = np.ones(len(self._columns), dtype=bool)
+        keep[rows] = False
+        self._ids.difference_update(self._columns.id[rows].tolist())
+        self._commit(self._columns.take(keep), ids_changed=True)
+
+    def update_jobs(self, changes: Any) -> None:
+        """Jobs change: ``changes`` as columns with ``id`` and the columns that change (steps left,
+        time elapsed, a throughput re-measured as ``throughput_<type>``, weight, ...); the other
+        columns of those jobs stay. The changed rows are checked as new ones would be."""
+        changes = dict(changes) if isinstance(changes, Mapping) else {
+            str(name): changes[name].to_numpy() for name in changes.columns}
+        if "id" not in changes:
+            raise InstanceError("update_jobs.id", "is required: the ids of the jobs that change")
+        rows = self._rows(changes["id"], "update_jobs.id")
+        if len(rows) == 0:
+            return
+        old = self._columns.take(rows)
+        merged: dict[str, Any] = {"id": old.id}
+        if "throughput" not in changes:
+            for j, name in enumerate(self.worker_types):
+                merged[THROUGHPUT + name] = old.throughput[:, j]
+        for name in ("scale_factor", "weight", "steps_left", "arrival_time", "time_elapsed",
+                     "isolated_time_elapsed", "slo_hours", "job_type", "entity"):
+            value = getattr(old, name)
+            if value is not None:
+                merged[name] = value
+        for name, value in changes.items():
+            if name != "id":
+                merged[name] = value
+        new = read_job_columns(merged, self.worker_types, path="update_jobs")
+        check_jobs(new, self._counts, self._entity_ids, path="update_jobs")
+        self._commit(self._columns.replaced(rows, new), ids_changed=False)
+
+    def set_workers(self, counts: Mapping[str, int], cost_per_hour: Mapping[str, float] | None = None) -> None:
+        """GPUs fail or return, or are bought: the new worker count of each type named (the
+        others stay), and optionally new prices. Every job must still fit on some type."""
+        known = self.worker_types
+        for name in [*counts, *(cost_per_hour or {})]:
+            if name not in known:
+                raise InstanceError(f"worker_types.{name}", f"unknown worker type (known: {', '.join(known)})")
+        types: list[WorkerType] = []
+        for t in self._types:
+            data = t.model_dump()
+            if t.name in counts:
+                data["count"] = counts[t.name]
+            if cost_per_hour and t.name in cost_per_hour:
+                data["cost_per_hour"] = cost_per_hour[t.name]
+            types.append(data)
+        types, _, _ = cluster_parts(types, self._entities, self._colocations)
+        new_counts = np.array([t.count for t in types], dtype=float)
+        c = self._columns
+        runnable = ((c.throughput > 0) & (new_counts[None, :] >= c.scale_factor[:, None])).any(axis=1)
+        if not runnable.all():
+            m = int(np.flatnonzero(~runnable)[0])
+            raise InstanceError("worker_types", f"job '{c.id[m]}' could run on no worker type with these counts "
+                                f"(it needs {c.scale_factor[m]} workers of a type it has a throughput on): "
+                                "remove it first")
+        self._types, self._counts = types, new_counts
+        self._instance = None
+
+    # --- solving -----------------------------------------------------------------------------
+    def solve(self, *, time_limit: float | None = None, progress: Progress | None = None) -> SolveResult:
+        """Solve the problem as it is now, warm-started from the last round (see the module
+        docstring). ``time_limit``: this round's (default: the session's)."""
+        instance = self.instance()
+        with warm.hints(self._warm) as hints:
+            result = solve(instance, self._spec.name, time_limit=self.time_limit if time_limit is None else time_limit,
+                           seed=self.seed, threads=self.threads, progress=progress, **self._options)
+        if hints is not None:
+            result.stats["warm_hints_used"] = float(hints.offered)
+        self.rounds += 1
+        return result
+
+    def forget_warm_start(self) -> None:
+        """The next round starts cold (e.g. after a change that moves every price)."""
+        if self._warm is not None:
+            self._warm.forget()

@@ -1,0 +1,331 @@
+"""Per-round re-solves of allocation problems (issue 26): column-built instances and
+:class:`fleetplan.embed.AllocationSession`.
+
+The central property: after any sequence of changes (jobs arriving, leaving, re-measured;
+GPUs failing and returning), the session's answer equals a cold ``fleetplan.solve`` of the
+same final instance, read back from its JSON dict — for every registered allocation solver, to
+the LP tolerance. Solvers the price decomposition takes are also run with
+``decomposition="prices"``, so that the warm-started path is the one tested at these sizes
+(below 1,000 jobs ``auto`` solves the full LP).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fleetplan
+from fleetplan.embed import AllocationSession
+from fleetplan.instances import InstanceError, instance_from_data
+from fleetplan.instances.allocation import AllocationParams, generated_instance_data
+from fleetplan.instances.allocation.columns import (
+    ColumnAllocationInstance,
+    from_columns,
+    to_columns,
+)
+from fleetplan.instances.base import parse_json_text, to_json_text
+from fleetplan.solvers import warm
+
+TYPES = ["v100", "p100", "k80"]
+
+
+def _pool(seed: int, jobs: int = 40, entities: int = 2) -> dict:
+    """Generated Gavel-like jobs (distinct throughputs, steps, SLOs, costs) to draw from."""
+    return generated_instance_data(AllocationParams(jobs=jobs, throughput_noise=0.1, entities=entities,
+                                                    workers_per_type=4, slo_fraction=0.3), seed)
+
+
+def _columns(jobs: list[dict]) -> dict[str, np.ndarray]:
+    table: dict[str, object] = {"id": np.array([job["id"] for job in jobs], dtype=object),
+                                "throughput": np.array([[job["throughput"].get(t, 0.0) for t in TYPES] for job in jobs])}
+    for name, default in (("scale_factor", 1), ("weight", 1.0), ("steps_left", None), ("time_elapsed", 0.0),
+                          ("slo_hours", None), ("arrival_time", 0.0)):
+        table[name] = np.array([np.nan if job.get(name, default) is None else job.get(name, default) for job in jobs],
+                               dtype=float)
+    table["scale_factor"] = table["scale_factor"].astype(np.int64)
+    table["entity"] = np.array([job.get("entity") for job in jobs], dtype=object)
+    return table
+
+
+def _cold(session: AllocationSession, solver: str, options: dict) -> fleetplan.SolveResult:
+    """A cold solve of the session's instance, from its JSON text (as a file would hold it)."""
+    data = parse_json_text(to_json_text(session.instance()))
+    return fleetplan.solve(data, solver, **options)
+
+
+def _same(warm_result: fleetplan.SolveResult, cold: fleetplan.SolveResult, solver: str) -> None:
+    assert warm_result.status == cold.status, (solver, warm_result.message, cold.message)
+    if cold.plan is None:
+        return
+    assert warm_result.evaluation.feasible, warm_result.evaluation.violations
+    tolerance = 1e-6 * max(1.0, abs(cold.objective))
+    assert math.isclose(warm_result.objective, cold.objective, rel_tol=1e-6, abs_tol=tolerance), \
+        (solver, warm_result.objective, cold.objective)
+    assert warm_result.plan.job_ids == cold.plan.job_ids
+
+
+def _change(session: AllocationSession, pool: list[dict], draw, used: set[str]) -> None:
+    """One random change, drawn with hypothesis's ``draw``."""
+    what = draw(st.sampled_from(["add", "remove", "update", "workers", "bad"]))
+    ids = session.job_ids
+    if what == "add" or len(ids) <= 2:
+        fresh = [job for job in pool if job["id"] not in used]
+        count = draw(st.integers(1, min(4, len(fresh))))
+        batch = fresh[:count]
+        used.update(job["id"] for job in batch)
+        before = session.job_ids
+        try:
+            session.add_jobs(_columns(batch))
+        except InstanceError as error:  # the workers left no type a job fits: nothing added
+            assert "can run on no worker type" in str(error)
+            assert session.job_ids == before
+    elif what == "remove":
+        count = draw(st.integers(1, min(3, len(ids) - 1)))
+        session.remove_jobs(draw(st.permutations(ids))[:count])
+    elif what == "update":
+        chosen = draw(st.permutations(ids))[: draw(st.integers(1, min(4, len(ids))))]
+        rows = [ids.index(job) for job in chosen]
+        factor = draw(st.floats(0.5, 2.0))
+        old = session.columns
+        changes = {"id": chosen, "throughput": old.throughput[rows] * factor,
+                   "time_elapsed": old.time_elapsed[rows] + draw(st.floats(0.0, 3600.0))}
+        if not np.isnan(old.steps_left[rows]).any():
+            changes["steps_left"] = old.steps_left[rows] * draw(st.floats(0.3, 1.0))
+        session.update_jobs(changes)
+    elif what == "workers":
+        counts = {name: draw(st.integers(0, 10)) for name in TYPES}
+        before = session.instance().arrays().num_workers.copy()
+        try:
+            session.set_workers(counts)
+        except InstanceError:  # a job would fit nowhere: the session must be unchanged
+            assert np.array_equal(session.instance().arrays().num_workers, before)
+    else:  # a bad change is refused and changes nothing
+        before = session.job_ids
+        with pytest.raises(InstanceError):
+            session.add_jobs({"id": [ids[0]], "throughput": np.ones((1, len(TYPES)))})  # id taken
+        with pytest.raises(InstanceError, match=r"update_jobs\[0\]\.weight"):
+            session.update_jobs({"id": [ids[0]], "weight": [-1.0]})
+        assert session.job_ids == before
+
+
+# Every registered allocation solver; those the decomposition takes also with it forced.
+DECOMPOSED = ["max-min-fairness", "max-min-fairness-agnostic", "max-throughput", "fifo", "min-makespan",
+              "finish-time-fairness"]
+CASES = [(name, {}) for name in sorted(spec.name for spec in fleetplan.list_solvers("allocation"))] + \
+        [(name, {"decomposition": "prices"}) for name in DECOMPOSED]
+
+
+@pytest.mark.parametrize(("solver", "options"), CASES, ids=[f"{s}{'-prices' if o else ''}" for s, o in CASES])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data(), seed=st.integers(0, 10_000))
+def test_session_equals_cold_solve_after_changes(solver, options, data, seed):
+    pool = _pool(seed)
+    first, rest = pool["jobs"][:10], pool["jobs"][10:]
+    session = AllocationSession(pool["worker_types"], _columns(first), entities=pool["entities"],
+                                solver=solver, **options)
+    _same(session.solve(), _cold(session, solver, options), solver)
+    used = {job["id"] for job in first}
+    for _ in range(data.draw(st.integers(1, 5))):
+        _change(session, rest, data.draw, used)
+        result = session.solve()
+        _same(result, _cold(session, solver, options), solver)
+        if options and result.status == "optimal":  # the decomposition ran: it had the last prices
+            assert result.stats["warm_hints_used"] >= 1
+
+
+def test_warm_start_is_used_and_matches_at_scale():
+    """At 2,000 distinct jobs (the decomposition's size) the session's rounds take the last
+    round's prices (warm_hints_used) and still equal cold solves."""
+    pool = generated_instance_data(AllocationParams(jobs=2_200, throughput_noise=0.1), 3)
+    cluster = generated_instance_data(AllocationParams(jobs=2_000, throughput_noise=0.1), 3)["worker_types"]
+    jobs = pool["jobs"]
+    table = {name: column for name, column in _columns(jobs).items() if name != "entity"}
+    for solver in ("max-min-fairness", "max-throughput"):
+        session = AllocationSession(cluster, {k: v[:2_000] for k, v in table.items()}, solver=solver)
+        assert session.solve().stats["warm_hints_used"] == 0
+        rng = np.random.default_rng(0)
+        following = 2_000
+        for _ in range(3):
+            ids = session.job_ids
+            session.remove_jobs([ids[k] for k in rng.choice(len(ids), 10, replace=False)])
+            session.add_jobs({k: v[following:following + 10] for k, v in table.items()})
+            following += 10
+            result = session.solve()
+            assert result.stats["warm_hints_used"] == 1
+            assert any("warm-started" in line for line in result.log), result.log
+            cold = fleetplan.solve(parse_json_text(to_json_text(session.instance())), solver)
+            _same(result, cold, solver)
+
+
+def test_warm_hints_stay_in_their_context():
+    """A hint left in one WarmStart is not seen by solves outside it (another thread, another
+    session): the context variable is per thread and per block."""
+    instance = fleetplan.generate("allocation", {"jobs": 1_200, "throughput_noise": 0.1}, seed=1)
+    state = warm.WarmStart()
+    with warm.hints(state):
+        fleetplan.solve(instance, "max-min-fairness")
+    assert state.left == 1 and state.current
+    outside = fleetplan.solve(instance, "max-min-fairness")
+    assert not any("warm-started" in line for line in outside.log)
+    with warm.hints(state):
+        inside = fleetplan.solve(instance, "max-min-fairness")
+    assert any("warm-started" in line for line in inside.log)
+    assert math.isclose(inside.objective, outside.objective, rel_tol=1e-9)
+
+
+# --- column-built instances ------------------------------------------------------------------
+
+def _generated(jobs: int = 30, seed: int = 0):
+    data = generated_instance_data(AllocationParams(jobs=jobs, throughput_noise=0.1, entities=2,
+                                                    space_sharing=True), seed)
+    return data, instance_from_data(data, "instance")
+
+
+def test_column_instance_has_the_validated_instance_arrays():
+    data, instance = _generated()
+    columns = to_columns(instance)
+    table = {name: getattr(columns, name) for name in ("id", "throughput", "scale_factor", "weight", "steps_left",
+                                                        "arrival_time", "time_elapsed", "slo_hours", "job_type",
+                                                        "entity")}
+    built = from_columns(data["worker_types"], table, entities=data["entities"], colocations=data["colocations"],
+                         name=data["name"])
+    assert "jobs" not in built.__dict__  # no job objects until asked for
+    mine, theirs = built.arrays(), instance.arrays()
+    for name in ("throughput", "scale_factor", "weight", "num_workers", "cost_per_hour", "steps_left", "time_elapsed",
+                 "isolated_time_elapsed", "slo_seconds", "arrival_rank", "colocation_class", "colocation_throughput"):
+        assert np.array_equal(getattr(mine, name), getattr(theirs, name), equal_nan=True), name
+    assert mine.job_ids == theirs.job_ids
+    for solver in ("max-min-fairness", "hierarchical-water-filling"):
+        assert fleetplan.solve(built, solver).objective == pytest.approx(fleetplan.solve(instance, solver).objective,
+                                                                         rel=1e-9)
+    # Saved and read back, it is the same instance file.
+    again = instance_from_data(parse_json_text(to_json_text(built)), "again")
+    assert again.model_dump() == instance.model_dump()
+
+
+def test_column_instance_from_a_dataframe_with_per_type_columns():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"id": ["a", "b", "c"], "throughput_v100": [4.0, 2.0, None],
+                          "throughput_k80": [1.0, 1.5, 0.5], "steps_left": [100.0, None, 50.0]})
+    built = from_columns({"v100": 1, "k80": 2}, frame)
+    assert built.arrays().throughput.tolist() == [[4.0, 1.0], [2.0, 1.5], [0.0, 0.5]]
+    assert [job.steps_left for job in built.jobs] == [100.0, None, 50.0]
+    assert isinstance(built, ColumnAllocationInstance)
+    assert fleetplan.solve(built).status == "optimal"
+
+
+@pytest.mark.parametrize(("jobs", "path", "reason"), [
+    ({"id": ["a", "a"], "throughput": [[1.0], [1.0]]}, "jobs[1].id", "duplicate id 'a'"),
+    ({"id": ["a", ""], "throughput": [[1.0], [1.0]]}, "jobs[1].id", "non-empty string"),
+    ({"id": ["a", "b"], "throughput": [[1.0], [-1.0]]}, "jobs[1].throughput.v100", ">= 0"),
+    ({"id": ["a", "b"], "throughput": [[1.0], [np.inf]]}, "jobs[1].throughput.v100", "finite"),
+    ({"id": ["a", "b"], "throughput": [[1.0], [0.0]]}, "jobs[1]", "can run on no worker type"),
+    ({"id": ["a"], "throughput": [[1.0]], "scale_factor": [4]}, "jobs[0]", "at least 4 workers"),
+    ({"id": ["a"], "throughput": [[1.0]], "scale_factor": [1.5]}, "jobs[0].scale_factor", "integer"),
+    ({"id": ["a"], "throughput": [[1.0]], "weight": [0.0]}, "jobs[0].weight", "> 0"),
+    ({"id": ["a"], "throughput": [[1.0]], "slo_hours": [2.0]}, "jobs[0].steps_left", "required when slo_hours"),
+    ({"id": ["a"], "throughput": [[1.0]], "entity": ["team-x"]}, "jobs[0].entity", "unknown entity"),
+    ({"id": ["a"], "throughput": [[1.0]], "colour": ["red"]}, "jobs.colour", "unknown column"),
+    ({"id": ["a"], "throughput_h100": [1.0]}, "jobs.throughput_h100", "GPU types: v100"),
+    ({"id": ["a"], "throughput": [[1.0, 2.0]]}, "jobs.throughput", "shape (1, 1)"),
+    ({"id": [1], "throughput": [[1.0]]}, "jobs.id", "strings"),
+    ({"id": ["a"], "throughput": [[1.0]], "steps_left": ["many"]}, "jobs.steps_left", "numbers"),
+    ({"id": ["a", "b"], "throughput": [[1.0], [1.0]], "weight": [True, False]}, "jobs.weight", "numbers"),
+])
+def test_column_instance_bad_values_name_the_path(jobs, path, reason):
+    with pytest.raises(InstanceError) as caught:
+        from_columns({"v100": 2}, jobs)
+    assert caught.value.path == path
+    assert reason in caught.value.reason
+
+
+def test_cluster_errors_name_the_field():
+    with pytest.raises(InstanceError, match="no worker"):
+        from_columns({"v100": 0}, {"id": ["a"], "throughput": [[1.0]]})
+    with pytest.raises(InstanceError, match=r"worker_types\[1\]\.name"):
+        from_columns([{"name": "v100", "count": 1}, {"name": "v100", "count": 1}], {"id": ["a"], "throughput": [[1.0, 1.0]]})
+
+
+def test_a_hundred_thousand_jobs_make_no_job_objects():
+    rng = np.random.default_rng(0)
+    n = 100_000
+    jobs = {"id": np.char.add("j", np.arange(n).astype(str)), "throughput": rng.uniform(0.5, 5.0, (n, 3)),
+            "scale_factor": rng.choice([1, 2, 4], n), "steps_left": rng.uniform(1e3, 1e5, n)}
+    built = from_columns({"v100": 30_000, "p100": 30_000, "k80": 30_000}, jobs)
+    arrays = built.arrays()
+    assert arrays.throughput.shape == (n, 3) and "jobs" not in built.__dict__
+    assert fleetplan.evaluate(built, fleetplan.instances.allocation.AllocationPlan.from_matrix(
+        built, arrays.isolated_allocation())).feasible
+    assert "jobs" not in built.__dict__  # solving and judging need no job objects
+
+
+# --- the session's own behaviour ---------------------------------------------------------------
+
+def test_session_changes_and_refusals():
+    session = AllocationSession({"v100": 1, "k80": 1}, {"id": ["a", "b"], "throughput": [[4.0, 1.0], [2.0, 1.5]]})
+    assert session.solve().status == "optimal"
+    session.add_jobs({"id": ["c"], "throughput_v100": [3.0], "throughput_k80": [1.0]})
+    session.remove_jobs(["a"])
+    assert session.job_ids == ["b", "c"]
+    with pytest.raises(InstanceError, match=r"remove_jobs\[0\].*unknown job 'zz'"):
+        session.remove_jobs(["zz"])
+    with pytest.raises(InstanceError, match="could run on no worker type"):
+        session.add_jobs({"id": ["d"], "throughput_v100": [1.0], "throughput_k80": [0.0]})
+        session.set_workers({"v100": 0})
+    assert session.workers == {"v100": 1, "k80": 1}
+    with pytest.raises(InstanceError, match="unknown worker type"):
+        session.set_workers({"h100": 3})
+    session.remove_jobs(session.job_ids)
+    with pytest.raises(InstanceError, match="at least one job"):
+        session.solve()
+
+
+def test_session_from_an_instance_and_the_factory():
+    data = _pool(5)
+    session = fleetplan.session(data, "max-min-fairness")
+    assert isinstance(session, AllocationSession)
+    assert session.solve().objective == pytest.approx(fleetplan.solve(data, "max-min-fairness").objective, rel=1e-9)
+    with pytest.raises(InstanceError, match="unknown solver"):
+        fleetplan.session(data, "no-such-solver")
+    with pytest.raises(InstanceError, match="options.refine"):
+        fleetplan.session(data, "max-min-fairness", refine="yes")
+
+
+def test_sessions_in_threads_answer_as_alone():
+    """Two sessions driven from two threads at once (each its own session) give the answers
+    each gives alone: the warm-start hints are per thread (a context variable), and HiGHS runs
+    of the same thread count share its pool safely."""
+    import threading
+
+    def rounds(seed: int) -> list[float]:
+        pool = generated_instance_data(AllocationParams(jobs=1_300, throughput_noise=0.1), seed)
+        table = {name: column for name, column in _columns(pool["jobs"]).items() if name != "entity"}
+        session = AllocationSession(pool["worker_types"], {k: v[:1_200] for k, v in table.items()})
+        answers = [session.solve().objective]
+        for k in range(4):
+            session.remove_jobs(session.job_ids[:20])
+            session.add_jobs({name: column[1_200 + 20 * k: 1_220 + 20 * k] for name, column in table.items()})
+            answers.append(session.solve().objective)
+        return answers
+
+    alone = {seed: rounds(seed) for seed in (1, 2)}
+    together: dict[int, list[float]] = {}
+    errors: list[BaseException] = []
+
+    def run(seed: int) -> None:
+        try:
+            together[seed] = rounds(seed)
+        except BaseException as error:  # noqa: BLE001  (reported below)
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(seed,)) for seed in (1, 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    assert together == alone
