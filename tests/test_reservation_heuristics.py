@@ -7,7 +7,7 @@ import pytest
 import fleetplan
 from fleetplan.instances import evaluate_current, generate, instance_from_data
 from fleetplan.solvers.reservation.enumerate import enumerate_assignments
-from fleetplan.solvers.reservation.heuristics import RasState, penalty
+from fleetplan.solvers.reservation.state import RasState, penalty
 from tests.test_reservation_exact import random_tiny
 from tests.test_reservation_instance import tiny_data
 

@@ -41,9 +41,10 @@ from fleetplan.models.reservation.relaxation import datacenter_relaxation  # noq
 from fleetplan.solvers import highs as runner  # noqa: E402
 from fleetplan.solvers.deadline import Deadline  # noqa: E402
 from fleetplan.solvers.reservation.bounded import run_bounded  # noqa: E402
-from fleetplan.solvers.reservation.heuristics import RasState, climb  # noqa: E402
+from fleetplan.solvers.reservation.heuristics import climb  # noqa: E402
 from fleetplan.solvers.reservation.relax_fix import _highs_solution, _interrupt_at, satisfies  # noqa: E402
 from fleetplan.solvers.reservation.repair import set_counts  # noqa: E402
+from fleetplan.solvers.reservation.state import RasState  # noqa: E402
 
 SHORT_PENALTY = 1e3  # per RRU short of a guarantee or of the relaxation's total
 BUDGET_PENALTY = 20.0  # per server moved beyond a datacenter's share of the budget

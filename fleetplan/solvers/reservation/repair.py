@@ -84,9 +84,9 @@ def _highs_mip(lp, deadline: Deadline, threads: int, seed: int, start: np.ndarra
 def repair(state, deadline: Deadline, threads: int, seed: int, log: list[str]) -> Repair:
     """Make the state's plan keep every guarantee (module docstring); the state changes only
     when a plan without shortfall is found."""
-    from fleetplan.solvers.reservation.heuristics import _shortfalls
+    from fleetplan.solvers.reservation.state import shortfalls
 
-    short = _shortfalls(state)
+    short = shortfalls(state)
     arrays = state.arrays
     if short.max(initial=0.0) <= SHORT and state.moved <= arrays.budget:
         return Repair("unchanged")
@@ -148,8 +148,8 @@ def relaxation_start(state, deadline: Deadline, threads: int, seed: int, log: li
     """Replace the state's plan with the LP relaxation's rounded counts when they keep every row
     and cost less (the climb's cost: objective plus shortfall penalty); returns whether it did."""
     from fleetplan.solvers import highs as runner
-    from fleetplan.solvers.reservation.heuristics import penalty
     from fleetplan.solvers.reservation.relax_fix import _interrupt_at
+    from fleetplan.solvers.reservation.state import penalty
 
     arrays = state.arrays
     model = build(arrays, state.groups)
