@@ -7,9 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import signal
 import sys
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -192,35 +190,6 @@ def working(message: str, enabled: bool = True) -> contextlib.AbstractContextMan
     return stderr.status(message)
 
 
-
-
-class OutOfTime(BaseException):
-    """Raised in the main thread when a command's ``--time-limit`` passes (a BaseException, so
-    no ``except Exception`` in the code it interrupts swallows it; ``finally`` blocks run)."""
-
-
-@contextlib.contextmanager
-def alarm(seconds: float | None) -> Iterator[None]:
-    """Raise :class:`OutOfTime` in the main thread after ``seconds`` of wall time (None: never).
-
-    The signal interrupts Python code between two bytecodes, whatever it is doing (building a
-    trace, simulating, a scheduler's LP in Python); a C call in progress (one HiGHS solve)
-    finishes first. Off the main thread, or where there is no SIGALRM, nothing is armed."""
-    if (seconds is None or not hasattr(signal, "setitimer")
-            or threading.current_thread() is not threading.main_thread()):
-        yield
-        return
-
-    def ring(signum: int, frame: object) -> None:
-        raise OutOfTime()
-
-    previous = signal.signal(signal.SIGALRM, ring)
-    signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-3))
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 # --- executors: where a sweep's cells run (bench, whatif) -----------------------------------

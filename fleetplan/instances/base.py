@@ -149,6 +149,28 @@ class InstanceBase(StrictModel):
         overrides this; by default the arrays are built afresh when asked for."""
 
 
+class ColumnBacked:
+    """Mixin of an instance whose list fields are made from columns on first access (a column
+    instance of a session or a Parquet load): dumping, serialising or iterating it makes them
+    first. Put it before the instance class: ``class C(ColumnBacked, SomeInstance)``."""
+
+    def materialize(self) -> None:
+        """Make the list fields now (saving, comparing or copying needs them)."""
+        raise NotImplementedError
+
+    def model_dump(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        self.materialize()
+        return super().model_dump(*args, **kwargs)  # type: ignore[misc]
+
+    def model_dump_json(self, *args: Any, **kwargs: Any) -> str:
+        self.materialize()
+        return super().model_dump_json(*args, **kwargs)  # type: ignore[misc]
+
+    def __iter__(self):
+        self.materialize()
+        return super().__iter__()  # type: ignore[misc]
+
+
 class PlanBase(StrictModel):
     """Fields every plan file carries: which solver made it and how."""
 

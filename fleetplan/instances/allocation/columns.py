@@ -41,7 +41,7 @@ from fleetplan.instances.allocation import (
     Job,
     WorkerType,
 )
-from fleetplan.instances.base import InstanceError, validate_model
+from fleetplan.instances.base import ColumnBacked, InstanceError, validate_model
 
 THROUGHPUT = "throughput_"
 # Optional numeric columns and their value when not given (NaN: "None" in the file).
@@ -323,7 +323,7 @@ def cluster_parts(worker_types: Any, entities: Any = None, colocations: Any = No
     return list(probe.worker_types), list(probe.entities), list(probe.colocations)
 
 
-class ColumnAllocationInstance(AllocationInstance):
+class ColumnAllocationInstance(ColumnBacked, AllocationInstance):
     """An :class:`AllocationInstance` whose jobs are held as :class:`JobColumns`; its ``jobs``
     list is made on first access (see the module docstring). Build it with :func:`from_columns`
     or :meth:`from_parts`."""
@@ -356,18 +356,6 @@ class ColumnAllocationInstance(AllocationInstance):
     def materialize(self) -> None:
         """Make the ``jobs`` list now (saving, comparing or copying needs it)."""
         _ = self.jobs
-
-    def model_dump(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        self.materialize()
-        return super().model_dump(*args, **kwargs)
-
-    def model_dump_json(self, *args: Any, **kwargs: Any) -> str:
-        self.materialize()
-        return super().model_dump_json(*args, **kwargs)
-
-    def __iter__(self):
-        self.materialize()
-        return super().__iter__()
 
     def arrays(self) -> AllocationArrays:
         if self._arrays is None:

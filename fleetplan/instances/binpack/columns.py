@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from fleetplan.instances.base import ColumnBacked
 from fleetplan.instances.binpack import (
     BinpackArrays,
     BinpackInstance,
@@ -86,7 +87,7 @@ class RegionColumns:
             priority=self.running_priority.tolist(), start_hours=self.running_start.tolist(), holdings=holdings)
 
 
-class ColumnBinpackInstance(BinpackInstance):
+class ColumnBinpackInstance(ColumnBacked, BinpackInstance):
     """A :class:`BinpackInstance` of :class:`RegionColumns` (see the module docstring); build it
     with :meth:`from_region`."""
 
@@ -116,18 +117,6 @@ class ColumnBinpackInstance(BinpackInstance):
     def materialize(self) -> None:
         """Make the ``machines`` and ``running`` column lists now (saving needs them)."""
         _ = self.machines, self.running
-
-    def model_dump(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        self.materialize()
-        return super().model_dump(*args, **kwargs)
-
-    def model_dump_json(self, *args: Any, **kwargs: Any) -> str:
-        self.materialize()
-        return super().model_dump_json(*args, **kwargs)
-
-    def __iter__(self):
-        self.materialize()
-        return super().__iter__()
 
 
 __all__ = ["ColumnBinpackInstance", "RegionColumns"]
