@@ -28,3 +28,14 @@ def test_docstring_examples(module, monkeypatch):
     failures, tried = doctest.testmod(importlib.import_module(module))
     assert failures == 0
     assert tried > 0 or module == "fleetplan.solvers.warm"
+
+
+def test_the_readme_python_tour_runs(tmp_path, monkeypatch):
+    """The README's Python block runs as printed (from the repository root, writing into out/)."""
+    text = (ROOT / "README.md").read_text()
+    block = text.split("From Python:\n\n```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    (tmp_path / "out").mkdir()
+    exec(compile(block, "README.md", "exec"), {})
+    assert (tmp_path / "out" / "plan.json").exists()
