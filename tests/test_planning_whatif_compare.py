@@ -191,33 +191,3 @@ def test_a_changed_instance_equals_a_whole_validation_of_the_changed_file(change
     assert quick.model_dump() == whole.model_dump()
     for name in ("throughput", "num_workers", "cost_per_hour", "scale_factor", "weight"):
         assert np.array_equal(getattr(quick.arrays(), name), getattr(whole.arrays(), name))
-
-
-def test_whatif_points_warm_started_from_the_point_before_equal_cold_solves(tmp_path, monkeypatch):
-    """At 1,200 distinct jobs (the price decomposition's size) each point of a one-process sweep
-    takes the last point's prices as a hint, and every point still equals its own cold solve."""
-    from fleetplan.solvers import warm
-
-    instance = fleetplan.generate("allocation", {"jobs": 1_200, "throughput_noise": 0.1}, seed=2)
-    path = tmp_path / "big.json"
-    fleetplan.save(instance, path)
-    counts = [t.count for t in instance.worker_types]
-    first = instance.worker_types[0].name
-    used = []
-    original = warm.take
-
-    def counted(key):
-        hint = original(key)
-        used.append(hint is not None)
-        return hint
-
-    monkeypatch.setattr(warm, "take", counted)
-    vary = f"worker_types.{first}.count={counts[0] - 20}:{counts[0] + 20}:20"
-    result = whatif(path, [vary], tmp_path / "sweep", solver="max-min-fairness", progress=None, plot=False)
-    assert any(used), "no point took a hint"
-    data = instance.model_dump()
-    for row in result.rows:
-        data["worker_types"][0]["count"] = row[f"worker_types.{first}.count"]
-        cold = fleetplan.solve(data, "max-min-fairness")
-        assert row["status"] == cold.status == "optimal"
-        assert row["objective"] == pytest.approx(cold.objective, rel=1e-6)

@@ -260,12 +260,10 @@ def run_dask(cells: Sequence[Cell], on_row: OnRow, *, client: Any,
 def chain_task(instance_data: str, cells_json: str) -> str:
     """What a Dask task runs for a chain of what-if points on one instance: the instance's text
     (sent once, not once per cell) parsed and validated once, each point validated only where it
-    changes it, solved in the worker's own process one after another, each warm-started from
-    the point before. Rows go back as JSON text,
+    changes it, solved in the worker's own process one after another. Rows go back as JSON text,
     as :func:`cell_task`'s."""
     from fleetplan.instances import instance_from_data
     from fleetplan.instances.paths import changed_instance
-    from fleetplan.solvers import warm
 
     cells = [Cell.from_json(text) for text in json.loads(cells_json)]
     rows = []
@@ -274,11 +272,9 @@ def chain_task(instance_data: str, cells_json: str) -> str:
         base = instance_from_data(data, cells[0].instance)
     except Exception as error:  # noqa: BLE001 - one row per cell says why
         return json.dumps([error_row(cell, f"invalid input: {error}") for cell in cells])
-    last_answer = warm.WarmStart()  # each point starts from the last one's prices (a hint only)
     for cell in cells:
         try:
-            with warm.hints(last_answer):
-                row = run_cell(cell, preload=False, instance=changed_instance(base, data, cell.params))
+            row = run_cell(cell, preload=False, instance=changed_instance(base, data, cell.params))
         except Exception as error:  # noqa: BLE001 - a bad point is one failed row
             row = error_row(cell, f"invalid input: {error}")
         rows.append(row)

@@ -234,15 +234,12 @@ def _chains(cells: Sequence[Any], workers: int) -> list[list[Any]]:
 
 
 def _run_in_process(instance: Any, data: dict[str, Any], cells: Sequence[Any], on_row: Any, on_start: Any) -> None:
-    """One worker: the points in this process, one after another, the file parsed once, each
-    point validated only where it changes the instance and warm-started from the point before
-    (:mod:`fleetplan.solvers.warm`: the solver still proves its own answer) (``--workers N`` or Dask run each point in
+    """One worker: the points in this process, one after another, the file parsed once and each
+    point validated only where it changes the instance (``--workers N`` or Dask run each point in
     a process of its own, killed if it outlives its limit)."""
     from fleetplan.benchmarks.cells import error_row, run_cell
     from fleetplan.instances.paths import changed_instance
-    from fleetplan.solvers import warm
 
-    last_answer = warm.WarmStart()  # each point starts from the last one's prices (a hint only)
     for cell in cells:
         on_start(cell)
         try:
@@ -250,9 +247,7 @@ def _run_in_process(instance: Any, data: dict[str, Any], cells: Sequence[Any], o
         except InstanceError as error:
             on_row(cell, error_row(cell, f"invalid input: {error}"))
             continue
-        with warm.hints(last_answer):
-            row = run_cell(cell, preload=False, instance=point)
-        on_row(cell, row)
+        on_row(cell, run_cell(cell, preload=False, instance=point))
 
 
 def _check_same_sweep(folder: Path, data: dict[str, Any], varies: Sequence[Vary], solver: str,
