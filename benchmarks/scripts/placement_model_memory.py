@@ -1,6 +1,6 @@
 """Peak memory of building the exact placement models (issue 25 item 6), beside the count of
 variables and rows that fleetplan/models/placement/size.py estimates before building; as in
-benchmarks/RESULTS.md ("Memory of the exact placement models"). One size per process:
+benchmarks/results/reliability.md ("Memory of the exact placement models"). One size per process:
 
     .venv/bin/python benchmarks/scripts/placement_model_memory.py cpsat 20 2000 2000
     .venv/bin/python benchmarks/scripts/placement_model_memory.py mip 5 500 500

@@ -8,7 +8,7 @@ choice of region; per multi-table ML job and region one indicator with an implic
 per Spark/Presto job and region an indicator, a majority row against every other region and a
 local indicator per (table, region). :func:`model_elements` counts those variables and rows as
 the CP-SAT builder makes them (the GPU and storage levels add one variable and row per level
-and region); the bytes per element were measured on this machine (benchmarks/RESULTS.md,
+and region); the bytes per element were measured on this machine (benchmarks/results/reliability.md,
 "Memory of the exact placement models"): CP-SAT about 450 bytes, the Pyomo model HiGHS reads
 about 1.75 kB (Pyomo's objects).
 """
