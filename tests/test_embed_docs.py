@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LOOP = ROOT / "examples" / "scheduler_loop.py"
+LOOP = ROOT / "docs" / "examples" / "scheduler_loop.py"
 
 
 def test_the_guide_prints_the_loop_that_runs(capsys, monkeypatch):
