@@ -1,0 +1,188 @@
+"""Issue 27 item 3, the primal side at 10^6 servers, continued from ras_split.py: what remains
+of the split's plan once it is made feasible, why its fix step stays short, and a
+large-neighbourhood search from the greedy's feasible plan. An experiment, not a solver:
+benchmarks/results/reservation.md ("RAS at 10^6: what the primal side tried") has what it gave.
+
+    .venv/bin/python -u benchmarks/scripts/ras_primal.py prepare 1000000 --cache DIR
+    .venv/bin/python -u benchmarks/scripts/ras_primal.py repair 1000000 --cache DIR --seconds 120
+    .venv/bin/python -u benchmarks/scripts/ras_primal.py lns 1000000 --cache DIR --seconds 400 --size 30
+
+``prepare`` runs the datacenter relaxation, one pass of ras_split.py's split and the greedy,
+and saves the two count vectors in DIR (so each later step starts from the same points without
+paying for them again; their CPU and wall are printed). ``repair`` prints the rows the split's
+counts break, by kind, then runs the elastic repair of fleetplan/solvers/reservation/repair.py
+(short reservations free, then every count) and prints the objective left. ``lns`` frees
+``--size`` random reservations at a time from the greedy's plan (or ``--from split`` the
+repaired split's), the others fixed, solves that sub-MIP exactly, and keeps improvements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from ras_speed import cpu_now  # noqa: E402
+from ras_split import Experiment  # noqa: E402
+
+from fleetplan.models.reservation import counts_from_assignment, full_solution  # noqa: E402
+from fleetplan.solvers.deadline import Deadline  # noqa: E402
+from fleetplan.solvers.reservation.relax_fix import satisfies  # noqa: E402
+
+
+def row_kinds(experiment: Experiment) -> np.ndarray:
+    """A name per row of the model, from the block order of fleetplan.models.reservation.build."""
+    lp, model, arrays = experiment.lp, experiment.model, experiment.arrays
+    kinds = np.full(lp.num_rows, "other", dtype=object)
+    csc = experiment.csc
+    only_x = np.asarray(abs(lp.matrix[:, lp.names["m"].start:]).sum(axis=1)).ravel() == 0
+    upper_only = np.isinf(lp.row_lower) & np.isfinite(lp.row_upper)
+    kinds[only_x & upper_only] = "supply"
+    t_rows = csc[:, lp.names["T"]].tocsr()
+    touches_t = np.diff(t_rows.indptr) > 0
+    positive = np.isfinite(lp.row_lower) & (lp.row_lower > 0)
+    x_in = np.diff(csc[:, lp.names["x"]].tocsr().indptr) > 0
+    kinds[touches_t & positive & ~x_in] = "request (T >= request)"
+    res_level = arrays.res_level
+    del res_level
+    kinds[touches_t & positive & x_in] = "domain guarantee (T - domain >= request)"
+    m_rows = np.diff(csc[:, lp.names["m"]].tocsr().indptr)
+    kinds[(m_rows > 1) & upper_only] = "disruption budget"
+    kinds[(m_rows == 1) & positive & ~touches_t] = "moves (x + m >= c0)"
+    del model
+    return kinds
+
+
+def violated(experiment: Experiment, values: np.ndarray) -> None:
+    lp = experiment.lp
+    activity = lp.matrix @ values
+    short = np.maximum(lp.row_lower - activity, 0) + np.maximum(activity - lp.row_upper, 0)
+    kinds = row_kinds(experiment)
+    broken = np.flatnonzero(short > 1e-6)
+    for kind in np.unique(kinds[broken]):
+        rows = broken[kinds[broken] == kind]
+        print(f"  broken {kind}: {rows.size} rows, {short[rows].sum():.2f} in all, largest {short[rows].max():.2f}")
+    budget = np.flatnonzero(kinds == "disruption budget")
+    for row in budget:
+        print(f"  budget row: {activity[row]:.0f} moved of {lp.row_upper[row]:.0f}")
+    t = values[lp.names["T"]]
+    request = experiment.arrays.res_request
+    print(f"  reservations below their request in total: {int((t < request - 1e-6).sum())}")
+
+
+def prepare(args) -> None:
+    from fleetplan.solvers.reservation.heuristics import ras_greedy
+
+    experiment = Experiment(args.servers)
+    experiment.say(f"region and model: {experiment.model.sizes}")
+    experiment.relaxation()
+    values = experiment.split(args.per)
+    np.save(os.path.join(args.cache, "split.npy"), values[experiment.lp.names["x"]])
+    violated(experiment, values)
+    cpu, wall = cpu_now(), time.perf_counter()
+    instance = region_instance(args.servers)
+    greedy = ras_greedy(instance, time_limit=None, seed=0, threads=1, progress=lambda *a: None)
+    counts = counts_from_assignment(experiment.model, experiment.arrays, greedy.plan.assignment_array(instance))
+    np.save(os.path.join(args.cache, "greedy.npy"), counts)
+    print(f"greedy: {greedy.objective:.2f} ({greedy.status}); cpu {cpu_now() - cpu:.1f} s, "
+          f"wall {time.perf_counter() - wall:.1f} s, load {os.getloadavg()[0]:.1f}", flush=True)
+    np.save(os.path.join(args.cache, "bound.npy"), np.array([experiment.bound]))
+
+
+def region_instance(servers: int):
+    from ras_speed import region
+
+    return region(servers)
+
+
+def repair_split(args) -> None:
+    from fleetplan.solvers.reservation.repair import repair, set_counts
+    from fleetplan.solvers.reservation.state import RasState, shortfalls
+
+    experiment = Experiment(args.servers)
+    experiment.say("region and model")
+    model, lp = experiment.model, experiment.lp
+    counts = np.load(os.path.join(args.cache, "split.npy"))
+    values = full_solution(model, counts)
+    experiment.say(f"split: {experiment.objective(values):.1f}, violation {experiment.violation(values):.2f}")
+    violated(experiment, values)
+    state = RasState(experiment.arrays)
+    set_counts(state, model.key_res, model.key_group, counts)
+    short = shortfalls(state)
+    experiment.say(f"state: objective {state.objective():.1f}, {int((short > 1e-6).sum())} reservations short, "
+                   f"{short.sum():.1f} RRU, moved {state.moved} of budget {experiment.arrays.budget:.0f}")
+    log: list[str] = []
+    outcome = repair(state, Deadline(args.seconds), 1, 0, log)
+    for line in log:
+        print("   ", line)
+    fixed = full_solution(model, state.x[model.key_res, model.key_group].astype(float))
+    experiment.say(f"repair {outcome.status} {outcome.message}: {experiment.objective(fixed):.1f}, "
+                   f"violation {experiment.violation(fixed):.2f}, feasible {satisfies(model, fixed)}")
+    if satisfies(model, fixed):
+        np.save(os.path.join(args.cache, "split_repaired.npy"), fixed[lp.names["x"]])
+
+
+def lns(args) -> None:
+    experiment = Experiment(args.servers)
+    experiment.say("region and model")
+    bound = float(np.load(os.path.join(args.cache, "bound.npy"))[0])
+    name = {"greedy": "greedy.npy", "split": "split_repaired.npy"}[args.start]
+    values = full_solution(experiment.model, np.load(os.path.join(args.cache, name)).astype(float))
+    assert satisfies(experiment.model, values), "the start is not feasible"
+    experiment.say(f"start ({args.start}): {experiment.objective(values):.1f}")
+    experiment.bound = bound
+    values = search(experiment, values, args.seconds, args.per, args.size)
+    objective = experiment.objective(values)
+    experiment.say(f"LNS end: {objective:.2f}, {(objective - bound) / objective:.2%} above {bound:.2f}")
+
+
+def search(experiment: Experiment, values: np.ndarray, seconds: float, per: float, size: int) -> np.ndarray:
+    """ras_split.py's LNS step, printing its progress every 30 s: ``size`` random reservations
+    freed at a time, the others fixed, the sub-MIP solved from the current plan (so never
+    worse), improvements kept."""
+    rng = np.random.default_rng(0)
+    stop = time.perf_counter() + seconds
+    best = experiment.objective(values)
+    tried = kept = 0
+    last = time.perf_counter()
+    while time.perf_counter() < stop:
+        chosen = rng.choice(experiment.arrays.num_reservations, size=min(size, experiment.arrays.num_reservations),
+                            replace=False)
+        free = np.isin(experiment.col_res, chosen)
+        cols, _, sub = experiment.restricted(values, free)
+        ran = experiment.mip(sub, min(per, max(stop - time.perf_counter(), 0.1)), 1e-5, values[cols])
+        tried += 1
+        if ran.values is not None:
+            trial = values.copy()
+            trial[cols] = ran.values
+            trial = full_solution(experiment.model, np.round(trial[experiment.lp.names["x"]]))
+            if satisfies(experiment.model, trial) and experiment.objective(trial) < best - 1e-9:
+                values, best = trial, experiment.objective(trial)
+                kept += 1
+        if time.perf_counter() - last > 30:
+            last = time.perf_counter()
+            experiment.say(f"  LNS {tried} sub-MIPs, {kept} improved: {best:.2f}")
+    experiment.say(f"LNS {tried} sub-MIPs, {kept} improved: {best:.2f}")
+    return values
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("step", choices=["prepare", "repair", "lns"])
+    parser.add_argument("servers", type=int)
+    parser.add_argument("--cache", required=True)
+    parser.add_argument("--per", type=float, default=20.0, help="seconds per sub-MIP")
+    parser.add_argument("--seconds", type=float, default=120.0)
+    parser.add_argument("--size", type=int, default=20, help="reservations freed at a time (lns)")
+    parser.add_argument("--start", choices=["greedy", "split"], default="greedy")
+    args = parser.parse_args()
+    os.makedirs(args.cache, exist_ok=True)
+    {"prepare": prepare, "repair": repair_split, "lns": lns}[args.step](args)
+
+
+if __name__ == "__main__":
+    main()
