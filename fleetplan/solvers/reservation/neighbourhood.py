@@ -14,7 +14,9 @@ the whole sub-MIP from the current plan found no improvement in 5-10 s at 10^6, 
 about a second) in a child process killed at its deadline (:mod:`.bounded`), and keeps the
 result when it keeps every row and costs less. The plan never gets worse than the start.
 Measured at 10^6 servers (benchmarks/results/reservation.md, "RAS at 10^6: what the primal
-side tried"): from the greedy's 339,095 to 316,623 in 480 s of one core, 2.43 % above the bound.
+side tried"): in ``mip-highs`` with a 600 s limit, from the greedy's 339,095 to 316,053 in 569 s
+(217 groups), 2.25 % above the datacenter relaxation's bound; one pass over the reservations
+(about 150 s) does most of it, later passes gain little.
 """
 
 from __future__ import annotations
