@@ -12,8 +12,10 @@ and saves the two count vectors in DIR (so each later step starts from the same 
 paying for them again; their CPU and wall are printed). ``repair`` prints the rows the split's
 counts break, by kind, then runs the elastic repair of fleetplan/solvers/reservation/repair.py
 (short reservations free, then every count) and prints the objective left. ``lns`` frees
-``--size`` random reservations at a time from the greedy's plan (or ``--from split`` the
-repaired split's), the others fixed, solves that sub-MIP exactly, and keeps improvements.
+``--size`` reservations at a time from the greedy's plan (or, ``--start split``, the
+split's, its shortfall priced), the others fixed, solves that sub-MIP (by RENS unless
+``--whole``; ``--later N``: N at a time after the first pass) and keeps improvements. ``bound``
+solves the datacenter relaxation as a MIP (its binaries integer) for ``--seconds``.
 """
 
 from __future__ import annotations
@@ -136,7 +138,7 @@ def lns(args) -> None:
     experiment.say(f"start ({args.start}): {experiment.objective(values):.1f}, violation "
                    f"{experiment.violation(values):.2f}")
     experiment.bound = bound
-    values = search(experiment, values, args.seconds, args.per, args.size, penalised, not args.whole)
+    values = search(experiment, values, args.seconds, args.per, args.size, penalised, not args.whole, args.later)
     np.save(os.path.join(args.cache, f"lns_{args.start}.npy"), values[experiment.lp.names["x"]])
     objective = experiment.objective(values)
     experiment.say(f"LNS end: {objective:.2f}, {(objective - bound) / objective:.2%} above {bound:.2f}, "
@@ -144,7 +146,7 @@ def lns(args) -> None:
 
 
 def search(experiment: Experiment, values: np.ndarray, seconds: float, per: float, size: int,
-           penalised: bool = False, rens: bool = True) -> np.ndarray:
+           penalised: bool = False, rens: bool = True, later: int | None = None) -> np.ndarray:
     """ras_split.py's LNS step, printing its progress every 30 s: ``size`` random reservations
     freed at a time, the others fixed, the sub-MIP solved from the current plan (so never
     worse), improvements kept. ``penalised``: the start may break guarantee rows; each sub-MIP
@@ -171,6 +173,8 @@ def search(experiment: Experiment, values: np.ndarray, seconds: float, per: floa
     while time.perf_counter() < stop:
         if rens and not (penalised and short_res.size):
             if order.size == 0:
+                if tried:  # a pass is over: later passes take ``later`` reservations at a time
+                    size = later or size
                 order = rng.permutation(num_res)
             chosen, order = order[:size], order[size:]
         elif penalised and short_res.size:
@@ -274,6 +278,7 @@ def main() -> None:
     parser.add_argument("--per", type=float, default=20.0, help="seconds per sub-MIP")
     parser.add_argument("--seconds", type=float, default=120.0)
     parser.add_argument("--size", type=int, default=20, help="reservations freed at a time (lns)")
+    parser.add_argument("--later", type=int, default=None, help="lns: reservations at a time after the first pass")
     parser.add_argument("--start", choices=["greedy", "split"], default="greedy")
     parser.add_argument("--integer", choices=["y", "all"], default="y", help="bound: which columns stay integer")
     parser.add_argument("--whole", action="store_true", help="whole sub-MIPs from the plan, not RENS")
