@@ -56,6 +56,9 @@ BOUND_SLACK = 1e-6
 # 22 s of CPU against 50,727 after 43 s), and the whole MIP did not finish its root LP in the
 # 25 % left of a 60 s limit (benchmarks/results/reservation.md).
 RELAX_SHARE = 0.85
+# Above LARGE_COLUMNS nothing runs after relax-and-fix's neighbourhood search but the
+# disaggregation and the judge (a few seconds at 10^6 servers), so it gets nearly all the time.
+LARGE_SHARE = 0.97
 
 
 # Seconds OR-Tools takes to load the first time (0.3-1.6 s measured for placement, the larger
@@ -115,7 +118,8 @@ def _single_fault_domain(instance: ReservationInstance) -> str | None:
 
 
 def _warm_values(model: ReservationModel, instance: ReservationInstance, how: str, deadline: Deadline,
-                 seed: int, log: list[str], lp=None, share: float = 0.5) -> tuple[np.ndarray | None, float | None]:
+                 seed: int, log: list[str], lp=None, share: float = 0.5,
+                 large_columns: int = LARGE_COLUMNS) -> tuple[np.ndarray | None, float | None]:
     """A starting point for the solver: today's assignment, or the better feasible plan of
     the greedy (up to 40 % of the time: it needs 106 s at 10^6 servers) and the hill climb (a
     fifth of what is left) or relax-and-fix (``share`` of the time left, on ``lp``); None when
@@ -128,9 +132,9 @@ def _warm_values(model: ReservationModel, instance: ReservationInstance, how: st
     # Relax-and-fix first, the greedy only as a fallback (it took 33 s of a 60 s limit at 10^5
     # servers on a loaded machine, for a plan 16 % worse); first above LARGE_COLUMNS, where the
     # LP may not be solved in time (the greedy took 106 s at 10^6 servers, the LP 255 s of CPU).
-    greedy_first = how == "hill-climb" or (lp or model.lp).num_cols > LARGE_COLUMNS
+    greedy_first = how == "hill-climb" or (lp or model.lp).num_cols > large_columns
     if how == "relax-and-fix" and not greedy_first:
-        relaxed = relax_and_fix(model, deadline, 1, seed, log, lp=lp, share=share)
+        relaxed = relax_and_fix(model, deadline, 1, seed, log, lp=lp, share=share, large_columns=large_columns)
         bound = relaxed.bound
         if relaxed.values is not None:
             start = _checked_start(model, instance, relaxed.values[model.lp.names["x"]], how, log)
@@ -138,7 +142,7 @@ def _warm_values(model: ReservationModel, instance: ReservationInstance, how: st
         start = _better(model, start, _heuristic_start(model, instance, how, deadline, seed, log))
     if how == "relax-and-fix" and greedy_first:
         relaxed = relax_and_fix(model, deadline, 1, seed, log, lp=lp, share=share, arrays=instance.arrays(),
-                                start=start)
+                                start=start, large_columns=large_columns)
         bound = relaxed.bound
         if relaxed.values is not None:
             start = _better(model, start, _checked_start(model, instance, relaxed.values[model.lp.names["x"]],
@@ -296,7 +300,8 @@ def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None,
               threads: int = 1, progress: Progress, mip_rel_gap: float = 1e-4,
               presolve: Literal["off", "on", "choose"] = "off",
               warm_start: Literal["hill-climb", "relax-and-fix", "current", "none"] = "relax-and-fix",
-              backend: Literal["highspy", "pyomo"] = "highspy", cuts: bool = True) -> SolveResult:
+              backend: Literal["highspy", "pyomo"] = "highspy", cuts: bool = True,
+              large_columns: int = LARGE_COLUMNS) -> SolveResult:
     """Solve the aggregated MIP with HiGHS (MAST §2: "RAS formulates a MIP problem").
 
     Parameters
@@ -319,6 +324,12 @@ def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None,
     cuts : bool
         Add the valid inequalities of fleetplan.models.reservation.cuts (capacity covers and
         buffer tangents on the ML datacenter binaries) to the model HiGHS solves.
+    large_columns : int
+        Above this many model columns (with ``warm_start="relax-and-fix"``) the whole MIP is not
+        run: the greedy's plan, improved by the neighbourhood search of
+        fleetplan.solvers.reservation.neighbourhood, is returned with the datacenter
+        relaxation's bound, status ``feasible`` (the default, 60,000, is where the model's LP
+        stops being solvable in minutes).
     """
     deadline = Deadline(time_limit)
     log: list[str] = []
@@ -329,10 +340,12 @@ def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None,
     if reason:
         return SolveResult(status="infeasible", log=log, message=reason)
     lp = with_cuts(model, instance.arrays()) if cuts else model.lp
-    start, relaxed = _warm_values(model, instance, warm_start, deadline, seed, log, lp=lp, share=RELAX_SHARE)
+    large = backend == "highspy" and warm_start == "relax-and-fix" and lp.num_cols > large_columns
+    start, relaxed = _warm_values(model, instance, warm_start, deadline, seed, log, lp=lp,
+                                  share=LARGE_SHARE if large else RELAX_SHARE, large_columns=large_columns)
     if backend == "pyomo":
         outcome, bound = _pyomo(model, deadline, threads, seed, mip_rel_gap, presolve, log)
-    elif warm_start == "relax-and-fix" and lp.num_cols > LARGE_COLUMNS:
+    elif large:
         # HiGHS could not solve the root LP in the time (module relax_fix): the plan and bound
         # are relax-and-fix's.
         if start is None:

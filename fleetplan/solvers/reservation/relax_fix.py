@@ -97,10 +97,11 @@ def _mip(lp, stop_at: float | None, threads: int, seed: int, gap: float, start: 
 
 
 def relax_and_fix(model: ReservationModel, deadline: Deadline, threads: int, seed: int, log: list[str],
-                  lp=None, share: float = SHARE, arrays=None, start: np.ndarray | None = None) -> RelaxFix:
+                  lp=None, share: float = SHARE, arrays=None, start: np.ndarray | None = None,
+                  large_columns: int = LARGE_COLUMNS) -> RelaxFix:
     """The three steps of the module docstring on ``lp`` (the model's LinearProgram, by default;
     the solvers pass it with :func:`~fleetplan.models.reservation.cuts.with_cuts` rows), within
-    ``share`` of the time left."""
+    ``share`` of the time left; above ``large_columns`` columns, :func:`_large` instead."""
     from fleetplan.solvers import highs as runner
 
     lp = model.lp if lp is None else lp
@@ -108,7 +109,7 @@ def relax_and_fix(model: ReservationModel, deadline: Deadline, threads: int, see
     budget = deadline.share(share)
     started = time.perf_counter()
     stop_at = None if budget is None else started + budget
-    if lp.num_cols > LARGE_COLUMNS:
+    if lp.num_cols > large_columns:
         if arrays is None:
             log.append("relax-and-fix: the model is too large for its LP and no region was given")
             return RelaxFix(None, None)
@@ -171,9 +172,12 @@ def relax_and_fix(model: ReservationModel, deadline: Deadline, threads: int, see
 def _large(model: ReservationModel, arrays, lp, stop_at: float | None, threads: int, seed: int, log: list[str],
            started: float, start: np.ndarray | None) -> RelaxFix:
     """Above LARGE_COLUMNS: the LP of the datacenter relaxation
-    (:mod:`fleetplan.models.reservation.relaxation`) gives the bound; the model's LP with every
-    count fixed to 0 outside the keys whose (reservation, type, datacenter) the relaxation
-    uses, today's keys and the start's (``start``, all columns), rounded up, gives the plan."""
+    (:mod:`fleetplan.models.reservation.relaxation`) gives the bound; the plan is the feasible
+    ``start`` (all columns) improved by the large-neighbourhood search of
+    :mod:`.neighbourhood` until ``stop_at`` (at 10^6 servers: 8.9 % above the bound from the
+    greedy, 2.4 % after 480 s). Without a feasible start: the model's LP with every count fixed
+    to 0 outside the keys whose (reservation, type, datacenter) the relaxation uses and today's
+    keys, rounded up (at 10^6 servers it did not finish in the time)."""
     from fleetplan.models.reservation.relaxation import datacenter_relaxation
     from fleetplan.solvers import highs as runner
 
@@ -190,6 +194,10 @@ def _large(model: ReservationModel, arrays, lp, stop_at: float | None, threads: 
     point = np.asarray(highs.getSolution().col_value)[relaxed.names["x"]]
     log.append(f"relax-and-fix: datacenter relaxation ({relaxed.num_cols} columns) LP {bound:.6g} "
                f"in {time.perf_counter() - started:.1f} s")
+    if start is not None and satisfies(model, start):
+        from fleetplan.solvers.reservation.neighbourhood import improve
+
+        return RelaxFix(improve(model, arrays, start, stop_at, seed, log), bound)
     groups = model.groups
     code = (model.key_res * arrays.num_types + groups.type[model.key_group]) * arrays.num_dcs + groups.dc[model.key_group]
     used_codes = np.unique(code)[point > USED]

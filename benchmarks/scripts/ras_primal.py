@@ -1,0 +1,291 @@
+"""Issue 27 item 3, the primal side at 10^6 servers, continued from ras_split.py: what remains
+of the split's plan once it is made feasible, why its fix step stays short, and a
+large-neighbourhood search from the greedy's feasible plan. An experiment, not a solver:
+benchmarks/results/reservation.md ("RAS at 10^6: what the primal side tried") has what it gave.
+
+    .venv/bin/python -u benchmarks/scripts/ras_primal.py prepare 1000000 --cache DIR
+    .venv/bin/python -u benchmarks/scripts/ras_primal.py repair 1000000 --cache DIR --seconds 120
+    .venv/bin/python -u benchmarks/scripts/ras_primal.py lns 1000000 --cache DIR --seconds 400 --size 30
+
+``prepare`` runs the datacenter relaxation, one pass of ras_split.py's split and the greedy,
+and saves the two count vectors in DIR (so each later step starts from the same points without
+paying for them again; their CPU and wall are printed). ``repair`` prints the rows the split's
+counts break, by kind, then runs the elastic repair of fleetplan/solvers/reservation/repair.py
+(short reservations free, then every count) and prints the objective left. ``lns`` frees
+``--size`` reservations at a time from the greedy's plan (or, ``--start split``, the
+split's, its shortfall priced), the others fixed, solves that sub-MIP (by RENS unless
+``--whole``; ``--later N``: N at a time after the first pass) and keeps improvements. ``bound``
+solves the datacenter relaxation as a MIP (its binaries integer) for ``--seconds``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from ras_speed import cpu_now  # noqa: E402
+from ras_split import Experiment  # noqa: E402
+
+from fleetplan.models.reservation import counts_from_assignment, full_solution  # noqa: E402
+from fleetplan.solvers.deadline import Deadline  # noqa: E402
+from fleetplan.solvers.reservation.relax_fix import satisfies  # noqa: E402
+
+
+def row_kinds(experiment: Experiment) -> np.ndarray:
+    """A name per row of the model, from the block order of fleetplan.models.reservation.build."""
+    lp, model, arrays = experiment.lp, experiment.model, experiment.arrays
+    kinds = np.full(lp.num_rows, "other", dtype=object)
+    csc = experiment.csc
+    only_x = np.asarray(abs(lp.matrix[:, lp.names["m"].start:]).sum(axis=1)).ravel() == 0
+    upper_only = np.isinf(lp.row_lower) & np.isfinite(lp.row_upper)
+    kinds[only_x & upper_only] = "supply"
+    t_rows = csc[:, lp.names["T"]].tocsr()
+    touches_t = np.diff(t_rows.indptr) > 0
+    positive = np.isfinite(lp.row_lower) & (lp.row_lower > 0)
+    x_in = np.diff(csc[:, lp.names["x"]].tocsr().indptr) > 0
+    kinds[touches_t & positive & ~x_in] = "request (T >= request)"
+    res_level = arrays.res_level
+    del res_level
+    kinds[touches_t & positive & x_in] = "domain guarantee (T - domain >= request)"
+    m_rows = np.diff(csc[:, lp.names["m"]].tocsr().indptr)
+    kinds[(m_rows > 1) & upper_only] = "disruption budget"
+    kinds[(m_rows == 1) & positive & ~touches_t] = "moves (x + m >= c0)"
+    del model
+    return kinds
+
+
+def violated(experiment: Experiment, values: np.ndarray) -> None:
+    lp = experiment.lp
+    activity = lp.matrix @ values
+    short = np.maximum(lp.row_lower - activity, 0) + np.maximum(activity - lp.row_upper, 0)
+    kinds = row_kinds(experiment)
+    broken = np.flatnonzero(short > 1e-6)
+    for kind in np.unique(kinds[broken]):
+        rows = broken[kinds[broken] == kind]
+        print(f"  broken {kind}: {rows.size} rows, {short[rows].sum():.2f} in all, largest {short[rows].max():.2f}")
+    budget = np.flatnonzero(kinds == "disruption budget")
+    for row in budget:
+        print(f"  budget row: {activity[row]:.0f} moved of {lp.row_upper[row]:.0f}")
+    t = values[lp.names["T"]]
+    request = experiment.arrays.res_request
+    print(f"  reservations below their request in total: {int((t < request - 1e-6).sum())}")
+
+
+def prepare(args) -> None:
+    from fleetplan.solvers.reservation.heuristics import ras_greedy
+
+    experiment = Experiment(args.servers)
+    experiment.say(f"region and model: {experiment.model.sizes}")
+    experiment.relaxation()
+    values = experiment.split(args.per)
+    np.save(os.path.join(args.cache, "split.npy"), values[experiment.lp.names["x"]])
+    violated(experiment, values)
+    cpu, wall = cpu_now(), time.perf_counter()
+    instance = region_instance(args.servers)
+    greedy = ras_greedy(instance, time_limit=None, seed=0, threads=1, progress=lambda *a: None)
+    counts = counts_from_assignment(experiment.model, experiment.arrays, greedy.plan.assignment_array(instance))
+    np.save(os.path.join(args.cache, "greedy.npy"), counts)
+    print(f"greedy: {greedy.objective:.2f} ({greedy.status}); cpu {cpu_now() - cpu:.1f} s, "
+          f"wall {time.perf_counter() - wall:.1f} s, load {os.getloadavg()[0]:.1f}", flush=True)
+    np.save(os.path.join(args.cache, "bound.npy"), np.array([experiment.bound]))
+
+
+def region_instance(servers: int):
+    from ras_speed import region
+
+    return region(servers)
+
+
+def repair_split(args) -> None:
+    from fleetplan.solvers.reservation.repair import repair, set_counts
+    from fleetplan.solvers.reservation.state import RasState, shortfalls
+
+    experiment = Experiment(args.servers)
+    experiment.say("region and model")
+    model, lp = experiment.model, experiment.lp
+    counts = np.load(os.path.join(args.cache, "split.npy"))
+    values = full_solution(model, counts)
+    experiment.say(f"split: {experiment.objective(values):.1f}, violation {experiment.violation(values):.2f}")
+    violated(experiment, values)
+    state = RasState(experiment.arrays)
+    set_counts(state, model.key_res, model.key_group, counts)
+    short = shortfalls(state)
+    experiment.say(f"state: objective {state.objective():.1f}, {int((short > 1e-6).sum())} reservations short, "
+                   f"{short.sum():.1f} RRU, moved {state.moved} of budget {experiment.arrays.budget:.0f}")
+    log: list[str] = []
+    outcome = repair(state, Deadline(args.seconds), 1, 0, log)
+    for line in log:
+        print("   ", line)
+    fixed = full_solution(model, state.x[model.key_res, model.key_group].astype(float))
+    experiment.say(f"repair {outcome.status} {outcome.message}: {experiment.objective(fixed):.1f}, "
+                   f"violation {experiment.violation(fixed):.2f}, feasible {satisfies(model, fixed)}")
+    if satisfies(model, fixed):
+        np.save(os.path.join(args.cache, "split_repaired.npy"), fixed[lp.names["x"]])
+
+
+def lns(args) -> None:
+    experiment = Experiment(args.servers)
+    experiment.say("region and model")
+    bound = float(np.load(os.path.join(args.cache, "bound.npy"))[0])
+    name = {"greedy": "greedy.npy", "split": "split.npy"}[args.start]
+    values = full_solution(experiment.model, np.load(os.path.join(args.cache, name)).astype(float))
+    penalised = not satisfies(experiment.model, values)
+    experiment.say(f"start ({args.start}): {experiment.objective(values):.1f}, violation "
+                   f"{experiment.violation(values):.2f}")
+    experiment.bound = bound
+    values = search(experiment, values, args.seconds, args.per, args.size, penalised, not args.whole, args.later)
+    np.save(os.path.join(args.cache, f"lns_{args.start}.npy"), values[experiment.lp.names["x"]])
+    objective = experiment.objective(values)
+    experiment.say(f"LNS end: {objective:.2f}, {(objective - bound) / objective:.2%} above {bound:.2f}, "
+                   f"feasible {satisfies(experiment.model, values)}")
+
+
+def search(experiment: Experiment, values: np.ndarray, seconds: float, per: float, size: int,
+           penalised: bool = False, rens: bool = True, later: int | None = None) -> np.ndarray:
+    """ras_split.py's LNS step, printing its progress every 30 s: ``size`` random reservations
+    freed at a time, the others fixed, the sub-MIP solved from the current plan (so never
+    worse), improvements kept. ``penalised``: the start may break guarantee rows; each sub-MIP
+    prices their shortfall (SHORT_PENALTY per RRU) and half of each neighbourhood is drawn
+    from the reservations still short; a plan is kept when it is less short, or as short and
+    cheaper. ``rens``: the neighbourhoods are the reservations of a random order taken ``size``
+    at a time, and each sub-MIP is solved within the floor and ceiling of its LP optimum (the
+    relaxation-induced neighbourhood, RENS) without a start; else random reservations, the
+    whole sub-MIP from the current plan (which found no improvement in 5-10 s at 10^6)."""
+    import dataclasses
+
+    from ras_split import SHORT_PENALTY
+
+    from fleetplan.solvers import highs as runner
+
+    rng = np.random.default_rng(0)
+    stop = time.perf_counter() + seconds
+    lp = experiment.lp
+    num_res = experiment.arrays.num_reservations
+    tried = kept = 0
+    last = time.perf_counter()
+    short_res = _short_reservations(experiment, values)
+    order = np.zeros(0, dtype=np.int64)
+    while time.perf_counter() < stop:
+        if rens and not (penalised and short_res.size):
+            if order.size == 0:
+                if tried:  # a pass is over: later passes take ``later`` reservations at a time
+                    size = later or size
+                order = rng.permutation(num_res)
+            chosen, order = order[:size], order[size:]
+        elif penalised and short_res.size:
+            some = rng.choice(short_res, size=min(size // 2, short_res.size), replace=False)
+            others = rng.choice(num_res, size=size, replace=False)
+            chosen = np.unique(np.concatenate([some, others]))[:size]
+            chosen = np.unique(np.concatenate([some, chosen]))
+        else:
+            chosen = rng.choice(num_res, size=min(size, num_res), replace=False)
+        free = np.isin(experiment.col_res, chosen)
+        cols, _, sub = experiment.restricted(values, free)
+        start = values[cols]
+        if penalised:
+            rows = np.flatnonzero(np.isfinite(sub.row_lower) & (sub.row_lower > 0))
+            activity = sub.matrix @ start
+            sub = experiment.add_columns(sub, rows, np.ones(rows.size), SHORT_PENALTY)
+            start = np.concatenate([start, np.maximum(sub.row_lower[rows] - activity[rows], 0.0)])
+        left = min(per, max(stop - time.perf_counter(), 0.1))
+        if rens:
+            linear = runner.new_highs(left, 1, 0)
+            runner.pass_lp(linear, sub, "simplex")
+            linear.setOptionValue("solve_relaxation", True)
+            linear.run()
+            if linear.modelStatusToString(linear.getModelStatus()) != "Optimal":
+                continue
+            fractional = np.asarray(linear.getSolution().col_value)
+            integer = sub.integrality > 0
+            lower, upper = sub.col_lower.copy(), sub.col_upper.copy()
+            lower[integer] = np.maximum(np.floor(fractional[integer] + 1e-9), lower[integer])
+            upper[integer] = np.minimum(np.ceil(fractional[integer] - 1e-9), upper[integer])
+            ran = experiment.mip(dataclasses.replace(sub, col_lower=lower, col_upper=upper),
+                                 min(per, max(stop - time.perf_counter(), 0.1)), 1e-4)
+        else:
+            ran = experiment.mip(sub, left, 1e-5, start)
+        tried += 1
+        if ran.values is not None:
+            trial = values.copy()
+            trial[cols] = ran.values[:cols.size]
+            trial = full_solution(experiment.model, np.round(trial[lp.names["x"]]))
+            before, after = experiment.violation(values), experiment.violation(trial)
+            if after < before - 1e-6 or (after <= before + 1e-6
+                                         and experiment.objective(trial) < experiment.objective(values) - 1e-9):
+                values = trial
+                kept += 1
+                if penalised:
+                    short_res = _short_reservations(experiment, values)
+        if time.perf_counter() - last > 30:
+            last = time.perf_counter()
+            experiment.say(f"  LNS {tried} sub-MIPs, {kept} improved: {experiment.objective(values):.2f}, "
+                           f"violation {experiment.violation(values):.2f}, {short_res.size} reservations short")
+    experiment.say(f"LNS {tried} sub-MIPs, {kept} improved: {experiment.objective(values):.2f}, "
+                   f"violation {experiment.violation(values):.2f}")
+    return values
+
+
+def _short_reservations(experiment: Experiment, values: np.ndarray) -> np.ndarray:
+    """The reservations on a row the plan breaks."""
+    lp = experiment.lp
+    activity = lp.matrix @ values
+    broken = np.flatnonzero((lp.row_lower - activity > 1e-6) | (activity - lp.row_upper > 1e-6))
+    touched = experiment.col_res[np.unique(experiment.csc[broken, :].indices)] if broken.size else np.zeros(0, int)
+    return np.unique(touched[touched >= 0])
+
+
+def relaxation_mip(args) -> None:
+    """The datacenter relaxation with its integrality kept (``--integer y``: only the ML
+    datacenter binaries; ``all``: also the summed counts, integers as sums of the model's):
+    still a relaxation of the model, so HiGHS's dual bound on it is a bound on the model; the
+    LP leaves the binaries fractional (compactness 6,028 in the LP, 8,660 in the search's plan)."""
+    from fleetplan.models.reservation.relaxation import datacenter_relaxation
+    from fleetplan.solvers import highs as runner
+    from fleetplan.solvers.reservation.bounded import run_bounded
+    from fleetplan.solvers.reservation.relax_fix import _interrupt_at
+
+    experiment = Experiment(args.servers)
+    experiment.say("region and model")
+    relaxed = datacenter_relaxation(experiment.model, experiment.arrays)
+    integrality = relaxed.integrality.copy()
+    if args.integer == "y":
+        integrality[relaxed.names["x"]] = 0
+    import dataclasses
+
+    highs = runner.new_highs(args.seconds, 1, 0)
+    runner.pass_lp(highs, dataclasses.replace(relaxed, integrality=integrality), "simplex")
+    highs.setOptionValue("solver", "choose")
+    highs.setOptionValue("presolve", "off")
+    highs.setOptionValue("mip_rel_gap", 1e-4)
+    highs.changeObjectiveOffset(float(experiment.model.constant))
+    stop = time.perf_counter() + args.seconds
+    _interrupt_at(highs, stop)
+    ran = run_bounded(highs, stop)
+    experiment.say(f"datacenter relaxation as a MIP ({args.integer} integer): {ran.status}, "
+                   f"incumbent {ran.objective:.2f}, bound {ran.bound:.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("step", choices=["prepare", "repair", "lns", "bound"])
+    parser.add_argument("servers", type=int)
+    parser.add_argument("--cache", required=True)
+    parser.add_argument("--per", type=float, default=20.0, help="seconds per sub-MIP")
+    parser.add_argument("--seconds", type=float, default=120.0)
+    parser.add_argument("--size", type=int, default=20, help="reservations freed at a time (lns)")
+    parser.add_argument("--later", type=int, default=None, help="lns: reservations at a time after the first pass")
+    parser.add_argument("--start", choices=["greedy", "split"], default="greedy")
+    parser.add_argument("--integer", choices=["y", "all"], default="y", help="bound: which columns stay integer")
+    parser.add_argument("--whole", action="store_true", help="whole sub-MIPs from the plan, not RENS")
+    args = parser.parse_args()
+    os.makedirs(args.cache, exist_ok=True)
+    {"prepare": prepare, "repair": repair_split, "lns": lns, "bound": relaxation_mip}[args.step](args)
+
+
+if __name__ == "__main__":
+    main()
