@@ -1,7 +1,7 @@
 """Issue 27 item 3, the primal side at 10^6 servers: a plan from a per-datacenter split of the
 datacenter relaxation (fleetplan/models/reservation/relaxation.py), measured against that
-relaxation's bound. An experiment, not a solver: benchmarks/RESULTS.md (RAS, "Issue 27 item 3")
-has what it gave.
+relaxation's bound. An experiment, not a solver: benchmarks/results/reservation.md ("RAS at
+10^6: what the primal side tried") has what it gave.
 
     .venv/bin/python benchmarks/scripts/ras_split.py 100000
     .venv/bin/python benchmarks/scripts/ras_split.py 1000000 --per 20 --lns 120

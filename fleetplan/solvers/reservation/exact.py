@@ -121,8 +121,8 @@ def _warm_values(model: ReservationModel, instance: ReservationInstance, how: st
                  seed: int, log: list[str], lp=None, share: float = 0.5,
                  large_columns: int = LARGE_COLUMNS) -> tuple[np.ndarray | None, float | None]:
     """A starting point for the solver: today's assignment, or the better feasible plan of
-    the greedy (up to 40 % of the time: it needs 106 s at 10^6 servers) and the hill climb (a
-    fifth of what is left) or relax-and-fix (``share`` of the time left, on ``lp``); None when
+    the greedy (up to 40 % of the time; 8 s at 10^6 servers) and the hill climb (a fifth of
+    what is left) or relax-and-fix (``share`` of the time left, on ``lp``); None when
     there is none. Also the bound relax-and-fix proved (None without it)."""
     if how == "none":
         return None, None
@@ -131,7 +131,7 @@ def _warm_values(model: ReservationModel, instance: ReservationInstance, how: st
     start, bound = None, None
     # Relax-and-fix first, the greedy only as a fallback (it took 33 s of a 60 s limit at 10^5
     # servers on a loaded machine, for a plan 16 % worse); first above LARGE_COLUMNS, where the
-    # LP may not be solved in time (the greedy took 106 s at 10^6 servers, the LP 255 s of CPU).
+    # LP may not be solved in time (the greedy takes 8 s at 10^6 servers, the LP 255 s of CPU).
     greedy_first = how == "hill-climb" or (lp or model.lp).num_cols > large_columns
     if how == "relax-and-fix" and not greedy_first:
         relaxed = relax_and_fix(model, deadline, 1, seed, log, lp=lp, share=share, large_columns=large_columns)
