@@ -108,21 +108,10 @@ class BinpackSession:
     # --- changes ----------------------------------------------------------------------------------
     def _running_rows(self, ids: Sequence[str], what: str) -> np.ndarray:
         index = {job: r for r, job in enumerate(self._region.running_ids)}
-        rows = []
-        for k, job in enumerate(ids):
-            if job not in index:
-                raise InstanceError(f"{what}[{k}]", f"unknown running job {job!r}")
-            rows.append(index[job])
-        return np.unique(np.asarray(rows, dtype=np.int64))
+        return _rows(ids, index, what, "running job")
 
     def _machine_rows(self, ids: Sequence[str], what: str) -> np.ndarray:
-        index = self._region.machine_index
-        rows = []
-        for k, machine in enumerate(ids):
-            if machine not in index:
-                raise InstanceError(f"{what}[{k}]", f"unknown machine {machine!r}")
-            rows.append(index[machine])
-        return np.unique(np.asarray(rows, dtype=np.int64))
+        return _rows(ids, self._region.machine_index, what, "machine")
 
     def _drop_running(self, rows: np.ndarray) -> None:
         """Running jobs ``rows`` leave; their holdings become free."""
@@ -246,3 +235,14 @@ class BinpackSession:
         region.hold_job = np.concatenate([region.hold_job, np.asarray(jobs, dtype=np.int64)])
         region.hold_machine = np.concatenate([region.hold_machine, np.asarray(machines, dtype=np.int64)])
         region.hold_amount = np.concatenate([region.hold_amount, np.asarray(amounts, dtype=float).reshape(-1, 3)])
+
+
+def _rows(ids: Sequence[str], index: dict[str, int], what: str, noun: str) -> np.ndarray:
+    """The rows of ``ids`` in ``index``, sorted and once each; an unknown id is an
+    :class:`InstanceError` naming ``what[k]``."""
+    rows = []
+    for k, name in enumerate(ids):
+        if name not in index:
+            raise InstanceError(f"{what}[{k}]", f"unknown {noun} {name!r}")
+        rows.append(index[name])
+    return np.unique(np.asarray(rows, dtype=np.int64))

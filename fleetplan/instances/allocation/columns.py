@@ -75,34 +75,31 @@ class JobColumns:
         return JobColumns(**{f.name: None if getattr(self, f.name) is None else getattr(self, f.name)[rows]
                              for f in fields(self)})
 
-    def concat(self, other: JobColumns) -> JobColumns:
-        """These rows, then ``other``'s."""
-        values: dict[str, Any] = {}
+    def _paired(self, other: JobColumns):
+        """(name, these values, ``other``'s) per column both hold; a text column one of them
+        lacks is filled with None, a column neither holds is (name, None, None)."""
         for f in fields(self):
             mine, theirs = getattr(self, f.name), getattr(other, f.name)
-            if mine is None and theirs is None:
-                values[f.name] = None
-                continue
-            if f.name in TEXT_COLUMNS:
+            if (mine is None or theirs is None) and f.name in TEXT_COLUMNS and (mine is not None or theirs is not None):
                 mine = np.full(len(self), None, dtype=object) if mine is None else mine
                 theirs = np.full(len(other), None, dtype=object) if theirs is None else theirs
-            values[f.name] = np.concatenate([mine, theirs])
-        return JobColumns(**values)
+            yield f.name, mine, theirs
+
+    def concat(self, other: JobColumns) -> JobColumns:
+        """These rows, then ``other``'s."""
+        return JobColumns(**{name: None if mine is None and theirs is None else np.concatenate([mine, theirs])
+                             for name, mine, theirs in self._paired(other)})
 
     def replaced(self, rows: np.ndarray, new: JobColumns) -> JobColumns:
         """These columns with rows ``rows`` replaced by ``new``'s rows (same order)."""
         values: dict[str, Any] = {}
-        for f in fields(self):
-            mine, theirs = getattr(self, f.name), getattr(new, f.name)
+        for name, mine, theirs in self._paired(new):
             if mine is None and theirs is None:
-                values[f.name] = None
+                values[name] = None
                 continue
-            if f.name in TEXT_COLUMNS:
-                mine = np.full(len(self), None, dtype=object) if mine is None else mine
-                theirs = np.full(len(new), None, dtype=object) if theirs is None else theirs
             column = mine.copy()
             column[rows] = theirs
-            values[f.name] = column
+            values[name] = column
         return JobColumns(**values)
 
     def job(self, m: int, types: list[str]) -> Job:
