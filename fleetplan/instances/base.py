@@ -179,6 +179,10 @@ class PlanBase(StrictModel):
     solver: str = ""
     options: dict[str, Any] = Field(default_factory=dict)
 
+    def drop_solver_arrays(self) -> None:
+        """Forget any array the solver left on the plan for its first judging (see
+        :meth:`fleetplan.instances.allocation.AllocationPlan.from_matrix`); none by default."""
+
 
 class Violation(StrictModel):
     """One broken constraint: which, where, and by how much (in the constraint's own unit)."""

@@ -353,6 +353,7 @@ def _judge(instance: InstanceBase, spec: SolverSpec, result: SolveResult, time_l
         result.plan.solver = spec.name
         result.plan.options = {"time_limit": time_limit, "seed": seed, "threads": threads, **options}
         result.evaluation = evaluate(instance, result.plan)
+        result.plan.drop_solver_arrays()  # the plan the caller gets holds only its own fields
         if result.model_objective is None:
             result.model_objective = result.objective
         result.objective = result.evaluation.objective
