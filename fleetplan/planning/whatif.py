@@ -21,9 +21,12 @@ The folder holds ``results.csv`` (the harness's rows), ``whatif.csv`` and ``what
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import itertools
 import json
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -211,6 +214,7 @@ def whatif(instance_path: str | Path, varies: Sequence[str | Vary], out: str | P
                 writer.append(row)
                 display.finish(cell, row)
 
+            imports = None
             if executor == "local" and workers == 1:
                 _run_in_process(instance, data, todo, on_row, display.start)
             elif executor == "local":
@@ -218,13 +222,34 @@ def whatif(instance_path: str | Path, varies: Sequence[str | Vary], out: str | P
             else:
                 client = executors.connect_dask(address, tls, insecure=insecure) if isinstance(address, str) else address
                 chains = _chains(todo, len(client.scheduler_info().get("workers", {})))
+                imports = _import_while_waiting(plot)
                 try:
                     executors.run_dask_chains(chains, on_row, client=client, on_start=display.start)
                 finally:
                     if isinstance(address, str):
                         client.close()
+    if imports is not None:
+        imports.join()
     rows = read_results(folder)
     return tabulate(folder, rows, grid, parsed, metrics, instance.kind, plot=plot)
+
+
+def _import_while_waiting(plot: bool) -> threading.Thread:
+    """Import what the table and the figure need while the points run on the Dask cluster and
+    this process only waits: half a second of imports (pandas, matplotlib) off the sweep's end.
+    (Not before local worker processes are started: no thread runs while they are made.)"""
+    def load() -> None:
+        with contextlib.suppress(Exception):  # the import proper, later, reports any failure
+            importlib.import_module("fleetplan.instances.tables")
+            importlib.import_module("pandas")
+            if plot:
+                importlib.import_module("fleetplan.plotting.planning")
+                importlib.import_module("matplotlib.figure")
+                importlib.import_module("matplotlib.backends.backend_agg")
+
+    thread = threading.Thread(target=load, name="fleetplan-whatif-imports", daemon=True)
+    thread.start()
+    return thread
 
 
 def _chains(cells: Sequence[Any], workers: int) -> list[list[Any]]:
