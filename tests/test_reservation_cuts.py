@@ -11,9 +11,8 @@ import pytest
 
 from fleetplan.instances import generate, instance_from_data
 from fleetplan.instances.reservation import FREE
-from fleetplan.models.reservation import build, counts_from_assignment, full_solution
+from fleetplan.models.reservation import build, counts_from_assignment, full_solution, satisfies
 from fleetplan.models.reservation.cuts import valid_inequalities, with_cuts
-from fleetplan.solvers.reservation.relax_fix import satisfies
 from tests.test_reservation_exact import random_tiny
 
 

@@ -31,9 +31,12 @@ sys.path.insert(0, os.path.dirname(__file__))
 from ras_speed import cpu_now  # noqa: E402
 from ras_split import Experiment  # noqa: E402
 
-from fleetplan.models.reservation import counts_from_assignment, full_solution  # noqa: E402
+from fleetplan.models.reservation import (  # noqa: E402
+    counts_from_assignment,
+    full_solution,
+    satisfies,  # noqa: E402
+)
 from fleetplan.solvers.deadline import Deadline  # noqa: E402
-from fleetplan.solvers.reservation.relax_fix import satisfies  # noqa: E402
 
 
 def row_kinds(experiment: Experiment) -> np.ndarray:
@@ -246,8 +249,8 @@ def relaxation_mip(args) -> None:
     LP leaves the binaries fractional (compactness 6,028 in the LP, 8,660 in the search's plan)."""
     from fleetplan.models.reservation.relaxation import datacenter_relaxation
     from fleetplan.solvers import highs as runner
+    from fleetplan.solvers.highs import interrupt_at
     from fleetplan.solvers.reservation.bounded import run_bounded
-    from fleetplan.solvers.reservation.relax_fix import _interrupt_at
 
     experiment = Experiment(args.servers)
     experiment.say("region and model")
@@ -264,7 +267,7 @@ def relaxation_mip(args) -> None:
     highs.setOptionValue("mip_rel_gap", 1e-4)
     highs.changeObjectiveOffset(float(experiment.model.constant))
     stop = time.perf_counter() + args.seconds
-    _interrupt_at(highs, stop)
+    interrupt_at(highs, stop)
     ran = run_bounded(highs, stop)
     experiment.say(f"datacenter relaxation as a MIP ({args.integer} integer): {ran.status}, "
                    f"incumbent {ran.objective:.2f}, bound {ran.bound:.2f}")

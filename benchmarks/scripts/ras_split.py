@@ -36,13 +36,18 @@ sys.path.insert(0, os.path.dirname(__file__))
 from ras_speed import cpu_now, region  # noqa: E402
 
 from fleetplan.models.linear import LinearProgram  # noqa: E402
-from fleetplan.models.reservation import build, full_solution  # noqa: E402
+from fleetplan.models.reservation import (  # noqa: E402
+    build,
+    full_solution,
+    satisfies,  # noqa: E402
+)
 from fleetplan.models.reservation.relaxation import datacenter_relaxation  # noqa: E402
 from fleetplan.solvers import highs as runner  # noqa: E402
 from fleetplan.solvers.deadline import Deadline  # noqa: E402
+from fleetplan.solvers.highs import interrupt_at  # noqa: E402
 from fleetplan.solvers.reservation.bounded import run_bounded  # noqa: E402
 from fleetplan.solvers.reservation.heuristics import climb  # noqa: E402
-from fleetplan.solvers.reservation.relax_fix import _highs_solution, _interrupt_at, satisfies  # noqa: E402
+from fleetplan.solvers.reservation.relax_fix import _highs_solution  # noqa: E402
 from fleetplan.solvers.reservation.repair import set_counts  # noqa: E402
 from fleetplan.solvers.reservation.state import RasState  # noqa: E402
 
@@ -143,7 +148,7 @@ class Experiment:
         if start is not None:
             highs.setSolution(_highs_solution(start))
         stop = time.perf_counter() + seconds
-        _interrupt_at(highs, stop)
+        interrupt_at(highs, stop)
         return run_bounded(highs, stop)
 
     def split(self, per: float) -> np.ndarray:

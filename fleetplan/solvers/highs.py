@@ -96,6 +96,21 @@ def pass_lp(highs: highspy.Highs, lp: LinearProgram, algorithm: LpAlgorithm = "a
     highs.setOptionValue("solver", chosen)
 
 
+def interrupt_at(highs: highspy.Highs, stop_at: float | None) -> None:
+    """Stop simplex, the interior point method and branch-and-bound at ``stop_at`` (HiGHS
+    checks its own limit only between phases)."""
+    if stop_at is None:
+        return
+
+    def interrupt(event) -> None:
+        if time.perf_counter() > stop_at:
+            event.interrupt()
+
+    highs.cbSimplexInterrupt += interrupt
+    highs.cbIpmInterrupt += interrupt
+    highs.cbMipInterrupt += interrupt
+
+
 def run(highs: highspy.Highs) -> LpOutcome:
     """Run ``highs`` on the model it holds and collect the outcome."""
     started = time.perf_counter()

@@ -328,6 +328,15 @@ def full_solution(model: ReservationModel, x: np.ndarray) -> np.ndarray:
     return values
 
 
+def satisfies(model: ReservationModel, values: np.ndarray, tolerance: float = 1e-6) -> bool:
+    """Whether ``values`` keep every row and column bound of the model."""
+    lp = model.lp
+    activity = lp.matrix @ values
+    slack = tolerance * np.maximum(1.0, np.abs(activity))
+    return bool(np.all(activity >= lp.row_lower - slack) and np.all(activity <= lp.row_upper + slack)
+                and np.all(values >= lp.col_lower - tolerance) and np.all(values <= lp.col_upper + tolerance))
+
+
 def objective_of(model: ReservationModel, values: np.ndarray) -> float:
     return float(model.lp.cost @ values + model.constant)
 

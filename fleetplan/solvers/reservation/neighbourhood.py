@@ -68,7 +68,7 @@ def improve(model: ReservationModel, arrays, values: np.ndarray, stop_at: float 
     """A plan (every column) no worse than ``values`` (a feasible point of the model), improved
     by the search of the module docstring until ``stop_at`` (``time.perf_counter()``) or, when
     given, ``rounds`` sub-MIPs."""
-    from fleetplan.solvers.reservation.relax_fix import satisfies
+    from fleetplan.models.reservation import satisfies
 
     if stop_at is None and rounds is None:
         raise ValueError("improve needs a deadline or a number of rounds")
@@ -122,7 +122,7 @@ def _rens(sub, stop_at: float | None, per: float, seed: int) -> np.ndarray | Non
     """The sub-model's LP, then its MIP with every integer column within the floor and ceiling
     of the LP's value; the MIP's best point, or None."""
     from fleetplan.solvers import highs as runner
-    from fleetplan.solvers.reservation.relax_fix import _interrupt_at
+    from fleetplan.solvers.highs import interrupt_at
 
     def left() -> float:
         return per if stop_at is None else min(per, max(stop_at - time.perf_counter(), 0.01))
@@ -130,7 +130,7 @@ def _rens(sub, stop_at: float | None, per: float, seed: int) -> np.ndarray | Non
     linear = runner.new_highs(left(), 1, seed)
     runner.pass_lp(linear, sub, "simplex")
     linear.setOptionValue("solve_relaxation", True)
-    _interrupt_at(linear, stop_at)
+    interrupt_at(linear, stop_at)
     linear.run()
     solution = linear.getSolution()
     if linear.modelStatusToString(linear.getModelStatus()) != "Optimal" or not solution.value_valid:
@@ -146,5 +146,5 @@ def _rens(sub, stop_at: float | None, per: float, seed: int) -> np.ndarray | Non
     highs.setOptionValue("solver", "choose")
     highs.setOptionValue("presolve", "off")  # as everywhere in this package: see bounded.PRESOLVE_RULES_OFF
     highs.setOptionValue("mip_rel_gap", SUB_GAP)
-    _interrupt_at(highs, stop)
+    interrupt_at(highs, stop)
     return run_bounded(highs, stop).values

@@ -37,8 +37,9 @@ import time
 
 import numpy as np
 
-from fleetplan.models.reservation import ReservationModel, full_solution
+from fleetplan.models.reservation import ReservationModel, full_solution, satisfies
 from fleetplan.solvers.deadline import Deadline
+from fleetplan.solvers.highs import interrupt_at
 from fleetplan.solvers.reservation.bounded import PRESOLVE_RULES_OFF, run_bounded
 
 # Share of the time left that the three steps may use together.
@@ -66,21 +67,6 @@ class RelaxFix:
     bound: float | None
 
 
-def _interrupt_at(highs, stop_at: float | None) -> None:
-    """Stop simplex, the interior point method and branch-and-bound at ``stop_at`` (HiGHS
-    checks its own limit only between phases)."""
-    if stop_at is None:
-        return
-
-    def interrupt(event) -> None:
-        if time.perf_counter() > stop_at:
-            event.interrupt()
-
-    highs.cbSimplexInterrupt += interrupt
-    highs.cbIpmInterrupt += interrupt
-    highs.cbMipInterrupt += interrupt
-
-
 def _mip(lp, stop_at: float | None, threads: int, seed: int, gap: float, start: np.ndarray | None):
     from fleetplan.solvers import highs as runner
 
@@ -92,7 +78,7 @@ def _mip(lp, stop_at: float | None, threads: int, seed: int, gap: float, start: 
     highs.setOptionValue("mip_rel_gap", gap)
     if start is not None:
         highs.setSolution(_highs_solution(start))
-    _interrupt_at(highs, stop_at)
+    interrupt_at(highs, stop_at)
     return run_bounded(highs, stop_at)
 
 
@@ -117,7 +103,7 @@ def relax_and_fix(model: ReservationModel, deadline: Deadline, threads: int, see
     relaxation = runner.new_highs(budget, threads, seed)
     runner.pass_lp(relaxation, lp, "simplex")
     relaxation.setOptionValue("solve_relaxation", True)
-    _interrupt_at(relaxation, stop_at)
+    interrupt_at(relaxation, stop_at)
     relaxation.run()
     solution = relaxation.getSolution()
     if relaxation.modelStatusToString(relaxation.getModelStatus()) != "Optimal" or not solution.value_valid:
@@ -185,7 +171,7 @@ def _large(model: ReservationModel, arrays, lp, stop_at: float | None, threads: 
     highs = runner.new_highs(None if stop_at is None else max(stop_at - time.perf_counter(), 0.01), threads, seed)
     runner.pass_lp(highs, relaxed, "simplex")
     highs.setOptionValue("solve_relaxation", True)
-    _interrupt_at(highs, stop_at)
+    interrupt_at(highs, stop_at)
     highs.run()
     if highs.modelStatusToString(highs.getModelStatus()) != "Optimal":
         log.append(f"relax-and-fix: the datacenter relaxation was not solved in {time.perf_counter() - started:.1f} s")
@@ -211,7 +197,7 @@ def _large(model: ReservationModel, arrays, lp, stop_at: float | None, threads: 
     runner.pass_lp(restricted, dataclasses.replace(lp, col_upper=upper), "simplex")
     restricted.setOptionValue("solve_relaxation", True)
     restricted.setOptionValue("presolve_rule_off", PRESOLVE_RULES_OFF)
-    _interrupt_at(restricted, stop_at)
+    interrupt_at(restricted, stop_at)
     restricted.run()
     if restricted.modelStatusToString(restricted.getModelStatus()) != "Optimal":
         log.append(f"relax-and-fix: the restricted LP ({int(keep.sum())} of {keep.size} counts free) was not "
@@ -228,15 +214,6 @@ def _large(model: ReservationModel, arrays, lp, stop_at: float | None, threads: 
 
 def _objective(model: ReservationModel, values: np.ndarray) -> float:
     return float(model.lp.cost @ values + model.constant)
-
-
-def satisfies(model: ReservationModel, values: np.ndarray, tolerance: float = 1e-6) -> bool:
-    """Whether ``values`` keep every row and column bound of the model."""
-    lp = model.lp
-    activity = lp.matrix @ values
-    slack = tolerance * np.maximum(1.0, np.abs(activity))
-    return bool(np.all(activity >= lp.row_lower - slack) and np.all(activity <= lp.row_upper + slack)
-                and np.all(values >= lp.col_lower - tolerance) and np.all(values <= lp.col_upper + tolerance))
 
 
 def rounded_counts(model: ReservationModel, x: np.ndarray) -> np.ndarray:

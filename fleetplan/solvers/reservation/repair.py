@@ -27,10 +27,11 @@ import dataclasses
 
 import numpy as np
 
-from fleetplan.models.reservation import build, full_solution
+# Per server moved in the repair's objective: far below one RRU of shortfall, so the repair
+from fleetplan.models.reservation import build, full_solution, satisfies
 from fleetplan.models.reservation.cuts import with_cuts
 from fleetplan.solvers.deadline import Deadline
-from fleetplan.solvers.reservation.relax_fix import LARGE_COLUMNS, rounded_counts, satisfies
+from fleetplan.solvers.reservation.relax_fix import LARGE_COLUMNS, rounded_counts
 
 # Per server moved in the repair's objective: far below one RRU of shortfall, so the repair
 # buys the guarantee first and moves as few servers as that allows.
@@ -63,8 +64,9 @@ def set_counts(state, keys_res: np.ndarray, keys_group: np.ndarray, x: np.ndarra
 def _highs_mip(lp, deadline: Deadline, threads: int, seed: int, start: np.ndarray | None, log: list[str],
                name: str):
     from fleetplan.solvers import highs as runner
+    from fleetplan.solvers.highs import interrupt_at
     from fleetplan.solvers.reservation.bounded import run_bounded
-    from fleetplan.solvers.reservation.relax_fix import _highs_solution, _interrupt_at
+    from fleetplan.solvers.reservation.relax_fix import _highs_solution
 
     remaining = deadline.remaining()
     highs = runner.new_highs(remaining, threads, seed)
@@ -75,7 +77,7 @@ def _highs_mip(lp, deadline: Deadline, threads: int, seed: int, start: np.ndarra
     if start is not None:
         highs.setSolution(_highs_solution(start))
     stop_at = None if remaining is None else deadline.started + deadline.time_limit
-    _interrupt_at(highs, stop_at)
+    interrupt_at(highs, stop_at)
     ran = run_bounded(highs, stop_at)
     log.append(f"repair ({name}): HiGHS {ran.status}")
     return ran
@@ -148,7 +150,7 @@ def relaxation_start(state, deadline: Deadline, threads: int, seed: int, log: li
     """Replace the state's plan with the LP relaxation's rounded counts when they keep every row
     and cost less (the climb's cost: objective plus shortfall penalty); returns whether it did."""
     from fleetplan.solvers import highs as runner
-    from fleetplan.solvers.reservation.relax_fix import _interrupt_at
+    from fleetplan.solvers.highs import interrupt_at
     from fleetplan.solvers.reservation.state import penalty
 
     arrays = state.arrays
@@ -161,7 +163,7 @@ def relaxation_start(state, deadline: Deadline, threads: int, seed: int, log: li
     highs = runner.new_highs(remaining, threads, seed)
     runner.pass_lp(highs, lp, "simplex")
     highs.setOptionValue("solve_relaxation", True)
-    _interrupt_at(highs, None if remaining is None else deadline.started + deadline.time_limit)
+    interrupt_at(highs, None if remaining is None else deadline.started + deadline.time_limit)
     highs.run()
     solution = highs.getSolution()
     if highs.modelStatusToString(highs.getModelStatus()) != "Optimal" or not solution.value_valid:
