@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from ras_speed import cpu_now  # noqa: E402
 from ras_split import Experiment  # noqa: E402
 
+from fleetplan.models.linear import LinearProgram  # noqa: E402
 from fleetplan.models.reservation import (  # noqa: E402
     counts_from_assignment,
     full_solution,
@@ -316,6 +317,78 @@ def relaxation_mip(args) -> None:
                    f"incumbent {ran.objective:.2f}, bound {ran.bound:.2f}")
 
 
+def exact(args) -> None:
+    """One reservation at a time (a random order), from the saved search plan (lns_greedy.npy):
+    its whole sub-MIP (not RENS), the others fixed, the current plan as its start, the
+    disruption budget's row replaced by ``lam`` per server moved (the relaxation's dual by
+    default) and by the rule that the plan's moves stay within the budget; a change is kept when
+    the plan costs less and keeps every row."""
+
+    from fleetplan.solvers import highs as runner
+    from fleetplan.solvers.reservation.bounded import run_bounded
+
+    experiment = Experiment(args.servers)
+    lp, model = experiment.lp, experiment.model
+    m_cols = np.arange(lp.names["m"].start, lp.names["m"].stop)
+    per_row = np.diff(experiment.csc[:, m_cols].tocsr().indptr)
+    budget = int(np.argmax(per_row))
+    lam = args.lam if args.lam is not None else datacenter_relaxation_lp(experiment)
+    cost = lp.cost.copy()
+    cost[m_cols] += lam
+    name = {"greedy": "greedy.npy", "lns": "lns_greedy.npy"}.get(args.start, "lns_greedy.npy")
+    values = full_solution(model, np.load(os.path.join(args.cache, name)).astype(float))
+    experiment.say(f"start ({args.start}): {experiment.objective(values):.2f}")
+    rng = np.random.default_rng(0)
+    order = rng.permutation(experiment.arrays.num_reservations)
+    if args.ml_only:
+        order = order[experiment.arrays.res_ml[order]]
+    stop = time.perf_counter() + args.seconds
+    last, tried, kept = time.perf_counter(), 0, 0
+    activity = experiment.csc @ values
+    for r in order:
+        if time.perf_counter() > stop:
+            break
+        cols = np.flatnonzero(experiment.col_res == r)
+        matrix = experiment.csc[:, cols].tocsr()
+        rows = np.flatnonzero(np.diff(matrix.indptr) > 0)
+        rows = rows[rows != budget]
+        constant = activity - matrix @ values[cols]
+        sub = LinearProgram(cost=cost[cols], matrix=matrix[rows], row_lower=lp.row_lower[rows] - constant[rows],
+                            row_upper=lp.row_upper[rows] - constant[rows], col_lower=lp.col_lower[cols].copy(),
+                            col_upper=lp.col_upper[cols].copy(), integrality=lp.integrality[cols].copy())
+        highs = runner.new_highs(args.per, 1, 0)
+        runner.pass_lp(highs, sub, "simplex")
+        highs.setOptionValue("presolve", "off")
+        highs.setOptionValue("mip_rel_gap", 1e-4)
+        highs.setSolution(_solution(values[cols]))
+        ran = run_bounded(highs, time.perf_counter() + args.per)
+        tried += 1
+        if ran.values is not None:
+            trial = values.copy()
+            trial[cols] = np.round(ran.values)
+            trial = full_solution(model, trial[lp.names["x"]])
+            if experiment.objective(trial) < experiment.objective(values) - 1e-9 and satisfies(model, trial):
+                values, kept = trial, kept + 1
+                activity = experiment.csc @ values
+        if time.perf_counter() - last > 30:
+            last = time.perf_counter()
+            experiment.say(f"  {tried} reservations, {kept} improved: {experiment.objective(values):.2f}")
+    np.save(os.path.join(args.cache, "exact.npy"), values[lp.names["x"]])
+    objective = experiment.objective(values)
+    bound = float(np.load(os.path.join(args.cache, "bound.npy"))[0])
+    experiment.say(f"exact pass end: {tried} reservations, {kept} improved: {objective:.2f}, "
+                   f"{(objective - bound) / objective:.2%} above {bound:.2f}, feasible {satisfies(model, values)}")
+
+
+def _solution(values: np.ndarray):
+    import highspy
+
+    solution = highspy.HighsSolution()
+    solution.col_value = values.tolist()
+    solution.value_valid = True
+    return solution
+
+
 def lagrange(args) -> None:
     """A Lagrangian bound on the model: the disruption budget priced at ``lam`` per server moved
     (default: the budget row's dual in the datacenter relaxation's LP) and every other
@@ -396,7 +469,8 @@ def datacenter_relaxation_lp(experiment: Experiment) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("step", choices=["prepare", "repair", "lns", "bound", "lagrange"])
+    parser.add_argument("step", choices=["prepare", "repair", "lns", "bound", "lagrange", "exact"])
+    parser.add_argument("--ml-only", action="store_true", help="exact: only the ML reservations")
     parser.add_argument("--lam", type=float, default=None, help="lagrange: price per server moved")
     parser.add_argument("servers", type=int)
     parser.add_argument("--cache", required=True)
@@ -412,7 +486,7 @@ def main() -> None:
     parser.add_argument("--whole", action="store_true", help="whole sub-MIPs from the plan, not RENS")
     args = parser.parse_args()
     os.makedirs(args.cache, exist_ok=True)
-    {"prepare": prepare, "repair": repair_split, "lns": lns, "bound": relaxation_mip, "lagrange": lagrange}[args.step](args)
+    {"prepare": prepare, "repair": repair_split, "lns": lns, "bound": relaxation_mip, "lagrange": lagrange, "exact": exact}[args.step](args)
 
 
 if __name__ == "__main__":
