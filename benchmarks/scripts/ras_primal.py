@@ -415,6 +415,15 @@ def lagrange(args) -> None:
     zeros = np.zeros(lp.num_cols)
     plan = full_solution(model, np.load(os.path.join(args.cache, "lns_greedy.npy")).astype(float))
     priced = np.bincount(np.maximum(experiment.col_res, 0), weights=cost * plan, minlength=experiment.arrays.num_reservations)
+    if args.report:  # the saved per-reservation bounds against the plan, by kind, without solving
+        bounds = np.load(os.path.join(args.cache, "lagrange_bounds.npy"))
+        done = ~np.isnan(bounds)
+        room_r = priced - np.where(done, bounds, 0.0)
+        ml = experiment.arrays.res_ml
+        print(f"  {int(done.sum())} reservations bounded: bounds {bounds[done].sum():.1f}, plan priced "
+              f"{priced[done].sum():.1f}; room on the {int((done & ml).sum())} ML ones {room_r[done & ml].sum():.1f}, "
+              f"on the {int((done & ~ml).sum())} others {room_r[done & ~ml].sum():.1f}")
+        return
     bounds = np.full(experiment.arrays.num_reservations, np.nan)
     total, proved, worst = 0.0, 0, 0.0
     num_res = experiment.arrays.num_reservations
@@ -470,6 +479,7 @@ def datacenter_relaxation_lp(experiment: Experiment) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("step", choices=["prepare", "repair", "lns", "bound", "lagrange", "exact"])
+    parser.add_argument("--report", action="store_true", help="lagrange: the saved bounds against the plan, by kind")
     parser.add_argument("--ml-only", action="store_true", help="exact: only the ML reservations")
     parser.add_argument("--lam", type=float, default=None, help="lagrange: price per server moved")
     parser.add_argument("servers", type=int)

@@ -15,14 +15,15 @@ about a second) in a child process killed at its deadline (:mod:`.bounded`), and
 result when it keeps every row and costs less. After each such pass, a pass over the ML
 reservations one at a time: the reservation's whole sub-MIP (not RENS: the group LP's floor and
 ceiling keep a reservation in the datacenters its fractional binaries chose), the current plan
-as its start; the groups' local optimum leaves most of its excess in ML compactness and buffer,
-and this pass took 316,205 to 315,077 in 134 s at 10^6 (297 reservations, 128 improved). The
+as its start (a Lagrangian bound per reservation put 92 % of the room the groups' local optimum
+left on the ML ones), which took 316,205 to 315,077 in 134 s at 10^6 (297 reservations, 128
+improved; measured with the moves priced, not the budget row). The
 plan never gets worse than the start. The passes alternate (measured: choosing the kind that gained
 more per second in its last pass ended at the same place, 2.10 %, as it chose groups again).
 Measured at 10^6 servers (benchmarks/results/reservation.md, "RAS at 10^6: what the primal
-side tried"): in ``mip-highs`` with a 600 s limit, from the greedy's 339,095 to 316,053 in 569 s
-(217 groups), 2.25 % above the datacenter relaxation's bound; one pass over the reservations
-(about 150 s) does most of it, later passes gain little.
+side tried"): in ``mip-highs`` with a 600 s limit, groups alone went from the greedy's 339,095
+to 316,053 in 569 s, 2.25 % above the datacenter relaxation's bound (one pass, about 150 s, does
+most of it); with the passes of single ML reservations, to 315,534 (2.09 %).
 """
 
 from __future__ import annotations
