@@ -81,3 +81,21 @@ def test_mip_highs_large_path_returns_the_search_with_the_relaxation_bound(regio
     assert result.objective < greedy.objective
     assert result.bound is not None and result.bound <= result.objective + 1e-6
     assert any(line.startswith("neighbourhood search:") for line in result.log), result.log
+
+
+def test_single_ml_reservations_improve_on_the_groups_local_plan(region):
+    """After a pass of groups, the pass over ML reservations one at a time (their whole
+    sub-MIPs) keeps the plan judged feasible and no worse, and improves some of them."""
+    arrays = region.arrays()
+    model = build(arrays)
+    _, start = _greedy_start(region, model)
+    grouped = improve(model, arrays, start, None, 0, [], rounds=5)  # one pass of groups
+    singles = int(arrays.res_ml.sum())
+    assert singles > 0
+    log: list[str] = []
+    values = improve(model, arrays, start, None, 0, log, rounds=5 + singles)
+    verdict = _judged(region, model, values)
+    assert verdict.feasible, [v.message for v in verdict.violations[:3]]
+    assert float(model.lp.cost @ values) <= float(model.lp.cost @ grouped) + 1e-9
+    kept = int(log[-1].split(f"{singles} single ML reservations, ")[1].split(" improved")[0])
+    assert kept >= 1, log

@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from ras_speed import cpu_now  # noqa: E402
 from ras_split import Experiment  # noqa: E402
 
+from fleetplan.models.linear import LinearProgram  # noqa: E402
 from fleetplan.models.reservation import (  # noqa: E402
     counts_from_assignment,
     full_solution,
@@ -135,21 +136,29 @@ def lns(args) -> None:
     experiment = Experiment(args.servers)
     experiment.say("region and model")
     bound = float(np.load(os.path.join(args.cache, "bound.npy"))[0])
-    name = {"greedy": "greedy.npy", "split": "split.npy"}[args.start]
+    name = {"greedy": "greedy.npy", "split": "split.npy", "lns": "lns_greedy.npy"}[args.start]
     values = full_solution(experiment.model, np.load(os.path.join(args.cache, name)).astype(float))
     penalised = not satisfies(experiment.model, values)
     experiment.say(f"start ({args.start}): {experiment.objective(values):.1f}, violation "
                    f"{experiment.violation(values):.2f}")
     experiment.bound = bound
-    values = search(experiment, values, args.seconds, args.per, args.size, penalised, not args.whole, args.later)
-    np.save(os.path.join(args.cache, f"lns_{args.start}.npy"), values[experiment.lp.names["x"]])
+    model = experiment.model
+    slack = model.groups.available - np.bincount(model.key_group, weights=values[experiment.lp.names["x"]],
+                                                 minlength=model.groups.available.size)
+    print(f"  supply groups: {slack.size}, free servers 0: {int((slack < 0.5).sum())}, "
+          f"<= {TIGHT:g}: {int((slack <= TIGHT).sum())}, median free {np.median(slack):.0f}", flush=True)
+    values = search(experiment, values, args.seconds, args.per, args.size, penalised, not args.whole, args.later,
+                    args.hood)
+    suffix = "" if args.hood == "random" else f"_{args.hood}"
+    np.save(os.path.join(args.cache, f"lns_{args.start}{suffix}.npy"), values[experiment.lp.names["x"]])
     objective = experiment.objective(values)
     experiment.say(f"LNS end: {objective:.2f}, {(objective - bound) / objective:.2%} above {bound:.2f}, "
                    f"feasible {satisfies(experiment.model, values)}")
 
 
 def search(experiment: Experiment, values: np.ndarray, seconds: float, per: float, size: int,
-           penalised: bool = False, rens: bool = True, later: int | None = None) -> np.ndarray:
+           penalised: bool = False, rens: bool = True, later: int | None = None,
+           hood: str = "random") -> np.ndarray:
     """ras_split.py's LNS step, printing its progress every 30 s: ``size`` random reservations
     freed at a time, the others fixed, the sub-MIP solved from the current plan (so never
     worse), improvements kept. ``penalised``: the start may break guarantee rows; each sub-MIP
@@ -158,7 +167,11 @@ def search(experiment: Experiment, values: np.ndarray, seconds: float, per: floa
     cheaper. ``rens``: the neighbourhoods are the reservations of a random order taken ``size``
     at a time, and each sub-MIP is solved within the floor and ceiling of its LP optimum (the
     relaxation-induced neighbourhood, RENS) without a start; else random reservations, the
-    whole sub-MIP from the current plan (which found no improvement in 5-10 s at 10^6)."""
+    whole sub-MIP from the current plan (which found no improvement in 5-10 s at 10^6).
+    ``hood="related"``: each neighbourhood is a seed reservation (a random order, one per
+    sub-MIP) and the ``size - 1`` reservations sharing most of its tight supply groups (a
+    group's free servers at most TIGHT), ties at random; ``"mixed"``: related and random
+    neighbourhoods in turn."""
     import dataclasses
 
     from ras_split import SHORT_PENALTY
@@ -173,8 +186,13 @@ def search(experiment: Experiment, values: np.ndarray, seconds: float, per: floa
     last = time.perf_counter()
     short_res = _short_reservations(experiment, values)
     order = np.zeros(0, dtype=np.int64)
+    seeds = np.zeros(0, dtype=np.int64)
     while time.perf_counter() < stop:
-        if rens and not (penalised and short_res.size):
+        if hood == "related" or (hood == "mixed" and tried % 2 == 0):
+            if seeds.size == 0:
+                seeds = rng.permutation(num_res)
+            chosen, seeds = related(experiment, values, seeds[0], size, rng), seeds[1:]
+        elif rens and not (penalised and short_res.size):
             if order.size == 0:
                 if tried:  # a pass is over: later passes take ``later`` reservations at a time
                     size = later or size
@@ -233,6 +251,32 @@ def search(experiment: Experiment, values: np.ndarray, seconds: float, per: floa
     return values
 
 
+TIGHT = 2.0  # servers: a supply group with at most this many free is tight
+
+
+def related(experiment: Experiment, values: np.ndarray, seed: int, size: int, rng) -> np.ndarray:
+    """``seed`` and the ``size - 1`` reservations holding keys in most of the seed's tight
+    supply groups (all its groups when none is tight), ties broken at random, topped up at
+    random when fewer share a group."""
+    model, lp = experiment.model, experiment.lp
+    counts = values[lp.names["x"]]
+    used = np.bincount(model.key_group, weights=counts, minlength=model.groups.available.size)
+    slack = model.groups.available - used
+    mine = np.unique(model.key_group[model.key_res == seed])
+    tight = mine[slack[mine] <= TIGHT]
+    groups = tight if tight.size else mine
+    keys = np.isin(model.key_group, groups) & (model.key_res != seed)
+    score = np.bincount(model.key_res[keys], minlength=experiment.arrays.num_reservations).astype(float)
+    score += rng.random(score.size) * 0.5
+    score[seed] = -1
+    others = np.argsort(-score)[:size - 1]
+    others = others[score[others] >= 1]
+    if others.size < size - 1:
+        rest = np.setdiff1d(np.arange(score.size), np.concatenate([others, [seed]]))
+        others = np.concatenate([others, rng.choice(rest, size=size - 1 - others.size, replace=False)])
+    return np.concatenate([[seed], others]).astype(np.int64)
+
+
 def _short_reservations(experiment: Experiment, values: np.ndarray) -> np.ndarray:
     """The reservations on a row the plan breaks."""
     lp = experiment.lp
@@ -273,21 +317,186 @@ def relaxation_mip(args) -> None:
                    f"incumbent {ran.objective:.2f}, bound {ran.bound:.2f}")
 
 
+def exact(args) -> None:
+    """One reservation at a time (a random order), from the saved search plan (lns_greedy.npy):
+    its whole sub-MIP (not RENS), the others fixed, the current plan as its start, the
+    disruption budget's row replaced by ``lam`` per server moved (the relaxation's dual by
+    default) and by the rule that the plan's moves stay within the budget; a change is kept when
+    the plan costs less and keeps every row."""
+
+    from fleetplan.solvers import highs as runner
+    from fleetplan.solvers.reservation.bounded import run_bounded
+
+    experiment = Experiment(args.servers)
+    lp, model = experiment.lp, experiment.model
+    m_cols = np.arange(lp.names["m"].start, lp.names["m"].stop)
+    per_row = np.diff(experiment.csc[:, m_cols].tocsr().indptr)
+    budget = int(np.argmax(per_row))
+    lam = args.lam if args.lam is not None else datacenter_relaxation_lp(experiment)
+    cost = lp.cost.copy()
+    cost[m_cols] += lam
+    name = {"greedy": "greedy.npy", "lns": "lns_greedy.npy"}.get(args.start, "lns_greedy.npy")
+    values = full_solution(model, np.load(os.path.join(args.cache, name)).astype(float))
+    experiment.say(f"start ({args.start}): {experiment.objective(values):.2f}")
+    rng = np.random.default_rng(0)
+    order = rng.permutation(experiment.arrays.num_reservations)
+    if args.ml_only:
+        order = order[experiment.arrays.res_ml[order]]
+    stop = time.perf_counter() + args.seconds
+    last, tried, kept = time.perf_counter(), 0, 0
+    activity = experiment.csc @ values
+    for r in order:
+        if time.perf_counter() > stop:
+            break
+        cols = np.flatnonzero(experiment.col_res == r)
+        matrix = experiment.csc[:, cols].tocsr()
+        rows = np.flatnonzero(np.diff(matrix.indptr) > 0)
+        rows = rows[rows != budget]
+        constant = activity - matrix @ values[cols]
+        sub = LinearProgram(cost=cost[cols], matrix=matrix[rows], row_lower=lp.row_lower[rows] - constant[rows],
+                            row_upper=lp.row_upper[rows] - constant[rows], col_lower=lp.col_lower[cols].copy(),
+                            col_upper=lp.col_upper[cols].copy(), integrality=lp.integrality[cols].copy())
+        highs = runner.new_highs(args.per, 1, 0)
+        runner.pass_lp(highs, sub, "simplex")
+        highs.setOptionValue("presolve", "off")
+        highs.setOptionValue("mip_rel_gap", 1e-4)
+        highs.setSolution(_solution(values[cols]))
+        ran = run_bounded(highs, time.perf_counter() + args.per)
+        tried += 1
+        if ran.values is not None:
+            trial = values.copy()
+            trial[cols] = np.round(ran.values)
+            trial = full_solution(model, trial[lp.names["x"]])
+            if experiment.objective(trial) < experiment.objective(values) - 1e-9 and satisfies(model, trial):
+                values, kept = trial, kept + 1
+                activity = experiment.csc @ values
+        if time.perf_counter() - last > 30:
+            last = time.perf_counter()
+            experiment.say(f"  {tried} reservations, {kept} improved: {experiment.objective(values):.2f}")
+    np.save(os.path.join(args.cache, "exact.npy"), values[lp.names["x"]])
+    objective = experiment.objective(values)
+    bound = float(np.load(os.path.join(args.cache, "bound.npy"))[0])
+    experiment.say(f"exact pass end: {tried} reservations, {kept} improved: {objective:.2f}, "
+                   f"{(objective - bound) / objective:.2%} above {bound:.2f}, feasible {satisfies(model, values)}")
+
+
+def _solution(values: np.ndarray):
+    import highspy
+
+    solution = highspy.HighsSolution()
+    solution.col_value = values.tolist()
+    solution.value_valid = True
+    return solution
+
+
+def lagrange(args) -> None:
+    """A Lagrangian bound on the model: the disruption budget priced at ``lam`` per server moved
+    (default: the budget row's dual in the datacenter relaxation's LP) and every other
+    reservation taken out of the supply rows (their counts are >= 0 on rows ``<= available``,
+    so dropping them only loosens the rows). What is left splits into one MIP per reservation
+    with its own fault domains, guarantees and datacenter binaries; the sum of their dual bounds,
+    less ``lam`` times the budget, is a bound on the model for any ``lam >= 0``."""
+    from fleetplan.solvers import highs as runner
+
+    experiment = Experiment(args.servers)
+    experiment.say("region and model")
+    lp, model = experiment.lp, experiment.model
+    m_cols = np.arange(lp.names["m"].start, lp.names["m"].stop)
+    per_row = np.diff(experiment.csc[:, m_cols].tocsr().indptr)
+    budget = int(np.argmax(per_row))
+    assert per_row[budget] > 1, "no disruption budget row"
+    room = float(lp.row_upper[budget])
+    lam = args.lam
+    if lam is None:
+        relaxed = datacenter_relaxation_lp(experiment)
+        lam = relaxed
+    cost = lp.cost.copy()
+    cost[m_cols] += lam
+    zeros = np.zeros(lp.num_cols)
+    plan = full_solution(model, np.load(os.path.join(args.cache, "lns_greedy.npy")).astype(float))
+    priced = np.bincount(np.maximum(experiment.col_res, 0), weights=cost * plan, minlength=experiment.arrays.num_reservations)
+    if args.report:  # the saved per-reservation bounds against the plan, by kind, without solving
+        bounds = np.load(os.path.join(args.cache, "lagrange_bounds.npy"))
+        done = ~np.isnan(bounds)
+        room_r = priced - np.where(done, bounds, 0.0)
+        ml = experiment.arrays.res_ml
+        print(f"  {int(done.sum())} reservations bounded: bounds {bounds[done].sum():.1f}, plan priced "
+              f"{priced[done].sum():.1f}; room on the {int((done & ml).sum())} ML ones {room_r[done & ml].sum():.1f}, "
+              f"on the {int((done & ~ml).sum())} others {room_r[done & ~ml].sum():.1f}")
+        return
+    bounds = np.full(experiment.arrays.num_reservations, np.nan)
+    total, proved, worst = 0.0, 0, 0.0
+    num_res = experiment.arrays.num_reservations
+    for r in range(num_res):
+        free = experiment.col_res == r
+        cols, rows, sub = experiment.restricted(zeros, free)
+        keep = rows != budget
+        import dataclasses
+        sub = dataclasses.replace(sub, cost=cost[cols], matrix=sub.matrix[np.flatnonzero(keep)],
+                                  row_lower=sub.row_lower[keep], row_upper=sub.row_upper[keep])
+        highs = runner.new_highs(args.per, 1, 0)
+        runner.pass_lp(highs, sub, "simplex")
+        highs.setOptionValue("presolve", "off")
+        highs.setOptionValue("mip_rel_gap", 1e-6)
+        highs.run()
+        info = highs.getInfo()
+        status = highs.modelStatusToString(highs.getModelStatus())
+        bound = float(info.mip_dual_bound)
+        if status == "Optimal":
+            proved += 1
+        else:
+            worst = max(worst, float(info.mip_gap))
+        total += bound
+        bounds[r] = bound
+        if r % 100 == 99:
+            np.save(os.path.join(args.cache, "lagrange_bounds.npy"), bounds)
+            experiment.say(f"  {r + 1} reservations, partial sum {total:.1f}, {proved} optimal; the saved plan "
+                           f"(lns_greedy.npy) priced the same on these: {priced[:r + 1].sum():.1f}")
+    value = total - lam * room + model.constant
+    experiment.say(f"Lagrangian bound (budget at {lam:.4f} per server, room {room:.0f}): {value:.2f}; "
+                   f"{proved} of {num_res} sub-MIPs optimal, largest gap of the others {worst:.2e}")
+
+
+def datacenter_relaxation_lp(experiment: Experiment) -> float:
+    """The disruption budget row's dual in the datacenter relaxation's LP (a price per server moved, >= 0)."""
+    from fleetplan.models.reservation.relaxation import datacenter_relaxation
+    from fleetplan.solvers import highs as runner
+
+    relaxed = datacenter_relaxation(experiment.model, experiment.arrays)
+    highs = runner.new_highs(None, 1, 0)
+    runner.pass_lp(highs, relaxed, "simplex")
+    highs.setOptionValue("solve_relaxation", True)
+    highs.run()
+    m = np.arange(relaxed.names["m"].start, relaxed.names["m"].stop)
+    per_row = np.diff(relaxed.matrix.tocsc()[:, m].tocsr().indptr)
+    row = int(np.argmax(per_row))
+    dual = float(np.asarray(highs.getSolution().row_dual)[row])
+    experiment.say(f"datacenter relaxation: {highs.getInfo().objective_function_value + experiment.model.constant:.2f}, "
+                   f"budget row dual {dual:.4f}")
+    return abs(dual)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("step", choices=["prepare", "repair", "lns", "bound"])
+    parser.add_argument("step", choices=["prepare", "repair", "lns", "bound", "lagrange", "exact"])
+    parser.add_argument("--report", action="store_true", help="lagrange: the saved bounds against the plan, by kind")
+    parser.add_argument("--ml-only", action="store_true", help="exact: only the ML reservations")
+    parser.add_argument("--lam", type=float, default=None, help="lagrange: price per server moved")
     parser.add_argument("servers", type=int)
     parser.add_argument("--cache", required=True)
     parser.add_argument("--per", type=float, default=20.0, help="seconds per sub-MIP")
     parser.add_argument("--seconds", type=float, default=120.0)
     parser.add_argument("--size", type=int, default=20, help="reservations freed at a time (lns)")
     parser.add_argument("--later", type=int, default=None, help="lns: reservations at a time after the first pass")
-    parser.add_argument("--start", choices=["greedy", "split"], default="greedy")
+    parser.add_argument("--start", choices=["greedy", "split", "lns"], default="greedy",
+                        help="lns: the random search's saved plan (lns_greedy.npy)")
+    parser.add_argument("--hood", choices=["random", "related", "mixed"], default="random",
+                        help="lns: neighbourhoods (related: reservations sharing tight supply groups)")
     parser.add_argument("--integer", choices=["y", "all"], default="y", help="bound: which columns stay integer")
     parser.add_argument("--whole", action="store_true", help="whole sub-MIPs from the plan, not RENS")
     args = parser.parse_args()
     os.makedirs(args.cache, exist_ok=True)
-    {"prepare": prepare, "repair": repair_split, "lns": lns, "bound": relaxation_mip}[args.step](args)
+    {"prepare": prepare, "repair": repair_split, "lns": lns, "bound": relaxation_mip, "lagrange": lagrange, "exact": exact}[args.step](args)
 
 
 if __name__ == "__main__":
