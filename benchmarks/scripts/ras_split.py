@@ -44,10 +44,8 @@ from fleetplan.models.reservation import (  # noqa: E402
 from fleetplan.models.reservation.relaxation import datacenter_relaxation  # noqa: E402
 from fleetplan.solvers import highs as runner  # noqa: E402
 from fleetplan.solvers.deadline import Deadline  # noqa: E402
-from fleetplan.solvers.highs import interrupt_at  # noqa: E402
-from fleetplan.solvers.reservation.bounded import run_bounded  # noqa: E402
+from fleetplan.solvers.reservation.bounded import bounded_mip  # noqa: E402
 from fleetplan.solvers.reservation.heuristics import climb  # noqa: E402
-from fleetplan.solvers.reservation.relax_fix import _highs_solution  # noqa: E402
 from fleetplan.solvers.reservation.repair import set_counts  # noqa: E402
 from fleetplan.solvers.reservation.state import RasState  # noqa: E402
 
@@ -140,16 +138,7 @@ class Experiment:
 
     @staticmethod
     def mip(sub: LinearProgram, seconds: float, gap: float, start: np.ndarray | None = None):
-        highs = runner.new_highs(seconds, 1, 0)
-        runner.pass_lp(highs, sub, "simplex")
-        highs.setOptionValue("solver", "choose")
-        highs.setOptionValue("presolve", "off")
-        highs.setOptionValue("mip_rel_gap", gap)
-        if start is not None:
-            highs.setSolution(_highs_solution(start))
-        stop = time.perf_counter() + seconds
-        interrupt_at(highs, stop)
-        return run_bounded(highs, stop)
+        return bounded_mip(sub, time.perf_counter() + seconds, 1, 0, gap, start)
 
     def split(self, per: float) -> np.ndarray:
         """Step 2 of the module docstring; the counts."""

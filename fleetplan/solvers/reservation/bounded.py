@@ -126,3 +126,33 @@ def run_bounded(highs, stop_at: float | None, grace: float = GRACE_S) -> Bounded
         _reap(pid)
         receive.close()
     return result
+
+
+def highs_solution(values: np.ndarray):
+    """``values`` (every column) as a HiGHS start."""
+    import highspy
+
+    solution = highspy.HighsSolution()
+    solution.col_value = values.tolist()
+    solution.value_valid = True
+    return solution
+
+
+def bounded_mip(lp, stop_at: float | None, threads: int, seed: int, gap: float,
+                start: np.ndarray | None = None) -> Bounded:
+    """The MIP ``lp`` (a LinearProgram) by HiGHS, presolve off (HiGHS 1.14's proved false optima
+    here: :data:`PRESOLVE_RULES_OFF`), to the relative ``gap``, from ``start`` when given, run by
+    :func:`run_bounded` until ``stop_at`` (a ``time.perf_counter()`` value; None: no limit)."""
+    from fleetplan.solvers import highs as runner
+    from fleetplan.solvers.highs import interrupt_at
+
+    left = None if stop_at is None else max(stop_at - time.perf_counter(), 0.01)
+    highs = runner.new_highs(left, threads, seed)
+    runner.pass_lp(highs, lp, "simplex")
+    highs.setOptionValue("solver", "choose")
+    highs.setOptionValue("presolve", "off")
+    highs.setOptionValue("mip_rel_gap", gap)
+    if start is not None:
+        highs.setSolution(highs_solution(start))
+    interrupt_at(highs, stop_at)
+    return run_bounded(highs, stop_at)

@@ -35,7 +35,12 @@ from fleetplan.models.reservation.cuts import with_cuts
 from fleetplan.solvers.base import Progress, SolveResult, register
 from fleetplan.solvers.cpsat_run import solve_interruptibly
 from fleetplan.solvers.deadline import Deadline
-from fleetplan.solvers.reservation.bounded import GRACE_S, PRESOLVE_RULES_OFF, run_bounded
+from fleetplan.solvers.reservation.bounded import (
+    GRACE_S,
+    PRESOLVE_RULES_OFF,
+    highs_solution,
+    run_bounded,
+)
 from fleetplan.solvers.reservation.relax_fix import LARGE_COLUMNS
 
 # Seconds kept back from the solver for disaggregation and the judge.
@@ -208,7 +213,7 @@ def _highs(model: ReservationModel, deadline: Deadline, threads: int, seed: int,
         highs.setOptionValue("presolve_rule_off", PRESOLVE_RULES_OFF)
     highs.setOptionValue("mip_rel_gap", float(mip_rel_gap))
     if start is not None:
-        highs.setSolution(_highs_solution(start))
+        highs.setSolution(highs_solution(start))
     # HiGHS checks its own limit only between phases (its root cut loop ran 4-8x over a 20 s
     # limit here); the interrupt callbacks stop simplex and branch-and-bound at the deadline.
     stop_at = None if deadline.time_limit is None else deadline.started + deadline.time_limit - reserve
@@ -248,15 +253,6 @@ def _pyomo(model: ReservationModel, deadline: Deadline, threads: int, seed: int,
         outcome.objective += model.constant
     bound = outcome.objective if outcome.status == "optimal" and outcome.objective is not None else math.nan
     return outcome, bound
-
-
-def _highs_solution(values: np.ndarray):
-    import highspy
-
-    solution = highspy.HighsSolution()
-    solution.col_value = values.tolist()
-    solution.value_valid = True
-    return solution
 
 
 def _explain(instance: ReservationInstance, deadline: Deadline, threads: int, seed: int,

@@ -34,7 +34,7 @@ import time
 import numpy as np
 
 from fleetplan.models.reservation import ReservationModel, full_solution
-from fleetplan.solvers.reservation.bounded import run_bounded
+from fleetplan.solvers.reservation.bounded import bounded_mip
 
 # Reservations re-planned together: at 10^6 servers a RENS sub-MIP of 20 took about a second,
 # one of 50 took 22 s.
@@ -142,23 +142,8 @@ def _restricted(lp, csc, values: np.ndarray, free: np.ndarray):
 def _whole(sub, start: np.ndarray, stop_at: float | None, per: float, seed: int) -> np.ndarray | None:
     """The sub-model's MIP from ``start`` (its columns of the current plan, a feasible point);
     its best point, or None."""
-    import highspy
-
-    from fleetplan.solvers import highs as runner
-    from fleetplan.solvers.highs import interrupt_at
-
     left = per if stop_at is None else min(per, max(stop_at - time.perf_counter(), 0.01))
-    stop = time.perf_counter() + left
-    highs = runner.new_highs(left, 1, seed)
-    runner.pass_lp(highs, sub, "simplex")
-    highs.setOptionValue("presolve", "off")  # as in _rens
-    highs.setOptionValue("mip_rel_gap", SUB_GAP)
-    solution = highspy.HighsSolution()
-    solution.col_value = start.tolist()
-    solution.value_valid = True
-    highs.setSolution(solution)
-    interrupt_at(highs, stop)
-    return run_bounded(highs, stop).values
+    return bounded_mip(sub, time.perf_counter() + left, 1, seed, SUB_GAP, start).values
 
 
 def _rens(sub, stop_at: float | None, per: float, seed: int) -> np.ndarray | None:
@@ -183,11 +168,5 @@ def _rens(sub, stop_at: float | None, per: float, seed: int) -> np.ndarray | Non
     lower, upper = sub.col_lower.copy(), sub.col_upper.copy()
     lower[integer] = np.maximum(np.floor(point[integer] + 1e-9), lower[integer])
     upper[integer] = np.minimum(np.ceil(point[integer] - 1e-9), upper[integer])
-    stop = time.perf_counter() + left()
-    highs = runner.new_highs(left(), 1, seed)
-    runner.pass_lp(highs, dataclasses.replace(sub, col_lower=lower, col_upper=upper), "simplex")
-    highs.setOptionValue("solver", "choose")
-    highs.setOptionValue("presolve", "off")  # as everywhere in this package: see bounded.PRESOLVE_RULES_OFF
-    highs.setOptionValue("mip_rel_gap", SUB_GAP)
-    interrupt_at(highs, stop)
-    return run_bounded(highs, stop).values
+    return bounded_mip(dataclasses.replace(sub, col_lower=lower, col_upper=upper), time.perf_counter() + left(),
+                       1, seed, SUB_GAP).values

@@ -40,7 +40,7 @@ import numpy as np
 from fleetplan.models.reservation import ReservationModel, full_solution, satisfies
 from fleetplan.solvers.deadline import Deadline
 from fleetplan.solvers.highs import interrupt_at
-from fleetplan.solvers.reservation.bounded import PRESOLVE_RULES_OFF, run_bounded
+from fleetplan.solvers.reservation.bounded import PRESOLVE_RULES_OFF, bounded_mip
 
 # Share of the time left that the three steps may use together.
 SHARE = 0.5
@@ -65,21 +65,6 @@ class RelaxFix:
 
     values: np.ndarray | None
     bound: float | None
-
-
-def _mip(lp, stop_at: float | None, threads: int, seed: int, gap: float, start: np.ndarray | None):
-    from fleetplan.solvers import highs as runner
-
-    left = None if stop_at is None else max(stop_at - time.perf_counter(), 0.01)
-    highs = runner.new_highs(left, threads, seed)
-    runner.pass_lp(highs, lp, "simplex")
-    highs.setOptionValue("solver", "choose")
-    highs.setOptionValue("presolve", "off")
-    highs.setOptionValue("mip_rel_gap", gap)
-    if start is not None:
-        highs.setSolution(_highs_solution(start))
-    interrupt_at(highs, stop_at)
-    return run_bounded(highs, stop_at)
 
 
 def relax_and_fix(model: ReservationModel, deadline: Deadline, threads: int, seed: int, log: list[str],
@@ -122,7 +107,7 @@ def relax_and_fix(model: ReservationModel, deadline: Deadline, threads: int, see
         integrality = lp.integrality.copy()
         integrality[xs] = 0
         stop_y = None if stop_at is None else started + Y_SHARE * budget
-        binary = _mip(dataclasses.replace(lp, integrality=integrality), stop_y, threads, seed, Y_GAP, best)
+        binary = bounded_mip(dataclasses.replace(lp, integrality=integrality), stop_y, threads, seed, Y_GAP, best)
         dual = binary.bound + model.constant
         if math.isfinite(dual) and dual > bound:
             bound = dual
@@ -143,7 +128,7 @@ def relax_and_fix(model: ReservationModel, deadline: Deadline, threads: int, see
         if np.all(rounded[ys] <= pattern):  # a start for the count MIP, its binaries as fixed there
             hint = rounded.copy()
             hint[ys] = pattern
-    counts = _mip(dataclasses.replace(lp, col_lower=lower, col_upper=upper), stop_at, threads, seed, 1e-4, hint)
+    counts = bounded_mip(dataclasses.replace(lp, col_lower=lower, col_upper=upper), stop_at, threads, seed, 1e-4, hint)
     if counts.values is not None:
         values = full_solution(model, np.round(counts.values[xs]))
         log.append(f"relax-and-fix: count MIP ({int(pattern.sum())} of {pattern.size} datacenter binaries on) "
@@ -231,10 +216,3 @@ def rounded_counts(model: ReservationModel, x: np.ndarray) -> np.ndarray:
     return counts
 
 
-def _highs_solution(values: np.ndarray):
-    import highspy
-
-    solution = highspy.HighsSolution()
-    solution.col_value = values.tolist()
-    solution.value_valid = True
-    return solution

@@ -63,22 +63,10 @@ def set_counts(state, keys_res: np.ndarray, keys_group: np.ndarray, x: np.ndarra
 
 def _highs_mip(lp, deadline: Deadline, threads: int, seed: int, start: np.ndarray | None, log: list[str],
                name: str):
-    from fleetplan.solvers import highs as runner
-    from fleetplan.solvers.highs import interrupt_at
-    from fleetplan.solvers.reservation.bounded import run_bounded
-    from fleetplan.solvers.reservation.relax_fix import _highs_solution
+    from fleetplan.solvers.reservation.bounded import bounded_mip
 
-    remaining = deadline.remaining()
-    highs = runner.new_highs(remaining, threads, seed)
-    runner.pass_lp(highs, lp, "simplex")
-    highs.setOptionValue("solver", "choose")
-    highs.setOptionValue("presolve", "off")  # HiGHS 1.14's presolve proved false optima here
-    highs.setOptionValue("mip_rel_gap", 1e-9)
-    if start is not None:
-        highs.setSolution(_highs_solution(start))
-    stop_at = None if remaining is None else deadline.started + deadline.time_limit
-    interrupt_at(highs, stop_at)
-    ran = run_bounded(highs, stop_at)
+    stop_at = None if deadline.time_limit is None else deadline.started + deadline.time_limit
+    ran = bounded_mip(lp, stop_at, threads, seed, 1e-9, start)  # presolve off: it proved false optima here
     log.append(f"repair ({name}): HiGHS {ran.status}")
     return ran
 
