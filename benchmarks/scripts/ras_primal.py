@@ -427,7 +427,7 @@ def lagrange(args) -> None:
     bounds = np.full(experiment.arrays.num_reservations, np.nan)
     total, proved, worst = 0.0, 0, 0.0
     num_res = experiment.arrays.num_reservations
-    for r in range(num_res):
+    for r in range(num_res if args.count is None else args.count):
         free = experiment.col_res == r
         cols, rows, sub = experiment.restricted(zeros, free)
         keep = rows != budget
@@ -437,7 +437,7 @@ def lagrange(args) -> None:
         highs = runner.new_highs(args.per, 1, 0)
         runner.pass_lp(highs, sub, "simplex")
         highs.setOptionValue("presolve", "off")
-        highs.setOptionValue("mip_rel_gap", 1e-6)
+        highs.setOptionValue("mip_rel_gap", args.gap)
         highs.run()
         info = highs.getInfo()
         status = highs.modelStatusToString(highs.getModelStatus())
@@ -481,6 +481,8 @@ def main() -> None:
     parser.add_argument("step", choices=["prepare", "repair", "lns", "bound", "lagrange", "exact"])
     parser.add_argument("--report", action="store_true", help="lagrange: the saved bounds against the plan, by kind")
     parser.add_argument("--ml-only", action="store_true", help="exact: only the ML reservations")
+    parser.add_argument("--gap", type=float, default=1e-6, help="lagrange: relative gap of each sub-MIP")
+    parser.add_argument("--count", type=int, default=None, help="lagrange: the first COUNT reservations only")
     parser.add_argument("--lam", type=float, default=None, help="lagrange: price per server moved")
     parser.add_argument("servers", type=int)
     parser.add_argument("--cache", required=True)

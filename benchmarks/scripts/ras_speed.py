@@ -50,7 +50,7 @@ def solve(servers: int, solver: str, limit: float, options: list[str]) -> None:
     gap = (result.objective - result.bound) / result.objective if result.bound is not None else None
     print(f"{servers} {solver} {chosen} limit {limit}: {result.status}, objective {result.objective}, "
           f"bound {result.bound}, gap {gap}; {clock(cpu, wall)}")
-    for line in result.log[-8:]:
+    for line in [line for line in result.log[:-8] if "Lagrangian" in line or "relaxation" in line] + result.log[-8:]:
         print("   ", line)
 
 

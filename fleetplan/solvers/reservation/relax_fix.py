@@ -166,9 +166,12 @@ def _large(model: ReservationModel, arrays, lp, stop_at: float | None, threads: 
     log.append(f"relax-and-fix: datacenter relaxation ({relaxed.num_cols} columns) LP {bound:.6g} "
                f"in {time.perf_counter() - started:.1f} s")
     if start is not None and satisfies(model, start):
+        from fleetplan.solvers.reservation.lagrangian import budget_price
         from fleetplan.solvers.reservation.neighbourhood import improve
 
-        return RelaxFix(improve(model, arrays, start, stop_at, seed, log), bound)
+        price = budget_price(relaxed, np.asarray(highs.getSolution().row_dual))
+        searched = improve(model, arrays, start, stop_at, seed, log, price=price)
+        return RelaxFix(searched.values, bound if searched.bound is None else max(bound, searched.bound))
     groups = model.groups
     code = (model.key_res * arrays.num_types + groups.type[model.key_group]) * arrays.num_dcs + groups.dc[model.key_group]
     used_codes = np.unique(code)[point > USED]
