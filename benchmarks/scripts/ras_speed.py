@@ -2,6 +2,7 @@
 section. Each prints CPU and wall seconds and the load average.
 
     .venv/bin/python benchmarks/scripts/ras_speed.py solve 100000 cpsat 120 warm_start=relax-and-fix
+    .venv/bin/python benchmarks/scripts/ras_speed.py solve 1000000 mip-highs 600 threads=2
     .venv/bin/python benchmarks/scripts/ras_speed.py lp 1000000 ipm 540
     .venv/bin/python benchmarks/scripts/ras_speed.py lp 100000 simplex 60 on cuts
     .venv/bin/python benchmarks/scripts/ras_speed.py trajectory 100000 240 off
@@ -45,10 +46,11 @@ def clock(cpu: float, wall: float) -> str:
 def solve(servers: int, solver: str, limit: float, options: list[str]) -> None:
     instance = region(servers)
     chosen = dict(option.split("=", 1) for option in options)
+    threads = int(chosen.pop("threads", 1))
     cpu, wall = cpu_now(), time.perf_counter()
-    result = fleetplan.solve(instance, solver, time_limit=limit, threads=1, **chosen)
+    result = fleetplan.solve(instance, solver, time_limit=limit, threads=threads, **chosen)
     gap = (result.objective - result.bound) / result.objective if result.bound is not None else None
-    print(f"{servers} {solver} {chosen} limit {limit}: {result.status}, objective {result.objective}, "
+    print(f"{servers} {solver} {chosen} threads {threads} limit {limit}: {result.status}, objective {result.objective}, "
           f"bound {result.bound}, gap {gap}; {clock(cpu, wall)}")
     for line in [line for line in result.log[:-8] if "Lagrangian" in line or "relaxation" in line] + result.log[-8:]:
         print("   ", line)

@@ -53,7 +53,7 @@ def _in_process(highs) -> Bounded:
                    float(info.objective_function_value), float(info.mip_dual_bound))
 
 
-def _reap(pid: int) -> None:
+def reap(pid: int) -> None:
     """Kill the child if it still runs, and wait for it (its CPU then counts in os.times())."""
     try:
         finished, _ = os.waitpid(pid, os.WNOHANG)
@@ -123,7 +123,7 @@ def run_bounded(highs, stop_at: float | None, grace: float = GRACE_S) -> Bounded
             elif message[0] == "bound":
                 result.bound = max(result.bound, message[1])
     finally:
-        _reap(pid)
+        reap(pid)
         receive.close()
     return result
 

@@ -124,7 +124,7 @@ def _single_fault_domain(instance: ReservationInstance) -> str | None:
 
 def _warm_values(model: ReservationModel, instance: ReservationInstance, how: str, deadline: Deadline,
                  seed: int, log: list[str], lp=None, share: float = 0.5,
-                 large_columns: int = LARGE_COLUMNS) -> tuple[np.ndarray | None, float | None]:
+                 large_columns: int = LARGE_COLUMNS, threads: int = 1) -> tuple[np.ndarray | None, float | None]:
     """A starting point for the solver: today's assignment, or the better feasible plan of
     the greedy (up to 40 % of the time; 8 s at 10^6 servers) and the hill climb (a fifth of
     what is left) or relax-and-fix (``share`` of the time left, on ``lp``); None when
@@ -146,7 +146,7 @@ def _warm_values(model: ReservationModel, instance: ReservationInstance, how: st
     if start is None or greedy_first:
         start = _better(model, start, _heuristic_start(model, instance, how, deadline, seed, log))
     if how == "relax-and-fix" and greedy_first:
-        relaxed = relax_and_fix(model, deadline, 1, seed, log, lp=lp, share=share, arrays=instance.arrays(),
+        relaxed = relax_and_fix(model, deadline, threads, seed, log, lp=lp, share=share, arrays=instance.arrays(),
                                 start=start, large_columns=large_columns)
         bound = relaxed.bound
         if relaxed.values is not None:
@@ -338,7 +338,8 @@ def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None,
     lp = with_cuts(model, instance.arrays()) if cuts else model.lp
     large = backend == "highspy" and warm_start == "relax-and-fix" and lp.num_cols > large_columns
     start, relaxed = _warm_values(model, instance, warm_start, deadline, seed, log, lp=lp,
-                                  share=LARGE_SHARE if large else RELAX_SHARE, large_columns=large_columns)
+                                  share=LARGE_SHARE if large else RELAX_SHARE, large_columns=large_columns,
+                                  threads=threads)
     if backend == "pyomo":
         outcome, bound = _pyomo(model, deadline, threads, seed, mip_rel_gap, presolve, log)
     elif large:

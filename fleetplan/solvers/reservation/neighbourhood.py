@@ -29,6 +29,7 @@ most of it); with the passes of single ML reservations, to 315,534 (2.09 %).
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 
 import numpy as np
@@ -47,6 +48,8 @@ SINGLE_S = 1.5
 # MIP at most LAGRANGE_S seconds, at least LAGRANGE_MIN_S (at 10^6 servers, 100 reservations:
 # bounds summing to 310,419 with 1.5 s each, 310,283 with 0.5 s).
 LAGRANGE_SHARE = 0.8
+# The same share when the pass runs on its own core beside the others (threads > 1).
+BACKGROUND_SHARE = 0.95
 LAGRANGE_S = 1.5
 LAGRANGE_MIN_S = 0.3
 # Relative gap at which a sub-MIP stops.
@@ -89,21 +92,22 @@ class Searched:
 
 def improve(model: ReservationModel, arrays, values: np.ndarray, stop_at: float | None, seed: int,
             log: list[str], size: int = SIZE, per: float = PER_S, rounds: int | None = None,
-            price: float | None = None) -> Searched:
+            price: float | None = None, threads: int = 1) -> Searched:
     """A plan (every column) no worse than ``values`` (a feasible point of the model), improved
     by the search of the module docstring until ``stop_at`` (``time.perf_counter()``) or, when
     given, ``rounds`` sub-MIPs (of any kind). With a ``price`` per server moved (the budget
     row's dual in a relaxation), the second pass is the Lagrangian one (:mod:`.lagrangian`),
-    whose bound is returned when it finishes."""
+    whose bound is returned when it finishes; with ``threads`` > 1 and a deadline, that pass
+    runs instead from the start in a child process beside the others (:class:`_Background`)."""
     if stop_at is None and rounds is None:
         raise ValueError("improve needs a deadline or a number of rounds")
-    return _Search(model, arrays, values, stop_at, seed, log, size, per, rounds, price).run()
+    return _Search(model, arrays, values, stop_at, seed, log, size, per, rounds, price, threads).run()
 
 
 class _Search:
     """The state of one :func:`improve`: the plan, its cost, the passes' counters."""
 
-    def __init__(self, model, arrays, values, stop_at, seed, log, size, per, rounds, price) -> None:
+    def __init__(self, model, arrays, values, stop_at, seed, log, size, per, rounds, price, threads) -> None:
         from fleetplan.solvers.reservation.lagrangian import budget_row
 
         self.model, self.arrays, self.values = model, arrays, values
@@ -119,6 +123,8 @@ class _Search:
         self.tried = 0
         self.counts: dict[str, list[int]] = {}  # kind -> [sub-MIPs, improved]
         self.bound: float | None = None
+        self.threads = threads
+        self.background: _Background | None = None
 
     def left(self) -> bool:
         return (self.stop_at is None or time.perf_counter() < self.stop_at) and \
@@ -128,7 +134,11 @@ class _Search:
         started = time.perf_counter()
         rng = np.random.default_rng(self.seed)
         ml = np.flatnonzero(self.arrays.res_ml)
-        kinds = ["groups"] + (["lagrangian"] if self.price is not None else [])
+        kinds = ["groups"]
+        if self.price is not None and self.threads > 1 and self.stop_at is not None and _can_fork():
+            self.background = _Background(self, ml)  # the Lagrangian pass on another core
+        elif self.price is not None:
+            kinds.append("lagrangian")
         kind = ""
         while self.left():
             kind = kinds.pop(0) if kinds else ("singles" if kind == "groups" and ml.size else "groups")
@@ -142,6 +152,13 @@ class _Search:
             if self.left():  # the pass ended
                 self.log.append(f"  pass of {kind}: {before + self.model.constant:.6g} -> "
                                 f"{self.best + self.model.constant:.6g} in {time.perf_counter() - pass_started:.1f} s")
+        if self.background is not None:
+            for cols_done, found_done in self.background.finish():
+                self._try("lagrangian", cols_done, found_done)
+            received = int(np.isfinite(self.background.bounds).sum())
+            self.log.append(f"  Lagrangian pass on its own core: {received} of {self.background.bounds.size} "
+                            f"reservations, {self.counts.get('lagrangian', [0, 0])[1]} of their solutions kept")
+            self._set_bound(self.background.bounds)
         done = "; ".join(f"{tried} {kind}, {kept} improved" for kind, (tried, kept) in self.counts.items())
         self.log.append(f"neighbourhood search: {done}; {self.first + self.model.constant:.6g} -> "
                         f"{self.best + self.model.constant:.6g} in {time.perf_counter() - started:.1f} s")
@@ -162,15 +179,22 @@ class _Search:
             self._keep("singles", cols, _whole(sub, self.values[cols], self.stop_at, SINGLE_S, self.seed).values)
 
     def _lagrangian(self, ml: np.ndarray) -> None:
-        """Each reservation's MIP of :mod:`.lagrangian` (the others' servers put back as a
-        move of the search); the bound when every one returned a finite dual bound."""
-        from fleetplan.solvers.reservation.lagrangian import lagrangian_bound, subproblem
+        """The Lagrangian pass inline (one thread): each reservation's MIP of
+        :mod:`.lagrangian`, its solution tried as a move, then the bound."""
+        bounds = np.full(self.arrays.num_reservations, -np.inf)
+        for reservation, cols, ran in self._lagrangian_runs(ml, LAGRANGE_SHARE):
+            bounds[reservation] = ran.bound
+            self._keep("lagrangian", cols, ran.values)
+        self._set_bound(bounds)
+
+    def _lagrangian_runs(self, ml: np.ndarray, share: float):
+        """Yield (reservation, its columns, what its MIP of :mod:`.lagrangian` returned) for
+        every reservation, within ``share`` of the time left, while there is time."""
+        from fleetplan.solvers.reservation.lagrangian import subproblem
 
         others = np.setdiff1d(np.arange(self.arrays.num_reservations), ml)
         order = np.concatenate([others, ml])  # the quick ones first: the ML ones share what is left
-        bounds = np.full(order.size, -np.inf)
-        pass_stop = None if self.stop_at is None else \
-            time.perf_counter() + LAGRANGE_SHARE * (self.stop_at - time.perf_counter())
+        pass_stop = None if self.stop_at is None else time.perf_counter() + share * (self.stop_at - time.perf_counter())
         for done, reservation in enumerate(order.tolist()):
             if not self.left():
                 return
@@ -180,18 +204,27 @@ class _Search:
                                           max(order.size - max(done, others.size), 1)))
             cols = np.flatnonzero(self.owner == reservation)
             sub = subproblem(self.lp, self.csc, cols, self.budget, self.price)
-            ran = _whole(sub, self.values[cols], self.stop_at, per, self.seed)
-            bounds[done] = ran.bound
-            self._keep("lagrangian", cols, ran.values)
+            yield reservation, cols, _whole(sub, self.values[cols], self.stop_at, per, self.seed)
+
+    def _set_bound(self, bounds: np.ndarray) -> None:
+        from fleetplan.solvers.reservation.lagrangian import lagrangian_bound
+
         self.bound = lagrangian_bound(bounds, self.lp, self.budget, self.price, self.model.constant)
         self.log.append(f"  Lagrangian bound (moves priced at {self.price:.4g}): "
                         + ("not finite" if self.bound is None else f"{self.bound:.6g}"))
 
     def _keep(self, kind: str, cols: np.ndarray, found: np.ndarray | None) -> None:
-        """The plan with ``found`` on ``cols`` if it keeps every row and costs less."""
+        """The plan with ``found`` on ``cols`` if it keeps every row and costs less (and the
+        background pass's results that came in meanwhile, likewise)."""
+        if self.background is not None:
+            for cols_done, found_done in self.background.drain():
+                self._try("lagrangian", cols_done, found_done)
+        self.tried += 1
+        self._try(kind, cols, found)
+
+    def _try(self, kind: str, cols: np.ndarray, found: np.ndarray | None) -> None:
         from fleetplan.models.reservation import satisfies
 
-        self.tried += 1
         counts = self.counts.setdefault(kind, [0, 0])
         counts[0] += 1
         if found is None:
@@ -203,6 +236,65 @@ class _Search:
         if objective < self.best - 1e-9 and satisfies(self.model, trial):
             self.values, self.best = trial, objective
             counts[1] += 1
+
+
+def _can_fork() -> bool:
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+class _Background:
+    """The Lagrangian pass in a forked child process, beside the search's own passes (two
+    cores): the child runs every reservation's MIP within ``BACKGROUND_SHARE`` of the time and
+    sends each result back; the search tries each solution as a move when it comes in and
+    takes the bound once every reservation's has."""
+
+    def __init__(self, search: _Search, ml: np.ndarray) -> None:
+        import multiprocessing
+
+        self.search = search
+        self.bounds = np.full(search.arrays.num_reservations, -np.inf)
+        receive, send = multiprocessing.get_context("fork").Pipe(duplex=False)
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: run the pass, send each result, exit
+            try:
+                receive.close()
+                for reservation, _, ran in search._lagrangian_runs(ml, BACKGROUND_SHARE):
+                    send.send((reservation, ran.bound, ran.values))
+            finally:
+                send.close()
+                os._exit(0)
+        send.close()
+        self.receive = receive
+        self.ended = False
+
+    def drain(self, wait: float = 0.0):
+        """Yield (columns, solution or None) for each result that came in (within ``wait`` s)."""
+        while not self.ended and self.receive.poll(wait):
+            try:
+                reservation, bound, values = self.receive.recv()
+            except EOFError:
+                self.ended = True
+                return
+            self.bounds[reservation] = bound
+            yield np.flatnonzero(self.search.owner == reservation), values
+
+    def finish(self):
+        """What is left to drain, until the child ends or the search's deadline (plus the
+        grace of :mod:`.bounded`) passes; then the child is reaped."""
+        from fleetplan.solvers.reservation.bounded import GRACE_S, reap
+
+        try:
+            while not self.ended:
+                wait = self.search.stop_at + GRACE_S - time.perf_counter()
+                if wait <= 0 or not self.receive.poll(wait):
+                    break
+                yield from self.drain()
+        finally:
+            reap(self.pid)
+            self.receive.close()
+            self.ended = True
 
 
 def _restricted(lp, csc, values: np.ndarray, free: np.ndarray):

@@ -170,7 +170,7 @@ def _large(model: ReservationModel, arrays, lp, stop_at: float | None, threads: 
         from fleetplan.solvers.reservation.neighbourhood import improve
 
         price = budget_price(relaxed, np.asarray(highs.getSolution().row_dual))
-        searched = improve(model, arrays, start, stop_at, seed, log, price=price)
+        searched = improve(model, arrays, start, stop_at, seed, log, price=price, threads=threads)
         return RelaxFix(searched.values, bound if searched.bound is None else max(bound, searched.bound))
     groups = model.groups
     code = (model.key_res * arrays.num_types + groups.type[model.key_group]) * arrays.num_dcs + groups.dc[model.key_group]
