@@ -156,3 +156,23 @@ def bounded_mip(lp, stop_at: float | None, threads: int, seed: int, gap: float,
         highs.setSolution(highs_solution(start))
     interrupt_at(highs, stop_at)
     return run_bounded(highs, stop_at)
+
+
+def solved_relaxation(lp, stop_at: float | None, threads: int, seed: int, presolve_rules_off: bool = False):
+    """``lp``'s LP relaxation (a LinearProgram; integrality ignored) by simplex until
+    ``stop_at`` (a ``time.perf_counter()`` value; None: no limit): the solved ``Highs`` object,
+    from which the caller reads what it needs (objective, point, row duals), or None when it
+    stopped short of an optimum. ``presolve_rules_off``: without :data:`PRESOLVE_RULES_OFF`."""
+    from fleetplan.solvers import highs as runner
+    from fleetplan.solvers.highs import interrupt_at
+
+    highs = runner.new_highs(None if stop_at is None else max(stop_at - time.perf_counter(), 0.01), threads, seed)
+    runner.pass_lp(highs, lp, "simplex")
+    highs.setOptionValue("solve_relaxation", True)
+    if presolve_rules_off:
+        highs.setOptionValue("presolve_rule_off", PRESOLVE_RULES_OFF)
+    interrupt_at(highs, stop_at)
+    highs.run()
+    if highs.modelStatusToString(highs.getModelStatus()) != "Optimal" or not highs.getSolution().value_valid:
+        return None
+    return highs

@@ -323,9 +323,10 @@ def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None,
     large_columns : int
         Above this many model columns (with ``warm_start="relax-and-fix"``) the whole MIP is not
         run: the greedy's plan, improved by the neighbourhood search of
-        fleetplan.solvers.reservation.neighbourhood, is returned with the datacenter
-        relaxation's bound, status ``feasible`` (the default, 60,000, is where the model's LP
-        stops being solvable in minutes).
+        fleetplan.solvers.reservation.neighbourhood, is returned with the better of the
+        datacenter relaxation's bound and the search's Lagrangian bound, status ``feasible``
+        (the default, 60,000, is where the model's LP stops being solvable in minutes). There
+        ``threads`` > 1 runs the Lagrangian pass on a core of its own.
     """
     deadline = Deadline(time_limit)
     log: list[str] = []

@@ -12,18 +12,22 @@ random order ``SIZE`` at a time; for each group it solves the sub-model's LP, th
 within the floor and ceiling of that LP's counts (the relaxation-induced neighbourhood, RENS;
 the whole sub-MIP from the current plan found no improvement in 5-10 s at 10^6, RENS one in
 about a second) in a child process killed at its deadline (:mod:`.bounded`), and keeps the
-result when it keeps every row and costs less. After each such pass, a pass over the ML
-reservations one at a time: the reservation's whole sub-MIP (not RENS: the group LP's floor and
-ceiling keep a reservation in the datacenters its fractional binaries chose), the current plan
-as its start (a Lagrangian bound per reservation put 92 % of the room the groups' local optimum
-left on the ML ones), which took 316,205 to 315,077 in 134 s at 10^6 (297 reservations, 128
-improved; measured with the moves priced, not the budget row). The
-plan never gets worse than the start. The passes alternate (measured: choosing the kind that gained
-more per second in its last pass ended at the same place, 2.10 %, as it chose groups again).
+result when it keeps every row and costs less. Given a price per server moved (``mip-highs``
+passes the budget row's dual in the datacenter relaxation), the second pass is the Lagrangian
+one of :mod:`.lagrangian`: each reservation's MIP alone, moves priced, the others out of the
+supply rows, whose dual bounds add up to a bound on the model, and whose solutions are tried as
+moves (the others' servers put back). With two threads or more that pass runs from the start in
+a child process on its own core (:class:`_Background`), its results tried as they come in. The
+other passes alternate groups with the ML reservations one at a time: the reservation's whole
+sub-MIP (not RENS: the group LP's floor and ceiling keep a reservation in the datacenters its
+fractional binaries chose), the current plan as its start. The plan never gets worse than the
+start.
+
 Measured at 10^6 servers (benchmarks/results/reservation.md, "RAS at 10^6: what the primal
-side tried"): in ``mip-highs`` with a 600 s limit, groups alone went from the greedy's 339,095
-to 316,053 in 569 s, 2.25 % above the datacenter relaxation's bound (one pass, about 150 s, does
-most of it); with the passes of single ML reservations, to 315,534 (2.09 %).
+side tried" and "the Lagrangian pass"), ``mip-highs`` with a 600 s limit, from the greedy's
+339,095: groups alone 316,053, 2.25 % above the datacenter relaxation's bound 308,935; groups
+and single ML reservations 315,534 (2.09 %); with the Lagrangian pass inline 316,306, 1.38 %
+above its bound 311,938; on its own core (``threads=2``) 315,429, 0.83 % above 312,799.
 """
 
 from __future__ import annotations
@@ -323,21 +327,15 @@ def _whole(sub, start: np.ndarray, stop_at: float | None, per: float, seed: int)
 def _rens(sub, stop_at: float | None, per: float, seed: int) -> np.ndarray | None:
     """The sub-model's LP, then its MIP with every integer column within the floor and ceiling
     of the LP's value; the MIP's best point, or None."""
-    from fleetplan.solvers import highs as runner
-    from fleetplan.solvers.highs import interrupt_at
+    from fleetplan.solvers.reservation.bounded import solved_relaxation
 
     def left() -> float:
         return per if stop_at is None else min(per, max(stop_at - time.perf_counter(), 0.01))
 
-    linear = runner.new_highs(left(), 1, seed)
-    runner.pass_lp(linear, sub, "simplex")
-    linear.setOptionValue("solve_relaxation", True)
-    interrupt_at(linear, stop_at)
-    linear.run()
-    solution = linear.getSolution()
-    if linear.modelStatusToString(linear.getModelStatus()) != "Optimal" or not solution.value_valid:
+    linear = solved_relaxation(sub, time.perf_counter() + left(), 1, seed)
+    if linear is None:
         return None
-    point = np.asarray(solution.col_value)
+    point = np.asarray(linear.getSolution().col_value)
     integer = sub.integrality > 0
     lower, upper = sub.col_lower.copy(), sub.col_upper.copy()
     lower[integer] = np.maximum(np.floor(point[integer] + 1e-9), lower[integer])

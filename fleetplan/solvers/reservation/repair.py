@@ -137,8 +137,7 @@ def repair(state, deadline: Deadline, threads: int, seed: int, log: list[str]) -
 def relaxation_start(state, deadline: Deadline, threads: int, seed: int, log: list[str]) -> bool:
     """Replace the state's plan with the LP relaxation's rounded counts when they keep every row
     and cost less (the climb's cost: objective plus shortfall penalty); returns whether it did."""
-    from fleetplan.solvers import highs as runner
-    from fleetplan.solvers.highs import interrupt_at
+    from fleetplan.solvers.reservation.bounded import solved_relaxation
     from fleetplan.solvers.reservation.state import penalty
 
     arrays = state.arrays
@@ -148,17 +147,12 @@ def relaxation_start(state, deadline: Deadline, threads: int, seed: int, log: li
         return False
     lp = with_cuts(model, arrays)
     remaining = deadline.remaining()
-    highs = runner.new_highs(remaining, threads, seed)
-    runner.pass_lp(highs, lp, "simplex")
-    highs.setOptionValue("solve_relaxation", True)
-    interrupt_at(highs, None if remaining is None else deadline.started + deadline.time_limit)
-    highs.run()
-    solution = highs.getSolution()
-    if highs.modelStatusToString(highs.getModelStatus()) != "Optimal" or not solution.value_valid:
+    highs = solved_relaxation(lp, None if remaining is None else deadline.started + deadline.time_limit, threads, seed)
+    if highs is None:
         log.append("relaxation start: the LP relaxation was not solved in time")
         return False
     bound = highs.getInfo().objective_function_value + model.constant
-    point = np.asarray(solution.col_value)
+    point = np.asarray(highs.getSolution().col_value)
     counts = rounded_counts(model, point[lp.names["x"]])
     values = full_solution(model, counts)
     if not satisfies(model, values):
