@@ -74,9 +74,15 @@ def test_improve_stays_above_the_proven_optimum_on_a_small_region():
     assert verdict.objective >= exact.bound - 1e-6
 
 
-def test_mip_highs_large_path_returns_the_search_with_a_bound_below_it(region):
+@pytest.fixture(scope="module")
+def large_path(region):
+    """``mip-highs`` on the region forced down the large path (one thread)."""
+    return fleetplan.solve(region, "mip-highs", time_limit=8, large_columns=0)
+
+
+def test_mip_highs_large_path_returns_the_search_with_a_bound_below_it(region, large_path):
     greedy = fleetplan.solve(region, "greedy", time_limit=60)
-    result = fleetplan.solve(region, "mip-highs", time_limit=6, large_columns=0)
+    result = large_path
     assert result.status == "feasible"
     assert result.evaluation is not None and result.evaluation.feasible
     assert result.objective < greedy.objective
@@ -146,11 +152,11 @@ def test_lagrangian_bound_is_below_the_enumerated_optimum(seed):
         assert searched.bound <= truth.objective + 1e-6, (price, searched.bound, truth.objective)
 
 
-def test_lagrangian_pass_bounds_the_generated_region_tighter_than_the_relaxation(region):
+def test_lagrangian_pass_bounds_the_generated_region_tighter_than_the_relaxation(large_path):
     """On the 20,000-server region the large path's bound is the Lagrangian one (measured:
     12,647.3 against the datacenter relaxation's 11,770.4), below its plan (and below the
     12,809.9 of a 120 s solve of the whole MIP)."""
-    result = fleetplan.solve(region, "mip-highs", time_limit=10, large_columns=0)
+    result = large_path
     relaxation = next(line for line in result.log if "datacenter relaxation" in line)
     relaxed = float(relaxation.split(" LP ")[1].split(" ")[0])
     lagrangian = next(line for line in result.log if "Lagrangian bound" in line)
@@ -159,20 +165,21 @@ def test_lagrangian_pass_bounds_the_generated_region_tighter_than_the_relaxation
     assert result.bound <= result.objective
 
 
-def test_lagrangian_pass_on_its_own_core(region):
+def test_lagrangian_pass_on_its_own_core(region, large_path):
     """With two threads the Lagrangian pass runs in a child process beside the search's own
-    passes: every reservation's bound comes back, the plan is judged feasible and no worse
-    than one thread's start, and the bound is the inline pass's up to the sub-MIPs' stops."""
+    passes: every reservation's bound comes back, the plan is judged feasible and better than
+    the greedy's, and the bound is the inline pass's (``large_path``, one thread) up to where
+    the sub-MIPs stop."""
     import time
 
     arrays = region.arrays()
     model = build(arrays)
     greedy, start = _greedy_start(region, model)
+    price = float(next(line for line in large_path.log if "moves priced at" in line).split("priced at ")[1].split(")")[0])
     log: list[str] = []
-    searched = improve(model, arrays, start, time.perf_counter() + 12, 0, log, price=2.135, threads=2)
+    searched = improve(model, arrays, start, time.perf_counter() + 10, 0, log, price=price, threads=2)
     assert any("Lagrangian pass on its own core: 100 of 100 reservations" in line for line in log), log
     verdict = _judged(region, model, searched.values)
     assert verdict.feasible and verdict.objective < greedy.objective
     assert searched.bound is not None and searched.bound <= verdict.objective
-    inline = _lagrangian(region, 2.135, start_from=_greedy_start)[1].bound
-    assert searched.bound == pytest.approx(inline, rel=2e-3)
+    assert searched.bound == pytest.approx(large_path.bound, rel=2e-3)
