@@ -26,8 +26,9 @@ start.
 Measured at 10^6 servers (benchmarks/results/reservation.md, "RAS at 10^6: what the primal
 side tried" and "the Lagrangian pass"), ``mip-highs`` with a 600 s limit, from the greedy's
 339,095: groups alone 316,053, 2.25 % above the datacenter relaxation's bound 308,935; groups
-and single ML reservations 315,534 (2.09 %); with the Lagrangian pass inline 316,375, 1.29 %
-above its bound 312,281; on its own core (``threads=2``) 315,401, 0.82 % above 312,817.
+and single ML reservations 315,534 (2.09 %); with the Lagrangian pass inline 316,374, 1.30 %
+above its bound 312,265; on its own core (``threads=2``) 315,445, 0.85 % above 312,748 (the
+medians of three runs).
 """
 
 from __future__ import annotations
