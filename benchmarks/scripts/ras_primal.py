@@ -325,7 +325,7 @@ def exact(args) -> None:
     the plan costs less and keeps every row."""
 
     from fleetplan.solvers import highs as runner
-    from fleetplan.solvers.reservation.bounded import run_bounded
+    from fleetplan.solvers.reservation.bounded import highs_solution, run_bounded
 
     experiment = Experiment(args.servers)
     lp, model = experiment.lp, experiment.model
@@ -360,7 +360,7 @@ def exact(args) -> None:
         runner.pass_lp(highs, sub, "simplex")
         highs.setOptionValue("presolve", "off")
         highs.setOptionValue("mip_rel_gap", 1e-4)
-        highs.setSolution(_solution(values[cols]))
+        highs.setSolution(highs_solution(values[cols]))
         ran = run_bounded(highs, time.perf_counter() + args.per)
         tried += 1
         if ran.values is not None:
@@ -378,15 +378,6 @@ def exact(args) -> None:
     bound = float(np.load(os.path.join(args.cache, "bound.npy"))[0])
     experiment.say(f"exact pass end: {tried} reservations, {kept} improved: {objective:.2f}, "
                    f"{(objective - bound) / objective:.2%} above {bound:.2f}, feasible {satisfies(model, values)}")
-
-
-def _solution(values: np.ndarray):
-    import highspy
-
-    solution = highspy.HighsSolution()
-    solution.col_value = values.tolist()
-    solution.value_valid = True
-    return solution
 
 
 def lagrange(args) -> None:

@@ -18,7 +18,9 @@ import math
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 
 import numpy as np
 
@@ -64,17 +66,39 @@ def reap(pid: int) -> None:
         pass
 
 
+def can_fork() -> bool:
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def start_child(work: Callable[[Connection], None]) -> tuple[int, Connection]:
+    """Fork a child process that runs ``work(send)`` (``send``: its end of a pipe) and exits;
+    return the child's pid and the parent's receiving end. The caller reaps it (:func:`reap`).
+    os.fork, not multiprocessing.Process: a bench cell runs in a daemonic worker, and
+    multiprocessing refuses children to daemonic processes."""
+    import multiprocessing
+
+    receive, send = multiprocessing.get_context("fork").Pipe(duplex=False)
+    pid = os.fork()
+    if pid == 0:  # the child
+        try:
+            receive.close()
+            work(send)
+        finally:
+            send.close()
+            os._exit(0)
+    send.close()
+    return pid, receive
+
+
 def run_bounded(highs, stop_at: float | None, grace: float = GRACE_S) -> Bounded:
     """``highs.run()`` on the MIP ``highs`` holds, returning by ``stop_at + grace`` (module
     docstring); ``stop_at`` is a ``time.perf_counter()`` value."""
-    import multiprocessing
-
-    if stop_at is None or "fork" not in multiprocessing.get_all_start_methods():
+    if stop_at is None or not can_fork():
         return _in_process(highs)
-    context = multiprocessing.get_context("fork")
-    receive, send = context.Pipe(duplex=False)
 
-    def child() -> None:
+    def child(send: Connection) -> None:
         last = [-math.inf]
 
         def improving(event) -> None:
@@ -89,22 +113,9 @@ def run_bounded(highs, stop_at: float | None, grace: float = GRACE_S) -> Bounded
 
         highs.cbMipImprovingSolution += improving
         highs.cbMipInterrupt += progress
-        try:
-            send.send(("end", _in_process(highs)))
-        finally:
-            send.close()
-            os._exit(0)
+        send.send(("end", _in_process(highs)))
 
-    # os.fork, not multiprocessing.Process: a bench cell runs in a daemonic worker, and
-    # multiprocessing refuses children to daemonic processes.
-    pid = os.fork()
-    if pid == 0:  # the child
-        try:
-            receive.close()
-            child()
-        finally:
-            os._exit(0)
-    send.close()
+    pid, receive = start_child(child)
     result = Bounded("Killed at the deadline", None, math.inf, -math.inf)
     try:
         while True:

@@ -34,13 +34,12 @@ medians of three runs).
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 
 import numpy as np
 
 from fleetplan.models.reservation import ReservationModel, full_solution
-from fleetplan.solvers.reservation.bounded import bounded_mip
+from fleetplan.solvers.reservation.bounded import GRACE_S, bounded_mip, can_fork, reap, start_child
 
 # Reservations re-planned together: at 10^6 servers a RENS sub-MIP of 20 took about a second,
 # one of 50 took 22 s.
@@ -140,7 +139,7 @@ class _Search:
         rng = np.random.default_rng(self.seed)
         ml = np.flatnonzero(self.arrays.res_ml)
         kinds = ["groups"]
-        if self.price is not None and self.threads > 1 and self.stop_at is not None and _can_fork():
+        if self.price is not None and self.threads > 1 and self.stop_at is not None and can_fork():
             self.background = _Background(self, ml)  # the Lagrangian pass on another core
         elif self.price is not None:
             kinds.append("lagrangian")
@@ -243,12 +242,6 @@ class _Search:
             counts[1] += 1
 
 
-def _can_fork() -> bool:
-    import multiprocessing
-
-    return "fork" in multiprocessing.get_all_start_methods()
-
-
 class _Background:
     """The Lagrangian pass in a forked child process, beside the search's own passes (two
     cores): the child runs every reservation's MIP within ``LAGRANGE_SHARE`` of the time and
@@ -256,27 +249,18 @@ class _Background:
     takes the bound once every reservation's has."""
 
     def __init__(self, search: _Search, ml: np.ndarray) -> None:
-        import multiprocessing
+        def work(send) -> None:
+            for reservation, _, ran in search._lagrangian_runs(ml, LAGRANGE_SHARE):
+                send.send((reservation, ran.bound, ran.values))
 
         self.search = search
         self.bounds = np.full(search.arrays.num_reservations, -np.inf)
-        receive, send = multiprocessing.get_context("fork").Pipe(duplex=False)
-        self.pid = os.fork()
-        if self.pid == 0:  # the child: run the pass, send each result, exit
-            try:
-                receive.close()
-                for reservation, _, ran in search._lagrangian_runs(ml, LAGRANGE_SHARE):
-                    send.send((reservation, ran.bound, ran.values))
-            finally:
-                send.close()
-                os._exit(0)
-        send.close()
-        self.receive = receive
+        self.pid, self.receive = start_child(work)
         self.ended = False
 
-    def drain(self, wait: float = 0.0):
-        """Yield (columns, solution or None) for each result that came in (within ``wait`` s)."""
-        while not self.ended and self.receive.poll(wait):
+    def drain(self):
+        """Yield (columns, solution or None) for each result that came in so far."""
+        while not self.ended and self.receive.poll(0):
             try:
                 reservation, bound, values = self.receive.recv()
             except EOFError:
@@ -288,8 +272,6 @@ class _Background:
     def finish(self):
         """What is left to drain, until the child ends or the search's deadline (plus the
         grace of :mod:`.bounded`) passes; then the child is reaped."""
-        from fleetplan.solvers.reservation.bounded import GRACE_S, reap
-
         try:
             while not self.ended:
                 wait = self.search.stop_at + GRACE_S - time.perf_counter()
@@ -321,8 +303,7 @@ def _restricted(lp, csc, values: np.ndarray, free: np.ndarray):
 def _whole(sub, start: np.ndarray, stop_at: float | None, per: float, seed: int):
     """The sub-model's MIP from ``start`` (a feasible point of it) for at most ``per`` seconds:
     what :func:`~.bounded.bounded_mip` returned (best point or None, dual bound)."""
-    left = per if stop_at is None else min(per, max(stop_at - time.perf_counter(), 0.01))
-    return bounded_mip(sub, time.perf_counter() + left, 1, seed, SUB_GAP, start)
+    return bounded_mip(sub, time.perf_counter() + _seconds(per, stop_at), 1, seed, SUB_GAP, start)
 
 
 def _rens(sub, stop_at: float | None, per: float, seed: int) -> np.ndarray | None:
@@ -330,10 +311,7 @@ def _rens(sub, stop_at: float | None, per: float, seed: int) -> np.ndarray | Non
     of the LP's value; the MIP's best point, or None."""
     from fleetplan.solvers.reservation.bounded import solved_relaxation
 
-    def left() -> float:
-        return per if stop_at is None else min(per, max(stop_at - time.perf_counter(), 0.01))
-
-    linear = solved_relaxation(sub, time.perf_counter() + left(), 1, seed)
+    linear = solved_relaxation(sub, time.perf_counter() + _seconds(per, stop_at), 1, seed)
     if linear is None:
         return None
     point = np.asarray(linear.getSolution().col_value)
@@ -341,5 +319,10 @@ def _rens(sub, stop_at: float | None, per: float, seed: int) -> np.ndarray | Non
     lower, upper = sub.col_lower.copy(), sub.col_upper.copy()
     lower[integer] = np.maximum(np.floor(point[integer] + 1e-9), lower[integer])
     upper[integer] = np.minimum(np.ceil(point[integer] - 1e-9), upper[integer])
-    return bounded_mip(dataclasses.replace(sub, col_lower=lower, col_upper=upper), time.perf_counter() + left(),
-                       1, seed, SUB_GAP).values
+    return bounded_mip(dataclasses.replace(sub, col_lower=lower, col_upper=upper),
+                       time.perf_counter() + _seconds(per, stop_at), 1, seed, SUB_GAP).values
+
+
+def _seconds(per: float, stop_at: float | None) -> float:
+    """A sub-MIP's seconds: ``per``, or what is left before ``stop_at`` if less (at least 0.01)."""
+    return per if stop_at is None else min(per, max(stop_at - time.perf_counter(), 0.01))

@@ -139,11 +139,11 @@ def _large(model: ReservationModel, arrays, lp, stop_at: float | None, threads: 
     (:mod:`fleetplan.models.reservation.relaxation`) gives a bound and the price of a server
     moved (its budget row's dual); the plan is the feasible ``start`` (all columns) improved by
     the large-neighbourhood search of :mod:`.neighbourhood` until ``stop_at``, whose Lagrangian
-    pass (:mod:`.lagrangian`) gives the better bound when it finishes (at 10^6 servers, 600 s:
-    1.30 % above it with one thread, 0.85 % with two (medians of three); 8.9 % above the relaxation's bound from
-    the greedy). Without a feasible start: the model's LP with every count fixed
-    to 0 outside the keys whose (reservation, type, datacenter) the relaxation uses and today's
-    keys, rounded up (at 10^6 servers it did not finish in the time)."""
+    pass (:mod:`.lagrangian`) gives the better bound when it finishes (at 10^6 servers, 600 s,
+    medians of three: 1.30 % above it with one thread, 0.85 % with two; the greedy's plan was
+    8.9 % above the relaxation's bound). Without a feasible start: the model's LP with every
+    count fixed to 0 outside the keys whose (reservation, type, datacenter) the relaxation uses
+    and today's keys, rounded up (at 10^6 servers it did not finish in the time)."""
     from fleetplan.models.reservation.relaxation import datacenter_relaxation
 
     relaxed = datacenter_relaxation(model, arrays)

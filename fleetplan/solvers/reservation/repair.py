@@ -27,7 +27,6 @@ import dataclasses
 
 import numpy as np
 
-# Per server moved in the repair's objective: far below one RRU of shortfall, so the repair
 from fleetplan.models.reservation import build, full_solution, satisfies
 from fleetplan.models.reservation.cuts import with_cuts
 from fleetplan.solvers.deadline import Deadline
