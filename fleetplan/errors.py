@@ -83,3 +83,21 @@ def error_object(error: Exception, exit_code: int = 2) -> dict[str, object]:
     if isinstance(error, InstanceError):
         body.update(path=error.path, reason=error.reason, file=error.source)
     return body
+
+
+def raise_interruption(error: BaseException) -> None:
+    """Raise the interruption behind ``error``, if there is one; otherwise return.
+
+    A Ctrl-C or SIGTERM whose handler raises while an extension module initialises (highspy,
+    numpy, a compiled kernel) reaches Python as ``ImportError: initialization failed``, caused by
+    the handler's exception. Code that catches ImportError (an optional library) or every
+    Exception (the command's last resort) calls this first, so the signal is neither taken for a
+    missing library nor reported as an internal error. Any exception in the chain that is not an
+    :class:`Exception` (``KeyboardInterrupt``, the command line's ``Terminated``) counts."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if not isinstance(cause, Exception):
+            raise cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__

@@ -5,6 +5,7 @@ are stopped first, then their folders removed, within seconds and without a chil
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -118,3 +119,100 @@ def test_a_cell_child_ends_quietly_on_a_signal(launch, signum, capfd):
     assert time.monotonic() - started < 5
     assert f"exited with code {CODES[signum]}" in row["message"] or f"code -{int(signum)}" in row["message"], row
     assert "Traceback" not in capfd.readouterr().err
+
+
+# --- the end of a command: files and exit code agree -------------------------------------------
+
+def _run_console(tmp_path: Path, patch: str, *arguments: str) -> subprocess.CompletedProcess:
+    """The console script's process (argv[0] 'fleetplan') running `solve` on the 64-job example,
+    with ``patch`` (Python) applied after the toolkit loads: a deterministic moment to signal."""
+    plan = tmp_path / "plan.json"
+    argv = ["fleetplan", "solve", str(EXAMPLES / "allocation-64-jobs.json"), "-o", str(plan), *arguments]
+    code = ("import os, signal, sys, time\n"
+            f"sys.argv = {argv!r}\n"
+            "import fleetplan.cli.entry as entry\nimport fleetplan.cli.app as app\n"
+            f"{patch}\nentry.run()\n")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+SIGNAL_SELF = "os.kill(os.getpid(), signal.SIGTERM)"
+
+
+def test_a_signal_while_the_report_prints_leaves_no_plan(tmp_path):
+    """The report comes before the write: a SIGTERM during it is 143 and no file."""
+    patch = (f"original = app.render_result\n"
+             f"def render_result(*a, **k):\n    {SIGNAL_SELF}\n    return original(*a, **k)\n"
+             "app.render_result = render_result")
+    run = _run_console(tmp_path, patch)
+    assert run.returncode == 143, run.stderr
+    assert run.stderr.strip() == "fleetplan: terminated"
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("json_output", [False, True], ids=["report", "json"])
+def test_a_signal_once_the_plan_is_written_ends_with_its_code(tmp_path, json_output):
+    """Once the plan is in place (the write settles the exit code), a SIGTERM is noted and the
+    command ends with 0 and its whole report: it used to say 'terminated' and 143 beside the
+    plan it had written, while the report printed after the write."""
+    patch = ("original = app.settle\n"
+             f"def settle(code):\n    original(code)\n    {SIGNAL_SELF}\n"
+             "app.settle = settle")
+    run = _run_console(tmp_path, patch, *(["--json"] if json_output else []))
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == ""
+    assert (tmp_path / "plan.json").is_file()
+    if json_output:
+        assert json.loads(run.stdout)["status"] in ("optimal", "feasible")
+    else:
+        assert "wrote plan to" in run.stdout
+
+
+def test_a_signal_during_teardown_keeps_the_code_and_a_second_ends_at_once(tmp_path):
+    """Python's teardown reset the handlers to the default before freeing the modules, so a
+    SIGTERM there killed the process silently (-15) after the plan was written. Now the at-exit
+    functions run under the noting handler: one signal, the code stays 0; two, the process ends
+    at once (the rest of the at-exit function never runs)."""
+    patch = ("import atexit\n"
+             f"def late():\n    {SIGNAL_SELF}\n    time.sleep(0.2)\n    {SIGNAL_SELF}\n    time.sleep(0.2)\n"
+             "    print('not cut', flush=True)\n"
+             "atexit.register(late)")
+    run = _run_console(tmp_path, patch)
+    assert run.returncode == 0, run.stderr
+    assert "not cut" not in run.stdout and "wrote plan to" in run.stdout
+    assert run.stderr == ""
+    # And an object freed at teardown no longer sees one: the modules are not torn down.
+    patch = ("class Late:\n    def __del__(self):\n        " + SIGNAL_SELF + "\n        time.sleep(0.5)\n"
+             "app.late = Late()")
+    run = _run_console(tmp_path, patch)
+    assert run.returncode == 0, run.stderr
+
+
+def test_a_signal_inside_an_extension_modules_initialisation_is_the_signal():
+    """A handler raising while an extension module initialises reaches Python as ImportError
+    caused by it: taken for a missing library (a compiled kernel silently replaced, the signal
+    lost) or reported as an internal error, exit 1. It is raised again as the signal."""
+    from fleetplan.errors import raise_interruption
+
+    class Terminated(BaseException):
+        pass
+
+    for stop in (KeyboardInterrupt(), Terminated()):
+        error = ImportError("initialization failed")
+        error.__cause__ = stop
+        with pytest.raises(type(stop)):
+            raise_interruption(error)
+    plain = ImportError("No module named 'nothing'")
+    plain.__context__ = ValueError("unrelated")
+    assert raise_interruption(plain) is None
+
+
+def test_a_kernel_import_cut_by_a_signal_does_not_fall_back(monkeypatch):
+    from fleetplan.solvers import kernels
+
+    def cut(name):
+        raise ImportError("initialization failed") from KeyboardInterrupt()
+
+    monkeypatch.setattr(kernels, "enabled", lambda: True)
+    monkeypatch.setattr(kernels.importlib, "import_module", cut)
+    with pytest.raises(KeyboardInterrupt):
+        kernels.load("fleetplan.anything")

@@ -33,6 +33,7 @@ from fleetplan.benchmarks.cells import (
     run_cell,
     run_cell_isolated,
 )
+from fleetplan.errors import raise_interruption
 from fleetplan.instances import InstanceError
 
 OnRow = Callable[[Cell, dict[str, Any]], None]
@@ -209,7 +210,8 @@ def connect_dask(address: str, tls: DaskSecurity | None = None, *, insecure: boo
     security = dask_security(address, tls, insecure=insecure)
     try:
         from dask.distributed import Client
-    except ImportError:  # pragma: no cover - dask is a declared optional dependency
+    except ImportError as error:  # pragma: no cover - dask is a declared optional dependency
+        raise_interruption(error)
         raise InstanceError("--executor", "the dask executor needs dask[distributed] installed") from None
     try:
         return Client(address, timeout=timeout_s or CONNECT_TIMEOUT_S, security=security, deserializers=["msgpack"],

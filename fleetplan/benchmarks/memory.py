@@ -31,6 +31,8 @@ import resource
 import sys
 from pathlib import Path
 
+from fleetplan.errors import raise_interruption
+
 # Back-end modules the solvers import lazily; loaded before the baseline is taken.
 BACKENDS = (
     "scipy.sparse", "highspy", "pyomo.environ", "ortools.sat.python.cp_model",
@@ -46,7 +48,8 @@ def preload_backends() -> list[str]:
     for name in BACKENDS:
         try:
             importlib.import_module(name)
-        except ImportError:
+        except ImportError as error:
+            raise_interruption(error)
             continue
         loaded.append(name)
     return loaded

@@ -43,6 +43,7 @@ from fleetplan.cli.common import (  # noqa: F401  (re-exported: the public helpe
     working,
     write_json,
 )
+from fleetplan.cli.entry import settle
 from fleetplan.cli.render import (
     generator_parameters,
     render_binding,
@@ -56,7 +57,7 @@ from fleetplan.cli.render import (
 
 # Only the error type at start-up: fleetplan.instances (numpy, pydantic) loads with the first
 # command that reads or builds a file, so `fleetplan --help` answers at once.
-from fleetplan.errors import KIND_NAMES, InstanceError, error_object
+from fleetplan.errors import KIND_NAMES, InstanceError, error_object, raise_interruption
 
 # --- commands ----------------------------------------------------------------------------
 
@@ -94,6 +95,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     else:
         stdout.print(f"{args.file}: valid {instance.kind} instance '{instance.name}'", markup=False)
     return EXIT_OK
+
+
+def _save_plan(plan: Any, output: str) -> None:
+    fleetplan.save(plan, output)
+    settle(EXIT_OK)  # the plan is in place: the command ends with "a plan" whatever comes now
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
@@ -139,11 +145,13 @@ def cmd_solve(args: argparse.Namespace) -> int:
             result.duals, result.duals_source = estimate_duals(
                 instance, spec.name, time_limit=args.time_limit, seed=args.seed, threads=args.threads, **options)
     # Exit code and files agree: a plan file is written exactly when the exit code says "a plan".
+    # The report comes first and the write last, so a signal before the write leaves no plan and
+    # one after it (settle) lets the command end with the plan's code.
     written = bool(args.output) and result.success
-    if written:
-        fleetplan.save(result.plan, args.output)
-    phase("write_s")
     if args.json:
+        if written:
+            _save_plan(result.plan, args.output)
+        phase("write_s")
         data = result.to_dict()
         data["phases"] = {name: round(seconds, 4) for name, seconds in phases.items()}
         if written:
@@ -160,13 +168,14 @@ def cmd_solve(args: argparse.Namespace) -> int:
                                "today's plan and the new plan", explain=args.explain)
         elif result.evaluation is not None:
             render_evaluations(stdout, {"value": result.evaluation}, "evaluation of the plan", explain=args.explain)
-        if written:
-            stdout.print(f"wrote plan to {args.output}", markup=False)
-        elif not result.success:
-            stdout.print(f"no plan ({result.status}): nothing written", markup=False)
         for line in result.log[-10:]:
             if line != result.message:
                 stdout.print(line, style="dim", markup=False)
+        if written:
+            _save_plan(result.plan, args.output)
+            stdout.print(f"wrote plan to {args.output}", markup=False)
+        elif not result.success:
+            stdout.print(f"no plan ({result.status}): nothing written", markup=False)
     return EXIT_OK if result.success else EXIT_NO_PLAN
 
 
@@ -490,6 +499,7 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
         where = f"{error.filename}: " if error.filename else ""
         return report_error(CommandError(f"{where}{error.strerror or error}"), json_mode)
     except Exception as error:  # noqa: BLE001 - the one place that turns bugs into one line
+        raise_interruption(error)
         if os.environ.get("FLEETPLAN_DEBUG"):
             raise
         return report_error(CommandError(f"internal error: {type(error).__name__}: {error} "

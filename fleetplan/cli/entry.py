@@ -7,7 +7,11 @@ go through a temporary file that is unlinked on the way out):
 * from the first line of this module, while the toolkit is still loading, a signal ends the
   process at once with that line (there is nothing to clean up yet);
 * from :func:`main` on, SIGINT raises ``KeyboardInterrupt`` and SIGTERM :class:`Terminated`, so
-  ``finally`` blocks remove temporary files and stop child processes first.
+  ``finally`` blocks remove temporary files and stop child processes first;
+* once the command's outputs are in place (:func:`settle`, called by a command right after its
+  last write, and by :func:`main` when the command returns), its exit code is decided: a first
+  signal is noted and the command finishes its last lines with that code, a second ends the
+  process at once with it. Files and exit code agree: never 143 beside a plan just written.
 
 What remains before this module's first line is Python's own start-up: the interpreter, its
 ``site`` module (the virtual environment's path files) and the two package ``__init__`` modules
@@ -36,7 +40,9 @@ if sys.argv and os.path.basename(sys.argv[0]) in ("fleetplan", "__main__.py"):
     signal.signal(signal.SIGINT, _leave_at_once)
     signal.signal(signal.SIGTERM, _leave_at_once)
 
-import time  # noqa: E402 - after the handlers, on purpose
+import atexit  # noqa: E402 - after the handlers, on purpose
+import threading  # noqa: E402
+import time  # noqa: E402
 
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -48,6 +54,39 @@ class Terminated(BaseException):
 
 def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated()
+
+
+# True in the command's own process once run() drives it; main() called from a program (or a
+# test) in-process leaves that program's handlers as main() set them.
+_console = False
+
+
+def settle(code: int) -> None:
+    """The command's outputs are in place and its exit code is ``code``: from now on a first
+    Ctrl-C or SIGTERM is noted and the command goes on to its end (a few lines of report, the
+    process's teardown), a second ends the process at once; either way with ``code``.
+
+    Only in the command's own process (see :func:`run`); elsewhere it does nothing."""
+    if not _console:
+        return
+    received: list[int] = []
+
+    def note(signum: int, frame: object) -> None:
+        received.append(signum)
+        if len(received) > 1:
+            _flush_and_leave(code)
+
+    signal.signal(signal.SIGINT, note)
+    signal.signal(signal.SIGTERM, note)
+
+
+def _flush_and_leave(code: int) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def process_age() -> float:
@@ -74,7 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from fleetplan.cli.app import main as cli_main
 
-        return cli_main(argv, started=started)
+        code = cli_main(argv, started=started)
+        settle(code)
+        return code
     except KeyboardInterrupt:
         sys.stderr.write("fleetplan: interrupted\n")
         return EXIT_INTERRUPTED
@@ -84,20 +125,26 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run() -> None:
-    """Console-script wrapper: exit with :func:`main`'s code.
+    """Console-script wrapper: run :func:`main`, then end the process with its code.
 
-    After an interrupt the command has already cleaned up (``finally`` blocks removed its
-    temporary files, ``bench`` stopped its children): the process then ends at once instead of
-    tearing down every loaded module, which took over a second after ``bench``."""
+    Python's own teardown resets the signal handlers to the system's default before it frees
+    the modules (a tenth of a second and more with numpy and the solvers loaded): a SIGTERM
+    then killed the process silently, after its plan was written. So the process ends here
+    instead: non-daemon threads are joined and the at-exit functions run (Dask and
+    multiprocessing clean up there) under :func:`settle`'s handlers, and the modules are not
+    torn down. After an interrupt the command has already cleaned up (``finally`` blocks
+    removed its temporary files, ``bench`` stopped its children), so it leaves at once."""
+    global _console
+    _console = True
     code = main()
-    if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        os._exit(code)
-    sys.exit(code)
+    if code not in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+        settle(code)
+        # What Python's teardown would do before freeing the modules; multiprocessing's child
+        # processes end the same way (BaseProcess._bootstrap).
+        for finish in (getattr(threading, "_shutdown", None), getattr(atexit, "_run_exitfuncs", None)):
+            if finish is not None:
+                finish()
+    _flush_and_leave(code)
 
 
 if __name__ == "__main__":

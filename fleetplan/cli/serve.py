@@ -15,6 +15,8 @@ import ipaddress
 from pathlib import Path
 from typing import Any
 
+from fleetplan.errors import raise_interruption
+
 
 def add_arguments(subparsers: Any) -> None:
     from fleetplan.cli.common import bounded_int, positive_seconds
@@ -86,7 +88,8 @@ def handle_serve(args: argparse.Namespace) -> int:
             raise CommandError(f"{flag} {value}: no such file")
     try:
         import uvicorn
-    except ImportError:
+    except ImportError as error:
+        raise_interruption(error)
         raise CommandError("serve needs the service extra: pip install 'fleetplan[service]'") from None
     from fleetplan.service import ServiceSettings, create_app
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fleetplan.errors import InstanceError
+from fleetplan.errors import InstanceError, raise_interruption
 
 # Grids larger than this are refused (a typo in STEP should not start a million solves).
 MAX_POINTS = 10_000
@@ -336,8 +336,8 @@ def tabulate(folder: Path, rows: list[dict[str, Any]], grid: list[dict[str, Any]
     result.files.append(str(write_table(frame, folder / TABLE_FILE, "csv")))
     try:
         result.files.append(str(write_table(frame, folder / PARQUET_FILE, "parquet")))
-    except ImportError:  # pragma: no cover - pyarrow is a dependency
-        pass
+    except ImportError as error:  # pragma: no cover - pyarrow is a dependency
+        raise_interruption(error)
     if plot:
         from fleetplan.plotting.planning import plot_sweep
 

@@ -29,6 +29,8 @@ import importlib
 import os
 from types import ModuleType
 
+from fleetplan.errors import raise_interruption
+
 ENVIRONMENT_SWITCH = "FLEETPLAN_KERNELS"
 # numba's start-up (import and first call: 1.5-3 s in each process; compiling, about 18 s once
 # per install) pays off from about this size: the Tetris climb at 10^5 tables took 3.7 s with
@@ -54,5 +56,6 @@ def load(name: str) -> ModuleType | None:
         return None
     try:
         return importlib.import_module(name)
-    except ImportError:
+    except ImportError as error:
+        raise_interruption(error)
         return None
