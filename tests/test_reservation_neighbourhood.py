@@ -168,8 +168,10 @@ def test_lagrangian_pass_bounds_the_generated_region_tighter_than_the_relaxation
 def test_lagrangian_pass_on_its_own_core(region, large_path):
     """With two threads the Lagrangian pass runs in a child process beside the search's own
     passes: every reservation's bound comes back, the plan is judged feasible and better than
-    the greedy's, and the bound is the inline pass's (``large_path``, one thread) up to where
-    the sub-MIPs stop."""
+    the greedy's, and the bound is well above the datacenter relaxation's, near the inline
+    pass's (``large_path``, one thread). Near, not equal: a sub-MIP stopped at its time cap gives
+    its dual bound, lower on a loaded machine (0.27 % lower with two other busy processes on
+    the two cores, against 0.001 % on a quiet one)."""
     import time
 
     arrays = region.arrays()
@@ -182,4 +184,6 @@ def test_lagrangian_pass_on_its_own_core(region, large_path):
     verdict = _judged(region, model, searched.values)
     assert verdict.feasible and verdict.objective < greedy.objective
     assert searched.bound is not None and searched.bound <= verdict.objective
-    assert searched.bound == pytest.approx(large_path.bound, rel=2e-3)
+    relaxation = next(line for line in large_path.log if "datacenter relaxation" in line)
+    assert searched.bound > float(relaxation.split(" LP ")[1].split(" ")[0]) * 1.05
+    assert searched.bound == pytest.approx(large_path.bound, rel=1e-2)
