@@ -123,11 +123,14 @@ def test_a_cell_child_ends_quietly_on_a_signal(launch, signum, capfd):
 
 # --- the end of a command: files and exit code agree -------------------------------------------
 
-def _run_console(tmp_path: Path, patch: str, *arguments: str) -> subprocess.CompletedProcess:
-    """The console script's process (argv[0] 'fleetplan') running `solve` on the 64-job example,
-    with ``patch`` (Python) applied after the toolkit loads: a deterministic moment to signal."""
+def _run_console(tmp_path: Path, patch: str, *arguments: str, command: list[str] | None = None
+                 ) -> subprocess.CompletedProcess:
+    """The console script's process (argv[0] 'fleetplan') running ``command`` (default: `solve`
+    on the 64-job example), with ``patch`` (Python) applied after the toolkit loads: a
+    deterministic moment to signal."""
     plan = tmp_path / "plan.json"
-    argv = ["fleetplan", "solve", str(EXAMPLES / "allocation-64-jobs.json"), "-o", str(plan), *arguments]
+    argv = ["fleetplan", *(command or ["solve", str(EXAMPLES / "allocation-64-jobs.json"), "-o", str(plan)]),
+            *arguments]
     code = ("import os, signal, sys, time\n"
             f"sys.argv = {argv!r}\n"
             "import fleetplan.cli.entry as entry\nimport fleetplan.cli.app as app\n"
@@ -165,6 +168,16 @@ def test_a_signal_once_the_plan_is_written_ends_with_its_code(tmp_path, json_out
         assert json.loads(run.stdout)["status"] in ("optimal", "feasible")
     else:
         assert "wrote plan to" in run.stdout
+
+
+def test_generate_settles_once_its_instance_is_written(tmp_path):
+    patch = ("original = app.settle\n"
+             f"def settle(code):\n    original(code)\n    {SIGNAL_SELF}\n"
+             "app.settle = settle")
+    output = tmp_path / "instance.json"
+    run = _run_console(tmp_path, patch, command=["generate", "allocation", "--jobs", "8", "-o", str(output)])
+    assert run.returncode == 0, run.stderr
+    assert "wrote allocation instance" in run.stdout and output.is_file()
 
 
 def test_a_signal_during_teardown_keeps_the_code_and_a_second_ends_at_once(tmp_path):

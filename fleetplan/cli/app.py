@@ -79,6 +79,7 @@ def cmd_generate(args: argparse.Namespace, extra: Sequence[str]) -> int:
             raise CommandError(f"generate {args.kind}: this machine has not enough memory for an "
                                f"instance of this size ({params}); try a smaller one") from None
         fleetplan.save(instance, args.output)
+    settle(EXIT_OK)
     if args.json:
         print_json({"output": args.output, "kind": args.kind, "params": params, "seed": args.seed})
     else:

@@ -15,6 +15,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from fleetplan.cli.common import EXIT_OK
+from fleetplan.cli.entry import settle
+
 
 def add_arguments(subparsers: Any) -> None:
     """Add ``size``, ``whatif`` and ``compare`` to the command line."""
@@ -146,6 +149,7 @@ def handle_size(args: argparse.Namespace) -> int:
             fleetplan.save(result.sized_instance, args.output)
         if args.plan and result.plan is not None:
             fleetplan.save(result.plan, args.plan)
+        settle(EXIT_OK)
     if args.json:
         print_json({**result.to_dict(), "output": args.output if result.success else None})
     else:
@@ -250,6 +254,7 @@ def handle_compare(args: argparse.Namespace) -> int:
         from fleetplan.plotting.planning import plot_comparison
 
         plot_comparison(table, args.output)
+    settle(EXIT_OK)
     if args.json:
         print_json({"kind": table.kind, "columns": table.columns, "rows": table.rows, "output": args.output})
         return 0
@@ -313,6 +318,8 @@ def handle_whatif(args: argparse.Namespace) -> int:
                     time_limit=args.time_limit, seed=args.seed, threads=args.threads, executor=args.executor,
                     workers=args.workers, address=args.address, tls=tls, insecure=args.insecure,
                     resume=args.resume, progress=None if args.json else "auto")
+    code = 0 if result.failed < len(result.rows) else 1
+    settle(code)  # the sweep's files are in place
     if args.json:
         print_json({"rows": result.rows, "varied": result.varied, "metrics": result.metrics,
                     "failed": result.failed, "files": result.files})
@@ -320,7 +327,7 @@ def handle_whatif(args: argparse.Namespace) -> int:
         render_sweep(stdout, result)
         for path in result.files:
             stdout.print(f"wrote {path}", markup=False)
-    return 0 if result.failed < len(result.rows) else 1
+    return code
 
 
 def render_sweep(console: Any, result: Any) -> None:

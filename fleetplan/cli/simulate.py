@@ -211,6 +211,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         working,
         write_json,
     )
+    from fleetplan.cli.entry import settle
     from fleetplan.cli.render import explanation, fmt_measure
     from fleetplan.instances.glossary import describe
 
@@ -250,6 +251,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         written.append(args.plot)
     if args.out:  # last: a failure before it leaves no DIR
         written += _write_out_dir(spec, result, data, args.out)
+    settle(0)  # the outputs are in place: the report that follows cannot change the exit code
     if args.json:
         if args.output or args.out:
             data.pop("series")

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import fleetplan
+from fleetplan.cli.common import EXIT_OK
+from fleetplan.cli.entry import settle
 from fleetplan.errors import InstanceError
 
 # fleetplan.instances and the frames module load when a command runs, not for `--help`.
@@ -143,6 +145,12 @@ def _report(args: argparse.Namespace, data: dict[str, Any], line: str) -> None:
         sys.stdout.write(line + "\n")
 
 
+def _save_last(obj: Any, output: str) -> None:
+    """Write the command's one output; from then on its exit code is 0 (see ``settle``)."""
+    fleetplan.save(obj, output)
+    settle(EXIT_OK)
+
+
 def _name(args: argparse.Namespace) -> str:
     return args.name if args.name is not None else Path(args.output).stem
 
@@ -157,7 +165,7 @@ def handle_import_allocation(args: argparse.Namespace) -> int:
     instance = from_frames(jobs=args.jobs, cluster=args.cluster, entities=args.entities,
                            colocations=args.colocations, name=_name(args))
     _as_loaded(instance, args.jobs)
-    fleetplan.save(instance, args.output)
+    _save_last(instance, args.output)
     _report(args, {"output": args.output, "kind": "allocation", "jobs": len(instance.jobs),
                    "worker_types": len(instance.worker_types)},
             f"wrote allocation instance '{instance.name}' ({len(instance.jobs)} jobs, "
@@ -173,7 +181,7 @@ def handle_import_placement(args: argparse.Namespace) -> int:
     instance = from_frames(tables=args.tables, jobs=args.jobs, regions=args.regions,
                            settings=args.settings, name=args.name, default_name=Path(args.output).stem)
     _as_loaded(instance, args.tables)
-    fleetplan.save(instance, args.output)
+    _save_last(instance, args.output)
     arrays = instance.arrays()
     _report(args, {"output": args.output, "kind": "placement", "regions": arrays.num_regions,
                    "tables": arrays.num_tables, "jobs": arrays.num_jobs},
@@ -210,7 +218,7 @@ def handle_import_plan(args: argparse.Namespace) -> int:
     _as_loaded(plan, args.table)
     # The judge reads the plan as `evaluate` will (an unknown --policy was written, then refused).
     fleetplan.evaluate(instance, plan)
-    fleetplan.save(plan, args.output)
+    _save_last(plan, args.output)
     _report(args, {"output": args.output, "kind": plan.kind},
             f"wrote {plan.kind} plan to {args.output}")
     return 0
@@ -269,6 +277,7 @@ def handle_export(args: argparse.Namespace) -> int:
                 names.append("settings.yaml")
             else:
                 names.append(write_table(frame, building / f"{name}.{fmt}", fmt).name)
+    settle(EXIT_OK)
     written = [str(Path(args.output) / name) for name in names]
     _report(args, {"output": written, "kind": instance.kind, "format": fmt},
             f"wrote {instance.kind} instance tables: {', '.join(written)}")
@@ -304,6 +313,7 @@ def _export_plan(args: argparse.Namespace) -> int:
         frame = plan_to_frame(instance, plan)
         what = f"{plan.kind} plan"
     write_table(frame, target, fmt)
+    settle(EXIT_OK)
     _report(args, {"output": str(target), "kind": plan.kind, "format": fmt, "rows": len(frame)},
             f"wrote {what} as a {fmt} table ({len(frame)} rows) to {target}")
     return 0
@@ -324,5 +334,6 @@ def handle_plot(args: argparse.Namespace) -> int:
     from fleetplan.instances.outputs import atomic_write
 
     atomic_write(target, lambda temporary: figure.savefig(temporary, dpi=120, format=suffix[1:]), suffix)
+    settle(EXIT_OK)
     _report(args, {"output": str(target), "kind": plan.kind}, f"wrote {plan.kind} plot to {target}")
     return 0
