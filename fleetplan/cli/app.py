@@ -43,7 +43,6 @@ from fleetplan.cli.common import (  # noqa: F401  (re-exported: the public helpe
     working,
     write_json,
 )
-from fleetplan.cli.entry import settle
 from fleetplan.cli.render import (
     generator_parameters,
     render_binding,
@@ -54,6 +53,7 @@ from fleetplan.cli.render import (
     render_result,
     render_solver,
 )
+from fleetplan.cli.settling import settle
 
 # Only the error type at start-up: fleetplan.instances (numpy, pydantic) loads with the first
 # command that reads or builds a file, so `fleetplan --help` answers at once.

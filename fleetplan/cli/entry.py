@@ -8,10 +8,10 @@ go through a temporary file that is unlinked on the way out):
   process at once with that line (there is nothing to clean up yet);
 * from :func:`main` on, SIGINT raises ``KeyboardInterrupt`` and SIGTERM :class:`Terminated`, so
   ``finally`` blocks remove temporary files and stop child processes first;
-* once the command's outputs are in place (:func:`settle`, called by a command right after its
-  last write, and by :func:`main` when the command returns), its exit code is decided: a first
-  signal is noted and the command finishes its last lines with that code, a second ends the
-  process at once with it. Files and exit code agree: never 143 beside a plan just written.
+* once the command's outputs are in place (:func:`~fleetplan.cli.settling.settle`, called by
+  a command right after its last write, and by :func:`main` when the command returns), its
+  exit code is decided: a first signal is noted and the command finishes its last lines with
+  that code, a second ends the process at once with it. Files and exit code agree: never 143 beside a plan just written.
 
 What remains before this module's first line is Python's own start-up: the interpreter, its
 ``site`` module (the virtual environment's path files) and the two package ``__init__`` modules
@@ -44,6 +44,9 @@ import atexit  # noqa: E402 - after the handlers, on purpose
 import threading  # noqa: E402
 import time  # noqa: E402
 
+from fleetplan.cli import settling  # noqa: E402
+from fleetplan.cli.settling import flush_and_leave, settle  # noqa: E402
+
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 
@@ -54,39 +57,6 @@ class Terminated(BaseException):
 
 def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated()
-
-
-# True in the command's own process once run() drives it; main() called from a program (or a
-# test) in-process leaves that program's handlers as main() set them.
-_console = False
-
-
-def settle(code: int) -> None:
-    """The command's outputs are in place and its exit code is ``code``: from now on a first
-    Ctrl-C or SIGTERM is noted and the command goes on to its end (a few lines of report, the
-    process's teardown), a second ends the process at once; either way with ``code``.
-
-    Only in the command's own process (see :func:`run`); elsewhere it does nothing."""
-    if not _console:
-        return
-    received: list[int] = []
-
-    def note(signum: int, frame: object) -> None:
-        received.append(signum)
-        if len(received) > 1:
-            _flush_and_leave(code)
-
-    signal.signal(signal.SIGINT, note)
-    signal.signal(signal.SIGTERM, note)
-
-
-def _flush_and_leave(code: int) -> None:
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)
 
 
 def process_age() -> float:
@@ -134,8 +104,7 @@ def run() -> None:
     multiprocessing clean up there) under :func:`settle`'s handlers, and the modules are not
     torn down. After an interrupt the command has already cleaned up (``finally`` blocks
     removed its temporary files, ``bench`` stopped its children), so it leaves at once."""
-    global _console
-    _console = True
+    settling.in_console = True
     code = main()
     if code not in (EXIT_INTERRUPTED, EXIT_TERMINATED):
         settle(code)
@@ -144,7 +113,7 @@ def run() -> None:
         for finish in (getattr(threading, "_shutdown", None), getattr(atexit, "_run_exitfuncs", None)):
             if finish is not None:
                 finish()
-    _flush_and_leave(code)
+    flush_and_leave(code)
 
 
 if __name__ == "__main__":

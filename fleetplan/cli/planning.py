@@ -16,7 +16,7 @@ import argparse
 from typing import Any
 
 from fleetplan.cli.common import EXIT_OK
-from fleetplan.cli.entry import settle
+from fleetplan.cli.settling import settle
 
 
 def add_arguments(subparsers: Any) -> None:

@@ -211,8 +211,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         working,
         write_json,
     )
-    from fleetplan.cli.entry import settle
     from fleetplan.cli.render import explanation, fmt_measure
+    from fleetplan.cli.settling import settle
     from fleetplan.instances.glossary import describe
 
     if args.list_simulators and args.name is not None:

@@ -27,7 +27,7 @@ from typing import Any
 
 import fleetplan
 from fleetplan.cli.common import EXIT_OK
-from fleetplan.cli.entry import settle
+from fleetplan.cli.settling import settle
 from fleetplan.errors import InstanceError
 
 # fleetplan.instances and the frames module load when a command runs, not for `--help`.
