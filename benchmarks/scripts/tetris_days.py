@@ -9,6 +9,9 @@ a seed when a day moves nothing or ``--days`` is reached. Rows are written to
 ``OUT/days.csv`` as each day finishes; the figure is ``OUT/tetris_days.png``.
 
     nice -n 10 .venv/bin/python benchmarks/scripts/tetris_days.py --seeds 0,1,2 --days 20 --out benchmarks/tetris-days
+
+``--solver lns --time-limit 20`` runs the neighbourhood search instead, 20 s a day (the climb
+first, then neighbourhoods re-optimised exactly); the figure's title names the solver.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ def next_day(instance, plan):
     return type(instance).model_validate(data)
 
 
-def run_seed(seed: int, days: int, params: dict, rows: list[dict], out: Path) -> None:
+def run_seed(seed: int, days: int, params: dict, rows: list[dict], out: Path, solver: str = "hill-climb",
+             time_limit: float | None = None) -> None:
     instance = fleetplan.generate("placement", params, seed=seed)
     v0 = fleetplan.evaluate(instance, fleetplan.solve(instance, "keep").plan).metrics
     rows.append({"seed": seed, "day": 0, "objective": fleetplan.evaluate(
@@ -46,7 +50,7 @@ def run_seed(seed: int, days: int, params: dict, rows: list[dict], out: Path) ->
         "bytes_moved": 0.0, "tables_moved": 0, "cpu_s": 0.0, "loadavg_1min": round(os.getloadavg()[0], 2)})
     for day in range(1, days + 1):
         cpu = time.process_time()
-        result = fleetplan.solve(instance, "hill-climb", replicas=False, seed=seed)
+        result = fleetplan.solve(instance, solver, replicas=False, seed=seed, time_limit=time_limit)
         cpu = time.process_time() - cpu
         m = result.evaluation.metrics
         rows.append({"seed": seed, "day": day, "objective": result.objective,
@@ -62,7 +66,7 @@ def run_seed(seed: int, days: int, params: dict, rows: list[dict], out: Path) ->
 
 
 
-def plot(rows: list[dict], path: Path) -> None:
+def plot(rows: list[dict], path: Path, solver: str = "hill-climb") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -88,7 +92,8 @@ def plot(rows: list[dict], path: Path) -> None:
     axes[2].set_xlabel("day")
     axes[2].grid(alpha=0.3)
     axes[2].legend(fontsize=8)
-    fig.suptitle("Tetris hill climb day after day (20 regions, 10^4 tables and jobs; same daily quota)", fontsize=11)
+    name = "hill climb" if solver == "hill-climb" else f"`{solver}`"
+    fig.suptitle(f"Tetris {name} day after day (20 regions, 10^4 tables and jobs; same daily quota)", fontsize=11)
     fig.tight_layout()
     save_figure(fig, path, dpi=110)
     plt.close(fig)
@@ -102,13 +107,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tables", type=int, default=10000)
     parser.add_argument("--jobs", type=int, default=10000)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/tetris-days"))
+    parser.add_argument("--solver", default="hill-climb", help="a placement solver (default: hill-climb)")
+    parser.add_argument("--time-limit", type=float, default=None, help="seconds a day (default: none)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     params = {"regions": args.regions, "tables": args.tables, "jobs": args.jobs}
     rows: list[dict] = []
     for seed in (int(s) for s in args.seeds.split(",")):
-        run_seed(seed, args.days, params, rows, args.out)
-    plot(rows, args.out / "tetris_days.png")
+        run_seed(seed, args.days, params, rows, args.out, args.solver, args.time_limit)
+    plot(rows, args.out / "tetris_days.png", args.solver)
 
 
 if __name__ == "__main__":
