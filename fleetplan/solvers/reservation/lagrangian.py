@@ -14,14 +14,21 @@ is a lower bound on the model's optimum for any ``price >= 0``. Any lower bound 
 (HiGHS's dual bound when it stops early) keeps it a bound. Unlike the datacenter relaxation
 (:mod:`fleetplan.models.reservation.relaxation`) it keeps each fault domain and each binary
 whole, which is where that relaxation is weak at 10^6 servers (benchmarks/results/reservation.md,
-"RAS at 10^6: the Lagrangian pass"). The price used is the budget row's dual in the
-datacenter relaxation's LP.
+"RAS at 10^6: the Lagrangian pass"). The first price is the budget row's dual in the
+datacenter relaxation's LP; while time is left, :class:`PriceSearch` moves it towards the best
+one (the bound is concave in the price, and the servers the reservations' solutions move, less
+the budget, is its slope: a bisection on that slope's sign). On the 20,000-server test region
+(``tests/test_reservation_neighbourhood.py``) the first price, 2.135, bounds at 12,647.2 and
+price 3 at 12,796.6, where the best plan known is 12,809.9 (benchmarks/results/reservation.md,
+"The price of a move").
 
 Each reservation's MIP is also a move of the search (:mod:`.neighbourhood`): its optimum,
 with the current plan's supply put back, is often still feasible.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
@@ -74,3 +81,45 @@ def lagrangian_bound(sub_bounds: np.ndarray, lp: LinearProgram, budget: int | No
         return None
     room = 0.0 if budget is None else float(lp.row_upper[budget])
     return float(sub_bounds.sum()) - price * room + constant
+
+
+# The price search's steps: up by this factor while the solutions move more than the budget
+# (no price is known yet at which they move less), and stop once the bracket is this narrow
+# (relative) or after this many passes.
+PRICE_GROWTH = 1.5
+PRICE_TOLERANCE = 0.05
+MAX_PASSES = 8
+
+
+@dataclasses.dataclass
+class PriceSearch:
+    """Bisection on the budget's price by the sign of the bound's slope: the servers moved by
+    the reservations' solutions at ``price``, less the budget's room. Positive: a higher price
+    bounds higher (``lower`` rises to it); negative: a lower one does (``upper`` falls to it).
+
+    ``scale`` is the first positive price to try when the relaxation's is 0."""
+
+    price: float
+    scale: float
+    lower: float = 0.0
+    upper: float | None = None
+    passes: int = 0
+
+    def next(self, moved: float, room: float) -> float | None:
+        """The price of the next pass after one at ``self.price`` whose solutions moved
+        ``moved`` servers, or None when the search is done."""
+        self.passes += 1
+        slope = moved - room
+        if slope > 0:
+            self.lower = max(self.lower, self.price)
+        elif slope < 0:
+            self.upper = self.price if self.upper is None else min(self.upper, self.price)
+        if slope == 0 or self.passes >= MAX_PASSES:
+            return None
+        if self.upper is None:
+            self.price = self.price * PRICE_GROWTH if self.price > 0 else self.scale
+        elif self.upper - self.lower <= PRICE_TOLERANCE * self.upper:
+            return None
+        else:
+            self.price = (self.lower + self.upper) / 2
+        return self.price

@@ -40,6 +40,7 @@ import numpy as np
 
 from fleetplan.models.reservation import ReservationModel, full_solution
 from fleetplan.solvers.reservation.bounded import GRACE_S, bounded_mip, can_fork, reap, start_child
+from fleetplan.solvers.reservation.lagrangian import MAX_PASSES
 
 # Reservations re-planned together: at 10^6 servers a RENS sub-MIP of 20 took about a second,
 # one of 50 took 22 s.
@@ -56,6 +57,9 @@ SINGLE_S = 1.5
 LAGRANGE_SHARE = 0.95
 LAGRANGE_S = 2.5
 LAGRANGE_MIN_S = 0.3
+# Another Lagrangian pass, at the price :class:`~.lagrangian.PriceSearch` proposes, starts only
+# while this many times the last pass's duration is left (a pass cut short bounds nothing).
+NEXT_PASS_MARGIN = 1.5
 # Relative gap at which a sub-MIP stops.
 SUB_GAP = 1e-4
 
@@ -159,10 +163,11 @@ class _Search:
         if self.background is not None:
             for cols_done, found_done in self.background.finish():
                 self._try("lagrangian", cols_done, found_done)
-            received = int(np.isfinite(self.background.bounds).sum())
-            self.log.append(f"  Lagrangian pass on its own core: {received} of {self.background.bounds.size} "
-                            f"reservations, {self.counts.get('lagrangian', [0, 0])[1]} of their solutions kept")
-            self._set_bound(self.background.bounds)
+            first = self.background.passes.get(0, (0.0, np.full(self.arrays.num_reservations, -np.inf)))[1]
+            self.log.append(f"  Lagrangian pass on its own core: {int(np.isfinite(first).sum())} of {first.size} "
+                            f"reservations, {len(self.background.passes)} pass(es), "
+                            f"{self.counts.get('lagrangian', [0, 0])[1]} of their solutions kept")
+            self._set_bound(self.background.passes)
         done = "; ".join(f"{tried} {kind}, {kept} improved" for kind, (tried, kept) in self.counts.items())
         self.log.append(f"neighbourhood search: {done}; {self.first + self.model.constant:.6g} -> "
                         f"{self.best + self.model.constant:.6g} in {time.perf_counter() - started:.1f} s")
@@ -183,13 +188,40 @@ class _Search:
             self._keep("singles", cols, _whole(sub, self.values[cols], self.stop_at, SINGLE_S, self.seed).values)
 
     def _lagrangian(self, ml: np.ndarray) -> None:
-        """The Lagrangian pass inline (one thread): each reservation's MIP of
-        :mod:`.lagrangian`, its solution tried as a move, then the bound."""
-        bounds = np.full(self.arrays.num_reservations, -np.inf)
-        for reservation, cols, ran in self._lagrangian_runs(ml, LAGRANGE_SHARE):
-            bounds[reservation] = ran.bound
+        """The Lagrangian passes inline (one thread): each reservation's MIP of
+        :mod:`.lagrangian`, its solution tried as a move, then the best pass's bound."""
+        passes: dict[int, tuple[float, np.ndarray]] = {}
+        for index, price, reservation, cols, ran in self._lagrangian_passes(ml):
+            passes.setdefault(index, (price, np.full(self.arrays.num_reservations, -np.inf)))[1][reservation] = ran.bound
             self._keep("lagrangian", cols, ran.values)
-        self._set_bound(bounds)
+        self._set_bound(passes)
+
+    def _lagrangian_passes(self, ml: np.ndarray):
+        """Yield (pass, its price, reservation, its columns, what its MIP returned) for the
+        Lagrangian pass at ``self.price``, then, while a deadline leaves room for a whole pass
+        more, for passes at the prices :class:`~.lagrangian.PriceSearch` proposes from the
+        servers each pass's solutions moved."""
+        from fleetplan.solvers.reservation.lagrangian import PriceSearch
+
+        positive = np.abs(self.lp.cost[self.lp.cost != 0])
+        search = PriceSearch(self.price, scale=float(positive.mean()) if positive.size else 1.0)
+        moves = self.lp.names["m"]
+        room = 0.0 if self.budget is None else float(self.lp.row_upper[self.budget])
+        for index in range(MAX_PASSES):
+            started, moved, done = time.perf_counter(), 0.0, 0
+            for reservation, cols, ran in self._lagrangian_runs(ml, LAGRANGE_SHARE):
+                done += 1
+                is_move = (cols >= moves.start) & (cols < moves.stop)
+                moved += float(np.round(ran.values[is_move]).sum()) if ran.values is not None else np.nan
+                yield index, self.price, reservation, cols, ran
+            took = time.perf_counter() - started
+            if (done < self.arrays.num_reservations or self.budget is None or not np.isfinite(moved)
+                    or self.stop_at is None or self.stop_at - time.perf_counter() < NEXT_PASS_MARGIN * took):
+                return
+            price = search.next(moved, room)
+            if price is None:
+                return
+            self.price = price
 
     def _lagrangian_runs(self, ml: np.ndarray, share: float):
         """Yield (reservation, its columns, what its MIP of :mod:`.lagrangian` returned) for
@@ -210,12 +242,24 @@ class _Search:
             sub = subproblem(self.lp, self.csc, cols, self.budget, self.price)
             yield reservation, cols, _whole(sub, self.values[cols], self.stop_at, per, self.seed)
 
-    def _set_bound(self, bounds: np.ndarray) -> None:
+    def _set_bound(self, passes: dict[int, tuple[float, np.ndarray]]) -> None:
+        """The best bound of the passes that reached every reservation (each pass: its price
+        and every reservation's MIP bound, -inf where it did not run)."""
         from fleetplan.solvers.reservation.lagrangian import lagrangian_bound
 
-        self.bound = lagrangian_bound(bounds, self.lp, self.budget, self.price, self.model.constant)
-        self.log.append(f"  Lagrangian bound (moves priced at {self.price:.4g}): "
-                        + ("not finite" if self.bound is None else f"{self.bound:.6g}"))
+        found = []
+        for index in sorted(passes):
+            price, bounds = passes[index]
+            bound = lagrangian_bound(bounds, self.lp, self.budget, price, self.model.constant)
+            self.log.append(f"  Lagrangian bound (moves priced at {price:.4g}): "
+                            + ("not finite" if bound is None else f"{bound:.6g}"))
+            if bound is not None:
+                found.append((bound, price))
+        if found:
+            self.bound, price = max(found)
+            if len(passes) > 1:
+                self.log.append(f"  Lagrangian bound: {self.bound:.6g}, the best of {len(passes)} passes "
+                                f"(moves priced at {price:.4g})")
 
     def _keep(self, kind: str, cols: np.ndarray, found: np.ndarray | None) -> None:
         """The plan with ``found`` on ``cols`` if it keeps every row and costs less (and the
@@ -244,17 +288,18 @@ class _Search:
 
 class _Background:
     """The Lagrangian pass in a forked child process, beside the search's own passes (two
-    cores): the child runs every reservation's MIP within ``LAGRANGE_SHARE`` of the time and
-    sends each result back; the search tries each solution as a move when it comes in and
-    takes the bound once every reservation's has."""
+    cores): the child runs the passes of :meth:`_Search._lagrangian_passes` (every
+    reservation's MIP within ``LAGRANGE_SHARE`` of the time, then passes at better prices while
+    there is time) and sends each result back; the search tries each solution as a move when it
+    comes in and takes the best bound of the passes that reached every reservation."""
 
     def __init__(self, search: _Search, ml: np.ndarray) -> None:
         def work(send) -> None:
-            for reservation, _, ran in search._lagrangian_runs(ml, LAGRANGE_SHARE):
-                send.send((reservation, ran.bound, ran.values))
+            for index, price, reservation, _, ran in search._lagrangian_passes(ml):
+                send.send((index, price, reservation, ran.bound, ran.values))
 
         self.search = search
-        self.bounds = np.full(search.arrays.num_reservations, -np.inf)
+        self.passes: dict[int, tuple[float, np.ndarray]] = {}  # pass -> (price, bounds)
         self.pid, self.receive = start_child(work)
         self.ended = False
 
@@ -262,11 +307,12 @@ class _Background:
         """Yield (columns, solution or None) for each result that came in so far."""
         while not self.ended and self.receive.poll(0):
             try:
-                reservation, bound, values = self.receive.recv()
+                index, price, reservation, bound, values = self.receive.recv()
             except EOFError:
                 self.ended = True
                 return
-            self.bounds[reservation] = bound
+            empty = (price, np.full(self.search.arrays.num_reservations, -np.inf))
+            self.passes.setdefault(index, empty)[1][reservation] = bound
             yield np.flatnonzero(self.search.owner == reservation), values
 
     def finish(self):
