@@ -199,7 +199,7 @@ def test_lagrangian_pass_on_its_own_core(region, large_path):
     own, inline = _pass_bounds(log)[0], _pass_bounds(large_path.log)[0]
     assert own[0] == inline[0] == pytest.approx(price)
     assert own[1] == pytest.approx(inline[1], rel=1e-2)
-    assert searched.bound >= own[1]
+    assert searched.bound >= own[1] * (1 - 1e-5)  # the log rounds to 6 digits
 
 
 def test_price_search_brackets_the_slope_sign():
