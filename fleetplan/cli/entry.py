@@ -107,9 +107,8 @@ def run() -> None:
     settling.in_console = True
     code = main()
     if code not in (EXIT_INTERRUPTED, EXIT_TERMINATED):
-        settle(code)
-        # What Python's teardown would do before freeing the modules; multiprocessing's child
-        # processes end the same way (BaseProcess._bootstrap).
+        # main() has settled the code. What Python's teardown would do before freeing the
+        # modules; multiprocessing's child processes end the same way (BaseProcess._bootstrap).
         for finish in (getattr(threading, "_shutdown", None), getattr(atexit, "_run_exitfuncs", None)):
             if finish is not None:
                 finish()
