@@ -133,7 +133,7 @@ def _run_console(tmp_path: Path, patch: str, *arguments: str, command: list[str]
             *arguments]
     code = ("import os, signal, sys, time\n"
             f"sys.argv = {argv!r}\n"
-            "import fleetplan.cli.entry as entry\nimport fleetplan.cli.app as app\n"
+            "import fleetplan.cli.entry as entry\nimport fleetplan.cli.app as app\nimport fleetplan.cli.common as common\n"
             f"{patch}\nentry.run()\n")
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
 
@@ -157,9 +157,9 @@ def test_a_signal_once_the_plan_is_written_ends_with_its_code(tmp_path, json_out
     """Once the plan is in place (the write settles the exit code), a SIGTERM is noted and the
     command ends with 0 and its whole report: it used to say 'terminated' and 143 beside the
     plan it had written, while the report printed after the write."""
-    patch = ("original = app.settle\n"
+    patch = ("original = common.settle\n"
              f"def settle(code):\n    original(code)\n    {SIGNAL_SELF}\n"
-             "app.settle = settle")
+             "common.settle = settle")
     run = _run_console(tmp_path, patch, *(["--json"] if json_output else []))
     assert run.returncode == 0, run.stderr
     assert run.stderr == ""
@@ -171,9 +171,9 @@ def test_a_signal_once_the_plan_is_written_ends_with_its_code(tmp_path, json_out
 
 
 def test_generate_settles_once_its_instance_is_written(tmp_path):
-    patch = ("original = app.settle\n"
+    patch = ("original = common.settle\n"
              f"def settle(code):\n    original(code)\n    {SIGNAL_SELF}\n"
-             "app.settle = settle")
+             "common.settle = settle")
     output = tmp_path / "instance.json"
     run = _run_console(tmp_path, patch, command=["generate", "allocation", "--jobs", "8", "-o", str(output)])
     assert run.returncode == 0, run.stderr

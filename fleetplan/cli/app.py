@@ -37,6 +37,7 @@ from fleetplan.cli.common import (  # noqa: F401  (re-exported: the public helpe
     positive_seconds,
     print_json,
     progress_display,
+    save_last,
     stderr,
     stdout,
     time_left,
@@ -53,7 +54,6 @@ from fleetplan.cli.render import (
     render_result,
     render_solver,
 )
-from fleetplan.cli.settling import settle
 
 # Only the error type at start-up: fleetplan.instances (numpy, pydantic) loads with the first
 # command that reads or builds a file, so `fleetplan --help` answers at once.
@@ -78,8 +78,7 @@ def cmd_generate(args: argparse.Namespace, extra: Sequence[str]) -> int:
         except MemoryError:
             raise CommandError(f"generate {args.kind}: this machine has not enough memory for an "
                                f"instance of this size ({params}); try a smaller one") from None
-        fleetplan.save(instance, args.output)
-    settle(EXIT_OK)
+        save_last(instance, args.output)
     if args.json:
         print_json({"output": args.output, "kind": args.kind, "params": params, "seed": args.seed})
     else:
@@ -96,11 +95,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
     else:
         stdout.print(f"{args.file}: valid {instance.kind} instance '{instance.name}'", markup=False)
     return EXIT_OK
-
-
-def _save_plan(plan: Any, output: str) -> None:
-    fleetplan.save(plan, output)
-    settle(EXIT_OK)  # the plan is in place: the command ends with "a plan" whatever comes now
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
@@ -151,7 +145,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     written = bool(args.output) and result.success
     if args.json:
         if written:
-            _save_plan(result.plan, args.output)
+            save_last(result.plan, args.output)
         phase("write_s")
         data = result.to_dict()
         data["phases"] = {name: round(seconds, 4) for name, seconds in phases.items()}
@@ -173,7 +167,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
             if line != result.message:
                 stdout.print(line, style="dim", markup=False)
         if written:
-            _save_plan(result.plan, args.output)
+            save_last(result.plan, args.output)
             stdout.print(f"wrote plan to {args.output}", markup=False)
         elif not result.success:
             stdout.print(f"no plan ({result.status}): nothing written", markup=False)

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from fleetplan.cli.render import make_console
+from fleetplan.cli.settling import settle
 from fleetplan.errors import clip
 
 # yaml, rich.progress and fleetplan.instances load where used: `fleetplan --help` needs none.
@@ -124,6 +125,15 @@ def write_json(path: str, data: Any) -> None:
     from fleetplan.instances.outputs import atomic_write_text
 
     atomic_write_text(path, json.dumps(data, indent=1, allow_nan=False) + "\n")
+
+
+def save_last(obj: Any, path: str) -> None:
+    """Write the command's last output (an instance or a plan, by :func:`fleetplan.save`); from
+    then on its exit code is 0, whatever signal comes (:func:`~fleetplan.cli.settling.settle`)."""
+    import fleetplan
+
+    fleetplan.save(obj, path)
+    settle(EXIT_OK)
 
 
 def print_json(data: Any) -> None:

@@ -11,7 +11,8 @@ go through a temporary file that is unlinked on the way out):
 * once the command's outputs are in place (:func:`~fleetplan.cli.settling.settle`, called by
   a command right after its last write, and by :func:`main` when the command returns), its
   exit code is decided: a first signal is noted and the command finishes its last lines with
-  that code, a second ends the process at once with it. Files and exit code agree: never 143 beside a plan just written.
+  that code, a second ends the process at once with it. Files and exit code agree: never 143
+  beside a plan just written.
 
 What remains before this module's first line is Python's own start-up: the interpreter, its
 ``site`` module (the virtual environment's path files) and the two package ``__init__`` modules

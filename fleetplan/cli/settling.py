@@ -8,9 +8,11 @@ import os
 import signal
 import sys
 
-# True in the command's own process once ``entry.run()`` drives it; main() called from a program (or a
-# test) in-process leaves that program's handlers as main() set them.
+# True in the command's own process once ``entry.run()`` drives it; main() called from a
+# program (or a test) in-process leaves that program's handlers as main() set them.
 in_console = False
+# The code settled so far: settling it again keeps the signal already noted.
+_settled: int | None = None
 
 
 def settle(code: int) -> None:
@@ -20,8 +22,10 @@ def settle(code: int) -> None:
 
     Only in the command's own process (see :func:`fleetplan.cli.entry.run`); elsewhere it does
     nothing."""
-    if not in_console:
+    global _settled
+    if not in_console or _settled == code:
         return
+    _settled = code
     received: list[int] = []
 
     def note(signum: int, frame: object) -> None:

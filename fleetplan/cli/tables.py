@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import fleetplan
-from fleetplan.cli.common import EXIT_OK
+from fleetplan.cli.common import EXIT_OK, save_last
 from fleetplan.cli.settling import settle
 from fleetplan.errors import InstanceError
 
@@ -145,12 +145,6 @@ def _report(args: argparse.Namespace, data: dict[str, Any], line: str) -> None:
         sys.stdout.write(line + "\n")
 
 
-def _save_last(obj: Any, output: str) -> None:
-    """Write the command's one output; from then on its exit code is 0 (see ``settle``)."""
-    fleetplan.save(obj, output)
-    settle(EXIT_OK)
-
-
 def _name(args: argparse.Namespace) -> str:
     return args.name if args.name is not None else Path(args.output).stem
 
@@ -165,7 +159,7 @@ def handle_import_allocation(args: argparse.Namespace) -> int:
     instance = from_frames(jobs=args.jobs, cluster=args.cluster, entities=args.entities,
                            colocations=args.colocations, name=_name(args))
     _as_loaded(instance, args.jobs)
-    _save_last(instance, args.output)
+    save_last(instance, args.output)
     _report(args, {"output": args.output, "kind": "allocation", "jobs": len(instance.jobs),
                    "worker_types": len(instance.worker_types)},
             f"wrote allocation instance '{instance.name}' ({len(instance.jobs)} jobs, "
@@ -181,7 +175,7 @@ def handle_import_placement(args: argparse.Namespace) -> int:
     instance = from_frames(tables=args.tables, jobs=args.jobs, regions=args.regions,
                            settings=args.settings, name=args.name, default_name=Path(args.output).stem)
     _as_loaded(instance, args.tables)
-    _save_last(instance, args.output)
+    save_last(instance, args.output)
     arrays = instance.arrays()
     _report(args, {"output": args.output, "kind": "placement", "regions": arrays.num_regions,
                    "tables": arrays.num_tables, "jobs": arrays.num_jobs},
@@ -218,7 +212,7 @@ def handle_import_plan(args: argparse.Namespace) -> int:
     _as_loaded(plan, args.table)
     # The judge reads the plan as `evaluate` will (an unknown --policy was written, then refused).
     fleetplan.evaluate(instance, plan)
-    _save_last(plan, args.output)
+    save_last(plan, args.output)
     _report(args, {"output": args.output, "kind": plan.kind},
             f"wrote {plan.kind} plan to {args.output}")
     return 0
