@@ -229,6 +229,7 @@ def test_every_price_of_the_search_bounds_the_enumerated_optimum():
         PriceSearch,
         budget_row,
         lagrangian_bound,
+        servers_moved,
         subproblem,
     )
     from tests.test_reservation_exact import random_tiny
@@ -242,7 +243,7 @@ def test_every_price_of_the_search_bounds_the_enumerated_optimum():
         if truth.objective is None or budget is None:
             continue
         owner = column_reservation(model, instance.arrays())
-        csc, moves = model.lp.matrix.tocsc(), model.lp.names["m"]
+        csc = model.lp.matrix.tocsc()
         for first in (0.7, 5.0):
             search, price = PriceSearch(price=first, scale=1.0), first
             while price is not None:
@@ -251,7 +252,7 @@ def test_every_price_of_the_search_bounds_the_enumerated_optimum():
                     cols = np.flatnonzero(owner == reservation)
                     ran = bounded_mip(subproblem(model.lp, csc, cols, budget, price), None, 1, 0, 1e-9)
                     bounds.append(ran.bound)
-                    moved += float(ran.values[(cols >= moves.start) & (cols < moves.stop)].sum())
+                    moved += servers_moved(model.lp, cols, ran.values)
                 bound = lagrangian_bound(np.array(bounds), model.lp, budget, price, model.constant)
                 assert bound is not None and bound <= truth.objective + 1e-6, (seed, price, bound, truth.objective)
                 checked += 1

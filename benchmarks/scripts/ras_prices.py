@@ -19,7 +19,12 @@ import numpy as np
 from fleetplan.instances import generate
 from fleetplan.models.reservation import build
 from fleetplan.solvers.reservation.bounded import bounded_mip
-from fleetplan.solvers.reservation.lagrangian import budget_row, lagrangian_bound, subproblem
+from fleetplan.solvers.reservation.lagrangian import (
+    budget_row,
+    lagrangian_bound,
+    servers_moved,
+    subproblem,
+)
 from fleetplan.solvers.reservation.neighbourhood import column_reservation
 
 
@@ -39,7 +44,6 @@ def main() -> None:
     lp, csc = model.lp, model.lp.matrix.tocsc()
     owner, budget = column_reservation(model, arrays), budget_row(lp)
     room = 0.0 if budget is None else float(lp.row_upper[budget])
-    moves = lp.names["m"]
     print(f"{args.servers} servers, {args.reservations} reservations: budget {room:.0f} servers", flush=True)
     for price in (float(p) for p in args.prices.split(",")):
         wall, bounds, moved, capped = time.perf_counter(), [], 0.0, 0
@@ -49,7 +53,7 @@ def main() -> None:
             bounds.append(ran.bound)
             capped += "Optimal" not in ran.status
             if ran.values is not None:
-                moved += float(np.round(ran.values[(cols >= moves.start) & (cols < moves.stop)]).sum())
+                moved += servers_moved(lp, cols, ran.values)
         bound = lagrangian_bound(np.array(bounds), lp, budget, price, model.constant)
         print(f"price {price:g}: bound {bound:.6g}, servers moved {moved:.0f} (slope {moved - room:+.0f}), "
               f"{capped} MIPs at their cap, {time.perf_counter() - wall:.1f} s wall (the MIPs run in child processes), "

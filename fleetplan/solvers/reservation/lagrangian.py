@@ -73,6 +73,13 @@ def subproblem(lp: LinearProgram, csc, cols: np.ndarray, budget: int | None, pri
                          col_upper=lp.col_upper[cols].copy(), integrality=lp.integrality[cols].copy())
 
 
+def servers_moved(lp: LinearProgram, cols: np.ndarray, values: np.ndarray) -> float:
+    """Servers moved by a reservation's solution ``values`` on its columns ``cols`` (the sum of
+    its move columns, rounded): its share of the bound's slope in the price."""
+    moves = lp.names["m"]
+    return float(np.round(values[(cols >= moves.start) & (cols < moves.stop)]).sum())
+
+
 def lagrangian_bound(sub_bounds: np.ndarray, lp: LinearProgram, budget: int | None, price: float,
                      constant: float) -> float | None:
     """The bound from the reservations' MIP bounds ``sub_bounds`` (objective constant

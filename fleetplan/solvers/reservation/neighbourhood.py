@@ -34,13 +34,13 @@ medians of three runs).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 
 import numpy as np
 
 from fleetplan.models.reservation import ReservationModel, full_solution
 from fleetplan.solvers.reservation.bounded import GRACE_S, bounded_mip, can_fork, reap, start_child
-from fleetplan.solvers.reservation.lagrangian import MAX_PASSES
 
 # Reservations re-planned together: at 10^6 servers a RENS sub-MIP of 20 took about a second,
 # one of 50 took 22 s.
@@ -163,9 +163,10 @@ class _Search:
         if self.background is not None:
             for cols_done, found_done in self.background.finish():
                 self._try("lagrangian", cols_done, found_done)
-            first = self.background.passes.get(0, (0.0, np.full(self.arrays.num_reservations, -np.inf)))[1]
-            self.log.append(f"  Lagrangian pass on its own core: {int(np.isfinite(first).sum())} of {first.size} "
-                            f"reservations, {len(self.background.passes)} pass(es), "
+            passes = self.background.passes
+            received = int(np.isfinite(passes[0][1]).sum()) if passes else 0
+            self.log.append(f"  Lagrangian pass on its own core: {received} of {self.arrays.num_reservations} "
+                            f"reservations, {len(passes)} pass(es), "
                             f"{self.counts.get('lagrangian', [0, 0])[1]} of their solutions kept")
             self._set_bound(self.background.passes)
         done = "; ".join(f"{tried} {kind}, {kept} improved" for kind, (tried, kept) in self.counts.items())
@@ -192,40 +193,46 @@ class _Search:
         :mod:`.lagrangian`, its solution tried as a move, then the best pass's bound."""
         passes: dict[int, tuple[float, np.ndarray]] = {}
         for index, price, reservation, cols, ran in self._lagrangian_passes(ml):
-            passes.setdefault(index, (price, np.full(self.arrays.num_reservations, -np.inf)))[1][reservation] = ran.bound
+            self._note_bound(passes, index, price, reservation, ran.bound)
             self._keep("lagrangian", cols, ran.values)
         self._set_bound(passes)
+
+    def _note_bound(self, passes: dict[int, tuple[float, np.ndarray]], index: int, price: float, reservation: int,
+                   bound: float) -> None:
+        """Record a reservation's MIP bound in pass ``index`` (at ``price``) of ``passes``: pass
+        -> (price, every reservation's bound, -inf where it has not run)."""
+        passes.setdefault(index, (price, np.full(self.arrays.num_reservations, -np.inf)))[1][reservation] = bound
 
     def _lagrangian_passes(self, ml: np.ndarray):
         """Yield (pass, its price, reservation, its columns, what its MIP returned) for the
         Lagrangian pass at ``self.price``, then, while a deadline leaves room for a whole pass
         more, for passes at the prices :class:`~.lagrangian.PriceSearch` proposes from the
         servers each pass's solutions moved."""
-        from fleetplan.solvers.reservation.lagrangian import PriceSearch
+        from fleetplan.solvers.reservation.lagrangian import PriceSearch, servers_moved
 
         positive = np.abs(self.lp.cost[self.lp.cost != 0])
         search = PriceSearch(self.price, scale=float(positive.mean()) if positive.size else 1.0)
-        moves = self.lp.names["m"]
         room = 0.0 if self.budget is None else float(self.lp.row_upper[self.budget])
-        for index in range(MAX_PASSES):
+        price = self.price
+        for index in itertools.count():
             started, moved, done = time.perf_counter(), 0.0, 0
-            for reservation, cols, ran in self._lagrangian_runs(ml, LAGRANGE_SHARE):
+            for reservation, cols, ran in self._lagrangian_runs(ml, LAGRANGE_SHARE, price):
                 done += 1
-                is_move = (cols >= moves.start) & (cols < moves.stop)
-                moved += float(np.round(ran.values[is_move]).sum()) if ran.values is not None else np.nan
-                yield index, self.price, reservation, cols, ran
+                moved += np.nan if ran.values is None else servers_moved(self.lp, cols, ran.values)
+                yield index, price, reservation, cols, ran
             took = time.perf_counter() - started
             if (done < self.arrays.num_reservations or self.budget is None or not np.isfinite(moved)
                     or self.stop_at is None or self.stop_at - time.perf_counter() < NEXT_PASS_MARGIN * took):
                 return
-            price = search.next(moved, room)
-            if price is None:
+            proposed = search.next(moved, room)  # None once the search is done (at most MAX_PASSES)
+            if proposed is None:
                 return
-            self.price = price
+            price = proposed
 
-    def _lagrangian_runs(self, ml: np.ndarray, share: float):
-        """Yield (reservation, its columns, what its MIP of :mod:`.lagrangian` returned) for
-        every reservation, within ``share`` of the time left, while there is time."""
+    def _lagrangian_runs(self, ml: np.ndarray, share: float, price: float):
+        """Yield (reservation, its columns, what its MIP of :mod:`.lagrangian`, moves priced at
+        ``price``, returned) for every reservation, within ``share`` of the time left, while
+        there is time."""
         from fleetplan.solvers.reservation.lagrangian import subproblem
 
         others = np.setdiff1d(np.arange(self.arrays.num_reservations), ml)
@@ -239,7 +246,7 @@ class _Search:
                 per = min(LAGRANGE_S, max(LAGRANGE_MIN_S, (pass_stop - time.perf_counter()) /
                                           max(order.size - max(done, others.size), 1)))
             cols = np.flatnonzero(self.owner == reservation)
-            sub = subproblem(self.lp, self.csc, cols, self.budget, self.price)
+            sub = subproblem(self.lp, self.csc, cols, self.budget, price)
             yield reservation, cols, _whole(sub, self.values[cols], self.stop_at, per, self.seed)
 
     def _set_bound(self, passes: dict[int, tuple[float, np.ndarray]]) -> None:
@@ -311,8 +318,7 @@ class _Background:
             except EOFError:
                 self.ended = True
                 return
-            empty = (price, np.full(self.search.arrays.num_reservations, -np.inf))
-            self.passes.setdefault(index, empty)[1][reservation] = bound
+            self.search._note_bound(self.passes, index, price, reservation, bound)
             yield np.flatnonzero(self.search.owner == reservation), values
 
     def finish(self):
