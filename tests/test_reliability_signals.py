@@ -152,6 +152,20 @@ def test_a_signal_while_the_report_prints_leaves_no_plan(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_an_interruption_python_cannot_pass_on_is_sent_again(tmp_path):
+    """A Ctrl-C that lands in an import lock's weakref callback (or a ``__del__``) was printed
+    as "Exception ignored ... Traceback" and lost (seen once in CI). It is sent again: one
+    line, 130, no plan."""
+    patch = ("original = app.render_result\n"
+             "class Late:\n    def __del__(self):\n        raise KeyboardInterrupt\n"
+             "def render_result(*a, **k):\n    Late()\n    time.sleep(0.5)\n    return original(*a, **k)\n"
+             "app.render_result = render_result")
+    run = _run_console(tmp_path, patch)
+    assert run.returncode == 130, run.stderr
+    assert run.stderr.strip() == "fleetplan: interrupted"
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("json_output", [False, True], ids=["report", "json"])
 def test_a_signal_once_the_plan_is_written_ends_with_its_code(tmp_path, json_output):
     """Once the plan is in place (the write settles the exit code), a SIGTERM is noted and the

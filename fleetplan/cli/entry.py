@@ -95,6 +95,37 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_TERMINATED
 
 
+def _redeliver(unraisable: object) -> None:
+    """``sys.unraisablehook`` of the command's process: an interruption raised where Python
+    cannot pass it on (an import lock's weakref callback, a ``__del__``) was printed as
+    "Exception ignored ... Traceback" and lost; it is sent again once this hook has returned,
+    and the handler raises it where the command's code runs."""
+    error = getattr(unraisable, "exc_value", None)
+    if not isinstance(error, (KeyboardInterrupt, Terminated)):
+        sys.__unraisablehook__(unraisable)  # type: ignore[arg-type]
+        return
+    signum = signal.SIGINT if isinstance(error, KeyboardInterrupt) else signal.SIGTERM
+    threading.Thread(target=_send_after_hook, args=(threading.main_thread().ident, signum),
+                     name="fleetplan-redeliver", daemon=True).start()
+
+
+def _send_after_hook(main: int, signum: int) -> None:
+    # Sent from inside the hook, the handler would run there and its exception be ignored
+    # again: wait until the main thread's stack no longer holds the hook.
+    import _thread
+
+    while any(frame.f_code is _redeliver.__code__ for frame in _stack(main)):
+        time.sleep(0.001)
+    _thread.interrupt_main(signum)
+
+
+def _stack(thread: int | None):
+    frame = sys._current_frames().get(thread)
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+
+
 def run() -> None:
     """Console-script wrapper: run :func:`main`, then end the process with its code.
 
@@ -106,6 +137,7 @@ def run() -> None:
     torn down. After an interrupt the command has already cleaned up (``finally`` blocks
     removed its temporary files, ``bench`` stopped its children), so it leaves at once."""
     settling.in_console = True
+    sys.unraisablehook = _redeliver
     code = main()
     if code not in (EXIT_INTERRUPTED, EXIT_TERMINATED):
         # main() has settled the code. What Python's teardown would do before freeing the
