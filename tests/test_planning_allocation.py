@@ -138,11 +138,41 @@ def test_removing_any_purchased_unit_breaks_a_target(target):
 
 
 def test_gang_scheduling_a_job_needs_enough_gpus_of_the_type_it_runs_on():
-    """A 4-GPU job fits the V100s only once there are 4 of them."""
+    """A 4-GPU job fits the V100s only once there are 4 of them: 8 steps/s needs them."""
+    instance = small_cluster(counts=(2, 4), jobs=((8.0, 1.0),), scale=(4,))
+    result = size(instance, ["total_throughput>=8"], ["v100=1", "k80=1"])
+    assert result.status == "optimal"
+    assert result.additions["v100"] == 2
+    assert result.checks == {"total_throughput>=8": True}
+
+
+def test_the_fastest_type_is_the_fastest_the_sized_cluster_opens():
+    """Today the job fits only the K80s, its fastest type there: full time on them is 1.0 of its
+    fastest, so nothing need be bought. (The V100 becomes its reference only once bought: buying
+    two V100s would ask 8 steps/s of it.)"""
     instance = small_cluster(counts=(2, 4), jobs=((8.0, 1.0),), scale=(4,))
     result = size(instance, ["min_throughput_vs_fastest>=1"], ["v100=1", "k80=1"])
-    assert result.additions["v100"] == 2
+    assert result.status == "optimal"
+    assert result.additions["v100"] == 0 and result.cost == 0
     assert result.checks == {"min_throughput_vs_fastest>=1": True}
+
+
+def test_a_cheap_slow_type_meets_a_relative_target_the_fast_one_would_raise():
+    """The planner's L4 case: four cheap slow GPUs meet min_throughput_vs_fastest>=0.4 (each job's
+    fastest is then the slow type); the MIP that took the fast types as the reference bought an
+    H100 and an A100 and printed that as a proven minimum."""
+    types = {"h100": 0, "a100": 0, "l4": 0, "v100": 1}
+    data = {"kind": "allocation", "schema_version": 1,
+            "worker_types": [{"name": t, "count": c} for t, c in types.items()],
+            "jobs": [{"id": f"j{i}", "throughput": {"h100": 10.0 + i, "a100": 6.0 + i, "l4": 1.0 + 0.1 * i,
+                                                    "v100": 0.1}}
+                     for i in range(8)]}
+    instance = fleetplan.instances.instance_from_data(data)
+    result = size(instance, ["min_throughput_vs_fastest>=0.4"], ["h100=4.5", "a100=2.9", "l4=0.8"])
+    assert result.status == "optimal"
+    assert result.additions == {"h100": 0, "a100": 0, "l4": 4} and result.cost == pytest.approx(3.2)
+    assert result.bound <= result.cost + 1e-9
+    assert result.checks == {"min_throughput_vs_fastest>=0.4": True}
 
 
 # --- sizing: infeasible and bad input -------------------------------------------------------

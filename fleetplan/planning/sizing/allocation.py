@@ -1,40 +1,31 @@
-"""Sizing an allocation instance: integer GPUs to buy per type, with Gavel's allocation X as
-variables of the same model (Gavel §3.1's constraints, capacity made a variable).
+"""Sizing an allocation instance: the cheapest GPUs to buy per type so that every target holds,
+under no policy (an allocation that meets them exists) or under the policy that runs.
 
-The MIP, over job classes (identical jobs share variables, as in the policies' LPs)::
+The models are :mod:`fleetplan.models.allocation.sizing`'s: where every target's reference is
+fixed or linear in the purchase the MIP is exact and its optimum is the answer; where the
+isolated share moves with the purchase beyond that, a *restriction* (whose purchases meet the
+targets) and a *relaxation* (whose optimum bounds every purchase that does) bracket it, and the
+purchase lattice between the relaxation's bound and the restriction's cost is searched cheapest
+first (:mod:`.lattice`), each purchase checked exactly by an LP with the references of the
+sized cluster. The answer is ``optimal`` only when that bracket closes.
 
-    minimize   sum_k price_k * add_k
-    subject to sum_k X[m, k] <= 1                                   (each job's time)
-               sum_m scale_factor_m * X[m, k] - add_k <= count_k    (each type's workers)
-               the targets, linear in X and add (below)
-               X[m, k] <= z[k, s]  and  add_k >= (s - count_k) z[k, s]   for a job of scale
-                   factor s on a type that has fewer than s workers today (gang scheduling: the
-                   job runs there only once enough are bought; z binary)
-               sum_k price_k * add_k <= budget,   0 <= add_k <= MAX_k integer
+Under a named policy (``policy=``) a purchase passes when the policy's own allocation on the
+sized instance meets every target (solved and judged). That outcome is not monotone in capacity,
+so no greedy step decides it: the lattice is searched cheapest first from the policy-free
+minimum (a proven lower bound: the policy's allocation is one allocation), each purchase first
+checked by the LP (an allocation must exist) and then by the policy. When the search stops at
+its limit, a greedy repair from the policy-free purchase gives a purchase that passes, reported
+``feasible`` with the lattice's proven bound.
 
-Targets: ``min_time_share>=v`` bounds every job's time row below by v; ``min_throughput_vs_fastest
->=v`` asks throughput(m, X) >= v * (the job's speed on its fastest type); ``min_speedup_over_isolated
->=v`` asks throughput(m, X) >= v * throughput(m, X_isolated), where X_isolated grows linearly with
-the GPUs bought; ``slo_missed_jobs<=0`` puts each SLO job's floor steps/SLO; ``makespan_s<=T``
-puts every job's floor steps/T; ``total_throughput>=S`` one row on the sum.
-
-The LP relaxation's optimum bounds the cost from below. Two targets are modelled exactly only
-while a job's reference does not depend on what is bought: the fastest type (a type the job fits
-only after buying could be its fastest) and the isolated share (X_isolated is normalized when a
-job could hold more than all of the GPUs' time). Where it does, the model asks the larger
-reference — a purchase it finds still meets the target — and the result is ``feasible``, not
-``optimal``.
-
-The sized instance is then solved by a forward policy and judged (never by this model): the
-policy named, else the first of the candidates (:data:`CANDIDATE_POLICIES`) whose allocation
-meets every target. With a policy named and missed, units are added one at a time (the cheapest
-gain first) until it meets them: a purchase above the MIP's, whose cost the bound still brackets.
+Without a named policy the sized instance is solved by the candidates (:data:`CANDIDATE_POLICIES`)
+and judged; the message says when the kind's default policy misses a target there.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,8 +33,7 @@ import numpy as np
 
 from fleetplan.errors import InstanceError
 from fleetplan.instances.allocation import AllocationArrays, AllocationInstance, AllocationPlan
-from fleetplan.lazy import lazy_module
-from fleetplan.models.allocation.policies import aggregate_jobs, build_space
+from fleetplan.models.allocation.sizing import build_sizing_model
 from fleetplan.models.linear import INF, LinearProgram
 from fleetplan.planning.sizing import (
     Purchase,
@@ -53,32 +43,40 @@ from fleetplan.planning.sizing import (
     relative_gap,
     time_left,
 )
+from fleetplan.planning.sizing.lattice import LatticeOutcome, search_lattice
 from fleetplan.planning.targets import Target
-
-sp = lazy_module("scipy.sparse")
 
 # Tried in order when no policy is named: the kind's default, then the policies whose optimum
 # is a target's own measure (time shares, SLO floors, makespan, total throughput).
 CANDIDATE_POLICIES = ("max-min-fairness", "max-min-fairness-agnostic", "min-cost-slo", "min-makespan",
                       "max-throughput", "finish-time-fairness")
+DEFAULT_POLICY = CANDIDATE_POLICIES[0]
 _NEEDS_STEPS = {"min-cost-slo", "min-makespan", "finish-time-fairness"}
 
 
 @dataclasses.dataclass
-class _Model:
-    lp: LinearProgram
-    representative: np.ndarray
-    inverse: np.ndarray
-    space: Any
-    n_x: int
-    exact: bool
-    notes: list[str]
+class _Answer:
+    """The policy-free answer: a purchase (or None), its allocation, the proven bound."""
+
+    add: np.ndarray | None
+    allocation: np.ndarray | None
+    bound: float | None
+    proven: bool
+    timed_out: bool
+    points: int = 0
 
 
 def size_allocation(instance: AllocationInstance, targets: Sequence[Target], purchases: Sequence[Purchase], *,
                     budget: float | None, policy: str | None, time_limit: float | None, threads: int,
-                    seed: int, started: float, repair: bool = True, mip_rel_gap: float = 1e-6) -> SizingResult:
-    """:func:`fleetplan.planning.size` for the allocation kind (module docstring)."""
+                    seed: int, started: float, repair: bool = True, mip_rel_gap: float = 1e-6,
+                    max_points: int = 2000) -> SizingResult:
+    """:func:`fleetplan.planning.size` for the allocation kind (module docstring).
+
+    ``max_points`` is the most purchases the lattice search checks (policy solves under a
+    policy): the limit that ends it the same way at any machine load.
+    """
+    if isinstance(max_points, bool) or not isinstance(max_points, int) or not 0 <= max_points <= 10**7:
+        raise InstanceError("max_points", f"{max_points!r}: must be an integer from 0 to 10,000,000")
     arrays = instance.arrays()
     price, cap, notes = _purchase_arrays(arrays, purchases)
     _check_target_inputs(arrays, targets)
@@ -86,54 +84,205 @@ def size_allocation(instance: AllocationInstance, targets: Sequence[Target], pur
         from fleetplan.solvers import get_solver
 
         get_solver("allocation", policy)
+    deadline = None if time_limit is None else started + time_limit
     result = SizingResult(status="error", kind="allocation", targets=list(targets))
-    model = build_model(arrays, targets, price, cap, budget)
-    outcome = _solve_mip(model.lp, time_left(time_limit, started), threads, seed, mip_rel_gap)
-    result.log += outcome["log"]
-    result.stats.update(columns=float(model.lp.num_cols), rows=float(model.lp.num_rows),
-                        job_classes=float(len(model.representative)), mip_s=outcome["solve_s"])
-    if outcome["values"] is None:
-        result.status = "time_limit" if outcome["status"] == "time_limit" else "infeasible"
-        result.bound = outcome["bound"]
-        result.message = (_infeasible_cause(arrays, targets, price, cap, budget)
-                          if result.status == "infeasible" else "the time limit ran out before any purchase was found")
+    answer = _policy_free(arrays, targets, price, cap, budget, result, deadline, threads, seed, mip_rel_gap,
+                          max_points)
+    if answer.add is None:
+        result.bound = answer.bound
+        if answer.timed_out or not answer.proven:
+            result.status = "time_limit"
+            result.message = "the limits ran out before any purchase was found that meets every target"
+        else:
+            result.status = "infeasible"
+            result.message = _infeasible_cause(arrays, targets, price, cap, budget)
         return result
-    values = outcome["values"]
-    add = np.rint(values[model.n_x: model.n_x + len(price)]).astype(int)
-    witness = _witness(instance, model, values)
-    result.bound = outcome["bound"]
-    notes += model.notes
-    proven = outcome["status"] == "optimal" and model.exact
-    sized, chosen, plan, metrics, checks, tried = _verify(instance, add, targets, policy, witness,
-                                                          time_limit, started, threads, seed)
-    if chosen is None and policy is not None and repair:
-        add, sized, plan, metrics, checks, repair_log = _repair(instance, add, targets, policy, price, cap,
-                                                                budget, time_limit, started, threads, seed)
-        result.log += repair_log
-        chosen = policy if all(checks.values()) else None
-        proven = False
-    result.additions = {name: int(units) for name, units in zip(arrays.worker_types, add, strict=True)
-                        if cap[arrays.worker_types.index(name)] > 0}
+    add, proven = answer.add, answer.proven
+    result.bound = answer.bound
+    if policy is None:
+        sized, chosen, plan, metrics, checks, tried = _verify(instance, add, targets, None, answer.allocation,
+                                                              time_limit, started, threads, seed)
+        result.stats["policies_tried"] = float(len(tried))
+        if chosen is None:
+            notes.append(f"no registered policy's allocation meets every target on the sized instance "
+                         f"(tried {', '.join(tried)}); the plan is the sizing's own allocation, which does")
+        else:
+            notes.append(f"the sized instance meets every target under {chosen} (solved and judged)")
+        if chosen != DEFAULT_POLICY and DEFAULT_POLICY in tried:
+            notes.append(_default_policy_warning(sized, targets, time_limit, started, threads, seed))
+    else:
+        add, proven, sized, plan, metrics, checks = _under_policy(
+            instance, arrays, targets, policy, price, cap, budget, answer, result, deadline, time_limit, started,
+            threads, seed, max_points, repair)
+        chosen = policy if add is not None and all(checks.values()) else None
+        if chosen is None:
+            result.status = "time_limit" if result.stats.get("lattice_stopped") == "time" else (
+                "infeasible" if proven else "time_limit")
+            result.message = (f"under {policy} no purchase within the limits meets {', '.join(map(str, targets))}"
+                              if proven else f"under {policy} no purchase that meets every target was found within "
+                              f"the search's limits (checked {int(result.stats.get('points_checked', 0))} purchases; "
+                              f"none cheaper than {result.bound:g} passes)")
+            if answer.add is not None:
+                result.message += (f"; an allocation meeting every target exists with "
+                                   f"{_purchase_text(_additions(arrays, answer.add, cap))} (run without --policy "
+                                   "to get it)")
+            result.sized_instance = None
+            return result
+        notes.append(f"the sized instance meets every target under {policy} (solved and judged)")
+    result.additions = _additions(arrays, add, cap)
     result.cost = float(price @ add)
+    if result.bound is not None:
+        result.bound = min(result.bound, result.cost)
     result.gap = relative_gap(result.cost, result.bound)
     result.sized_instance, result.plan, result.metrics, result.checks = sized, plan, metrics, checks
-    result.stats["policies_tried"] = float(len(tried))
-    if chosen is None and policy is not None:
-        result.status = "infeasible"
-        result.message = (f"under {policy} the sized instance misses {describe_misses(targets, metrics)} even "
-                          f"after adding every unit the limits allow; an allocation meeting every target exists "
-                          f"with {_purchase_text(result.additions)} (run without --policy to get it)")
-        return result
     result.policy = chosen or "sizing-allocation"
-    result.status = "optimal" if proven and chosen is not None and (result.gap or 0) <= mip_rel_gap + 1e-9 \
-        else ("time_limit" if outcome["status"] == "time_limit" else "feasible")
-    if chosen is None:
-        notes.append(f"no registered policy's allocation meets every target on the sized instance "
-                     f"(tried {', '.join(tried)}); the plan is the sizing's own allocation, which does")
+    if proven:
+        result.status = "optimal"
+        result.gap = 0.0 if result.gap is not None and result.gap <= mip_rel_gap + 1e-9 else result.gap
     else:
-        notes.append(f"the sized instance meets every target under {chosen} (solved and judged)")
+        result.status = "time_limit" if answer.timed_out or result.stats.get("lattice_stopped") == "time" \
+            else "feasible"
     result.message = "; ".join(notes)
     return result
+
+
+def _additions(arrays: AllocationArrays, add: np.ndarray, cap: np.ndarray) -> dict[str, float]:
+    return {name: int(units) for name, units, limit in zip(arrays.worker_types, add, cap, strict=True) if limit > 0}
+
+
+def _policy_free(arrays: AllocationArrays, targets: Sequence[Target], price: np.ndarray, cap: np.ndarray,
+                 budget: float | None, result: SizingResult, deadline: float | None, threads: int, seed: int,
+                 mip_rel_gap: float, max_points: int) -> _Answer:
+    """The cheapest purchase under which an allocation meeting every target exists, and a proven
+    lower bound on it (module docstring)."""
+    restriction = build_sizing_model(arrays, targets, price, cap, budget, role="restriction")
+    outcome = _solve_mip(restriction.lp, _seconds(deadline), threads, seed, mip_rel_gap)
+    result.log += outcome["log"]
+    result.stats.update(columns=float(restriction.lp.num_cols), rows=float(restriction.lp.num_rows),
+                        job_classes=float(len(restriction.representative)), mip_s=outcome["solve_s"])
+    timed_out = outcome["status"] == "time_limit"
+    add = allocation = None
+    if outcome["values"] is not None:
+        add, allocation = restriction.additions(outcome["values"]), restriction.allocation(outcome["values"])
+    if restriction.exact:
+        bound = outcome["bound"] if outcome["values"] is not None or timed_out else math.inf
+        proven = add is not None and outcome["status"] == "optimal"
+        if add is None and not timed_out:
+            return _Answer(None, None, math.inf, True, False)
+        return _Answer(add, allocation, bound, proven, timed_out)
+    result.log += restriction.notes
+    relaxation = build_sizing_model(arrays, targets, price, cap, budget, role="relaxation")
+    relaxed = _solve_mip(relaxation.lp, _seconds(deadline), threads, seed, mip_rel_gap)
+    result.log += [line.replace("sizing MIP", "sizing relaxation") for line in relaxed["log"]]
+    if relaxed["values"] is None and relaxed["status"] != "time_limit":
+        return _Answer(None, None, math.inf, True, False)  # the relaxation admits every passing purchase
+    bound = relaxed["bound"] if relaxed["bound"] is not None else 0.0
+    timed_out = timed_out or relaxed["status"] == "time_limit"
+    if relaxed["values"] is not None:
+        candidate = relaxation.additions(relaxed["values"])
+        passes, matrix = allocation_exists(arrays, candidate, targets)
+        if passes and (add is None or price @ candidate < price @ add - 1e-9):
+            add, allocation = candidate, matrix
+    if add is not None and price @ add <= bound * (1 + mip_rel_gap) + 1e-9:
+        return _Answer(add, allocation, bound, True, timed_out)
+    search = search_lattice(price, _lattice_cap(cap), lambda point: allocation_exists(arrays, point, targets),
+                            lower_bound=bound, incumbent_cost=None if add is None else float(price @ add),
+                            max_cost=budget, max_points=max_points, deadline=deadline)
+    _note_search(result, search)
+    if search.found is not None:
+        return _Answer(search.found, search.payload, search.cost, True, timed_out, search.checked)
+    if add is None and search.exhausted:
+        return _Answer(None, None, math.inf, True, False, search.checked)
+    return _Answer(add, allocation, search.bound, search.proven, timed_out or search.stopped == "time",
+                   search.checked)
+
+
+def allocation_exists(arrays: AllocationArrays, add: np.ndarray, targets: Sequence[Target]) -> tuple[bool, Any]:
+    """Whether some allocation meets every target on the cluster with ``add`` more GPUs (an LP with
+    the sized cluster's own references: exact), and that allocation as a (jobs, types) matrix."""
+    sized = dataclasses.replace(arrays, num_workers=arrays.num_workers + add, fit_workers=None,
+                                isolated_override=None)
+    none = np.zeros(len(add))
+    model = build_sizing_model(sized, targets, np.ones(len(add)), none)
+    outcome = _solve_mip(model.lp, None, 1, 0, 1e-6)
+    if outcome["values"] is None:
+        return False, None
+    return True, model.allocation(outcome["values"])
+
+
+def _lattice_cap(cap: np.ndarray) -> np.ndarray:
+    return np.asarray(np.floor(cap), dtype=int)
+
+
+def _note_search(result: SizingResult, search: LatticeOutcome) -> None:
+    result.log += search.log
+    result.stats["points_checked"] = result.stats.get("points_checked", 0.0) + float(search.checked)
+    if search.stopped:
+        result.stats["lattice_stopped"] = search.stopped  # type: ignore[assignment]
+
+
+def _seconds(deadline: float | None) -> float | None:
+    return None if deadline is None else max(deadline - time.perf_counter(), 0.01)
+
+
+def _under_policy(instance: AllocationInstance, arrays: AllocationArrays, targets: Sequence[Target], policy: str,
+                  price: np.ndarray, cap: np.ndarray, budget: float | None, answer: _Answer, result: SizingResult,
+                  deadline: float | None, time_limit: float | None, started: float, threads: int, seed: int,
+                  max_points: int, repair: bool) -> tuple:
+    """The cheapest purchase under which ``policy``'s allocation meets every target (module
+    docstring): the policy-free answer when it passes and is proven, else the lattice from the
+    policy-free bound, else a greedy repair (not proven)."""
+    judged: dict[tuple[int, ...], tuple] = {}
+
+    def judge(add: np.ndarray) -> tuple:
+        key = tuple(int(a) for a in add)
+        if key not in judged:
+            sized = sized_instance(instance, add)
+            plan, metrics = _judge_policy(sized, policy, time_left(time_limit, started), threads, seed)
+            judged[key] = (sized, plan, metrics, check_targets(targets, metrics))
+        return judged[key]
+
+    sized, plan, metrics, checks = judge(answer.add)
+    if all(checks.values()) and answer.proven:
+        return answer.add, True, sized, plan, metrics, checks
+
+    def passes(add: np.ndarray) -> tuple[bool, Any]:
+        if not allocation_exists(arrays, add, targets)[0]:
+            return False, None
+        outcome = judge(add)
+        return bool(outcome[1] is not None and all(outcome[3].values())), outcome
+
+    incumbent = float(price @ answer.add) if all(checks.values()) else None
+    search = search_lattice(price, _lattice_cap(cap), passes, lower_bound=answer.bound or 0.0,
+                            incumbent_cost=incumbent, max_cost=budget, max_points=max_points, deadline=deadline)
+    _note_search(result, search)
+    result.stats["policy_solves"] = float(len(judged))
+    result.bound = search.bound if not search.exhausted else result.bound
+    if search.found is not None:
+        sized, plan, metrics, checks = search.payload
+        return search.found, True, sized, plan, metrics, checks
+    if incumbent is not None:
+        return answer.add, search.proven, sized, plan, metrics, checks
+    if search.exhausted:
+        return None, True, sized, plan, metrics, checks
+    if not repair:
+        return None, False, sized, plan, metrics, checks
+    add, sized, plan, metrics, checks, repair_log = _repair(instance, answer.add, targets, policy, price, cap,
+                                                            budget, time_limit, started, threads, seed)
+    result.log += repair_log
+    result.stats["policy_solves"] = float(len(judged)) + float(len(repair_log))
+    if not all(checks.values()):
+        return None, False, sized, plan, metrics, checks
+    return add, False, sized, plan, metrics, checks
+
+
+def _default_policy_warning(sized: AllocationInstance, targets: Sequence[Target], time_limit: float | None,
+                            started: float, threads: int, seed: int) -> str:
+    plan, metrics = _judge_policy(sized, DEFAULT_POLICY, time_left(time_limit, started), threads, seed)
+    if plan is not None and all(check_targets(targets, metrics).values()):
+        return f"{DEFAULT_POLICY} (the default policy) meets every target there too"
+    return (f"warning: under {DEFAULT_POLICY} (the default policy) the sized instance misses "
+            f"{describe_misses(targets, metrics)}: size with --policy {DEFAULT_POLICY} for a purchase it meets")
 
 
 # --- the model ---------------------------------------------------------------------------
@@ -178,125 +327,6 @@ def _check_target_inputs(arrays: AllocationArrays, targets: Sequence[Target]) ->
             raise InstanceError("--target", "min_time_share is a fraction of time: at most 1")
 
 
-def build_model(arrays: AllocationArrays, targets: Sequence[Target], price: np.ndarray, cap: np.ndarray,
-                budget: float | None) -> _Model:
-    """The sizing MIP of the module docstring as sparse arrays for HiGHS."""
-    count = arrays.num_workers
-    most = dataclasses.replace(arrays, num_workers=count + cap, fit_workers=None, isolated_override=None)
-    representative, inverse, multiplicity = aggregate_jobs(arrays.throughput, arrays.scale_factor,
-                                                           arrays.steps_left, arrays.slo_seconds)
-    reps = _subset(most, representative)
-    space = build_space(reps, multiplicity=multiplicity)
-    n_x, n_types = space.n_cols, len(price)
-    notes: list[str] = []
-    exact = True
-    # Gang binaries: (type, scale factor) pairs the job fits only after buying.
-    gang = sorted({(int(k), float(s)) for k, s in zip(space.single_type, reps.scale_factor[space.single_job], strict=True)
-                   if count[k] < s})
-    n_z = len(gang)
-    n = n_x + n_types + n_z
-    blocks, lower, upper = [], [], []
-
-    def add_rows(matrix: Any, low: np.ndarray, high: np.ndarray) -> None:
-        blocks.append(matrix)
-        lower.append(low)
-        upper.append(high)
-
-    def padded(matrix: Any, add_block: Any = None, z_block: Any = None) -> Any:
-        rows = matrix.shape[0]
-        return sp.hstack([matrix, add_block if add_block is not None else sp.csr_matrix((rows, n_types)),
-                          z_block if z_block is not None else sp.csr_matrix((rows, n_z))], format="csr")
-
-    share_floor = next((t.value for t in targets if t.metric == "min_time_share"), 0.0)
-    add_rows(padded(space.time), np.full(space.n_jobs, share_floor), np.ones(space.n_jobs))
-    add_rows(padded(space.workers, -sp.identity(n_types, format="csr")), np.full(n_types, -INF), count)
-    floor, iso_rows = _throughput_floors(reps, most, count, targets, len(arrays.job_ids))
-    if np.any(floor > 0):
-        jobs = np.flatnonzero(floor > 0)
-        add_rows(padded(space.measured[jobs]), floor[jobs], np.full(len(jobs), INF))
-    for target in targets:
-        if target.metric == "min_throughput_vs_fastest" and target.value > 0:
-            today = np.where(arrays.runnable, arrays.throughput, 0.0).max(axis=1)
-            if np.any(_fastest(most)[inverse] > today * (1 + 1e-12)):
-                exact = False
-                notes.append("a job's fastest type is one it fits only after buying: min_throughput_vs_fastest "
-                             "is asked against that type (conservative)")
-        if target.metric == "min_speedup_over_isolated" and target.value > 0:
-            coefficient, constant, normalized = iso_rows
-            block = padded(space.measured, sp.csr_matrix(-target.value * coefficient))
-            add_rows(block, target.value * constant, np.full(space.n_jobs, INF))
-            if normalized or n_z:
-                exact = False
-                notes.append("a job's isolated share depends on what is bought beyond the linear range: "
-                             "min_speedup_over_isolated is asked against the larger share (conservative)")
-        if target.metric == "total_throughput":
-            row = sp.csr_matrix((space.measured.T @ space.multiplicity).reshape(1, -1))
-            add_rows(padded(row), np.array([target.value]), np.array([INF]))
-    if n_z:
-        z_of = {key: i for i, key in enumerate(gang)}
-        # add_k - (s - count_k) z >= 0
-        add_part = sp.csr_matrix((np.ones(n_z), (np.arange(n_z), [k for k, _ in gang])), shape=(n_z, n_types))
-        z_part = sp.csr_matrix((-np.array([s - count[k] for k, s in gang]), (np.arange(n_z), np.arange(n_z))),
-                               shape=(n_z, n_z))
-        add_rows(padded(sp.csr_matrix((n_z, n_x)), add_part, z_part), np.zeros(n_z), np.full(n_z, INF))
-        # x_c - upper_c z <= 0 for the gated columns
-        column_upper = space.column_upper()
-        gated = [(c, z_of[(int(space.single_type[c]), float(reps.scale_factor[space.single_job[c]]))])
-                 for c in range(space.n_singles)
-                 if count[space.single_type[c]] < reps.scale_factor[space.single_job[c]]]
-        columns, zs = np.array([c for c, _ in gated]), np.array([z for _, z in gated])
-        rows = np.arange(len(gated))
-        x_part = sp.csr_matrix((np.ones(len(gated)), (rows, columns)), shape=(len(gated), n_x))
-        z_part = sp.csr_matrix((-column_upper[columns], (rows, zs)), shape=(len(gated), n_z))
-        add_rows(padded(x_part, None, z_part), np.full(len(gated), -INF), np.zeros(len(gated)))
-    if budget is not None:
-        add_rows(padded(sp.csr_matrix((1, n_x)), sp.csr_matrix(price.reshape(1, -1))), np.array([-INF]), np.array([budget]))
-    cost = np.concatenate([np.zeros(n_x), price, np.zeros(n_z)])
-    col_upper = np.concatenate([space.column_upper(), cap, np.ones(n_z)])
-    integrality = np.concatenate([np.zeros(n_x), np.ones(n_types), np.ones(n_z)]).astype(int)
-    lp = LinearProgram(cost=cost, matrix=sp.vstack(blocks, format="csr"), row_lower=np.concatenate(lower),
-                       row_upper=np.concatenate(upper), col_lower=np.zeros(n), col_upper=col_upper,
-                       sense="min", integrality=integrality,
-                       names={"x": slice(0, n_x), "add": slice(n_x, n_x + n_types)})
-    lp.check()
-    return _Model(lp, representative, inverse, space, n_x, exact, notes)
-
-
-def _subset(arrays: AllocationArrays, jobs: np.ndarray) -> AllocationArrays:
-    return AllocationArrays(
-        job_ids=[arrays.job_ids[m] for m in jobs], worker_types=arrays.worker_types,
-        throughput=arrays.throughput[jobs], scale_factor=arrays.scale_factor[jobs], weight=arrays.weight[jobs],
-        num_workers=arrays.num_workers, cost_per_hour=arrays.cost_per_hour, steps_left=arrays.steps_left[jobs],
-        time_elapsed=arrays.time_elapsed[jobs], slo_seconds=arrays.slo_seconds[jobs])
-
-
-def _fastest(arrays: AllocationArrays) -> np.ndarray:
-    return np.where(arrays.runnable, arrays.throughput, 0.0).max(axis=1)
-
-
-def _throughput_floors(reps: AllocationArrays, most: AllocationArrays, count: np.ndarray,
-                       targets: Sequence[Target], n_jobs: int) -> tuple[np.ndarray, tuple]:
-    """Per class: the largest throughput floor the targets ask (fastest type, SLO, makespan),
-    and the isolated share's linear form (coefficients on add, constant, whether normalized)."""
-    floor = np.zeros(len(reps.job_ids))
-    for target in targets:
-        if target.metric == "min_throughput_vs_fastest":
-            floor = np.maximum(floor, target.value * _fastest(reps))
-        elif target.metric == "slo_missed_jobs":
-            with np.errstate(invalid="ignore"):
-                need = np.where(np.isfinite(reps.slo_seconds), reps.steps_left / reps.slo_seconds, 0.0)
-            floor = np.maximum(floor, need)
-        elif target.metric == "makespan_s":
-            floor = np.maximum(floor, reps.steps_left / target.value)
-    # throughput(m, X_isolated) = sum_k T[m,k] fits[m,k] (count_k + add_k) / (n sf_m), while the
-    # fractions sum to at most 1 (past that X_isolated is normalized).
-    fits = reps.runnable
-    coefficient = reps.throughput * fits / (n_jobs * reps.scale_factor[:, None])
-    constant = coefficient @ count
-    share = (fits * (count + (most.num_workers - count))[None, :]).sum(axis=1) / (n_jobs * reps.scale_factor)
-    return floor, (coefficient, constant, bool(np.any(share > 1 + 1e-12)))
-
-
 def _solve_mip(lp: LinearProgram, time_limit: float | None, threads: int, seed: int, gap: float) -> dict[str, Any]:
     from fleetplan.solvers import highs as runner
 
@@ -314,13 +344,6 @@ def _solve_mip(lp: LinearProgram, time_limit: float | None, threads: int, seed: 
             "solve_s": outcome.solve_s}
 
 
-def _witness(instance: AllocationInstance, model: _Model, values: np.ndarray) -> np.ndarray:
-    """The sizing's own allocation as a (jobs, types) matrix, every job given its class's shares."""
-    matrix, _ = model.space.split(values[: model.n_x])
-    matrix = np.clip(matrix[model.inverse], 0.0, 1.0)
-    return matrix
-
-
 # --- the checks ----------------------------------------------------------------------------
 
 def sized_instance(instance: AllocationInstance, add: np.ndarray) -> AllocationInstance:
@@ -336,7 +359,10 @@ def _judge_policy(instance: AllocationInstance, policy: str, time_limit: float |
                   seed: int) -> tuple[Any, dict[str, float]]:
     import fleetplan
 
-    result = fleetplan.solve(instance, policy, time_limit=time_limit, threads=threads, seed=seed)
+    try:
+        result = fleetplan.solve(instance, policy, time_limit=time_limit, threads=threads, seed=seed)
+    except InstanceError:  # the policy does not apply here (min-cost without prices): it meets nothing
+        return None, {}
     if not result.success or result.evaluation is None:
         return None, {}
     return result.plan, dict(result.evaluation.metrics)
@@ -411,17 +437,17 @@ def _infeasible_cause(arrays: AllocationArrays, targets: Sequence[Target], price
     """Why no purchase meets the targets: the budget, a MAX, or a job no buyable type can serve."""
     text = ", ".join(str(t) for t in targets)
     if budget is not None:
-        relaxed = build_model(arrays, targets, price, cap, None)
+        relaxed = build_sizing_model(arrays, targets, price, cap, None, role="relaxation")
         if _solve_mip(relaxed.lp, 30.0, 1, 0, 1e-4)["values"] is not None:
             return f"no purchase within the budget {budget:g} meets {text}: the budget limits it"
     unlimited = np.where(price > 0, np.maximum(cap, 1e6), 0.0)
-    relaxed = build_model(arrays, targets, price, unlimited, None)
+    relaxed = build_sizing_model(arrays, targets, price, unlimited, None, role="relaxation")
     if _solve_mip(relaxed.lp, 30.0, 1, 0, 1e-4)["values"] is not None:
         limited = [arrays.worker_types[k] for k in np.flatnonzero(price > 0)]
         return f"no purchase within the MAX of {', '.join(limited)} meets {text}: raise a MAX"
     buyable = price > 0
     for target in targets:
-        single = build_model(arrays, [target], price, unlimited, None)
+        single = build_sizing_model(arrays, [target], price, unlimited, None, role="relaxation")
         if _solve_mip(single.lp, 30.0, 1, 0, 1e-4)["values"] is None:
             stuck = _stuck_jobs(arrays, target, buyable)
             who = f" (jobs {', '.join(stuck[:5])}{' ...' if len(stuck) > 5 else ''})" if stuck else ""
