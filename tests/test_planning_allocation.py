@@ -209,17 +209,42 @@ def test_bad_sizing_input_is_one_clear_error(targets, buy, message):
         size(fleetplan.load_instance(GAVEL), targets, buy)
 
 
-def test_a_named_policy_that_misses_is_repaired_by_adding_units():
+def test_a_named_policy_that_misses_is_sized_exactly():
     """Under max-min fairness the §4.1 jobs do not all hold GPUs half the time (job 0 gets 0.45
-    of the V100): with the policy named, units are added until it does."""
+    of the V100): with the policy named, the purchase lattice is searched cheapest first from
+    the policy-free minimum, so the answer is the cheapest under which the policy meets it."""
     instance = fleetplan.load_instance(GAVEL)
     free = size(instance, ["min_time_share>=0.5"], ["v100=3", "k80=1"])
     named = size(instance, ["min_time_share>=0.5"], ["v100=3", "k80=1"], policy="max-min-fairness")
     assert free.cost == 0
+    assert "warning: under max-min-fairness (the default policy)" in free.message
+    assert named.status == "optimal" and named.gap == 0
     assert named.policy == "max-min-fairness" and named.checks == {"min_time_share>=0.5": True}
-    assert named.cost >= free.cost and named.bound <= named.cost
+    cheapest = None
+    for v100, k80 in itertools.product(range(4), range(4)):
+        cluster = sized_instance(instance, np.array([v100, k80]))
+        shares = fleetplan.solve(cluster, "max-min-fairness").evaluation.metrics["min_time_share"]
+        if shares >= 0.5 - 1e-6 and (cheapest is None or 3 * v100 + k80 < cheapest):
+            cheapest = 3 * v100 + k80
+    assert named.cost == cheapest
     verdict = fleetplan.solve(named.sized_instance, "max-min-fairness").evaluation
     assert verdict.metrics["min_time_share"] >= 0.5 - 1e-6
+
+
+def test_the_search_limit_ends_the_search_without_changing_it():
+    """With too few points to reach the answer, the search says so: a purchase found along the
+    ray (feasible, not optimal) and the cost of the cheapest purchase not checked as the bound;
+    the same call gives the same answer."""
+    instance = fleetplan.load_instance(EXAMPLES / "inventory-30-jobs.json")
+    args = (["min_time_share>=0.5"], ["v100", "p100", "k80"])
+    full = size(instance, *args, policy="max-min-fairness")
+    cut = size(instance, *args, policy="max-min-fairness", max_points=20)
+    again = size(instance, *args, policy="max-min-fairness", max_points=20)
+    assert full.status == "optimal"
+    assert cut.status == "feasible" and all(cut.checks.values())
+    assert cut.bound <= full.cost + 1e-9 <= cut.cost + 1e-9
+    assert (cut.additions, cut.cost, cut.bound) == (again.additions, again.cost, again.bound)
+    assert cut.stats["points_checked"] == 20
 
 
 # --- what binds ---------------------------------------------------------------------------

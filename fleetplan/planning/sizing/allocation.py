@@ -14,8 +14,8 @@ sized instance meets every target (solved and judged). That outcome is not monot
 so no greedy step decides it: the lattice is searched cheapest first from the policy-free
 minimum (a proven lower bound: the policy's allocation is one allocation), each purchase first
 checked by the LP (an allocation must exist) and then by the policy. When the search stops at
-its limit, a greedy repair from the policy-free purchase gives a purchase that passes, reported
-``feasible`` with the lattice's proven bound.
+its limit, a search along the ray from the policy-free purchase to every MAX, then trimmed
+type by type, gives a purchase that passes, reported ``feasible`` with the lattice's proven bound.
 
 Without a named policy the sized instance is solved by the candidates (:data:`CANDIDATE_POLICIES`)
 and judged; the message says when the kind's default policy misses a target there.
@@ -231,7 +231,7 @@ def _under_policy(instance: AllocationInstance, arrays: AllocationArrays, target
                   max_points: int, repair: bool) -> tuple:
     """The cheapest purchase under which ``policy``'s allocation meets every target (module
     docstring): the policy-free answer when it passes and is proven, else the lattice from the
-    policy-free bound, else a greedy repair (not proven)."""
+    policy-free bound, else the ray and the trim (not proven)."""
     judged: dict[tuple[int, ...], tuple] = {}
 
     def judge(add: np.ndarray) -> tuple:
@@ -267,13 +267,69 @@ def _under_policy(instance: AllocationInstance, arrays: AllocationArrays, target
         return None, True, sized, plan, metrics, checks
     if not repair:
         return None, False, sized, plan, metrics, checks
-    add, sized, plan, metrics, checks, repair_log = _repair(instance, answer.add, targets, policy, price, cap,
-                                                            budget, time_limit, started, threads, seed)
-    result.log += repair_log
-    result.stats["policy_solves"] = float(len(judged)) + float(len(repair_log))
-    if not all(checks.values()):
+    found = _ray_and_trim(answer.add, cap, price, budget, lambda add: judge(add)[1] is not None and all(judge(add)[3].values()),
+                          deadline, result.log)
+    result.stats["policy_solves"] = float(len(judged))
+    if found is None:
         return None, False, sized, plan, metrics, checks
-    return add, False, sized, plan, metrics, checks
+    sized, plan, metrics, checks = judge(found)
+    return found, False, sized, plan, metrics, checks
+
+
+def _ray_and_trim(start: np.ndarray, cap: np.ndarray, price: np.ndarray, budget: float | None,
+                  passes: Any, deadline: float | None, log: list[str]) -> np.ndarray | None:
+    """A purchase that passes, found without the lattice's order (not proven cheapest): along
+    each ray from ``start`` — to every MAX at once, and to each type's MAX alone — the least
+    step that passes (bisection on the step, which is not monotone under a policy: the passing
+    end is kept); the cheapest of those, then each type trimmed by halving steps while the
+    purchase still passes."""
+    top = np.floor(cap).astype(int)
+    start = np.minimum(start.astype(int), top)
+
+    def affordable(add: np.ndarray) -> bool:
+        return budget is None or float(price @ add) <= budget * (1 + 1e-9) + 1e-9
+
+    def out_of_time() -> bool:
+        return deadline is not None and time.perf_counter() >= deadline
+
+    ends = [top] + [np.where(np.arange(len(top)) == k, top, start) for k in np.flatnonzero(top > start)]
+    best = None
+    for end in ends if len(ends) > 2 else ends[:1]:
+        found = _least_step(start, end, lambda add: affordable(add) and passes(add), out_of_time)
+        if found is not None and (best is None or price @ found < price @ best):
+            best = found
+    if best is None:
+        log.append("ray: no purchase along the rays from the policy-free purchase to the MAX passes")
+        return None
+    log.append(f"ray: {float(price @ best):g} passes (the cheapest of {len(ends) if len(ends) > 2 else 1} rays)")
+    for k in np.argsort(-price):  # the dearest type first: trimming it saves the most
+        step = max(int(best[k]) // 2, 1)
+        while step >= 1 and best[k] > 0 and not out_of_time():
+            trial = best.copy()
+            trial[k] = max(int(best[k]) - step, 0)
+            if passes(trial):
+                best = trial
+            else:
+                step //= 2
+    log.append(f"trim: {float(price @ best):g} passes (each type lowered while it did)")
+    return best
+
+
+def _least_step(start: np.ndarray, end: np.ndarray, passes: Any, out_of_time: Any) -> np.ndarray | None:
+    """The purchase nearest ``start`` on the segment to ``end`` that passes, by bisection."""
+    def point(step: float) -> np.ndarray:
+        return start + np.ceil(step * (end - start) - 1e-9).astype(int)
+
+    if not passes(point(1.0)):
+        return None
+    low, high = 0.0, 1.0
+    while not out_of_time() and not np.array_equal(point(low), point(high)) and high - low > 1e-4:
+        middle = (low + high) / 2
+        if passes(point(middle)):
+            high = middle
+        else:
+            low = middle
+    return point(high)
 
 
 def _default_policy_warning(sized: AllocationInstance, targets: Sequence[Target], time_limit: float | None,
@@ -390,46 +446,6 @@ def _verify(instance: AllocationInstance, add: np.ndarray, targets: Sequence[Tar
     plan = AllocationPlan.from_matrix(sized, witness, solver="size", policy="max_throughput")
     metrics = dict(evaluate(sized, plan).metrics)
     return sized, None, plan, metrics, check_targets(targets, metrics), tried
-
-
-def _repair(instance: AllocationInstance, add: np.ndarray, targets: Sequence[Target], policy: str,
-            price: np.ndarray, cap: np.ndarray, budget: float | None, time_limit: float | None,
-            started: float, threads: int, seed: int) -> tuple:
-    """Add one unit at a time — the type whose unit closes the most of the targets' shortfall per
-    price — until ``policy``'s allocation meets every target, the limits stop it, or no unit
-    helps."""
-    add = add.copy()
-    log: list[str] = []
-    sized = sized_instance(instance, add)
-    plan, metrics = _judge_policy(sized, policy, time_left(time_limit, started), threads, seed)
-    while True:
-        checks = check_targets(targets, metrics)
-        if all(checks.values()):
-            return add, sized, plan, metrics, checks, log
-        if time_limit is not None and time_left(time_limit, started) <= 0.01:
-            log.append("repair: the time limit ran out")
-            return add, sized, plan, metrics, checks, log
-        before = _total_shortfall(targets, metrics)
-        best = None
-        for k in np.flatnonzero(cap - add >= 1):
-            if budget is not None and price @ add + price[k] > budget + 1e-9:
-                continue
-            trial_add = add.copy()
-            trial_add[k] += 1
-            trial = sized_instance(instance, trial_add)
-            trial_plan, trial_metrics = _judge_policy(trial, policy, time_left(time_limit, started), threads, seed)
-            gain = (before - _total_shortfall(targets, trial_metrics)) / price[k]
-            if trial_plan is not None and (best is None or gain > best[0]):
-                best = (gain, k, trial_add, trial, trial_plan, trial_metrics)
-        if best is None or best[0] <= 0:
-            log.append("repair: no further unit brings the policy closer to the targets")
-            return add, sized, plan, metrics, checks, log
-        _, k, add, sized, plan, metrics = best
-        log.append(f"repair: +1 {instance.arrays().worker_types[k]} under {policy}")
-
-
-def _total_shortfall(targets: Sequence[Target], metrics: dict[str, float]) -> float:
-    return sum(min(t.shortfall(metrics), 1e12) / max(abs(t.value), 1e-9) for t in targets)
 
 
 def _infeasible_cause(arrays: AllocationArrays, targets: Sequence[Target], price: np.ndarray, cap: np.ndarray,
