@@ -186,10 +186,11 @@ def _list_targets(args: argparse.Namespace) -> int:
 
 
 def render_sizing(console: Any, result: Any) -> None:
-    """The purchase, its cost, the bound and gap, and each target's check."""
+    """The purchase, its cost, the bound and gap, the policy-free answer where a policy's
+    differs, and each target's check."""
     from rich.table import Table
 
-    from fleetplan.cli.render import fmt, fmt_measure
+    from fleetplan.cli.render import fmt_gap, fmt_measure, fmt_number
 
     console.print(f"[bold]{result.status}[/]: {result.message}" if result.message else f"[bold]{result.status}[/]")
     bought = {name: units for name, units in result.additions.items() if units}
@@ -198,12 +199,19 @@ def render_sizing(console: Any, result: Any) -> None:
         table.add_column("buy")
         table.add_column("units", justify="right")
         for name, units in bought.items():
-            table.add_row(name, fmt(units))
+            table.add_row(name, fmt_number(units))
         console.print(table)
     elif result.success:
         console.print("nothing to buy: the instance meets the targets as it is", markup=False)
-    console.print(f"cost {fmt(result.cost)}   bound {fmt(result.bound)}   gap "
-                  f"{'-' if result.gap is None else f'{100 * result.gap:.3g}%'}   ({result.wall_s:.2f} s)", markup=False)
+    points = int(result.stats.get("points_checked", 0))
+    console.print(f"cost {fmt_number(result.cost)}   bound {fmt_number(result.bound)}   gap {fmt_gap(result.gap)}"
+                  f"{f'   purchases checked {points:,}' if points else ''}   ({result.wall_s:.2f} s)", markup=False)
+    free = result.policy_free
+    if free and free.get("cost") is not None and (result.cost is None or abs(free["cost"] - result.cost) > 1e-9):
+        bought_free = ", ".join(f"{fmt_number(units)} {name}" for name, units in free["additions"].items() if units)
+        console.print(f"policy-free minimum: {bought_free or 'nothing to buy'}, cost {fmt_number(free['cost'])} "
+                      f"(some allocation meets every target there; {result.policy or 'the policy'} must meet them "
+                      "itself)", markup=False)
     if result.checks:
         table = Table(title=f"targets on the sized instance under {result.policy or '-'} (judged)", header_style="bold")
         for column in ("target", "measured", "met"):

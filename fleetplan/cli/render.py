@@ -35,6 +35,22 @@ def fmt(value: float | None, digits: int = 6) -> str:
     return f"{value:.{digits}g}"
 
 
+def fmt_number(value: float | None, digits: int = 6) -> str:
+    """A count or an amount as a planner writes it: 18,000 (not 1.8e+04), 3.2, 568."""
+    if value is None:
+        return "-"
+    if float(value).is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    return f"{value:,.{digits}g}"
+
+
+def fmt_gap(gap: float | None) -> str:
+    """A relative gap as a percentage; below 1e-6 it is 0% (solver noise, not a gap)."""
+    if gap is None:
+        return "-"
+    return "0%" if gap < 1e-6 else f"{100 * gap:.3g}%"
+
+
 def fmt_bytes(value: float) -> str:
     from fleetplan.instances.glossary import fmt_bytes as glossary_bytes
 

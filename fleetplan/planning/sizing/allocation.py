@@ -111,12 +111,14 @@ def size_allocation(instance: AllocationInstance, targets: Sequence[Target], pur
         if chosen != DEFAULT_POLICY and DEFAULT_POLICY in tried:
             notes.append(_default_policy_warning(sized, targets, time_limit, started, threads, seed))
     else:
+        result.policy_free = {"additions": _additions(arrays, answer.add, cap), "cost": float(price @ answer.add),
+                              "bound": answer.bound, "proven": answer.proven}
         add, proven, sized, plan, metrics, checks = _under_policy(
             instance, arrays, targets, policy, price, cap, budget, answer, result, deadline, time_limit, started,
             threads, seed, max_points, repair)
         chosen = policy if add is not None and all(checks.values()) else None
         if chosen is None:
-            result.status = "time_limit" if result.stats.get("lattice_stopped") == "time" else (
+            result.status = "time_limit" if result.stats.get("stopped_by_clock") else (
                 "infeasible" if proven else "time_limit")
             result.message = (f"under {policy} no purchase within the limits meets {', '.join(map(str, targets))}"
                               if proven else f"under {policy} no purchase that meets every target was found within "
@@ -140,7 +142,7 @@ def size_allocation(instance: AllocationInstance, targets: Sequence[Target], pur
         result.status = "optimal"
         result.gap = 0.0 if result.gap is not None and result.gap <= mip_rel_gap + 1e-9 else result.gap
     else:
-        result.status = "time_limit" if answer.timed_out or result.stats.get("lattice_stopped") == "time" \
+        result.status = "time_limit" if answer.timed_out or result.stats.get("stopped_by_clock") \
             else "feasible"
     result.message = "; ".join(notes)
     return result
@@ -218,7 +220,7 @@ def _note_search(result: SizingResult, search: LatticeOutcome) -> None:
     result.log += search.log
     result.stats["points_checked"] = result.stats.get("points_checked", 0.0) + float(search.checked)
     if search.stopped:
-        result.stats["lattice_stopped"] = search.stopped  # type: ignore[assignment]
+        result.stats["stopped_by_clock"] = float(search.stopped == "time")
 
 
 def _seconds(deadline: float | None) -> float | None:
