@@ -1,5 +1,5 @@
 """Sizing a binpack region: machines to add per cluster so that every pending workload places
-without preempting anything (``unplaced_workloads<=0``, ``preempted_jobs<=0``).
+(``unplaced_workloads<=0``), without preempting anything where ``preempted_jobs<=0`` is asked.
 
 New machines are copies of the cluster's most common machine of the hardware the jobs need
 (free, in new racks). The MIP places every job of every pending workload at once — the batch
@@ -13,8 +13,12 @@ machines, paying for a candidate when anything runs on it::
                sum_j demand[j] x[j, m] <= capacity[m] b[m] (candidates), b[m] >= b[m + 1]
                sum_{m in c} b[m] <= MAX_c
 
-The sized instance is then solved by ``batch-cpsat`` (placing all pending workloads jointly) and
-judged: every workload placed, no job preempted.
+The sized instance is then solved by ``batch-cpsat`` (placing all pending workloads jointly), or
+the policy named, and judged. Where preemption is allowed (no ``preempted_jobs`` target) the model
+above is a *restriction* (what it buys places everything without preempting) and the same model
+with every preemptible holding counted as free a *relaxation* (its optimum bounds the cost); the
+purchases between them are checked cheapest first (:mod:`.lattice`), as are the purchases from the
+model's bound when the policy named misses where the model does not.
 """
 
 from __future__ import annotations
@@ -31,10 +35,10 @@ from fleetplan.planning.sizing import (
     Purchase,
     SizingResult,
     check_targets,
-    describe_misses,
     relative_gap,
     time_left,
 )
+from fleetplan.planning.sizing.lattice import search_lattice
 from fleetplan.planning.targets import Target
 
 sp = lazy_module("scipy.sparse")
@@ -42,86 +46,144 @@ sp = lazy_module("scipy.sparse")
 
 def size_binpack(instance: Any, targets: Sequence[Target], purchases: Sequence[Purchase], *, budget: float | None,
                  policy: str | None, time_limit: float | None, threads: int, seed: int, started: float,
-                 mip_rel_gap: float = 1e-6) -> SizingResult:
+                 mip_rel_gap: float = 1e-6, max_points: int = 200) -> SizingResult:
     """:func:`fleetplan.planning.size` for the binpack kind (module docstring)."""
     from fleetplan.instances.binpack import tasks_that_fit
 
     for target in targets:
         if target.value != 0:
             raise InstanceError("--target", f"only {target.metric}<=0 can be sized for")
+    if isinstance(max_points, bool) or not isinstance(max_points, int) or not 0 <= max_points <= 10**6:
+        raise InstanceError("max_points", f"{max_points!r}: must be an integer from 0 to 1,000,000")
     arrays = instance.arrays()
     jobs = [(w, j, job) for w, workload in enumerate(instance.workloads) for j, job in enumerate(workload.jobs)]
     if not jobs:
         raise InstanceError("workloads", "there is no pending workload to size for")
     offers = _offers(arrays, purchases)
     templates = _templates(arrays, {instance.hardware_index(job.hardware) for _, _, job in jobs})
-    # Candidate machines: per offered cluster and hardware a template exists for, up to MAX.
-    cand_cluster, cand_hardware, cand_capacity, cand_price = [], [], [], []
-    for c, (price, cap) in offers.items():
-        for h, capacity in templates.get(c, {}).items():
-            need = _most_needed(jobs, instance, h, capacity)
-            for _ in range(int(min(cap, need))):
-                cand_cluster.append(c)
-                cand_hardware.append(h)
-                cand_capacity.append(capacity)
-                cand_price.append(price)
-    n_old, n_new = arrays.num_machines, len(cand_cluster)
+    # What may be bought: per offered cluster and hardware a template exists for, up to MAX
+    # copies (a unit of the purchase lattice), each a candidate machine of the MIP.
+    units = [(c, h, capacity, price, int(min(cap, _most_needed(jobs, instance, h, capacity))))
+             for c, (price, cap) in offers.items() for h, capacity in templates.get(c, {}).items()]
+    cand_unit = [u for u, unit in enumerate(units) for _ in range(unit[4])]
+    cand_cluster = [units[u][0] for u in cand_unit]
+    cand_hardware = [units[u][1] for u in cand_unit]
+    cand_price = np.array([units[u][3] for u in cand_unit], dtype=float)
+    n_new = len(cand_unit)
     cluster = np.concatenate([arrays.machine_cluster, np.array(cand_cluster, dtype=np.int64)])
     hardware = np.concatenate([arrays.machine_hardware, np.array(cand_hardware, dtype=np.int64)])
-    capacity = np.vstack([arrays.capacity, np.array(cand_capacity).reshape(n_new, 3)]) if n_new else arrays.capacity
-    free = np.maximum(arrays.capacity - arrays.used, 0.0)
+    new_capacity = np.array([units[u][2] for u in cand_unit], dtype=float).reshape(n_new, 3)
     demand = np.array([[job.gpus_per_task, job.cpus_per_task, job.memory_gb_per_task] for _, _, job in jobs], dtype=float)
     tasks = np.array([job.tasks for _, _, job in jobs], dtype=float)
     job_hw = np.array([instance.hardware_index(job.hardware) for _, _, job in jobs])
-    room = np.vstack([free, capacity[n_old:]])
-    fit = np.stack([tasks_that_fit(room, demand[i]) for i in range(len(jobs))]).astype(float)
-    fit = np.where(hardware[None, :] == job_hw[:, None], np.minimum(fit, tasks[:, None]), 0.0)
-    lp, layout = _model(len(arrays.cluster_ids), cluster, fit, demand, tasks, free, capacity[n_old:],
-                        np.array(cand_price, dtype=float), cand_cluster, offers, budget)
+
+    def mip(free: np.ndarray) -> tuple[Any, dict[str, Any], np.ndarray]:
+        room = np.vstack([free, new_capacity])
+        fit = np.stack([tasks_that_fit(room, demand[i]) for i in range(len(jobs))]).astype(float)
+        fit = np.where(hardware[None, :] == job_hw[:, None], np.minimum(fit, tasks[:, None]), 0.0)
+        lp, layout = _model(len(arrays.cluster_ids), cluster, fit, demand, tasks, free, new_capacity, cand_price,
+                            cand_cluster, offers, budget)
+        return lp, layout, fit
+
     from fleetplan.planning.sizing.allocation import _solve_mip
 
     result = SizingResult(status="error", kind="binpack", targets=list(targets))
+    deadline = None if time_limit is None else started + time_limit
+    lp, layout, fit = mip(np.maximum(arrays.capacity - arrays.used, 0.0))
     outcome = _solve_mip(lp, time_left(time_limit, started), threads, seed, mip_rel_gap)
     result.log += outcome["log"]
     result.stats.update(columns=float(lp.num_cols), rows=float(lp.num_rows), candidate_machines=float(n_new))
-    if outcome["values"] is None:
-        result.status = "time_limit" if outcome["status"] == "time_limit" else "infeasible"
-        result.bound = outcome["bound"]
+    bound = outcome["bound"]
+    preemptible = _preemptible_room(arrays, instance, targets)
+    if preemptible is not None:
+        # Preemption may free what lower-priority running jobs hold: the no-preemption model's
+        # purchases place every workload, but its optimum bounds nothing; the relaxation that
+        # counts every preemptible holding as free does.
+        relaxed_lp, _, _ = mip(preemptible)
+        relaxed = _solve_mip(relaxed_lp, time_left(time_limit, started), threads, seed, mip_rel_gap)
+        result.log += [line.replace("sizing MIP", "sizing relaxation (preemptible holdings free)")
+                       for line in relaxed["log"]]
+        bound = relaxed["bound"] if relaxed["values"] is not None or relaxed["status"] == "time_limit" else math.inf
+    solver = policy or "batch-cpsat"
+    import fleetplan
+
+    def judge(purchase: np.ndarray) -> tuple:
+        chosen = np.repeat(np.arange(len(units)), purchase)
+        sized = sized_instance(instance, np.array([units[u][0] for u in chosen], dtype=np.int64),
+                               np.array([units[u][1] for u in chosen], dtype=np.int64),
+                               np.array([units[u][2] for u in chosen], dtype=float).reshape(len(chosen), 3))
+        forward = fleetplan.solve(sized, solver, time_limit=time_left(time_limit, started), seed=seed,
+                                  threads=threads)
+        if forward.evaluation is None:
+            return False, (sized, None, {}, check_targets(targets, {}))
+        metrics = dict(forward.evaluation.metrics)
+        checks = check_targets(targets, metrics)
+        within = all(sum(purchase[u] for u in range(len(units)) if units[u][0] == c) <= cap
+                     for c, (_, cap) in offers.items())
+        return within and all(checks.values()), (sized, forward.plan, metrics, checks)
+
+    price = np.array([unit[3] for unit in units], dtype=float)
+    incumbent = None
+    if outcome["values"] is not None:
+        bought = np.rint(outcome["values"][layout["b"]]).astype(np.int64)
+        purchase = np.bincount(np.array(cand_unit, dtype=np.int64)[bought > 0], minlength=len(units))
+        passes, payload = judge(purchase)
+        if passes:
+            incumbent = (purchase, payload)
+    if incumbent is not None and bound is not None and price @ incumbent[0] <= bound * (1 + mip_rel_gap) + 1e-9:
+        found, proven, payload = incumbent[0], outcome["status"] == "optimal", incumbent[1]
+    elif bound is not None and math.isinf(bound):
+        found, proven, payload = None, True, None
+    else:
+        search = search_lattice(price, [unit[4] for unit in units], judge, lower_bound=bound or 0.0,
+                                incumbent_cost=None if incumbent is None else float(price @ incumbent[0]),
+                                max_cost=budget, max_points=max_points, deadline=deadline)
+        result.log += search.log
+        result.stats["points_checked"] = float(search.checked)
+        bound = search.bound
+        if search.found is not None:
+            found, proven, payload = search.found, True, search.payload
+        elif incumbent is not None:
+            found, proven, payload = incumbent[0], search.proven, incumbent[1]
+        else:
+            found, proven, payload = None, search.exhausted, None
+    result.policy = solver
+    if found is None:
+        result.status = "infeasible" if proven else "time_limit"
+        result.bound = bound
         short = [f"{instance.workloads[w].id}/{job.id}" for (w, j, job), row in zip(jobs, fit, strict=True)
                  if row.sum() < job.tasks]
         who = f"; jobs that fit nowhere even with every machine bought: {', '.join(short[:5])}" if short else ""
-        result.message = (f"no purchase within the limits places every pending workload without preempting{who}"
-                          if result.status == "infeasible" else "the time limit ran out before any purchase was found")
+        result.message = (f"no purchase within the limits meets {', '.join(map(str, targets))} under {solver}{who}"
+                          if proven else "the limits ran out before a purchase was found that meets every target "
+                          f"under {solver}")
         return result
-    bought = np.rint(outcome["values"][layout["b"]]).astype(np.int64)
-    sized = sized_instance(instance, np.array(cand_cluster, dtype=np.int64)[bought > 0],
-                           np.array(cand_hardware, dtype=np.int64)[bought > 0], capacity[n_old:][bought > 0])
-    result.additions = {arrays.cluster_ids[c]: int(sum(b for b, cc in zip(bought, cand_cluster, strict=True) if cc == c))
+    result.additions = {arrays.cluster_ids[c]: int(sum(found[u] for u in range(len(units)) if units[u][0] == c))
                         for c in offers}
-    result.cost = float(np.dot(bought, cand_price)) if n_new else 0.0
-    result.bound = outcome["bound"]
+    result.cost = float(price @ found)
+    result.bound = min(bound, result.cost) if bound is not None else None
     result.gap = relative_gap(result.cost, result.bound)
-    import fleetplan
-
-    solver = policy or "batch-cpsat"
-    forward = fleetplan.solve(sized, solver, time_limit=time_left(time_limit, started), seed=seed, threads=threads)
-    result.sized_instance, result.policy = sized, solver
-    if forward.evaluation is None:
-        result.status = "feasible"
-        result.message = f"{solver} found no plan on the sized instance ({forward.status}); the sizing model has one"
-        return result
-    result.plan = forward.plan
-    result.metrics = dict(forward.evaluation.metrics)
-    result.checks = check_targets(targets, result.metrics)
-    if not all(result.checks.values()):
-        result.status = "feasible"
-        result.message = (f"under {solver} the sized instance misses {describe_misses(targets, result.metrics)} "
-                          "(the sizing model places every workload on it)")
-        return result
-    proven = outcome["status"] == "optimal" and (result.gap or 0) <= mip_rel_gap + 1e-9
+    result.sized_instance, result.plan, result.metrics, result.checks = payload
     result.status = "optimal" if proven else ("time_limit" if outcome["status"] == "time_limit" else "feasible")
-    result.message = f"the sized instance places every pending workload without preempting under {solver} (judged)"
+    if proven:
+        result.gap = 0.0 if (result.gap or 0.0) <= mip_rel_gap + 1e-9 else result.gap
+    result.message = f"the sized instance meets {', '.join(map(str, targets))} under {solver} (solved and judged)"
     return result
+
+
+def _preemptible_room(arrays: Any, instance: Any, targets: Sequence[Target]) -> np.ndarray | None:
+    """Free capacity with every holding some pending workload may preempt counted as free (None
+    when the targets forbid preempting, or nothing is preemptible)."""
+    if any(target.metric == "preempted_jobs" for target in targets) or not arrays.num_running:
+        return None
+    highest = min(workload.priority for workload in instance.workloads)  # 0 is the highest priority
+    jobs = np.flatnonzero(arrays.running_priority > highest)
+    if not jobs.size:
+        return None
+    rows = arrays.holdings_of(jobs)
+    freed = np.zeros_like(arrays.used)
+    np.add.at(freed, arrays.hold_machine[rows], arrays.hold_amount[rows])
+    return np.maximum(arrays.capacity - arrays.used + freed, 0.0)
 
 
 def _offers(arrays: Any, purchases: Sequence[Purchase]) -> dict[int, tuple[float, float]]:
