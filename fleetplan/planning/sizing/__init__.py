@@ -212,6 +212,13 @@ def time_left(limit: float | None, started: float) -> float | None:
     return max(limit - (time.perf_counter() - started), 0.01)
 
 
+def check_max_points(max_points: object) -> int:
+    """The ``max_points`` sizing option: how many purchases the lattice search may check."""
+    if isinstance(max_points, bool) or not isinstance(max_points, int) or not 0 <= max_points <= 10**7:
+        raise InstanceError("max_points", f"{max_points!r}: must be an integer from 0 to 10,000,000")
+    return max_points
+
+
 def check_targets(targets: Sequence[Target], metrics: dict[str, float]) -> dict[str, bool]:
     """Per target (as text), whether ``metrics`` meet it."""
     return {str(target): target.holds(metrics) for target in targets}
@@ -228,5 +235,5 @@ def describe_misses(targets: Sequence[Target], metrics: dict[str, float]) -> str
     return ", ".join(missed)
 
 
-__all__ = ["Purchase", "SizingResult", "SIZING_STATUSES", "check_targets", "describe_misses",
+__all__ = ["Purchase", "SizingResult", "SIZING_STATUSES", "check_max_points", "check_targets", "describe_misses",
            "parse_purchase", "relative_gap", "size", "time_left"]

@@ -38,6 +38,7 @@ from fleetplan.models.linear import INF, LinearProgram
 from fleetplan.planning.sizing import (
     Purchase,
     SizingResult,
+    check_max_points,
     check_targets,
     describe_misses,
     relative_gap,
@@ -75,8 +76,7 @@ def size_allocation(instance: AllocationInstance, targets: Sequence[Target], pur
     ``max_points`` is the most purchases the lattice search checks (policy solves under a
     policy): the limit that ends it the same way at any machine load.
     """
-    if isinstance(max_points, bool) or not isinstance(max_points, int) or not 0 <= max_points <= 10**7:
-        raise InstanceError("max_points", f"{max_points!r}: must be an integer from 0 to 10,000,000")
+    check_max_points(max_points)
     arrays = instance.arrays()
     price, cap, notes = _purchase_arrays(arrays, purchases)
     _check_target_inputs(arrays, targets)

@@ -34,6 +34,7 @@ from fleetplan.lazy import lazy_module
 from fleetplan.planning.sizing import (
     Purchase,
     SizingResult,
+    check_max_points,
     check_targets,
     relative_gap,
     time_left,
@@ -53,8 +54,7 @@ def size_binpack(instance: Any, targets: Sequence[Target], purchases: Sequence[P
     for target in targets:
         if target.value != 0:
             raise InstanceError("--target", f"only {target.metric}<=0 can be sized for")
-    if isinstance(max_points, bool) or not isinstance(max_points, int) or not 0 <= max_points <= 10**6:
-        raise InstanceError("max_points", f"{max_points!r}: must be an integer from 0 to 1,000,000")
+    check_max_points(max_points)
     arrays = instance.arrays()
     jobs = [(w, j, job) for w, workload in enumerate(instance.workloads) for j, job in enumerate(workload.jobs)]
     if not jobs:

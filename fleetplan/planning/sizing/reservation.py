@@ -32,11 +32,12 @@ from fleetplan.lazy import lazy_module
 from fleetplan.planning.sizing import (
     Purchase,
     SizingResult,
+    check_max_points,
     check_targets,
-    describe_misses,
     relative_gap,
     time_left,
 )
+from fleetplan.planning.sizing.lattice import search_lattice
 from fleetplan.planning.targets import Target
 
 sp = lazy_module("scipy.sparse")
@@ -44,10 +45,11 @@ sp = lazy_module("scipy.sparse")
 
 def size_reservation(instance: Any, targets: Sequence[Target], purchases: Sequence[Purchase], *,
                      budget: float | None, policy: str | None, time_limit: float | None, threads: int, seed: int,
-                     started: float, mip_rel_gap: float = 1e-6) -> SizingResult:
+                     started: float, mip_rel_gap: float = 1e-6, max_points: int = 200) -> SizingResult:
     """:func:`fleetplan.planning.size` for the reservation kind (module docstring)."""
     from fleetplan.models.reservation import Groups, build, type_fd_groups
 
+    check_max_points(max_points)
     for target in targets:
         if target.metric == "shortfall_rru" and target.value != 0:
             raise InstanceError("--target", "only shortfall_rru<=0 can be sized for (every request met)")
@@ -78,32 +80,53 @@ def size_reservation(instance: Any, targets: Sequence[Target], purchases: Sequen
                           else "the time limit ran out before any purchase was found")
         return result
     racks = np.rint(outcome["values"][model.lp.num_cols:model.lp.num_cols + len(candidates)]).astype(np.int64)
-    sized = sized_instance(instance, cand_type, cand_fd, racks, rack_size)
+    import fleetplan
+
+    solver = policy or "mip-highs"
+    rack_price = np.array([c[2] for c in candidates], dtype=float) * rack_size
+
+    def judge(purchase: np.ndarray) -> tuple[bool, Any]:
+        within = all(rack_size * purchase[(cand_type == t) & (arrays.fd_dc[cand_fd] == d)].sum() <= cap
+                     for t, d, _price, cap in offers)
+        sized = sized_instance(instance, cand_type, cand_fd, purchase, rack_size)
+        forward = fleetplan.solve(sized, solver, time_limit=time_left(time_limit, started), seed=seed, threads=threads)
+        if not forward.success or forward.evaluation is None:
+            return False, (sized, None, {}, check_targets(targets, {}))
+        metrics = dict(forward.evaluation.metrics)
+        checks = check_targets(targets, metrics)
+        return within and all(checks.values()), (sized, forward.plan, metrics, checks)
+
+    bound = outcome["bound"]
+    passes, payload = judge(racks)
+    proven = outcome["status"] == "optimal"
+    if not passes:
+        # The policy misses where the model does not: the purchases from the model's bound up,
+        # cheapest first, each solved by the policy and judged.
+        most = [int(min(c[3], _plenty(arrays)) // rack_size) for c in candidates]
+        search = search_lattice(rack_price, most, judge, lower_bound=bound or 0.0, max_cost=budget,
+                                max_points=max_points, deadline=None if time_limit is None else started + time_limit)
+        result.log += search.log
+        result.stats["points_checked"] = float(search.checked)
+        bound = search.bound
+        if search.found is None:
+            result.status = "infeasible" if search.exhausted else "time_limit"
+            result.bound = bound
+            result.policy = solver
+            result.message = (f"under {solver} no purchase within the limits meets every request" if search.exhausted
+                              else f"under {solver} no purchase that meets every request was found within the "
+                              f"search's limits (none cheaper than {bound:g} does)")
+            return result
+        racks, payload, proven = search.found, search.payload, True
     result.additions = {}
     for (t, d, _price, _cap) in offers:
         chosen = (cand_type == t) & (arrays.fd_dc[cand_fd] == d)
         result.additions[f"{arrays.dc_ids[d]}/{arrays.type_ids[t]}"] = int(racks[chosen].sum() * rack_size)
-    result.cost = float(sum(price * rack_size * racks[i] for i, (_, _, price, _) in enumerate(candidates)))
-    result.bound = outcome["bound"]
+    result.cost = float(rack_price @ racks)
+    result.bound = None if bound is None else min(bound, result.cost)
     result.gap = relative_gap(result.cost, result.bound)
-    import fleetplan
-
-    solver = policy or "mip-highs"
-    forward = fleetplan.solve(sized, solver, time_limit=time_left(time_limit, started), seed=seed, threads=threads)
-    result.sized_instance, result.policy = sized, solver
-    if not forward.success or forward.evaluation is None:
-        result.status = "feasible"
-        result.message = (f"{solver} found no plan on the sized instance ({forward.status}); the sizing model "
-                          "has one")
-        return result
-    result.plan = forward.plan
-    result.metrics = dict(forward.evaluation.metrics)
-    result.checks = check_targets(targets, result.metrics)
-    if not all(result.checks.values()):
-        result.status = "feasible"
-        result.message = f"under {solver} the sized instance misses {describe_misses(targets, result.metrics)}"
-        return result
-    proven = outcome["status"] == "optimal" and (result.gap or 0) <= mip_rel_gap + 1e-9
+    result.sized_instance, result.plan, result.metrics, result.checks = payload
+    result.policy = solver
+    proven = proven and (result.gap or 0) <= mip_rel_gap + 1e-9
     result.status = "optimal" if proven else ("time_limit" if outcome["status"] == "time_limit" else "feasible")
     result.message = (f"bought in racks of {rack_size} server(s); the sized instance meets every target under "
                       f"{solver} (solved and judged)")
