@@ -100,7 +100,7 @@ def test_plan_records_the_time_limit_given(tmp_path):
 
 
 def test_compare_and_binding_take_dicts_too():
-    from fleetplan.planning.binding import estimate_duals
+    from fleetplan.planning.marginal import marginal_values
     from fleetplan.planning.compare import compare
 
     data = json.loads(GAVEL.read_text())
@@ -108,5 +108,5 @@ def test_compare_and_binding_take_dicts_too():
     agnostic = fleetplan.solve(data, "max-min-fairness-agnostic").plan.model_dump()
     table = compare({"aware": (data, aware), "agnostic": (data, agnostic)})
     assert table.row("min_time_share")["unit"] == "fraction"
-    duals, source = estimate_duals(data, "max-min-fairness")
-    assert source == "estimate" and set(duals["workers"]) == {"v100", "k80"}
+    values = marginal_values(data, "max-min-fairness")
+    assert {value.capacity for value in values.values} == {"v100", "k80"}

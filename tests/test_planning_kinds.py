@@ -94,10 +94,13 @@ def test_binpack_targets_other_than_zero_are_refused():
 
 def test_reservation_binding_estimates_name_the_servers_that_help(capsys):
     from fleetplan.cli.app import main
-    from fleetplan.planning.binding import estimate_duals
+    from fleetplan.planning.marginal import marginal_values
 
-    duals, source = estimate_duals(reservation_region(request=2.0), "mip-highs")
-    assert source == "estimate" and set(duals["servers"]) == {"dc0/cpu", "dc0/big"}
+    values = marginal_values(reservation_region(request=2.0), "mip-highs")
+    assert {v.capacity for v in values.values} == {"dc0/cpu", "dc0/big"}
+    assert all(v.unit == "rack of 2" and v.more is not None for v in values.values)
     assert main(["solve", "examples/reservation-small.json", "--binding"]) == 0
-    assert "binding (estimated by re-solving): " in capsys.readouterr().out
-    assert main(["solve", "examples/binpack-small.json", "--binding"]) == 2
+    assert "one unit more / one fewer of each capacity" in capsys.readouterr().out
+    assert main(["solve", "examples/binpack-small.json", "--binding"]) == 0
+    out = capsys.readouterr().out
+    assert "preempted_jobs" in out and "machine" in out

@@ -9,7 +9,7 @@ from fleetplan.cli.app import main
 from fleetplan.errors import InstanceError
 from fleetplan.instances.placement.evaluate import evaluate
 from fleetplan.planning import size
-from fleetplan.planning.binding import estimate_duals
+from fleetplan.planning.marginal import marginal_values
 
 PLACEMENT = EXAMPLES / "placement-small.json"
 
@@ -67,18 +67,41 @@ def test_size_infeasible_is_exit_1_and_writes_nothing(tmp_path):
 
 
 def test_re_solve_estimates_agree_with_lp_duals_where_the_lp_is_smooth():
-    """Two-GPU jobs on odd counts (no kink at the integer counts): the whole-unit central
-    difference equals the LP's own price."""
+    """Two-GPU jobs on odd counts (no kink at the integer counts): one GPU more and one fewer
+    move the objective by the LP's own price, which is then shown as it is."""
     data = {"kind": "allocation", "schema_version": 1,
             "worker_types": [{"name": "v100", "count": 3}, {"name": "k80", "count": 5}],
             "jobs": [{"id": f"j{i}", "throughput": {"v100": v, "k80": k}, "scale_factor": 2}
                      for i, (v, k) in enumerate([(4.0, 1.0), (3.0, 1.5), (2.0, 1.0), (5.0, 0.5), (1.0, 1.0)])]}
     instance = fleetplan.instances.instance_from_data(data)
     lp = fleetplan.solve(instance, "max-throughput")
-    estimated, source = estimate_duals(instance, "max-throughput")
-    assert source == "estimate" and lp.duals_source == "lp"
-    for name, price in lp.duals["workers"].items():
-        assert estimated["workers"][name] == pytest.approx(price, rel=1e-6)
+    values = marginal_values(instance, "max-throughput")
+    assert lp.duals_source == "lp"
+    for value in values.values:
+        price = lp.duals["workers"][value.capacity]
+        assert value.more["objective"] == pytest.approx(price, rel=1e-6)
+        assert -value.fewer["objective"] == pytest.approx(price, rel=1e-6)
+        assert value.dual == pytest.approx(price) and value.dual_note == ""
+
+
+def test_a_normalised_policy_s_dual_is_labelled_a_local_derivative():
+    """Max-min fairness against the equal share: one more GPU also moves the yardstick, so the
+    LP's price at fixed references is not what a re-solve measures, and it is labelled so."""
+    values = marginal_values(fleetplan.load_instance(EXAMPLES / "inventory-30-jobs.json"), "max-min-fairness")
+    assert {v.capacity for v in values.values} == {"v100", "p100", "k80"}
+    for value in values.values:
+        assert value.dual is not None
+        slopes = sorted([value.more["objective"], -value.fewer["objective"]])
+        if not slopes[0] - 1e-6 <= value.dual <= slopes[1] + 1e-6:
+            assert "equal share" in value.dual_note
+
+
+def test_when_no_capacity_moves_the_objective_what_binds_is_named():
+    """Min makespan on the 30-job inventory: two jobs already run all the time, so no GPU
+    shortens the makespan; the prices are 0 and the jobs are named."""
+    values = marginal_values(fleetplan.load_instance(EXAMPLES / "inventory-30-jobs.json"), "min-makespan")
+    assert all(abs(v.more["objective"]) < 1e-6 for v in values.values)
+    assert any("100% of the time" in reason and "job1" in reason for reason in values.binds)
 
 
 def test_evaluate_says_what_binds(tmp_path, capsys):
@@ -88,10 +111,10 @@ def test_evaluate_says_what_binds(tmp_path, capsys):
     capsys.readouterr()
     assert main(["evaluate", allocation, str(plan), "--binding"]) == 0
     out = capsys.readouterr().out
-    assert "at capacity: v100, p100, k80" in out and "binding: v100" in out
+    assert "at capacity: v100, p100, k80" in out and "one unit more / one fewer" in out
     assert main(["evaluate", allocation, str(plan), "--binding", "--json"]) == 0
     data = __import__("json").loads(capsys.readouterr().out)
-    assert data["duals_source"] == "lp" and set(data["duals"]["workers"]) == {"v100", "p100", "k80"}
+    assert {v["capacity"] for v in data["marginal_values"]["values"]} == {"v100", "p100", "k80"}
     today = tmp_path / "today.json"
     fleetplan.save(fleetplan.solve(fleetplan.load_instance(PLACEMENT), "keep").plan, today)
     assert main(["evaluate", str(PLACEMENT), str(today)]) == 0

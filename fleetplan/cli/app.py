@@ -46,7 +46,6 @@ from fleetplan.cli.common import (  # noqa: F401  (re-exported: the public helpe
 )
 from fleetplan.cli.render import (
     generator_parameters,
-    render_binding,
     render_capacity_at_limit,
     render_evaluations,
     render_options,
@@ -130,15 +129,13 @@ def cmd_solve(args: argparse.Namespace) -> int:
         result = fleetplan.solve(instance, spec.name, time_limit=args.time_limit, started=command_clock.started - reserve,
                                  seed=args.seed, threads=args.threads, progress=update, **options)
     phase("solve_s")
-    if args.binding and result.success and not result.duals:
-        if instance.kind in ("placement", "binpack"):
-            raise CommandError(f"--binding: estimates are offered for allocation and reservation; for {instance.kind} "
-                               "the judge's breakdowns say what is short and `fleetplan size` what it takes")
-        from fleetplan.planning.binding import estimate_duals
+    marginal = None
+    if args.binding and result.success:
+        from fleetplan.planning.marginal import marginal_values
 
-        with working("estimating what binds (re-solving with one unit more of each capacity)", not args.json):
-            result.duals, result.duals_source = estimate_duals(
-                instance, spec.name, time_limit=args.time_limit, seed=args.seed, threads=args.threads, **options)
+        with working("measuring what one unit more and fewer of each capacity changes (re-solving)", not args.json):
+            marginal = marginal_values(instance, spec.name, time_limit=args.time_limit, seed=args.seed,
+                                       threads=args.threads, **options)
     # Exit code and files agree: a plan file is written exactly when the exit code says "a plan".
     # The report comes first and the write last, so a signal before the write leaves no plan and
     # one after it (settle) lets the command end with the plan's code.
@@ -153,6 +150,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
             data.pop("plan")
         if current is not None:
             data["current_evaluation"] = current.model_dump()
+        if marginal is not None:
+            data["marginal_values"] = marginal.to_dict()
         print_json(data)
     else:
         render_result(stdout, result)
@@ -166,6 +165,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
         for line in result.log[-10:]:
             if line != result.message:
                 stdout.print(line, style="dim", markup=False)
+        if marginal is not None:
+            from fleetplan.cli.planning import render_marginal
+
+            render_marginal(stdout, marginal)
         if written:
             save_last(result.plan, args.output)
             stdout.print(f"wrote plan to {args.output}", markup=False)
@@ -183,36 +186,35 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.json:
         data = evaluation.model_dump()
         if optimum is not None:
-            data.update(duals=optimum.duals, duals_source=optimum.duals_source, duals_solver=optimum.solver)
+            data["marginal_values"] = optimum.to_dict()
         print_json(data)
     else:
         render_plan(stdout, instance, plan, evaluation)
         render_evaluations(stdout, {"value": evaluation}, f"{args.plan} on {args.file}", explain=args.explain)
         render_capacity_at_limit(stdout, evaluation)
         if optimum is not None:
+            from fleetplan.cli.planning import render_marginal
+
             stdout.print(f"at the {optimum.solver} optimum of this instance:", markup=False)
-            render_binding(stdout, optimum)
+            render_marginal(stdout, optimum)
         stdout.print("no violations" if evaluation.feasible else f"{len(evaluation.violations)} violations")
     return EXIT_OK if evaluation.feasible else EXIT_NO_PLAN
 
 
 def _policy_optimum(instance: Any, plan: Any, args: argparse.Namespace) -> Any:
-    """``evaluate --binding``: the dual prices belong to an optimum, not to any plan, so the
-    plan's policy is solved on the instance and its prices reported (estimated by re-solving
-    where the solver gives none)."""
+    """``evaluate --binding``: what binds belongs to an optimum, not to any plan, so the plan's
+    policy is solved on the instance and one unit more and fewer of each capacity measured."""
+    from fleetplan.planning.marginal import marginal_values
+
     if instance.kind != "allocation":
-        raise CommandError("--binding: dual prices are offered for allocation plans")
+        raise CommandError("--binding: evaluate measures it for allocation plans (their policy names the solver); "
+                           "for other kinds use `fleetplan solve --binding`")
     name = plan.policy.replace("_", "-")
     known = {entry.name for entry in fleetplan.list_solvers("allocation")}
     if name not in known:
         raise CommandError(f"--binding: no solver named after the plan's policy '{plan.policy}'")
-    with working(f"solving {name} for its dual prices", not args.json):
-        result = fleetplan.solve(instance, name)
-        if result.success and not result.duals:
-            from fleetplan.planning.binding import estimate_duals
-
-            result.duals, result.duals_source = estimate_duals(instance, name)
-    return result
+    with working(f"solving {name} with one GPU more and fewer of each type", not args.json):
+        return marginal_values(instance, name)
 
 
 def cmd_solvers(args: argparse.Namespace) -> int:

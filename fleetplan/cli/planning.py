@@ -238,6 +238,55 @@ def render_sizing(console: Any, result: Any) -> None:
         console.print(line, style="dim", markup=False)
 
 
+def render_marginal(console: Any, values: Any) -> None:
+    """One row per capacity: what one unit more and one fewer change, in the objective's and each
+    metric's own units and signs; the LP's dual beside it, labelled where it is only a local
+    derivative; what binds when nothing moves the objective."""
+    from rich.table import Table
+
+    from fleetplan.cli.render import fmt_number
+    from fleetplan.instances.glossary import format_change
+
+    if not values.values:
+        console.print(f"what binds: {values.message or 'no capacity to measure'}", markup=False)
+        return
+    shown = ["objective", *[name for name in values.metrics if any(
+        abs((v.more or {}).get(name, 0.0)) > 1e-12 or abs((v.fewer or {}).get(name, 0.0)) > 1e-12
+        for v in values.values)]]
+    how = "the plan held, judged on the changed instance" if values.held_plan else f"re-solved by {values.solver}"
+    table = Table(title=f"one unit more / one fewer of each capacity ({how}; objective to "
+                        f"{'maximise' if values.sense == 'max' else 'minimise'})", header_style="bold")
+    table.add_column("capacity")
+    table.add_column("unit")
+    for name in shown:
+        table.add_column(name, justify="right", overflow="fold")
+    duals = any(v.dual is not None for v in values.values)
+    if duals:
+        table.add_column("LP dual / unit", justify="right", overflow="fold")
+
+    def cell(change: dict | None, name: str) -> str:
+        if change is None or name not in change:
+            return "-"
+        value = change[name]
+        if abs(value) < 1e-9 * max(1.0, abs(values.objective or 0.0)):
+            return "0"
+        if name == "objective":
+            return f"{'+' if value > 0 else '-'}{fmt_number(abs(value), 4)}"
+        return format_change(name, value, values.kind)
+
+    for v in values.values:
+        cells = [f"{cell(v.more, name)} / {cell(v.fewer, name)}" for name in shown]
+        if duals:
+            cells.append("-" if v.dual is None else (fmt_number(v.dual, 4) + (" (local)" if v.dual_note else "")))
+        table.add_row(v.capacity, v.unit, *cells)
+    console.print(table)
+    notes = sorted({v.dual_note for v in values.values if v.dual_note})
+    for note in notes:
+        console.print(f"LP dual (local): {note}", markup=False)
+    for reason in values.binds:
+        console.print(f"what binds: {reason}", markup=False)
+
+
 def handle_compare(args: argparse.Namespace) -> int:
     """``fleetplan compare``."""
     import fleetplan

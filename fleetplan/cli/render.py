@@ -37,11 +37,9 @@ def fmt(value: float | None, digits: int = 6) -> str:
 
 def fmt_number(value: float | None, digits: int = 6) -> str:
     """A count or an amount as a planner writes it: 18,000 (not 1.8e+04), 3.2, 568."""
-    if value is None:
-        return "-"
-    if float(value).is_integer() and abs(value) < 1e15:
-        return f"{int(value):,}"
-    return f"{value:,.{digits}g}"
+    from fleetplan.instances.glossary import fmt_number as glossary_number
+
+    return "-" if value is None else glossary_number(value, digits)
 
 
 def fmt_gap(gap: float | None) -> str:
@@ -224,8 +222,14 @@ BINDING_UNITS = {"workers": "GPU", "servers": "server"}
 def render_binding(console: Console, result: Any) -> None:
     """``binding: v100 0.031/GPU, k80 0``: what one more unit of each capacity (and one step/s
     less of each SLO) gains in the objective; LP duals, or labelled re-solve estimates."""
+    from fleetplan.planning.marginal import MOVING_REFERENCE
+
     duals = getattr(result, "duals", None) or {}
     label = "binding" if result.duals_source == "lp" else "binding (estimated by re-solving)"
+    moving = MOVING_REFERENCE.get(str(getattr(result, "solver", "")).split("/")[-1])
+    if moving and result.duals_source == "lp":
+        # A normalised policy's LP price holds its reference fixed; one GPU more moves it.
+        label = "binding (LP prices at fixed references, local derivatives; --binding measures a unit)"
     for family, unit in BINDING_UNITS.items():
         prices = duals.get(family)
         if not prices:

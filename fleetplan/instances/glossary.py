@@ -622,6 +622,21 @@ def format_value(name: str, value: float | None, digits: int = 6, scope: str | N
     return fmt_number(value, digits)
 
 
+def format_change(name: str, change: float | None, scope: str | None = None) -> str:
+    """A change of metric ``name`` with its sign: a fraction's in percentage points ("+1.5 pp"),
+    others in the metric's own format ("-1.09 d", "+30.2")."""
+    if change is None:
+        return "-"
+    if isinstance(change, float) and not math.isfinite(change):
+        return str(change)
+    entry = describe(name, scope)
+    unit = entry.unit if entry is not None else _unit_from_name(name)
+    sign = "+" if change > 0 else ("-" if change < 0 else "")
+    if unit == "fraction":
+        return f"{sign}{abs(change) * 100:.3g} pp"
+    return f"{sign}{format_value(name, abs(change), 4, scope)}"
+
+
 def _unit_from_name(name: str) -> str:
     if "bytes" in name:
         return "bytes"

@@ -1,0 +1,269 @@
+"""What one more (and one fewer) unit of each capacity is worth, measured by re-solving.
+
+For each capacity a planner can buy — a GPU of a type (allocation), one GPU-day of a type in a
+region (placement: 24 GPU-hours a day), a rack of a server type in a datacenter (reservation), a
+machine in a cluster (binpack) — the instance is solved again with one unit more and one unit
+fewer, by the same solver with the same seed, and judged. The result is the change of the
+objective *and of the planner's service metrics*, in their own units and signs: "makespan_s
+-16,810 s per GPU more", never a "gain" whose sign the reader has to guess.
+
+An LP policy's dual price of a capacity row is a derivative at the optimum. It is shown beside
+the re-solve only where it lies between the re-solve's two one-unit slopes (a derivative of a
+concave or convex value function must), and is otherwise labelled with the reason it differs:
+a degenerate LP has many duals, and a policy normalised by a reference that moves with the
+cluster (max-min fairness against the equal share) changes its own yardstick with the purchase,
+which no dual of the LP at fixed references can see.
+
+When no unit changes the objective, :attr:`MarginalValues.binds` names what holds it instead:
+jobs already at 100% of the time, SLO rows, GPU types no job can use.
+
+>>> import fleetplan
+>>> instance = fleetplan.load_instance("examples/allocation-gavel-4.1.json")
+>>> values = marginal_values(instance, "max-min-fairness", metrics=["min_time_share"])
+>>> [value.capacity for value in values.values]
+['v100', 'k80']
+>>> values.values[0].more["min_time_share"] > 0   # one more V100: the slowest job gets more time
+True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+# One placement unit: a GPU for a day (gpu_supply is GPU-hours per day).
+GPU_DAY_HOURS = 24.0
+# Policies whose LP objective is normalised by a reference that depends on the cluster.
+MOVING_REFERENCE = {"max-min-fairness": "the equal share it is normalised by grows with the cluster",
+                    "max-min-fairness-unweighted": "the equal share it is normalised by grows with the cluster",
+                    "finish-time-fairness": "the isolated share it is normalised by grows with the cluster"}
+
+
+@dataclass
+class Marginal:
+    """One capacity's measured value: the change of the objective and of each metric with one
+    unit more (``more``) and one unit fewer (``fewer``; None where the unit cannot be removed),
+    ``"objective"`` among them. ``dual`` is the LP's price per unit (objective units, its
+    direction: the objective's change per unit more) where one exists; ``dual_note`` why it is
+    shown as a local derivative only (empty where it agrees with the re-solve)."""
+
+    capacity: str
+    unit: str
+    more: dict[str, float] | None
+    fewer: dict[str, float] | None
+    dual: float | None = None
+    dual_note: str = ""
+
+
+@dataclass
+class MarginalValues:
+    """Per capacity, what one unit more and fewer changes (see the module docstring)."""
+
+    kind: str
+    solver: str
+    sense: str
+    objective: float | None
+    metrics: dict[str, float]
+    values: list[Marginal] = field(default_factory=list)
+    binds: list[str] = field(default_factory=list)
+    status: str = "optimal"
+    message: str = ""
+    held_plan: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "solver": self.solver, "sense": self.sense, "objective": self.objective,
+                "metrics": self.metrics, "binds": self.binds, "status": self.status, "message": self.message,
+                "held_plan": self.held_plan,
+                "values": [vars(value) for value in self.values]}
+
+
+Unit = tuple[str, str, Callable[[], Any], Callable[[], Any] | None]  # name, unit, one more, one fewer
+
+
+def marginal_values(instance: Any, solver: str | None = None, *, metrics: Sequence[str] | None = None,
+                    time_limit: float | None = None, seed: int = 0, threads: int = 1, hold_plan: bool | None = None,
+                    **options: Any) -> MarginalValues:
+    """Re-solve ``instance`` with one unit more and one fewer of each capacity (module docstring).
+
+    ``metrics``: the service metrics to report (default: the kind's, as ``whatif`` tabulates).
+    ``hold_plan``: judge the base plan on the changed instance instead of re-solving it (default
+    for placement, whose climb would otherwise move tables for reasons that have nothing to do
+    with one GPU-day: the value is then that of the supply under today's placement).
+    """
+    import fleetplan
+    from fleetplan.instances import as_instance
+    from fleetplan.planning.whatif import default_metrics
+
+    instance = as_instance(instance)
+    units_of = {"allocation": _allocation_units, "placement": _placement_units,
+                "reservation": _reservation_units, "binpack": _binpack_units}[instance.kind]
+    wanted = list(metrics) if metrics else default_metrics(instance.kind)
+
+    def solve(trial: Any) -> Any:
+        return fleetplan.solve(trial, solver, time_limit=time_limit, seed=seed, threads=threads, **options)
+
+    base = solve(instance)
+    if not base.success or base.evaluation is None:
+        return MarginalValues(instance.kind, base.solver, "", None, {}, status=base.status,
+                              message=f"the instance itself has no plan ({base.status}): {base.message}")
+    reported = [name for name in wanted if name in base.evaluation.metrics]
+    result = MarginalValues(instance.kind, base.solver, base.evaluation.sense, base.objective,
+                            {name: base.evaluation.metrics[name] for name in reported})
+    duals = (base.duals.get("workers") or {}) if base.duals_source == "lp" else {}
+    hold = instance.kind == "placement" if hold_plan is None else hold_plan
+    result.held_plan = hold
+
+    def change(build: Callable[[], Any] | None) -> dict[str, float] | None:
+        if build is None:
+            return None
+        try:
+            trial = build()
+        except fleetplan.InstanceError:  # e.g. one GPU fewer leaves a job nowhere to run
+            return None
+        if trial is None:
+            return None
+        if hold:
+            evaluation = fleetplan.evaluate(trial, base.plan)
+        else:
+            outcome = solve(trial)
+            if not outcome.success or outcome.evaluation is None or outcome.objective is None:
+                return None
+            evaluation = outcome.evaluation
+        out = {"objective": evaluation.objective - base.evaluation.objective}
+        for name in reported:
+            value = evaluation.metrics.get(name)
+            if value is not None and math.isfinite(value):
+                out[name] = value - result.metrics[name]
+        return out
+
+    for name, unit, more, fewer in units_of(instance):
+        value = Marginal(name, unit, change(more), change(fewer))
+        if name in duals:
+            value.dual, value.dual_note = _judge_dual(duals[name], value, result.sense, base.solver)
+        result.values.append(value)
+    if result.values and all(_flat(value.more) for value in result.values):
+        result.binds = _what_binds(instance, base)
+    return result
+
+
+def _flat(change: dict[str, float] | None) -> bool:
+    return change is None or abs(change.get("objective", 0.0)) <= 1e-9 * max(1.0, abs(change.get("objective", 0.0)))
+
+
+def _judge_dual(gain: float, value: Marginal, sense: str, solver: str) -> tuple[float, str]:
+    """The LP's dual turned to the objective's own direction, and why it is only a local
+    derivative where it lies outside the re-solve's two one-unit slopes."""
+    per_unit = gain if sense == "max" else -gain  # duals are stored as objective gained per unit
+    slopes = [value.more["objective"]] if value.more else []
+    if value.fewer:
+        slopes.append(-value.fewer["objective"])
+    if not slopes:
+        return per_unit, "no re-solve to compare with"
+    low, high = min(slopes), max(slopes)
+    slack = 1e-6 * max(1.0, abs(low), abs(high)) + 0.02 * abs(high - low)
+    if low - slack <= per_unit <= high + slack:
+        return per_unit, ""
+    reason = MOVING_REFERENCE.get(solver.split("/")[-1])
+    if reason:
+        return per_unit, f"a local derivative at fixed references: {reason}"
+    return per_unit, "a local derivative: the LP is degenerate there (one of its many duals)"
+
+
+def _what_binds(instance: Any, base: Any) -> list[str]:
+    """What holds the objective when no capacity moves it."""
+    evaluation = base.evaluation
+    reasons: list[str] = []
+    if instance.kind == "allocation":
+        jobs = evaluation.breakdown.get("jobs", {})
+        shares = np.asarray(jobs.get("time_share", []), dtype=float)
+        full = [job for job, share in zip(jobs.get("id", []), shares, strict=True) if share >= 1 - 1e-6]
+        if len(full):
+            shown = ", ".join(full[:5]) + (" ..." if len(full) > 5 else "")
+            reasons.append(f"{len(full)} job(s) already run 100% of the time ({shown}): more GPUs cannot speed them")
+        arrays = instance.arrays()
+        unused = [name for k, name in enumerate(arrays.worker_types) if not (arrays.throughput[:, k] > 0).any()]
+        if unused:
+            reasons.append(f"no job can use {', '.join(unused)}")
+        slo = (base.duals or {}).get("slo") or {}
+        if slo:
+            reasons.append(f"SLO rows bind: {', '.join(sorted(slo, key=lambda j: -slo[j])[:5])}")
+    if not reasons:
+        reasons.append("no capacity binds: the objective is held by the jobs (or tables, or requests) themselves")
+    return reasons
+
+
+# --- the units per kind ------------------------------------------------------------------------
+
+def _allocation_units(instance: Any) -> Iterator[Unit]:
+    from fleetplan.planning.sizing.allocation import sized_instance
+
+    for k, worker in enumerate(instance.worker_types):
+        step = np.zeros(len(instance.worker_types), dtype=int)
+        step[k] = 1
+        yield (worker.name, "GPU", lambda step=step: sized_instance(instance, step),
+               (lambda step=step: sized_instance(instance, -step)) if worker.count >= 1 else None)
+
+
+def _placement_units(instance: Any) -> Iterator[Unit]:
+    from fleetplan.instances import instance_from_data
+
+    def shifted(region: str, gpu_type: str, hours: float) -> Any:
+        data = instance.model_dump()
+        for entry in data["regions"]:
+            if entry["id"] == region:
+                entry["gpu_supply"][gpu_type] = max(entry["gpu_supply"].get(gpu_type, 0.0) + hours, 0.0)
+        return instance_from_data(data)
+
+    for region in instance.regions:
+        for gpu_type, supply in region.gpu_supply.items():
+            yield (f"{region.id}/{gpu_type}", "GPU-day", lambda r=region.id, t=gpu_type: shifted(r, t, GPU_DAY_HOURS),
+                   (lambda r=region.id, t=gpu_type: shifted(r, t, -GPU_DAY_HOURS)) if supply >= GPU_DAY_HOURS else None)
+
+
+def _reservation_units(instance: Any) -> Iterator[Unit]:
+    from fleetplan.planning.sizing.reservation import _rack_size, sized_instance
+
+    arrays = instance.arrays()
+    rack = _rack_size(instance)
+    for d, datacenter in enumerate(arrays.dc_ids):
+        fds = np.flatnonzero(arrays.fd_dc == d)
+        if not fds.size:
+            continue
+        for t, kind in enumerate(arrays.type_ids):
+            if arrays.accepts[:, t].any():
+                yield (f"{datacenter}/{kind}", f"rack of {rack}",
+                       lambda t=t, f=fds[0]: sized_instance(instance, np.array([t]), np.array([f]), np.array([1]), rack),
+                       None)
+
+
+def _binpack_units(instance: Any) -> Iterator[Unit]:
+    from fleetplan.instances import instance_from_data
+    from fleetplan.planning.sizing.binpack import _templates, sized_instance
+
+    arrays = instance.arrays()
+    needed = {instance.hardware_index(job.hardware) for workload in instance.workloads for job in workload.jobs}
+    templates = _templates(arrays, needed)
+
+    def without(machine: int) -> Any:
+        data = instance.model_dump()
+        columns = data["machines"]
+        for name in columns:
+            if isinstance(columns[name], list):
+                del columns[name][machine]
+        holdings = data["running"]["holdings"]
+        holdings["machine"] = [m - (m > machine) for m in holdings["machine"]]
+        return instance_from_data(data)
+
+    for c, cluster in enumerate(arrays.cluster_ids):
+        for h, capacity in sorted(templates.get(c, {}).items()):
+            idle = np.flatnonzero((arrays.machine_cluster == c) & (arrays.machine_hardware == h)
+                                  & (arrays.used.sum(axis=1) == 0))
+            name = cluster if len(templates.get(c, {})) == 1 else f"{cluster}/{arrays.hardware_ids[h]}"
+            yield (name, "machine",
+                   lambda c=c, h=h, capacity=capacity: sized_instance(instance, np.array([c]), np.array([h]),
+                                                                      capacity.reshape(1, 3)),
+                   (lambda m=int(idle[-1]): without(m)) if idle.size else None)
