@@ -61,6 +61,17 @@ def test_allocation_heatmap_draws_the_plan_sorted_with_the_isolated_share(tmp_pa
     assert 8 <= width <= 16 and 4 <= height <= 16
 
 
+@pytest.mark.parametrize("policy", ["max-throughput", "max-min-fairness"])
+def test_the_title_states_the_judge_s_numbers(policy):
+    """The title's minimum normalized throughput is the judge's (the rows are sorted: each job's
+    throughput must be divided by its own equal share, not another row's)."""
+    instance = load_instance(ROOT / "examples" / "inventory-30-jobs.json")
+    result = fleetplan.solve(instance, policy)
+    figure = plot_allocation(instance, result.plan)
+    expected = result.evaluation.metrics["min_normalized_throughput"]
+    assert f"min normalized throughput {expected:.3g}," in figure._suptitle.get_text()
+
+
 def test_max_min_fairness_rows_follow_its_metric():
     instance = load_instance(ROOT / "examples" / "allocation-64-jobs.json")
     plan = fleetplan.solve(instance, "max-min-fairness").plan

@@ -182,7 +182,7 @@ def plot_allocation(instance: AllocationInstance, plan: AllocationPlan,
     bars.grid(axis="x", which="major", alpha=0.3)
     bars.set_ylim(n_jobs - 0.5, -0.5)
 
-    normalized = throughput / arrays.equal_share_throughput
+    normalized = throughput / arrays.equal_share_throughput[order]  # both in the rows' order
     pairs = f"; shares include time in {len(pair_jobs)} space-sharing pairs" if len(pair_jobs) else ""
     figure.suptitle(
         f"{instance.name or 'allocation'}: {plan.solver or 'plan'} ({plan.policy}){pairs}\n"
