@@ -140,6 +140,37 @@ def test_compare_says_which_is_better_with_units(tmp_path, capsys):
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 
+def test_compare_ranks_objectives_only_between_plans_of_one_policy(tmp_path, capsys):
+    """Max-min fairness's objective (a normalised value) and max throughput's (steps/s) are
+    different quantities: shown, never ranked; fractions change in percentage points; the
+    picture's bars are coloured by each plan's verdict, not by its position."""
+    instance = fleetplan.load_instance(ALLOCATION)
+    las = fleetplan.solve(instance, "max-min-fairness").plan
+    table = compare({"las": (instance, las), "thr": (instance, fleetplan.solve(instance, "max-throughput").plan)})
+    objective = table.row("objective")
+    assert objective["verdicts"] == ["not comparable"] and objective["changes"] == [None]
+    assert table.rows[0]["metric"] == "min_time_share"  # the kind's decisive metrics lead
+    same = compare({"a": (instance, las), "b": (instance, fleetplan.solve(instance, "max-min-fairness",
+                                                                              aggregate=False).plan)})
+    assert same.row("objective")["verdicts"] != ["not comparable"]
+    for name in ("max-min-fairness", "max-throughput"):
+        fleetplan.save(fleetplan.solve(instance, name).plan, tmp_path / f"{name}.json")
+    assert main(["compare", str(tmp_path / "max-min-fairness.json"), str(tmp_path / "max-throughput.json"),
+                 "--instance", ALLOCATION]) == 0
+    out = capsys.readouterr().out
+    assert "different objectives" in out and " pp" in out
+    from fleetplan.plotting.planning import VERDICT_COLOURS, plot_comparison
+
+    figure = plot_comparison(table)
+    for ax in figure.axes:
+        title = ax.get_title().split(" (")[0]
+        row = table.row(title)
+        colours = [patch.get_facecolor()[:3] for patch in ax.patches]
+        from matplotlib.colors import to_rgb
+
+        assert colours[1] == pytest.approx(to_rgb(VERDICT_COLOURS.get(row["verdicts"][0], "#8c8c8c")))
+
+
 def test_compare_refuses_plans_of_different_kinds(tmp_path, capsys):
     fleetplan.save(fleetplan.solve(fleetplan.load_instance(ALLOCATION)).plan, tmp_path / "a.json")
     fleetplan.save(fleetplan.solve(fleetplan.load_instance(PLACEMENT), "keep").plan, tmp_path / "p.json")

@@ -352,6 +352,7 @@ def render_comparison(console: Any, table: Any) -> None:
     from rich.table import Table
 
     from fleetplan.cli.render import fmt_measure
+    from fleetplan.instances.glossary import format_change
 
     view = Table(title=f"{table.kind} plans compared with {table.columns[0]}", header_style="bold")
     view.add_column("metric", overflow="fold")
@@ -364,12 +365,16 @@ def render_comparison(console: Any, table: Any) -> None:
         cells = [fmt_measure(row["metric"], value, scope=table.kind) for value in row["values"]]
         texts = row.get("change_texts") or [None] * len(row["changes"])
         for change, word, exact in zip(row["changes"], row["verdicts"], texts, strict=True):
-            text = "-" if change is None else ("same" if word == "same" else fmt_measure(row["metric"], change,
-                                                                                        scope=table.kind))
-            if exact is not None and word != "same":  # binpack: the exact order's difference
+            if exact is not None and word != "same":  # binpack's exact order; objectives not comparable
                 text = exact
-            elif word != "same" and change is not None and change > 0:
-                text = f"+{text}"
+            elif change is None:
+                text = "-"
+            elif word == "same":
+                text = "same"
+            elif row["metric"] == "objective":
+                text = f"{'+' if change > 0 else ''}{fmt_measure('objective', change, scope=table.kind)}"
+            else:
+                text = format_change(row["metric"], change, table.kind)  # fractions in percentage points
             if word in ("better", "worse"):
                 text = f"{text} [{'green' if word == 'better' else 'red'}]{word}[/]"
             cells.append(text)

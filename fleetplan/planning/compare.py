@@ -22,6 +22,15 @@ from fleetplan.instances.glossary import describe
 
 # A change smaller than this (relative) is "same".
 SAME = 1e-9
+# Per kind, the metrics a comparison must show first (in the table and the picture): what a
+# planner decides on.
+DECISIVE = {
+    "allocation": ("min_time_share", "median_time_share", "starved_jobs", "total_throughput", "makespan_s"),
+    "placement": ("hp_demand_supply_max", "hp_gpu_hours_unserved", "hp_gpu_hours_split_share", "bytes_moved",
+                  "cross_region_bytes", "storage_over_capacity_bytes"),
+    "reservation": ("shortfall_rru", "servers_moved"),
+    "binpack": ("placed_workloads", "unplaced_workloads", "preempted_jobs", "gpus_idle"),
+}
 
 
 @dataclass
@@ -33,6 +42,7 @@ class Comparison:
     kind: str
     columns: list[str]
     rows: list[dict[str, Any]] = field(default_factory=list)
+    decisive: list[str] = field(default_factory=list)  # the kind's metrics a reader decides on
 
     def row(self, metric: str) -> dict[str, Any]:
         for row in self.rows:
@@ -86,9 +96,12 @@ def compare(plans: dict[str, tuple[Any, Any]], metrics: list[str] | None = None)
                                               f"not {instance.kind}")
     verdicts = {label: evaluate(instance, plan) for label, (instance, plan) in plans.items()}
     kind = next(iter(kinds))
+    # Objectives of different policies are different quantities (a normalised max-min value and
+    # steps/s): their values are shown, never ranked.
+    objectives = {_objective_of(plan) for _, plan in plans.values()}
     columns = list(verdicts)
     names = metrics or _default_metrics(list(verdicts.values()))
-    table = Comparison(kind=kind, columns=columns)
+    table = Comparison(kind=kind, columns=columns, decisive=[n for n in DECISIVE.get(kind, ()) if n in names])
     for name in names:
         values = [_value(verdicts[label], name) for label in columns]
         entry = describe(name, kind)
@@ -96,8 +109,9 @@ def compare(plans: dict[str, tuple[Any, Any]], metrics: list[str] | None = None)
         if name == "objective":
             better = "lower" if verdicts[columns[0]].sense == "min" else "higher"
         changes, verdicts_row, texts = [], [], []
+        comparable = name != "objective" or len(objectives) == 1
         for label, value in zip(columns[1:], values[1:], strict=True):
-            change, word = verdict(values[0], value, better)
+            change, word = verdict(values[0], value, better) if comparable else (None, "not comparable")
             if name == "objective" and kind == "binpack":
                 # The RMS score is a float encoding of an order it cannot always hold (it loses
                 # the youth tie-break from ~31 waiting workloads): the verdict is the exact key's.
@@ -107,6 +121,8 @@ def compare(plans: dict[str, tuple[Any, Any]], metrics: list[str] | None = None)
                 texts.append(text)
             changes.append(change)
             verdicts_row.append(word)
+        if not comparable:
+            texts = [f"different objectives ({', '.join(sorted(objectives))})"] * len(changes)
         table.rows.append({"metric": name, "unit": entry.unit if entry else "", "better": better,
                            "meaning": entry.meaning if entry else "", "values": values, "changes": changes,
                            "verdicts": verdicts_row, **({"change_texts": texts} if texts else {})})
@@ -122,10 +138,18 @@ def _value(evaluation: Any, name: str) -> float | None:
     return None if value is None else float(value)
 
 
+def _objective_of(plan: Any) -> str:
+    """What a plan's objective measures: an allocation plan's policy; one per other kind."""
+    return str(getattr(plan, "policy", None) or plan.kind)
+
+
 def _default_metrics(verdicts: list[Any]) -> list[str]:
-    """Service metrics (absolute, in the glossary) first, then the objective, then the rest."""
+    """The kind's decisive metrics, the other service metrics (absolute, in the glossary), then
+    the objective, then the rest."""
     shared = [name for name in verdicts[0].metrics if all(name in v.metrics for v in verdicts[1:])]
     kind = verdicts[0].kind
+    decisive = [name for name in DECISIVE.get(kind, ()) if name in shared]
+    shared = decisive + [name for name in shared if name not in decisive]
     absolute = [name for name in shared if (entry := describe(name, kind)) and not entry.relative]
     relative = [name for name in shared if name not in absolute]
     return absolute + ["objective", "violations"] + relative

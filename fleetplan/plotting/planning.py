@@ -20,6 +20,8 @@ from fleetplan.plotting.style import PALETTE, save
 
 # At most this many metrics get a panel (the first ones: service metrics lead the table).
 MAX_PANELS = 12
+VERDICT_COLOURS = {None: "#8c8c8c", "same": "#8c8c8c", "not comparable": "#8c8c8c", "better": "#2a9d4b",
+                   "worse": "#d1495b"}
 COLOURS = PALETTE
 
 
@@ -40,14 +42,19 @@ def plot_comparison(table: Any, path: str | os.PathLike[str] | None = None) -> A
     """One small bar panel per metric (plans as bars, the better direction in the title)."""
     drawable = [row for row in table.rows if any(_finite(v) for v in row["values"])]
     # Metrics on which the plans differ first: a panel of equal bars says little.
-    differ = [row for row in drawable if any(word not in (None, "same") for word in row["verdicts"])
-              or (row["changes"] and any(change not in (None, 0.0) for change in row["changes"]))]
-    rows = (differ + [row for row in drawable if row not in differ])[:MAX_PANELS]
+    decisive = [row for row in drawable if row["metric"] in getattr(table, "decisive", ())]
+    differ = [row for row in drawable if row not in decisive and (
+        any(word not in (None, "same", "not comparable") for word in row["verdicts"])
+        or (row["changes"] and any(change not in (None, 0.0) for change in row["changes"])))]
+    rows = (decisive + differ + [row for row in drawable if row not in differ and row not in decisive])[:MAX_PANELS]
     figure, axes = _figure(len(rows), 3, 3.6, 2.4)
     for ax, row in zip(axes, rows, strict=True):
         scale, unit = _axis_unit(row["unit"] or "value", row["values"])
         values = [0.0 if v is None or not math.isfinite(v) else v * scale for v in row["values"]]
-        ax.barh(range(len(values)), values, color=[COLOURS[i % len(COLOURS)] for i in range(len(values))])
+        # The reference plan neutral; each other plan green where better, red where worse.
+        shades = [VERDICT_COLOURS[None]] + [VERDICT_COLOURS.get(word, VERDICT_COLOURS[None])
+                                            for word in row["verdicts"]]
+        ax.barh(range(len(values)), values, color=shades)
         ax.set_yticks(range(len(values)), table.columns, fontsize=8)
         ax.invert_yaxis()
         arrow = {"higher": " (higher is better)", "lower": " (lower is better)"}.get(row["better"], "")
