@@ -61,6 +61,15 @@ def test_a_normalized_objective_falls_when_the_cluster_grows_but_time_share_rise
         assert after.metrics[metric] >= before.metrics[metric] - 1e-9 == 1 - 1e-9
 
 
+def test_the_fleet_cost_counts_idle_gpus_too():
+    """cost_per_hour prices the busy GPUs (an idle fleet 'saves'); the fleet's cost is every GPU."""
+    instance = small_cluster(counts=(4, 2), costs=(3.0, 1.0))
+    idle = fleetplan.instances.allocation.AllocationPlan.from_matrix(instance, np.zeros((3, 2)))
+    metrics = evaluate(instance, idle).metrics
+    assert metrics["cost_per_hour"] == 0
+    assert metrics["fleet_cost_per_hour"] == 14 and metrics["fleet_cost_per_month"] == 14 * 730
+
+
 def test_starved_jobs_are_counted():
     instance = small_cluster(counts=(1, 0), jobs=((1.0, 0.0), (1.0, 0.0), (1.0, 0.0)))
     matrix = np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0]])

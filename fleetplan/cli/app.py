@@ -48,6 +48,7 @@ from fleetplan.cli.render import (
     generator_parameters,
     render_capacity_at_limit,
     render_evaluations,
+    render_fleet_cost,
     render_options,
     render_plan,
     render_result,
@@ -155,6 +156,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         print_json(data)
     else:
         render_result(stdout, result)
+        render_fleet_cost(stdout, instance, result.evaluation)
         if result.plan is not None:
             render_plan(stdout, instance, result.plan, result.evaluation, current)
         if result.evaluation is not None and current is not None:
@@ -192,6 +194,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         render_plan(stdout, instance, plan, evaluation)
         render_evaluations(stdout, {"value": evaluation}, f"{args.plan} on {args.file}", explain=args.explain)
         render_capacity_at_limit(stdout, evaluation)
+        render_fleet_cost(stdout, instance, evaluation)
         if optimum is not None:
             from fleetplan.cli.planning import render_marginal
 

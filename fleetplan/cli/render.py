@@ -264,6 +264,18 @@ def render_capacity_at_limit(console: Console, evaluation: Evaluation) -> None:
                           f"{' ...' if len(over) > 5 else ''}", markup=False)
 
 
+def render_fleet_cost(console: Console, instance: Any, evaluation: Evaluation | None) -> None:
+    """Allocation: what the whole fleet costs, busy or idle, beside what its busy GPUs cost."""
+    if evaluation is None or evaluation.kind != "allocation" or not evaluation.metrics.get("fleet_cost_per_hour"):
+        return
+    unit = getattr(instance, "currency", None) or "cost units"
+    metrics = evaluation.metrics
+    console.print(f"fleet cost: {fmt_number(metrics['fleet_cost_per_hour'], 6)} {unit}/h "
+                  f"({fmt_number(round(metrics['fleet_cost_per_month']), 6)} {unit}/month, every GPU, busy or idle); "
+                  f"busy GPUs under this plan: {fmt_number(metrics.get('cost_per_hour', 0.0), 6)} {unit}/h",
+                  markup=False)
+
+
 def render_service_warnings(console: Console, evaluation: Evaluation | None) -> None:
     """One line when a plan gives some jobs no GPU time at all (a normalized objective can
     look fine while they starve)."""

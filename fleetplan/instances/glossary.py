@@ -122,7 +122,11 @@ _ALLOCATION: dict[str, _E] = {
     "mean_normalized_throughput": _E("mean throughput as a multiple of the equal share of this cluster",
                                      "x equal share", "higher", True),
     "jain_index": _E("Jain's fairness index of normalized throughputs (1: all equal)", "index", "higher", True),
-    "cost_per_hour": _E("price of the busy GPU-hours per hour", "cost/h", "lower"),
+    "cost_per_hour": _E("price of the busy GPU-hours per hour (an idle GPU costs nothing here: see "
+                        "fleet_cost_per_hour)", "cost/h", "lower"),
+    "fleet_cost_per_hour": _E("price of every GPU of the cluster per hour, busy or idle (count x cost_per_hour)",
+                              "cost/h", "lower"),
+    "fleet_cost_per_month": _E("fleet_cost_per_hour over a month of 730 hours", "cost/month", "lower"),
     "makespan_s": _E("time until the last job finishes its steps at the plan's rates (min-makespan's objective)",
                      "s", "lower"),
     "pair_rows": _E("job pairs sharing GPUs (space sharing)", "pairs"),

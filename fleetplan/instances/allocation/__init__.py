@@ -209,6 +209,8 @@ class AllocationInstance(InstanceBase):
     jobs: list[Job]
     entities: list[Entity] = Field(default_factory=list)
     colocations: list[Colocation] = Field(default_factory=list)
+    currency: str | None = Field(default=None, max_length=12, description="the unit of cost_per_hour (e.g. USD): "
+                                 "printed beside the fleet's cost")
 
     _arrays: AllocationArrays | None = PrivateAttr(default=None)
 

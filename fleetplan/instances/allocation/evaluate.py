@@ -102,6 +102,10 @@ def plan_cost_per_hour(instance: AllocationInstance, matrix: np.ndarray, pair_jo
     return float(used @ arrays.cost_per_hour)
 
 
+# A month of the fleet's cost: 365 days x 24 hours / 12.
+HOURS_PER_MONTH = 730.0
+
+
 def evaluate(instance: AllocationInstance, plan: AllocationPlan) -> Evaluation:
     """Judge an allocation plan: the policy's objective, every violated constraint, and metrics.
 
@@ -147,6 +151,8 @@ def evaluate(instance: AllocationInstance, plan: AllocationPlan) -> Evaluation:
         "min_speedup_over_isolated": float(speedup.min()),
         "mean_speedup_over_isolated": float(speedup.mean()),
         "cost_per_hour": cost,
+        "fleet_cost_per_hour": float(arrays.num_workers @ arrays.cost_per_hour),
+        "fleet_cost_per_month": float(arrays.num_workers @ arrays.cost_per_hour) * HOURS_PER_MONTH,
     }
     if len(pair_jobs):
         metrics["pair_rows"] = float(len(pair_jobs))
