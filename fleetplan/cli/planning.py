@@ -212,8 +212,15 @@ def render_sizing(console: Any, result: Any) -> None:
         table = Table(title="purchase", header_style="bold")
         table.add_column("buy")
         table.add_column("units", justify="right")
+        table.add_column("unit")
         for name, units in bought.items():
-            table.add_row(name, fmt_number(units))
+            unit = result.units.get(name, "")
+            if unit == "GPU-hours/day":  # and as GPUs running all day
+                table.add_row(name, fmt_number(round(units, 3)), f"GPU-hours/day = {units / 24:,.1f} GPUs all day")
+            elif unit == "bytes":
+                table.add_row(name, fmt_measure("storage_bytes", units), "")
+            else:
+                table.add_row(name, fmt_number(units), unit + ("s" if units != 1 and unit else ""))
         console.print(table)
     elif result.success:
         console.print("nothing to buy: the instance meets the targets as it is", markup=False)

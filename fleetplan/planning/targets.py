@@ -37,7 +37,10 @@ TARGETABLE: dict[str, dict[str, tuple[Op, str]]] = {
         "total_throughput": (">=", "the sum of every job's effective throughput (steps/s)"),
     },
     "placement": {
-        "hp_demand_supply_max": ("<=", "the largest high-priority GPU demand/supply ratio of a region"),
+        "hp_demand_supply_max": ("<=", "the largest high-priority GPU demand/supply ratio of a region (every GPU "
+                                       "type pooled, as MAST §5.6 reports it)"),
+        "hp_demand_supply_max_per_type": ("<=", "the largest high-priority demand/supply ratio of a (region, GPU "
+                                                "type) with supply: a purchase serves the type that is short"),
         "hp_gpu_hours_unserved": ("<=", "high-priority GPU-hours above supply, summed over regions and types"),
         "storage_over_capacity_bytes": ("<=", "bytes stored above capacity, summed over regions"),
     },

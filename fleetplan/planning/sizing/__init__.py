@@ -108,6 +108,8 @@ class SizingResult:
     log: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     stats: dict[str, float] = field(default_factory=dict)
+    # The unit of each purchasable's count: "GPU", "GPU-hours/day", "bytes", "server", "machine".
+    units: dict[str, str] = field(default_factory=dict)
     # Under a named policy: the policy-free answer ({"additions", "cost", "bound"}), which
     # bounds the policy's from below and is printed beside it where they differ.
     policy_free: dict[str, Any] | None = None
@@ -126,7 +128,7 @@ class SizingResult:
             "gap": number(self.gap), "policy": self.policy, "checks": self.checks,
             "metrics": {name: number(value) for name, value in self.metrics.items()},
             "message": self.message, "log": self.log, "wall_s": self.wall_s, "stats": self.stats,
-            "policy_free": self.policy_free,
+            "policy_free": self.policy_free, "units": self.units,
         }
 
 

@@ -132,6 +132,7 @@ def size_allocation(instance: AllocationInstance, targets: Sequence[Target], pur
             return result
         notes.append(f"the sized instance meets every target under {policy} (solved and judged)")
     result.additions = _additions(arrays, add, cap)
+    result.units = dict.fromkeys(result.additions, "GPU")
     result.cost = float(price @ add)
     if result.bound is not None:
         result.bound = min(result.bound, result.cost)

@@ -160,6 +160,7 @@ def size_binpack(instance: Any, targets: Sequence[Target], purchases: Sequence[P
         return result
     result.additions = {arrays.cluster_ids[c]: int(sum(found[u] for u in range(len(units)) if units[u][0] == c))
                         for c in offers}
+    result.units = dict.fromkeys(result.additions, "machine")
     result.cost = float(price @ found)
     result.bound = min(bound, result.cost) if bound is not None else None
     result.gap = relative_gap(result.cost, result.bound)

