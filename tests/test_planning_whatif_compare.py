@@ -116,6 +116,26 @@ def test_whatif_resume_of_another_sweep_is_refused(tmp_path, capsys):
     assert "another sweep" in capsys.readouterr().err
 
 
+def test_a_metric_that_worsens_as_gpus_are_added_is_named_and_the_frontier_drawn(tmp_path):
+    """Under max-min fairness two more V100s lower the slowest job's time share (11.1% to 10.8%
+    on the 30-job inventory): the sweep says so, names the policy, and draws the best any
+    allocation reaches, which never falls below the policy's."""
+    inventory = str(EXAMPLES / "inventory-30-jobs.json")
+    result = whatif(inventory, ["worker_types.v100.count=3,5,7"], tmp_path / "sweep", progress=None, frontier=True,
+                    metrics=["min_time_share", "total_throughput"])
+    assert result.solver == "max-min-fairness"
+    assert any(line.startswith("min_time_share gets worse as worker_types.v100.count grows under max-min-fairness")
+               for line in result.warnings)
+    assert result.frontier == ["min_time_share", "total_throughput"]
+    for row in result.rows:
+        assert row["frontier_min_time_share"] >= row["min_time_share"] - 1e-9
+        assert row["frontier_total_throughput"] >= row["total_throughput"] - 1e-6
+    best = fleetplan.solve(fleetplan.load_instance(inventory), "max-throughput").evaluation.metrics
+    assert result.rows[2]["frontier_total_throughput"] == pytest.approx(best["total_throughput"], rel=1e-6)  # 7: as given
+    with pytest.raises(fleetplan.InstanceError, match="--frontier"):
+        whatif(PLACEMENT, ["regions.region0.gpu_supply.h100=100,200"], tmp_path / "p", progress=None, frontier=True)
+
+
 def test_compare_of_a_plan_with_itself_shows_no_change(tmp_path):
     instance = fleetplan.load_instance(ALLOCATION)
     plan = fleetplan.solve(instance).plan

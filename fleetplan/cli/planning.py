@@ -81,6 +81,9 @@ def add_arguments(subparsers: Any) -> None:
     whatif.add_argument("--threads", type=THREADS, default=1)
     whatif.add_argument("-o", "--output", required=True, metavar="DIR", help="the results folder (new)")
     whatif.add_argument("--resume", action="store_true", help="finish an interrupted sweep in DIR")
+    whatif.add_argument("--frontier", action="store_true",
+                        help="allocation: add each point's best value of the service metrics under any allocation "
+                             "(no policy), tabulated as frontier_METRIC and drawn dashed beside the solver's curve")
     add_executor_arguments(whatif, "points")
     whatif.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     whatif.set_defaults(handler=handle_whatif)
@@ -400,12 +403,13 @@ def handle_whatif(args: argparse.Namespace) -> int:
     result = whatif(args.file, args.vary, args.output, solver=args.solver, options=options, metrics=metrics,
                     time_limit=args.time_limit, seed=args.seed, threads=args.threads, executor=args.executor,
                     workers=args.workers, address=args.address, tls=tls, insecure=args.insecure,
-                    resume=args.resume, progress=None if args.json else "auto")
+                    resume=args.resume, progress=None if args.json else "auto", frontier=args.frontier)
     code = 0 if result.failed < len(result.rows) else 1
     settle(code)  # the sweep's files are in place
     if args.json:
         print_json({"rows": result.rows, "varied": result.varied, "metrics": result.metrics,
-                    "failed": result.failed, "files": result.files})
+                    "failed": result.failed, "files": result.files, "solver": result.solver,
+                    "warnings": result.warnings, "frontier": result.frontier})
     else:
         render_sweep(stdout, result)
         for path in result.files:
@@ -418,12 +422,18 @@ def render_sweep(console: Any, result: Any) -> None:
 
     from fleetplan.cli.render import fmt_measure
 
-    table = Table(title=f"what if: {', '.join(result.varied)}", header_style="bold")
-    for name in [*result.varied, "status", *result.metrics]:
+    table = Table(title=f"what if: {', '.join(result.varied)} (under {result.solver or 'the default solver'})",
+                  header_style="bold")
+    columns = [*result.metrics]
+    for name in result.frontier:
+        columns.insert(columns.index(name) + 1, f"frontier_{name}")
+    for name in [*result.varied, "status", *columns]:
         table.add_column(name, justify="right", overflow="fold")
     for row in result.rows:
         table.add_row(*[str(row.get(name)) for name in result.varied], str(row.get("status")),
-                      *[fmt_measure(name, row.get(name), 4) for name in result.metrics])
+                      *[fmt_measure(name.removeprefix("frontier_"), row.get(name), 4) for name in columns])
     console.print(table)
+    for line in result.warnings:
+        console.print(f"[yellow]warning:[/] {line}")
     if result.failed:
         console.print(f"{result.failed} point(s) without a plan (see results.csv)", markup=False)

@@ -26,6 +26,7 @@ import importlib
 import itertools
 import json
 import math
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -112,6 +113,16 @@ class WhatIfResult:
     metrics: list[str] = field(default_factory=list)
     failed: int = 0
     files: list[str] = field(default_factory=list)
+    solver: str = ""
+    # A service metric that worsens as a capacity grows under the solver, one line each.
+    warnings: list[str] = field(default_factory=list)
+    # The metrics with a policy-free frontier column (``frontier_<metric>``) in ``rows``.
+    frontier: list[str] = field(default_factory=list)
+
+
+# Fields that are capacities: more of them should not make a service metric worse.
+CAPACITY_FIELD = re.compile(r"^(worker_types\.[^.]+\.count|regions\.[^.]+\.(gpu_supply\.[^.]+|"
+                            r"storage_capacity_bytes))\*?$")
 
 
 def points(varies: Sequence[Vary]) -> list[dict[str, Any]]:
@@ -145,7 +156,7 @@ def whatif(instance_path: str | Path, varies: Sequence[str | Vary], out: str | P
            options: dict[str, Any] | None = None, metrics: Sequence[str] | None = None,
            time_limit: float = 60.0, seed: int = 0, threads: int = 1, executor: str = "local", workers: int = 1,
            address: Any = None, tls: Any = None, insecure: bool = False, resume: bool = False,
-           progress: Any = "auto", plot: bool = True) -> WhatIfResult:
+           progress: Any = "auto", plot: bool = True, frontier: bool = False) -> WhatIfResult:
     """Solve the instance at ``instance_path`` once per grid point and tabulate the metrics.
 
     Parameters
@@ -158,6 +169,8 @@ def whatif(instance_path: str | Path, varies: Sequence[str | Vary], out: str | P
     time_limit : seconds per point
     executor, workers, address, tls, insecure : as ``fleetplan bench`` (local processes or Dask)
     resume : finish an interrupted sweep in ``out`` without redoing finished points
+    frontier : allocation: add each point's policy-free best value of the service metrics
+        (:mod:`fleetplan.planning.frontier`), tabulated as ``frontier_<metric>`` and drawn dashed
     """
     from fleetplan.benchmarks import executors
     from fleetplan.benchmarks.cells import Cell
@@ -170,6 +183,9 @@ def whatif(instance_path: str | Path, varies: Sequence[str | Vary], out: str | P
 
     data = read_json_file(instance_path)
     instance = instance_from_data(data, str(instance_path))
+    if frontier and instance.kind != "allocation":
+        raise InstanceError("--frontier", f"the service frontier is offered for allocation instances, not "
+                                          f"{instance.kind}")
     parsed = [v if isinstance(v, Vary) else parse_vary(v) for v in varies]
     if not parsed:
         raise InstanceError("--vary", "give at least one --vary FIELD=START:STOP:STEP")
@@ -231,7 +247,25 @@ def whatif(instance_path: str | Path, varies: Sequence[str | Vary], out: str | P
     if imports is not None:
         imports.join()
     rows = read_results(folder)
-    return tabulate(folder, rows, grid, parsed, metrics, instance.kind, plot=plot)
+    best = _frontier(instance, data, grid, metrics) if frontier else None
+    return tabulate(folder, rows, grid, parsed, metrics, instance.kind, plot=plot, solver=spec.name, frontier=best)
+
+
+def _frontier(instance: Any, data: dict[str, Any], grid: list[dict[str, Any]],
+              metrics: Sequence[str] | None) -> dict[str, dict[str, float | None]]:
+    """Per point (by label): the policy-free best value of each frontier metric wanted."""
+    from fleetplan.instances.paths import changed_instance
+    from fleetplan.planning.frontier import FRONTIER_METRICS, service_frontier
+
+    wanted = [name for name in (metrics or default_metrics("allocation")) if name in FRONTIER_METRICS]
+    out: dict[str, dict[str, float | None]] = {}
+    for point in grid:
+        try:
+            cluster = changed_instance(instance, data, point)
+        except InstanceError:
+            continue
+        out[point_label(point)] = {name: service_frontier(cluster, name) for name in wanted}
+    return out
 
 
 def _import_while_waiting(plot: bool) -> threading.Thread:
@@ -299,7 +333,8 @@ def default_metrics(kind: str) -> list[str]:
 
 
 def tabulate(folder: Path, rows: list[dict[str, Any]], grid: list[dict[str, Any]], varies: Sequence[Vary],
-             metrics: Sequence[str] | None, kind: str, plot: bool = True) -> WhatIfResult:
+             metrics: Sequence[str] | None, kind: str, plot: bool = True, solver: str = "",
+             frontier: dict[str, dict[str, float | None]] | None = None) -> WhatIfResult:
     """One row per point (in grid order): varied values, status, objective, metrics; written as
     CSV and Parquet, and drawn."""
     import pandas as pd
@@ -321,6 +356,8 @@ def tabulate(folder: Path, rows: list[dict[str, Any]], grid: list[dict[str, Any]
         values = json.loads(row.get("metrics") or "{}")
         record.update(status=row["status"], objective=_float(row.get("objective")), wall_s=_float(row.get("wall_s")))
         record.update({name: _float(values.get(name)) for name in wanted})
+        for name, value in ((frontier or {}).get(point_label(point)) or {}).items():
+            record[f"frontier_{name}"] = _float(value)
         if row["status"] not in ("optimal", "feasible", "time_limit"):
             failed += 1
             record["message"] = row.get("message", "")
@@ -332,7 +369,10 @@ def tabulate(folder: Path, rows: list[dict[str, Any]], grid: list[dict[str, Any]
                 if name not in wanted and name in default_metrics(kind):
                     del record[name]
     frame = pd.DataFrame(table)
-    result = WhatIfResult(rows=table, varied=[v.path for v in varies], metrics=wanted, failed=failed)
+    shown_frontier = [name for name in wanted if any(f"frontier_{name}" in record for record in table)]
+    result = WhatIfResult(rows=table, varied=[v.path for v in varies], metrics=wanted, failed=failed, solver=solver,
+                          frontier=shown_frontier)
+    result.warnings = worsening(table, varies, wanted, kind, solver)
     result.files.append(str(write_table(frame, folder / TABLE_FILE, "csv")))
     try:
         result.files.append(str(write_table(frame, folder / PARQUET_FILE, "parquet")))
@@ -343,9 +383,44 @@ def tabulate(folder: Path, rows: list[dict[str, Any]], grid: list[dict[str, Any]
 
         units = {name: (entry.unit if (entry := describe(name)) else "") for name in wanted}
         plot_sweep(table, result.varied, wanted, units, folder / PLOT_FILE,
-                   title=f"what if: {', '.join(result.varied)} ({kind})")
+                   title=f"what if: {', '.join(result.varied)} ({kind}, under {solver or 'the default solver'})",
+                   frontier=shown_frontier)
         result.files.append(str(folder / PLOT_FILE))
     return result
+
+
+def worsening(table: Sequence[dict[str, Any]], varies: Sequence[Vary], metrics: Sequence[str], kind: str,
+              solver: str) -> list[str]:
+    """A line per (capacity field, service metric) whose value gets worse as the field grows
+    (the other fields held), under the solver: a policy doing what it does, not the capacity."""
+    from fleetplan.instances.glossary import describe
+
+    lines = []
+    for vary in varies:
+        if not CAPACITY_FIELD.match(vary.path):
+            continue
+        others = [v.path for v in varies if v.path != vary.path]
+        series: dict[tuple, list[dict[str, Any]]] = {}
+        for record in table:
+            series.setdefault(tuple(record.get(name) for name in others), []).append(record)
+        for metric in metrics:
+            entry = describe(metric, kind)
+            if entry is None or entry.better not in ("higher", "lower") or entry.relative:
+                continue
+            steps = worse = 0
+            for members in series.values():
+                values = [(r[vary.path], r.get(metric)) for r in sorted(members, key=lambda r: r[vary.path])
+                          if _float(r.get(metric)) is not None]
+                for (_, before), (_, after) in zip(values, values[1:], strict=False):
+                    steps += 1
+                    change = after - before
+                    if abs(change) > 1e-6 * max(1.0, abs(before)) and (change < 0) == (entry.better == "higher"):
+                        worse += 1
+            if worse:
+                lines.append(f"{metric} gets worse as {vary.path} grows under {solver or 'the solver'} "
+                             f"({worse} of {steps} steps): the policy, not the capacity"
+                             + (" (--frontier draws the best any allocation reaches)" if kind == "allocation" else ""))
+    return lines
 
 
 def _float(value: Any) -> float | None:

@@ -73,8 +73,11 @@ def plot_comparison(table: Any, path: str | os.PathLike[str] | None = None) -> A
 
 
 def plot_sweep(rows: Sequence[dict[str, Any]], varied: Sequence[str], metrics: Sequence[str],
-               units: dict[str, str], path: str | os.PathLike[str] | None = None, title: str = "") -> Any:
-    """One panel per metric against the first varied field (one line per value of a second)."""
+               units: dict[str, str], path: str | os.PathLike[str] | None = None, title: str = "",
+               frontier: Sequence[str] = ()) -> Any:
+    """One panel per metric against the first varied field (one line per value of a second);
+    a metric in ``frontier`` also has its ``frontier_<metric>`` column drawn dashed (the best
+    any allocation reaches at that point)."""
     figure, axes = _figure(len(metrics), 2, 4.6, 3.0, layout=None)
     x_name = varied[0]
     series_name = varied[1] if len(varied) > 1 else None
@@ -91,7 +94,16 @@ def plot_sweep(rows: Sequence[dict[str, Any]], varied: Sequence[str], metrics: S
             ys = [row[metric] * scale for row in members if _finite(row.get(metric))]
             seen += ys
             label = None if series_name is None else f"{series_name} = {key}"
+            if label is None and metric in frontier:
+                label = "the solver's plan"
             ax.plot(xs, ys, marker="o", markersize=3, color=COLOURS[index % len(COLOURS)], label=label)
+            if metric in frontier:
+                best = [(row[x_name], row[f"frontier_{metric}"] * scale) for row in members
+                        if _finite(row.get(f"frontier_{metric}"))]
+                if best:
+                    ax.plot([x for x, _ in best], [y for _, y in best], ls="--", color=COLOURS[index % len(COLOURS)],
+                            alpha=0.8, label="best any allocation reaches" if index == 0 else None)
+                    seen += [y for _, y in best]
         if seen and max(seen) == min(seen):  # a flat line: say so, with the value on a sane axis
             ax.set_ylim(min(seen) - 1, max(seen) + 1)
             ax.text(0.5, 0.9, f"constant: {seen[0]:g}", transform=ax.transAxes, ha="center", fontsize=8)
@@ -99,7 +111,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], varied: Sequence[str], metrics: S
         ax.set_ylabel(f"{metric} ({unit})", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
-        if series_name:
+        if series_name or metric in frontier:
             ax.legend(fontsize=7)
     figure.suptitle(title or f"what if: {', '.join(varied)}", fontsize=10)
     if path is not None:

@@ -321,3 +321,57 @@ def _subset(arrays: AllocationArrays, jobs: np.ndarray) -> AllocationArrays:
         throughput=arrays.throughput[jobs], scale_factor=arrays.scale_factor[jobs], weight=arrays.weight[jobs],
         num_workers=arrays.num_workers, cost_per_hour=arrays.cost_per_hour, steps_left=arrays.steps_left[jobs],
         time_elapsed=arrays.time_elapsed[jobs], slo_seconds=arrays.slo_seconds[jobs])
+
+
+# --- the service frontier ------------------------------------------------------------------
+
+# Service metrics whose best value over every allocation of a cluster is one LP, and how.
+FRONTIER_METRICS = ("min_time_share", "min_throughput_vs_fastest", "min_speedup_over_isolated", "total_throughput",
+                    "makespan_s")
+
+
+def build_frontier_lp(arrays: AllocationArrays, metric: str) -> tuple[LinearProgram, Any]:
+    """The LP whose optimum is the best ``metric`` any allocation of this cluster reaches (no
+    policy: the sizing model run forward), and a function from its optimum to the metric.
+
+    Columns: X over job classes, then a level ``t`` (for ``total_throughput`` none): maximise
+    ``t`` subject to every job's time share >= t (``min_time_share``), throughput >= t times its
+    fastest type's / its isolated share's (the other two minima), throughput >= t times its steps
+    (``makespan_s`` = 1 / t), or the sum of throughputs.
+    """
+    if metric not in FRONTIER_METRICS:
+        raise ValueError(f"no frontier for {metric} (known: {', '.join(FRONTIER_METRICS)})")
+    representative, _, multiplicity = aggregate_jobs(arrays.throughput, arrays.scale_factor, arrays.steps_left,
+                                                     arrays.slo_seconds)
+    reps = _subset(arrays, representative)
+    space = build_space(reps, multiplicity=multiplicity)
+    n_x, n_classes = space.n_cols, len(representative)
+    level = metric != "total_throughput"
+    n = n_x + int(level)
+    blocks = [sp.hstack([space.time, sp.csr_matrix((n_classes, int(level)))]),
+              sp.hstack([space.workers, sp.csr_matrix((len(arrays.num_workers), int(level)))])]
+    lower = [np.zeros(n_classes), np.full(len(arrays.num_workers), -INF)]
+    upper = [np.ones(n_classes), np.asarray(arrays.num_workers, dtype=float)]
+    if level:
+        reference = {"min_time_share": None, "min_throughput_vs_fastest": reps.fastest_throughput,
+                     "min_speedup_over_isolated": arrays.isolated_throughput[representative],
+                     "makespan_s": reps.steps_left}[metric]
+        rows = space.time if reference is None else space.measured
+        scale = np.ones(n_classes) if reference is None else np.asarray(reference, dtype=float)
+        blocks.append(sp.hstack([rows, sp.csr_matrix(-scale.reshape(-1, 1))]))
+        lower.append(np.zeros(n_classes))
+        upper.append(np.full(n_classes, INF))
+        cost = np.concatenate([np.zeros(n_x), [1.0]])
+    else:
+        cost = np.asarray(space.measured.T @ space.multiplicity).ravel()
+    lp = LinearProgram(cost=cost, matrix=sp.vstack(blocks, format="csr"), row_lower=np.concatenate(lower),
+                       row_upper=np.concatenate(upper), col_lower=np.zeros(n),
+                       col_upper=np.concatenate([space.column_upper(), [INF] * int(level)]), sense="max")
+    lp.check()
+
+    def value(objective: float) -> float:
+        if metric == "makespan_s":
+            return 1.0 / objective if objective > 0 else float("inf")
+        return objective
+
+    return lp, value
