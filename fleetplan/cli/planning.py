@@ -118,17 +118,14 @@ def _non_negative(text: str) -> float:
 def handle_size(args: argparse.Namespace) -> int:
     """``fleetplan size``."""
     import fleetplan
-    from fleetplan.cli.common import CommandError, check_output_path, print_json, stdout, working
+    from fleetplan.cli.common import CommandError, check_outputs, print_json, stdout, working
     from fleetplan.planning import size
 
     if args.list_targets is not None:
         return _list_targets(args)
     if args.file is None:
         raise CommandError("size: give the INSTANCE to size (or --targets KIND to list the metrics)")
-    check_output_path(args.output, inputs=[args.file, args.with_plan])
-    check_output_path(args.plan, inputs=[args.file, args.with_plan], flag="--plan")
-    if args.output and args.plan and args.output == args.plan:
-        raise CommandError("-o and --plan name the same file")
+    check_outputs([args.file, args.with_plan], files=[("-o", args.output), ("--plan", args.plan)])
     with working(f"loading {args.file}", not args.json):
         instance = fleetplan.load_instance(args.file)
     options: dict[str, Any] = {}
@@ -219,7 +216,7 @@ def render_sizing(console: Any, result: Any) -> None:
 def handle_compare(args: argparse.Namespace) -> int:
     """``fleetplan compare``."""
     import fleetplan
-    from fleetplan.cli.common import CommandError, check_output_path, print_json, stdout
+    from fleetplan.cli.common import CommandError, check_outputs, print_json, stdout
     from fleetplan.instances.outputs import check_figure_path
     from fleetplan.planning.compare import compare
 
@@ -227,7 +224,7 @@ def handle_compare(args: argparse.Namespace) -> int:
         raise CommandError(f"--instance: give one instance for every plan, or one per plan "
                            f"({len(args.plans)} plans, {len(args.instance)} instances)")
     inputs = [*args.plans, *args.instance]
-    check_output_path(args.output, inputs=inputs)
+    check_outputs(inputs, files=[("-o", args.output)])
     suffix = (args.output or "").lower().rsplit(".", 1)[-1] if args.output else None
     if suffix is not None and suffix != "csv":
         check_figure_path(args.output, "-o")

@@ -129,12 +129,12 @@ def _common_import(parser: argparse.ArgumentParser) -> None:
 def _check_output(path: str, *, directory: bool = False, inputs: tuple[str | None, ...] = ()) -> Path:
     """Fail before any work when the output could not be written safely, or would overwrite an
     input (:mod:`fleetplan.instances.outputs` has the rules)."""
-    from fleetplan.instances.outputs import check_output_file, check_output_folder
+    from fleetplan.cli.common import check_outputs
 
     if directory:
-        check_output_folder(path, inputs, flag="-o")
+        check_outputs(inputs, folders=[("-o", path)])
     else:
-        check_output_file(path, inputs, flag="-o")
+        check_outputs(inputs, files=[("-o", path)])
     return Path(path)
 
 
