@@ -20,6 +20,7 @@ from fleetplan.instances.base import (
     PlanBase,
     ProblemKind,
     Violation,
+    check_numbers,
     parse_json_text,
     read_json_file,
     to_json_text,
@@ -142,8 +143,12 @@ def _kind_of(data: Any, source: str | None) -> ProblemKind:
 
 
 def instance_from_data(data: Any, source: str | None = None) -> InstanceBase:
-    """Validate parsed JSON as an instance of the kind it names."""
-    return validate_model(_kind_of(data, source).instance_type, data, source)
+    """Validate parsed JSON (or a dict built in Python) as an instance of the kind it names, by
+    the rules a file meets: the same number bounds (64-bit integers, magnitudes up to 1e30) as
+    :func:`load_instance`, then the kind's model."""
+    spec = _kind_of(data, source)
+    check_numbers(data, source)
+    return validate_model(spec.instance_type, data, source)
 
 
 def load_instance(path: str | os.PathLike[str]) -> InstanceBase:
@@ -240,7 +245,9 @@ def as_plan(plan: PlanBase | dict[str, Any], source: str = "plan") -> PlanBase:
     if isinstance(plan, dict):
         if isinstance(plan.get("plan"), dict) and "solver" in plan:
             plan = plan["plan"]
-        return validate_model(_kind_of(plan, source).plan_type, plan, source)
+        spec = _kind_of(plan, source)
+        check_numbers(plan, source)  # the bounds a plan file meets (read_json_file applies them)
+        return validate_model(spec.plan_type, plan, source)
     raise InstanceError(source, f"expected a plan (a model from solve or load_plan, or a dict in the plan file's "
                                 f"layout), got {type(plan).__name__}")
 
