@@ -86,3 +86,32 @@ def test_dicts_within_the_bounds_still_solve():
     result = fleetplan.solve(_set(GAVEL, ("worker_types", 0, "count"), 2**40), "max-min-fairness")
     assert result.success
     assert fleetplan.evaluate(GAVEL, fleetplan.solve(GAVEL).plan.model_dump(mode="json")).feasible
+
+
+# --- what is not an instance or a plan: a TypeError naming what is accepted -----------------
+
+NOT_AN_INSTANCE = ["allocation-gavel-4.1.json", EXAMPLES / "allocation-gavel-4.1.json", None, [], 42]
+
+
+@pytest.mark.parametrize("given", NOT_AN_INSTANCE, ids=["str", "Path", "None", "list", "int"])
+def test_what_is_not_an_instance_gets_a_type_error_naming_what_is_accepted(given):
+    plan = fleetplan.solve(GAVEL).plan
+    calls = {"solve": lambda: fleetplan.solve(given), "evaluate": lambda: fleetplan.evaluate(given, plan),
+             "to_frame": lambda: fleetplan.to_frame(given, plan),
+             "evaluate_current": lambda: fleetplan.instances.evaluate_current(given)}
+    for name, call in calls.items():
+        with pytest.raises(TypeError) as error:
+            call()
+        assert isinstance(error.value, fleetplan.InstanceError), name  # input errors stay ValueErrors
+        message = str(error.value)
+        assert "expected an instance" in message and "load_instance or generate" in message, name
+        assert f"got {'None' if given is None else type(given).__name__}" in message, name
+        if isinstance(given, (str, type(EXAMPLES))):
+            assert "fleetplan.load_instance(" in message, name
+
+
+@pytest.mark.parametrize("given", ["plan.json", None, 3.5], ids=["str", "None", "float"])
+def test_what_is_not_a_plan_gets_a_type_error_naming_what_is_accepted(given):
+    with pytest.raises(TypeError, match="expected a plan .*load_plan") as error:
+        fleetplan.evaluate(GAVEL, given)
+    assert isinstance(error.value, ValueError)

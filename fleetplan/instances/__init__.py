@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from fleetplan.errors import OutputError
+from fleetplan.errors import OutputError, wrong_input_type
 from fleetplan.instances.base import (
     Evaluation,
     InstanceBase,
@@ -228,18 +228,21 @@ def schema(kind: str, plan: bool = False) -> dict[str, Any]:
 
 def as_instance(instance: InstanceBase | dict[str, Any], source: str = "instance") -> InstanceBase:
     """An instance model as it is, or a plain dict in the instance file's layout validated into
-    one: what every public function taking an instance accepts (as :func:`fleetplan.solve` does)."""
+    one: what every public function taking an instance accepts (as :func:`fleetplan.solve` does).
+    Anything else (a file name, None, a list) raises :class:`~fleetplan.errors.InputTypeError`,
+    a ``TypeError`` naming what is accepted; a file is read by :func:`load_instance`."""
     if isinstance(instance, InstanceBase):
         return instance
     if isinstance(instance, dict):
         return instance_from_data(instance, source)
-    raise InstanceError(source, f"expected an instance (a model from load_instance or generate, or a dict in the "
-                                f"instance file's layout), got {type(instance).__name__}")
+    raise wrong_input_type(instance, source, "an instance (a model from load_instance or generate, or a dict "
+                           "in the instance file's layout)", "load_instance")
 
 
 def as_plan(plan: PlanBase | dict[str, Any], source: str = "plan") -> PlanBase:
     """A plan model as it is, or a plain dict in the plan file's layout (or a ``solve --json``
-    output, whose ``plan`` field is the plan) validated into one."""
+    output, whose ``plan`` field is the plan) validated into one; anything else raises
+    :class:`~fleetplan.errors.InputTypeError` (a ``TypeError``), as :func:`as_instance` does."""
     if isinstance(plan, PlanBase):
         return plan
     if isinstance(plan, dict):
@@ -248,8 +251,8 @@ def as_plan(plan: PlanBase | dict[str, Any], source: str = "plan") -> PlanBase:
         spec = _kind_of(plan, source)
         check_numbers(plan, source)  # the bounds a plan file meets (read_json_file applies them)
         return validate_model(spec.plan_type, plan, source)
-    raise InstanceError(source, f"expected a plan (a model from solve or load_plan, or a dict in the plan file's "
-                                f"layout), got {type(plan).__name__}")
+    raise wrong_input_type(plan, source, "a plan (a model from solve or load_plan, or a dict in the plan "
+                           "file's layout)", "load_plan")
 
 
 def evaluate_current(instance: InstanceBase | dict[str, Any]) -> Evaluation | None:
