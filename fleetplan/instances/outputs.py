@@ -15,7 +15,8 @@ The rules, the same for every writer (``solve``, ``generate``, ``import``, ``exp
 * a **directory, block device or socket** is refused: nothing is renamed over it or written
   into it;
 * a **folder output** is built in a temporary sibling and renamed into place at the end, so it
-  is whole or absent; it must be new or empty;
+  is whole or absent; it must be new or empty, and not a symlink (the rename cannot put a folder
+  where a link is);
 * **one file, one role**: no output may be an input of the same command, no two outputs may
   name one file, and no output may lie inside a folder output, however the paths are spelled
   (``a.json`` and ``./a.json``, a symlink and its target, two hard links): files that exist are
@@ -210,6 +211,9 @@ def check_output_folder(path: str | os.PathLike[str], inputs: Iterable[str | os.
     check_not_an_input(path, inputs, flag)
     if target.is_symlink() and not target.exists():
         raise OutputError(flag, f"{path}: is a symlink to a missing folder")
+    if target.is_symlink() and existing is None:
+        raise OutputError(flag, f"{path}: is a symlink; give the folder itself (a new folder is built "
+                                "aside and renamed into place, which cannot replace a link)")
     if target.exists() and not target.is_dir():
         raise OutputError(flag, f"{path}: exists and is not a directory")
     parent = target.parent if str(target.parent) else Path(".")
