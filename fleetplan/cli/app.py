@@ -31,6 +31,7 @@ from fleetplan.cli.common import (  # noqa: F401  (re-exported: the public helpe
     bounded_int,
     check_outputs,
     command_clock,
+    judge,
     parse_assignments,
     parse_flag_params,
     parse_value,
@@ -178,7 +179,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     with working(f"judging {args.plan}", not args.json):
         instance = fleetplan.load_instance(args.file)
         plan = fleetplan.load_plan(args.plan)
-        evaluation = fleetplan.evaluate(instance, plan)
+        evaluation = judge(instance, plan, args.file, args.plan)
     optimum = _policy_optimum(instance, plan, args) if args.binding else None
     if args.json:
         data = evaluation.model_dump()

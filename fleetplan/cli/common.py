@@ -135,6 +135,23 @@ def check_outputs(inputs: Sequence[str | None] = (), files: Sequence[tuple[str, 
     check_distinct_outputs(files, folders)
 
 
+def judge(instance: Any, plan: Any, instance_file: str, plan_file: str, flag: str | None = None) -> Any:
+    """``fleetplan.evaluate(instance, plan)``; a plan that does not fit the instance (a plan of
+    another instance: tables, jobs or servers it lacks) is reported naming the plan's file and
+    its option, not only the JSON path inside it."""
+    import fleetplan
+    from fleetplan.errors import InstanceError
+
+    try:
+        return fleetplan.evaluate(instance, plan)
+    except InstanceError as error:
+        if error.source:
+            raise
+        where = f"{flag} {plan_file}" if flag else plan_file
+        raise InstanceError(error.path, f"{error.reason} (is this plan for {instance_file}?)", where,
+                            error.more) from None
+
+
 def write_json(path: str, data: Any) -> None:
     from fleetplan.instances.outputs import atomic_write_text
 

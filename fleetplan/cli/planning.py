@@ -118,7 +118,7 @@ def _non_negative(text: str) -> float:
 def handle_size(args: argparse.Namespace) -> int:
     """``fleetplan size``."""
     import fleetplan
-    from fleetplan.cli.common import CommandError, check_outputs, print_json, stdout, working
+    from fleetplan.cli.common import CommandError, check_outputs, judge, print_json, stdout, working
     from fleetplan.planning import size
 
     if args.list_targets is not None:
@@ -137,6 +137,10 @@ def handle_size(args: argparse.Namespace) -> int:
             raise CommandError("--with-plan holds a plan fixed; --replan makes a new one: give one of them")
         if args.with_plan:
             options["plan"] = fleetplan.load_plan(args.with_plan)
+            if options["plan"].kind != instance.kind:
+                raise CommandError(f"--with-plan {args.with_plan}: holds a plan of kind '{options['plan'].kind}', "
+                                   f"not a {instance.kind} plan for {args.file}")
+            judge(instance, options["plan"], args.file, args.with_plan, "--with-plan")  # before the sizing
         options["replan"] = args.replan
     check_purchases(args.buy, instance.kind)
     with working(f"sizing {instance.kind} '{instance.name}'", not args.json):

@@ -282,7 +282,13 @@ def generate(kind: str, params: dict[str, Any] | BaseModel | None = None, seed: 
     if spec.estimate is not None:
         from fleetplan.instances.resources import MAX_GENERATE_S, check_fits
 
-        check_fits(spec.estimate(params), max_seconds=MAX_GENERATE_S)
+        estimate = spec.estimate(params)
+
+        def rescale(fraction: float) -> Any:  # the same parameters, the sizes scaled down
+            return spec.estimate(params.model_copy(update={
+                name: int(getattr(params, name) * fraction) for name in estimate.sizes}))
+
+        check_fits(estimate, max_seconds=MAX_GENERATE_S, rescale=rescale)
     return spec.generate(params, seed=seed)
 
 

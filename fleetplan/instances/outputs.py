@@ -44,7 +44,7 @@ from fleetplan.errors import OutputError
 __all__ = [
     "atomic_write", "atomic_write_text", "building_folder", "check_output_file",
     "check_output_folder", "check_not_an_input", "check_distinct_outputs", "check_figure_path",
-    "save_figure", "same_file",
+    "failed_write", "save_figure", "same_file",
 ]
 
 # File types by what fleetplan does with them.
@@ -233,13 +233,15 @@ def check_output_folder(path: str | os.PathLike[str], inputs: Iterable[str | os.
     _probe(parent, path, flag)
 
 
-def _failed_write(target: Path, error: OSError) -> OutputError:
+def failed_write(target: str | os.PathLike[str], error: OSError, kept: str = "nothing was written") -> OutputError:
+    """The one-line error of a write to ``target`` that failed (``error``: a full disk, ``ulimit
+    -f``, ...), naming the file and saying what is ``kept``."""
     reason = error.strerror or str(error)
     if error.errno in (errno.ENOSPC, errno.EDQUOT):
         reason = "no space left on the device"
     elif error.errno == errno.EFBIG:
         reason = "file too large for this process's limit (ulimit -f)"
-    return OutputError(str(target), f"cannot write: {reason}; nothing was written")
+    return OutputError(str(target), f"cannot write: {reason}; {kept}")
 
 
 def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None], suffix: str = ".tmp") -> Path:
@@ -262,7 +264,7 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None], suf
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=directory)
     except OSError as error:
-        raise _failed_write(target, error) from None
+        raise failed_write(target, error) from None
     os.close(handle)
     try:
         write(temporary)
@@ -270,7 +272,7 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None], suf
         os.replace(temporary, target)
     except OSError as error:
         _unlink_quietly(temporary)
-        raise _failed_write(target, error) from None
+        raise failed_write(target, error) from None
     except BaseException:
         _unlink_quietly(temporary)
         raise
@@ -308,7 +310,7 @@ def _write_in_place(target: Path, write: Callable[[str], None], suffix: str, sta
             with open(temporary, "rb") as source, open(descriptor, "wb") as sink:
                 shutil.copyfileobj(source, sink)
         except OSError as error:
-            raise _failed_write(target, error) from None
+            raise failed_write(target, error) from None
 
 
 def _open_fifo(fifo: Path) -> int:
@@ -353,7 +355,12 @@ def building_folder(path: str | os.PathLike[str], flag: str = "--out") -> Iterat
             raise OutputError(flag, f"{path}: could not create it ({error.strerror})") from None
     except OSError as error:
         shutil.rmtree(temporary, ignore_errors=True)
-        raise _failed_write(target, error) from None
+        raise failed_write(target, error) from None
+    except OutputError as error:
+        shutil.rmtree(temporary, ignore_errors=True)
+        # A file of the folder failed: name it where it was to be, not in the temporary folder.
+        raise OutputError(error.path.replace(str(temporary), str(target)), error.reason.replace(str(temporary), str(target)),
+                          error.source, error.more) from None
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
         raise
