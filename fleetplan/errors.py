@@ -69,6 +69,25 @@ class InstanceError(ValueError):
                 for path, reason in [(self.path, self.reason), *self.more]]
 
 
+class InputTypeError(InstanceError, TypeError):
+    """Something that is not an instance or a plan where one is expected (a file name, None, a
+    list): a :class:`TypeError`, as Python's own argument errors are, and an
+    :class:`InstanceError`, so code and commands that catch input errors catch it too."""
+
+
+def wrong_input_type(value: object, what: str, accepted: str, load: str) -> InputTypeError:
+    """The error for ``value`` given as ``what`` (``instance`` or ``plan``): names the type given,
+    what is accepted, and for a path the function that reads it (``load``)."""
+    import os
+
+    given = "None" if value is None else type(value).__name__
+    hint = ""
+    if isinstance(value, (str, os.PathLike)):
+        given = f"{given} {clip(os.fspath(value))!r}"
+        hint = f"; to use a file, read it first: fleetplan.{load}({clip(os.fspath(value))!r})"
+    return InputTypeError(what, f"expected {accepted}, got {given}{hint}")
+
+
 class OutputError(InstanceError):
     """An output cannot be written: a path that names a directory, a device fleetplan will not
     write over, an input of the same command, a missing folder, or a write that failed (a full

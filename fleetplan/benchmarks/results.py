@@ -18,6 +18,7 @@ table is rewritten atomically, sorted in cell order.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import math
@@ -77,9 +78,17 @@ class ResultsWriter:
         return {row_key(row) for row in self.rows}
 
     def append(self, row: dict[str, Any]) -> None:
-        self._stream.write(_csv_line(row))
-        self._stream.flush()
-        os.fsync(self._stream.fileno())
+        try:
+            self._stream.write(_csv_line(row))
+            self._stream.flush()
+            os.fsync(self._stream.fileno())
+        except OSError as error:  # a full disk, `ulimit -f`: say which file, keep what is there
+            from fleetplan.instances.outputs import failed_write
+
+            with contextlib.suppress(OSError):  # the row still buffered cannot be written either
+                self._stream.close()
+            raise failed_write(self.path, error, f"the {len(self.rows)} rows before are kept (--resume "
+                                                 "finishes the sweep)") from None
         self.rows.append(row)
 
     def close(self) -> None:

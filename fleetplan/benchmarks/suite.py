@@ -44,6 +44,7 @@ import yaml
 from pydantic import Field, model_validator
 
 from fleetplan import bounded_yaml
+from fleetplan.errors import clip
 from fleetplan.instances import KINDS, InstanceError, get_kind
 from fleetplan.instances.base import StrictModel, validate_model
 
@@ -65,6 +66,9 @@ DEFAULT_TIME_LIMIT = 600.0
 # YAML alias bomb (a few anchors, each a list of aliases to the last) expands exponentially.
 MAX_SUITE_BYTES = 1_000_000
 MAX_YAML_NODES = 50_000  # scalars, lists and mappings of the document with every alias expanded
+# The seeds solve() and the generators take (numpy's generators are seeded with 64 bits): a
+# larger one would pass here and fail in the first cell, after the sweep had started.
+MAX_SEED = 2**63 - 1
 MAX_CELLS = 100_000  # cells of the whole suite (parameter sets x seeds x solvers x repeats)
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -166,8 +170,8 @@ class Suite(StrictModel):
 
 def _check_group(group: Group, at: str) -> None:
     for index, seed in enumerate(group.seeds):
-        if seed < 0:
-            raise InstanceError(f"{at}.seeds[{index}]", "a seed must be >= 0")
+        if not 0 <= seed <= MAX_SEED:
+            raise InstanceError(f"{at}.seeds[{index}]", f"a seed must be in [0, 2^63 - 1] (got {clip(str(seed))})")
         if group.seeds.index(seed) != index:
             raise InstanceError(f"{at}.seeds[{index}]", f"duplicate seed {seed}")
     if group.kind is None:
@@ -229,8 +233,8 @@ def check_sim_group(group: Group, at: str) -> None:
             if group.schedulers.index(name) != index:
                 raise InstanceError(f"{at}.schedulers[{index}]", f"duplicate scheduler '{name}'")
     for index, seed in enumerate(group.seeds):
-        if seed < 0:
-            raise InstanceError(f"{at}.seeds[{index}]", "a seed must be >= 0")
+        if not 0 <= seed <= MAX_SEED:
+            raise InstanceError(f"{at}.seeds[{index}]", f"a seed must be in [0, 2^63 - 1] (got {clip(str(seed))})")
     if any(isinstance(value, list) and not value for value in group.scenario.values()):
         return  # the suite reports the empty list with its path
     for params in group.parameter_sets():

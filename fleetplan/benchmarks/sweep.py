@@ -275,7 +275,10 @@ def git_state() -> dict[str, Any] | None:
     try:
         commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
                                 text=True, timeout=10, check=True).stdout.strip()
-        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+        # --no-optional-locks: a status only reads; refreshing the index would take its lock, and
+        # a sweep stopped by `ulimit -f` or a signal mid-write left index.lock behind in the checkout.
+        status = subprocess.run(["git", "--no-optional-locks", "-C", str(root), "status", "--porcelain",
+                                 "--untracked-files=no"],
                                 capture_output=True, text=True, timeout=30, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return None

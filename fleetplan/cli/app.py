@@ -29,8 +29,9 @@ from fleetplan.cli.common import (  # noqa: F401  (re-exported: the public helpe
     ArgumentParser,
     CommandError,
     bounded_int,
-    check_output_path,
+    check_outputs,
     command_clock,
+    judge,
     parse_assignments,
     parse_flag_params,
     parse_value,
@@ -66,7 +67,7 @@ def cmd_generate(args: argparse.Namespace, extra: Sequence[str]) -> int:
     params.update(parse_assignments(args.param, "--param"))
     # `--from FILE --event EVENT [--plan PLAN]`: the next reservation instance after an event.
     event = any(flag in params for flag in ("from", "event", "plan"))
-    check_output_path(args.output, inputs=[str(params[f]) for f in ("from", "plan") if event and f in params])
+    check_outputs([str(params[f]) for f in ("from", "plan") if event and f in params], files=[("-o", args.output)])
     with working(f"generating a {args.kind} instance", not args.json):
         try:
             if event:
@@ -110,7 +111,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         clock[0] = now
 
     options = parse_assignments(args.option, "--option")
-    check_output_path(args.output, inputs=[args.file])
+    check_outputs([args.file], files=[("-o", args.output)])
     with working(f"loading {args.file}", not args.json):
         loading = time.perf_counter()
         instance = fleetplan.load_instance(args.file)
@@ -183,7 +184,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     with working(f"judging {args.plan}", not args.json):
         instance = fleetplan.load_instance(args.file)
         plan = fleetplan.load_plan(args.plan)
-        evaluation = fleetplan.evaluate(instance, plan)
+        evaluation = judge(instance, plan, args.file, args.plan)
     optimum = _policy_optimum(instance, plan, args) if args.binding else None
     if args.json:
         data = evaluation.model_dump()

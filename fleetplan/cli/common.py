@@ -111,14 +111,45 @@ def parse_flag_params(extra: Sequence[str]) -> dict[str, Any]:
     return params
 
 
-def check_output_path(path: str | None, inputs: Sequence[str | None] = (), flag: str = "-o") -> None:
-    """Fail before any work when the output file could not be written safely, or would
-    overwrite an input of the same command (:mod:`fleetplan.instances.outputs` has the rules)."""
-    if path is None:
-        return
-    from fleetplan.instances.outputs import check_output_file
+def check_outputs(inputs: Sequence[str | None] = (), files: Sequence[tuple[str, str | None]] = (),
+                  folders: Sequence[tuple[str, str | None]] = ()) -> None:
+    """Fail before any work when an output could not be written safely, is one of the
+    command's ``inputs``, names the same file as another output, or lies inside a folder output,
+    however each path is spelled (:mod:`fleetplan.instances.outputs` has the rules).
 
-    check_output_file(path, inputs, flag)
+    ``files`` and ``folders`` are the command's outputs as ``(flag, path)`` pairs (path None:
+    not asked for). Every command with an output checks them all here, in one call."""
+    from fleetplan.instances.outputs import (
+        check_distinct_outputs,
+        check_output_file,
+        check_output_folder,
+    )
+
+    inputs = [source for source in inputs if source is not None]
+    for flag, path in files:
+        if path is not None:
+            check_output_file(path, inputs, flag)
+    for flag, path in folders:
+        if path is not None:
+            check_output_folder(path, inputs, flag)
+    check_distinct_outputs(files, folders)
+
+
+def judge(instance: Any, plan: Any, instance_file: str, plan_file: str, flag: str | None = None) -> Any:
+    """``fleetplan.evaluate(instance, plan)``; a plan that does not fit the instance (a plan of
+    another instance: tables, jobs or servers it lacks) is reported naming the plan's file and
+    its option, not only the JSON path inside it."""
+    import fleetplan
+    from fleetplan.errors import InstanceError
+
+    try:
+        return fleetplan.evaluate(instance, plan)
+    except InstanceError as error:
+        if error.source:
+            raise
+        where = f"{flag} {plan_file}" if flag else plan_file
+        raise InstanceError(error.path, f"{error.reason} (is this plan for {instance_file}?)", where,
+                            error.more) from None
 
 
 def write_json(path: str, data: Any) -> None:

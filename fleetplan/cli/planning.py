@@ -131,17 +131,14 @@ def _non_negative(text: str) -> float:
 def handle_size(args: argparse.Namespace) -> int:
     """``fleetplan size``."""
     import fleetplan
-    from fleetplan.cli.common import CommandError, check_output_path, print_json, stdout, working
+    from fleetplan.cli.common import CommandError, check_outputs, judge, print_json, stdout, working
     from fleetplan.planning import size
 
     if args.list_targets is not None:
         return _list_targets(args)
     if args.file is None:
         raise CommandError("size: give the INSTANCE to size (or --targets KIND to list the metrics)")
-    check_output_path(args.output, inputs=[args.file, args.with_plan])
-    check_output_path(args.plan, inputs=[args.file, args.with_plan], flag="--plan")
-    if args.output and args.plan and args.output == args.plan:
-        raise CommandError("-o and --plan name the same file")
+    check_outputs([args.file, args.with_plan], files=[("-o", args.output), ("--plan", args.plan)])
     with working(f"loading {args.file}", not args.json):
         instance = fleetplan.load_instance(args.file)
     options: dict[str, Any] = {}
@@ -157,7 +154,12 @@ def handle_size(args: argparse.Namespace) -> int:
             raise CommandError("--with-plan holds a plan fixed; --replan makes a new one: give one of them")
         if args.with_plan:
             options["plan"] = fleetplan.load_plan(args.with_plan)
+            if options["plan"].kind != instance.kind:
+                raise CommandError(f"--with-plan {args.with_plan}: holds a plan of kind '{options['plan'].kind}', "
+                                   f"not a {instance.kind} plan for {args.file}")
+            judge(instance, options["plan"], args.file, args.with_plan, "--with-plan")  # before the sizing
         options["replan"] = args.replan
+    check_purchases(args.buy, instance.kind)
     with working(f"sizing {instance.kind} '{instance.name}'", not args.json):
         result = size(instance, args.target, args.buy, budget=args.budget, policy=args.policy,
                       time_limit=args.time_limit, threads=args.threads, seed=args.seed, **options)
@@ -178,6 +180,33 @@ def handle_size(args: argparse.Namespace) -> int:
         if not result.success:
             stdout.print(f"no sizing ({result.status}): nothing written", markup=False)
     return 0 if result.success else 1
+
+
+# What one unit of a --buy is per kind: the sizing models count these in whole units (a MAX of
+# 1.5 would be rounded down to 1 without a word); placement buys GPU-hours and bytes, any amount.
+WHOLE_UNITS = {"allocation": "GPUs", "reservation": "servers", "binpack": "machines"}
+
+
+def check_purchases(texts: list[str], kind: str) -> None:
+    """Refuse, before sizing, a ``--buy`` whose PRICE or MAX no instance could hold (above 1e30,
+    or 2^63 units) or whose MAX is a fraction of a unit the kind buys whole."""
+    from fleetplan.errors import InstanceError
+    from fleetplan.instances.base import MAX_INTEGER, MAX_MAGNITUDE
+    from fleetplan.planning.sizing import parse_purchase
+
+    for text in texts:
+        item = parse_purchase(text)
+        for what, value in (("the price", item.price), ("the maximum", item.maximum)):
+            if value is not None and value > MAX_MAGNITUDE:
+                raise InstanceError("--buy", f"'{text}': {what} {value:.3g} is out of range (at most {MAX_MAGNITUDE:g})")
+        units = WHOLE_UNITS.get(kind)
+        if item.maximum is None or units is None:
+            continue
+        if not item.maximum.is_integer():
+            raise InstanceError("--buy", f"'{text}': MAX counts whole {units} for {kind}; give a whole number, "
+                                         f"not {item.maximum:g}")
+        if item.maximum > MAX_INTEGER:
+            raise InstanceError("--buy", f"'{text}': MAX {item.maximum:.3g} is out of range (at most 2^63 - 1 {units})")
 
 
 def _list_targets(args: argparse.Namespace) -> int:
@@ -300,7 +329,7 @@ def render_marginal(console: Any, values: Any) -> None:
 def handle_compare(args: argparse.Namespace) -> int:
     """``fleetplan compare``."""
     import fleetplan
-    from fleetplan.cli.common import CommandError, check_output_path, print_json, stdout
+    from fleetplan.cli.common import CommandError, check_outputs, print_json, stdout
     from fleetplan.instances.outputs import check_figure_path
     from fleetplan.planning.compare import compare
 
@@ -308,7 +337,7 @@ def handle_compare(args: argparse.Namespace) -> int:
         raise CommandError(f"--instance: give one instance for every plan, or one per plan "
                            f"({len(args.plans)} plans, {len(args.instance)} instances)")
     inputs = [*args.plans, *args.instance]
-    check_output_path(args.output, inputs=inputs)
+    check_outputs(inputs, files=[("-o", args.output)])
     suffix = (args.output or "").lower().rsplit(".", 1)[-1] if args.output else None
     if suffix is not None and suffix != "csv":
         check_figure_path(args.output, "-o")

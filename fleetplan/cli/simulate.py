@@ -107,22 +107,12 @@ def scenario_inputs(scenario: dict[str, Any]) -> list[str]:
 def check_outputs(args: argparse.Namespace, inputs: list[str]) -> None:
     """Fail before simulating when an output could not be written safely, would overwrite an
     input, or two outputs name the same file."""
-    from fleetplan.cli.common import CommandError
-    from fleetplan.instances.outputs import (
-        check_figure_path,
-        check_output_file,
-        check_output_folder,
-    )
+    from fleetplan.cli.common import check_outputs as check_command_outputs
+    from fleetplan.instances.outputs import check_figure_path
 
+    check_command_outputs(inputs, files=[("-o", args.output), ("--plot", args.plot)], folders=[("--out", args.out)])
     if args.plot:
         check_figure_path(args.plot)
-    files = [(flag, value) for flag, value in (("-o", args.output), ("--plot", args.plot)) if value]
-    for flag, value in files:
-        check_output_file(value, inputs, flag)
-    if len(files) == 2 and os.path.abspath(files[0][1]) == os.path.abspath(files[1][1]):
-        raise CommandError(f"-o and --plot name the same file '{args.output}'")
-    if args.out is not None:
-        check_output_folder(args.out, inputs, "--out")
 
 
 def _hours_or_seconds(seconds: float, end: float) -> str:

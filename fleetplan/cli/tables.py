@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import fleetplan
-from fleetplan.cli.common import EXIT_OK, save_last
+from fleetplan.cli.common import EXIT_OK, judge, save_last
 from fleetplan.cli.settling import settle
 from fleetplan.errors import InstanceError
 
@@ -129,12 +129,12 @@ def _common_import(parser: argparse.ArgumentParser) -> None:
 def _check_output(path: str, *, directory: bool = False, inputs: tuple[str | None, ...] = ()) -> Path:
     """Fail before any work when the output could not be written safely, or would overwrite an
     input (:mod:`fleetplan.instances.outputs` has the rules)."""
-    from fleetplan.instances.outputs import check_output_file, check_output_folder
+    from fleetplan.cli.common import check_outputs
 
     if directory:
-        check_output_folder(path, inputs, flag="-o")
+        check_outputs(inputs, folders=[("-o", path)])
     else:
-        check_output_file(path, inputs, flag="-o")
+        check_outputs(inputs, files=[("-o", path)])
     return Path(path)
 
 
@@ -211,7 +211,7 @@ def handle_import_plan(args: argparse.Namespace) -> int:
         plan = plan_from_frame(instance, args.table)
     _as_loaded(plan, args.table)
     # The judge reads the plan as `evaluate` will (an unknown --policy was written, then refused).
-    fleetplan.evaluate(instance, plan)
+    judge(instance, plan, args.instance, args.table)
     save_last(plan, args.output)
     _report(args, {"output": args.output, "kind": plan.kind},
             f"wrote {plan.kind} plan to {args.output}")
@@ -295,7 +295,7 @@ def _export_plan(args: argparse.Namespace) -> int:
     plan = fleetplan.load_plan(args.file)
     if args.breakdown is not None:
         # One of the judge's per-item tables (issue 8 item 5), as the evaluation computed it.
-        tables = fleetplan.evaluate(instance, plan).breakdown
+        tables = judge(instance, plan, args.instance, args.file).breakdown
         if args.breakdown not in tables:
             raise InstanceError("--breakdown", f"unknown table '{args.breakdown}' (a {plan.kind} plan has: "
                                                f"{', '.join(tables) or 'none'})")

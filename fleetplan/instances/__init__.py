@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from fleetplan.errors import OutputError
+from fleetplan.errors import OutputError, wrong_input_type
 from fleetplan.instances.base import (
     Evaluation,
     InstanceBase,
@@ -20,6 +20,7 @@ from fleetplan.instances.base import (
     PlanBase,
     ProblemKind,
     Violation,
+    check_numbers,
     parse_json_text,
     read_json_file,
     to_json_text,
@@ -142,8 +143,12 @@ def _kind_of(data: Any, source: str | None) -> ProblemKind:
 
 
 def instance_from_data(data: Any, source: str | None = None) -> InstanceBase:
-    """Validate parsed JSON as an instance of the kind it names."""
-    return validate_model(_kind_of(data, source).instance_type, data, source)
+    """Validate parsed JSON (or a dict built in Python) as an instance of the kind it names, by
+    the rules a file meets: the same number bounds (64-bit integers, magnitudes up to 1e30) as
+    :func:`load_instance`, then the kind's model."""
+    spec = _kind_of(data, source)
+    check_numbers(data, source)
+    return validate_model(spec.instance_type, data, source)
 
 
 def load_instance(path: str | os.PathLike[str]) -> InstanceBase:
@@ -223,26 +228,31 @@ def schema(kind: str, plan: bool = False) -> dict[str, Any]:
 
 def as_instance(instance: InstanceBase | dict[str, Any], source: str = "instance") -> InstanceBase:
     """An instance model as it is, or a plain dict in the instance file's layout validated into
-    one: what every public function taking an instance accepts (as :func:`fleetplan.solve` does)."""
+    one: what every public function taking an instance accepts (as :func:`fleetplan.solve` does).
+    Anything else (a file name, None, a list) raises :class:`~fleetplan.errors.InputTypeError`,
+    a ``TypeError`` naming what is accepted; a file is read by :func:`load_instance`."""
     if isinstance(instance, InstanceBase):
         return instance
     if isinstance(instance, dict):
         return instance_from_data(instance, source)
-    raise InstanceError(source, f"expected an instance (a model from load_instance or generate, or a dict in the "
-                                f"instance file's layout), got {type(instance).__name__}")
+    raise wrong_input_type(instance, source, "an instance (a model from load_instance or generate, or a dict "
+                           "in the instance file's layout)", "load_instance")
 
 
 def as_plan(plan: PlanBase | dict[str, Any], source: str = "plan") -> PlanBase:
     """A plan model as it is, or a plain dict in the plan file's layout (or a ``solve --json``
-    output, whose ``plan`` field is the plan) validated into one."""
+    output, whose ``plan`` field is the plan) validated into one; anything else raises
+    :class:`~fleetplan.errors.InputTypeError` (a ``TypeError``), as :func:`as_instance` does."""
     if isinstance(plan, PlanBase):
         return plan
     if isinstance(plan, dict):
         if isinstance(plan.get("plan"), dict) and "solver" in plan:
             plan = plan["plan"]
-        return validate_model(_kind_of(plan, source).plan_type, plan, source)
-    raise InstanceError(source, f"expected a plan (a model from solve or load_plan, or a dict in the plan file's "
-                                f"layout), got {type(plan).__name__}")
+        spec = _kind_of(plan, source)
+        check_numbers(plan, source)  # the bounds a plan file meets (read_json_file applies them)
+        return validate_model(spec.plan_type, plan, source)
+    raise wrong_input_type(plan, source, "a plan (a model from solve or load_plan, or a dict in the plan "
+                           "file's layout)", "load_plan")
 
 
 def evaluate_current(instance: InstanceBase | dict[str, Any]) -> Evaluation | None:
@@ -272,7 +282,13 @@ def generate(kind: str, params: dict[str, Any] | BaseModel | None = None, seed: 
     if spec.estimate is not None:
         from fleetplan.instances.resources import MAX_GENERATE_S, check_fits
 
-        check_fits(spec.estimate(params), max_seconds=MAX_GENERATE_S)
+        estimate = spec.estimate(params)
+
+        def rescale(fraction: float) -> Any:  # the same parameters, the sizes scaled down
+            return spec.estimate(params.model_copy(update={
+                name: int(getattr(params, name) * fraction) for name in estimate.sizes}))
+
+        check_fits(estimate, max_seconds=MAX_GENERATE_S, rescale=rescale)
     return spec.generate(params, seed=seed)
 
 

@@ -297,8 +297,13 @@ def check_numbers(data: Any, source: str | None = None) -> None:
         elif isinstance(value, int):
             if abs(value) > MAX_INTEGER or abs(value) > MAX_MAGNITUDE:
                 _number_error(value, loc, source)
-        elif isinstance(value, float) and abs(value) > MAX_MAGNITUDE:
+        elif isinstance(value, float) and not abs(value) <= MAX_MAGNITUDE:  # NaN too
             _number_error(value, loc, source)
+        elif isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.size:
+            # a column a Python caller built as an array (a file's are lists)
+            bad = np.flatnonzero(~(np.abs(value.ravel()) <= MAX_MAGNITUDE))
+            if bad.size:
+                _number_error(float(value.ravel()[bad[0]]), (*loc, int(bad[0])), source)
 
 
 def _numeric_column_ok(values: list[Any]) -> bool:
@@ -324,6 +329,9 @@ def _numeric_column_ok(values: list[Any]) -> bool:
 
 
 def _number_error(value: float | int, loc: tuple[str | int, ...], source: str | None) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InstanceError(json_path(loc), f"{value} is not a finite number (a file cannot hold NaN or "
+                                            "infinity either)", source)
     shown = f"{value:.3g}" if isinstance(value, float) else (str(value) if len(str(value)) < 24 else f"an integer of {len(str(value))} digits")
     bound = "64-bit integers (|n| < 2^63)" if isinstance(value, int) and abs(value) > MAX_INTEGER else f"|x| <= {MAX_MAGNITUDE:g}"
     raise InstanceError(json_path(loc), f"{shown} is out of range (fleetplan holds {bound}, so sums cannot overflow)", source)

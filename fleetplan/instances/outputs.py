@@ -15,7 +15,12 @@ The rules, the same for every writer (``solve``, ``generate``, ``import``, ``exp
 * a **directory, block device or socket** is refused: nothing is renamed over it or written
   into it;
 * a **folder output** is built in a temporary sibling and renamed into place at the end, so it
-  is whole or absent; it must be new or empty.
+  is whole or absent; it must be new or empty, and not a symlink (the rename cannot put a folder
+  where a link is);
+* **one file, one role**: no output may be an input of the same command, no two outputs may
+  name one file, and no output may lie inside a folder output, however the paths are spelled
+  (``a.json`` and ``./a.json``, a symlink and its target, two hard links): files that exist are
+  compared by device and inode, new names by their resolved path.
 
 Every refusal and every failed write (a full disk, ``ulimit -f``, a read-only folder) raises
 :class:`~fleetplan.errors.OutputError`, one line naming the path: the command line reports it
@@ -38,7 +43,8 @@ from fleetplan.errors import OutputError
 
 __all__ = [
     "atomic_write", "atomic_write_text", "building_folder", "check_output_file",
-    "check_output_folder", "check_not_an_input", "check_figure_path", "save_figure",
+    "check_output_folder", "check_not_an_input", "check_distinct_outputs", "check_figure_path",
+    "failed_write", "save_figure", "same_file",
 ]
 
 # File types by what fleetplan does with them.
@@ -131,17 +137,64 @@ def _probe(parent: Path, path: str | os.PathLike[str], flag: str) -> None:
     _unlink_quietly(name)
 
 
+def _identity(path: str | os.PathLike[str]) -> tuple | None:
+    """What a write to ``path`` lands on, to tell whether two paths name one file: the device and
+    inode of an existing file (through any symlink; hard links alike), else the resolved path
+    of the new name. None for a character device: it is written in place and replaces nothing,
+    so several outputs may share one (``/dev/null``)."""
+    try:
+        status = os.stat(path)
+    except (OSError, ValueError):
+        try:
+            return ("path", os.path.realpath(path))
+        except (OSError, ValueError):
+            return ("path", os.path.abspath(path))
+    if stat.S_ISCHR(status.st_mode):
+        return None
+    return ("inode", status.st_dev, status.st_ino)
+
+
+def same_file(first: str | os.PathLike[str], second: str | os.PathLike[str]) -> bool:
+    """Whether a write to ``first`` and one to ``second`` land on the same file (see
+    :func:`_identity`; never for a character device).
+
+    >>> same_file("out/plan.json", "out/../out/./plan.json")
+    True
+    """
+    identity = _identity(first)
+    return identity is not None and identity == _identity(second)
+
+
 def check_not_an_input(path: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str] | None],
                        flag: str = "-o") -> None:
     """Refuse an output that is (the same file as) one of ``inputs``."""
     for source in inputs:
-        if source is None:
-            continue
-        with contextlib.suppress(OSError):
-            if os.path.samefile(source, path):
-                same = "" if os.path.abspath(source) == os.path.abspath(path) else f" ({source})"
-                raise OutputError(flag, f"{path}: is also an input of this command{same}; write the "
-                                        "output elsewhere")
+        if source is not None and same_file(path, source):
+            same = "" if os.path.abspath(source) == os.path.abspath(path) else f" ({source})"
+            raise OutputError(flag, f"{path}: is also an input of this command{same}; write the "
+                                    "output elsewhere")
+
+
+def check_distinct_outputs(files: Iterable[tuple[str, str | os.PathLike[str] | None]],
+                           folders: Iterable[tuple[str, str | os.PathLike[str] | None]] = ()) -> None:
+    """Refuse two outputs of one command that name one file, or an output inside a folder
+    output (the folder is built aside and renamed into place at the end: a file written into it
+    first would make that rename fail, after all the work). ``files`` and ``folders`` are
+    ``(flag, path)`` pairs; a None path is an output not asked for."""
+    files = [(flag, path) for flag, path in files if path is not None]
+    folders = [(flag, path) for flag, path in folders if path is not None]
+    named = [*files, *folders]
+    for index, (first_flag, first) in enumerate(named):
+        for flag, path in named[index + 1:]:
+            if same_file(first, path):
+                raise OutputError(flag, f"{path}: names the same file as {first_flag} {first}; give each "
+                                        "output a file of its own")
+    for folder_flag, folder in folders:
+        root = os.path.realpath(folder)
+        for flag, path in named:
+            if path is not folder and os.path.realpath(path).startswith(root + os.sep):
+                raise OutputError(flag, f"{path}: is inside the {folder_flag} folder {folder}, which is "
+                                        "built whole at the end; write it elsewhere")
 
 
 def check_output_folder(path: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str] | None] = (),
@@ -155,8 +208,12 @@ def check_output_folder(path: str | os.PathLike[str], inputs: Iterable[str | os.
     if not str(path).strip() or target.name in ("", ".", ".."):
         raise OutputError(flag, f"{path}: give a new directory's name")
     inputs = [source for source in inputs if source is not None]
+    check_not_an_input(path, inputs, flag)
     if target.is_symlink() and not target.exists():
         raise OutputError(flag, f"{path}: is a symlink to a missing folder")
+    if target.is_symlink() and existing is None:
+        raise OutputError(flag, f"{path}: is a symlink; give the folder itself (a new folder is built "
+                                "aside and renamed into place, which cannot replace a link)")
     if target.exists() and not target.is_dir():
         raise OutputError(flag, f"{path}: exists and is not a directory")
     parent = target.parent if str(target.parent) else Path(".")
@@ -176,13 +233,15 @@ def check_output_folder(path: str | os.PathLike[str], inputs: Iterable[str | os.
     _probe(parent, path, flag)
 
 
-def _failed_write(target: Path, error: OSError) -> OutputError:
+def failed_write(target: str | os.PathLike[str], error: OSError, kept: str = "nothing was written") -> OutputError:
+    """The one-line error of a write to ``target`` that failed (``error``: a full disk, ``ulimit
+    -f``, ...), naming the file and saying what is ``kept``."""
     reason = error.strerror or str(error)
     if error.errno in (errno.ENOSPC, errno.EDQUOT):
         reason = "no space left on the device"
     elif error.errno == errno.EFBIG:
         reason = "file too large for this process's limit (ulimit -f)"
-    return OutputError(str(target), f"cannot write: {reason}; nothing was written")
+    return OutputError(str(target), f"cannot write: {reason}; {kept}")
 
 
 def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None], suffix: str = ".tmp") -> Path:
@@ -205,7 +264,7 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None], suf
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=directory)
     except OSError as error:
-        raise _failed_write(target, error) from None
+        raise failed_write(target, error) from None
     os.close(handle)
     try:
         write(temporary)
@@ -213,7 +272,7 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None], suf
         os.replace(temporary, target)
     except OSError as error:
         _unlink_quietly(temporary)
-        raise _failed_write(target, error) from None
+        raise failed_write(target, error) from None
     except BaseException:
         _unlink_quietly(temporary)
         raise
@@ -251,7 +310,7 @@ def _write_in_place(target: Path, write: Callable[[str], None], suffix: str, sta
             with open(temporary, "rb") as source, open(descriptor, "wb") as sink:
                 shutil.copyfileobj(source, sink)
         except OSError as error:
-            raise _failed_write(target, error) from None
+            raise failed_write(target, error) from None
 
 
 def _open_fifo(fifo: Path) -> int:
@@ -296,7 +355,12 @@ def building_folder(path: str | os.PathLike[str], flag: str = "--out") -> Iterat
             raise OutputError(flag, f"{path}: could not create it ({error.strerror})") from None
     except OSError as error:
         shutil.rmtree(temporary, ignore_errors=True)
-        raise _failed_write(target, error) from None
+        raise failed_write(target, error) from None
+    except OutputError as error:
+        shutil.rmtree(temporary, ignore_errors=True)
+        # A file of the folder failed: name it where it was to be, not in the temporary folder.
+        raise OutputError(error.path.replace(str(temporary), str(target)), error.reason.replace(str(temporary), str(target)),
+                          error.source, error.more) from None
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
         raise

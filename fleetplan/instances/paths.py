@@ -113,7 +113,20 @@ def _changed(node: Any, parts: list[str], path: str, value: Any, scale: bool) ->
             copied[key] = int(round(scaled)) if isinstance(current, int) and float(scaled).is_integer() else scaled
         else:
             copied[key] = value
+        _check_bounds(copied[key], path)
     return copied
+
+
+def _check_bounds(value: Any, path: str) -> None:
+    """The bounds a file's numbers meet (:func:`fleetplan.instances.base.check_numbers`), for a
+    changed value: a factor of 1e300 or a count of 2^70 is refused naming the change, not
+    overflowed in a solver."""
+    from fleetplan.instances.base import check_numbers
+
+    try:
+        check_numbers(value)
+    except InstanceError as error:
+        raise InstanceError(path, error.reason) from None
 
 
 def changed_instance(instance: Any, data: dict[str, Any], changes: dict[str, Any]) -> Any:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import resource
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +47,9 @@ class Estimate:
     memory_bytes: float
     seconds: float
     what: str
+    # The parameters that set the size (those ``what`` names): a refusal scales them down
+    # together to say what would fit.
+    sizes: tuple[str, ...] = ()
 
     def describe(self) -> str:
         return f"{self.what} needs about {format_bytes(self.memory_bytes)} of memory and about {format_seconds(self.seconds)}"
@@ -94,17 +98,46 @@ def _mapped_bytes() -> float:
 
 
 def check_fits(estimate: Estimate, path: str = "parameters", source: str | None = None,
-               max_seconds: float | None = None) -> None:
+               max_seconds: float | None = None,
+               rescale: Callable[[float], Estimate] | None = None) -> None:
     """Refuse (an :class:`InstanceError` naming ``path``) a size whose estimate, times
     :data:`SAFETY`, is more than the memory available, or whose estimated time is more than
-    ``max_seconds`` (None: time is not checked)."""
+    ``max_seconds`` (None: time is not checked).
+
+    ``rescale(fraction)``, the estimate with the sizes scaled down by ``fraction``, lets the
+    refusal say the largest size that would fit; without it the refusal asks for a smaller one."""
     available = available_memory()
+
+    def fits(candidate: Estimate) -> bool:
+        return ((available is None or candidate.memory_bytes * SAFETY <= available)
+                and (max_seconds is None or candidate.seconds <= max_seconds))
+
+    def smaller() -> str:
+        largest = _largest_fitting(rescale, fits) if rescale is not None else None
+        return f"; at most about {largest.what} fits" if largest is not None else "; choose a smaller size"
+
     if available is not None and estimate.memory_bytes * SAFETY > available:
-        raise InstanceError(path, f"too large for this machine: {estimate.describe()}, and "
-                                  f"{format_bytes(available)} is available; choose a smaller size", source)
+        raise InstanceError(path, f"too large for this machine: {estimate.describe()} ({format_bytes(estimate.memory_bytes * SAFETY)} "
+                                  f"with the {SAFETY:g}x margin kept for what the estimate leaves out), and "
+                                  f"{format_bytes(available)} is available{smaller()}", source)
     if max_seconds is not None and estimate.seconds > max_seconds:
         raise InstanceError(path, f"too slow: {estimate.describe()}, more than the {format_seconds(max_seconds)} "
-                                  "a generator may take; choose a smaller size", source)
+                                  f"a generator may take{smaller()}", source)
+
+
+def _largest_fitting(rescale: Callable[[float], Estimate], fits: Callable[[Estimate], bool]) -> Estimate | None:
+    """The estimate of the largest fraction of the sizes that fits (bisection: the estimates
+    grow with the sizes), or None when even a sliver does not."""
+    low, high = 0.0, 1.0
+    if not fits(rescale(1e-9)):
+        return None
+    for _ in range(60):
+        middle = (low + high) / 2
+        if fits(rescale(middle)):
+            low = middle
+        else:
+            high = middle
+    return rescale(low)
 
 
 __all__ = ["MAX_GENERATE_S", "Estimate", "available_memory", "check_fits", "format_bytes", "format_seconds"]

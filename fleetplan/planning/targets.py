@@ -103,7 +103,12 @@ def parse_target(text: str, kind: str) -> Target:
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise InstanceError("--target", f"unknown metric '{metric}' for {kind} (known: {', '.join(known)}){hint}")
     wanted, meaning = known[metric]
-    op = {"=>": ">=", "=<": "<=", ">": ">=", "<": "<="}.get(op, op)
+    if op in (">", "<"):
+        # A strict bound has no cheapest answer (any amount above the bound can be shaved), and
+        # reading it as >= would call a plan that only reaches the bound a success.
+        raise InstanceError("--target", f"'{text}': a target is METRIC>=VALUE (at least) or METRIC<=VALUE "
+                                        f"(at most), not a strict '{op}': write {metric}{op}=VALUE")
+    op = {"=>": ">=", "=<": "<="}.get(op, op)
     if op != wanted:
         raise InstanceError("--target", f"'{text}': {metric} is sized from one side only: {metric}{wanted}VALUE "
                                         f"({meaning})")

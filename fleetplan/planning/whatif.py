@@ -61,17 +61,24 @@ class Vary:
 
 
 def _number(text: str, where: str) -> int | float:
+    """A value (or a factor) of ``--vary``, within the numbers an instance file may hold
+    (:data:`~fleetplan.instances.base.MAX_INTEGER`, :data:`~fleetplan.instances.base.MAX_MAGNITUDE`)."""
+    from fleetplan.instances.base import MAX_INTEGER, MAX_MAGNITUDE
+
     text = text.strip()
     try:
-        return int(text)
+        value: int | float = int(text)
     except ValueError:
-        pass
-    try:
-        value = float(text)
-    except ValueError:
-        raise InstanceError("--vary", f"{where}: '{text[:30]}' is not a number") from None
-    if not math.isfinite(value):
-        raise InstanceError("--vary", f"{where}: values must be finite")
+        try:
+            value = float(text)
+        except ValueError:
+            raise InstanceError("--vary", f"{where}: '{text[:30]}' is not a number") from None
+    if isinstance(value, int) and abs(value) > MAX_INTEGER:
+        raise InstanceError("--vary", f"{where}: {text[:30]} is out of range (instances hold 64-bit integers, "
+                                      "|n| < 2^63)")
+    if not abs(value) <= MAX_MAGNITUDE:
+        raise InstanceError("--vary", f"{where}: {text[:30]} is out of range (values must be finite, |x| <= "
+                                      f"{MAX_MAGNITUDE:g})")
     return value
 
 
@@ -92,9 +99,13 @@ def parse_vary(text: str) -> Vary:
             raise InstanceError("--vary", f"'{text[:60]}': STEP must be positive")
         if stop < start:
             raise InstanceError("--vary", f"'{text[:60]}': STOP must not be below START")
-        count = int(math.floor((stop - start) / step + 1e-9)) + 1
+        span = (stop - start) / step  # a float: 1e30 / 1e-300 is inf, not an integer
+        if not span < MAX_POINTS:
+            shown = f"{span + 1:.3g}" if math.isfinite(span) else "more than 10^308"
+            raise InstanceError("--vary", f"'{text[:60]}': {shown} values (at most {MAX_POINTS}); raise STEP")
+        count = int(math.floor(span + 1e-9)) + 1
         if count > MAX_POINTS:
-            raise InstanceError("--vary", f"'{text[:60]}': {count} values (at most {MAX_POINTS})")
+            raise InstanceError("--vary", f"'{text[:60]}': {count} values (at most {MAX_POINTS}); raise STEP")
         integral = all(isinstance(v, int) for v in (start, stop, step))
         values = [start + i * step if integral else round(start + i * step, 12) for i in range(count)]
     else:
@@ -148,6 +159,17 @@ def check_paths(data: dict[str, Any], varies: Sequence[Vary]) -> None:
                 raise InstanceError("--vary", f"{vary.path} names a {type(value).__name__}, not a number")
 
 
+def check_metrics(metrics: Sequence[str] | None, kind: str) -> None:
+    """Every ``--metrics`` name is a metric the kind's judge reports (as ``compare`` refuses
+    one no plan has), checked before any point runs."""
+    from fleetplan.instances.glossary import describe
+
+    unknown = [name for name in metrics or () if (entry := describe(name, kind)) is None or entry.role != "metric"]
+    if unknown:
+        raise InstanceError("--metrics", f"no {kind} metric named {', '.join(unknown)} (`fleetplan metrics {kind}` "
+                                         "lists them)")
+
+
 def point_label(point: dict[str, Any]) -> str:
     return ",".join(f"{path}={value}" for path, value in point.items())
 
@@ -192,6 +214,7 @@ def whatif(instance_path: str | Path, varies: Sequence[str | Vary], out: str | P
     check_paths(data, parsed)
     spec = get_solver(instance.kind, solver)
     options = spec.check_options(dict(options or {}))
+    check_metrics(metrics, instance.kind)
     grid = points(parsed)
     # The grid's corners are checked as instances before anything runs (an impossible range
     # fails at once); a point inside that is invalid ends as its own failed row.

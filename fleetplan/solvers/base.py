@@ -25,9 +25,9 @@ from fleetplan.instances import (
     InstanceBase,
     InstanceError,
     PlanBase,
+    as_instance,
     evaluate,
     get_kind,
-    instance_from_data,
 )
 from fleetplan.instances.base import Evaluation
 from fleetplan.solvers.options import OptionSpec, option_specs, parameters_section
@@ -273,7 +273,9 @@ def solve(instance: InstanceBase | dict[str, Any], solver: str | None = None, *,
 
     Parameters
     ----------
-    instance : an instance model, or a plain dict in the instance file's layout
+    instance : an instance model, or a plain dict in the instance file's layout (anything else,
+        a file name included, raises a ``TypeError`` naming what is accepted: read a file with
+        :func:`fleetplan.load_instance` first)
     solver : a solver name of the instance's kind (``fleetplan.list_solvers(kind)``), bare or as
         ``KIND/NAME``; None: the kind's default
     time_limit : seconds for the whole solve (model building and judging included); None: no limit
@@ -292,8 +294,7 @@ def solve(instance: InstanceBase | dict[str, Any], solver: str | None = None, *,
     Bad options (unknown names, values of the wrong type or out of range) raise
     :class:`InstanceError` before any work starts.
     """
-    if isinstance(instance, dict):
-        instance = instance_from_data(instance, "instance")
+    instance = as_instance(instance, "instance")
     spec = get_solver(instance.kind, solver)
     options = spec.check_options(options)
     time_limit = check_time_limit(time_limit)

@@ -75,7 +75,8 @@ def estimate(params: AllocationParams) -> Estimate:
     per job at 10^6 jobs, 1.1 kB per entity; :mod:`fleetplan.instances.resources`)."""
     return Estimate(memory_bytes=2_900.0 * params.jobs + 1_100.0 * params.entities,
                     seconds=37e-6 * params.jobs + 7e-6 * params.entities,
-                    what=f"jobs = {params.jobs:,}" + (f", entities = {params.entities:,}" if params.entities else ""))
+                    what=f"jobs = {params.jobs:,}" + (f", entities = {params.entities:,}" if params.entities else ""),
+                    sizes=("jobs", "entities"))
 
 
 @cache

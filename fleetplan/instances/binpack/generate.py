@@ -112,7 +112,8 @@ def estimate(params: BinpackParams) -> Estimate:
     return Estimate(memory_bytes=1_400.0 * params.machines + 900.0 * params.cpu_machines + 2_500.0 * jobs,
                     seconds=1.1e-8 * squares + 20e-6 * (params.machines + params.cpu_machines) + 60e-6 * jobs,
                     what=f"machines = {params.machines:,}, cpu_machines = {params.cpu_machines:,}, "
-                         f"workloads = {params.workloads:,}")
+                         f"workloads = {params.workloads:,}",
+                    sizes=("machines", "cpu_machines", "workloads"))
 
 
 def generate(params: BinpackParams | None = None, seed: int = 0) -> BinpackInstance:

@@ -133,7 +133,7 @@ def estimate(params: PlacementParams) -> Estimate:
     1.2 kB per job, 10 us per table or job; :mod:`fleetplan.instances.resources`)."""
     return Estimate(memory_bytes=300.0 * params.tables + 1_200.0 * params.jobs,
                     seconds=10e-6 * (params.tables + params.jobs),
-                    what=f"tables = {params.tables:,}, jobs = {params.jobs:,}")
+                    what=f"tables = {params.tables:,}, jobs = {params.jobs:,}", sizes=("tables", "jobs"))
 
 
 def generate(params: PlacementParams | None = None, seed: int = 0) -> PlacementInstance:

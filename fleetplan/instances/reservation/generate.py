@@ -84,7 +84,7 @@ def estimate(params: ReservationParams) -> Estimate:
                        if event == "new-datacenter")
     servers = params.servers * growth
     return Estimate(memory_bytes=400.0 * servers + 3_000.0 * params.reservations, seconds=3e-6 * servers,
-                    what=f"servers = {params.servers:,}")
+                    what=f"servers = {params.servers:,}", sizes=("servers",))
 
 
 def generate(params: ReservationParams, seed: int = 0) -> ReservationInstance:
