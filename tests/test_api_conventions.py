@@ -100,8 +100,8 @@ def test_plan_records_the_time_limit_given(tmp_path):
 
 
 def test_compare_and_binding_take_dicts_too():
-    from fleetplan.planning.marginal import marginal_values
     from fleetplan.planning.compare import compare
+    from fleetplan.planning.marginal import marginal_values
 
     data = json.loads(GAVEL.read_text())
     aware = fleetplan.solve(data, "max-min-fairness").plan.model_dump()
