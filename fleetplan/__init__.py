@@ -14,6 +14,10 @@ The public API::
     fleetplan.describe_metric("min_time_share")                                # meaning, unit, direction
     rounds = fleetplan.session(instance)                                       # kept between rounds
     rounds.add_jobs(columns); rounds.solve()                                   # docs/embedding.md
+    fleetplan.size(instance, ["min_time_share>=0.5"], ["v100=3", "k80=1"])     # the cheapest purchase
+    fleetplan.whatif(instance, ["worker_types.v100.count=1:4:1"]).rows         # a sweep, as a table
+    fleetplan.marginal_values(instance)                                        # one GPU more / fewer
+    fleetplan.compare({"a": (instance, plan_a), "b": (instance, plan_b)})     # plans side by side
 
 Every function taking an instance or a plan takes the model or a plain dict in the file's
 layout; every input error is an :class:`InstanceError`, a ``ValueError``.
@@ -42,8 +46,11 @@ _EXPORTS = {
     "to_frames": "fleetplan.instances.frames", "plan_from_frame": "fleetplan.instances.frames",
     "describe_metric": "fleetplan.instances.glossary",
     "session": "fleetplan.embed",
+    "size": "fleetplan.planning.sizing", "SizingResult": "fleetplan.planning.sizing",
+    "whatif": "fleetplan.planning.whatif", "compare": "fleetplan.planning.compare",
+    "marginal_values": "fleetplan.planning.marginal", "service_frontier": "fleetplan.planning.frontier",
 }
-_SUBMODULES = {"solvers", "instances", "models", "sim", "benchmarks", "embed"}
+_SUBMODULES = {"solvers", "instances", "models", "sim", "benchmarks", "embed", "planning"}
 
 __all__ = sorted([*_EXPORTS, "solvers", "__version__"])
 
@@ -63,6 +70,11 @@ if TYPE_CHECKING:
     )
     from fleetplan.instances.frames import from_frames, plan_from_frame, to_frame, to_frames  # noqa: F401
     from fleetplan.instances.glossary import describe_metric  # noqa: F401
+    from fleetplan.planning.compare import compare  # noqa: F401
+    from fleetplan.planning.frontier import service_frontier  # noqa: F401
+    from fleetplan.planning.marginal import marginal_values  # noqa: F401
+    from fleetplan.planning.sizing import SizingResult, size  # noqa: F401
+    from fleetplan.planning.whatif import whatif  # noqa: F401
     from fleetplan.solvers import SolveResult, SolverSpec, get_solver, list_solvers, solve  # noqa: F401
 
 

@@ -12,6 +12,7 @@ import pytest
 import yaml
 from conftest import EXAMPLES, ROOT
 
+import fleetplan
 from fleetplan.cli import main
 
 INVENTORY = str(EXAMPLES / "inventory-30-jobs.json")
@@ -90,9 +91,11 @@ def test_whole_purchase_limits_and_fractional_gpu_hours_still_size(tmp_path):
     # placement buys GPU-hours: a fractional MAX is an amount, not a count
     assert main(["size", INVENTORY, "--target", "min_time_share>=0.3", "--buy", "v100=1:8",
                  "-o", str(tmp_path / "s.json")]) in (0, 1)
-    from fleetplan.cli.planning import check_purchases
+    from fleetplan.planning.sizing import check_purchase, parse_purchase
 
-    check_purchases(["*/v100=1:1.5"], "placement")
+    check_purchase(parse_purchase("*/v100=1:1.5"), "placement")
+    with pytest.raises(fleetplan.InstanceError, match="whole GPUs"):  # the library refuses it too
+        fleetplan.planning.size(fleetplan.load_instance(INVENTORY), ["min_time_share>=0.3"], ["v100=1:1.5"])
 
 
 def test_a_bench_folder_may_still_be_a_symlink(tmp_path):

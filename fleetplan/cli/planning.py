@@ -159,7 +159,6 @@ def handle_size(args: argparse.Namespace) -> int:
                                    f"not a {instance.kind} plan for {args.file}")
             judge(instance, options["plan"], args.file, args.with_plan, "--with-plan")  # before the sizing
         options["replan"] = args.replan
-    check_purchases(args.buy, instance.kind)
     with working(f"sizing {instance.kind} '{instance.name}'", not args.json):
         result = size(instance, args.target, args.buy, budget=args.budget, policy=args.policy,
                       time_limit=args.time_limit, threads=args.threads, seed=args.seed, **options)
@@ -180,33 +179,6 @@ def handle_size(args: argparse.Namespace) -> int:
         if not result.success:
             stdout.print(f"no sizing ({result.status}): nothing written", markup=False)
     return 0 if result.success else 1
-
-
-# What one unit of a --buy is per kind: the sizing models count these in whole units (a MAX of
-# 1.5 would be rounded down to 1 without a word); placement buys GPU-hours and bytes, any amount.
-WHOLE_UNITS = {"allocation": "GPUs", "reservation": "servers", "binpack": "machines"}
-
-
-def check_purchases(texts: list[str], kind: str) -> None:
-    """Refuse, before sizing, a ``--buy`` whose PRICE or MAX no instance could hold (above 1e30,
-    or 2^63 units) or whose MAX is a fraction of a unit the kind buys whole."""
-    from fleetplan.errors import InstanceError
-    from fleetplan.instances.base import MAX_INTEGER, MAX_MAGNITUDE
-    from fleetplan.planning.sizing import parse_purchase
-
-    for text in texts:
-        item = parse_purchase(text)
-        for what, value in (("the price", item.price), ("the maximum", item.maximum)):
-            if value is not None and value > MAX_MAGNITUDE:
-                raise InstanceError("--buy", f"'{text}': {what} {value:.3g} is out of range (at most {MAX_MAGNITUDE:g})")
-        units = WHOLE_UNITS.get(kind)
-        if item.maximum is None or units is None:
-            continue
-        if not item.maximum.is_integer():
-            raise InstanceError("--buy", f"'{text}': MAX counts whole {units} for {kind}; give a whole number, "
-                                         f"not {item.maximum:g}")
-        if item.maximum > MAX_INTEGER:
-            raise InstanceError("--buy", f"'{text}': MAX {item.maximum:.3g} is out of range (at most 2^63 - 1 {units})")
 
 
 def _list_targets(args: argparse.Namespace) -> int:

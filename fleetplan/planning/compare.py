@@ -19,20 +19,10 @@ from typing import Any
 
 from fleetplan.errors import InstanceError
 from fleetplan.instances.glossary import describe
+from fleetplan.planning.kinds import planning_kind
 
 # A change smaller than this (relative) is "same".
 SAME = 1e-9
-# Per kind, the metrics a comparison must show first (in the table and the picture): what a
-# planner decides on.
-DECISIVE = {
-    "allocation": ("min_time_share", "median_time_share", "starved_jobs", "total_throughput", "makespan_s"),
-    "placement": ("hp_demand_supply_max", "hp_gpu_hours_unserved", "hp_gpu_hours_split_share", "bytes_moved",
-                  "cross_region_bytes", "storage_over_capacity_bytes"),
-    "reservation": ("shortfall_rru", "servers_moved"),
-    "binpack": ("placed_workloads", "unplaced_workloads", "preempted_jobs", "gpus_idle"),
-}
-
-
 @dataclass
 class Comparison:
     """The table ``compare`` builds: ``columns`` are the plans' labels; each row holds the
@@ -99,9 +89,10 @@ def compare(plans: dict[str, tuple[Any, Any]], metrics: list[str] | None = None)
     # Objectives of different policies are different quantities (a normalised max-min value and
     # steps/s): their values are shown, never ranked.
     objectives = {_objective_of(plan) for _, plan in plans.values()}
+    exact_order = planning_kind(kind).objective_difference()
     columns = list(verdicts)
     names = metrics or _default_metrics(list(verdicts.values()))
-    table = Comparison(kind=kind, columns=columns, decisive=[n for n in DECISIVE.get(kind, ()) if n in names])
+    table = Comparison(kind=kind, columns=columns, decisive=[n for n in planning_kind(kind).decisive if n in names])
     for name in names:
         values = [_value(verdicts[label], name) for label in columns]
         entry = describe(name, kind)
@@ -112,12 +103,8 @@ def compare(plans: dict[str, tuple[Any, Any]], metrics: list[str] | None = None)
         comparable = name != "objective" or len(objectives) == 1
         for label, value in zip(columns[1:], values[1:], strict=True):
             change, word = verdict(values[0], value, better) if comparable else (None, "not comparable")
-            if name == "objective" and kind == "binpack":
-                # The RMS score is a float encoding of an order it cannot always hold (it loses
-                # the youth tie-break from ~31 waiting workloads): the verdict is the exact key's.
-                from fleetplan.instances.binpack.evaluate import key_difference, score_key
-
-                text, word = key_difference(score_key(verdicts[columns[0]]), score_key(verdicts[label]))
+            if name == "objective" and comparable and exact_order is not None:
+                text, word = exact_order(verdicts[columns[0]], verdicts[label])
                 texts.append(text)
             changes.append(change)
             verdicts_row.append(word)
@@ -138,6 +125,14 @@ def _value(evaluation: Any, name: str) -> float | None:
     return None if value is None else float(value)
 
 
+def score_order_difference(before: Any, after: Any) -> tuple[str, str]:
+    """Binpack: the RMS score is a float encoding of an order it cannot always hold (it loses the
+    youth tie-break from ~31 waiting workloads): the verdict is the exact key's."""
+    from fleetplan.instances.binpack.evaluate import key_difference, score_key
+
+    return key_difference(score_key(before), score_key(after))
+
+
 def _objective_of(plan: Any) -> str:
     """What a plan's objective measures: an allocation plan's policy; one per other kind."""
     return str(getattr(plan, "policy", None) or plan.kind)
@@ -148,7 +143,7 @@ def _default_metrics(verdicts: list[Any]) -> list[str]:
     the objective, then the rest."""
     shared = [name for name in verdicts[0].metrics if all(name in v.metrics for v in verdicts[1:])]
     kind = verdicts[0].kind
-    decisive = [name for name in DECISIVE.get(kind, ()) if name in shared]
+    decisive = [name for name in planning_kind(kind).decisive if name in shared]
     shared = decisive + [name for name in shared if name not in decisive]
     absolute = [name for name in shared if (entry := describe(name, kind)) and not entry.relative]
     relative = [name for name in shared if name not in absolute]

@@ -26,11 +26,12 @@ def service_frontier(instance: Any, metric: str) -> float | None:
     """The best ``metric`` (one of :data:`FRONTIER_METRICS`) of any allocation of ``instance``
     (an allocation instance or its dict); None where the LP has no answer."""
     from fleetplan.instances import as_instance
+    from fleetplan.planning.kinds import planning_kind
     from fleetplan.solvers import highs
 
     instance = as_instance(instance)
-    if instance.kind != "allocation":
-        raise ValueError("the service frontier is offered for allocation instances")
+    if not planning_kind(instance.kind).frontier:
+        raise ValueError(f"the service frontier is offered for allocation instances, not {instance.kind}")
     if metric == "makespan_s" and any(math.isnan(v) for v in instance.arrays().steps_left):
         return None
     lp, value = build_frontier_lp(instance.arrays(), metric)

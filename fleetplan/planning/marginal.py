@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from fleetplan.planning.kinds import CapacityUnit
+
 # One placement unit: a GPU for a day (gpu_supply is GPU-hours per day).
 GPU_DAY_HOURS = 24.0
 # Policies whose LP objective is normalised by a reference that depends on the cluster.
@@ -81,9 +83,6 @@ class MarginalValues:
                 "values": [vars(value) for value in self.values]}
 
 
-Unit = tuple[str, str, Callable[[], Any], Callable[[], Any] | None]  # name, unit, one more, one fewer
-
-
 def marginal_values(instance: Any, solver: str | None = None, *, metrics: Sequence[str] | None = None,
                     time_limit: float | None = None, seed: int = 0, threads: int = 1, hold_plan: bool | None = None,
                     **options: Any) -> MarginalValues:
@@ -96,12 +95,11 @@ def marginal_values(instance: Any, solver: str | None = None, *, metrics: Sequen
     """
     import fleetplan
     from fleetplan.instances import as_instance
-    from fleetplan.planning.whatif import default_metrics
+    from fleetplan.planning.kinds import planning_kind, service_metrics
 
     instance = as_instance(instance)
-    units_of = {"allocation": _allocation_units, "placement": _placement_units,
-                "reservation": _reservation_units, "binpack": _binpack_units}[instance.kind]
-    wanted = list(metrics) if metrics else default_metrics(instance.kind)
+    kind = planning_kind(instance.kind)
+    wanted = list(metrics) if metrics else service_metrics(instance.kind)
 
     def solve(trial: Any) -> Any:
         return fleetplan.solve(trial, solver, time_limit=time_limit, seed=seed, threads=threads, **options)
@@ -114,7 +112,7 @@ def marginal_values(instance: Any, solver: str | None = None, *, metrics: Sequen
     result = MarginalValues(instance.kind, base.solver, base.evaluation.sense, base.objective,
                             {name: base.evaluation.metrics[name] for name in reported})
     duals = (base.duals.get("workers") or {}) if base.duals_source == "lp" else {}
-    hold = instance.kind == "placement" if hold_plan is None else hold_plan
+    hold = kind.hold_plan if hold_plan is None else hold_plan
     result.held_plan = hold
 
     def change(build: Callable[[], Any] | None) -> dict[str, float] | None:
@@ -140,7 +138,7 @@ def marginal_values(instance: Any, solver: str | None = None, *, metrics: Sequen
                 out[name] = value - result.metrics[name]
         return out
 
-    for name, unit, more, fewer in units_of(instance):
+    for name, unit, more, fewer in kind.capacity_units(instance):
         value = Marginal(name, unit, change(more), change(fewer))
         if name in duals:
             value.dual, value.dual_note = _judge_dual(duals[name], value, result.sense, base.solver)
@@ -174,31 +172,35 @@ def _judge_dual(gain: float, value: Marginal, sense: str, solver: str) -> tuple[
 
 
 def _what_binds(instance: Any, base: Any) -> list[str]:
-    """What holds the objective when no capacity moves it."""
-    evaluation = base.evaluation
+    """What holds the objective when no capacity moves it: the kind's own reading, if it has one."""
+    from fleetplan.planning.kinds import planning_kind
+
+    reasons = planning_kind(instance.kind).what_binds(instance, base)
+    return reasons or ["no capacity binds: the objective is held by the jobs (or tables, or requests) themselves"]
+
+
+def allocation_binds(instance: Any, base: Any) -> list[str]:
+    """Allocation: jobs already at full time, types no job can use, SLO rows that bind."""
+    jobs = base.evaluation.breakdown.get("jobs", {})
     reasons: list[str] = []
-    if instance.kind == "allocation":
-        jobs = evaluation.breakdown.get("jobs", {})
-        shares = np.asarray(jobs.get("time_share", []), dtype=float)
-        full = [job for job, share in zip(jobs.get("id", []), shares, strict=True) if share >= 1 - 1e-6]
-        if len(full):
-            shown = ", ".join(full[:5]) + (" ..." if len(full) > 5 else "")
-            reasons.append(f"{len(full)} job(s) already run 100% of the time ({shown}): more GPUs cannot speed them")
-        arrays = instance.arrays()
-        unused = [name for k, name in enumerate(arrays.worker_types) if not (arrays.throughput[:, k] > 0).any()]
-        if unused:
-            reasons.append(f"no job can use {', '.join(unused)}")
-        slo = (base.duals or {}).get("slo") or {}
-        if slo:
-            reasons.append(f"SLO rows bind: {', '.join(sorted(slo, key=lambda j: -slo[j])[:5])}")
-    if not reasons:
-        reasons.append("no capacity binds: the objective is held by the jobs (or tables, or requests) themselves")
+    shares = np.asarray(jobs.get("time_share", []), dtype=float)
+    full = [job for job, share in zip(jobs.get("id", []), shares, strict=True) if share >= 1 - 1e-6]
+    if full:
+        shown = ", ".join(full[:5]) + (" ..." if len(full) > 5 else "")
+        reasons.append(f"{len(full)} job(s) already run 100% of the time ({shown}): more GPUs cannot speed them")
+    arrays = instance.arrays()
+    unused = [name for k, name in enumerate(arrays.worker_types) if not (arrays.throughput[:, k] > 0).any()]
+    if unused:
+        reasons.append(f"no job can use {', '.join(unused)}")
+    slo = (base.duals or {}).get("slo") or {}
+    if slo:
+        reasons.append(f"SLO rows bind: {', '.join(sorted(slo, key=lambda j: -slo[j])[:5])}")
     return reasons
 
 
 # --- the units per kind ------------------------------------------------------------------------
 
-def _allocation_units(instance: Any) -> Iterator[Unit]:
+def allocation_units(instance: Any) -> Iterator[CapacityUnit]:
     from fleetplan.planning.sizing.allocation import sized_instance
 
     for k, worker in enumerate(instance.worker_types):
@@ -208,7 +210,7 @@ def _allocation_units(instance: Any) -> Iterator[Unit]:
                (lambda step=step: sized_instance(instance, -step)) if worker.count >= 1 else None)
 
 
-def _placement_units(instance: Any) -> Iterator[Unit]:
+def placement_units(instance: Any) -> Iterator[CapacityUnit]:
     from fleetplan.instances import instance_from_data
 
     def shifted(region: str, gpu_type: str, hours: float) -> Any:
@@ -224,7 +226,7 @@ def _placement_units(instance: Any) -> Iterator[Unit]:
                    (lambda r=region.id, t=gpu_type: shifted(r, t, -GPU_DAY_HOURS)) if supply >= GPU_DAY_HOURS else None)
 
 
-def _reservation_units(instance: Any) -> Iterator[Unit]:
+def reservation_units(instance: Any) -> Iterator[CapacityUnit]:
     from fleetplan.planning.sizing.reservation import _rack_size, sized_instance
 
     arrays = instance.arrays()
@@ -240,7 +242,7 @@ def _reservation_units(instance: Any) -> Iterator[Unit]:
                        None)
 
 
-def _binpack_units(instance: Any) -> Iterator[Unit]:
+def binpack_units(instance: Any) -> Iterator[CapacityUnit]:
     from fleetplan.instances import instance_from_data
     from fleetplan.planning.sizing.binpack import _templates, sized_instance
 

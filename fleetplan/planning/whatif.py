@@ -27,6 +27,7 @@ import itertools
 import json
 import math
 import re
+import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -174,18 +175,19 @@ def point_label(point: dict[str, Any]) -> str:
     return ",".join(f"{path}={value}" for path, value in point.items())
 
 
-def whatif(instance_path: str | Path, varies: Sequence[str | Vary], out: str | Path, *, solver: str | None = None,
+def whatif(instance: Any, varies: Sequence[str | Vary], out: str | Path | None = None, *, solver: str | None = None,
            options: dict[str, Any] | None = None, metrics: Sequence[str] | None = None,
            time_limit: float = 60.0, seed: int = 0, threads: int = 1, executor: str = "local", workers: int = 1,
            address: Any = None, tls: Any = None, insecure: bool = False, resume: bool = False,
            progress: Any = "auto", plot: bool = True, frontier: bool = False) -> WhatIfResult:
-    """Solve the instance at ``instance_path`` once per grid point and tabulate the metrics.
+    """Solve the instance once per grid point and tabulate the metrics.
 
     Parameters
     ----------
-    instance_path : the planner's instance file
+    instance : the planner's instance file (a path), or an instance or its dict
+    out : the results folder (new, or the folder of an interrupted sweep with ``resume=True``);
+        None: no files, the table only (``result.rows``)
     varies : ``FIELD=START:STOP:STEP`` strings (or :class:`Vary`)
-    out : the results folder (new, or the folder of an interrupted sweep with ``resume=True``)
     solver, options : the solver and its options (the kind's default solver when None)
     metrics : the metrics to tabulate and draw (default: the kind's service metrics)
     time_limit : seconds per point
@@ -203,9 +205,28 @@ def whatif(instance_path: str | Path, varies: Sequence[str | Vary], out: str | P
     from fleetplan.instances.paths import changed_instance
     from fleetplan.solvers import get_solver
 
-    data = read_json_file(instance_path)
-    instance = instance_from_data(data, str(instance_path))
-    if frontier and instance.kind != "allocation":
+    if out is None:
+        if resume:
+            raise InstanceError("--resume", "a sweep without a results folder has nothing to resume")
+        with tempfile.TemporaryDirectory(prefix="fleetplan-whatif-") as scratch:
+            result = whatif(instance, varies, Path(scratch) / "sweep", solver=solver, options=options,
+                            metrics=metrics, time_limit=time_limit, seed=seed, threads=threads, executor=executor,
+                            workers=workers, address=address, tls=tls, insecure=insecure, progress=progress,
+                            plot=False, frontier=frontier)
+        result.files = []
+        return result
+    instance_path = instance if isinstance(instance, (str, Path)) else None
+    if instance_path is not None:
+        data = read_json_file(instance_path)
+        instance = instance_from_data(data, str(instance_path))
+    else:
+        from fleetplan.instances import as_instance
+
+        instance = as_instance(instance)
+        data = json.loads(instance.model_dump_json())
+    from fleetplan.planning.kinds import planning_kind
+
+    if frontier and not planning_kind(instance.kind).frontier:
         raise InstanceError("--frontier", f"the service frontier is offered for allocation instances, not "
                                           f"{instance.kind}")
     parsed = [v if isinstance(v, Vary) else parse_vary(v) for v in varies]
@@ -229,7 +250,7 @@ def whatif(instance_path: str | Path, varies: Sequence[str | Vary], out: str | P
             raise InstanceError("--resume", f"{folder} holds no interrupted sweep (no results.csv)")
         _check_same_sweep(folder, data, parsed, spec.name, options)
     else:
-        check_output_folder(folder, [instance_path], flag="-o")
+        check_output_folder(folder, [instance_path] if instance_path is not None else [], flag="-o")
         folder.mkdir(exist_ok=True)
     text = json.dumps(data, separators=(",", ":"))
     cells = [Cell(suite="whatif", group=WHATIF_GROUP, kind=instance.kind, instance=point_label(point),
@@ -237,7 +258,7 @@ def whatif(instance_path: str | Path, varies: Sequence[str | Vary], out: str | P
                   time_limit=time_limit, threads=threads, order=index, instance_data=text)
              for index, point in enumerate(grid)]
     atomic_write_text(folder / INSTANCE_FILE, json.dumps(
-        {"instance": str(instance_path), "vary": [{"path": v.path, "values": v.values} for v in parsed],
+        {"instance": None if instance_path is None else str(instance_path), "vary": [{"path": v.path, "values": v.values} for v in parsed],
          "solver": spec.name, "options": options, "data": data}, indent=None) + "\n")
     with ResultsWriter(folder, resume=resume) as writer:
         done = writer.done_keys
@@ -348,11 +369,10 @@ def _check_same_sweep(folder: Path, data: dict[str, Any], varies: Sequence[Vary]
 
 
 def default_metrics(kind: str) -> list[str]:
-    from fleetplan.planning.targets import TARGETABLE
+    """The kind's service metrics (:func:`fleetplan.planning.kinds.service_metrics`)."""
+    from fleetplan.planning.kinds import service_metrics
 
-    extra = {"allocation": ["median_time_share", "starved_jobs"], "placement": ["bytes_moved"],
-             "reservation": ["servers_moved"], "binpack": ["gpus_idle"]}
-    return [*TARGETABLE[kind], *extra.get(kind, [])]
+    return service_metrics(kind)
 
 
 def tabulate(folder: Path, rows: list[dict[str, Any]], grid: list[dict[str, Any]], varies: Sequence[Vary],
@@ -417,7 +437,9 @@ def worsening(table: Sequence[dict[str, Any]], varies: Sequence[Vary], metrics: 
     """A line per (capacity field, service metric) whose value gets worse as the field grows
     (the other fields held), under the solver: a policy doing what it does, not the capacity."""
     from fleetplan.instances.glossary import describe
+    from fleetplan.planning.kinds import planning_kind
 
+    frontier_offered = planning_kind(kind).frontier
     lines = []
     for vary in varies:
         if not CAPACITY_FIELD.match(vary.path):
@@ -442,7 +464,7 @@ def worsening(table: Sequence[dict[str, Any]], varies: Sequence[Vary], metrics: 
             if worse:
                 lines.append(f"{metric} gets worse as {vary.path} grows under {solver or 'the solver'} "
                              f"({worse} of {steps} steps): the policy, not the capacity"
-                             + (" (--frontier draws the best any allocation reaches)" if kind == "allocation" else ""))
+                             + (" (--frontier draws the best any allocation reaches)" if frontier_offered else ""))
     return lines
 
 

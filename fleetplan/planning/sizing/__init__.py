@@ -29,13 +29,15 @@ from typing import Any
 
 from fleetplan.errors import InstanceError
 from fleetplan.planning.targets import Target, parse_targets
+from fleetplan.solvers.base import STATUSES
+from fleetplan.solvers.base import relative_gap as solver_gap
 
-# Statuses, as for solvers (docs/architecture.md, "Contracts"): optimal (the cost is proven minimal and the sized
-# instance meets every target under the policy named), feasible (a purchase that meets them,
-# not proven cheapest: `bound` and `gap` say how far it may be), time_limit (the clock ran out;
-# the best purchase so far), infeasible (no purchase within the limits can meet them: the message
-# names the target and what limits it), error.
-SIZING_STATUSES = ("optimal", "feasible", "time_limit", "infeasible", "error")
+# The solvers' statuses (docs/architecture.md, "Contracts"), read for sizing: optimal (the cost
+# is proven minimal and the sized instance meets every target under the policy named), feasible
+# (a purchase that meets them, not proven cheapest: `bound` and `gap` say how far it may be),
+# time_limit (a limit ended the search: the best purchase so far, or none), infeasible (proven:
+# no purchase within the limits meets them; the message names what limits it), error.
+SIZING_STATUSES = STATUSES
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,25 @@ class Purchase:
         price = "" if self.price is None else f"={self.price:g}"
         cap = "" if self.maximum is None else f"{'' if price else '='}:{self.maximum:g}"
         return f"{self.name}{price}{cap}"
+
+
+def check_purchase(item: Purchase, kind: str) -> Purchase:
+    """Refuse a purchase whose PRICE or MAX no instance could hold (above 1e30, or 2^63 units) or
+    whose MAX is a fraction of a unit the kind buys whole (it would be floored without a word)."""
+    from fleetplan.instances.base import MAX_INTEGER, MAX_MAGNITUDE
+    from fleetplan.planning.kinds import planning_kind
+
+    for what, value in (("the price", item.price), ("the maximum", item.maximum)):
+        if value is not None and value > MAX_MAGNITUDE:
+            raise InstanceError("--buy", f"'{item}': {what} {value:.3g} is out of range (at most {MAX_MAGNITUDE:g})")
+    units = planning_kind(kind).whole_units
+    if item.maximum is not None and units is not None:
+        if not float(item.maximum).is_integer():
+            raise InstanceError("--buy", f"'{item}': MAX counts whole {units} for {kind}; give a whole number, "
+                                         f"not {item.maximum:g}")
+        if item.maximum > MAX_INTEGER:
+            raise InstanceError("--buy", f"'{item}': MAX {item.maximum:.3g} is out of range (at most 2^63 - 1 {units})")
+    return item
 
 
 def parse_purchase(text: str | Purchase) -> Purchase:
@@ -133,11 +154,12 @@ class SizingResult:
 
 
 def relative_gap(cost: float | None, bound: float | None) -> float | None:
+    """The solvers' gap (:func:`fleetplan.solvers.base.relative_gap`) of a purchase's cost and its
+    bound, the bound first clamped to [0, cost]: no purchase costs less than nothing, and a
+    bound above the cost found is the cost (a MIP's bound is within its tolerance of it)."""
     if cost is None or bound is None:
         return None
-    if cost <= 1e-12:
-        return 0.0
-    return max(cost - bound, 0.0) / cost
+    return solver_gap(cost, min(max(bound, 0.0), cost))
 
 
 def size(instance: Any, targets: Sequence[str | Target], buy: Sequence[str | Purchase], *,
@@ -162,6 +184,7 @@ def size(instance: Any, targets: Sequence[str | Target], buy: Sequence[str | Pur
     Returns a :class:`SizingResult`.
     """
     from fleetplan.instances import instance_from_data
+    from fleetplan.planning.kinds import planning_kind
     from fleetplan.solvers.base import check_time_limit
 
     started = time.perf_counter()
@@ -170,7 +193,7 @@ def size(instance: Any, targets: Sequence[str | Target], buy: Sequence[str | Pur
     parsed = [t if isinstance(t, Target) else None for t in targets]
     if any(t is None for t in parsed):
         parsed = parse_targets([str(t) for t in targets], instance.kind)
-    purchases = [parse_purchase(item) for item in buy]
+    purchases = [check_purchase(parse_purchase(item), instance.kind) for item in buy]
     if not purchases:
         raise InstanceError("--buy", "name at least one thing that may be bought (--buy NAME[=PRICE[:MAX]])")
     names = [p.name for p in purchases]
@@ -180,31 +203,14 @@ def size(instance: Any, targets: Sequence[str | Target], buy: Sequence[str | Pur
                                or not math.isfinite(budget) or budget < 0):
         raise InstanceError("--budget", f"{budget!r}: must be a non-negative finite number")
     time_limit = check_time_limit(time_limit)
-    sizer = _sizer(instance.kind)
-    result = sizer(instance, parsed, purchases, budget=budget, policy=policy, time_limit=time_limit,
-                   threads=threads, seed=seed, started=started, **options)
+    sizer = planning_kind(instance.kind).sizer()
+    result: SizingResult = sizer(instance, parsed, purchases, budget=budget, policy=policy, time_limit=time_limit,
+                                 threads=threads, seed=seed, started=started, **options)
+    if result.bound is not None:  # no purchase costs less than nothing; the bound of a found purchase is at most its cost
+        result.bound = max(result.bound, 0.0) if result.cost is None else min(max(result.bound, 0.0), result.cost)
+        result.gap = relative_gap(result.cost, result.bound)
     result.wall_s = time.perf_counter() - started
     return result
-
-
-def _sizer(kind: str) -> Any:
-    if kind == "allocation":
-        from fleetplan.planning.sizing.allocation import size_allocation
-
-        return size_allocation
-    if kind == "placement":
-        from fleetplan.planning.sizing.placement import size_placement
-
-        return size_placement
-    if kind == "reservation":
-        from fleetplan.planning.sizing.reservation import size_reservation
-
-        return size_reservation
-    if kind == "binpack":
-        from fleetplan.planning.sizing.binpack import size_binpack
-
-        return size_binpack
-    raise InstanceError("kind", f"no sizing for kind '{kind}'")
 
 
 def time_left(limit: float | None, started: float) -> float | None:
@@ -237,5 +243,5 @@ def describe_misses(targets: Sequence[Target], metrics: dict[str, float]) -> str
     return ", ".join(missed)
 
 
-__all__ = ["Purchase", "SizingResult", "SIZING_STATUSES", "check_max_points", "check_targets", "describe_misses",
+__all__ = ["Purchase", "SizingResult", "SIZING_STATUSES", "check_max_points", "check_purchase", "check_targets", "describe_misses",
            "parse_purchase", "relative_gap", "size", "time_left"]
