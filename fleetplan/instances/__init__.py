@@ -155,7 +155,12 @@ def load_instance(path: str | os.PathLike[str]) -> InstanceBase:
     """Load and validate an instance file; raises :class:`InstanceError` naming the JSON path
     (every error found, up to a cap: ``error.lines()``). A folder is read as a placement
     instance's tables, as ``fleetplan export`` writes them (Parquet read column-wise:
-    :mod:`fleetplan.instances.placement.columnar`)."""
+    :mod:`fleetplan.instances.placement.columnar`).
+
+    >>> instance = load_instance("examples/allocation-gavel-4.1.json")
+    >>> instance.kind, len(instance.jobs)
+    ('allocation', 3)
+    """
     source = str(path)
     if os.path.isdir(path):
         from fleetplan.instances.placement.columnar import load_folder
@@ -172,7 +177,14 @@ def load_instance(path: str | os.PathLike[str]) -> InstanceBase:
 
 
 def load_plan(path: str | os.PathLike[str]) -> PlanBase:
-    """Load and validate a plan file (a ``fleetplan solve`` output, or its ``plan`` field)."""
+    """Load and validate a plan file (a ``fleetplan solve`` output, or its ``plan`` field).
+
+    >>> import fleetplan, os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "plan.json")
+    >>> fleetplan.save(fleetplan.solve(load_instance("examples/allocation-gavel-4.1.json")).plan, path)
+    >>> load_plan(path).kind
+    'allocation'
+    """
     source = str(path)
     data = read_json_file(path)
     if isinstance(data, dict) and isinstance(data.get("plan"), dict) and "solver" in data:
@@ -206,7 +218,14 @@ def _require_schema_version(data: dict[str, Any], source: str) -> None:
 def save(obj: BaseModel | dict[str, Any], path: str | os.PathLike[str]) -> None:
     """Save an instance, plan or evaluation as JSON, atomically (a missing parent folder is
     created; see :mod:`fleetplan.instances.outputs` for devices, FIFOs and symlinks). A plain
-    dict is validated first, as the instance or plan of the kind it names."""
+    dict is validated first, as the instance or plan of the kind it names.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "sub", "cluster.json")
+    >>> save(generate("allocation", {"jobs": 4}, seed=1), path)
+    >>> load_instance(path).kind
+    'allocation'
+    """
     if isinstance(obj, dict):
         spec = _kind_of(obj, "object")
         plan = _looks_like(spec.plan_type, spec.instance_type, obj)
@@ -221,7 +240,11 @@ def save(obj: BaseModel | dict[str, Any], path: str | os.PathLike[str]) -> None:
 
 
 def schema(kind: str, plan: bool = False) -> dict[str, Any]:
-    """The JSON Schema of a kind's instance files (``plan=True``: of its plan files)."""
+    """The JSON Schema of a kind's instance files (``plan=True``: of its plan files).
+
+    >>> schema("allocation")["properties"]["kind"]["const"]
+    'allocation'
+    """
     spec = get_kind(kind)
     return (spec.plan_type if plan else spec.instance_type).model_json_schema()
 
@@ -267,6 +290,12 @@ def evaluate(instance: InstanceBase | dict[str, Any], plan: PlanBase | dict[str,
 
     ``instance`` and ``plan`` are models or plain dicts in their files' layouts (what
     :func:`fleetplan.solve` accepts); a bad dict raises :class:`InstanceError` naming the path.
+
+    >>> import fleetplan
+    >>> instance = load_instance("examples/allocation-gavel-4.1.json")
+    >>> verdict = evaluate(instance, fleetplan.solve(instance, "max-min-fairness").plan)
+    >>> verdict.feasible, round(verdict.metrics["min_time_share"], 2)
+    (True, 0.45)
     """
     instance, plan = as_instance(instance), as_plan(plan)
     if plan.kind != instance.kind:
@@ -275,7 +304,12 @@ def evaluate(instance: InstanceBase | dict[str, Any], plan: PlanBase | dict[str,
 
 
 def generate(kind: str, params: dict[str, Any] | BaseModel | None = None, seed: int = 0) -> InstanceBase:
-    """A seeded, deterministic instance of ``kind``; ``params`` as a dict or the kind's model."""
+    """A seeded, deterministic instance of ``kind``; ``params`` as a dict or the kind's model.
+
+    >>> instance = generate("allocation", {"jobs": 16}, seed=1)
+    >>> len(instance.jobs), instance == generate("allocation", {"jobs": 16}, seed=1)
+    (16, True)
+    """
     spec = get_kind(kind)
     if not isinstance(params, BaseModel):
         params = validate_model(spec.generate_params, params or {}, "parameters")

@@ -48,7 +48,13 @@ def from_frames(kind: str, /, **tables: Any) -> InstanceBase:
     """An instance of ``kind`` from its tables, each a DataFrame or a ``.csv``/``.parquet`` path
     (``fleetplan.from_frames("allocation", jobs=..., cluster=...)``; the tables each kind reads
     are in ``docs/data-in-out.md``). Raises :class:`InstanceError` naming the table, row and
-    column of a bad cell."""
+    column of a bad cell.
+
+    >>> instance = from_frames("allocation", jobs="examples/tables/allocation/jobs.csv",
+    ...                        cluster="examples/tables/allocation/gpus.csv")
+    >>> instance.kind
+    'allocation'
+    """
     import inspect
 
     reader = _kind_module(kind).from_frames
@@ -64,12 +70,25 @@ def from_frames(kind: str, /, **tables: Any) -> InstanceBase:
 
 
 def to_frame(instance: InstanceBase | dict[str, Any], plan: PlanBase | dict[str, Any]) -> pd.DataFrame:
-    """A plan as one table (the top-level name of :func:`plan_to_frame`)."""
+    """A plan as one table (the top-level name of :func:`plan_to_frame`).
+
+    >>> import fleetplan
+    >>> instance = fleetplan.load_instance("examples/allocation-gavel-4.1.json")
+    >>> frame = to_frame(instance, fleetplan.solve(instance).plan)
+    >>> len(frame)
+    3
+    """
     return plan_to_frame(instance, plan)
 
 
 def to_frames(instance: InstanceBase | dict[str, Any]) -> dict[str, Any]:
-    """An instance as its tables (the top-level name of :func:`instance_to_frames`)."""
+    """An instance as its tables (the top-level name of :func:`instance_to_frames`).
+
+    >>> import fleetplan
+    >>> frames = to_frames(fleetplan.load_instance("examples/allocation-gavel-4.1.json"))
+    >>> sorted(frames)[:2]
+    ['cluster', 'jobs']
+    """
     return instance_to_frames(instance)
 
 
@@ -84,7 +103,14 @@ def plan_to_frame(instance: InstanceBase | dict[str, Any], plan: PlanBase | dict
 
 
 def plan_from_frame(instance: InstanceBase | dict[str, Any], source: Any) -> PlanBase:
-    """Read a plan table (a DataFrame or a CSV/Parquet file) back into the kind's plan."""
+    """Read a plan table (a DataFrame or a CSV/Parquet file) back into the kind's plan.
+
+    >>> import fleetplan
+    >>> instance = fleetplan.load_instance("examples/allocation-gavel-4.1.json")
+    >>> plan = fleetplan.solve(instance).plan
+    >>> plan_from_frame(instance, to_frame(instance, plan)).kind
+    'allocation'
+    """
     from fleetplan.instances import as_instance
 
     instance = as_instance(instance)

@@ -512,7 +512,12 @@ def _metric(name: str, entry: _E, scope: str) -> Metric:
 
 def describe(name: str, scope: str | None = None) -> Metric | None:
     """The glossary entry of metric ``name`` in ``scope`` (a kind or simulator; None: the
-    first scope that has it), or None when the glossary has none."""
+    first scope that has it), or None when the glossary has none.
+
+    >>> entry = describe_metric("min_time_share")
+    >>> entry.unit, entry.better
+    ('fraction', 'higher')
+    """
     scopes = [scope] if scope is not None else list(SCOPES)
     for where in scopes:
         entry = _TABLES.get(where, {}).get(name)

@@ -71,6 +71,13 @@ def compare(plans: dict[str, tuple[Any, Any]], metrics: list[str] | None = None)
 
     ``metrics`` (None: the service metrics first, then every other metric the plans share).
     Plans of different kinds are refused.
+
+    >>> import fleetplan
+    >>> instance = fleetplan.load_instance("examples/allocation-gavel-4.1.json")
+    >>> plans = {name: (instance, fleetplan.solve(instance, name).plan)
+    ...          for name in ("max-min-fairness", "max-throughput")}
+    >>> compare(plans).row("total_throughput")["verdicts"]
+    ['better']
     """
     from fleetplan.instances import as_instance, as_plan, evaluate
 

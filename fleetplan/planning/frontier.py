@@ -24,7 +24,13 @@ __all__ = ["FRONTIER_METRICS", "service_frontier"]
 
 def service_frontier(instance: Any, metric: str) -> float | None:
     """The best ``metric`` (one of :data:`FRONTIER_METRICS`) of any allocation of ``instance``
-    (an allocation instance or its dict); None where the LP has no answer."""
+    (an allocation instance or its dict); None where the LP has no answer.
+
+    >>> import fleetplan
+    >>> gavel = fleetplan.load_instance("examples/allocation-gavel-4.1.json")   # one V100, one K80
+    >>> round(service_frontier(gavel, "total_throughput"), 6)                  # the fastest job on each
+    5.0
+    """
     from fleetplan.instances import as_instance
     from fleetplan.planning.kinds import planning_kind
     from fleetplan.solvers import highs

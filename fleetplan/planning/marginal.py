@@ -92,6 +92,11 @@ def marginal_values(instance: Any, solver: str | None = None, *, metrics: Sequen
     ``hold_plan``: judge the base plan on the changed instance instead of re-solving it (default
     for placement, whose climb would otherwise move tables for reasons that have nothing to do
     with one GPU-day: the value is then that of the supply under today's placement).
+
+    >>> import fleetplan
+    >>> values = marginal_values(fleetplan.load_instance("examples/allocation-gavel-4.1.json"), "max-throughput")
+    >>> [(value.capacity, value.more["objective"] > 0) for value in values.values]
+    [('v100', True), ('k80', True)]
     """
     import fleetplan
     from fleetplan.instances import as_instance

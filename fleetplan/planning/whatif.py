@@ -195,6 +195,12 @@ def whatif(instance: Any, varies: Sequence[str | Vary], out: str | Path | None =
     resume : finish an interrupted sweep in ``out`` without redoing finished points
     frontier : allocation: add each point's policy-free best value of the service metrics
         (:mod:`fleetplan.planning.frontier`), tabulated as ``frontier_<metric>`` and drawn dashed
+
+    >>> import fleetplan
+    >>> instance = fleetplan.load_instance("examples/allocation-gavel-4.1.json")
+    >>> table = whatif(instance, ["worker_types.v100.count=1,2"], progress=None)
+    >>> [(row["worker_types.v100.count"], row["status"]) for row in table.rows]
+    [(1, 'optimal'), (2, 'optimal')]
     """
     from fleetplan.benchmarks import executors
     from fleetplan.benchmarks.cells import Cell

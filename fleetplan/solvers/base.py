@@ -202,7 +202,11 @@ def load_kind(kind: str | None = None) -> None:
 
 
 def list_solvers(kind: str | None = None) -> list[SolverSpec]:
-    """The registered solvers, of one kind or all, sorted by kind then name."""
+    """The registered solvers, of one kind or all, sorted by kind then name.
+
+    >>> "max-min-fairness" in [spec.name for spec in list_solvers("allocation")]
+    True
+    """
     if kind is not None:
         get_kind(kind)
     load_kind(kind)
@@ -228,6 +232,9 @@ def get_solver(kind: str, name: str | None = None) -> SolverSpec:
     ``get_solver(KIND, NAME)``, ``get_solver(KIND, "KIND/NAME")`` and ``get_solver("KIND/NAME")``
     name one; ``get_solver(KIND)`` is the kind's default solver; ``get_solver(NAME)`` a bare
     name that only one kind registers (names repeat across kinds: ``mip-highs``, ``cpsat``).
+
+    >>> get_solver("allocation", "max-min-fairness").kind
+    'allocation'
     """
     if name is None and kind not in _kind_names():
         wanted_kind, bare = split_solver_name(kind)
@@ -293,6 +300,12 @@ def solve(instance: InstanceBase | dict[str, Any], solver: str | None = None, *,
     The plan is scored by the kind's ``evaluate``; the result's ``objective`` is that score.
     Bad options (unknown names, values of the wrong type or out of range) raise
     :class:`InstanceError` before any work starts.
+
+    >>> import fleetplan
+    >>> instance = fleetplan.load_instance("examples/allocation-gavel-4.1.json")
+    >>> result = solve(instance, "max-min-fairness", time_limit=60)
+    >>> result.status, result.objective == result.evaluation.objective
+    ('optimal', True)
     """
     instance = as_instance(instance, "instance")
     spec = get_solver(instance.kind, solver)

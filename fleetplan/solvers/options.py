@@ -24,7 +24,7 @@ Example
 >>> specs["partitions"].validate(0)
 Traceback (most recent call last):
 ...
-fleetplan.instances.base.InstanceError: options.partitions: 0 is not allowed: must be an int >= 1
+fleetplan.errors.InstanceError: options.partitions: 0 is not allowed: must be an int >= 1
 """
 
 from __future__ import annotations

@@ -10,8 +10,7 @@ its answers are slightly infeasible at that level; callers clip to the box and t
 (with its 1e-6 tolerance) decides.
 
 >>> import numpy as np, scipy.sparse as sp
->>> from fleetplan.lazy import lazy_module
-from fleetplan.models.linear import LinearProgram
+>>> from fleetplan.models.linear import LinearProgram
 >>> lp = LinearProgram(cost=np.array([1.0, 2.0]), matrix=sp.csr_matrix(np.array([[1.0, 1.0]])),
 ...     row_lower=np.array([-np.inf]), row_upper=np.array([4.0]), col_lower=np.zeros(2),
 ...     col_upper=np.full(2, np.inf), sense="max")

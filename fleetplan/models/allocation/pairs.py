@@ -132,7 +132,7 @@ def spread_pair_time(members_c: np.ndarray, members_d: np.ndarray, total: float)
 
     >>> jobs, time = spread_pair_time(np.arange(3), np.arange(3), 1.5)
     >>> jobs.tolist(), time.tolist()
-    [[0, 1], [1, 2], [2, 0]], [0.5, 0.5, 0.5]
+    ([[0, 1], [1, 2], [2, 0]], [0.5, 0.5, 0.5])
     """
     if members_c is members_d or np.array_equal(members_c, members_d):
         n = len(members_c)

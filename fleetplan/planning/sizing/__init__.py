@@ -182,6 +182,12 @@ def size(instance: Any, targets: Sequence[str | Target], buy: Sequence[str | Pur
     **options : the kind's sizing options (see each kind's module)
 
     Returns a :class:`SizingResult`.
+
+    >>> import fleetplan
+    >>> result = size(fleetplan.load_instance("examples/allocation-gavel-4.1.json"), ["min_time_share>=1"],
+    ...               ["v100=3", "k80=1"])
+    >>> result.status, result.additions, result.cost, result.gap
+    ('optimal', {'v100': 0, 'k80': 1}, 1.0, 0.0)
     """
     from fleetplan.instances import instance_from_data
     from fleetplan.planning.kinds import planning_kind

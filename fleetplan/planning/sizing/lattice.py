@@ -12,7 +12,7 @@ on points ends the search without changing what it finds.
 Each vector is generated once: the children of ``add`` raise one coordinate at or after the last
 one raised, a canonical order over the lattice, and every child costs more than its parent.
 
->>> [list(p) for p, _ in purchases_by_cost([2.0, 3.0], [2, 1])]
+>>> [p.tolist() for p, _ in purchases_by_cost([2.0, 3.0], [2, 1])]
 [[0, 0], [1, 0], [0, 1], [2, 0], [1, 1], [2, 1]]
 """
 

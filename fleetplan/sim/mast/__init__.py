@@ -9,7 +9,7 @@ comparison with a federated scheduler (:mod:`.metrics`; the pictures are
 
 >>> from fleetplan import sim
 >>> r = sim.run("mast", {"hours": 1, "regions": 2, "machines_per_region": 32}, "mast", seed=1)
->>> abs(r.metrics["conservation_error_gpu_hours"]) < 1e-6
+>>> bool(abs(r.metrics["conservation_error_gpu_hours"]) < 1e-6)
 True
 """
 
