@@ -136,6 +136,16 @@ def test_a_metric_that_worsens_as_gpus_are_added_is_named_and_the_frontier_drawn
         whatif(PLACEMENT, ["regions.region0.gpu_supply.h100=100,200"], tmp_path / "p", progress=None, frontier=True)
 
 
+def test_a_reservation_sweep_shows_how_short_the_unservable_points_are(tmp_path):
+    """A request no assignment can hold is 'infeasible' for the solver; the sweep still shows the
+    least shortfall there (the elastic model), not a blank."""
+    result = whatif(str(EXAMPLES / "reservation-small.json"), ["reservations.res0001.capacity_rru=61,400"],
+                    tmp_path / "sweep", progress=None, plot=False, time_limit=20)
+    served, short = result.rows
+    assert served["status"] == "optimal" and served["shortfall_rru"] == 0
+    assert short["status"] == "infeasible" and short["shortfall_rru"] == pytest.approx(294)
+
+
 def test_compare_of_a_plan_with_itself_shows_no_change(tmp_path):
     instance = fleetplan.load_instance(ALLOCATION)
     plan = fleetplan.solve(instance).plan

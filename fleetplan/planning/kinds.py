@@ -59,12 +59,17 @@ class PlanningKind:
     objective_difference_path: str | None = None
     # What a --buy MAX counts when the sizing buys whole units ("GPUs"); None: any amount.
     whole_units: str | None = None
+    # "module:function" (instance) -> metrics of a point no plan serves (how far from servable).
+    unserved_metrics_path: str | None = None
 
     def sizer(self) -> Sizer:
         return _load(self.sizer_path)
 
     def what_binds(self, instance: Any, base: Any) -> list[str]:
         return _load(self.what_binds_path)(instance, base) if self.what_binds_path else []
+
+    def unserved_metrics(self, instance: Any) -> dict[str, float]:
+        return _load(self.unserved_metrics_path)(instance) if self.unserved_metrics_path else {}
 
     def objective_difference(self) -> Callable[[Any, Any], tuple[str, str]] | None:
         return _load(self.objective_difference_path) if self.objective_difference_path else None
@@ -96,7 +101,8 @@ PLANNING_KINDS: dict[str, PlanningKind] = {
     "reservation": PlanningKind(
         name="reservation", sizer_path="fleetplan.planning.sizing.reservation:size_reservation",
         capacity_units_path="fleetplan.planning.marginal:reservation_units",
-        service_metrics=("servers_moved",), decisive=("shortfall_rru", "servers_moved"), whole_units="servers"),
+        service_metrics=("servers_moved",), decisive=("shortfall_rru", "servers_moved"), whole_units="servers",
+        unserved_metrics_path="fleetplan.planning.sizing.reservation:least_shortfall"),
     "binpack": PlanningKind(
         name="binpack", sizer_path="fleetplan.planning.sizing.binpack:size_binpack",
         capacity_units_path="fleetplan.planning.marginal:binpack_units",

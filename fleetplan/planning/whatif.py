@@ -298,7 +298,31 @@ def whatif(instance: Any, varies: Sequence[str | Vary], out: str | Path | None =
         imports.join()
     rows = read_results(folder)
     best = _frontier(instance, data, grid, metrics) if frontier else None
-    return tabulate(folder, rows, grid, parsed, metrics, instance.kind, plot=plot, solver=spec.name, frontier=best)
+    unserved = _unserved(instance, data, grid, rows)
+    return tabulate(folder, rows, grid, parsed, metrics, instance.kind, plot=plot, solver=spec.name, frontier=best,
+                    unserved=unserved)
+
+
+def _unserved(instance: Any, data: dict[str, Any], grid: list[dict[str, Any]],
+              rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per point no plan serves (infeasible), how far it is from servable, where the kind can say
+    (reservation: the least shortfall): a table shows that instead of a blank."""
+    from fleetplan.instances.paths import changed_instance
+    from fleetplan.planning.kinds import planning_kind
+
+    kind = planning_kind(instance.kind)
+    if kind.unserved_metrics_path is None:
+        return {}
+    infeasible = {row["instance"] for row in rows if row.get("group") == WHATIF_GROUP and row["status"] == "infeasible"}
+    out = {}
+    for point in grid:
+        label = point_label(point)
+        if label in infeasible:
+            try:
+                out[label] = kind.unserved_metrics(changed_instance(instance, data, point))
+            except InstanceError:
+                continue
+    return out
 
 
 def _frontier(instance: Any, data: dict[str, Any], grid: list[dict[str, Any]],
@@ -383,7 +407,8 @@ def default_metrics(kind: str) -> list[str]:
 
 def tabulate(folder: Path, rows: list[dict[str, Any]], grid: list[dict[str, Any]], varies: Sequence[Vary],
              metrics: Sequence[str] | None, kind: str, plot: bool = True, solver: str = "",
-             frontier: dict[str, dict[str, float | None]] | None = None) -> WhatIfResult:
+             frontier: dict[str, dict[str, float | None]] | None = None,
+             unserved: dict[str, dict[str, float]] | None = None) -> WhatIfResult:
     """One row per point (in grid order): varied values, status, objective, metrics; written as
     CSV and Parquet, and drawn."""
     import pandas as pd
@@ -402,7 +427,7 @@ def tabulate(folder: Path, rows: list[dict[str, Any]], grid: list[dict[str, Any]
             failed += 1
             table.append(record)
             continue
-        values = json.loads(row.get("metrics") or "{}")
+        values = json.loads(row.get("metrics") or "{}") or (unserved or {}).get(point_label(point), {})
         record.update(status=row["status"], objective=_float(row.get("objective")), wall_s=_float(row.get("wall_s")))
         record.update({name: _float(values.get(name)) for name in wanted})
         for name, value in ((frontier or {}).get(point_label(point)) or {}).items():

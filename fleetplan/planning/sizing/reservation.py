@@ -240,3 +240,21 @@ def sized_instance(instance: Any, cand_type: np.ndarray, cand_fd: np.ndarray, ra
     data["racks"] = {**data["racks"], "id": rack_ids, "fault_domain": rack_fds}
     data["name"] = f"{instance.name}-sized" if instance.name else "sized"
     return instance_from_data(data)
+
+
+def least_shortfall(instance: Any, time_limit: float | None = 30.0) -> dict[str, float]:
+    """For a region no plan serves: the least total shortfall (RRU) any assignment within the
+    disruption budget leaves (the RAS model made elastic: a shortfall per reservation, minimised),
+    as ``{"shortfall_rru": ...}``; empty when the model gives no answer in the time.
+
+    A sweep whose points cannot all be served reads the shortfall here, so the table shows how
+    short each point is instead of a blank where the shortfall is positive.
+    """
+    from fleetplan.models.reservation import build
+    from fleetplan.planning.sizing.allocation import _solve_mip
+
+    model = build(instance.arrays(), elastic=True)
+    outcome = _solve_mip(model.lp, time_limit, 1, 0, 1e-6)
+    if outcome["values"] is None:
+        return {}
+    return {"shortfall_rru": float(outcome["values"][model.lp.names["s"]].sum())}
