@@ -25,16 +25,18 @@ from fleetplan.cli.app import build_parser
 TABLES = EXAMPLES / "tables"
 
 # IN:NAME is a file of the prepared folder (read by the command); OUT:file and OUT:folder are
-# outputs, named by the option just before them.
+# outputs, named by the option just before them (OUT:file.html: a file that must have that suffix).
 COMMANDS = {
     "generate": ["generate", "reservation", "--from", "IN:reservation.json", "--event", "growth",
                  "--plan", "IN:reservation-plan.json", "-o", "OUT:file"],
     "solve": ["solve", "IN:gavel.json", "-o", "OUT:file"],
     "size": ["size", "IN:placement.json", "--target", "hp_demand_supply_max<=1", "--buy", "h100",
-             "--with-plan", "IN:placement-plan.json", "-o", "OUT:file", "--plan", "OUT:file"],
-    "whatif": ["whatif", "IN:gavel.json", "--vary", "worker_types.v100.count=1:2:1", "-o", "OUT:folder"],
+             "--with-plan", "IN:placement-plan.json", "-o", "OUT:file", "--plan", "OUT:file",
+             "--plot", "OUT:file.png", "--report", "OUT:file.html"],
+    "whatif": ["whatif", "IN:gavel.json", "--vary", "worker_types.v100.count=1:2:1", "-o", "OUT:folder",
+               "--report", "OUT:file.html"],
     "compare": ["compare", "IN:gavel-plan.json", "IN:gavel-plan-2.json", "--instance", "IN:gavel.json",
-                "-o", "OUT:file"],
+                "-o", "OUT:file", "--report", "OUT:file.html"],
     "import allocation": ["import", "allocation", "--jobs", "IN:jobs.csv", "--cluster", "IN:gpus.csv",
                           "--entities", "IN:entities.csv", "--colocations", "IN:colocations.csv",
                           "-o", "OUT:file"],
@@ -51,7 +53,7 @@ COMMANDS = {
 }
 
 # The options that name an output, wherever a command has them (a flag, not a switch).
-OUTPUT_OPTIONS = {"-o", "--out", "--plot", "--plan"}
+OUTPUT_OPTIONS = {"-o", "--out", "--plot", "--plan", "--report"}
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +83,8 @@ def inputs(tmp_path_factory) -> Path:
 
 def _outputs(argv: list[str]) -> list[tuple[int, str, str]]:
     """(position, flag, 'file' or 'folder') of each output in a COMMANDS line."""
-    return [(index, argv[index - 1], token.split(":")[1]) for index, token in enumerate(argv) if token.startswith("OUT:")]
+    return [(index, argv[index - 1], token.split(":")[1].split(".")[0]) for index, token in enumerate(argv)
+            if token.startswith("OUT:")]
 
 
 def _snapshot(folder: Path) -> dict[str, object]:
@@ -114,7 +117,8 @@ def _line(argv: list[str], outputs: dict[int, str]) -> list[str]:
         if token.startswith("IN:"):
             line.append(f"in/{token[3:]}")
         elif token.startswith("OUT:"):
-            line.append(outputs.get(index, f"own-{index}.png" if token == "OUT:file" else f"own-{index}"))
+            suffix = token.partition(".")[2] or ("png" if token == "OUT:file" else "")
+            line.append(outputs.get(index, f"own-{index}.{suffix}" if suffix else f"own-{index}"))
         else:
             line.append(token)
     return line

@@ -252,3 +252,32 @@ def test_a_changed_instance_equals_a_whole_validation_of_the_changed_file(change
     assert quick.model_dump() == whole.model_dump()
     for name in ("throughput", "num_workers", "cost_per_hour", "scale_factor", "weight"):
         assert np.array_equal(getattr(quick.arrays(), name), getattr(whole.arrays(), name))
+
+
+def test_size_whatif_and_compare_write_self_contained_reports(tmp_path, capsys):
+    """--report FILE.html: the question, the inputs, the answer, the pictures inline (no file or
+    script to fetch), the command that reproduces it; --plot draws the sizing."""
+    import re
+
+    inventory = str(EXAMPLES / "inventory-30-jobs.json")
+    size_report, picture = tmp_path / "size.html", tmp_path / "size.png"
+    assert main(["size", inventory, "--target", "min_time_share>=0.5", "--buy", "k80", "--policy",
+                 "max-min-fairness", "--plot", str(picture), "--report", str(size_report)]) == 0
+    assert picture.read_bytes()[:4] == b"\x89PNG"
+    sweep_report = tmp_path / "sweep.html"
+    assert main(["whatif", inventory, "--vary", "worker_types.v100.count=3,7", "-o", str(tmp_path / "sweep"),
+                 "--report", str(sweep_report)]) == 0
+    for name in ("max-min-fairness", "max-throughput"):
+        fleetplan.save(fleetplan.solve(fleetplan.load_instance(inventory), name).plan, tmp_path / f"{name}.json")
+    compare_report = tmp_path / "compare.html"
+    assert main(["compare", str(tmp_path / "max-min-fairness.json"), str(tmp_path / "max-throughput.json"),
+                 "--instance", inventory, "--report", str(compare_report)]) == 0
+    for report in (size_report, sweep_report, compare_report):
+        text = report.read_text()
+        assert text.startswith("<!DOCTYPE html>") and "The question" in text and "Reproduce" in text
+        assert "data:image/png;base64," in text
+        assert not re.search(r"<script|<link|src=\"http", text)
+    assert "fleetplan size" in size_report.read_text() and "24" in size_report.read_text()
+    assert main(["size", inventory, "--target", "min_time_share>=0.5", "--buy", "k80",
+                 "--report", str(tmp_path / "x.txt")]) == 2
+    assert "--report" in capsys.readouterr().err

@@ -476,6 +476,7 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
     try:
         parser = build_parser()
         args, extra = parser.parse_known_args(argv)
+        args.argv = argv  # as typed: a report says how to reproduce it
         if args.command == "generate":
             return cmd_generate(args, extra)
         if args.command == "simulate":

@@ -58,6 +58,10 @@ def add_arguments(subparsers: Any) -> None:
     size.add_argument("-o", "--output", default=None, metavar="SIZED.json", help="write the sized instance")
     size.add_argument("--plan", default=None, metavar="PLAN.json",
                       help="write the sized instance's plan (the policy's, judged)")
+    size.add_argument("--plot", default=None, metavar="FILE.png",
+                      help="draw the purchase, each target today and sized, and the cost against its bound")
+    size.add_argument("--report", default=None, metavar="FILE.html",
+                      help="write a self-contained report (question, inputs, answer, pictures, the command)")
     size.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     size.set_defaults(handler=handle_size)
 
@@ -81,6 +85,8 @@ def add_arguments(subparsers: Any) -> None:
     whatif.add_argument("--threads", type=THREADS, default=1)
     whatif.add_argument("-o", "--output", required=True, metavar="DIR", help="the results folder (new)")
     whatif.add_argument("--resume", action="store_true", help="finish an interrupted sweep in DIR")
+    whatif.add_argument("--report", default=None, metavar="FILE.html",
+                        help="write a self-contained report (the sweep, the table, the pictures, the command)")
     whatif.add_argument("--frontier", action="store_true",
                         help="allocation: add each point's best value of the service metrics under any allocation "
                              "(no policy), tabulated as frontier_METRIC and drawn dashed beside the solver's curve")
@@ -100,6 +106,8 @@ def add_arguments(subparsers: Any) -> None:
                          help="the metrics to show (default: all, service metrics first)")
     compare.add_argument("-o", "--output", default=None, metavar="FILE.csv|FILE.png",
                          help="write the table as CSV, or draw it")
+    compare.add_argument("--report", default=None, metavar="FILE.html",
+                         help="write a self-contained report (the plans, the table, the picture, the command)")
     compare.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     compare.set_defaults(handler=handle_compare)
 
@@ -138,7 +146,9 @@ def handle_size(args: argparse.Namespace) -> int:
         return _list_targets(args)
     if args.file is None:
         raise CommandError("size: give the INSTANCE to size (or --targets KIND to list the metrics)")
-    check_outputs([args.file, args.with_plan], files=[("-o", args.output), ("--plan", args.plan)])
+    check_outputs([args.file, args.with_plan], files=[("-o", args.output), ("--plan", args.plan),
+                                                      ("--plot", args.plot), ("--report", args.report)])
+    _check_pictures(args)
     with working(f"loading {args.file}", not args.json):
         instance = fleetplan.load_instance(args.file)
     options: dict[str, Any] = {}
@@ -163,6 +173,8 @@ def handle_size(args: argparse.Namespace) -> int:
         result = size(instance, args.target, args.buy, budget=args.budget, policy=args.policy,
                       time_limit=args.time_limit, threads=args.threads, seed=args.seed, **options)
     if result.success:
+        if args.plot or args.report:
+            _size_pictures(args, instance, result)
         if args.output:
             fleetplan.save(result.sized_instance, args.output)
         if args.plan and result.plan is not None:
@@ -176,9 +188,69 @@ def handle_size(args: argparse.Namespace) -> int:
             stdout.print(f"wrote the sized instance to {args.output}", markup=False)
         if result.success and args.plan and result.plan is not None:
             stdout.print(f"wrote its plan to {args.plan}", markup=False)
+        for flag, path in (("the picture", args.plot), ("the report", args.report)):
+            if result.success and path:
+                stdout.print(f"wrote {flag} to {path}", markup=False)
         if not result.success:
             stdout.print(f"no sizing ({result.status}): nothing written", markup=False)
     return 0 if result.success else 1
+
+
+def _check_pictures(args: argparse.Namespace) -> None:
+    """--plot names a picture format, --report an HTML file: refused before any work."""
+    from fleetplan.cli.common import CommandError
+    from fleetplan.instances.outputs import check_figure_path
+
+    if getattr(args, "plot", None):
+        check_figure_path(args.plot, "--plot")
+    if getattr(args, "report", None) and not str(args.report).lower().endswith((".html", ".htm")):
+        raise CommandError(f"--report {args.report}: a report is an HTML file (FILE.html)")
+
+
+def _size_pictures(args: argparse.Namespace, instance: Any, result: Any) -> None:
+    """``size --plot`` and ``--report``: the instance as it is under the same policy beside the
+    sized one."""
+    import fleetplan
+    from fleetplan.cli.render import fmt_measure
+    from fleetplan.cli.report import table_html, write_report
+    from fleetplan.instances.glossary import describe
+    from fleetplan.instances.outputs import save_figure
+    from fleetplan.plotting.planning import plot_sizing
+
+    before = None
+    known = {spec.name for spec in fleetplan.list_solvers(instance.kind)}
+    if result.policy in known:
+        today = fleetplan.solve(instance, result.policy, time_limit=args.time_limit, seed=args.seed)
+        before = dict(today.evaluation.metrics) if today.evaluation is not None else None
+    units = {t.metric: (entry.unit if (entry := describe(t.metric, instance.kind)) else "") for t in result.targets}
+    figure = plot_sizing(result, before, units)
+    if args.plot:
+        save_figure(figure, args.plot)
+    if args.report:
+        rows = [[name, f"{units_bought:,.6g}", result.units.get(name, "")] for name, units_bought in
+                result.additions.items() if units_bought]
+        notes = [part.strip() for part in result.message.split(";") if part.strip().startswith("warning")]
+        checks = [[str(t), "-" if before is None else fmt_measure(t.metric, before.get(t.metric), scope=instance.kind),
+                   fmt_measure(t.metric, result.metrics.get(t.metric), scope=instance.kind),
+                   "yes" if result.checks.get(str(t)) else "NO"] for t in result.targets]
+        gap = "-" if result.gap is None else ("0%" if result.gap < 1e-6 else f"{100 * result.gap:.3g}%")
+        answer = (f"<p><b>{result.status}</b>: {result.message}</p>"
+                  + (table_html(["buy", "units", "unit"], rows) if rows else "<p>nothing to buy</p>")
+                  + f"<p>cost {result.cost:,.6g}, proven bound {result.bound if result.bound is None else f'{result.bound:,.6g}'}"
+                  f", gap {gap}</p>")
+        if result.policy_free and result.policy_free.get("cost") is not None:
+            answer += f"<p>policy-free minimum: cost {result.policy_free['cost']:,.6g}</p>"
+        write_report(args.report, f"Sizing {instance.name or args.file}",
+                     question=f"the cheapest purchase of {', '.join(args.buy)} under which "
+                              f"{result.policy or 'the policy'} meets {', '.join(map(str, result.targets))}",
+                     inputs={"instance": args.file, "kind": instance.kind, "targets": ", ".join(args.target),
+                             "may buy": ", ".join(args.buy), "budget": "no limit" if args.budget is None else args.budget,
+                             "policy": result.policy},
+                     sections=[("The answer", answer),
+                               ("Each target, today and sized (judged)",
+                                table_html(["target", "today", "sized", "met"], checks))],
+                     figures=[("the sizing", figure)], notes=notes,
+                     argv=getattr(args, "argv", None))
 
 
 def _list_targets(args: argparse.Namespace) -> int:
@@ -309,7 +381,8 @@ def handle_compare(args: argparse.Namespace) -> int:
         raise CommandError(f"--instance: give one instance for every plan, or one per plan "
                            f"({len(args.plans)} plans, {len(args.instance)} instances)")
     inputs = [*args.plans, *args.instance]
-    check_outputs(inputs, files=[("-o", args.output)])
+    check_outputs(inputs, files=[("-o", args.output), ("--report", args.report)])
+    _check_pictures(args)
     suffix = (args.output or "").lower().rsplit(".", 1)[-1] if args.output else None
     if suffix is not None and suffix != "csv":
         check_figure_path(args.output, "-o")
@@ -336,6 +409,8 @@ def handle_compare(args: argparse.Namespace) -> int:
         from fleetplan.plotting.planning import plot_comparison
 
         plot_comparison(table, args.output)
+    if args.report:
+        _compare_report(args, table)
     settle(EXIT_OK)
     if args.json:
         print_json({"kind": table.kind, "columns": table.columns, "rows": table.rows, "output": args.output})
@@ -344,6 +419,28 @@ def handle_compare(args: argparse.Namespace) -> int:
     if args.output:
         stdout.print(f"wrote {args.output}", markup=False)
     return 0
+
+
+def _compare_report(args: argparse.Namespace, table: Any) -> None:
+    from fleetplan.cli.render import fmt_measure
+    from fleetplan.cli.report import table_html, write_report
+    from fleetplan.instances.glossary import format_change
+    from fleetplan.plotting.planning import plot_comparison
+
+    rows = []
+    for row in table.rows:
+        cells = [fmt_measure(row["metric"], value, scope=table.kind) for value in row["values"]]
+        texts = row.get("change_texts") or [None] * len(row["changes"])
+        for change, word, text in zip(row["changes"], row["verdicts"], texts, strict=True):
+            shown = text or ("-" if change is None else format_change(row["metric"], change, table.kind))
+            cells.append(f"{shown} {word or ''}".strip())
+        rows.append([row["metric"], row["unit"], *cells])
+    header = ["metric", "unit", *table.columns, *[f"change ({label})" for label in table.columns[1:]]]
+    write_report(args.report, f"{table.kind} plans compared",
+                 question=f"which of {', '.join(table.columns)} serves better, metric by metric",
+                 inputs={"plans": ", ".join(args.plans), "instances": ", ".join(args.instance)},
+                 sections=[("The plans side by side (judged)", table_html(header, rows))],
+                 figures=[("the comparison", plot_comparison(table))], argv=getattr(args, "argv", None))
 
 
 def _labels(paths: list[str]) -> list[str]:
@@ -400,12 +497,22 @@ def handle_whatif(args: argparse.Namespace) -> int:
 
     options = parse_assignments(args.option, "--option")
     metrics = [name.strip() for name in args.metrics.split(",") if name.strip()] if args.metrics else None
+    if args.report:
+        from fleetplan.cli.common import check_outputs
+        from fleetplan.instances.outputs import check_distinct_outputs
+
+        check_outputs([args.file], files=[("--report", args.report)])
+        check_distinct_outputs([("--report", args.report)], [("-o", args.output)])
+        _check_pictures(args)
     tls = executor_security(args)
     result = whatif(args.file, args.vary, args.output, solver=args.solver, options=options, metrics=metrics,
                     time_limit=args.time_limit, seed=args.seed, threads=args.threads, executor=args.executor,
                     workers=args.workers, address=args.address, tls=tls, insecure=args.insecure,
                     resume=args.resume, progress=None if args.json else "auto", frontier=args.frontier)
     code = 0 if result.failed < len(result.rows) else 1
+    if args.report:
+        _whatif_report(args, result)
+        result.files.append(args.report)
     settle(code)  # the sweep's files are in place
     if args.json:
         print_json({"rows": result.rows, "varied": result.varied, "metrics": result.metrics,
@@ -416,6 +523,36 @@ def handle_whatif(args: argparse.Namespace) -> int:
         for path in result.files:
             stdout.print(f"wrote {path}", markup=False)
     return code
+
+
+def _whatif_report(args: argparse.Namespace, result: Any) -> None:
+    from pathlib import Path
+
+    from fleetplan.cli.render import fmt_measure
+    from fleetplan.cli.report import table_html, write_report
+
+    columns = [*result.metrics]
+    for name in result.frontier:
+        columns.insert(columns.index(name) + 1, f"frontier_{name}")
+    rows = [[*(row.get(name) for name in result.varied), row.get("status"),
+             *(fmt_measure(name.removeprefix("frontier_"), row.get(name), 4) for name in columns)] for row in result.rows]
+    picture = Path(args.output) / "whatif.png"
+    figures = []
+    if picture.exists():
+        import matplotlib.image as image
+        from matplotlib.figure import Figure
+
+        figure = Figure(figsize=(11, 11 * image.imread(picture).shape[0] / image.imread(picture).shape[1]))
+        axis = figure.add_axes((0, 0, 1, 1))
+        axis.imshow(image.imread(picture))
+        axis.set_axis_off()
+        figures.append(("the sweep", figure))
+    write_report(args.report, f"What if: {', '.join(result.varied)}",
+                 question=f"how the service metrics move with {', '.join(result.varied)} under {result.solver}",
+                 inputs={"instance": args.file, "vary": " ".join(args.vary), "solver": result.solver,
+                         "time limit per point (s)": args.time_limit, "results folder": args.output},
+                 sections=[("The sweep", table_html([*result.varied, "status", *columns], rows))],
+                 figures=figures, notes=result.warnings, argv=getattr(args, "argv", None))
 
 
 def render_sweep(console: Any, result: Any) -> None:

@@ -119,6 +119,74 @@ def plot_sweep(rows: Sequence[dict[str, Any]], varied: Sequence[str], metrics: S
     return figure
 
 
+def plot_sizing(result: Any, before: dict[str, float] | None = None, units: dict[str, str] | None = None,
+                path: str | os.PathLike[str] | None = None) -> Any:
+    """A sizing at a glance: what is bought (units per item), each target's metric before and
+    after the purchase against the target (dashed), and the cost against the proven bound.
+
+    ``result`` is a :class:`~fleetplan.planning.sizing.SizingResult`; ``before`` the metrics of
+    the instance as it is under the same policy (None: not drawn); ``units`` each metric's unit.
+    """
+    units = units or {}
+    bought = {name: value for name, value in result.additions.items() if value}
+    targets = list(result.targets)
+    figure, axes = _figure(2 + len(targets), 3, 3.8, 2.6)
+    ax = axes[0]
+    if bought:
+        names = list(bought)
+        ax.barh(range(len(names)), [bought[n] for n in names], color=COLOURS[0])
+        ax.set_yticks(range(len(names)), names, fontsize=8)
+        ax.invert_yaxis()
+        for index, name in enumerate(names):
+            unit = result.units.get(name, "")
+            plural = "s" if unit in ("GPU", "server", "machine") and bought[name] != 1 else ""
+            ax.text(bought[name], index, f" {bought[name]:,.4g} {unit}{plural}", va="center", fontsize=7)
+        ax.margins(x=0.35)
+    else:
+        ax.text(0.5, 0.5, "nothing to buy", ha="center", va="center", transform=ax.transAxes)
+        ax.set_yticks([])
+    ax.set_title("purchase", fontsize=9)
+    ax.tick_params(axis="x", labelsize=7)
+    ax = axes[1]
+    cost, bound = result.cost or 0.0, result.bound
+    ax.barh([0], [cost], color=COLOURS[0], height=0.5)
+    ax.set_ylim(-0.7, 0.5)
+    if bound is not None and math.isfinite(bound):
+        ax.axvline(bound, color="black", ls="--", lw=1.2)
+        ax.text(bound, -0.5, f" proven bound {bound:,.6g}", fontsize=7, va="center")
+    gap = "-" if result.gap is None else ("0%" if result.gap < 1e-6 else f"{100 * result.gap:.3g}%")
+    ax.set_title(f"cost {cost:,.6g} ({result.status}, gap {gap})", fontsize=9)
+    ax.set_yticks([])
+    ax.set_xlim(0, max(cost, bound or 0.0, 1e-9) * 1.3)
+    ax.tick_params(axis="x", labelsize=7)
+    for ax, target in zip(axes[2:], targets, strict=True):
+        scale, unit = _axis_unit(units.get(target.metric) or "value", [target.value])
+        after = result.metrics.get(target.metric)
+        labels, values = [], []
+        if before is not None:
+            labels.append("today")
+            values.append(before.get(target.metric))
+        labels.append("sized")
+        values.append(after)
+        shown = [0.0 if not _finite(v) else v * scale for v in values]
+        met = [_finite(v) and target.holds({target.metric: v}) for v in values]
+        ax.barh(range(len(shown)), shown, color=[VERDICT_COLOURS["better"] if ok else VERDICT_COLOURS["worse"]
+                                                for ok in met])
+        ax.set_yticks(range(len(shown)), labels, fontsize=8)
+        ax.invert_yaxis()
+        ax.axvline(target.value * scale, color="black", ls="--", lw=1.2)
+        for index, value in enumerate(shown):
+            ax.text(value, index, f" {value:.4g}", va="center", fontsize=7)
+        ax.set_title(f"{target} (dashed; green: met)", fontsize=8)
+        ax.set_xlabel(unit, fontsize=8)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.margins(x=0.25)
+    figure.suptitle(f"{result.kind} sizing under {result.policy or 'the default policy'}", fontsize=10)
+    if path is not None:
+        save(figure, path)
+    return figure
+
+
 def _axis_unit(unit: str, values: Sequence[Any]) -> tuple[float, str]:
     """A readable axis: fractions in percent, seconds in minutes, hours or days."""
     if unit == "fraction":
