@@ -568,9 +568,12 @@ def entries(scope: str) -> Iterator[Metric]:
 # --- formats: one per unit -----------------------------------------------------------------------
 
 def fmt_number(value: float, digits: int = 6) -> str:
-    """A number to ``digits`` significant digits; whole numbers in full with thousands marks."""
+    """A number to ``digits`` significant digits; whole numbers, and any number from 1,000 up to
+    1e15, in full with thousands marks (18,000 GPU-hours, never 1.8e+04)."""
     if float(value).is_integer() and abs(value) < 1e15:
         return f"{int(value):,}"
+    if 1e3 <= abs(value) < 1e15:
+        return f"{value:,.0f}" if abs(value) >= 10 ** (digits - 1) else f"{value:,.{digits - 4}f}"
     return f"{value:.{digits}g}"
 
 
