@@ -196,6 +196,11 @@ def handle_size(args: argparse.Namespace) -> int:
     return 0 if result.success else 1
 
 
+def _plural(unit: str, count: float) -> str:
+    """"GPUs" for 24, "GPU" for 1; units that are not counts as they are."""
+    return f"{unit}s" if unit in ("GPU", "server", "machine") and count != 1 else unit
+
+
 def _check_pictures(args: argparse.Namespace) -> None:
     """--plot names a picture format, --report an HTML file: refused before any work."""
     from fleetplan.cli.common import CommandError
@@ -227,8 +232,8 @@ def _size_pictures(args: argparse.Namespace, instance: Any, result: Any) -> None
     if args.plot:
         save_figure(figure, args.plot)
     if args.report:
-        rows = [[name, f"{units_bought:,.6g}", result.units.get(name, "")] for name, units_bought in
-                result.additions.items() if units_bought]
+        rows = [[name, f"{units_bought:,.6g}", _plural(result.units.get(name, ""), units_bought)]
+                for name, units_bought in result.additions.items() if units_bought]
         notes = [part.strip() for part in result.message.split(";") if part.strip().startswith("warning")]
         checks = [[str(t), "-" if before is None else fmt_measure(t.metric, before.get(t.metric), scope=instance.kind),
                    fmt_measure(t.metric, result.metrics.get(t.metric), scope=instance.kind),
@@ -296,7 +301,7 @@ def render_sizing(console: Any, result: Any) -> None:
             elif unit == "bytes":
                 table.add_row(name, fmt_measure("storage_bytes", units), "")
             else:
-                table.add_row(name, fmt_number(units), unit + ("s" if units != 1 and unit else ""))
+                table.add_row(name, fmt_number(units), _plural(unit, units))
         console.print(table)
     elif result.success:
         console.print("nothing to buy: the instance meets the targets as it is", markup=False)
