@@ -295,3 +295,14 @@ def test_a_solve_json_output_is_read_as_a_plan(tmp_path, capsys):
     saved = tmp_path / "solve.json"
     saved.write_text(capsys.readouterr().out)
     assert main(["evaluate", GAVEL, str(saved)]) == 0
+
+
+def test_a_command_module_that_cannot_load_fails_loudly(monkeypatch):
+    """A broken command family is a bug to see, not a command quietly missing from --help."""
+    import sys
+
+    from fleetplan.cli.app import build_parser
+
+    monkeypatch.setitem(sys.modules, "fleetplan.cli.serve", None)  # importing it raises ImportError
+    with pytest.raises(ImportError, match="fleetplan.cli.serve"):
+        build_parser()

@@ -12,6 +12,7 @@ unexpected error.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import time
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import fleetplan
-from fleetplan.cli.common import (  # noqa: F401  (re-exported: the public helpers of the CLI)
+from fleetplan.cli.common import (
     EXIT_NO_PLAN,
     EXIT_OK,
     EXIT_USAGE,
@@ -28,22 +29,18 @@ from fleetplan.cli.common import (  # noqa: F401  (re-exported: the public helpe
     THREADS,
     ArgumentParser,
     CommandError,
-    bounded_int,
     check_outputs,
     command_clock,
     judge,
     parse_assignments,
     parse_flag_params,
-    parse_value,
     positive_seconds,
     print_json,
     progress_display,
     save_last,
     stderr,
     stdout,
-    time_left,
     working,
-    write_json,
 )
 from fleetplan.cli.render import (
     generator_parameters,
@@ -441,13 +438,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo = add("demo", "solve the bundled examples and compare solvers")
     demo.add_argument("--examples", default=None, help="folder of example instances (default: the bundled ones)")
 
+    # Each command family adds its own commands; a module that cannot be imported is a bug and
+    # fails here, loudly, rather than a command quietly missing from --help.
     for module in ("fleetplan.cli.bench", "fleetplan.cli.tables", "fleetplan.cli.simulate", "fleetplan.cli.planning",
                    "fleetplan.cli.serve"):
-        try:
-            add_more = __import__(module, fromlist=["add_arguments"]).add_arguments
-        except (ImportError, AttributeError):  # optional commands still being built
-            continue
-        add_more(commands)
+        importlib.import_module(module).add_arguments(commands)
     return parser
 
 

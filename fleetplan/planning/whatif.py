@@ -56,10 +56,6 @@ class Vary:
     path: str
     values: list[Any]
 
-    @property
-    def label(self) -> str:
-        return self.path
-
 
 def _number(text: str, where: str) -> int | float:
     """A value (or a factor) of ``--vary``, within the numbers an instance file may hold
