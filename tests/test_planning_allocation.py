@@ -324,3 +324,31 @@ def test_a_time_limit_ends_the_search_but_never_claims_infeasible():
     assert result.bound is not None and result.bound >= 84 - 1e-6  # the policy-free minimum: 105 L4 at 0.8
     if result.sized_instance is not None:
         assert all(result.checks.values()) and result.bound <= result.cost
+
+
+def test_a_sizing_sweep_tabulates_the_basket_against_a_target_and_a_price(tmp_path, capsys):
+    """size --vary: one sizing per value (each proven), the basket per row, a CSV and a picture;
+    a field that is not a target, a price or the budget is refused before anything runs."""
+    import csv
+
+    from fleetplan.cli.app import main
+    from fleetplan.planning.sizing.sweep import size_sweep
+
+    instance = fleetplan.load_instance(EXAMPLES / "inventory-30-jobs.json")
+    sweep = size_sweep(instance, ["min_time_share>=0.3"], ["v100", "p100", "k80"], "target.min_time_share=0.5,0.6")
+    singles = [size(instance, [f"min_time_share>={v}"], ["v100", "p100", "k80"]) for v in (0.5, 0.6)]
+    assert [row["cost"] for row in sweep.rows] == [single.cost for single in singles]
+    assert [row["k80"] for row in sweep.rows] == [single.additions["k80"] for single in singles]
+    prices = size_sweep(instance, ["min_time_share>=0.6"], ["v100", "p100", "k80"], "price.k80=0.5,3")
+    assert prices.rows[0]["k80"] > 0 and prices.rows[1]["k80"] == 0  # dear K80s: another type instead
+    table, picture = tmp_path / "sweep.csv", tmp_path / "sweep.png"
+    assert main(["size", str(EXAMPLES / "inventory-30-jobs.json"), "--target", "min_time_share>=0.6", "--buy", "k80",
+                 "--buy", "p100", "--vary", "price.k80=0.5,3", "-o", str(table), "--plot", str(picture)]) == 0
+    assert [row["status"] for row in csv.DictReader(open(table))] == ["optimal", "optimal"]
+    assert picture.read_bytes()[:4] == b"\x89PNG"
+    capsys.readouterr()
+    assert main(["size", str(EXAMPLES / "inventory-30-jobs.json"), "--target", "min_time_share>=0.6", "--buy", "k80",
+                 "--vary", "price.h100=1,2"]) == 2
+    assert "no --buy h100" in capsys.readouterr().err
+    assert main(["size", str(EXAMPLES / "inventory-30-jobs.json"), "--target", "min_time_share>=0.6", "--buy", "k80",
+                 "--vary", "jobs.x=1,2"]) == 2

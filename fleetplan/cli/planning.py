@@ -43,6 +43,9 @@ def add_arguments(subparsers: Any) -> None:
                            "(default: the first of the kind's policies that does)")
     size.add_argument("--time-limit", type=positive_seconds, default=None, metavar="S",
                       help="seconds for the sizing, checks included")
+    size.add_argument("--vary", default=None, metavar="FIELD=START:STOP:STEP",
+                      help="size once per value of target.METRIC, price.NAME or budget (or FIELD=a,b,c): a table "
+                           "of the basket, -o FILE.csv writes it and --plot draws it")
     size.add_argument("--max-points", type=_max_points, default=None, metavar="N",
                       help="the most purchases the search checks one by one where no model is exact (a policy's "
                            "own allocation, a moving reference): ends the search the same way at any machine load "
@@ -169,6 +172,8 @@ def handle_size(args: argparse.Namespace) -> int:
                                    f"not a {instance.kind} plan for {args.file}")
             judge(instance, options["plan"], args.file, args.with_plan, "--with-plan")  # before the sizing
         options["replan"] = args.replan
+    if args.vary is not None:
+        return _size_sweep(args, instance, options)
     with working(f"sizing {instance.kind} '{instance.name}'", not args.json):
         result = size(instance, args.target, args.buy, budget=args.budget, policy=args.policy,
                       time_limit=args.time_limit, threads=args.threads, seed=args.seed, **options)
@@ -194,6 +199,67 @@ def handle_size(args: argparse.Namespace) -> int:
         if not result.success:
             stdout.print(f"no sizing ({result.status}): nothing written", markup=False)
     return 0 if result.success else 1
+
+
+def _size_sweep(args: argparse.Namespace, instance: Any, options: dict[str, Any]) -> int:
+    """``size --vary``: one sizing per value, tabulated (and written, drawn, reported)."""
+    from rich.table import Table
+
+    from fleetplan.cli.common import CommandError, print_json, stdout, working
+    from fleetplan.cli.render import fmt_gap, fmt_number
+    from fleetplan.planning.sizing.sweep import size_sweep
+
+    if args.plan:
+        raise CommandError("--plan: a sizing sweep has one plan per value; size one value to write its plan")
+    if args.output and not str(args.output).lower().endswith(".csv"):
+        raise CommandError(f"-o {args.output}: a sizing sweep writes its table as CSV (FILE.csv)")
+    with working(f"sizing {instance.kind} '{instance.name}' over {args.vary}", not args.json):
+        sweep = size_sweep(instance, args.target, args.buy, args.vary, budget=args.budget, policy=args.policy,
+                           time_limit=args.time_limit, threads=args.threads, seed=args.seed, **options)
+    figure = None
+    if args.plot or args.report:
+        from fleetplan.plotting.planning import plot_size_sweep
+
+        figure = plot_size_sweep(sweep, title=f"{instance.name or args.file}: the cheapest basket against "
+                                              f"{sweep.field} (under {args.policy or 'no policy'})")
+    if args.output:
+        import pandas as pd
+
+        from fleetplan.instances.tables import write_table
+
+        write_table(pd.DataFrame(sweep.rows), args.output, "csv")
+    if args.plot:
+        from fleetplan.instances.outputs import save_figure
+
+        save_figure(figure, args.plot)
+    if args.report:
+        from fleetplan.cli.report import table_html, write_report
+
+        header = [sweep.field, "status", "cost", "bound", "gap", *sweep.items]
+        rows = [[row[sweep.field], row["status"], fmt_number(row["cost"]), fmt_number(row["bound"]),
+                 fmt_gap(row["gap"]), *(fmt_number(row[item]) for item in sweep.items)] for row in sweep.rows]
+        write_report(args.report, f"Sizing {instance.name or args.file} against {sweep.field}",
+                     question=f"the cheapest purchase of {', '.join(args.buy)} meeting {', '.join(args.target)}, "
+                              f"as {sweep.field} moves", inputs={"instance": args.file, "vary": args.vary,
+                                                                 "policy": args.policy or "none"},
+                     sections=[("The baskets", table_html(header, rows))], figures=[("the sweep", figure)],
+                     argv=getattr(args, "argv", None))
+    solved = any(row["cost"] is not None for row in sweep.rows)
+    settle(EXIT_OK if solved else 1)
+    if args.json:
+        print_json({"field": sweep.field, "items": sweep.items, "rows": sweep.rows})
+        return 0 if solved else 1
+    table = Table(title=f"sizing against {sweep.field}", header_style="bold")
+    for column in (sweep.field, "status", "cost", "bound", "gap", *sweep.items):
+        table.add_column(column, justify="right")
+    for row in sweep.rows:
+        table.add_row(f"{row[sweep.field]:g}", row["status"], fmt_number(row["cost"]), fmt_number(row["bound"]),
+                      fmt_gap(row["gap"]), *(fmt_number(row[item]) for item in sweep.items))
+    stdout.print(table)
+    for flag, path in (("the table", args.output), ("the picture", args.plot), ("the report", args.report)):
+        if path:
+            stdout.print(f"wrote {flag} to {path}", markup=False)
+    return 0 if solved else 1
 
 
 def _plural(unit: str, count: float) -> str:

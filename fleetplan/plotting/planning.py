@@ -187,6 +187,44 @@ def plot_sizing(result: Any, before: dict[str, float] | None = None, units: dict
     return figure
 
 
+def plot_size_sweep(sweep: Any, path: str | os.PathLike[str] | None = None, title: str = "") -> Any:
+    """The basket against the varied target, price or budget: units of each item stacked per
+    value (left), the cost and its proven bound (right); a value with no purchase is marked."""
+    figure, (basket, money) = _figure(2, 2, 5.2, 3.4)
+    xs = list(range(len(sweep.rows)))
+    labels = [f"{row[sweep.field]:g}" for row in sweep.rows]
+    bottom = [0.0] * len(xs)
+    for index, item in enumerate(sweep.items):
+        heights = [float(row.get(item) or 0.0) for row in sweep.rows]
+        basket.bar(xs, heights, bottom=bottom, color=COLOURS[index % len(COLOURS)], label=item)
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+    for x, row in zip(xs, sweep.rows, strict=True):
+        if row["status"] in ("infeasible", "time_limit", "error") and row.get("cost") is None:
+            basket.text(x, 0, row["status"], rotation=90, ha="center", va="bottom", fontsize=7)
+    basket.set_ylim(0, max([*bottom, 1.0]) * 1.3)  # room for the legend above the bars
+    basket.set_xticks(xs, labels, fontsize=8)
+    basket.set_xlabel(sweep.field, fontsize=8)
+    basket.set_ylabel("units bought", fontsize=8)
+    basket.legend(fontsize=7)
+    basket.set_title("the cheapest basket", fontsize=9)
+    costs = [row.get("cost") for row in sweep.rows]
+    bounds = [row.get("bound") for row in sweep.rows]
+    money.plot([x for x, c in zip(xs, costs, strict=True) if _finite(c)], [c for c in costs if _finite(c)],
+               marker="o", color=COLOURS[0], label="cost")
+    money.plot([x for x, b in zip(xs, bounds, strict=True) if _finite(b)], [b for b in bounds if _finite(b)],
+               ls="--", color="black", label="proven bound")
+    money.set_xticks(xs, labels, fontsize=8)
+    money.set_xlabel(sweep.field, fontsize=8)
+    money.set_ylabel("cost", fontsize=8)
+    money.legend(fontsize=7)
+    money.grid(alpha=0.3)
+    money.set_title("cost and its bound", fontsize=9)
+    figure.suptitle(title or f"sizing against {sweep.field}", fontsize=10)
+    if path is not None:
+        save(figure, path)
+    return figure
+
+
 def _axis_unit(unit: str, values: Sequence[Any]) -> tuple[float, str]:
     """A readable axis: fractions in percent, seconds in minutes, hours or days."""
     if unit == "fraction":
