@@ -417,3 +417,37 @@ def test_the_time_limit_holds_end_to_end(service):
     elapsed = time.monotonic() - started
     assert answer.status_code == 200 and answer.json()["status"] in ("time_limit", "feasible", "optimal")
     assert elapsed < 3 + 8  # the solver's share of the limit, judging, and the process start
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_an_idle_service_exits_130():
+    idle = Service()
+    idle.process.send_signal(signal.SIGINT)
+    assert idle.process.wait(timeout=60) == 130
+    assert "Traceback" not in idle.process.stderr.read()
+
+
+@pytest.mark.slow
+def test_health_answers_while_a_large_body_is_checked():
+    served = Service()
+    try:
+        big = json.dumps({"instance": fleetplan.generate("allocation", {"jobs": 30_000}, seed=1).model_dump(),
+                          "wait": 0}).encode()
+        answers = []
+        sender = threading.Thread(target=lambda: answers.append(served.post(
+            "/v1/solve", None, content=big, headers={"Content-Type": "application/json"}, timeout=120)))
+        sender.start()
+        slowest = 0.0
+        with httpx.Client(base_url=served.url, timeout=30) as client:
+            for _ in range(2000):
+                if not sender.is_alive():
+                    break
+                started = time.monotonic()
+                assert client.get("/healthz").status_code == 200
+                slowest = max(slowest, time.monotonic() - started)
+                time.sleep(0.02)
+        sender.join(timeout=120)
+        assert answers[0].status_code in (200, 202)
+        assert slowest < 1.0  # the body is parsed and checked off the event loop
+    finally:
+        served.stop()

@@ -92,7 +92,7 @@ def main() -> None:
     args = parser.parse_args()
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    service = subprocess.Popen([sys.executable, "-m", "fleetplan", "serve", "--port", str(port), "--workers",
+    service = subprocess.Popen([sys.executable, "-m", "fleetplan", "serve", "--port", str(port), "--insecure", "--workers",
                                 str(args.workers), "--queue", "256"], stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
