@@ -6,6 +6,7 @@ Endpoints (JSON in and out; every error is one shape, the command line's ``--jso
     POST   /v1/evaluate     instance, plan -> the judge's evaluation
     POST   /v1/size         instance, targets, buy, budget, policy, time_limit -> purchase, sized instance
     POST   /v1/whatif       instance, vary, solver, options, metrics -> one row per point
+    GET    /v1/jobs         the jobs kept (newest first; ?state=, ?limit=)
     GET    /v1/jobs/{id}    a job's state and, once finished, its answer
     DELETE /v1/jobs/{id}    cancel a job
     GET    /v1/solvers      every solver with its options
@@ -25,14 +26,23 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import os
 import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 from fleetplan.errors import KIND_NAMES, InstanceError, error_object
-from fleetplan.service.jobs import FINAL, JobManager, QueueFull
-from fleetplan.service.schemas import REQUESTS, ErrorBody, Health, JobAccepted, JobState, Ready
+from fleetplan.service.jobs import FINAL, JobManager, KeyReused, QueueFull
+from fleetplan.service.schemas import (
+    REQUESTS,
+    ErrorBody,
+    Health,
+    JobAccepted,
+    JobList,
+    JobState,
+    Ready,
+)
 
 TASKS = tuple(REQUESTS)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
@@ -56,6 +66,7 @@ class ServiceSettings:
     scratch: str | None = None
     max_jobs_per_worker: int = 1000
     intake_processes: int = 2
+    state: str | None = None  # a folder for the jobs' database (None: jobs live in memory only)
 
 
 def error_response(code: int, message: str, path: str = "", headers: dict[str, str] | None = None,
@@ -169,7 +180,8 @@ class Service:
     def __init__(self, settings: ServiceSettings, jobs: JobManager | None = None):
         self.settings = settings
         self.jobs = jobs or JobManager(workers=settings.workers, queue_size=settings.queue_size,
-                                       scratch=settings.scratch, max_jobs_per_worker=settings.max_jobs_per_worker)
+                                       scratch=settings.scratch, max_jobs_per_worker=settings.max_jobs_per_worker,
+                                       state=settings.state)
         self.metrics = Metrics()
         self.draining = False
         self.intake: Any = None
@@ -183,7 +195,7 @@ class Service:
         from fleetplan.service.schemas import warm_intake
 
         return ProcessPoolExecutor(self.settings.intake_processes, mp_context=multiprocessing.get_context("forkserver"),
-                                   initializer=warm_intake)
+                                   initializer=warm_intake, initargs=(os.getpid(),))
 
     async def start(self) -> None:
         import multiprocessing
@@ -210,7 +222,7 @@ class Service:
         await self._drained
         self.jobs.close()
         if self.intake is not None:
-            self.intake.shutdown(wait=False, cancel_futures=True)
+            await asyncio.to_thread(self.intake.shutdown, wait=True, cancel_futures=True)
 
     async def check(self, task: str, raw: bytes) -> tuple[int, Any]:
         from concurrent.futures.process import BrokenProcessPool
@@ -297,12 +309,20 @@ def create_app(settings: ServiceSettings | None = None, jobs: JobManager | None 
         limit = min(envelope["time_limit"] or settings.default_time_limit_s, settings.max_time_limit_s)
         wait_s = settings.sync_wait_s if envelope["wait"] is None else envelope["wait"]
         client = request.headers.get("x-client-id", "")[:64] or (request.client.host if request.client else "")
+        key = request.headers.get("idempotency-key")
+        if key is not None and not (0 < len(key) <= 200 and key.isprintable()):
+            return error_response(422, "must be 1 to 200 printable characters", "idempotency-key")
         try:
-            job = jobs.submit(task, body, limit, client)
+            job = jobs.submit(task, body, limit, client, key)
         except QueueFull:
             return error_response(429, f"the queue is full ({jobs.queue_size} jobs); retry later", "",
                                   {"Retry-After": str(_retry_after(jobs))}, exit_code=1)
+        except KeyReused:
+            return error_response(422, "this key was sent before with a different request (a retry must send "
+                                       "the same body to the same route)", "idempotency-key")
         del body
+        if job.persisted is not None:
+            await job.persisted  # on disk before the client hears of it
         if wait_s > 0 and job.state not in FINAL:
             await _wait(job, wait_s, request, jobs)
         headers = {"X-Job-Id": job.id}
@@ -318,12 +338,26 @@ def create_app(settings: ServiceSettings | None = None, jobs: JobManager | None 
                             202: {"model": JobAccepted, "description": "not done within wait: poll the url"},
                             **{k: errors[k] for k in (400, 413, 422, 429, 500, 504)}})(_bind(compute, task))
 
+    @app.get("/v1/jobs", response_model=JobList)
+    async def job_list(state: str | None = None, limit: int = 100) -> Any:
+        """The jobs kept, newest first, without their answers."""
+        if state is not None and state not in ("queued", "running", *FINAL):
+            return error_response(422, f"'{state[:40]}' is not a state (queued, running, {', '.join(FINAL)})",
+                                  "state")
+        if not 1 <= limit <= 10_000:
+            return error_response(422, f"{limit} is not allowed: an integer in [1, 10000]", "limit")
+        chosen = [job for job in jobs.jobs.values() if state is None or job.state == state]
+        chosen.sort(key=lambda job: job.arrived, reverse=True)
+        return JSONResponse({"jobs": [job.brief() for job in chosen[:limit]], "total": len(chosen)})
+
     @app.get("/v1/jobs/{job_id}", response_model=JobState, responses={404: errors[422] | {"description": "no such job"}})
     async def job_state(job_id: str) -> Any:
         job = jobs.jobs.get(job_id)
         if job is None:
+            kept = ("jobs are kept across restarts" if jobs.store is not None
+                    else "jobs do not survive a restart of the service without --state")
             return error_response(404, f"no job '{job_id[:64]}' (finished jobs are kept {jobs.retention_s:g} s; "
-                                       "jobs do not survive a restart of the service)", "id")
+                                       f"{kept})", "id")
         return Response(job.summary(), media_type="application/json")
 
     @app.delete("/v1/jobs/{job_id}", response_model=JobState, responses={404: errors[422] | {"description": "no such job"}})
@@ -425,7 +459,7 @@ def _route_name(path: str) -> str:
         return "/v1/jobs/{id}"
     if path.startswith("/v1/schema/"):
         return "/v1/schema/{kind}"
-    known = {f"/v1/{t}" for t in TASKS} | {"/v1/solvers", "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"}
+    known = {f"/v1/{t}" for t in TASKS} | {"/v1/jobs", "/v1/solvers", "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"}
     return path if path in known else "other"
 
 

@@ -13,6 +13,10 @@ a job still waiting at its deadline fails 504 without running, and a worker stil
 The queue is fair between clients: the next job is taken from the client that has waited
 longest for a turn, so one client's burst does not starve another's single request.
 
+With a state folder the jobs are also rows of a SQLite database (:mod:`fleetplan.service.store`),
+written by one writer thread in the order the loop asks: a job is on disk before its client hears
+of it, and its answer before the client gets it; a restart loads them back (:meth:`JobManager.recover`).
+
 The manager runs on the service's event loop (pipe and process readiness through
 ``loop.add_reader``, no polling); it is not thread-safe and needs no lock.
 """
@@ -22,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import multiprocessing
+import os
 import shutil
 import tempfile
 import time
@@ -64,11 +69,20 @@ class Job:
     http: int | None = None
     body: bytes | None = None  # the answer's JSON, handed on as it came from the worker
     pid: int | None = None  # the worker process running it
+    idempotency_key: str | None = None
+    digest: str = ""  # of the task and body, to tell a retry from a different request under the same key
+    attempts: int = 0  # times started (a restart counts the one it interrupted)
+    persisted: Any = None  # a future: the job's row is on disk (with a state folder)
     waiters: list[asyncio.Future[None]] = field(default_factory=list)
 
     @property
     def deadline(self) -> float:
         return self.arrived + self.time_limit
+
+    def brief(self) -> dict[str, Any]:
+        """One row of ``GET /v1/jobs``."""
+        return {"id": self.id, "task": self.task, "state": self.state, "arrived": self.arrived,
+                "http": self.http if self.state in FINAL else None, "idempotency_key": self.idempotency_key}
 
     def summary(self) -> bytes:
         """``GET /v1/jobs/{id}``'s JSON (the answer is spliced in as bytes, never re-parsed)."""
@@ -86,6 +100,10 @@ class Job:
 
 class QueueFull(Exception):
     """The queue holds as many jobs as allowed: answer 429."""
+
+
+class KeyReused(Exception):
+    """An ``Idempotency-Key`` sent again with a different request: answer 422."""
 
 
 @dataclass
@@ -106,14 +124,27 @@ class JobManager:
     """Queue, worker processes and the record of finished jobs (kept ``retention_s`` seconds)."""
 
     def __init__(self, workers: int = 2, queue_size: int = 64, scratch: str | None = None,
-                 retention_s: float = 600.0, max_kept: int = 1000, max_jobs_per_worker: int = 1000):
+                 retention_s: float = 600.0, max_kept: int = 1000, max_jobs_per_worker: int = 1000,
+                 state: str | None = None):
         self.size = workers
         self.queue_size = queue_size
         self.retention_s = retention_s
         self.max_kept = max_kept
         self.max_jobs_per_worker = max_jobs_per_worker
+        if state is not None and scratch is None:
+            scratch = str(Path(state) / "scratch")
         self._own_scratch = scratch is None
         self.scratch = Path(scratch or tempfile.mkdtemp(prefix="fleetplan-service-"))
+        self.store: Any = None
+        self._writer: Any = None
+        if state is not None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            from fleetplan.service.store import JobStore
+
+            self.store = JobStore(Path(state) / "jobs.sqlite3")
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="fleetplan-jobs-db")
+        self._keys: dict[str, Job] = {}
         self.jobs: dict[str, Job] = {}
         self._queues: OrderedDict[str, deque[Job]] = OrderedDict()  # per client, in turn order
         self.queued = 0
@@ -133,6 +164,8 @@ class JobManager:
         """Start the fork server (the imports happen once, here) and the workers; return once
         every worker has warmed up and said so."""
         self._loop = asyncio.get_running_loop()
+        if self.store is not None:
+            await self.recover()
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(PRELOAD)  # no effect if the fork server already runs
         self._context = context
@@ -145,7 +178,7 @@ class JobManager:
 
     def _spawn_blocking(self) -> Worker:
         parent, child = self._context.Pipe()
-        process = self._context.Process(target=serve_jobs, args=(child, str(self.scratch)), daemon=True,
+        process = self._context.Process(target=serve_jobs, args=(child, str(self.scratch), os.getpid()), daemon=True,
                                         name="fleetplan-worker")
         process.start()
         child.close()
@@ -231,12 +264,29 @@ class JobManager:
 
     # --- jobs -------------------------------------------------------------------------------
 
-    def submit(self, task: str, raw: bytes, time_limit: float, client: str = "") -> Job:
+    def submit(self, task: str, raw: bytes, time_limit: float, client: str = "",
+               idempotency_key: str | None = None) -> Job:
+        """Queue a job; with an ``idempotency_key`` already known, the job it names (raises
+        :class:`KeyReused` if that job's request differs)."""
+        import hashlib
+
+        digest = hashlib.sha256(task.encode() + b"\0" + raw).hexdigest()
+        if idempotency_key is not None and idempotency_key in self._keys:
+            known = self._keys[idempotency_key]
+            if known.digest != digest:
+                raise KeyReused()
+            return known
         if self.queued >= self.queue_size and not self._idle():
             raise QueueFull()
         job = Job(id=uuid.uuid4().hex, task=task, raw=raw, arrived=time.time(), time_limit=time_limit,
-                  client=client)
+                  client=client, idempotency_key=idempotency_key, digest=digest)
         self.jobs[job.id] = job
+        if idempotency_key is not None:
+            self._keys[idempotency_key] = job
+        if self.store is not None:
+            job.persisted = self._write(self.store.insert, {
+                "id": job.id, "task": task, "arrived": job.arrived, "time_limit": time_limit, "client": client,
+                "idempotency_key": idempotency_key, "digest": digest}, raw)
         self._queues.setdefault(client, deque()).append(job)
         self.queued += 1
         self._dispatch()
@@ -274,7 +324,10 @@ class JobManager:
 
     def _launch(self, worker: Worker, job: Job) -> None:
         job.state, job.started, job.pid = "running", time.time(), worker.process.pid
+        job.attempts += 1
         worker.job = job
+        if self.store is not None:
+            self._write(self.store.started, job.id, job.started)
         self.running[job.id] = job
         message = pack({"task": job.task, "deadline": job.deadline, "id": job.id}, job.raw)
         job.raw = b""  # the worker holds it now; a large instance is not kept twice
@@ -304,10 +357,52 @@ class JobManager:
         job.raw = b""
         self.running.pop(job.id, None)
         self.counts[f"{job.task}:{state}:{http}"] += 1
+        if self.store is None:
+            self._answered(job)
+        else:  # the client hears of the answer once it is on disk
+            written = self._write(self.store.finish, job.id, state, http, body, job.finished)
+            written.add_done_callback(lambda _: self._answered(job))
+
+    @staticmethod
+    def _answered(job: Job) -> None:
         for waiter in job.waiters:
             if not waiter.done():
                 waiter.set_result(None)
         job.waiters.clear()
+
+    def _write(self, call: Any, *args: Any) -> asyncio.Future[Any]:
+        """Run a store call on the writer thread (in the order asked)."""
+        return self._loop.run_in_executor(self._writer, call, *args)
+
+    async def recover(self) -> None:
+        """Load the state folder's jobs: finished ones as they were, the rest queued again —
+        or failed with the reason when their time limit ran out meanwhile, or when they were
+        running at two stops in a row."""
+        now = time.time()
+        for row in await self._write(self.store.rows):
+            job = Job(id=row["id"], task=row["task"], raw=row["request"] or b"", arrived=row["arrived"],
+                      time_limit=row["time_limit"], client=row["client"], idempotency_key=row["idempotency_key"],
+                      digest=row["digest"] or "", attempts=row["attempts"], state=row["state"],
+                      started=row["started"], finished=row["finished"], http=row["http"], body=row["body"])
+            self.jobs[job.id] = job
+            if job.idempotency_key is not None:
+                self._keys[job.idempotency_key] = job
+            if job.state in FINAL:
+                continue
+            interrupted = job.state == "running"
+            job.state = "queued"
+            if job.deadline <= now:
+                self._finish(job, "failed", 504, _error_bytes(
+                    f"the service stopped{' while the job ran' if interrupted else ''} and the job's time limit "
+                    f"({job.time_limit:g} s) ran out before it restarted", "time_limit"))
+            elif interrupted and job.attempts >= 2:
+                self._finish(job, "failed", 500, _error_bytes(
+                    f"the service stopped while this job ran, {job.attempts} times; it is not run again"))
+            else:
+                if interrupted:
+                    self._write(self.store.requeued, job.id)
+                self._queues.setdefault(job.client, deque()).append(job)
+                self.queued += 1
 
     def cancel(self, job: Job, http: int = 409, message: str = "cancelled by the client") -> None:
         """Cancel a job: drop it from the queue, or kill the worker running it."""
@@ -335,6 +430,10 @@ class JobManager:
             old += finished[: len(finished) - len(old) - self.max_kept]
         for job in old:
             self.jobs.pop(job.id, None)
+            if job.idempotency_key is not None and self._keys.get(job.idempotency_key) is job:
+                del self._keys[job.idempotency_key]
+        if old and self.store is not None:
+            self._write(self.store.forget, [job.id for job in old])
         # Jobs whose deadline passed while every worker was busy are answered now, not when a
         # worker frees up.
         for client in list(self._queues):
@@ -375,5 +474,8 @@ class JobManager:
                 worker.process.kill()
             worker.process.join(timeout=5)
             worker.connection.close()
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)  # every answer on disk before the store closes
+            self.store.close()
         if self._own_scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)

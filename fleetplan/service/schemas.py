@@ -110,6 +110,22 @@ class JobState(BaseModel):
     result: dict[str, Any] | None = Field(None, description="the answer (or error object) once final")
 
 
+class JobBrief(BaseModel):
+    id: str
+    task: str
+    state: str
+    arrived: float = Field(description="seconds since the epoch")
+    http: int | None = None
+    idempotency_key: str | None = None
+
+
+class JobList(BaseModel):
+    """``GET /v1/jobs``: the jobs kept, newest first."""
+
+    jobs: list[JobBrief]
+    total: int = Field(description="jobs kept in that state (the list may be cut at limit)")
+
+
 class Health(BaseModel):
     ok: bool
     queued: int
@@ -206,14 +222,18 @@ def intake(task: str, raw: bytes, max_time_limit_s: float) -> tuple[int, Any]:
         return 500, error_object(InstanceError("", f"internal error: {type(error).__name__}: {error}"), 1)
 
 
-def warm_intake() -> None:
+def warm_intake(service_pid: int | None = None) -> None:
     """The intake processes' initializer: import what the checks use now, not on a request.
-    Signals are the service's to handle (a Ctrl-C reaches the whole process group)."""
+    Signals are the service's to handle (a Ctrl-C reaches the whole process group); the process
+    ends with the service, even one killed with SIGKILL."""
     import signal
 
+    from fleetplan.service.tasks import end_with
     from fleetplan.solvers import load_kind
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if service_pid is not None:
+        end_with(service_pid)
 
     load_kind()

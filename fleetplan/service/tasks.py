@@ -152,7 +152,26 @@ def warm_up() -> None:
     fleetplan.solve(fleetplan.generate("allocation", {"jobs": 2}, seed=0))
 
 
-def serve_jobs(connection: Any, scratch: str) -> None:
+def end_with(service_pid: int, every_s: float = 1.0) -> None:
+    """End this process soon after the service's (a daemon thread): a service killed with
+    SIGKILL cannot stop its workers, and a worker in a long solve would not notice the closed
+    pipe until the solve ended."""
+    import threading
+
+    def watch() -> None:
+        while True:
+            time.sleep(every_s)
+            try:
+                os.kill(service_pid, 0)
+            except ProcessLookupError:
+                os._exit(0)
+            except PermissionError:
+                pass
+
+    threading.Thread(target=watch, name="fleetplan-end-with-service", daemon=True).start()
+
+
+def serve_jobs(connection: Any, scratch: str, service_pid: int | None = None) -> None:
     """A worker process's life: warm up, say so, then answer jobs until the pipe closes.
 
     The worker ignores SIGINT and SIGTERM: a Ctrl-C in the terminal reaches the whole process
@@ -160,6 +179,8 @@ def serve_jobs(connection: Any, scratch: str) -> None:
     grace period) or is killed."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if service_pid is not None:
+        end_with(service_pid)
     warm_up()
     connection.send_bytes(pack({"ready": True, "pid": os.getpid()}))
     folder = Path(scratch)
