@@ -1,6 +1,6 @@
 """Round trip of one small solve through `fleetplan serve` with warm workers, loopback only.
 
-    python benchmarks/scripts/service_roundtrip.py [--jobs 64] [--requests 200] [--workers 2] [--big-mb 32]
+    python benchmarks/scripts/service_roundtrip.py [--jobs 64] [--requests 200] [--workers 2] [--big-mb 32] [--state]
 
 Starts the service on a free loopback port (no token: loopback benchmark), waits for /readyz,
 sends 20 warm-up requests, then REQUESTS sequential ``POST /v1/solve`` of a generated allocation
@@ -9,7 +9,8 @@ instance of JOBS jobs (the kind's default solver) over one keep-alive connection
 line: p50/p99/max of the round trip, the median of the solve's own ``wall_s`` (as the service
 reports it), the load average before and after. With ``--big-mb`` it then sends a body of that
 size (a large allocation instance) and polls /healthz every 50 ms while the body is checked: the
-slowest /healthz answer is reported. The service is stopped at the end.
+slowest /healthz answer is reported. ``--state`` serves with durable jobs (SQLite in a temporary
+folder, removed at the end). The service is stopped at the end.
 """
 
 from __future__ import annotations
@@ -42,14 +43,18 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--big-mb", type=float, default=0.0)
+    parser.add_argument("--state", action="store_true", help="durable jobs (--state in a temporary folder)")
     args = parser.parse_args()
     instance = fleetplan.generate("allocation", {"jobs": args.jobs}, seed=0)
     expected = fleetplan.solve(instance).objective
     body = json.dumps({"instance": instance.model_dump()}).encode()
     port = free_port()
     url = f"http://127.0.0.1:{port}"
+    import tempfile
+
+    state = ["--state", tempfile.mkdtemp(prefix="fleetplan-roundtrip-")] if args.state else []
     service = subprocess.Popen([sys.executable, "-m", "fleetplan", "serve", "--port", str(port), "--insecure",
-                                "--workers", str(args.workers)], stderr=subprocess.DEVNULL)
+                                "--workers", str(args.workers), *state], stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -75,7 +80,7 @@ def main() -> None:
                     solve_s.append(result["wall_s"])
         load_after = os.getloadavg()
         times.sort()
-        report = {"jobs": args.jobs, "requests": len(times), "workers": args.workers,
+        report = {"jobs": args.jobs, "requests": len(times), "workers": args.workers, "state": bool(state),
                   "p50_ms": round(1000 * statistics.median(times), 2),
                   "p99_ms": round(1000 * times[min(len(times) - 1, int(0.99 * len(times)))], 2),
                   "max_ms": round(1000 * times[-1], 2),
@@ -90,6 +95,10 @@ def main() -> None:
             service.wait(timeout=60)
         except subprocess.TimeoutExpired:
             service.kill()
+        if state:
+            import shutil
+
+            shutil.rmtree(state[1], ignore_errors=True)
 
 
 def _healthz_during_big_body(url: str, megabytes: float) -> dict[str, float]:
