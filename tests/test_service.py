@@ -67,6 +67,9 @@ class Service:
     def get(self, path: str, **kwargs):
         return httpx.get(self.url + path, headers={**AUTH, **kwargs.pop("headers", {})}, timeout=60, **kwargs)
 
+    def patch(self, path: str, body):
+        return httpx.patch(self.url + path, json=body, headers=AUTH, timeout=60)
+
     def delete(self, path: str):
         return httpx.delete(self.url + path, headers=AUTH, timeout=60)
 

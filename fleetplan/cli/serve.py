@@ -68,6 +68,8 @@ def add_arguments(subparsers: Any) -> None:
     serve.add_argument("--state", default=None, metavar="DIR",
                        help="keep the jobs in DIR/jobs.sqlite3 (and the scratch folder in DIR/scratch): a restart "
                             "loses no accepted job; without it jobs live in memory only")
+    serve.add_argument("--session-ttl", type=positive_seconds, default=600.0, metavar="S",
+                       help="a session (/v1/sessions) idle this long is dropped")
     serve.add_argument("--json", action="store_true", help="errors as JSON on stdout")
     serve.set_defaults(handler=handle_serve)
 
@@ -154,7 +156,7 @@ def handle_serve(args: argparse.Namespace) -> int:
                                sync_wait_s=args.sync_wait, max_time_limit_s=args.max_time_limit,
                                default_time_limit_s=min(args.default_time_limit, args.max_time_limit), token=token,
                                grace_s=args.grace, max_jobs_per_worker=args.max_jobs_per_worker,
-                               scratch=args.scratch, state=args.state)
+                               scratch=args.scratch, state=args.state, session_ttl_s=args.session_ttl)
     ssl: dict[str, Any] = {}
     if args.tls_cert:
         ssl = {"ssl_certfile": args.tls_cert, "ssl_keyfile": args.tls_key}

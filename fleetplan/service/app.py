@@ -9,6 +9,9 @@ Endpoints (JSON in and out; every error is one shape, the command line's ``--jso
     GET    /v1/jobs         the jobs kept (newest first; ?state=, ?limit=)
     GET    /v1/jobs/{id}    a job's state and, once finished, its answer
     DELETE /v1/jobs/{id}    cancel a job
+    POST   /v1/sessions     instance, solver, options -> a session kept in one worker (201, its id)
+    PATCH  /v1/sessions/{id}  changes -> applied in order;  POST /v1/sessions/{id}/solve: re-solve warm
+    GET    /v1/sessions[/{id}]  the sessions;  DELETE /v1/sessions/{id}: drop one
     GET    /v1/solvers      every solver with its options
     GET    /v1/schema/{kind}  the JSON Schema of a kind's instances (?plan=true: plans)
     GET    /healthz         liveness;  GET /readyz: workers and scratch folder;  GET /metrics
@@ -36,12 +39,15 @@ from fleetplan.errors import KIND_NAMES, InstanceError, error_object
 from fleetplan.service.jobs import FINAL, JobManager, KeyReused, QueueFull
 from fleetplan.service.schemas import (
     REQUESTS,
+    SESSION_REQUESTS,
     ErrorBody,
     Health,
     JobAccepted,
     JobList,
     JobState,
     Ready,
+    SessionBrief,
+    SessionList,
 )
 
 TASKS = tuple(REQUESTS)
@@ -67,6 +73,7 @@ class ServiceSettings:
     max_jobs_per_worker: int = 1000
     intake_processes: int = 2
     state: str | None = None  # a folder for the jobs' database (None: jobs live in memory only)
+    session_ttl_s: float = 600.0  # a session idle this long is dropped
 
 
 def error_response(code: int, message: str, path: str = "", headers: dict[str, str] | None = None,
@@ -181,7 +188,7 @@ class Service:
         self.settings = settings
         self.jobs = jobs or JobManager(workers=settings.workers, queue_size=settings.queue_size,
                                        scratch=settings.scratch, max_jobs_per_worker=settings.max_jobs_per_worker,
-                                       state=settings.state)
+                                       state=settings.state, session_ttl_s=settings.session_ttl_s)
         self.metrics = Metrics()
         self.draining = False
         self.intake: Any = None
@@ -295,7 +302,7 @@ def create_app(settings: ServiceSettings | None = None, jobs: JobManager | None 
         path = ".".join(str(part) for part in first["loc"])
         return error_response(422, f"{first['msg']}", path)
 
-    async def compute(task: str, request: Request) -> Any:
+    async def compute(task: str, request: Request, held: Any = None) -> Any:
         raw = bytearray()
         async for chunk in request.stream():
             raw += chunk
@@ -306,6 +313,19 @@ def create_app(settings: ServiceSettings | None = None, jobs: JobManager | None 
         code, envelope = await service.check(task, body)
         if code != 200:
             return JSONResponse(envelope, status_code=code)
+        if task == "session_patch":
+            from fleetplan.service.sessions import OPERATIONS
+
+            for k, op in enumerate(envelope["ops"]):
+                if op not in OPERATIONS[held.kind]:
+                    return error_response(422, f"'{op[:40]}' is not a change of a {held.kind} session (known: "
+                                               f"{', '.join(OPERATIONS[held.kind])})", f"changes[{k}].op")
+        if task == "session_create":
+            held = jobs.open_session(envelope["kind"], envelope.get("solver"))
+            if held is None:
+                return error_response(503, "no worker is up to hold the session; retry later", "", exit_code=1)
+        if held is not None:
+            held.used = time.time()
         limit = min(envelope["time_limit"] or settings.default_time_limit_s, settings.max_time_limit_s)
         wait_s = settings.sync_wait_s if envelope["wait"] is None else envelope["wait"]
         client = request.headers.get("x-client-id", "")[:64] or (request.client.host if request.client else "")
@@ -313,7 +333,8 @@ def create_app(settings: ServiceSettings | None = None, jobs: JobManager | None 
         if key is not None and not (0 < len(key) <= 200 and key.isprintable()):
             return error_response(422, "must be 1 to 200 printable characters", "idempotency-key")
         try:
-            job = jobs.submit(task, body, limit, client, key)
+            job = jobs.submit(task, body, limit, client, key, session=held.id if held else None,
+                              worker=held.worker if held else None)
         except QueueFull:
             return error_response(429, f"the queue is full ({jobs.queue_size} jobs); retry later", "",
                                   {"Retry-After": str(_retry_after(jobs))}, exit_code=1)
@@ -327,16 +348,89 @@ def create_app(settings: ServiceSettings | None = None, jobs: JobManager | None 
             await _wait(job, wait_s, request, jobs)
         headers = {"X-Job-Id": job.id}
         if job.state in FINAL:
-            return Response(job.body, status_code=job.http or 500, media_type="application/json", headers=headers)
+            code = job.http or 500
+            if task == "session_create" and code == 200:
+                code, headers = 201, {**headers, "Location": f"/v1/sessions/{held.id}"}
+            return Response(job.body, status_code=code, media_type="application/json", headers=headers)
         return JSONResponse({"id": job.id, "state": job.state, "url": f"/v1/jobs/{job.id}"}, status_code=202,
                             headers={"Location": f"/v1/jobs/{job.id}", **headers})
 
     for task in TASKS:
-        app.post(f"/v1/{task}", name=task, openapi_extra=_request_body(task),
+        app.post(f"/v1/{task}", name=task, openapi_extra=_request_body(REQUESTS[task]),
                  responses={200: {"description": f"the {task} answer",
                                   "content": {"application/json": {"schema": {"type": "object"}}}},
                             202: {"model": JobAccepted, "description": "not done within wait: poll the url"},
                             **{k: errors[k] for k in (400, 413, 422, 429, 500, 504)}})(_bind(compute, task))
+
+    session_answers = {200: {"description": "the session's summary, or the solve's result", "content": {
+        "application/json": {"schema": {"type": "object"}}}},
+        202: {"model": JobAccepted, "description": "not done within wait: poll the url"},
+        404: errors[422] | {"description": "no such session"},
+        410: errors[422] | {"description": "the worker holding the session ended"},
+        **{k: errors[k] for k in (400, 413, 422, 429, 500, 504)}}
+
+    def typed(function: Any) -> Any:
+        # Annotations are strings in this module and Request is imported here, not at its top:
+        # FastAPI must see the class itself to inject the request.
+        function.__annotations__ = {name: Request if hint == "Request" else hint
+                                    for name, hint in function.__annotations__.items()}
+        return function
+
+    def held_session(session_id: str) -> Any:
+        held = jobs.sessions.get(session_id)
+        if held is None:
+            return error_response(404, f"no session '{session_id[:64]}' (idle sessions expire after "
+                                       f"{jobs.session_ttl_s:g} s)", "id")
+        if held.state == "lost":
+            return error_response(410, "the worker process holding the session ended; create the session again",
+                                  "id", exit_code=1)
+        if held.state == "creating":
+            return error_response(409, "the session is still being created; retry", "id", exit_code=1)
+        return held
+
+    @app.post("/v1/sessions", openapi_extra=_request_body(SESSION_REQUESTS["session_create"]),
+              responses={201: session_answers[200], **session_answers})
+    @typed
+    async def create_session(request: Request) -> Any:
+        """Keep an instance in one worker between rounds; answers 201 with the session's id."""
+        return await compute("session_create", request)
+
+    @app.get("/v1/sessions", response_model=SessionList)
+    async def list_sessions() -> Any:
+        return JSONResponse({"sessions": [held.brief(jobs.session_ttl_s) for held in jobs.sessions.values()]})
+
+    @app.get("/v1/sessions/{session_id}", response_model=SessionBrief,
+             responses={404: errors[422] | {"description": "no such session"}})
+    async def session_state(session_id: str) -> Any:
+        held = jobs.sessions.get(session_id)
+        if held is None:
+            return error_response(404, f"no session '{session_id[:64]}'", "id")
+        return JSONResponse(held.brief(jobs.session_ttl_s))
+
+    @app.patch("/v1/sessions/{session_id}", openapi_extra=_request_body(SESSION_REQUESTS["session_patch"]),
+               responses=session_answers)
+    @typed
+    async def change_session(session_id: str, request: Request) -> Any:
+        """Apply changes in order, as the in-process session's methods."""
+        held = held_session(session_id)
+        return held if isinstance(held, Response) else await compute("session_patch", request, held)
+
+    @app.post("/v1/sessions/{session_id}/solve", openapi_extra=_request_body(SESSION_REQUESTS["session_solve"]),
+              responses=session_answers)
+    @typed
+    async def solve_session(session_id: str, request: Request) -> Any:
+        """Re-solve warm (binpack: place the body's workloads)."""
+        held = held_session(session_id)
+        return held if isinstance(held, Response) else await compute("session_solve", request, held)
+
+    @app.delete("/v1/sessions/{session_id}", response_model=SessionBrief,
+                responses={404: errors[422] | {"description": "no such session"}})
+    async def delete_session(session_id: str) -> Any:
+        held = jobs.sessions.get(session_id)
+        if held is None:
+            return error_response(404, f"no session '{session_id[:64]}'", "id")
+        jobs.close_session(held)
+        return JSONResponse({**held.brief(jobs.session_ttl_s), "state": "deleted"})
 
     @app.get("/v1/jobs", response_model=JobList)
     async def job_list(state: str | None = None, limit: int = 100) -> Any:
@@ -459,7 +553,9 @@ def _route_name(path: str) -> str:
         return "/v1/jobs/{id}"
     if path.startswith("/v1/schema/"):
         return "/v1/schema/{kind}"
-    known = {f"/v1/{t}" for t in TASKS} | {"/v1/jobs", "/v1/solvers", "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"}
+    if path.startswith("/v1/sessions/"):
+        return "/v1/sessions/{id}/solve" if path.endswith("/solve") else "/v1/sessions/{id}"
+    known = {f"/v1/{t}" for t in TASKS} | {"/v1/jobs", "/v1/sessions", "/v1/solvers", "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"}
     return path if path in known else "other"
 
 
@@ -471,8 +567,8 @@ def _version() -> str:
 
 # --- OpenAPI: the request bodies, with the instance files' own models --------------------------
 
-def _request_body(task: str) -> dict[str, Any]:
-    name = REQUESTS[task].__name__
+def _request_body(model: Any) -> dict[str, Any]:
+    name = model.__name__
     return {"requestBody": {"required": True, "content": {"application/json": {
         "schema": {"$ref": f"#/components/schemas/{name}"}}}}}
 
@@ -501,9 +597,11 @@ def _document(app: Any) -> None:
         schemas["AnyInstance"] = {"oneOf": [{"$ref": f"#/components/schemas/{k.capitalize()}Instance"}
                                             for k in KIND_NAMES]}
         schemas["AnyPlan"] = {"oneOf": [{"$ref": f"#/components/schemas/{k.capitalize()}Plan"} for k in KIND_NAMES]}
-        for model in REQUESTS.values():
+        for model in (*REQUESTS.values(), *SESSION_REQUESTS.values()):
             schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
-            schema["properties"]["instance"] = {"$ref": "#/components/schemas/AnyInstance"}
+            schemas.update(schema.pop("$defs", {}))
+            if "instance" in schema["properties"]:
+                schema["properties"]["instance"] = {"$ref": "#/components/schemas/AnyInstance"}
             if "plan" in schema["properties"]:
                 schema["properties"]["plan"] = {"$ref": "#/components/schemas/AnyPlan"}
             schemas[model.__name__] = schema

@@ -73,6 +73,8 @@ class Job:
     digest: str = ""  # of the task and body, to tell a retry from a different request under the same key
     attempts: int = 0  # times started (a restart counts the one it interrupted)
     persisted: Any = None  # a future: the job's row is on disk (with a state folder)
+    session: str | None = None  # the session a session job is for
+    affinity: Any = None  # the Worker that must run it (the one holding its session)
     waiters: list[asyncio.Future[None]] = field(default_factory=list)
 
     @property
@@ -118,6 +120,26 @@ class Worker:
     jobs_done: int = 0
     kill_timer: asyncio.TimerHandle | None = None
     stopping: bool = False  # killed or retired: takes no more jobs
+    pending: deque[Job] = field(default_factory=deque)  # jobs for the sessions it holds
+    sessions: set[str] = field(default_factory=set)
+
+
+@dataclass
+class HeldSession:
+    """A session kept in a worker process (``/v1/sessions``)."""
+
+    id: str
+    kind: str
+    solver: str
+    worker: Worker
+    created: float
+    used: float
+    state: str = "creating"  # creating | ready | lost
+
+    def brief(self, ttl_s: float) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "solver": self.solver, "state": self.state,
+                "created": self.created, "idle_s": round(time.time() - self.used, 3),
+                "expires_in_s": round(max(self.used + ttl_s - time.time(), 0.0), 3)}
 
 
 class JobManager:
@@ -125,7 +147,7 @@ class JobManager:
 
     def __init__(self, workers: int = 2, queue_size: int = 64, scratch: str | None = None,
                  retention_s: float = 600.0, max_kept: int = 1000, max_jobs_per_worker: int = 1000,
-                 state: str | None = None):
+                 state: str | None = None, session_ttl_s: float = 600.0):
         self.size = workers
         self.queue_size = queue_size
         self.retention_s = retention_s
@@ -145,6 +167,8 @@ class JobManager:
             self.store = JobStore(Path(state) / "jobs.sqlite3")
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="fleetplan-jobs-db")
         self._keys: dict[str, Job] = {}
+        self.sessions: dict[str, HeldSession] = {}
+        self.session_ttl_s = session_ttl_s
         self.jobs: dict[str, Job] = {}
         self._queues: OrderedDict[str, deque[Job]] = OrderedDict()  # per client, in turn order
         self.queued = 0
@@ -230,7 +254,7 @@ class JobManager:
         if job is not None and job.state == "running":
             code = int(header["http"])
             self._finish(job, "done" if code < 500 else "failed", code, bytes(body))
-        if worker.jobs_done >= self.max_jobs_per_worker:
+        if worker.jobs_done >= self.max_jobs_per_worker and not worker.sessions:  # sessions live there
             self._retire(worker)
         self._dispatch()
 
@@ -243,6 +267,13 @@ class JobManager:
         if job is not None and job.state == "running":
             self._finish(job, "failed", 500, _error_bytes(
                 f"the worker process died while answering (exit code {worker.process.exitcode})"))
+        lost = "the worker process holding the session ended; create the session again"
+        for session_id in worker.sessions:
+            if session_id in self.sessions:
+                self.sessions[session_id].state = "lost"
+        while worker.pending:
+            self.queued -= 1
+            self._finish(worker.pending.popleft(), "failed", 410, _error_bytes(lost, "id"))
         # A worker that dies before it is ready (a broken installation) is not restarted in a
         # tight loop: back off up to 30 s.
         if not worker.ready:
@@ -265,7 +296,7 @@ class JobManager:
     # --- jobs -------------------------------------------------------------------------------
 
     def submit(self, task: str, raw: bytes, time_limit: float, client: str = "",
-               idempotency_key: str | None = None) -> Job:
+               idempotency_key: str | None = None, session: str | None = None, worker: Worker | None = None) -> Job:
         """Queue a job; with an ``idempotency_key`` already known, the job it names (raises
         :class:`KeyReused` if that job's request differs)."""
         import hashlib
@@ -279,7 +310,7 @@ class JobManager:
         if self.queued >= self.queue_size and not self._idle():
             raise QueueFull()
         job = Job(id=uuid.uuid4().hex, task=task, raw=raw, arrived=time.time(), time_limit=time_limit,
-                  client=client, idempotency_key=idempotency_key, digest=digest)
+                  client=client, idempotency_key=idempotency_key, digest=digest, session=session, affinity=worker)
         self.jobs[job.id] = job
         if idempotency_key is not None:
             self._keys[idempotency_key] = job
@@ -287,16 +318,44 @@ class JobManager:
             job.persisted = self._write(self.store.insert, {
                 "id": job.id, "task": task, "arrived": job.arrived, "time_limit": time_limit, "client": client,
                 "idempotency_key": idempotency_key, "digest": digest}, raw)
-        self._queues.setdefault(client, deque()).append(job)
+        if worker is not None:
+            worker.pending.append(job)
+        else:
+            self._queues.setdefault(client, deque()).append(job)
         self.queued += 1
         self._dispatch()
         return job
 
+    # --- sessions (kept in one worker each) ----------------------------------------------------
+
+    def open_session(self, kind: str, solver: str | None) -> HeldSession | None:
+        """Register a new session on the worker holding fewest (None: no worker is up)."""
+        alive = [worker for worker in self.workers if worker.ready and not worker.stopping]
+        if not alive:
+            return None
+        worker = min(alive, key=lambda candidate: (len(candidate.sessions), len(candidate.pending)))
+        now = time.time()
+        held = HeldSession(uuid.uuid4().hex, kind, solver or "", worker, now, now)
+        self.sessions[held.id] = held
+        worker.sessions.add(held.id)
+        return held
+
+    def close_session(self, held: HeldSession) -> None:
+        """Forget a session; its worker drops it (a job of its own) if it is still up."""
+        self.sessions.pop(held.id, None)
+        held.worker.sessions.discard(held.id)
+        if held.state == "ready" and held.worker in self.workers and not held.worker.stopping:
+            self.submit("session_delete", b"{}", 30.0, "", session=held.id, worker=held.worker)
+
     def _idle(self) -> list[Worker]:
         return [worker for worker in self.workers if worker.ready and not worker.stopping and worker.job is None]
 
-    def _next(self) -> Job | None:
-        """The first job of the client whose turn it is (round robin over clients)."""
+    def _next(self, worker: Worker | None = None) -> Job | None:
+        """The worker's own session jobs first, then the first job of the client whose turn it is
+        (round robin over clients)."""
+        if worker is not None and worker.pending:
+            self.queued -= 1
+            return worker.pending.popleft()
         while self._queues:
             client, jobs = next(iter(self._queues.items()))
             job = jobs.popleft()
@@ -313,13 +372,13 @@ class JobManager:
             return
         now = time.time()
         for worker in self._idle():
-            job = self._next()
+            job = self._next(worker)
             while job is not None and job.deadline <= now:
                 self._finish(job, "failed", 504, _error_bytes(
                     f"the time limit ({job.time_limit:g} s) ran out while the job waited in the queue", "time_limit"))
-                job = self._next()
+                job = self._next(worker)
             if job is None:
-                return
+                continue  # another idle worker may hold jobs of its own sessions
             self._launch(worker, job)
 
     def _launch(self, worker: Worker, job: Job) -> None:
@@ -329,7 +388,7 @@ class JobManager:
         if self.store is not None:
             self._write(self.store.started, job.id, job.started)
         self.running[job.id] = job
-        message = pack({"task": job.task, "deadline": job.deadline, "id": job.id}, job.raw)
+        message = pack({"task": job.task, "deadline": job.deadline, "id": job.id, "session": job.session}, job.raw)
         job.raw = b""  # the worker holds it now; a large instance is not kept twice
         if len(message) > LARGE_BODY:
             self._loop.run_in_executor(None, self._send, worker, message)
@@ -357,6 +416,13 @@ class JobManager:
         job.raw = b""
         self.running.pop(job.id, None)
         self.counts[f"{job.task}:{state}:{http}"] += 1
+        held = self.sessions.get(job.session) if job.session else None
+        if held is not None and job.task == "session_create":
+            if http == 200:
+                held.state = "ready"
+            else:
+                self.sessions.pop(held.id, None)
+                held.worker.sessions.discard(held.id)
         if self.store is None:
             self._answered(job)
         else:  # the client hears of the answer once it is on disk
@@ -391,7 +457,10 @@ class JobManager:
                 continue
             interrupted = job.state == "running"
             job.state = "queued"
-            if job.deadline <= now:
+            if job.task.startswith("session_"):
+                self._finish(job, "failed", 410, _error_bytes(
+                    "the service restarted: sessions live in worker processes and do not survive it", "id"))
+            elif job.deadline <= now:
                 self._finish(job, "failed", 504, _error_bytes(
                     f"the service stopped{' while the job ran' if interrupted else ''} and the job's time limit "
                     f"({job.time_limit:g} s) ran out before it restarted", "time_limit"))
@@ -408,7 +477,10 @@ class JobManager:
         """Cancel a job: drop it from the queue, or kill the worker running it."""
         if job.state in FINAL:
             return
-        if job.state == "queued":
+        if job.state == "queued" and job.affinity is not None and job in job.affinity.pending:
+            job.affinity.pending.remove(job)
+            self.queued -= 1
+        elif job.state == "queued":
             jobs = self._queues.get(job.client)
             if jobs is not None and job in jobs:
                 jobs.remove(job)
@@ -434,6 +506,9 @@ class JobManager:
                 del self._keys[job.idempotency_key]
         if old and self.store is not None:
             self._write(self.store.forget, [job.id for job in old])
+        for held in [held for held in self.sessions.values()
+                     if held.state != "creating" and now - held.used > self.session_ttl_s]:
+            self.close_session(held)
         # Jobs whose deadline passed while every worker was busy are answered now, not when a
         # worker frees up.
         for client in list(self._queues):
@@ -455,6 +530,9 @@ class JobManager:
         finish, then cancel them (503)."""
         self.draining = True
         message = "the service is shutting down; the job was not run"
+        for worker in self.workers:
+            for job in list(worker.pending):
+                self.cancel(job, 503, message)
         for client in list(self._queues):
             for job in list(self._queues.get(client, ())):
                 self.cancel(job, 503, message)

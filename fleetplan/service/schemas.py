@@ -77,6 +77,44 @@ class WhatifRequest(_Request):
 REQUESTS: dict[str, type[_Request]] = {"solve": SolveRequest, "evaluate": EvaluateRequest, "size": SizeRequest,
                                        "whatif": WhatifRequest}
 
+Wait = Annotated[float, Field(ge=0, le=MAX_WAIT_S, allow_inf_nan=False)] | None
+
+
+class SessionCreate(SolveRequest):
+    """``POST /v1/sessions``: keep an instance in one worker between rounds (allocation, binpack
+    or reservation); ``time_limit`` is then each round's."""
+
+
+class Change(BaseModel):
+    """One change: ``{"op": NAME, ARGUMENT: VALUE, ...}`` calls the in-process session's method
+    NAME (allocation: add_jobs, remove_jobs, update_jobs, set_workers; binpack: finish,
+    fail_machines, restore_machines, advance; reservation: set_maintenance, set_request, event,
+    assign) with those arguments."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    op: str
+
+
+class SessionPatch(_Strict):
+    """``PATCH /v1/sessions/{id}``: changes applied in order (the first that fails stops the list)."""
+
+    changes: list[Change]
+    wait: Wait = None
+    time_limit: PositiveSeconds | None = None
+
+
+class SessionSolve(_Strict):
+    """``POST /v1/sessions/{id}/solve``: re-solve warm (binpack: place ``workloads``)."""
+
+    time_limit: PositiveSeconds | None = None
+    wait: Wait = None
+    workloads: list[dict[str, Any]] | None = Field(None, description="binpack: the workloads to place")
+    apply: bool | None = Field(None, description="binpack, reservation: make the plan take effect (default true)")
+
+
+SESSION_REQUESTS: dict[str, type[BaseModel]] = {"session_create": SessionCreate, "session_patch": SessionPatch,
+                                                "session_solve": SessionSolve}
+
 
 class ErrorBody(BaseModel):
     """Every error the service answers (4xx and 5xx), as the command line's ``--json`` errors."""
@@ -124,6 +162,20 @@ class JobList(BaseModel):
 
     jobs: list[JobBrief]
     total: int = Field(description="jobs kept in that state (the list may be cut at limit)")
+
+
+class SessionBrief(BaseModel):
+    id: str
+    kind: str
+    solver: str
+    state: str = Field(description="creating, ready, lost (its worker ended) or deleted")
+    created: float
+    idle_s: float
+    expires_in_s: float
+
+
+class SessionList(BaseModel):
+    sessions: list[SessionBrief]
 
 
 class Health(BaseModel):
@@ -174,12 +226,24 @@ def check_fields(task: str, data: dict[str, Any], max_time_limit_s: float) -> di
     from fleetplan.instances import get_kind, instance_from_data
     from fleetplan.instances.base import validate_model
 
-    request = validate_model(REQUESTS[task], data)
+    if task in ("session_patch", "session_solve"):
+        request = validate_model(SESSION_REQUESTS[task], data)
+        if request.time_limit is not None and request.time_limit > max_time_limit_s:
+            raise InstanceError("time_limit", f"{request.time_limit:g} s is above this service's limit of "
+                                              f"{max_time_limit_s:g} s")
+        envelope = {"time_limit": request.time_limit, "wait": request.wait}
+        if task == "session_patch":
+            envelope["ops"] = [change.op for change in request.changes]
+        return envelope
+    request = validate_model(SESSION_REQUESTS.get(task) or REQUESTS[task], data)
     if request.time_limit is not None and request.time_limit > max_time_limit_s:
         raise InstanceError("time_limit", f"{request.time_limit:g} s is above this service's limit of "
                                           f"{max_time_limit_s:g} s")
     instance = instance_from_data(data["instance"], "instance")
-    if task == "solve":
+    if task == "session_create" and instance.kind not in ("allocation", "binpack", "reservation"):
+        raise InstanceError("instance.kind", f"sessions exist for allocation, binpack and reservation; not for "
+                                             f"'{instance.kind}'")
+    if task in ("solve", "session_create"):
         from fleetplan.solvers import get_solver
 
         get_solver(instance.kind, request.solver).check_options(request.options)

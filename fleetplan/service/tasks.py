@@ -121,15 +121,32 @@ def whatif(request: dict[str, Any], deadline: float | None, scratch: Path) -> di
 TASKS = {"solve": solve, "evaluate": evaluate, "size": size, "whatif": whatif}
 
 
-def answer(task: str, raw: bytes | memoryview, deadline: float | None, scratch: Path) -> tuple[int, bytes]:
+def _session_task(task: str, request: dict[str, Any], deadline: float | None, session: str) -> dict[str, Any]:
+    from fleetplan.service import sessions
+
+    if task == "session_create":
+        return sessions.create(request, session)
+    if task == "session_patch":
+        return sessions.patch(request, session)
+    if task == "session_solve":
+        return sessions.solve(request, session, _time_left(deadline))
+    return sessions.delete(session)
+
+
+def answer(task: str, raw: bytes | memoryview, deadline: float | None, scratch: Path,
+           session: str | None = None) -> tuple[int, bytes]:
     """One job's HTTP code and answer body (JSON bytes); never raises."""
     from fleetplan.instances.base import parse_json_text
 
     try:
-        request = parse_json_text(bytes(raw).decode("utf-8"), "body")
+        request = parse_json_text(bytes(raw).decode("utf-8") or "{}", "body")
         if not isinstance(request, dict):
             raise InstanceError("", "the body must be a JSON object")
-        code, body = 200, json_safe(TASKS[task](request, deadline, scratch))
+        if task.startswith("session_"):
+            answered = _session_task(task, request, deadline, session or "")
+        else:
+            answered = TASKS[task](request, deadline, scratch)
+        code, body = 200, json_safe(answered)
     except InstanceError as error:
         code, body = 422, error_body(error)
     except MemoryError:
@@ -148,6 +165,8 @@ def warm_up() -> None:
     from fleetplan.solvers import load_kind
 
     load_kind()
+    import fleetplan.embed.allocation  # noqa: F401 - sessions over HTTP
+    import fleetplan.service.sessions  # noqa: F401
     # The first solve of a kind loads what imports do not (compiled kernels, HiGHS's first model).
     fleetplan.solve(fleetplan.generate("allocation", {"jobs": 2}, seed=0))
 
@@ -190,6 +209,6 @@ def serve_jobs(connection: Any, scratch: str, service_pid: int | None = None) ->
         except (EOFError, OSError):
             break
         header, raw = unpack(message)
-        code, body = answer(header["task"], raw, header.get("deadline"), folder)
+        code, body = answer(header["task"], raw, header.get("deadline"), folder, header.get("session"))
         connection.send_bytes(pack({"http": code, "id": header.get("id")}, body))
     os._exit(0)  # no interpreter teardown: nothing is left to write
