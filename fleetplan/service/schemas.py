@@ -202,7 +202,7 @@ def check_request(task: str, raw: bytes, max_time_limit_s: float) -> dict[str, A
     >>> check_request("solve", json.dumps(body).encode(), 60.0)
     Traceback (most recent call last):
     ...
-    fleetplan.instances.base.InstanceError: solvr: unknown field
+    fleetplan.errors.InstanceError: solvr: unknown field
     """
     return check_fields(task, parse_body(raw), max_time_limit_s)
 
