@@ -157,6 +157,7 @@ def test_warm_start_is_used_and_matches_at_scale():
             result = session.solve()
             assert result.stats["warm_hints_used"] == 1
             assert any("warm-started" in line for line in result.log), result.log
+            assert not any("ran cold" in line for line in result.log)
             cold = fleetplan.solve(parse_json_text(to_json_text(session.instance())), solver)
             _same(result, cold, solver)
 
@@ -289,6 +290,13 @@ def test_session_changes_and_refusals():
     session.add_jobs({"id": ["e"], "throughput_v100": [2.0], "throughput_k80": [1.0]})
     again = session.solve()
     assert again.plan.job_ids == ["e"] and fleetplan.evaluate(session.instance(), again.plan).objective == again.objective
+
+
+def test_a_round_that_runs_cold_says_so():
+    session = AllocationSession({"v100": 1, "k80": 1}, {"id": ["a", "b"], "throughput": [[4.0, 1.0], [2.0, 1.5]]})
+    assert not any("ran cold" in line for line in session.solve().log)  # the first round has nothing to reuse
+    session.add_jobs({"id": ["c"], "throughput": [[1.0, 1.0]]})
+    assert any("session: round 2 ran cold" in line for line in session.solve().log)
 
 
 def test_an_empty_session_solves_to_the_empty_plan():

@@ -327,6 +327,10 @@ class AllocationSession:
                            seed=self.seed, threads=self.threads, progress=progress, **self._options)
         if hints is not None:
             result.stats["warm_hints_used"] = float(hints.offered)
+            if self.rounds > 0 and hints.offered == 0:
+                # A scheduler watching its round times should know this one left the fast path.
+                result.log.append(f"session: round {self.rounds + 1} ran cold: {self._spec.name} took no warm "
+                                  "start (below the price decomposition's size, or solved by the full LP)")
         if result.plan is not None:
             self._policy = result.plan.policy
         self.rounds += 1
