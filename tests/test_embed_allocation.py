@@ -157,6 +157,7 @@ def test_warm_start_is_used_and_matches_at_scale():
             result = session.solve()
             assert result.stats["warm_hints_used"] == 1
             assert any("warm-started" in line for line in result.log), result.log
+            assert not any("ran cold" in line for line in result.log)
             cold = fleetplan.solve(parse_json_text(to_json_text(session.instance())), solver)
             _same(result, cold, solver)
 
@@ -280,8 +281,88 @@ def test_session_changes_and_refusals():
     with pytest.raises(InstanceError, match="unknown worker type"):
         session.set_workers({"h100": 3})
     session.remove_jobs(session.job_ids)
+    empty = session.solve()  # the empty plan, not an error: a scheduler's idle round
+    assert empty.status == "optimal" and empty.success and empty.objective is None
+    assert empty.plan.job_ids == [] and empty.plan.allocation == [] and empty.plan.worker_types == ["v100", "k80"]
+    assert empty.plan.policy == "max_min_fairness"
     with pytest.raises(InstanceError, match="at least one job"):
-        session.solve()
+        session.instance()  # an instance file needs a job
+    session.add_jobs({"id": ["e"], "throughput_v100": [2.0], "throughput_k80": [1.0]})
+    again = session.solve()
+    assert again.plan.job_ids == ["e"] and fleetplan.evaluate(session.instance(), again.plan).objective == again.objective
+
+
+def test_a_round_that_runs_cold_says_so():
+    session = AllocationSession({"v100": 1, "k80": 1}, {"id": ["a", "b"], "throughput": [[4.0, 1.0], [2.0, 1.5]]})
+    assert not any("ran cold" in line for line in session.solve().log)  # the first round has nothing to reuse
+    session.add_jobs({"id": ["c"], "throughput": [[1.0, 1.0]]})
+    assert any("session: round 2 ran cold" in line for line in session.solve().log)
+
+
+def test_an_empty_session_solves_to_the_empty_plan():
+    for solver in ("max-min-fairness", "water-filling", "fifo"):
+        result = AllocationSession({"v100": 2}, solver=solver).solve()
+        assert result.status == "optimal" and result.plan.job_ids == [] and result.plan.solver == solver
+
+
+def test_the_session_owns_what_it_is_given():
+    weight = np.array([1.0, 2.0])
+    steps = np.array([100.0, 200.0])
+    throughput = np.array([[4.0, 1.0], [2.0, 1.5]])
+    ids = np.array(["a", "b"], dtype=object)
+    session = AllocationSession({"v100": 1, "k80": 1}, {"id": ids, "throughput": throughput, "weight": weight,
+                                                         "steps_left": steps})
+    before = session.solve().objective
+    # The scheduler edits its own table in place: the session does not see it.
+    weight[0], steps[1], throughput[0, 0], ids[0] = -5.0, -1.0, float("nan"), "zz"
+    assert session.solve().objective == pytest.approx(before, rel=1e-12)
+    assert session.job_ids == ["a", "b"] and session.columns.weight.tolist() == [1.0, 2.0]
+    added = {"id": ["c"], "throughput": np.array([[3.0, 1.0]]), "weight": np.array([1.0])}
+    session.add_jobs(added)
+    added["weight"][0] = -5.0
+    assert session.columns.weight.tolist() == [1.0, 2.0, 1.0]
+    # What the session shows cannot be written through either.
+    with pytest.raises(ValueError, match="read-only"):
+        session.columns.weight[0] = -5.0
+
+
+@pytest.mark.parametrize("change,where", [
+    ({"id": ["a"], "throughput_v100": [float("nan")]}, r"update_jobs\[0\]\.throughput\.v100"),
+    ({"id": ["b"], "throughput": np.array([[1.0, float("nan")]])}, r"update_jobs\[0\]\.throughput\.k80"),
+    ({"id": ["a"], "throughput_k80": [float("inf")]}, r"throughput\.k80.*finite"),
+    ({"id": ["a"], "weight": [float("nan")]}, r"weight"),
+    ({"id": ["a"], "weight": [-5.0]}, r"update_jobs\[0\]\.weight.*> 0"),
+    ({"id": ["a"], "steps_left": [-1.0]}, r"update_jobs\[0\]\.steps_left.*> 0"),
+    ({"id": ["a"], "time_elapsed": [float("-inf")]}, r"time_elapsed"),
+])
+def test_updates_pass_the_file_checks(change, where):
+    session = AllocationSession({"v100": 1, "k80": 1}, {"id": ["a", "b"], "throughput": [[4.0, 1.0], [2.0, 1.5]]})
+    before = session.solve().objective
+    with pytest.raises(InstanceError, match=where):
+        session.update_jobs(change)
+    assert session.solve().objective == pytest.approx(before, rel=1e-12)  # left as it was
+
+
+def test_a_session_shared_by_threads_loses_no_change():
+    import threading
+
+    session = AllocationSession({"v100": 4, "k80": 4})
+    per_thread = 500
+
+    def add(prefix: str) -> None:
+        for k in range(per_thread):
+            session.add_jobs({"id": [f"{prefix}{k}"], "throughput": np.array([[2.0, 1.0]])})
+            if k % 100 == 0:
+                session.solve()
+
+    threads = [threading.Thread(target=add, args=(prefix,)) for prefix in ("x", "y")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert len(session) == 2 * per_thread and len(set(session.job_ids)) == 2 * per_thread
+    result = session.solve()
+    assert len(result.plan.job_ids) == 2 * per_thread
 
 
 def test_session_from_an_instance_and_the_factory():

@@ -110,3 +110,16 @@ def test_place_without_apply_changes_nothing():
     before = session.running_ids
     result = session.place(pool[:3], apply=False)
     assert result.plan is not None and session.running_ids == before
+
+
+def test_a_workload_object_is_checked_again_when_placed():
+    from conftest import EXAMPLES
+
+    from fleetplan.instances.binpack import Workload
+
+    region = fleetplan.load_instance(EXAMPLES / "binpack-small.json")
+    session = fleetplan.session(region, "rms-greedy")
+    workload = Workload.model_validate(region.workloads[0].model_dump())
+    workload.jobs[0].tasks = -3  # changed after it was made, past pydantic's checks
+    with pytest.raises(InstanceError, match=r"workloads\[0\]\.jobs\[0\]\.tasks"):
+        session.place([workload])

@@ -22,7 +22,9 @@ def test_the_guide_prints_the_loop_that_runs(capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("module", ["fleetplan.embed", "fleetplan.embed.allocation", "fleetplan.embed.binpack",
-                                    "fleetplan.embed.reservation", "fleetplan.solvers.warm"])
+                                    "fleetplan.embed.reservation", "fleetplan.embed.gavel", "fleetplan.embed.locking",
+                                    "fleetplan.service.store", "fleetplan.service.schemas",
+                                    "fleetplan.solvers.warm"])
 def test_docstring_examples(module, monkeypatch):
     monkeypatch.chdir(ROOT)
     failures, tried = doctest.testmod(importlib.import_module(module))

@@ -84,3 +84,12 @@ def test_the_last_plan_is_the_next_start():
     assert keep.objective == pytest.approx(first.objective - first.evaluation.terms["moves"], rel=1e-9)
     again = session.solve()
     assert again.status == "optimal" and again.objective <= keep.objective + 1e-6
+
+
+def test_the_session_keeps_its_own_copy_of_the_region():
+    region = _region(3)
+    session = ReservationSession(region, solver="mip-highs", time_limit=60, **OPTIONS)
+    asked = session.request(session.reservation_ids[0])
+    region.reservations[0].capacity_rru = -5.0  # the caller edits its own object afterwards
+    assert session.request(session.reservation_ids[0]) == asked
+    assert session.instance().reservations[0].capacity_rru == asked

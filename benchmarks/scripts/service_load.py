@@ -92,7 +92,7 @@ def main() -> None:
     args = parser.parse_args()
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    service = subprocess.Popen([sys.executable, "-m", "fleetplan", "serve", "--port", str(port), "--workers",
+    service = subprocess.Popen([sys.executable, "-m", "fleetplan", "serve", "--port", str(port), "--insecure", "--workers",
                                 str(args.workers), "--queue", "256"], stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
@@ -151,14 +151,15 @@ def main() -> None:
             while time.monotonic() < stop_at:
                 memory.append(rss_mb(tree(service.pid)))
                 if args.kill_worker and time.monotonic() - last_kill >= 5:
-                    # service -> fork server -> one process per running job
-                    workers = [job for server in children(service.pid) for job in children(server)]
-                    if workers:
-                        try:
-                            os.kill(workers[-1], signal.SIGKILL)
+                    # A running job's worker process (the job's state names it).
+                    try:
+                        running = httpx.get(url + "/v1/jobs?state=running&limit=1", timeout=10).json()["jobs"]
+                        pid = httpx.get(f"{url}/v1/jobs/{running[0]['id']}", timeout=10).json().get("pid") if running else None
+                        if pid:
+                            os.kill(pid, signal.SIGKILL)
                             killed[0] += 1
-                        except OSError:
-                            pass
+                    except (OSError, httpx.HTTPError, KeyError, IndexError):
+                        pass
                     last_kill = time.monotonic()
                 time.sleep(1.0)
 

@@ -1,21 +1,31 @@
 """``fleetplan serve``: start the solve service (wired into :mod:`fleetplan.cli.app` by
 :func:`add_arguments`)::
 
-    fleetplan serve [--host 127.0.0.1] [--port 8080] [--workers N] [--queue N] [--token-file F]
-                    [--insecure] [--tls-cert F --tls-key F [--tls-ca-file F]] [--max-body-mb M]
+    fleetplan serve [--host 127.0.0.1] [--port 8080] [--workers N] [--queue N]
+                    [--token T | --token-file F | --insecure] [--tls-cert F --tls-key F [--tls-ca-file F]]
+                    [--max-body-mb M] [--max-time-limit S] [--sync-wait S] [--grace S]
 
-Listening beyond loopback needs a bearer token (``--token-file``) or ``--insecure``. SIGTERM or
-Ctrl-C stop accepting requests, give running jobs ``--grace`` seconds and end.
+A bearer token is required on every address, loopback included (a web page the user opens must
+not be able to submit jobs): ``--token``/``--token-file`` give it, otherwise one is generated
+and printed; ``--insecure`` serves without one. Exit codes: 2 for bad options or a port already
+in use (said in one line before anything starts), 143 after SIGTERM and 130 after Ctrl-C (both
+once the service has drained: running jobs get ``--grace`` seconds, then are stopped).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
+import signal
+import socket
 from pathlib import Path
 from typing import Any
 
 from fleetplan.errors import raise_interruption
+
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 
 
 def add_arguments(subparsers: Any) -> None:
@@ -24,28 +34,42 @@ def add_arguments(subparsers: Any) -> None:
     serve = subparsers.add_parser(
         "serve", help="serve the solvers over HTTP/JSON (for schedulers in any language)",
         description="Start the solve service: POST /v1/solve, /v1/evaluate, /v1/size, /v1/whatif; "
-                    "GET /v1/jobs/{id} (DELETE cancels), /v1/solvers, /v1/schema/{kind}, /healthz, /metrics; "
-                    "the OpenAPI document at /openapi.json. See docs/embedding.md.")
+                    "GET /v1/jobs/{id} (DELETE cancels), /v1/solvers, /v1/schema/{kind}, /healthz, /readyz, "
+                    "/metrics; the OpenAPI document at /openapi.json. See docs/embedding.md. Exit codes: 2 bad "
+                    "options or the port in use, 143 after SIGTERM, 130 after Ctrl-C.")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
     serve.add_argument("--port", type=bounded_int(0, 65535), default=8080, help="port (0: any free port)")
-    serve.add_argument("--workers", type=bounded_int(1, 256), default=2, help="jobs computed at once")
+    serve.add_argument("--workers", type=bounded_int(1, 256), default=2,
+                       help="worker processes (jobs computed at once), each with the solvers imported once")
+    serve.add_argument("--max-jobs-per-worker", type=bounded_int(1, 10**9), default=1000, metavar="N",
+                       help="a worker is replaced by a fresh one after N jobs")
     serve.add_argument("--queue", type=bounded_int(0, 100_000), default=64,
                        help="jobs that may wait for a worker; beyond, 429 with Retry-After")
-    serve.add_argument("--max-body-mb", type=bounded_int(1, 4096), default=64, help="largest request body")
-    serve.add_argument("--sync-wait", type=positive_seconds, default=10.0, metavar="S",
-                       help="how long a request waits for its answer before a 202 with the job's id")
-    serve.add_argument("--max-time-limit", type=positive_seconds, default=3600.0, metavar="S",
-                       help="the largest time_limit a request may ask")
+    serve.add_argument("--max-body-mb", type=bounded_int(1, 4096), default=64, help="largest request body (MiB)")
+    serve.add_argument("--sync-wait", type=positive_seconds, default=4.0, metavar="S",
+                       help="how long a request waits for its answer before a 202 with the job's id "
+                            "(default 4: inside a 5 s caller budget)")
+    serve.add_argument("--max-time-limit", type=positive_seconds, default=300.0, metavar="S",
+                       help="the largest time_limit a request may ask (larger: 422)")
+    serve.add_argument("--default-time-limit", type=positive_seconds, default=60.0, metavar="S",
+                       help="the time_limit of a request that gives none")
     serve.add_argument("--grace", type=positive_seconds, default=10.0, metavar="S",
                        help="seconds running jobs get to finish at shutdown")
+    serve.add_argument("--token", default=None, metavar="T", help="the bearer token clients must send")
     serve.add_argument("--token-file", default=None, metavar="F",
                        help="a file holding the bearer token clients must send")
-    serve.add_argument("--insecure", action="store_true",
-                       help="allow listening beyond loopback without a token")
+    serve.add_argument("--insecure", action="store_true", help="serve without a token (any address)")
     serve.add_argument("--tls-cert", default=None, metavar="F", help="TLS certificate (PEM)")
     serve.add_argument("--tls-key", default=None, metavar="F", help="TLS private key (PEM)")
     serve.add_argument("--tls-ca-file", default=None, metavar="F",
                        help="CA that client certificates must chain to (mutual TLS)")
+    serve.add_argument("--scratch", default=None, metavar="DIR",
+                       help="the folder the workers write in (what-if sweeps); default a new temporary one")
+    serve.add_argument("--state", default=None, metavar="DIR",
+                       help="keep the jobs in DIR/jobs.sqlite3 (and the scratch folder in DIR/scratch): a restart "
+                            "loses no accepted job; without it jobs live in memory only")
+    serve.add_argument("--session-ttl", type=positive_seconds, default=600.0, metavar="S",
+                       help="a session (/v1/sessions) idle this long is dropped")
     serve.add_argument("--json", action="store_true", help="errors as JSON on stdout")
     serve.set_defaults(handler=handle_serve)
 
@@ -59,26 +83,58 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def _token(path: str | None) -> str | None:
+def _check_token(text: str, where: str) -> str:
     from fleetplan.cli.common import CommandError
 
-    if path is None:
-        return None
-    try:
-        text = Path(path).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as error:
-        raise CommandError(f"--token-file {path}: cannot read it ({error})") from None
-    if not text or "\n" in text or len(text) < 16:
-        raise CommandError(f"--token-file {path}: must hold one token of at least 16 characters")
+    if not text or any(ch.isspace() for ch in text) or len(text) < 16:
+        raise CommandError(f"{where}: must be one token of at least 16 characters, no spaces")
     return text
+
+
+def _token(args: argparse.Namespace) -> tuple[str | None, bool]:
+    """The token and whether it was generated here."""
+    import secrets
+
+    from fleetplan.cli.common import CommandError
+
+    given = [flag for flag, value in (("--token", args.token), ("--token-file", args.token_file),
+                                      ("--insecure", args.insecure)) if value]
+    if len(given) > 1:
+        raise CommandError(f"{given[0]} and {given[1]} do not go together")
+    if args.insecure:
+        return None, False
+    if args.token is not None:
+        return _check_token(args.token, "--token"), False
+    if args.token_file is not None:
+        try:
+            text = Path(args.token_file).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as error:
+            raise CommandError(f"--token-file {args.token_file}: cannot read it ({error})") from None
+        return _check_token(text, f"--token-file {args.token_file}"), False
+    return secrets.token_urlsafe(24), True
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here so that a port in use is a one-line error (exit 2)."""
+    from fleetplan.cli.common import CommandError
+
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((host, port))
+    except OSError as error:
+        reason = "the port is in use" if error.errno == 98 else (error.strerror or str(error))
+        raise CommandError(f"--port {port}: cannot listen on {host}:{port}: {reason}") from None
+    sock.listen(2048)
+    return sock
 
 
 def handle_serve(args: argparse.Namespace) -> int:
     from fleetplan.cli.common import CommandError, stderr
 
-    token = _token(args.token_file)
-    if not _loopback(args.host) and token is None and not args.insecure:
-        raise CommandError(f"--host {args.host}: listening beyond loopback needs --token-file (or --insecure)")
+    token, generated = _token(args)
     if bool(args.tls_cert) != bool(args.tls_key):
         raise CommandError("--tls-cert and --tls-key go together")
     if args.tls_ca_file and not args.tls_cert:
@@ -86,6 +142,9 @@ def handle_serve(args: argparse.Namespace) -> int:
     for flag, value in (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key), ("--tls-ca-file", args.tls_ca_file)):
         if value and not Path(value).is_file():
             raise CommandError(f"{flag} {value}: no such file")
+    if args.insecure and not _loopback(args.host):
+        stderr.print(f"fleetplan serve: warning: no token on {args.host}: anyone who reaches it can submit jobs",
+                     markup=False)
     try:
         import uvicorn
     except ImportError as error:
@@ -94,8 +153,10 @@ def handle_serve(args: argparse.Namespace) -> int:
     from fleetplan.service import ServiceSettings, create_app
 
     settings = ServiceSettings(workers=args.workers, queue_size=args.queue, max_body_bytes=args.max_body_mb * 2**20,
-                               sync_wait_s=args.sync_wait, max_time_limit_s=args.max_time_limit, token=token,
-                               grace_s=args.grace)
+                               sync_wait_s=args.sync_wait, max_time_limit_s=args.max_time_limit,
+                               default_time_limit_s=min(args.default_time_limit, args.max_time_limit), token=token,
+                               grace_s=args.grace, max_jobs_per_worker=args.max_jobs_per_worker,
+                               scratch=args.scratch, state=args.state, session_ttl_s=args.session_ttl)
     ssl: dict[str, Any] = {}
     if args.tls_cert:
         ssl = {"ssl_certfile": args.tls_cert, "ssl_keyfile": args.tls_key}
@@ -103,9 +164,64 @@ def handle_serve(args: argparse.Namespace) -> int:
             import ssl as ssl_module
 
             ssl.update(ssl_ca_certs=args.tls_ca_file, ssl_cert_reqs=ssl_module.CERT_REQUIRED)
+    sock = _listen(args.host, args.port)
+    port = sock.getsockname()[1]
+    app = create_app(settings)
+    # The service drains on its own clock (the grace period); uvicorn's own limit is a backstop.
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=int(args.grace) + 5, **ssl)
+    server = _Server(config, app.service)
     scheme = "https" if ssl else "http"
-    stderr.print(f"fleetplan serve: {scheme}://{args.host}:{args.port} ({args.workers} workers, queue "
-                 f"{args.queue}{', token required' if token else ''})", markup=False)
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="warning",
-                timeout_graceful_shutdown=int(args.grace), **ssl)
+    stderr.print(f"fleetplan serve: {scheme}://{args.host}:{port} ({args.workers} workers, queue {args.queue}, "
+                 f"{'no token' if token is None else 'token required'})", markup=False)
+    if generated:
+        # The token on a line of its own, for a script to read (clients send Authorization: Bearer TOKEN).
+        stderr.print(f"token: {token}", markup=False, soft_wrap=True)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+    if server.signals:
+        stderr.print("fleetplan serve: stopped", markup=False)
+        return EXIT_INTERRUPTED if server.signals[0] == signal.SIGINT else EXIT_TERMINATED
     return 0
+
+
+def _server_class() -> Any:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server; a signal starts the service's drain at once, and is answered with an
+        exit code instead of being raised again once the server has stopped."""
+
+        def __init__(self, config: Any, service: Any):
+            super().__init__(config)
+            self.service, self.signals = service, []
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Any:
+            handled = (signal.SIGINT, signal.SIGTERM)
+            original = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+            try:
+                yield
+            finally:
+                for sig, handler in original.items():
+                    signal.signal(sig, handler)
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            self.signals.append(sig)
+            loop = getattr(self, "_loop", None)
+            if loop is not None and not self.should_exit:
+                loop.call_soon_threadsafe(self.service.begin_drain)
+            super().handle_exit(sig, frame)
+
+        async def serve(self, sockets: Any = None) -> None:
+            import asyncio
+
+            self._loop = asyncio.get_running_loop()
+            await super().serve(sockets)
+
+    return Server
+
+
+def _Server(config: Any, service: Any) -> Any:  # noqa: N802 - builds the class on first use
+    return _server_class()(config, service)

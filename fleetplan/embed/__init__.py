@@ -13,7 +13,8 @@ and answers each call with the same :class:`~fleetplan.solvers.SolveResult` as
 * :class:`ReservationSession` — RAS's re-solve after an event (``reservation``).
 
 :func:`session` makes the right one from an instance or its dict, as :func:`fleetplan.solve`
-takes them. Where this sits: above :mod:`fleetplan.solvers` (it calls :func:`fleetplan.solve`;
+takes them. :mod:`fleetplan.embed.gavel` puts Gavel's policy interface (dicts in, dicts out) in
+front of the allocation session, for Gavel's own scheduler. Where this sits: above :mod:`fleetplan.solvers` (it calls :func:`fleetplan.solve`;
 the solvers read its warm-start hints through :mod:`fleetplan.solvers.warm`, a context variable,
 and never import this package), beside :mod:`fleetplan.sim` and :mod:`fleetplan.planning`.
 ``docs/embedding.md`` has a scheduler loop, the measured latencies and what is thread-safe.

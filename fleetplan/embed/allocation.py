@@ -34,18 +34,32 @@ What a round pays for is the change, not the whole problem:
   take no hint: they re-solve from the columns, without the revalidation.
 
 The result is the same :class:`~fleetplan.solvers.SolveResult` as ``fleetplan.solve``'s, judged
-by the same ``evaluate``. A session is not thread-safe: give each thread its own (see
-``docs/embedding.md``).
+by the same ``evaluate``; a session with no jobs solves to the empty plan (no judge runs: there is
+nothing to score, so ``objective`` is None).
+
+**What the session holds is its own.** Columns handed in are copied, and the session's columns
+are read-only arrays: a scheduler that edits its own table in place after a call changes nothing
+here, and cannot slip a weight of -5 past the checks. A change goes through the same checks as
+the instance file's (:mod:`fleetplan.instances.allocation.columns`: NaN, infinities, bounds). In
+an update, a NaN throughput is refused rather than read as "cannot run there" (which it means in
+a new job's columns): in a change, a missing value means "unchanged", so a NaN there is a bad
+measurement, not an answer.
+
+**Threads.** Calls from several threads are serialised (:mod:`fleetplan.embed.locking`): none is
+lost, and a change waits for a running solve. Separate sessions in separate threads run in
+parallel.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from fleetplan.instances.allocation import AllocationInstance, WorkerType
+from fleetplan.embed.locking import serialised
+from fleetplan.instances.allocation import AllocationInstance, AllocationPlan, WorkerType
 from fleetplan.instances.allocation.columns import (
     THROUGHPUT,
     ColumnAllocationInstance,
@@ -59,6 +73,35 @@ from fleetplan.instances.allocation.columns import (
 from fleetplan.instances.base import InstanceError
 from fleetplan.solvers import warm
 from fleetplan.solvers.base import Progress, SolveResult, check_time_limit, get_solver, solve
+
+
+def owned(columns: JobColumns) -> JobColumns:
+    """``columns`` with every array copied and made read-only: the caller's arrays (which
+    reading may have kept as they were) can change no more what the session holds."""
+    copies: dict[str, Any] = {}
+    for name in JobColumns.__dataclass_fields__:
+        value = getattr(columns, name)
+        if isinstance(value, np.ndarray):
+            value = value.copy()
+            value.flags.writeable = False
+        copies[name] = value
+    return JobColumns(**copies)
+
+
+def _no_nan_throughput(changes: Mapping[str, Any], types: list[str]) -> None:
+    """An update's throughputs: NaN is refused (in new columns it means "cannot run there";
+    in a change, where a missing value means "unchanged", it is a bad measurement)."""
+    for name, value in changes.items():
+        if name != "throughput" and not (name.startswith(THROUGHPUT) and name[len(THROUGHPUT):] in types):
+            continue
+        array = np.asarray(value)
+        if array.dtype.kind != "f" or not np.isnan(array).any():
+            continue
+        where = np.argwhere(np.isnan(array))[0]
+        row = int(where[0])
+        column = types[int(where[1])] if name == "throughput" and array.ndim == 2 else name[len(THROUGHPUT):]
+        raise InstanceError(f"update_jobs[{row}].throughput.{column}", "must be a finite number >= 0, got nan "
+                            "(give 0 for a type the job cannot use)")
 
 
 class AllocationSession:
@@ -88,9 +131,10 @@ class AllocationSession:
         self._counts = np.array([t.count for t in self._types], dtype=float)
         if jobs is None:
             jobs = {"id": np.zeros(0, dtype=object), "throughput": np.zeros((0, len(self._types)))}
-        columns = read_job_columns(jobs, self.worker_types)
+        columns = owned(read_job_columns(jobs, self.worker_types))
         check_jobs(columns, self._counts, self._entity_ids)
         self._columns = columns
+        self._lock = threading.RLock()
         self._ids = set(columns.id.tolist())  # the job ids, kept as jobs come and go
         self._warm = warm.WarmStart() if warm_start else None
         self._index: dict[str, int] | None = None  # see _row_of
@@ -109,7 +153,7 @@ class AllocationSession:
             raise InstanceError("kind", f"is '{getattr(instance, 'kind', '?')}'; an allocation instance is needed")
         session = cls(instance.worker_types, None, entities=instance.entities, colocations=instance.colocations,
                       name=kwargs.pop("name", instance.name), **kwargs)
-        session._columns = to_columns(instance)  # validated with the instance
+        session._columns = owned(to_columns(instance))  # validated with the instance
         session._ids = set(session._columns.id.tolist())
         return session
 
@@ -143,6 +187,7 @@ class AllocationSession:
     def _entity_ids(self) -> set[str]:
         return {e.id for e in self._entities}
 
+    @serialised
     def instance(self) -> ColumnAllocationInstance:
         """The problem now, as an allocation instance (the one :meth:`solve` hands the solver)."""
         if len(self._columns) == 0:
@@ -174,15 +219,20 @@ class AllocationSession:
         return rows
 
     def _commit(self, columns: JobColumns, *, ids_changed: bool) -> None:
+        for name in JobColumns.__dataclass_fields__:  # new arrays made here: read-only, as owned()'s
+            value = getattr(columns, name)
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
         self._columns = columns
         self._instance = None
         if ids_changed:
             self._index = None
 
+    @serialised
     def add_jobs(self, jobs: Any) -> None:
         """Jobs arrive: ``jobs`` as columns (a mapping or a DataFrame, the layout of the
         constructor's). Checked row by row against the cluster and the jobs already here."""
-        new = read_job_columns(jobs, self.worker_types)
+        new = owned(read_job_columns(jobs, self.worker_types))
         if len(new) == 0:
             return
         check_jobs(new, self._counts, self._entity_ids, taken=self._ids)
@@ -193,6 +243,7 @@ class AllocationSession:
         if row_of is not None:  # rows of the jobs here stay; the new ones follow
             row_of.update(zip(added, range(first, first + len(new)), strict=True))
 
+    @serialised
     def remove_jobs(self, ids: Sequence[str] | np.ndarray) -> None:
         """Jobs leave (finished, cancelled): their ids."""
         rows = self._rows(ids, "remove_jobs")
@@ -203,6 +254,7 @@ class AllocationSession:
         self._ids.difference_update(self._columns.id[rows].tolist())
         self._commit(self._columns.take(keep), ids_changed=True)
 
+    @serialised
     def update_jobs(self, changes: Any) -> None:
         """Jobs change: ``changes`` as columns with ``id`` and the columns that change (steps left,
         time elapsed, a throughput re-measured as ``throughput_<type>``, weight, ...); the other
@@ -211,6 +263,7 @@ class AllocationSession:
             str(name): changes[name].to_numpy() for name in changes.columns}
         if "id" not in changes:
             raise InstanceError("update_jobs.id", "is required: the ids of the jobs that change")
+        _no_nan_throughput(changes, self.worker_types)
         rows = self._rows(changes["id"], "update_jobs.id")
         if len(rows) == 0:
             return
@@ -227,10 +280,11 @@ class AllocationSession:
         for name, value in changes.items():
             if name != "id":
                 merged[name] = value
-        new = read_job_columns(merged, self.worker_types, path="update_jobs")
+        new = owned(read_job_columns(merged, self.worker_types, path="update_jobs"))
         check_jobs(new, self._counts, self._entity_ids, path="update_jobs")
         self._commit(self._columns.replaced(rows, new), ids_changed=False)
 
+    @serialised
     def set_workers(self, counts: Mapping[str, int], cost_per_hour: Mapping[str, float] | None = None) -> None:
         """GPUs fail or return, or are bought: the new worker count of each type named (the
         others stay), and optionally new prices. Every job must still fit on some type."""
@@ -259,18 +313,38 @@ class AllocationSession:
         self._instance = None
 
     # --- solving -----------------------------------------------------------------------------
+    @serialised
     def solve(self, *, time_limit: float | None = None, progress: Progress | None = None) -> SolveResult:
         """Solve the problem as it is now, warm-started from the last round (see the module
-        docstring). ``time_limit``: this round's (default: the session's)."""
+        docstring). ``time_limit``: this round's (default: the session's). With no jobs, the
+        empty plan."""
+        if len(self._columns) == 0:
+            self.rounds += 1
+            return self._empty_result()
         instance = self.instance()
         with warm.hints(self._warm) as hints:
             result = solve(instance, self._spec.name, time_limit=self.time_limit if time_limit is None else time_limit,
                            seed=self.seed, threads=self.threads, progress=progress, **self._options)
         if hints is not None:
             result.stats["warm_hints_used"] = float(hints.offered)
+            if self.rounds > 0 and hints.offered == 0:
+                # A scheduler watching its round times should know this one left the fast path.
+                result.log.append(f"session: round {self.rounds + 1} ran cold: {self._spec.name} took no warm "
+                                  "start (below the price decomposition's size, or solved by the full LP)")
+        if result.plan is not None:
+            self._policy = result.plan.policy
         self.rounds += 1
         return result
 
+    def _empty_result(self) -> SolveResult:
+        """No jobs: the empty plan, trivially optimal; nothing to judge (the judge scores jobs)."""
+        policy = getattr(self, "_policy", self._spec.name.replace("-", "_"))
+        plan = AllocationPlan(solver=self._spec.name, options=dict(self._options), policy=policy, job_ids=[],
+                              worker_types=self.worker_types, allocation=[])
+        return SolveResult(status="optimal", plan=plan, solver=self._spec.name, kind="allocation",
+                           message="no jobs: the empty plan")
+
+    @serialised
     def forget_warm_start(self) -> None:
         """The next round starts cold (e.g. after a change that moves every price)."""
         if self._warm is not None:

@@ -29,11 +29,13 @@ now); the running jobs it preempted leave the region (they are the caller's to q
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from fleetplan.embed.locking import serialised
 from fleetplan.instances.base import InstanceError, validate_model
 from fleetplan.instances.binpack import BinpackInstance, BinpackPlan, Workload
 from fleetplan.instances.binpack.columns import ColumnBinpackInstance, RegionColumns
@@ -68,7 +70,8 @@ class BinpackSession:
         run = region.running
         self._region = RegionColumns(
             cluster_ids=list(a.cluster_ids), hardware_ids=list(a.hardware_ids), machine_ids=list(a.machine_ids),
-            machine_cluster=a.machine_cluster, machine_rack=a.machine_rack, machine_hardware=a.machine_hardware,
+            machine_cluster=a.machine_cluster.copy(), machine_rack=a.machine_rack.copy(),
+            machine_hardware=a.machine_hardware.copy(),
             capacity=a.capacity.copy(), running_ids=list(a.running_ids), running_workload=list(run.workload),
             running_tenant=list(run.tenant), running_priority=a.running_priority.copy(),
             running_start=np.asarray(run.start_hours, dtype=float).reshape(len(a.running_ids)),
@@ -78,6 +81,7 @@ class BinpackSession:
         self._hardware = {name: h for h, name in enumerate(a.hardware_ids)}
         self._warm = warm.WarmStart()
         self.calls = 0
+        self._lock = threading.RLock()  # calls from several threads run one at a time
 
     @classmethod
     def from_instance(cls, instance: BinpackInstance | dict[str, Any], **kwargs: Any) -> BinpackSession:
@@ -101,6 +105,7 @@ class BinpackSession:
         """(machines, 3): free GPUs, CPU cores and memory of each machine now."""
         return self._region.arrays().free
 
+    @serialised
     def instance(self, workloads: Any = ()) -> ColumnBinpackInstance:
         """The region now with ``workloads`` pending (a file of it is what :meth:`place` solves)."""
         return ColumnBinpackInstance.from_region(self._region, self._workloads(workloads), self.name)
@@ -128,10 +133,12 @@ class BinpackSession:
         region.running_priority = region.running_priority[keep]
         region.running_start = region.running_start[keep]
 
+    @serialised
     def finish(self, running_ids: Sequence[str]) -> None:
         """Running jobs finished (or were stopped by the caller): their machines' resources free."""
         self._drop_running(self._running_rows(list(running_ids), "finish"))
 
+    @serialised
     def fail_machines(self, machine_ids: Sequence[str]) -> list[str]:
         """Machines fail or go into maintenance: they hold nothing and offer nothing until
         :meth:`restore_machines`. The running jobs on them stop; their ids are returned."""
@@ -144,12 +151,14 @@ class BinpackSession:
         region.capacity[rows] = 0.0
         return stopped
 
+    @serialised
     def restore_machines(self, machine_ids: Sequence[str]) -> None:
         """Machines come back into service with what they had."""
         rows = self._machine_rows(list(machine_ids), "restore_machines")
         self._region.capacity = self._region.capacity.copy()
         self._region.capacity[rows] = self._installed[rows]
 
+    @serialised
     def advance(self, hours: float) -> None:
         """The clock moves on (running jobs age: RMS spares the newly started, §4.3)."""
         if isinstance(hours, bool) or not isinstance(hours, (int, float)) or not np.isfinite(hours) or hours < 0:
@@ -165,7 +174,9 @@ class BinpackSession:
         running = set(self._region.running_ids)
         for w, item in enumerate(workloads):
             try:
-                workload = item if isinstance(item, Workload) else validate_model(Workload, item)
+                # A Workload object is checked again: it may have been changed since it was made.
+                data = item.model_dump() if isinstance(item, Workload) else item
+                workload = validate_model(Workload, data)
             except InstanceError as error:
                 raise InstanceError(f"workloads[{w}]" + (f".{error.path}" if error.path else ""), error.reason) from None
             if workload.id in seen:
@@ -183,6 +194,7 @@ class BinpackSession:
             checked.append(workload)
         return checked
 
+    @serialised
     def place(self, workloads: Any, *, apply: bool = True, time_limit: float | None = None) -> SolveResult:
         """Place ``workloads`` (one workload — a dict as in the instance file or a
         :class:`~fleetplan.instances.binpack.Workload` — or a list of them, in GMS order) against

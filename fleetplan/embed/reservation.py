@@ -27,12 +27,14 @@ with the same options (tests compare them after random sequences of events).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from fleetplan.embed.locking import serialised
 from fleetplan.instances.base import InstanceError
 from fleetplan.instances.reservation import ReservationInstance, ReservationPlan
 from fleetplan.solvers.base import SolveResult, check_time_limit, get_solver, solve
@@ -50,7 +52,8 @@ class ReservationSession:
 
     def __init__(self, region: ReservationInstance | dict[str, Any], *, solver: str | None = None,
                  time_limit: float | None = None, seed: int = 0, threads: int = 1, **options: Any) -> None:
-        if isinstance(region, dict):
+        from_data = isinstance(region, dict)
+        if from_data:
             from fleetplan.instances import instance_from_data
 
             region = instance_from_data(region, "instance")
@@ -62,14 +65,17 @@ class ReservationSession:
         self._options = self._spec.check_options(options)
         self.time_limit = check_time_limit(time_limit)
         self.seed, self.threads = seed, threads
-        self._instance = region
+        # The session's own copy: the caller's later edits of its instance do not reach it.
+        self._instance = region.model_copy(deep=True) if not from_data else region
         self.solves = 0
+        self._lock = threading.RLock()  # calls from several threads run one at a time
 
     @classmethod
     def from_instance(cls, instance: ReservationInstance | dict[str, Any], **kwargs: Any) -> ReservationSession:
         return cls(instance, **kwargs)
 
     # --- what the session holds ----------------------------------------------------------------
+    @serialised
     def instance(self) -> ReservationInstance:
         """The region now (today's assignment included)."""
         return self._instance
@@ -121,6 +127,7 @@ class ReservationSession:
         self._instance = instance
 
     # --- changes ------------------------------------------------------------------------------
+    @serialised
     def set_maintenance(self, servers: Sequence[int] | Sequence[str] | np.ndarray, on: bool = True) -> None:
         """Servers go into maintenance (``on``) or come back: rows or ids. In maintenance a server
         counts for nothing and RAS leaves it where it is."""
@@ -130,6 +137,7 @@ class ReservationSession:
         columns = self._instance.servers.model_copy(update={"maintenance": mask.tolist()})
         self._replace({"servers": columns}, server_maintenance=mask)
 
+    @serialised
     def set_request(self, reservation: str, capacity_rru: float) -> None:
         """A reservation asks for another capacity (RRU at its guarantee level)."""
         r = self._reservation(reservation)
@@ -142,12 +150,14 @@ class ReservationSession:
         request[r] = float(capacity_rru)
         self._replace({"reservations": reservations}, res_request=request)
 
+    @serialised
     def assign(self, plan: ReservationPlan) -> None:
         """Make ``plan`` today's assignment (:meth:`solve` does it with its own plan)."""
         current = plan.assignment_array(self._instance)  # checks the plan against the region
         columns = self._instance.servers.model_copy(update={"current": list(plan.assignment)})
         self._replace({"servers": columns}, server_current=current)
 
+    @serialised
     def event(self, name: str, *, seed: int = 0, **params: Any) -> None:
         """Apply a generator event (``new-datacenter``, ``fault-domain-maintenance``,
         ``reservation-growth``, ``hardware-refresh``; see
@@ -161,6 +171,7 @@ class ReservationSession:
         self._instance = apply_event(self._instance, event_name(name), seed=seed, params=event_params)
 
     # --- solving -------------------------------------------------------------------------------
+    @serialised
     def solve(self, *, apply: bool = True, time_limit: float | None = None) -> SolveResult:
         """Re-solve the region now; with ``apply`` (default) a feasible plan becomes today's
         assignment, from which the next re-solve counts its moves."""

@@ -1,8 +1,11 @@
 """``fleetplan serve``: the solvers, the judge and the planning questions as an HTTP/JSON service
 for schedulers written in any language.
 
-* :mod:`~fleetplan.service.app` — the FastAPI application and its endpoints;
-* :mod:`~fleetplan.service.jobs` — the bounded queue and the worker processes (one per job);
+* :mod:`~fleetplan.service.app` — the FastAPI application, its endpoints and the middleware
+  (token, JSON only, body size, draining);
+* :mod:`~fleetplan.service.schemas` — the strict request models and the checks a request passes
+  before it is queued;
+* :mod:`~fleetplan.service.jobs` — the fair, bounded queue and the pool of warm worker processes;
 * :mod:`~fleetplan.service.tasks` — what a worker process runs, JSON in and out.
 
 The service sits above the solvers and planning (it calls them) and beside the command line,

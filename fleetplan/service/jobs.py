@@ -1,38 +1,56 @@
-"""The solve service's jobs: a bounded queue and at most ``workers`` worker processes.
+"""The solve service's jobs: a fair, bounded queue and a pool of warm worker processes.
 
-Every request that computes (solve, evaluate, size, whatif) is a job. A job runs in a process of
-its own, forked from a server process that has already imported fleetplan and the solver
-back-ends (so it starts in milliseconds), and talks to the service only through files in its
-scratch folder (:mod:`fleetplan.service.tasks`). So a crash or a runaway solve loses that one
-request, and cancelling a job is killing its process. Each job's time limit counts from the
-request's arrival: the solver gets what is left of it, and a process still running at the limit
-plus a grace is killed.
+Every request that computes (solve, evaluate, size, whatif) is a job. ``workers`` long-lived
+processes (:func:`fleetplan.service.tasks.serve_jobs`), forked from a server that imported the
+solvers once, take jobs one at a time through a pipe each; a small solve's round trip is the
+solve plus a few milliseconds. A worker that dies (a crash, the OOM killer, a ``DELETE`` that
+kills it mid-job) loses only its own job, answered 500 (or 409 for a cancel), and is replaced;
+a worker is also replaced after ``max_jobs_per_worker`` jobs, so a slow leak cannot grow for
+ever. A job's time limit counts from the request's arrival: the solver gets what is left of it,
+a job still waiting at its deadline fails 504 without running, and a worker still busy
+``KILL_GRACE_S`` past it is killed (504).
 
-The manager is driven by the service's event loop (:meth:`JobManager.pump` every few
-milliseconds); it is not thread-safe and needs no lock.
+The queue is fair between clients: the next job is taken from the client that has waited
+longest for a turn, so one client's burst does not starve another's single request.
+
+With a state folder the jobs are also rows of a SQLite database (:mod:`fleetplan.service.store`),
+written by one writer thread in the order the loop asks: a job is on disk before its client hears
+of it, and its answer before the client gets it; a restart loads them back (:meth:`JobManager.recover`).
+
+The manager runs on the service's event loop (pipe and process readiness through
+``loop.add_reader``, no polling); it is not thread-safe and needs no lock.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import multiprocessing
+import os
 import shutil
 import tempfile
 import time
 import uuid
-from collections import Counter, deque
+from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fleetplan.service.tasks import ANSWER_FILE, REQUEST_FILE, run_job
+from fleetplan.errors import InstanceError
+from fleetplan.service.tasks import error_body, pack, serve_jobs, unpack
 
-# Back-ends the worker processes' server imports once (as the bench executor's forkserver does).
+# What the worker processes' fork server imports once, so a new worker starts in milliseconds.
 PRELOAD = ["fleetplan.service.tasks", "fleetplan.solvers", "fleetplan.instances", "scipy.sparse", "highspy",
-           "ortools.sat.python.cp_model", "networkx", "pandas"]
+           "ortools.sat.python.cp_model", "networkx"]
 # A job still running this long after its time limit is killed.
 KILL_GRACE_S = 5.0
 FINAL = ("done", "failed", "cancelled")
+# Bodies above this are handed to a worker from a thread, not from the event loop.
+LARGE_BODY = 1 << 20
+
+
+def _error_bytes(message: str, path: str = "", exit_code: int = 1) -> bytes:
+    return json.dumps(error_body(InstanceError(path, message), exit_code)).encode()
 
 
 @dataclass
@@ -41,139 +59,442 @@ class Job:
 
     id: str
     task: str
-    request: dict[str, Any]
+    raw: bytes
     arrived: float  # time.time()
     time_limit: float
+    client: str = ""
     state: str = "queued"  # queued | running | done | failed | cancelled
-    folder: Path | None = None
-    process: Any = None
     started: float | None = None
     finished: float | None = None
     http: int | None = None
-    body: dict[str, Any] | None = None
-    waiters: list[Any] = field(default_factory=list)
+    body: bytes | None = None  # the answer's JSON, handed on as it came from the worker
+    pid: int | None = None  # the worker process running it
+    idempotency_key: str | None = None
+    digest: str = ""  # of the task and body, to tell a retry from a different request under the same key
+    attempts: int = 0  # times started (a restart counts the one it interrupted)
+    persisted: Any = None  # a future: the job's row is on disk (with a state folder)
+    session: str | None = None  # the session a session job is for
+    affinity: Any = None  # the Worker that must run it (the one holding its session)
+    waiters: list[asyncio.Future[None]] = field(default_factory=list)
 
     @property
     def deadline(self) -> float:
         return self.arrived + self.time_limit
 
-    def summary(self) -> dict[str, Any]:
+    def brief(self) -> dict[str, Any]:
+        """One row of ``GET /v1/jobs``."""
+        return {"id": self.id, "task": self.task, "state": self.state, "arrived": self.arrived,
+                "http": self.http if self.state in FINAL else None, "idempotency_key": self.idempotency_key}
+
+    def summary(self) -> bytes:
+        """``GET /v1/jobs/{id}``'s JSON (the answer is spliced in as bytes, never re-parsed)."""
         data: dict[str, Any] = {"id": self.id, "task": self.task, "state": self.state,
-                                "queued_s": round((self.started or time.time()) - self.arrived, 6)}
+                                "queued_s": round((self.started or self.finished or time.time()) - self.arrived, 6)}
+        if self.state == "running":
+            data["pid"] = self.pid
         if self.finished is not None and self.started is not None:
             data["run_s"] = round(self.finished - self.started, 6)
-        if self.state in FINAL:
-            data["http"] = self.http
-            data["result"] = self.body
-        return data
+        if self.state not in FINAL or self.body is None:
+            return json.dumps(data).encode()
+        data["http"] = self.http
+        return json.dumps(data).encode()[:-1] + b', "result": ' + self.body + b"}"
 
 
 class QueueFull(Exception):
     """The queue holds as many jobs as allowed: answer 429."""
 
 
+class KeyReused(Exception):
+    """An ``Idempotency-Key`` sent again with a different request: answer 422."""
+
+
+@dataclass
+class Worker:
+    """One worker process and the pipe to it."""
+
+    process: Any
+    connection: Any
+    started: float
+    ready: bool = False
+    job: Job | None = None
+    jobs_done: int = 0
+    kill_timer: asyncio.TimerHandle | None = None
+    stopping: bool = False  # killed or retired: takes no more jobs
+    pending: deque[Job] = field(default_factory=deque)  # jobs for the sessions it holds
+    sessions: set[str] = field(default_factory=set)
+
+
+@dataclass
+class HeldSession:
+    """A session kept in a worker process (``/v1/sessions``)."""
+
+    id: str
+    kind: str
+    solver: str
+    worker: Worker
+    created: float
+    used: float
+    state: str = "creating"  # creating | ready | lost
+
+    def brief(self, ttl_s: float) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "solver": self.solver, "state": self.state,
+                "created": self.created, "idle_s": round(time.time() - self.used, 3),
+                "expires_in_s": round(max(self.used + ttl_s - time.time(), 0.0), 3)}
+
+
 class JobManager:
-    """Queue, processes and the record of finished jobs (kept ``retention_s`` seconds)."""
+    """Queue, worker processes and the record of finished jobs (kept ``retention_s`` seconds)."""
 
     def __init__(self, workers: int = 2, queue_size: int = 64, scratch: str | None = None,
-                 retention_s: float = 600.0, max_kept: int = 1000):
-        self.workers = workers
+                 retention_s: float = 600.0, max_kept: int = 1000, max_jobs_per_worker: int = 1000,
+                 state: str | None = None, session_ttl_s: float = 600.0):
+        self.size = workers
         self.queue_size = queue_size
         self.retention_s = retention_s
         self.max_kept = max_kept
+        self.max_jobs_per_worker = max_jobs_per_worker
+        if state is not None and scratch is None:
+            scratch = str(Path(state) / "scratch")
         self._own_scratch = scratch is None
         self.scratch = Path(scratch or tempfile.mkdtemp(prefix="fleetplan-service-"))
+        self.store: Any = None
+        self._writer: Any = None
+        if state is not None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            from fleetplan.service.store import JobStore
+
+            self.store = JobStore(Path(state) / "jobs.sqlite3")
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="fleetplan-jobs-db")
+        self._keys: dict[str, Job] = {}
+        self.sessions: dict[str, HeldSession] = {}
+        self.session_ttl_s = session_ttl_s
         self.jobs: dict[str, Job] = {}
-        self.queue: deque[Job] = deque()
+        self._queues: OrderedDict[str, deque[Job]] = OrderedDict()  # per client, in turn order
+        self.queued = 0
         self.running: dict[str, Job] = {}
+        self.workers: list[Worker] = []
         self.counts: Counter[str] = Counter()  # finished jobs by task and outcome
+        self.restarts = 0
+        self.closing = False
+        self.draining = False
         self._context: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._failed_starts = 0
 
     # --- the worker processes ---------------------------------------------------------------
 
-    def start(self) -> None:
-        """Start the fork server (imports happen once, before the first request)."""
+    async def start(self, timeout_s: float = 120.0) -> None:
+        """Start the fork server (the imports happen once, here) and the workers; return once
+        every worker has warmed up and said so."""
+        self._loop = asyncio.get_running_loop()
+        if self.store is not None:
+            await self.recover()
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(PRELOAD)
+        context.set_forkserver_preload(PRELOAD)  # no effect if the fork server already runs
         self._context = context
-        # A first process makes the server import everything now, not during the first request.
-        probe = context.Process(target=_noop, daemon=True)
-        probe.start()
-        probe.join()
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        for _ in range(self.size):
+            await self._loop.run_in_executor(None, self._spawn_blocking)
+        ends = time.monotonic() + timeout_s
+        while not all(worker.ready for worker in self.workers) and time.monotonic() < ends and not self.draining:
+            await asyncio.sleep(0.02)
 
-    def submit(self, task: str, request: dict[str, Any], time_limit: float) -> Job:
-        if len(self.queue) >= self.queue_size:
+    def _spawn_blocking(self) -> Worker:
+        parent, child = self._context.Pipe()
+        process = self._context.Process(target=serve_jobs, args=(child, str(self.scratch), os.getpid()), daemon=True,
+                                        name="fleetplan-worker")
+        process.start()
+        child.close()
+        worker = Worker(process, parent, time.monotonic())
+        self._loop.call_soon_threadsafe(self._watch, worker)
+        return worker
+
+    def _watch(self, worker: Worker) -> None:
+        self.workers.append(worker)
+        self._loop.add_reader(worker.connection.fileno(), self._on_message, worker)
+        self._loop.add_reader(worker.process.sentinel, self._on_exit, worker)
+
+    def _replace(self, delay: float = 0.0) -> None:
+        if self.closing:
+            return
+        if delay:
+            self._loop.call_later(delay, self._replace)
+            return
+        self.restarts += 1
+        self._loop.run_in_executor(None, self._spawn_blocking)
+
+    def _unwatch(self, worker: Worker) -> None:
+        for fd in (worker.connection.fileno(), worker.process.sentinel):
+            try:
+                self._loop.remove_reader(fd)
+            except (ValueError, OSError):
+                pass
+        if worker.kill_timer is not None:
+            worker.kill_timer.cancel()
+        if worker in self.workers:
+            self.workers.remove(worker)
+
+    def _on_message(self, worker: Worker) -> None:
+        try:
+            header, body = unpack(worker.connection.recv_bytes())
+        except (EOFError, OSError):
+            self._on_exit(worker)
+            return
+        if header.get("ready"):
+            worker.ready = True
+            self._failed_starts = 0
+            self._dispatch()
+            return
+        job, worker.job = worker.job, None
+        if worker.kill_timer is not None:
+            worker.kill_timer.cancel()
+            worker.kill_timer = None
+        worker.jobs_done += 1
+        if job is not None and job.state == "running":
+            code = int(header["http"])
+            self._finish(job, "done" if code < 500 else "failed", code, bytes(body))
+        if worker.jobs_done >= self.max_jobs_per_worker and not worker.sessions:  # sessions live there
+            self._retire(worker)
+        self._dispatch()
+
+    def _on_exit(self, worker: Worker) -> None:
+        """The worker's process ended: its job (if any) fails, and a new worker takes its place."""
+        self._unwatch(worker)
+        worker.process.join(timeout=1)
+        worker.connection.close()
+        job = worker.job
+        if job is not None and job.state == "running":
+            self._finish(job, "failed", 500, _error_bytes(
+                f"the worker process died while answering (exit code {worker.process.exitcode})"))
+        lost = "the worker process holding the session ended; create the session again"
+        for session_id in worker.sessions:
+            if session_id in self.sessions:
+                self.sessions[session_id].state = "lost"
+        while worker.pending:
+            self.queued -= 1
+            self._finish(worker.pending.popleft(), "failed", 410, _error_bytes(lost, "id"))
+        # A worker that dies before it is ready (a broken installation) is not restarted in a
+        # tight loop: back off up to 30 s.
+        if not worker.ready:
+            self._failed_starts += 1
+        self._replace(min(30.0, 0.5 * 2 ** self._failed_starts) if self._failed_starts else 0.0)
+
+    def _retire(self, worker: Worker) -> None:
+        worker.stopping = True
+        self._unwatch(worker)
+        worker.connection.close()  # the worker reads end-of-file and exits
+        self._loop.run_in_executor(None, worker.process.join, 30)
+        self._replace()
+
+    def _kill(self, worker: Worker) -> None:
+        """Kill a worker mid-job (cancel, time limit); :meth:`_on_exit` replaces it."""
+        worker.job, worker.stopping = None, True
+        if worker.process.exitcode is None:
+            worker.process.kill()
+
+    # --- jobs -------------------------------------------------------------------------------
+
+    def submit(self, task: str, raw: bytes, time_limit: float, client: str = "",
+               idempotency_key: str | None = None, session: str | None = None, worker: Worker | None = None) -> Job:
+        """Queue a job; with an ``idempotency_key`` already known, the job it names (raises
+        :class:`KeyReused` if that job's request differs)."""
+        import hashlib
+
+        digest = hashlib.sha256(task.encode() + b"\0" + raw).hexdigest()
+        if idempotency_key is not None and idempotency_key in self._keys:
+            known = self._keys[idempotency_key]
+            if known.digest != digest:
+                raise KeyReused()
+            return known
+        if self.queued >= self.queue_size and not self._idle():
             raise QueueFull()
-        job = Job(id=uuid.uuid4().hex, task=task, request=request, arrived=time.time(), time_limit=time_limit)
+        job = Job(id=uuid.uuid4().hex, task=task, raw=raw, arrived=time.time(), time_limit=time_limit,
+                  client=client, idempotency_key=idempotency_key, digest=digest, session=session, affinity=worker)
         self.jobs[job.id] = job
-        self.queue.append(job)
-        self.pump()
+        if idempotency_key is not None:
+            self._keys[idempotency_key] = job
+        if self.store is not None:
+            job.persisted = self._write(self.store.insert, {
+                "id": job.id, "task": task, "arrived": job.arrived, "time_limit": time_limit, "client": client,
+                "idempotency_key": idempotency_key, "digest": digest}, raw)
+        if worker is not None:
+            worker.pending.append(job)
+        else:
+            self._queues.setdefault(client, deque()).append(job)
+        self.queued += 1
+        self._dispatch()
         return job
 
-    def pump(self) -> None:
-        """Reap finished or overdue processes, start queued jobs, forget old ones."""
+    # --- sessions (kept in one worker each) ----------------------------------------------------
+
+    def open_session(self, kind: str, solver: str | None) -> HeldSession | None:
+        """Register a new session on the worker holding fewest (None: no worker is up)."""
+        alive = [worker for worker in self.workers if worker.ready and not worker.stopping]
+        if not alive:
+            return None
+        worker = min(alive, key=lambda candidate: (len(candidate.sessions), len(candidate.pending)))
         now = time.time()
-        for job in list(self.running.values()):
-            code = job.process.exitcode
-            if code is not None:
-                self._reap(job, code)
-            elif now > job.deadline + KILL_GRACE_S:
-                self._kill(job)
-                self._finish(job, "failed", 504, {"error": f"the job ran past its time limit of {job.time_limit:g} s "
-                                                           "and was stopped", "exit_code": 1})
-        while self.queue and len(self.running) < self.workers:
-            job = self.queue.popleft()
-            if now >= job.deadline:
-                self._finish(job, "failed", 504, {"error": "the time limit ran out while the job waited in the "
-                                                           "queue", "exit_code": 1})
-                continue
-            self._launch(job)
-        self._forget(now)
+        held = HeldSession(uuid.uuid4().hex, kind, solver or "", worker, now, now)
+        self.sessions[held.id] = held
+        worker.sessions.add(held.id)
+        return held
 
-    def _launch(self, job: Job) -> None:
-        job.folder = Path(tempfile.mkdtemp(prefix=f"job-{job.id[:8]}-", dir=self.scratch))
-        (job.folder / REQUEST_FILE).write_text(json.dumps(
-            {"task": job.task, "request": job.request, "deadline": job.deadline}), encoding="utf-8")
-        job.request = {}  # the folder holds it now; a large instance is not kept twice
-        job.process = self._context.Process(target=run_job, args=(str(job.folder),), daemon=True)
-        job.process.start()
-        job.state, job.started = "running", time.time()
+    def close_session(self, held: HeldSession) -> None:
+        """Forget a session; its worker drops it (a job of its own) if it is still up."""
+        self.sessions.pop(held.id, None)
+        held.worker.sessions.discard(held.id)
+        if held.state == "ready" and held.worker in self.workers and not held.worker.stopping:
+            self.submit("session_delete", b"{}", 30.0, "", session=held.id, worker=held.worker)
+
+    def _idle(self) -> list[Worker]:
+        return [worker for worker in self.workers if worker.ready and not worker.stopping and worker.job is None]
+
+    def _next(self, worker: Worker | None = None) -> Job | None:
+        """The worker's own session jobs first, then the first job of the client whose turn it is
+        (round robin over clients)."""
+        if worker is not None and worker.pending:
+            self.queued -= 1
+            return worker.pending.popleft()
+        while self._queues:
+            client, jobs = next(iter(self._queues.items()))
+            job = jobs.popleft()
+            self.queued -= 1
+            if jobs:
+                self._queues.move_to_end(client)
+            else:
+                del self._queues[client]
+            return job
+        return None
+
+    def _dispatch(self) -> None:
+        if self.closing:
+            return
+        now = time.time()
+        for worker in self._idle():
+            job = self._next(worker)
+            while job is not None and job.deadline <= now:
+                self._finish(job, "failed", 504, _error_bytes(
+                    f"the time limit ({job.time_limit:g} s) ran out while the job waited in the queue", "time_limit"))
+                job = self._next(worker)
+            if job is None:
+                continue  # another idle worker may hold jobs of its own sessions
+            self._launch(worker, job)
+
+    def _launch(self, worker: Worker, job: Job) -> None:
+        job.state, job.started, job.pid = "running", time.time(), worker.process.pid
+        job.attempts += 1
+        worker.job = job
+        if self.store is not None:
+            self._write(self.store.started, job.id, job.started)
         self.running[job.id] = job
+        message = pack({"task": job.task, "deadline": job.deadline, "id": job.id, "session": job.session}, job.raw)
+        job.raw = b""  # the worker holds it now; a large instance is not kept twice
+        if len(message) > LARGE_BODY:
+            self._loop.run_in_executor(None, self._send, worker, message)
+        else:
+            self._send(worker, message)
+        delay = job.deadline + KILL_GRACE_S - time.time()
+        worker.kill_timer = self._loop.call_later(max(delay, 0.0), self._overtime, worker, job)
 
-    def _reap(self, job: Job, code: int) -> None:
+    @staticmethod
+    def _send(worker: Worker, message: bytes) -> None:
         try:
-            answer = json.loads((job.folder / ANSWER_FILE).read_text(encoding="utf-8"))
-            http, body = int(answer["http"]), answer["body"]
-        except (OSError, ValueError, KeyError, TypeError):
-            http, body = 500, {"error": f"the worker process died without answering (exit code {code})",
-                               "exit_code": 1}
-        self._finish(job, "done" if http < 500 else "failed", http, body)
+            worker.connection.send_bytes(message)
+        except (OSError, ValueError):
+            pass  # the worker died: its sentinel reports it
 
-    def _kill(self, job: Job) -> None:
-        if job.process is not None and job.process.exitcode is None:
-            job.process.kill()
-            job.process.join(timeout=5)
+    def _overtime(self, worker: Worker, job: Job) -> None:
+        if worker.job is job:
+            self._finish(job, "failed", 504, _error_bytes(
+                f"the job ran {KILL_GRACE_S:g} s past its time limit ({job.time_limit:g} s) and was stopped",
+                "time_limit"))
+            self._kill(worker)
 
-    def _finish(self, job: Job, state: str, http: int, body: dict[str, Any]) -> None:
+    def _finish(self, job: Job, state: str, http: int, body: bytes) -> None:
         job.state, job.http, job.body, job.finished = state, http, body, time.time()
+        job.raw = b""
         self.running.pop(job.id, None)
-        self.counts[f"{job.task}:{body.get('status', state) if isinstance(body, dict) else state}"] += 1
-        if job.folder is not None:
-            shutil.rmtree(job.folder, ignore_errors=True)
+        self.counts[f"{job.task}:{state}:{http}"] += 1
+        held = self.sessions.get(job.session) if job.session else None
+        if held is not None and job.task == "session_create":
+            if http == 200:
+                held.state = "ready"
+            else:
+                self.sessions.pop(held.id, None)
+                held.worker.sessions.discard(held.id)
+        if self.store is None:
+            self._answered(job)
+        else:  # the client hears of the answer once it is on disk
+            written = self._write(self.store.finish, job.id, state, http, body, job.finished)
+            written.add_done_callback(lambda _: self._answered(job))
+
+    @staticmethod
+    def _answered(job: Job) -> None:
         for waiter in job.waiters:
             if not waiter.done():
                 waiter.set_result(None)
         job.waiters.clear()
 
-    def cancel(self, job: Job) -> None:
+    def _write(self, call: Any, *args: Any) -> asyncio.Future[Any]:
+        """Run a store call on the writer thread (in the order asked)."""
+        return self._loop.run_in_executor(self._writer, call, *args)
+
+    async def recover(self) -> None:
+        """Load the state folder's jobs: finished ones as they were, the rest queued again —
+        or failed with the reason when their time limit ran out meanwhile, or when they were
+        running at two stops in a row."""
+        now = time.time()
+        for row in await self._write(self.store.rows):
+            job = Job(id=row["id"], task=row["task"], raw=row["request"] or b"", arrived=row["arrived"],
+                      time_limit=row["time_limit"], client=row["client"], idempotency_key=row["idempotency_key"],
+                      digest=row["digest"] or "", attempts=row["attempts"], state=row["state"],
+                      started=row["started"], finished=row["finished"], http=row["http"], body=row["body"])
+            self.jobs[job.id] = job
+            if job.idempotency_key is not None:
+                self._keys[job.idempotency_key] = job
+            if job.state in FINAL:
+                continue
+            interrupted = job.state == "running"
+            job.state = "queued"
+            if job.task.startswith("session_"):
+                self._finish(job, "failed", 410, _error_bytes(
+                    "the service restarted: sessions live in worker processes and do not survive it", "id"))
+            elif job.deadline <= now:
+                self._finish(job, "failed", 504, _error_bytes(
+                    f"the service stopped{' while the job ran' if interrupted else ''} and the job's time limit "
+                    f"({job.time_limit:g} s) ran out before it restarted", "time_limit"))
+            elif interrupted and job.attempts >= 2:
+                self._finish(job, "failed", 500, _error_bytes(
+                    f"the service stopped while this job ran, {job.attempts} times; it is not run again"))
+            else:
+                if interrupted:
+                    self._write(self.store.requeued, job.id)
+                self._queues.setdefault(job.client, deque()).append(job)
+                self.queued += 1
+
+    def cancel(self, job: Job, http: int = 409, message: str = "cancelled by the client") -> None:
+        """Cancel a job: drop it from the queue, or kill the worker running it."""
         if job.state in FINAL:
             return
-        if job in self.queue:
-            self.queue.remove(job)
-        self._kill(job)
-        self._finish(job, "cancelled", 409, {"error": "cancelled by the client", "exit_code": 1})
+        if job.state == "queued" and job.affinity is not None and job in job.affinity.pending:
+            job.affinity.pending.remove(job)
+            self.queued -= 1
+        elif job.state == "queued":
+            jobs = self._queues.get(job.client)
+            if jobs is not None and job in jobs:
+                jobs.remove(job)
+                self.queued -= 1
+                if not jobs:
+                    del self._queues[job.client]
+        for worker in self.workers:
+            if worker.job is job:
+                self._kill(worker)
+        self._finish(job, "cancelled", http, _error_bytes(message))
 
-    def _forget(self, now: float) -> None:
+    def forget_old(self) -> None:
+        """Drop finished jobs past their retention (or beyond ``max_kept``, oldest first)."""
+        now = time.time()
         finished = [job for job in self.jobs.values() if job.state in FINAL]
         old = [job for job in finished if now - (job.finished or now) > self.retention_s]
         if len(finished) - len(old) > self.max_kept:
@@ -181,20 +502,58 @@ class JobManager:
             old += finished[: len(finished) - len(old) - self.max_kept]
         for job in old:
             self.jobs.pop(job.id, None)
+            if job.idempotency_key is not None and self._keys.get(job.idempotency_key) is job:
+                del self._keys[job.idempotency_key]
+        if old and self.store is not None:
+            self._write(self.store.forget, [job.id for job in old])
+        for held in [held for held in self.sessions.values()
+                     if held.state != "creating" and now - held.used > self.session_ttl_s]:
+            self.close_session(held)
+        # Jobs whose deadline passed while every worker was busy are answered now, not when a
+        # worker frees up.
+        for client in list(self._queues):
+            for job in [job for job in self._queues[client] if job.deadline <= now]:
+                self.cancel(job, 504, f"the time limit ({job.time_limit:g} s) ran out while the job waited "
+                                      "in the queue")
 
-    def shutdown(self, grace_s: float) -> None:
-        """Cancel what waits, give running jobs ``grace_s`` to finish, kill the rest."""
-        for job in list(self.queue):
-            self.cancel(job)
+    def scratch_ok(self) -> bool:
+        """The scratch folder exists (made again if it was removed) and takes a file."""
+        try:
+            self.scratch.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=self.scratch, prefix="ready-"):
+                return True
+        except OSError:
+            return False
+
+    async def drain(self, grace_s: float) -> None:
+        """Shutting down: answer queued jobs 503 at once, give running ones ``grace_s`` to
+        finish, then cancel them (503)."""
+        self.draining = True
+        message = "the service is shutting down; the job was not run"
+        for worker in self.workers:
+            for job in list(worker.pending):
+                self.cancel(job, 503, message)
+        for client in list(self._queues):
+            for job in list(self._queues.get(client, ())):
+                self.cancel(job, 503, message)
         ends = time.monotonic() + grace_s
         while self.running and time.monotonic() < ends:
-            self.pump()
-            time.sleep(0.02)
+            await asyncio.sleep(0.02)
         for job in list(self.running.values()):
-            self.cancel(job)
+            self.cancel(job, 503, f"the service is shutting down; the job did not finish within the grace "
+                                  f"period ({grace_s:g} s) and was stopped")
+
+    def close(self) -> None:
+        """Stop every worker (they are idle after :meth:`drain`) and remove the scratch folder."""
+        self.closing = True
+        for worker in list(self.workers):
+            self._unwatch(worker)
+            if worker.process.exitcode is None:
+                worker.process.kill()
+            worker.process.join(timeout=5)
+            worker.connection.close()
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)  # every answer on disk before the store closes
+            self.store.close()
         if self._own_scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
-
-
-def _noop() -> None:
-    """The fork server's first child: nothing to do but make it import."""

@@ -1,15 +1,27 @@
-"""What a worker process of the solve service runs: one request's work, JSON in and JSON out.
+"""What a worker process of the solve service runs: a loop over jobs, JSON in and JSON out.
 
-A job's folder holds ``request.json`` (the endpoint's name and the request body as parsed by the
-service); the child writes ``answer.json`` atomically — ``{"http": CODE, "body": {...}}`` — and
-nothing else crosses the process boundary (no pickled objects). Bad input is answered 422 with
-the same JSON error object as the command line's ``--json``; anything unexpected is a 500.
+A worker is a long-lived process that imported fleetplan and every kind's solvers once, at its
+start; it then answers job after job, so a small solve costs the solve, not the imports. It talks
+to the service through one pipe (:func:`pack` / :func:`unpack`): the service sends a header (the
+task, its deadline) and the request body's bytes as the client sent them; the worker answers a
+header (the HTTP code) and the answer's JSON bytes. No pickled objects cross the boundary, and
+the service never parses an answer (it hands the bytes on).
+
+The request was checked before it was queued (:func:`fleetplan.service.schemas.check_request`);
+the worker validates it again while building the instance (the loader is the only way to one), so
+bad input here is still answered 422 with the command line's ``--json`` error object; anything
+unexpected is a 500, and the worker carries on with the next job.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
+import struct
+import tempfile
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -17,8 +29,19 @@ from typing import Any
 from fleetplan.errors import InstanceError, error_object
 from fleetplan.instances.base import json_safe
 
-REQUEST_FILE = "request.json"
-ANSWER_FILE = "answer.json"
+_LENGTH = struct.Struct(">I")
+
+
+def pack(header: dict[str, Any], body: bytes = b"") -> bytes:
+    """One pipe message: the header's length, the header (JSON), the body."""
+    head = json.dumps(header).encode()
+    return _LENGTH.pack(len(head)) + head + body
+
+
+def unpack(message: bytes) -> tuple[dict[str, Any], memoryview]:
+    (length,) = _LENGTH.unpack_from(message)
+    view = memoryview(message)
+    return json.loads(view[_LENGTH.size:_LENGTH.size + length].tobytes()), view[_LENGTH.size + length:]
 
 
 def error_body(error: Exception, code: int = 2) -> dict[str, Any]:
@@ -26,10 +49,8 @@ def error_body(error: Exception, code: int = 2) -> dict[str, Any]:
     return error_object(error, code)
 
 
-def _time_limit(request: dict[str, Any], deadline: float | None) -> float | None:
+def _time_left(deadline: float | None) -> float | None:
     """The solver's share of the request's end-to-end limit (what is left of it now)."""
-    import time
-
     if deadline is None:
         return None
     return max(deadline - time.time(), 0.05)
@@ -43,23 +64,16 @@ def _instance(request: dict[str, Any]) -> Any:
     return instance_from_data(request["instance"], "instance")
 
 
-def _options(request: dict[str, Any]) -> dict[str, Any]:
-    options = request.get("options") or {}
-    if not isinstance(options, dict):
-        raise InstanceError("options", "must be an object of solver options")
-    return options
-
-
-def solve(request: dict[str, Any], deadline: float | None) -> dict[str, Any]:
+def solve(request: dict[str, Any], deadline: float | None, scratch: Path) -> dict[str, Any]:
     import fleetplan
 
-    instance = _instance(request)
-    result = fleetplan.solve(instance, request.get("solver"), time_limit=_time_limit(request, deadline),
-                             seed=request.get("seed", 0), threads=request.get("threads", 1), **_options(request))
+    result = fleetplan.solve(_instance(request), request.get("solver"), time_limit=_time_left(deadline),
+                             seed=request.get("seed", 0), threads=request.get("threads", 1),
+                             **(request.get("options") or {}))
     return result.to_dict()
 
 
-def evaluate(request: dict[str, Any], deadline: float | None) -> dict[str, Any]:
+def evaluate(request: dict[str, Any], deadline: float | None, scratch: Path) -> dict[str, Any]:
     import fleetplan
     from fleetplan.instances import get_kind, validate_model
 
@@ -70,13 +84,13 @@ def evaluate(request: dict[str, Any], deadline: float | None) -> dict[str, Any]:
     return fleetplan.evaluate(instance, plan).model_dump()
 
 
-def size(request: dict[str, Any], deadline: float | None) -> dict[str, Any]:
+def size(request: dict[str, Any], deadline: float | None, scratch: Path) -> dict[str, Any]:
     from fleetplan.planning import size as size_instance
 
     instance = _instance(request)
     result = size_instance(instance, request.get("targets") or [], request.get("buy") or [],
                            budget=request.get("budget"), policy=request.get("policy"),
-                           time_limit=_time_limit(request, deadline), seed=request.get("seed", 0),
+                           time_limit=_time_left(deadline), seed=request.get("seed", 0),
                            threads=request.get("threads", 1))
     body = result.to_dict()
     body["sized_instance"] = result.sized_instance.model_dump() if result.success else None
@@ -84,44 +98,117 @@ def size(request: dict[str, Any], deadline: float | None) -> dict[str, Any]:
     return body
 
 
-def whatif(request: dict[str, Any], deadline: float | None, folder: Path) -> dict[str, Any]:
+def whatif(request: dict[str, Any], deadline: float | None, scratch: Path) -> dict[str, Any]:
     from fleetplan.instances.outputs import atomic_write_text
     from fleetplan.planning.whatif import whatif as sweep
 
     _instance(request)  # one error naming the field before anything is written
-    path = folder / "instance.json"
-    atomic_write_text(path, json.dumps(request["instance"]))
-    per_point = request.get("time_limit_per_point") or 60.0
-    result = sweep(path, request.get("vary") or [], folder / "sweep", solver=request.get("solver"),
-                   options=_options(request), metrics=request.get("metrics"), time_limit=per_point,
-                   seed=request.get("seed", 0), progress=None, plot=False)
-    return {"rows": result.rows, "varied": result.varied, "metrics": result.metrics, "failed": result.failed}
+    # The scratch folder is made again if someone removed it: a sweep needs files, a solve none.
+    scratch.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="whatif-", dir=scratch))
+    try:
+        path = folder / "instance.json"
+        atomic_write_text(path, json.dumps(request["instance"]))
+        per_point = request.get("time_limit_per_point") or 60.0
+        result = sweep(path, request.get("vary") or [], folder / "sweep", solver=request.get("solver"),
+                       options=request.get("options") or {}, metrics=request.get("metrics"), time_limit=per_point,
+                       seed=request.get("seed", 0), progress=None, plot=False)
+        return {"rows": result.rows, "varied": result.varied, "metrics": result.metrics, "failed": result.failed}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 TASKS = {"solve": solve, "evaluate": evaluate, "size": size, "whatif": whatif}
 
 
-def run_job(folder: str) -> None:
-    """The child's entry point: read the request, answer it, write the answer (exit 0 either way;
-    a crash before the answer is written is the parent's to report)."""
-    from fleetplan.instances.outputs import atomic_write_text
+def _session_task(task: str, request: dict[str, Any], deadline: float | None, session: str) -> dict[str, Any]:
+    from fleetplan.service import sessions
 
-    path = Path(folder)
-    code, body = 500, {"error": "the worker did not answer"}
+    if task == "session_create":
+        return sessions.create(request, session)
+    if task == "session_patch":
+        return sessions.patch(request, session)
+    if task == "session_solve":
+        return sessions.solve(request, session, _time_left(deadline))
+    return sessions.delete(session)
+
+
+def answer(task: str, raw: bytes | memoryview, deadline: float | None, scratch: Path,
+           session: str | None = None) -> tuple[int, bytes]:
+    """One job's HTTP code and answer body (JSON bytes); never raises."""
+    from fleetplan.instances.base import parse_json_text
+
     try:
-        envelope = json.loads((path / REQUEST_FILE).read_text(encoding="utf-8"))
-        task, request, deadline = envelope["task"], envelope["request"], envelope.get("deadline")
+        request = parse_json_text(bytes(raw).decode("utf-8") or "{}", "body")
         if not isinstance(request, dict):
-            raise InstanceError("$", "the request body must be a JSON object")
-        answer = TASKS[task](request, deadline, path) if task == "whatif" else TASKS[task](request, deadline)
-        code, body = 200, json_safe(answer)
+            raise InstanceError("", "the body must be a JSON object")
+        if task.startswith("session_"):
+            answered = _session_task(task, request, deadline, session or "")
+        else:
+            answered = TASKS[task](request, deadline, scratch)
+        code, body = 200, json_safe(answered)
     except InstanceError as error:
         code, body = 422, error_body(error)
     except MemoryError:
-        code, body = 507, error_body(InstanceError("", "not enough memory for this request on this server"), 2)
-    except Exception as error:  # noqa: BLE001 - the service answers, it does not crash
+        code, body = 507, error_body(InstanceError("", "not enough memory for this request on this server"))
+    except Exception as error:  # noqa: BLE001 - the worker answers, it does not crash
         where = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
         place = f" ({Path(where.filename).name}:{where.lineno})" if where else ""
-        code, body = 500, {"error": f"internal error: {type(error).__name__}: {error}{place}", "exit_code": 1}
-    atomic_write_text(path / ANSWER_FILE, json.dumps({"http": code, "body": body}, allow_nan=False))
-    os._exit(0)  # no interpreter teardown in a forked worker: the answer is on disk
+        code, body = 500, {"error": f"internal error: {type(error).__name__}: {error}{place}",
+                           "errors": [f"internal error: {type(error).__name__}: {error}"], "exit_code": 1}
+    return code, json.dumps(body, allow_nan=False).encode()
+
+
+def warm_up() -> None:
+    """Import every kind's solvers and the judge now, not during a client's request."""
+    import fleetplan
+    from fleetplan.solvers import load_kind
+
+    load_kind()
+    import fleetplan.embed.allocation  # noqa: F401 - sessions over HTTP
+    import fleetplan.service.sessions  # noqa: F401
+    # The first solve of a kind loads what imports do not (compiled kernels, HiGHS's first model).
+    fleetplan.solve(fleetplan.generate("allocation", {"jobs": 2}, seed=0))
+
+
+def end_with(service_pid: int, every_s: float = 1.0) -> None:
+    """End this process soon after the service's (a daemon thread): a service killed with
+    SIGKILL cannot stop its workers, and a worker in a long solve would not notice the closed
+    pipe until the solve ended."""
+    import threading
+
+    def watch() -> None:
+        while True:
+            time.sleep(every_s)
+            try:
+                os.kill(service_pid, 0)
+            except ProcessLookupError:
+                os._exit(0)
+            except PermissionError:
+                pass
+
+    threading.Thread(target=watch, name="fleetplan-end-with-service", daemon=True).start()
+
+
+def serve_jobs(connection: Any, scratch: str, service_pid: int | None = None) -> None:
+    """A worker process's life: warm up, say so, then answer jobs until the pipe closes.
+
+    The worker ignores SIGINT and SIGTERM: a Ctrl-C in the terminal reaches the whole process
+    group, and the service, not the signal, decides whether a running job finishes (within the
+    grace period) or is killed."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if service_pid is not None:
+        end_with(service_pid)
+    warm_up()
+    connection.send_bytes(pack({"ready": True, "pid": os.getpid()}))
+    folder = Path(scratch)
+    while True:
+        try:
+            message = connection.recv_bytes()
+        except (EOFError, OSError):
+            break
+        header, raw = unpack(message)
+        code, body = answer(header["task"], raw, header.get("deadline"), folder, header.get("session"))
+        connection.send_bytes(pack({"http": code, "id": header.get("id")}, body))
+    os._exit(0)  # no interpreter teardown: nothing is left to write

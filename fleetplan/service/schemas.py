@@ -1,0 +1,303 @@
+"""The service's request and answer shapes, and the checks a request passes before it is queued.
+
+The request models are strict (an unknown field is an error naming it, a string where a list of
+strings belongs is refused, no coercion) and are the OpenAPI document's request bodies. A request
+is checked by :func:`check_request` — the envelope, the solver's name and options, the instance
+(the instance files' own loader, with its bounds) and, to evaluate, the plan — in an intake
+process, so a bad request is answered 4xx at once and a large body never stalls the event loop.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from fleetplan.errors import InstanceError
+
+# The largest ``wait`` a request may ask for (seconds).
+MAX_WAIT_S = 3600.0
+
+PositiveSeconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Seed = Annotated[int, Field(ge=0, lt=2**63)]
+Threads = Annotated[int, Field(ge=1, le=1024)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _Request(_Strict):
+    instance: dict[str, Any] = Field(description="the instance, in the instance file's layout "
+                                                 "(GET /v1/schema/{kind})")
+    time_limit: PositiveSeconds | None = Field(None, description="seconds, end to end from the request's arrival "
+                                                                 "(default and cap: the service's)")
+    wait: Annotated[float, Field(ge=0, le=MAX_WAIT_S, allow_inf_nan=False)] | None = Field(
+        None, description="seconds to wait for the answer before a 202 with the job's id (0: at once)")
+
+
+class SolveRequest(_Request):
+    """``POST /v1/solve``: solve an instance."""
+
+    solver: str | None = Field(None, description="a solver of the instance's kind (GET /v1/solvers); "
+                                                 "None: the kind's default")
+    options: dict[str, Any] = Field(default_factory=dict, description="the solver's options")
+    seed: Seed = 0
+    threads: Threads = 1
+
+
+class EvaluateRequest(_Request):
+    """``POST /v1/evaluate``: the judge's evaluation of a plan."""
+
+    plan: dict[str, Any] = Field(description="a plan of the instance's kind")
+
+
+class SizeRequest(_Request):
+    """``POST /v1/size``: the cheapest capacity that meets the targets."""
+
+    targets: list[str] = Field(default_factory=list, description='"METRIC>=VALUE" strings')
+    buy: list[str] = Field(default_factory=list, description='"NAME[=PRICE[:MAX]]" strings')
+    budget: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    policy: str | None = None
+    seed: Seed = 0
+    threads: Threads = 1
+
+
+class WhatifRequest(_Request):
+    """``POST /v1/whatif``: one solve per grid point."""
+
+    vary: list[str] = Field(default_factory=list, description='"FIELD=START:STOP:STEP" strings')
+    solver: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    metrics: list[str] | None = None
+    time_limit_per_point: PositiveSeconds | None = None
+    seed: Seed = 0
+
+
+REQUESTS: dict[str, type[_Request]] = {"solve": SolveRequest, "evaluate": EvaluateRequest, "size": SizeRequest,
+                                       "whatif": WhatifRequest}
+
+Wait = Annotated[float, Field(ge=0, le=MAX_WAIT_S, allow_inf_nan=False)] | None
+
+
+class SessionCreate(SolveRequest):
+    """``POST /v1/sessions``: keep an instance in one worker between rounds (allocation, binpack
+    or reservation); ``time_limit`` is then each round's."""
+
+
+class Change(BaseModel):
+    """One change: ``{"op": NAME, ARGUMENT: VALUE, ...}`` calls the in-process session's method
+    NAME (allocation: add_jobs, remove_jobs, update_jobs, set_workers; binpack: finish,
+    fail_machines, restore_machines, advance; reservation: set_maintenance, set_request, event,
+    assign) with those arguments."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    op: str
+
+
+class SessionPatch(_Strict):
+    """``PATCH /v1/sessions/{id}``: changes applied in order (the first that fails stops the list)."""
+
+    changes: list[Change]
+    wait: Wait = None
+    time_limit: PositiveSeconds | None = None
+
+
+class SessionSolve(_Strict):
+    """``POST /v1/sessions/{id}/solve``: re-solve warm (binpack: place ``workloads``)."""
+
+    time_limit: PositiveSeconds | None = None
+    wait: Wait = None
+    workloads: list[dict[str, Any]] | None = Field(None, description="binpack: the workloads to place")
+    apply: bool | None = Field(None, description="binpack, reservation: make the plan take effect (default true)")
+
+
+SESSION_REQUESTS: dict[str, type[BaseModel]] = {"session_create": SessionCreate, "session_patch": SessionPatch,
+                                                "session_solve": SessionSolve}
+
+
+class ErrorBody(BaseModel):
+    """Every error the service answers (4xx and 5xx), as the command line's ``--json`` errors."""
+
+    error: str = Field(description="the first line: what is wrong, naming the field")
+    errors: list[str] = Field(description="every line")
+    exit_code: int = Field(description="the command line's: 2 bad input, 1 no answer")
+    path: str | None = Field(None, description="the JSON path of the bad field, when one is known")
+    reason: str | None = None
+    file: str | None = None
+
+
+class JobAccepted(BaseModel):
+    """A job not finished within ``wait``: poll its URL (``DELETE`` cancels it)."""
+
+    id: str
+    state: str
+    url: str
+
+
+class JobState(BaseModel):
+    """A job's state; once final, its HTTP code and answer."""
+
+    id: str
+    task: str
+    state: str = Field(description="queued, running, done, failed or cancelled")
+    queued_s: float
+    run_s: float | None = None
+    pid: int | None = Field(None, description="the worker process's id, while running")
+    http: int | None = None
+    result: dict[str, Any] | None = Field(None, description="the answer (or error object) once final")
+
+
+class JobBrief(BaseModel):
+    id: str
+    task: str
+    state: str
+    arrived: float = Field(description="seconds since the epoch")
+    http: int | None = None
+    idempotency_key: str | None = None
+
+
+class JobList(BaseModel):
+    """``GET /v1/jobs``: the jobs kept, newest first."""
+
+    jobs: list[JobBrief]
+    total: int = Field(description="jobs kept in that state (the list may be cut at limit)")
+
+
+class SessionBrief(BaseModel):
+    id: str
+    kind: str
+    solver: str
+    state: str = Field(description="creating, ready, lost (its worker ended) or deleted")
+    created: float
+    idle_s: float
+    expires_in_s: float
+
+
+class SessionList(BaseModel):
+    sessions: list[SessionBrief]
+
+
+class Health(BaseModel):
+    ok: bool
+    queued: int
+    running: int
+
+
+class Ready(BaseModel):
+    ready: bool
+    workers: int = Field(description="worker processes alive")
+    idle: int = Field(description="of which waiting for a job")
+    scratch: bool = Field(description="the scratch folder exists and is writable")
+    draining: bool = Field(description="shutting down: new requests are refused")
+
+
+def check_request(task: str, raw: bytes, max_time_limit_s: float) -> dict[str, Any]:
+    """The request's envelope (without the instance and plan) once every check that needs no
+    solve has passed; raises :class:`InstanceError` naming the first bad field.
+
+    >>> import json
+    >>> body = {"instance": {"kind": "allocation", "worker_types": {"v100": {"count": 1}}, "jobs": []},
+    ...         "solvr": "max-min-fairness"}
+    >>> check_request("solve", json.dumps(body).encode(), 60.0)
+    Traceback (most recent call last):
+    ...
+    fleetplan.errors.InstanceError: solvr: unknown field
+    """
+    return check_fields(task, parse_body(raw), max_time_limit_s)
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    """The body as a JSON object (the instance files' parser: no NaN, bounded nesting)."""
+    from fleetplan.instances.base import parse_json_text
+
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InstanceError("", "the body is not UTF-8 text") from None
+    data = parse_json_text(text)
+    if not isinstance(data, dict):
+        raise InstanceError("", "the body must be a JSON object")
+    return data
+
+
+def check_fields(task: str, data: dict[str, Any], max_time_limit_s: float) -> dict[str, Any]:
+    """:func:`check_request` past the parsing."""
+    from fleetplan.instances import get_kind, instance_from_data
+    from fleetplan.instances.base import validate_model
+
+    if task in ("session_patch", "session_solve"):
+        request = validate_model(SESSION_REQUESTS[task], data)
+        if request.time_limit is not None and request.time_limit > max_time_limit_s:
+            raise InstanceError("time_limit", f"{request.time_limit:g} s is above this service's limit of "
+                                              f"{max_time_limit_s:g} s")
+        envelope = {"time_limit": request.time_limit, "wait": request.wait}
+        if task == "session_patch":
+            envelope["ops"] = [change.op for change in request.changes]
+        return envelope
+    request = validate_model(SESSION_REQUESTS.get(task) or REQUESTS[task], data)
+    if request.time_limit is not None and request.time_limit > max_time_limit_s:
+        raise InstanceError("time_limit", f"{request.time_limit:g} s is above this service's limit of "
+                                          f"{max_time_limit_s:g} s")
+    instance = instance_from_data(data["instance"], "instance")
+    if task == "session_create" and instance.kind not in ("allocation", "binpack", "reservation"):
+        raise InstanceError("instance.kind", f"sessions exist for allocation, binpack and reservation; not for "
+                                             f"'{instance.kind}'")
+    if task in ("solve", "session_create"):
+        from fleetplan.solvers import get_solver
+
+        get_solver(instance.kind, request.solver).check_options(request.options)
+    elif task == "whatif":
+        from fleetplan.solvers import get_solver
+
+        get_solver(instance.kind, request.solver).check_options(request.options)
+    elif task == "size" and request.policy is not None:
+        from fleetplan.solvers import get_solver
+
+        try:
+            get_solver(instance.kind, request.policy)
+        except InstanceError as error:
+            raise InstanceError("policy", error.reason) from None
+    elif task == "evaluate":
+        validate_model(get_kind(instance.kind).plan_type, data["plan"], "plan")
+    envelope = request.model_dump(exclude={"instance", "plan"})
+    envelope["kind"] = instance.kind
+    return envelope
+
+
+def intake(task: str, raw: bytes, max_time_limit_s: float) -> tuple[int, Any]:
+    """:func:`check_request` as the intake process runs it: ``(200, envelope)`` or
+    ``(code, error_object)``; never raises."""
+    from fleetplan.errors import error_object
+
+    try:
+        data = parse_body(raw)
+    except InstanceError as error:  # not a JSON object at all: 400
+        return 400, error_object(error, 2)
+    except MemoryError:
+        return 507, error_object(InstanceError("", "not enough memory to read this request on this server"), 2)
+    try:
+        return 200, check_fields(task, data, max_time_limit_s)
+    except InstanceError as error:  # a JSON object with a bad field: 422
+        return 422, error_object(error, 2)
+    except MemoryError:
+        return 507, error_object(InstanceError("", "not enough memory to read this request on this server"), 2)
+    except Exception as error:  # noqa: BLE001 - the intake answers, it does not crash
+        return 500, error_object(InstanceError("", f"internal error: {type(error).__name__}: {error}"), 1)
+
+
+def warm_intake(service_pid: int | None = None) -> None:
+    """The intake processes' initializer: import what the checks use now, not on a request.
+    Signals are the service's to handle (a Ctrl-C reaches the whole process group); the process
+    ends with the service, even one killed with SIGKILL."""
+    import signal
+
+    from fleetplan.service.tasks import end_with
+    from fleetplan.solvers import load_kind
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if service_pid is not None:
+        end_with(service_pid)
+
+    load_kind()
