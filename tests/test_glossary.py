@@ -25,6 +25,7 @@ KIND_CASES = {
     "placement": (["placement-small.json"], ["greedy", "hill-climb"]),
     "reservation": (["reservation-small.json"], ["greedy"]),
     "binpack": (["binpack-small.json"], ["rms-greedy"]),
+    "gpushare": (["gpushare-small.json"], ["fgd"]),
 }
 SIM_SCENARIOS = {
     "cluster": {"jobs": 12, "generate": "gavel"},

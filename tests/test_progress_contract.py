@@ -19,7 +19,8 @@ from fleetplan.solvers.progress import ProgressGuard
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SMALL = {"allocation": "inventory-30-jobs.json", "placement": "placement-small.json",
-         "reservation": "reservation-small.json", "binpack": "binpack-small.json"}
+         "reservation": "reservation-small.json", "binpack": "binpack-small.json",
+         "gpushare": "gpushare-small.json"}
 
 
 def check_contract(calls: list[tuple[float, float | None, str]], who: str) -> None:
