@@ -108,6 +108,7 @@ SCENARIOS = {
     "cluster": {"jobs": 20},
     "parsync": {"slots": 2000, "schedulers": 2, "partitions": 2, "rate": 400, "duration_s": 2, "drain_s": 2},
     "mast": {"hours": 1, "regions": 2, "machines_per_region": 32},
+    "gpushare": {"inflation": 1.3},
 }
 
 

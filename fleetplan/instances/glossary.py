@@ -490,6 +490,19 @@ _GPUSHARE: dict[str, _E] = {
     "fragmentation_share": _E("fragmentation as a share of the cluster's GPU milli", "fraction", "lower"),
     "fragmentation_of_idle": _E("fragmentation as a share of the idle GPU milli (the FGD paper's fragmentation "
                                 "rate)", "fraction", "lower"),
+    # the gpushare simulator (the paper's inflation experiment): percents of the cluster's GPU milli
+    "tasks_arrived": _E("tasks that arrived (the trace shuffled, then inflated)", "tasks"),
+    "trace_tasks": _E("tasks in the trace before inflation", "tasks"),
+    "gpus": _E("GPUs of the cluster", "GPUs"),
+    "arrived_gpu_pct": _E("GPU demand that arrived, % of the cluster's GPU milli", "%"),
+    "allocated_gpu_pct": _E("GPU milli allocated at the end, % of the cluster's", "%", "higher"),
+    "fragmentation_gpu_pct": _E("GPU milli fragmented at the end, % of the cluster's", "%", "lower"),
+    "fragmentation_of_idle_pct": _E("fragmented share of the idle GPU milli at the end, %", "%", "lower"),
+    "unallocated_gpu_pct": _E("arrived GPU demand left pending, % of the cluster's GPU milli", "%", "lower"),
+    "allocated_gpu_pct_at_100": _E("GPU milli allocated once the arrived demand reached 100 % of the cluster's, %",
+                                   "%", "higher"),
+    "fragmentation_gpu_pct_at_100": _E("GPU milli fragmented once the arrived demand reached 100 % of the "
+                                       "cluster's, %", "%", "lower"),
 }
 
 # --- every kind ---------------------------------------------------------------------------------
