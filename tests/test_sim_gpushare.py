@@ -9,13 +9,12 @@ import json
 
 import numpy as np
 import pytest
+from conftest import EXAMPLES
 
 import fleetplan
 from fleetplan import sim
 from fleetplan.cli import main
 from fleetplan.sim.gpushare import POLICIES, arrivals, inflate, load_trace
-
-from conftest import EXAMPLES
 
 
 def test_inflation_tunes_up_to_the_target_and_keeps_the_simulators_quirk():
