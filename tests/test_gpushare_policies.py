@@ -170,3 +170,23 @@ def test_fgd_allocates_more_than_random_on_the_example():
     fgd = fleetplan.solve(instance, "fgd", seed=1).evaluation.metrics
     rnd = fleetplan.solve(instance, "random", seed=1).evaluation.metrics
     assert fgd["gpu_allocated_share"] > rnd["gpu_allocated_share"]
+
+
+def test_fgd_with_best_fit_ties_orders_by_fgd_then_best_fit():
+    # Both nodes score 37 under FGD for a 500-milli task (F 0 -> 500 on a free node); BestFit
+    # prefers the 2-GPU node (less left after): 37 * 1000 + BestFit's score.
+    state = state_of([(16000, 2, [1000, 1000]), (96000, 8, [1000] * 8)])
+    task = shape(1000, 1, 500)
+    plain = FGD().scores(state, ALL(2), task)
+    tied = FGD(ties="best-fit").scores(state, ALL(2), task)
+    assert plain.tolist() == [37, 37]
+    assert tied.tolist() == (plain * 1000 + BestFit().scores(state, ALL(2), task)).tolist()
+    assert tied[0] > tied[1]
+
+
+def test_the_tie_option_is_a_solver_option():
+    instance = fleetplan.load_instance("examples/gpushare-small.json")
+    result = fleetplan.solve(instance, "fgd", ties="best-fit")
+    assert result.evaluation.feasible and result.plan.options["ties"] == "best-fit"
+    with pytest.raises(fleetplan.InstanceError, match="ties"):
+        fleetplan.solve(instance, "fgd", ties="first")

@@ -492,6 +492,8 @@ _GPUSHARE: dict[str, _E] = {
                                 "rate)", "fraction", "lower"),
     # the gpushare simulator (the paper's inflation experiment): percents of the cluster's GPU milli
     "tasks_arrived": _E("tasks that arrived (the trace shuffled, then inflated)", "tasks"),
+    "idle_gpu_pct_cpu_stranded": _E("idle GPU milli at the end on nodes with less CPU left than any GPU shape of "
+                                    "the mix asks for, % of the cluster's", "%", "lower"),
     "trace_tasks": _E("tasks in the trace before inflation", "tasks"),
     "gpus": _E("GPUs of the cluster", "GPUs"),
     "arrived_gpu_pct": _E("GPU demand that arrived, % of the cluster's GPU milli", "%"),

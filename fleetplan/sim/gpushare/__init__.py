@@ -46,6 +46,8 @@ from fleetplan.instances.resources import Estimate
 from fleetplan.sim.engine import ProgressCallback, SimResult, SimulatorSpec
 
 POLICIES = ("fgd", "random", "dot-product", "gpu-clustering", "gpu-packing", "best-fit")
+# fleetplan's variants beside the paper's six (docs/gpushare.md)
+VARIANTS = ("fgd-best-fit-ties",)
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gpushare-small.json"
 CURVE_COLUMNS = ("arrived_pct", "allocated_gpu_pct", "fragmentation_gpu_pct")
 
@@ -140,6 +142,8 @@ def policy_of(name: str):  # -> Policy
     from fleetplan.solvers.gpushare.gpu_packing import GpuPacking
     from fleetplan.solvers.gpushare.random_fit import RandomFit
 
+    if name == "fgd-best-fit-ties":
+        return FGD(ties="best-fit")
     return {"fgd": FGD, "random": RandomFit, "dot-product": DotProduct, "gpu-clustering": GpuClustering,
             "gpu-packing": GpuPacking, "best-fit": BestFit}[name]()
 
@@ -196,7 +200,11 @@ def simulate(scenario: Scenario, scheduler: str = "fgd", seed: int = 0,
     def reading(p: float, values: np.ndarray) -> float:
         return float(values[int(round(p))]) if p <= end + 1e-9 else float("nan")
 
+    gpu_shapes = state.mix.gpu_milli > 0
+    least_cpu = int(state.mix.cpu[gpu_shapes].min()) if gpu_shapes.any() else 0
+    stranded = state.gpu_left[state.cpu_left < least_cpu].sum()
     metrics = {
+        "idle_gpu_pct_cpu_stranded": 100.0 * float(stranded) / capacity,
         "tasks_arrived": m["tasks"], "tasks_placed": m["tasks_placed"], "tasks_pending": m["tasks_pending"],
         "trace_tasks": float(t.num_tasks), "gpus": float(t.node_gpus.sum()),
         "arrived_gpu_pct": 100.0 * m["gpu_milli_requested"] / capacity,
@@ -231,8 +239,8 @@ def command_line_flags(params: dict, scheduler: str | None) -> tuple[dict, str |
     if policy is not None:
         if scheduler is not None and scheduler != policy:
             raise InstanceError("--policy", f"'{policy}' and --scheduler '{scheduler}' disagree: give one")
-        if policy not in POLICIES:
-            raise InstanceError("--policy", f"unknown policy '{policy}' (known: {', '.join(POLICIES)})")
+        if policy not in POLICIES + VARIANTS:
+            raise InstanceError("--policy", f"unknown policy '{policy}' (known: {', '.join(POLICIES + VARIANTS)})")
         scheduler = str(policy)
     return params, scheduler
 
@@ -242,7 +250,7 @@ SIMULATOR = SimulatorSpec(
     simulate=simulate,
     scenario_type=Scenario,
     estimate=Scenario.estimate,
-    schedulers=POLICIES,
+    schedulers=POLICIES + VARIANTS,
     flags=command_line_flags,
     flags_help=(("--policy P", f"the scoring policy ({', '.join(POLICIES)}); same as --scheduler"),),
     tables=curve_csv,
@@ -252,4 +260,4 @@ SIMULATOR = SimulatorSpec(
     reference="Weng, Yang et al., Beware of Fragmentation, USENIX ATC 2023, §5",
 )
 
-__all__ = ["POLICIES", "SIMULATOR", "Scenario", "arrivals", "curve_csv", "inflate", "load_trace", "simulate"]
+__all__ = ["POLICIES", "SIMULATOR", "VARIANTS", "Scenario", "arrivals", "curve_csv", "inflate", "load_trace", "simulate"]

@@ -11,16 +11,18 @@ solver             module
 ``gpu-clustering`` :mod:`~fleetplan.solvers.gpushare.gpu_clustering`
 ``gpu-packing``    :mod:`~fleetplan.solvers.gpushare.gpu_packing`
 ``best-fit``       :mod:`~fleetplan.solvers.gpushare.best_fit`
+``offline-greedy`` :mod:`~fleetplan.solvers.gpushare.offline_greedy` (every arrival known; with a bound)
 =================  =====================================================================
 """
 
 from fleetplan.solvers.gpushare import (  # noqa: F401
-               best_fit,
-               dot_product,
-               fgd,
-               gpu_clustering,
-               gpu_packing,
-               random_fit,
+    best_fit,
+    dot_product,
+    fgd,
+    gpu_clustering,
+    gpu_packing,
+    offline_greedy,
+    random_fit,
 )
 
 # The policies by the names the paper and its simulator's experiment scripts use.

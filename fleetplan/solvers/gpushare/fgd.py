@@ -21,6 +21,8 @@ True
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 from fleetplan.instances.gpushare import GpushareInstance
@@ -53,16 +55,30 @@ def sharing_candidates(state: ClusterState, nodes: np.ndarray, shape: TaskShape)
 
 
 class FGD(Policy):
+    """FGD; ``ties="best-fit"`` breaks equal FGD scores by BestFit's score instead of at random
+    (fleetplan's variant, not the paper's: see ``docs/gpushare.md``)."""
+
     name = "fgd"
+
+    def __init__(self, ties: str = "random") -> None:
+        self.ties = ties
+        if ties == "best-fit":
+            from fleetplan.solvers.gpushare.best_fit import BestFit
+
+            self.name = "fgd-best-fit-ties"
+            self._tie_break = BestFit()
 
     def scores(self, state: ClusterState, nodes: np.ndarray, shape: TaskShape) -> np.ndarray:
         if shape.is_sharing:
             rows, _, score = sharing_candidates(state, nodes, shape)
             out = np.full(nodes.size, np.iinfo(np.int64).min)
             np.maximum.at(out, rows, score)
-            return out
-        cpu, gpu = state.after(nodes, shape)
-        return frag_score(state.fragmentation[nodes], node_fragmentation(cpu, gpu, state.model[nodes], state.mix))
+        else:
+            cpu, gpu = state.after(nodes, shape)
+            out = frag_score(state.fragmentation[nodes], node_fragmentation(cpu, gpu, state.model[nodes], state.mix))
+        if self.ties == "best-fit":  # FGD's score first, BestFit's (0..100) among equals
+            out = out * 1000 + self._tie_break.scores(state, nodes, shape)
+        return out
 
     def choose_gpus(self, state: ClusterState, node: int, shape: TaskShape, rng: np.random.Generator) -> list[int]:
         if not shape.is_sharing:
@@ -76,6 +92,13 @@ class FGD(Policy):
                       "grows least, sharing tasks on the GPU that does",
           reference="Weng, Yang et al., Beware of Fragmentation, USENIX ATC 2023, §4 (FGD)")
 def fgd(instance: GpushareInstance, *, time_limit: float | None = None, seed: int = 0, threads: int = 1,
-        progress: Progress) -> SolveResult:
-    """Place the tasks one at a time in arrival order by FGD (module docstring)."""
-    return run_policy(instance, FGD(), time_limit=time_limit, seed=seed, progress=progress)
+        progress: Progress, ties: Literal["random", "best-fit"] = "random") -> SolveResult:
+    """Place the tasks one at a time in arrival order by FGD (module docstring).
+
+    Parameters
+    ----------
+    ties : str
+        how equal FGD scores are broken: random (the Kubernetes scheduler's uniform choice, the
+        paper's) or best-fit (BestFit's score among equals; fleetplan's variant)
+    """
+    return run_policy(instance, FGD(ties), time_limit=time_limit, seed=seed, progress=progress)
