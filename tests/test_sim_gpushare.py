@@ -104,3 +104,24 @@ def test_bad_simulator_input_is_one_line_exit_2(argv, words, capsys):
     assert main(["simulate", "gpushare", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0]
+
+
+TRACE = EXAMPLES.resolve().parent.parent.parent / "shared" / "data" / "alibaba-gpu-v2023"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (TRACE / "openb_pod_list_default.csv").exists(), reason="the trace is not on this machine")
+def test_the_full_trace_imports_and_every_policy_runs_the_experiment():
+    from fleetplan.instances.gpushare.frames import from_frames
+
+    trace = from_frames(TRACE / "openb_node_list_gpu_node.csv", TRACE / "openb_pod_list_default.csv")
+    a = trace.arrays()
+    assert (a.num_nodes, int(a.node_gpus.sum()), a.num_tasks) == (1213, 6212, 8152)
+    scenario = {"nodes": str(TRACE / "openb_node_list_gpu_node.csv"),
+                "tasks": str(TRACE / "openb_pod_list_default.csv"), "inflation": 1.3}
+    allocated = {}
+    for policy in POLICIES:
+        result = sim.run("gpushare", scenario, policy, seed=42)
+        assert result.series["arrived_pct"][-1] == 130.0
+        allocated[policy] = result.metrics["allocated_gpu_pct"]
+    assert min(allocated.values()) > 80 and allocated["random"] == min(allocated.values())
