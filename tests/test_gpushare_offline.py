@@ -87,3 +87,25 @@ def test_the_bound_is_above_every_policy_on_crowded_clusters(seed):
     assert result.evaluation.feasible and result.bound is not None and 0 <= result.gap < 1
     for solver in POLICIES[:-1]:
         assert fleetplan.solve(instance, solver, seed=seed).objective <= result.bound
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_exact_model_equals_a_brute_force_on_tiny_clusters(seed):
+    instance = fleetplan.generate("gpushare", {"nodes": 1 + seed % 2, "tasks": 5, "sharing_share": 0.5,
+                                               "multi_gpu_share": 0.2, "gpuspec_share": 0.3}, seed=seed)
+    if instance.arrays().node_gpus.sum() > 6:
+        instance = fleetplan.generate("gpushare", {"nodes": 1, "tasks": 5, "sharing_share": 0.5}, seed=seed + 100)
+    exact = fleetplan.solve(instance, "mip-highs")
+    assert exact.status == "optimal" and exact.evaluation.feasible
+    assert exact.objective == brute_force(instance)
+    assert allocation_bound(instance).bound_milli >= exact.objective
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_exact_model_bounds_every_policy(seed):
+    instance = fleetplan.generate("gpushare", {"nodes": 3, "tasks": 14, "sharing_share": 0.5,
+                                               "multi_gpu_share": 0.1}, seed=seed)
+    exact = fleetplan.solve(instance, "mip-highs")
+    assert exact.status == "optimal" and exact.evaluation.feasible
+    for solver in POLICIES:
+        assert fleetplan.solve(instance, solver, seed=seed).objective <= exact.objective

@@ -12,12 +12,14 @@ solver             module
 ``gpu-packing``    :mod:`~fleetplan.solvers.gpushare.gpu_packing`
 ``best-fit``       :mod:`~fleetplan.solvers.gpushare.best_fit`
 ``offline-greedy`` :mod:`~fleetplan.solvers.gpushare.offline_greedy` (every arrival known; with a bound)
+``mip-highs``      :mod:`~fleetplan.solvers.gpushare.exact` (the optimum, small clusters)
 =================  =====================================================================
 """
 
 from fleetplan.solvers.gpushare import (  # noqa: F401
     best_fit,
     dot_product,
+    exact,
     fgd,
     gpu_clustering,
     gpu_packing,
