@@ -5,6 +5,9 @@ as the arrived GPU demand grows to 130 % of the cluster's.
 * :func:`plot_run` — one run (one policy): both curves.
 * :func:`plot_policies` — several policies on one trace: allocation and fragmentation side by
   side, one line per policy (the mean over seeds when several are given).
+* :func:`plot_gpushare` — a plan (``fleetplan plot``): per GPU model the GPU milli allocated,
+  idle but fragmented and idle and usable; per task class (CPU, sharing, one GPU, several)
+  the tasks placed and pending.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 from fleetplan.plotting.style import (
     LEGEND_SIZE,
     PANEL_TITLE_SIZE,
+    colour,
     grid,
     line_style,
     new_figure,
@@ -57,6 +61,54 @@ def plot_policies(runs: Mapping[str, Sequence[SimResult | Mapping[str, Any]]], p
     return figure
 
 
+def plot_gpushare(instance: Any, plan: Any, path: str | Path | None = None) -> Any:
+    """A plan: GPUs per model (allocated, fragmented, usable idle) and tasks per class."""
+    from fleetplan.instances.gpushare.evaluate import evaluate
+
+    verdict = evaluate(instance, plan)
+    a = instance.arrays()
+    nodes = verdict.breakdown["nodes"]
+    used = np.asarray(nodes["gpu_milli_used"], dtype=float)
+    fragmented = np.asarray(nodes["fragmentation_milli"], dtype=float)
+    capacity = a.node_gpus * 1000.0
+    idle = np.maximum(capacity - used, 0.0)
+    figure, axes = new_figure(11, 4.2, 1, 2)
+    models = [m for m in a.models if m] or a.models
+    rows = [np.flatnonzero(np.asarray(a.models)[a.node_model] == m) for m in models]
+    x = np.arange(len(models))
+    allocated = np.array([used[r].sum() for r in rows]) / 1000
+    lost = np.array([np.minimum(fragmented[r], idle[r]).sum() for r in rows]) / 1000
+    usable = np.array([idle[r].sum() for r in rows]) / 1000 - lost
+    axes[0].bar(x, allocated, color=colour(0), label="allocated")
+    axes[0].bar(x, lost, bottom=allocated, color=colour(1), label="idle, fragmented")
+    axes[0].bar(x, usable, bottom=allocated + lost, color="0.85", label="idle, usable")
+    axes[0].set_xticks(x, models, rotation=30, ha="right")
+    axes[0].set_ylabel("GPUs")
+    axes[0].set_title("(a) GPUs per model: allocated, fragmented, usable", fontsize=PANEL_TITLE_SIZE)
+    axes[0].legend(fontsize=LEGEND_SIZE)
+    grid(axes[0], "y")
+    placed = np.zeros(a.num_tasks, dtype=bool)
+    index = {t: j for j, t in enumerate(a.task_ids)}
+    placed[[index[t] for t in plan.assignments.task]] = True
+    classes = {"CPU": a.task_num_gpu == 0, "sharing": (a.task_num_gpu == 1) & (a.task_gpu_milli < 1000),
+               "one GPU": (a.task_num_gpu == 1) & (a.task_gpu_milli == 1000), "several GPUs": a.task_num_gpu > 1}
+    x = np.arange(len(classes))
+    done = np.array([(mask & placed).sum() for mask in classes.values()])
+    waiting = np.array([(mask & ~placed).sum() for mask in classes.values()])
+    axes[1].bar(x, done, color=colour(0), label="placed")
+    axes[1].bar(x, waiting, bottom=done, color=colour(1), label="pending")
+    axes[1].set_xticks(x, list(classes))
+    axes[1].set_ylabel("tasks")
+    axes[1].set_title("(b) tasks placed and pending per class", fontsize=PANEL_TITLE_SIZE)
+    axes[1].legend(fontsize=LEGEND_SIZE)
+    grid(axes[1], "y")
+    m = verdict.metrics
+    suptitle(figure, f"{instance.name or 'gpushare'}: {plan.solver or 'plan'} — {100 * m['gpu_allocated_share']:.1f}% "
+                     f"of the GPUs allocated, {100 * m['fragmentation_share']:.1f}% fragmented")
+    save(figure, path)
+    return figure
+
+
 def plot_files(result: SimResult, folder: str | Path) -> list[Path]:
     """``simulate gpushare --out DIR``: the run's two curves."""
     path = Path(folder) / "gpushare.png"
@@ -64,4 +116,4 @@ def plot_files(result: SimResult, folder: str | Path) -> list[Path]:
     return [path]
 
 
-__all__ = ["plot_files", "plot_policies", "plot_run"]
+__all__ = ["plot_files", "plot_gpushare", "plot_policies", "plot_run"]
