@@ -83,6 +83,7 @@ def plot_gpushare(instance: Any, plan: Any, path: str | Path | None = None) -> A
     axes[0].bar(x, lost, bottom=allocated, color=colour(1), label="idle, fragmented")
     axes[0].bar(x, usable, bottom=allocated + lost, color="0.85", label="idle, usable")
     axes[0].set_xticks(x, models, rotation=30, ha="right")
+    axes[0].set_ylim(0, max(float((allocated + lost + usable).max(initial=0)), 1.0) * 1.2)
     axes[0].set_ylabel("GPUs")
     axes[0].set_title("(a) GPUs per model: allocated, fragmented, usable", fontsize=PANEL_TITLE_SIZE)
     axes[0].legend(fontsize=LEGEND_SIZE)
@@ -98,6 +99,7 @@ def plot_gpushare(instance: Any, plan: Any, path: str | Path | None = None) -> A
     axes[1].bar(x, done, color=colour(0), label="placed")
     axes[1].bar(x, waiting, bottom=done, color=colour(1), label="pending")
     axes[1].set_xticks(x, list(classes))
+    axes[1].set_ylim(0, max(float((done + waiting).max(initial=0)), 1.0) * 1.2)  # room for the legend
     axes[1].set_ylabel("tasks")
     axes[1].set_title("(b) tasks placed and pending per class", fontsize=PANEL_TITLE_SIZE)
     axes[1].legend(fontsize=LEGEND_SIZE)

@@ -123,6 +123,23 @@ def summary_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def pivot_table(rows: list[dict], key: str) -> str:
+    """Markdown: one row per trace, one column per policy, the mean of ``key`` over seeds (the
+    paper's Figures 11-14 show the variants side by side)."""
+    import statistics
+
+    policies = list(dict.fromkeys(row["policy"] for row in rows))
+    traces = list(dict.fromkeys(row["trace"] for row in rows))
+    lines = [f"| trace ({key}) | " + " | ".join(policies) + " |", "|---" * (len(policies) + 1) + "|"]
+    for trace in traces:
+        cells = []
+        for policy in policies:
+            values = [float(r[key]) for r in rows if r["trace"] == trace and r["policy"] == policy]
+            cells.append(f"{statistics.mean(values):.2f}" if values else "-")
+        lines.append(f"| {trace} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def bound_table(bounds: list[dict], rows: list[dict]) -> str:
     """Markdown: per trace the offline plan and the bound (means over seeds, % of the cluster's
     GPUs) and per policy how far below the offline plan it allocates (percentage points), at
@@ -203,10 +220,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {path}")
     print(f"wrote {out / 'summary.csv'} ({len(rows)} runs)")
     print(summary_table(rows))
+    if len(args.traces) > 1:
+        print(pivot_table(rows, "allocated_gpu_pct"))
     if args.bound:
         from fleetplan.instances.outputs import atomic_write_text
 
-        found = [arrival_bounds(data, trace, seed, args.inflation) for trace in args.traces for seed in args.seeds]
+        found = []
+        for trace in args.traces:
+            for seed in args.seeds:
+                record = out / trace / f"bounds-{seed}.json"
+                if args.resume and record.exists():
+                    found.append(json.loads(record.read_text(encoding="utf-8")))
+                    continue
+                found.append(arrival_bounds(data, trace, seed, args.inflation))
+                atomic_write_text(record, json.dumps(found[-1], indent=1) + "\n")
         columns = list(found[0])
         atomic_write_text(out / "bounds.csv", "\n".join([",".join(columns)] + [
             ",".join(str(row[c]) for c in columns) for row in found]) + "\n")
