@@ -188,3 +188,16 @@ def test_import_errors_name_file_line_and_column(tmp_path, capsys, nodes, tasks,
     assert code == 2 and not out.exists()
     err = capsys.readouterr().err
     assert words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_nodes_fragmentation_does_not_depend_on_its_batch():
+    """Equal to the last bit alone or among others: FGD truncates scores, so an ulp moves a choice."""
+    instance = fleetplan.generate("gpushare", {"nodes": 40, "tasks": 300, "gpuspec_share": 0.3}, seed=4)
+    a = instance.arrays()
+    mix = instance_mix(instance)
+    rng = np.random.default_rng(0)
+    gpu_left = np.where(np.arange(8)[None, :] < a.node_gpus[:, None], rng.integers(0, 1001, (40, 8)), 0)
+    cpu_left = rng.integers(0, 96001, 40)
+    together = node_fragmentation(cpu_left, gpu_left, a.node_model, mix)
+    alone = [node_fragmentation(cpu_left[i:i + 1], gpu_left[i:i + 1], a.node_model[i:i + 1], mix)[0] for i in range(40)]
+    assert together.tolist() == alone

@@ -109,6 +109,20 @@ def test_random_draws_every_fitting_node_and_only_those():
     assert chosen == {"a", "b", "c"}
 
 
+@pytest.mark.parametrize("solver", ["fgd", "best-fit", "gpu-packing"])
+def test_ties_go_to_the_first_name_or_at_random(solver):
+    """The simulator's fork of the Kubernetes scheduler gives equal scores to the node whose
+    name sorts first; stock Kubernetes draws one."""
+    instance = GpushareInstance.model_validate({
+        "kind": "gpushare",
+        "nodes": {"id": ["node-b", "node-a", "node-c"], "cpu_milli": [8000] * 3, "memory_mib": [100] * 3,
+                  "gpus": [1, 1, 1], "model": ["T4"] * 3},
+        "tasks": {"id": ["t"], "cpu_milli": [1000], "memory_mib": [10], "num_gpu": [1], "gpu_milli": [200]}})
+    named = {fleetplan.solve(instance, solver, seed=seed).plan.assignments.node[0] for seed in range(10)}
+    drawn = {fleetplan.solve(instance, solver, seed=seed, ties="random").plan.assignments.node[0] for seed in range(30)}
+    assert named == {"node-a"} and drawn == {"node-a", "node-b", "node-c"}
+
+
 def test_the_default_gpu_choice_is_the_best_fit():
     state = state_of([(32000, 4, [1000, 300, 500, 1000])])
     rng = np.random.default_rng(0)
@@ -149,7 +163,7 @@ def _uncached(state: ClusterState, policy, seed: int) -> np.ndarray:
             continue
         scores = policy.scores(state, candidates, task)
         best = candidates[scores == scores.max()]
-        node = int(best[0] if best.size == 1 else best[rng.integers(best.size)])
+        node = int(best[0])  # node ids sort as their rows: the first has the smallest name
         state.bind(node, policy.choose_gpus(state, node, task, rng), task)
         out[j] = node
     return out

@@ -133,7 +133,10 @@ def _fragmentation_block(cpu_left: np.ndarray, gpu_left: np.ndarray, model: np.n
                 & mix.access[:, model]
                 & (mix.gpu_milli > 0)[:, None])
     lost = np.where(can_host, total[None, :] - usable, total[None, :])
-    return mix.weight @ lost
+    # Summed shape by shape in a fixed order, so a node's value does not depend on which other
+    # rows are computed with it (a matrix product's blocking did, by an ulp: enough to move a
+    # truncated FGD score and the scheduler's choice).
+    return (mix.weight[:, None] * lost).sum(axis=0)
 
 
 __all__ = ["DEFAULT_STEP", "DEFAULT_THRESHOLD_PCT", "TaskMix", "instance_mix", "mix_entries", "node_fragmentation",

@@ -20,6 +20,8 @@ in numpy, not copied. What follows the simulator and what does not:
 * The expected task mix of the fragmentation measure is derived from the trace (not from the
   inflated arrivals), as the simulator's typical pods are.
 * Pending tasks are not retried (no departures free anything).
+* Equal top scores go to the node whose name sorts first, as the simulator's fork of the
+  Kubernetes scheduler breaks them; ``ties="random"`` gives stock Kubernetes' uniform choice.
 
 The result's series are one row per whole percent of arrived GPU demand, 0 to
 ``100 * inflation``: ``arrived_pct``, ``allocated_gpu_pct`` and ``fragmentation_gpu_pct`` (the
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from pydantic import Field
@@ -64,6 +67,9 @@ class Scenario(StrictModel):
                              "reaches this multiple of the cluster's GPUs (the paper: 1.3)")
     shuffle: bool = Field(default=True, description="shuffle the trace's tasks with the seed before they "
                           "arrive (the paper's --shuffle-pod=true); false keeps the trace's order")
+    ties: Literal["name", "random"] = Field(default="name", description="equal top scores go to the node whose "
+                                            "name sorts first (the paper's simulator) or to a random one (stock "
+                                            "Kubernetes)")
 
     def estimate(self) -> Estimate:
         """A fixed allowance: the trace's 1,213 nodes and about 11,000 arrivals fit in well under it."""
@@ -183,7 +189,7 @@ def simulate(scenario: Scenario, scheduler: str = "fgd", seed: int = 0,
         if progress is not None and k % 256 == 0:
             progress(min(100.0 * counter["arrived"] / capacity, end), end)
 
-    outcome = place_in_order(state, policy_of(scheduler), seed=seed, observe=observe)
+    outcome = place_in_order(state, policy_of(scheduler), seed=seed, ties=scenario.ties, observe=observe)
     if progress is not None:
         progress(end, end)
     percent = np.arange(0, math.floor(end + 1e-9) + 1, dtype=float)

@@ -17,6 +17,8 @@ True
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 from fleetplan.instances.gpushare import GpushareInstance
@@ -39,6 +41,13 @@ class BestFit(Policy):
           description="BestFit: the node left with the least CPU and GPU (normalised, weighted one half each)",
           reference="Weng, Yang et al., USENIX ATC 2023, §5 (baseline BestFit)")
 def best_fit(instance: GpushareInstance, *, time_limit: float | None = None, seed: int = 0, threads: int = 1,
-             progress: Progress) -> SolveResult:
-    """Place the tasks one at a time in arrival order by best fit (module docstring)."""
-    return run_policy(instance, BestFit(), time_limit=time_limit, seed=seed, progress=progress)
+             progress: Progress, ties: Literal["name", "random"] = "name") -> SolveResult:
+    """Place the tasks one at a time in arrival order by best fit (module docstring).
+
+    Parameters
+    ----------
+    ties : str
+        equal top scores go to the node whose name sorts first (name, the paper's simulator) or to
+        one drawn at random (random, stock Kubernetes)
+    """
+    return run_policy(instance, BestFit(), time_limit=time_limit, seed=seed, progress=progress, ties=ties)

@@ -18,6 +18,8 @@ True
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 from fleetplan.instances.gpushare import GpushareInstance
@@ -43,6 +45,13 @@ class DotProduct(Policy):
           description="DotProd (Tetris): the node whose free CPU/GPU vector is least aligned with the request",
           reference="Grandl et al., Tetris, SIGCOMM 2014; as run in Weng, Yang et al., USENIX ATC 2023, §5")
 def dot_product(instance: GpushareInstance, *, time_limit: float | None = None, seed: int = 0, threads: int = 1,
-                progress: Progress) -> SolveResult:
-    """Place the tasks one at a time in arrival order by the dot-product score (module docstring)."""
-    return run_policy(instance, DotProduct(), time_limit=time_limit, seed=seed, progress=progress)
+                progress: Progress, ties: Literal["name", "random"] = "name") -> SolveResult:
+    """Place the tasks one at a time in arrival order by the dot-product score (module docstring).
+
+    Parameters
+    ----------
+    ties : str
+        equal top scores go to the node whose name sorts first (name, the paper's simulator) or to
+        one drawn at random (random, stock Kubernetes)
+    """
+    return run_policy(instance, DotProduct(), time_limit=time_limit, seed=seed, progress=progress, ties=ties)

@@ -9,7 +9,10 @@ one by one; ``pkg/simulator/plugin/open_gpu_share.go`` filters and binds GPUs; e
   NodeResourcesFit) and, for a GPU task, its model is accepted and ``num_gpu`` of its GPUs have
   ``gpu_milli`` left (Open-Gpu-Share);
 * **score** — the policy's integer score (0..100) of every node that passes; the highest wins,
-  ties broken uniformly at random as the Kubernetes scheduler's ``selectHost`` does;
+  ties going to the node whose name sorts first, as the simulator's own fork of the Kubernetes
+  scheduler breaks them "for reproducibility" (``vendor/k8s.io/kubernetes/pkg/scheduler/core/
+  generic_scheduler.go``, ``selectHost``); ``ties="random"`` breaks them uniformly at random
+  instead, as the stock Kubernetes scheduler does;
 * **bind** — the policy picks the GPUs on the chosen node (by default the best fit for a
   sharing task — the GPU with the least milli left that is enough — and the first wholly free
   GPUs by index for whole-GPU tasks: the simulator's ``best`` GPU selection and
@@ -160,15 +163,24 @@ class Outcome:
     scheduled: int
 
 
+TIES = ("name", "random")
+
+
 def place_in_order(state: ClusterState, policy: Policy, *, seed: int, order: np.ndarray | None = None,
-                   stop: Callable[[int], bool] | None = None,
+                   ties: str = "name", stop: Callable[[int], bool] | None = None,
                    observe: Callable[[int, int], None] | None = None) -> Outcome:
     """Place the instance's tasks one at a time (``order``: task rows; default arrival order).
 
-    ``stop(k)`` is asked before the k-th task (a time limit); ``observe(task, node)`` is told
-    each outcome (node -1: pending), after the bind."""
+    ``ties``: equal top scores go to the node whose name sorts first (``"name"``, the paper's
+    simulator) or to one drawn uniformly (``"random"``, stock Kubernetes). ``stop(k)`` is asked
+    before the k-th task (a time limit); ``observe(task, node)`` is told each outcome (node -1:
+    pending), after the bind."""
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {TIES}, got {ties!r}")
     arrays = state.arrays
     rng = np.random.default_rng(seed)
+    name_rank = np.empty(arrays.num_nodes, dtype=np.int64)
+    name_rank[np.argsort(np.array(arrays.node_ids, dtype=object), kind="stable")] = np.arange(arrays.num_nodes)
     shape_of, shapes = task_shapes(arrays)
     rows = np.arange(arrays.num_tasks) if order is None else np.asarray(order, dtype=np.int64)
     cache = np.zeros((len(shapes), arrays.num_nodes), dtype=np.int64)
@@ -196,7 +208,12 @@ def place_in_order(state: ClusterState, policy: Policy, *, seed: int, order: np.
                 valid[s, stale] = True
             scores = cache[s, candidates]
             best = candidates[scores == scores.max()]
-            node = int(best[0] if best.size == 1 else best[rng.integers(best.size)])
+            if best.size == 1:
+                node = int(best[0])
+            elif ties == "name":
+                node = int(best[np.argmin(name_rank[best])])
+            else:
+                node = int(best[rng.integers(best.size)])
         gpus = policy.choose_gpus(state, node, shape, rng)
         state.bind(node, gpus, shape)
         valid[:, node] = False
@@ -207,5 +224,5 @@ def place_in_order(state: ClusterState, policy: Policy, *, seed: int, order: np.
     return Outcome(task_node, task_gpus, scheduled)
 
 
-__all__ = ["MAX_SCORE", "MIN_SCORE", "ClusterState", "Outcome", "Policy", "TaskShape", "best_fit_gpus",
+__all__ = ["MAX_SCORE", "MIN_SCORE", "TIES", "ClusterState", "Outcome", "Policy", "TaskShape", "best_fit_gpus",
            "place_in_order", "task_shapes"]

@@ -55,12 +55,12 @@ def sharing_candidates(state: ClusterState, nodes: np.ndarray, shape: TaskShape)
 
 
 class FGD(Policy):
-    """FGD; ``ties="best-fit"`` breaks equal FGD scores by BestFit's score instead of at random
+    """FGD; ``ties="best-fit"`` breaks equal FGD scores by BestFit's score before the node's name
     (fleetplan's variant, not the paper's: see ``docs/gpushare.md``)."""
 
     name = "fgd"
 
-    def __init__(self, ties: str = "random") -> None:
+    def __init__(self, ties: str = "name") -> None:
         self.ties = ties
         if ties == "best-fit":
             from fleetplan.solvers.gpushare.best_fit import BestFit
@@ -92,13 +92,16 @@ class FGD(Policy):
                       "grows least, sharing tasks on the GPU that does",
           reference="Weng, Yang et al., Beware of Fragmentation, USENIX ATC 2023, §4 (FGD)")
 def fgd(instance: GpushareInstance, *, time_limit: float | None = None, seed: int = 0, threads: int = 1,
-        progress: Progress, ties: Literal["random", "best-fit"] = "random") -> SolveResult:
+        progress: Progress, ties: Literal["name", "random", "best-fit"] = "name") -> SolveResult:
     """Place the tasks one at a time in arrival order by FGD (module docstring).
 
     Parameters
     ----------
     ties : str
-        how equal FGD scores are broken: random (the Kubernetes scheduler's uniform choice, the
-        paper's) or best-fit (BestFit's score among equals; fleetplan's variant)
+        how equal FGD scores are broken: name (the node whose name sorts first, the paper's
+        simulator), random (stock Kubernetes' uniform choice) or best-fit (BestFit's score
+        among equals, then the name; fleetplan's variant)
     """
-    return run_policy(instance, FGD(ties), time_limit=time_limit, seed=seed, progress=progress)
+    policy = FGD("best-fit" if ties == "best-fit" else "name")
+    return run_policy(instance, policy, time_limit=time_limit, seed=seed, progress=progress,
+                      ties="random" if ties == "random" else "name")

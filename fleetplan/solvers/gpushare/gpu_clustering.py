@@ -18,6 +18,8 @@ True
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 from fleetplan.instances.gpushare import GpushareInstance
@@ -47,6 +49,13 @@ class GpuClustering(Policy):
           description="GpuClustering: tasks of one GPU affinity (sharing, k whole GPUs) together, fuller nodes first",
           reference="Weng, Yang et al., USENIX ATC 2023, §5 (baseline GpuClustering)")
 def gpu_clustering(instance: GpushareInstance, *, time_limit: float | None = None, seed: int = 0, threads: int = 1,
-                   progress: Progress) -> SolveResult:
-    """Place the tasks one at a time in arrival order by GPU clustering (module docstring)."""
-    return run_policy(instance, GpuClustering(), time_limit=time_limit, seed=seed, progress=progress)
+                   progress: Progress, ties: Literal["name", "random"] = "name") -> SolveResult:
+    """Place the tasks one at a time in arrival order by GPU clustering (module docstring).
+
+    Parameters
+    ----------
+    ties : str
+        equal top scores go to the node whose name sorts first (name, the paper's simulator) or to
+        one drawn at random (random, stock Kubernetes)
+    """
+    return run_policy(instance, GpuClustering(), time_limit=time_limit, seed=seed, progress=progress, ties=ties)

@@ -20,6 +20,8 @@ True
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 from fleetplan.instances.gpushare import MILLI, GpushareInstance
@@ -52,6 +54,13 @@ class GpuPacking(Policy):
           description="GpuPacking: partly used GPUs first, then free GPUs of used nodes, then free nodes",
           reference="Weng, Yang et al., USENIX ATC 2023, §5 (baseline GpuPacking)")
 def gpu_packing(instance: GpushareInstance, *, time_limit: float | None = None, seed: int = 0, threads: int = 1,
-                progress: Progress) -> SolveResult:
-    """Place the tasks one at a time in arrival order by GPU packing (module docstring)."""
-    return run_policy(instance, GpuPacking(), time_limit=time_limit, seed=seed, progress=progress)
+                progress: Progress, ties: Literal["name", "random"] = "name") -> SolveResult:
+    """Place the tasks one at a time in arrival order by GPU packing (module docstring).
+
+    Parameters
+    ----------
+    ties : str
+        equal top scores go to the node whose name sorts first (name, the paper's simulator) or to
+        one drawn at random (random, stock Kubernetes)
+    """
+    return run_policy(instance, GpuPacking(), time_limit=time_limit, seed=seed, progress=progress, ties=ties)

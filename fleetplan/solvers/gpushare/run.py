@@ -17,7 +17,7 @@ CHECK_EVERY = 64
 
 
 def run_policy(instance: GpushareInstance, policy: Policy, *, time_limit: float | None, seed: int,
-               progress: Progress) -> SolveResult:
+               progress: Progress, ties: str = "name") -> SolveResult:
     """Place the instance's tasks in arrival order with ``policy`` and return the plan."""
     arrays = instance.arrays()
     deadline = Deadline(time_limit)
@@ -30,7 +30,7 @@ def run_policy(instance: GpushareInstance, policy: Policy, *, time_limit: float 
         return deadline.expired()
 
     state = ClusterState(arrays, instance_mix(instance))
-    outcome = place_in_order(state, policy, seed=seed, stop=stop)
+    outcome = place_in_order(state, policy, seed=seed, ties=ties, stop=stop)
     plan = GpusharePlan.from_arrays(instance, outcome.task_node, outcome.task_gpus)
     placed = int((outcome.task_node >= 0).sum())
     timed_out = outcome.scheduled < arrays.num_tasks
