@@ -33,7 +33,7 @@ SUMMARY_COLUMNS = ("trace", "policy", "seed", "wall_s", "load_average", "tasks_a
 
 
 def run_grid(data: Path, traces: list[str], policies: list[str], seeds: list[int], inflation: float, out: Path,
-             resume: bool = False, log=print) -> list[dict]:
+             resume: bool = False, log=print, ties: str = "name") -> list[dict]:
     """Run every (trace, policy, seed) not yet done; the rows of every run, done before or now."""
     from fleetplan import sim
     from fleetplan.instances.outputs import atomic_write_text
@@ -42,7 +42,7 @@ def run_grid(data: Path, traces: list[str], policies: list[str], seeds: list[int
     rows = []
     for trace in traces:
         scenario = {"nodes": str(data / NODES_FILE), "tasks": str(data / f"openb_pod_list_{trace}.csv"),
-                    "inflation": inflation}
+                    "inflation": inflation, "ties": ties}
         for policy in policies:
             for seed in seeds:
                 folder = out / trace / policy / str(seed)
@@ -201,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="default: the paper's six")
     parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS), help="default: 42..51")
     parser.add_argument("--inflation", type=float, default=1.3)
+    parser.add_argument("--ties", choices=("name", "random"), default="name",
+                        help="equal scores: the first node name (the paper's simulator) or random (stock Kubernetes)")
     parser.add_argument("--out", required=True, help="folder for the runs, summary.csv and the pictures")
     parser.add_argument("--resume", action="store_true", help="skip runs already written")
     parser.add_argument("--bound", action="store_true",
@@ -214,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows = run_grid(data, args.traces, args.policies, args.seeds, args.inflation, out, args.resume)
+    rows = run_grid(data, args.traces, args.policies, args.seeds, args.inflation, out, args.resume, ties=args.ties)
     write_summary(rows, out)
     for path in draw(out, args.traces, args.policies, args.seeds):
         print(f"wrote {path}")

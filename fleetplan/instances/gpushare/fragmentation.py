@@ -134,9 +134,12 @@ def _fragmentation_block(cpu_left: np.ndarray, gpu_left: np.ndarray, model: np.n
                 & (mix.gpu_milli > 0)[:, None])
     lost = np.where(can_host, total[None, :] - usable, total[None, :])
     # Summed shape by shape in a fixed order, so a node's value does not depend on which other
-    # rows are computed with it (a matrix product's blocking did, by an ulp: enough to move a
-    # truncated FGD score and the scheduler's choice).
-    return (mix.weight[:, None] * lost).sum(axis=0)
+    # rows are computed with it (a matrix product's blocking, and numpy's pairwise sum over a
+    # single row, did, by an ulp: enough to move a truncated FGD score and the scheduler's choice).
+    out = np.zeros(lost.shape[1])
+    for weight, row in zip(mix.weight.tolist(), lost, strict=True):
+        out += weight * row
+    return out
 
 
 __all__ = ["DEFAULT_STEP", "DEFAULT_THRESHOLD_PCT", "TaskMix", "instance_mix", "mix_entries", "node_fragmentation",
