@@ -140,6 +140,43 @@ def pivot_table(rows: list[dict], key: str) -> str:
     return "\n".join(lines)
 
 
+PAPER_POLICIES = {"01-Random": "random", "02-DotProd": "dot-product", "03-GpuClustering": "gpu-clustering",
+                  "04-GpuPacking": "gpu-packing", "05-BestFit": "best-fit", "06-FGD": "fgd"}
+
+
+def paper_table(rows: list[dict], folder: Path) -> str:
+    """Markdown: our allocation and fragmentation at the end of the arrivals beside the paper's
+    authors' own runs (their simulator's ``experiments/analysis/expected_results/
+    analysis_allo_discrete.csv`` and ``analysis_frag_discrete.csv``, columns ``130``), means
+    over the seeds each side has."""
+    import csv
+    import statistics
+
+    theirs: dict[tuple[str, str, str], list[float]] = {}
+    for name, what in (("analysis_allo_discrete.csv", "allocated"), ("analysis_frag_discrete.csv", "fragmented")):
+        with (folder / name).open(encoding="utf-8") as handle:
+            for record in csv.DictReader(handle):
+                trace = record["workload"].removeprefix("openb_pod_list_")
+                policy = PAPER_POLICIES.get(record["sc_policy"])
+                if policy is not None:
+                    theirs.setdefault((trace, policy, what), []).append(float(record["130"]))
+    lines = ["| trace | policy | allocated (ours) | allocated (paper's runs) | fragmented (ours) | "
+             "fragmented (paper's runs) |", "|---|---|---|---|---|---|"]
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["trace"], row["policy"]), []).append(row)
+    def cell(values: list[float] | None) -> str:
+        return f"{statistics.mean(values):.2f}" if values else "-"
+
+    for (trace, policy), runs in groups.items():
+        ours_a = statistics.mean(float(r["allocated_gpu_pct"]) for r in runs)
+        ours_f = statistics.mean(float(r["fragmentation_gpu_pct"]) for r in runs)
+        paper_a = theirs.get((trace, policy, "allocated"))
+        paper_f = theirs.get((trace, policy, "fragmented"))
+        lines.append(f"| {trace} | {policy} | {ours_a:.2f} | {cell(paper_a)} | {ours_f:.2f} | {cell(paper_f)} |")
+    return "\n".join(lines)
+
+
 def bound_table(bounds: list[dict], rows: list[dict]) -> str:
     """Markdown: per trace the offline plan and the bound (means over seeds, % of the cluster's
     GPUs) and per policy how far below the offline plan it allocates (percentage points), at
@@ -205,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="equal scores: the first node name (the paper's simulator) or random (stock Kubernetes)")
     parser.add_argument("--out", required=True, help="folder for the runs, summary.csv and the pictures")
     parser.add_argument("--resume", action="store_true", help="skip runs already written")
+    parser.add_argument("--paper-results", default=None, metavar="DIR",
+                        help="the folder of the paper's own results (its simulator's experiments/analysis/"
+                             "expected_results): print them beside ours")
     parser.add_argument("--bound", action="store_true",
                         help="also bound what any placement could allocate, per trace and seed (bounds.csv)")
     args = parser.parse_args(argv)
@@ -224,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     print(summary_table(rows))
     if len(args.traces) > 1:
         print(pivot_table(rows, "allocated_gpu_pct"))
+    if args.paper_results is not None:
+        print(paper_table(rows, Path(args.paper_results)))
     if args.bound:
         from fleetplan.instances.outputs import atomic_write_text
 
