@@ -168,12 +168,20 @@ def paper_table(rows: list[dict], folder: Path) -> str:
     def cell(values: list[float] | None) -> str:
         return f"{statistics.mean(values):.2f}" if values else "-"
 
+    differences: dict[str, list[float]] = {}
     for (trace, policy), runs in groups.items():
         ours_a = statistics.mean(float(r["allocated_gpu_pct"]) for r in runs)
         ours_f = statistics.mean(float(r["fragmentation_gpu_pct"]) for r in runs)
         paper_a = theirs.get((trace, policy, "allocated"))
         paper_f = theirs.get((trace, policy, "fragmented"))
         lines.append(f"| {trace} | {policy} | {ours_a:.2f} | {cell(paper_a)} | {ours_f:.2f} | {cell(paper_f)} |")
+        if paper_a:
+            differences.setdefault(policy, []).append(ours_a - statistics.mean(paper_a))
+    lines += ["", "| policy | traces | mean abs(ours − paper's), allocated | largest | mean (ours − paper's) |",
+              "|---|---|---|---|---|"]
+    for policy, values in differences.items():
+        lines.append(f"| {policy} | {len(values)} | {statistics.mean(abs(v) for v in values):.2f} | "
+                     f"{max(abs(v) for v in values):.2f} | {statistics.mean(values):+.2f} |")
     return "\n".join(lines)
 
 
