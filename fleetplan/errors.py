@@ -13,7 +13,7 @@ from typing import Any
 
 # The kinds :data:`fleetplan.instances.KINDS` registers (a test keeps the two equal): the
 # command line names them in its help without loading any kind.
-KIND_NAMES = ("allocation", "binpack", "placement", "reservation")
+KIND_NAMES = ("allocation", "binpack", "gpushare", "placement", "reservation")
 
 
 # An error line quotes at most this many characters of a bad value (an alias bomb's value

@@ -25,11 +25,13 @@ KIND_CASES = {
     "placement": (["placement-small.json"], ["greedy", "hill-climb"]),
     "reservation": (["reservation-small.json"], ["greedy"]),
     "binpack": (["binpack-small.json"], ["rms-greedy"]),
+    "gpushare": (["gpushare-small.json"], ["fgd"]),
 }
 SIM_SCENARIOS = {
     "cluster": {"jobs": 12, "generate": "gavel"},
     "parsync": {"slots": 2000, "schedulers": 2, "partitions": 2, "rate": 400, "duration_s": 2, "drain_s": 2},
     "mast": {"hours": 1, "regions": 2, "machines_per_region": 32},
+    "gpushare": {"inflation": 1.3},
 }
 
 

@@ -79,7 +79,7 @@ def test_max_min_fairness_rows_follow_its_metric():
     assert "weighted normalized throughput" in figure.axes[0].get_ylabel()
 
 
-@pytest.mark.parametrize("kind", ["reservation", "binpack"])
+@pytest.mark.parametrize("kind", ["reservation", "binpack", "gpushare"])
 def test_every_kind_has_a_picture(kind, tmp_path):
     from fleetplan.cli import main
 
@@ -96,6 +96,8 @@ def test_every_kind_has_a_picture(kind, tmp_path):
         first = figure.axes[0]
         requests = [c for c in first.collections if c.get_label() == "request"]
         assert requests  # the request marked on every row
+    elif kind == "gpushare":
+        assert "fragmented" in titles and "pending" in titles
     else:
         assert "before and after" in titles and "placed" in titles
 

@@ -19,7 +19,8 @@ from fleetplan.solvers.progress import ProgressGuard
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SMALL = {"allocation": "inventory-30-jobs.json", "placement": "placement-small.json",
-         "reservation": "reservation-small.json", "binpack": "binpack-small.json"}
+         "reservation": "reservation-small.json", "binpack": "binpack-small.json",
+         "gpushare": "gpushare-small.json"}
 
 
 def check_contract(calls: list[tuple[float, float | None, str]], who: str) -> None:
@@ -107,6 +108,7 @@ SCENARIOS = {
     "cluster": {"jobs": 20},
     "parsync": {"slots": 2000, "schedulers": 2, "partitions": 2, "rate": 400, "duration_s": 2, "drain_s": 2},
     "mast": {"hours": 1, "regions": 2, "machines_per_region": 32},
+    "gpushare": {"inflation": 1.3},
 }
 
 

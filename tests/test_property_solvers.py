@@ -58,9 +58,14 @@ def _reservation(rng: random.Random) -> dict:
             "utilization": rng.choice([0.5, 0.75, 0.9])}
 
 
+def _gpushare(rng: random.Random) -> dict:
+    return {"nodes": rng.randint(1, 6), "tasks": rng.randint(1, 40), "sharing_share": rng.choice([0.0, 0.4, 0.9]),
+            "multi_gpu_share": rng.choice([0.0, 0.1]), "gpuspec_share": rng.choice([0.0, 0.5])}
+
+
 # One sampler of small parameters per kind: a new kind adds one here.
 SAMPLERS = {"allocation": _allocation, "placement": _placement, "binpack": _binpack,
-            "reservation": _reservation}
+            "gpushare": _gpushare, "reservation": _reservation}
 
 
 def confine_to_one_fault_domain(instance, rng: random.Random):

@@ -69,7 +69,13 @@ def _reservation() -> st.SearchStrategy[dict]:
         "new_datacenter_size": st.floats(0.01, 5)})
 
 
-STRATEGIES = {"allocation": _allocation, "placement": _placement, "binpack": _binpack,
+def _gpushare() -> st.SearchStrategy[dict]:
+    return st.fixed_dictionaries({
+        "nodes": st.integers(1, 30), "tasks": st.integers(1, 60), "cpu_share": shares, "sharing_share": shares,
+        "multi_gpu_share": shares, "gpuspec_share": shares})
+
+
+STRATEGIES = {"allocation": _allocation, "placement": _placement, "binpack": _binpack, "gpushare": _gpushare,
               "reservation": _reservation}
 
 

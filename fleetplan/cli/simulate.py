@@ -180,12 +180,15 @@ def _list(args: argparse.Namespace, extra: list[str]) -> int:
 def _write_out_dir(spec: Any, result: Any, data: dict[str, Any], path: str) -> list[str]:
     """DIR/result.json and the simulator's figures, made whole at the end."""
     from fleetplan.cli.common import write_json
-    from fleetplan.instances.outputs import building_folder
+    from fleetplan.instances.outputs import atomic_write_text, building_folder
     from fleetplan.plotting import simulation_figures
 
     with building_folder(path) as building:
         write_json(str(building / RESULT_FILE), data)
         names = [RESULT_FILE]
+        for name, text in (spec.tables(result) if spec.tables is not None else {}).items():
+            atomic_write_text(building / name, text)
+            names.append(name)
         names += [os.path.relpath(file, building) for file in simulation_figures(result, str(building))]
     return [str(Path(path) / name) for name in names]
 

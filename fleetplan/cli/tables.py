@@ -7,6 +7,8 @@
                                 [--name NAME] -o cluster.json
     fleetplan import placement --tables t.csv --jobs j.csv --regions r.csv [--settings s.yaml]
                                [--name NAME] -o tables.json
+    fleetplan import gpushare --nodes nodes.csv --tasks tasks.csv [--column FIELD=COLUMN] [--source TEXT]
+                              [--name NAME] -o cluster.json
     fleetplan import plan plan.csv --instance cluster.json [--policy P] -o plan.json
     fleetplan export plan.json --instance cluster.json [--format csv|parquet] -o plan.csv
     fleetplan export cluster.json [--format csv|parquet] -o DIR      (an instance's own tables)
@@ -75,6 +77,20 @@ def add_arguments(subparsers: Any) -> None:
                                 "daily_move_quota_bytes, dr_policy, ...); default: the schema's defaults")
     _common_import(placement)
     placement.set_defaults(handler=handle_import_placement)
+
+    gpushare = kinds.add_parser(
+        "gpushare", help="nodes and tasks -> a gpushare instance (GPU sharing, the FGD paper)",
+        description="A gpushare instance from a node table (sn, cpu_milli, memory_mib, gpu, model) and a "
+                    "task table in arrival order (name, cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec), "
+                    "as Alibaba's GPU trace v2023 lays them out.")
+    gpushare.add_argument("--nodes", required=True, metavar="FILE", help="nodes: sn, cpu_milli, memory_mib, gpu, model")
+    gpushare.add_argument("--tasks", required=True, metavar="FILE",
+                          help="tasks: name, cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec (optional)")
+    gpushare.add_argument("--column", action="append", default=[], metavar="FIELD=COLUMN",
+                          help="read FIELD from another column name (repeatable), e.g. cpu_milli=cpu")
+    gpushare.add_argument("--source", default="", help="attribution: where the tables come from")
+    _common_import(gpushare)
+    gpushare.set_defaults(handler=handle_import_gpushare)
 
     plan = kinds.add_parser(
         "plan", help="a plan table (from `fleetplan export`) -> a plan file",
@@ -193,6 +209,28 @@ def _traffic_source(instance: Any) -> str:
     if instance.weights.traffic == traffic_weight(list(arrays.table_size), [arrays.job_tables.tolist()]):
         return "normalised as generated instances are: 1 / bytes the jobs read; settings weights.traffic overrides"
     return "from the settings"
+
+
+def handle_import_gpushare(args: argparse.Namespace) -> int:
+    """``fleetplan import gpushare``: node and task tables -> an instance file."""
+    from fleetplan.instances.gpushare.frames import from_frames
+
+    columns: dict[str, str] = {}
+    for text in args.column:
+        field, equals, column = text.partition("=")
+        if not equals or not field or not column:
+            raise InstanceError("--column", f"expected FIELD=COLUMN, got {text!r}")
+        columns[field.strip()] = column.strip()
+    _check_output(args.output, inputs=(args.nodes, args.tasks))
+    instance = from_frames(nodes=args.nodes, tasks=args.tasks, columns=columns, name=_name(args), source=args.source)
+    _as_loaded(instance, args.tasks)
+    save_last(instance, args.output)
+    arrays = instance.arrays()
+    _report(args, {"output": args.output, "kind": "gpushare", "nodes": arrays.num_nodes, "gpus": int(arrays.node_gpus.sum()),
+                   "tasks": arrays.num_tasks},
+            f"wrote gpushare instance '{instance.name}' ({arrays.num_nodes} nodes, {int(arrays.node_gpus.sum())} GPUs, "
+            f"{arrays.num_tasks} tasks) to {args.output}")
+    return 0
 
 
 def handle_import_plan(args: argparse.Namespace) -> int:

@@ -83,6 +83,24 @@ def _binpack() -> ProblemKind:
     )
 
 
+def _gpushare() -> ProblemKind:
+    from fleetplan.instances import gpushare
+    from fleetplan.instances.gpushare import evaluate as gpushare_evaluate
+    from fleetplan.instances.gpushare import generate as gpushare_generate
+
+    return ProblemKind(
+        name="gpushare",
+        instance_type=gpushare.GpushareInstance,
+        plan_type=gpushare.GpusharePlan,
+        evaluate=gpushare_evaluate.evaluate,
+        generate=gpushare_generate.generate,
+        generate_params=gpushare_generate.GpushareParams,
+        estimate=gpushare_generate.estimate,
+        description="FGD (ATC'23): place tasks taking whole GPUs or a share of one on CPU/memory/GPU nodes, "
+                    "one at a time, against fragmentation",
+    )
+
+
 def _reservation() -> ProblemKind:
     from fleetplan.instances import reservation
     from fleetplan.instances.reservation import evaluate as reservation_evaluate
@@ -121,7 +139,8 @@ class _Kinds(Mapping[str, ProblemKind]):
 
 
 KINDS: Mapping[str, ProblemKind] = _Kinds(
-    {"allocation": _allocation, "placement": _placement, "binpack": _binpack, "reservation": _reservation}
+    {"allocation": _allocation, "placement": _placement, "binpack": _binpack, "gpushare": _gpushare,
+     "reservation": _reservation}
 )
 
 

@@ -32,7 +32,7 @@ Role = Literal["metric", "term", "stat", "group"]
 
 # Where a name is reported: the four problem kinds (their judges' metrics and terms, their
 # solvers' statistics) and the three simulators (metrics and per-group values).
-KIND_SCOPES = ("allocation", "placement", "reservation", "binpack")
+KIND_SCOPES = ("allocation", "placement", "reservation", "binpack", "gpushare")
 SIMULATOR_SCOPES = ("cluster", "parsync", "mast")
 SCOPES = (*KIND_SCOPES, *SIMULATOR_SCOPES)
 ROLES: dict[str, str] = {
@@ -474,6 +474,43 @@ _MAST: dict[str, _E] = {
     "within_quota_events": _E("scheduling events found within their tenant's quota", "events", role="group"),
 }
 
+# --- gpushare (FGD, ATC'23) ----------------------------------------------------------------------
+
+_GPUSHARE: dict[str, _E] = {
+    "objective": _E("GPU milli the placed tasks take (1,000 per whole GPU)", "milli", "higher", True),
+    "gpu_milli_allocated": _E("GPU milli the placed tasks take", "milli", "higher", True, "term"),
+    "tasks": _E("tasks in the instance", "tasks"),
+    "tasks_placed": _E("tasks placed", "tasks", "higher", True),
+    "tasks_pending": _E("tasks left pending (no node could take them when they arrived)", "tasks", "lower", True),
+    "tasks_tried": _stat("tasks the policy tried before it stopped (all but on a time limit)", "tasks"),
+    "gpu_milli_capacity": _E("GPU milli of the cluster (1,000 per GPU)", "milli"),
+    "gpu_milli_requested": _E("GPU milli all tasks ask for, placed or not", "milli"),
+    "gpu_allocated_share": _E("GPU milli allocated as a share of the cluster's (the FGD paper's GPU allocation "
+                              "rate)", "fraction", "higher"),
+    "cpu_allocated_share": _E("CPU allocated as a share of the cluster's", "fraction"),
+    "memory_allocated_share": _E("memory allocated as a share of the cluster's", "fraction"),
+    "fragmentation_milli": _E("idle GPU milli the expected task mix cannot use (the FGD paper's fragmentation, "
+                              "summed over nodes)", "milli", "lower", True),
+    "fragmentation_share": _E("fragmentation as a share of the cluster's GPU milli", "fraction", "lower"),
+    "fragmentation_of_idle": _E("fragmentation as a share of the idle GPU milli (the FGD paper's fragmentation "
+                                "rate)", "fraction", "lower"),
+    # the gpushare simulator (the paper's inflation experiment): percents of the cluster's GPU milli
+    "tasks_arrived": _E("tasks that arrived (the trace shuffled, then inflated)", "tasks"),
+    "idle_gpu_pct_cpu_stranded": _E("idle GPU milli at the end on nodes with less CPU left than any GPU shape of "
+                                    "the mix asks for, % of the cluster's", "%", "lower"),
+    "trace_tasks": _E("tasks in the trace before inflation", "tasks"),
+    "gpus": _E("GPUs of the cluster", "GPUs"),
+    "arrived_gpu_pct": _E("GPU demand that arrived, % of the cluster's GPU milli", "%"),
+    "allocated_gpu_pct": _E("GPU milli allocated at the end, % of the cluster's", "%", "higher"),
+    "fragmentation_gpu_pct": _E("GPU milli fragmented at the end, % of the cluster's", "%", "lower"),
+    "fragmentation_of_idle_pct": _E("fragmented share of the idle GPU milli at the end, %", "%", "lower"),
+    "unallocated_gpu_pct": _E("arrived GPU demand left pending, % of the cluster's GPU milli", "%", "lower"),
+    "allocated_gpu_pct_at_100": _E("GPU milli allocated once the arrived demand reached 100 % of the cluster's, %",
+                                   "%", "higher"),
+    "fragmentation_gpu_pct_at_100": _E("GPU milli fragmented once the arrived demand reached 100 % of the "
+                                       "cluster's, %", "%", "lower"),
+}
+
 # --- every kind ---------------------------------------------------------------------------------
 
 _COMMON: dict[str, _E] = {
@@ -485,7 +522,7 @@ _COMMON: dict[str, _E] = {
 
 _TABLES: dict[str, dict[str, _E]] = {
     "allocation": _ALLOCATION, "placement": _PLACEMENT, "reservation": _RESERVATION, "binpack": _BINPACK,
-    "cluster": _CLUSTER, "parsync": _PARSYNC, "mast": _MAST,
+    "gpushare": _GPUSHARE, "cluster": _CLUSTER, "parsync": _PARSYNC, "mast": _MAST,
 }
 
 # name pattern -> (meaning with {0}, unit, better, role); per scope
@@ -690,6 +727,7 @@ def markdown() -> str:
     lines = [DOC_HEADER]
     titles = {"allocation": "allocation (Gavel)", "placement": "placement (Tetris, MAST §3)",
               "reservation": "reservation (RAS, MAST §2)", "binpack": "binpack (RMS, MAST §4.3)",
+              "gpushare": "gpushare (FGD, ATC'23, Alibaba's GPU trace)",
               "cluster": "simulator cluster (Gavel, Astraea)", "parsync": "simulator parsync (ParSync)",
               "mast": "simulator mast (MAST's GMS and auction)"}
     for scope in SCOPES:

@@ -29,7 +29,8 @@ from fleetplan.plotting.plans import (  # noqa: F401  (the public names)
 )
 
 # simulator name -> the module drawing its results (plot_run, plot_files)
-SIMULATOR_MODULES = {"cluster": "fleetplan.plotting.cluster", "mast": "fleetplan.plotting.mast",
+SIMULATOR_MODULES = {"cluster": "fleetplan.plotting.cluster", "gpushare": "fleetplan.plotting.gpushare",
+                     "mast": "fleetplan.plotting.mast",
                      "parsync": "fleetplan.plotting.parsync"}
 
 

@@ -62,8 +62,12 @@ def plot_plan(instance: InstanceBase, plan: PlanBase, path: str | os.PathLike[st
         from fleetplan.plotting.binpack import plot_binpack
 
         return plot_binpack(instance, plan, path)
-    raise InstanceError("kind", f"no plot for the '{instance.kind}' kind (known: allocation, binpack, placement, "
-                                "reservation)")
+    if instance.kind == "gpushare":
+        from fleetplan.plotting.gpushare import plot_gpushare
+
+        return plot_gpushare(instance, plan, path)
+    raise InstanceError("kind", f"no plot for the '{instance.kind}' kind (known: allocation, binpack, gpushare, "
+                                "placement, reservation)")
 
 
 def _save(figure: Figure, path: str | os.PathLike[str] | None) -> Figure:

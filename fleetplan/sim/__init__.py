@@ -30,6 +30,7 @@ from fleetplan.sim.engine import (
 # name -> module defining SIMULATOR; a new simulator adds one line here.
 _MODULES: dict[str, str] = {
     "cluster": "fleetplan.sim.cluster",
+    "gpushare": "fleetplan.sim.gpushare",
     "mast": "fleetplan.sim.mast",
     "parsync": "fleetplan.sim.parsync",
 }

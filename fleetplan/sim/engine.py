@@ -224,6 +224,9 @@ class SimulatorSpec:
     # fleetplan.instances.resources.Estimate``; :meth:`run` refuses a scenario that cannot fit
     # in this machine's memory before simulating it.
     estimate: Callable[[BaseModel], Any] | None = None
+    # Optional: data files a run's ``--out DIR`` holds beside result.json, ``tables(result) ->
+    # {file name: text}`` (the gpushare simulator's curve.csv).
+    tables: Callable[[SimResult], dict[str, str]] | None = None
     # Whether ``simulate`` takes a ``progress`` keyword: looked up once, from its signature.
     takes_progress: bool = field(init=False, repr=False, compare=False, default=False)
 

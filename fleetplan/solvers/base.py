@@ -187,6 +187,7 @@ KIND_MODULES: dict[str, tuple[str, ...]] = {
     "allocation": ("fleetplan.solvers.allocation", "fleetplan.solvers.allocation.policies",
                    "fleetplan.solvers.allocation.water_filling"),
     "binpack": ("fleetplan.solvers.binpack",),
+    "gpushare": ("fleetplan.solvers.gpushare",),
     "placement": ("fleetplan.solvers.placement", "fleetplan.solvers.placement.exact"),
     "reservation": ("fleetplan.solvers.reservation",),
 }

@@ -1,0 +1,297 @@
+"""The FGD paper's experiment grid (Weng, Yang et al., USENIX ATC 2023, §5; the simulator's
+``experiments/run_scripts/generate_run_scripts.py``): trace variants x scoring policies x seeds,
+each run the inflation experiment of :mod:`fleetplan.sim.gpushare` at 130 %, from the command line.
+
+    .venv/bin/python -m fleetplan.benchmarks.experiments.gpushare --data ../shared/data/alibaba-gpu-v2023 \\
+        --traces default --seeds 42 --out runs/gpushare [--resume]
+
+Each run writes ``OUT/TRACE/POLICY/SEED/curve.csv`` and ``run.json`` (its metrics and wall
+time); ``--resume`` skips runs whose ``run.json`` exists. At the end, ``OUT/summary.csv`` has
+one row per run and ``OUT/curves-TRACE.png`` the policies' mean curves per trace (Figures 7
+and 9). The same grid runs on the bench executors (locally or on Dask) as the suite
+``fleetplan bench gpushare``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+# The paper's 17 trace variants (generate_run_scripts.py's FileList).
+TRACES = ("default", "cpu050", "cpu100", "cpu200", "cpu250", "gpushare100", "gpushare40", "gpushare60",
+          "gpushare80", "gpuspec10", "gpuspec20", "gpuspec25", "gpuspec33", "multigpu20", "multigpu30",
+          "multigpu40", "multigpu50")
+SEEDS = tuple(range(42, 52))
+NODES_FILE = "openb_node_list_gpu_node.csv"
+SUMMARY_COLUMNS = ("trace", "policy", "seed", "wall_s", "load_average", "tasks_arrived", "tasks_placed",
+                   "allocated_gpu_pct", "fragmentation_gpu_pct", "unallocated_gpu_pct", "allocated_gpu_pct_at_100",
+                   "fragmentation_gpu_pct_at_100", "idle_gpu_pct_cpu_stranded")
+
+
+def run_grid(data: Path, traces: list[str], policies: list[str], seeds: list[int], inflation: float, out: Path,
+             resume: bool = False, log=print, ties: str = "name") -> list[dict]:
+    """Run every (trace, policy, seed) not yet done; the rows of every run, done before or now."""
+    from fleetplan import sim
+    from fleetplan.instances.outputs import atomic_write_text
+
+    spec = sim.get_simulator("gpushare")
+    rows = []
+    for trace in traces:
+        scenario = {"nodes": str(data / NODES_FILE), "tasks": str(data / f"openb_pod_list_{trace}.csv"),
+                    "inflation": inflation, "ties": ties}
+        for policy in policies:
+            for seed in seeds:
+                folder = out / trace / policy / str(seed)
+                record = folder / "run.json"
+                if resume and record.exists():
+                    rows.append(json.loads(record.read_text(encoding="utf-8")))
+                    continue
+                started = time.perf_counter()
+                result = spec.run(scenario, policy, seed)
+                wall = time.perf_counter() - started
+                folder.mkdir(parents=True, exist_ok=True)
+                for name, text in spec.tables(result).items():
+                    atomic_write_text(folder / name, text)
+                row = {"trace": trace, "policy": policy, "seed": seed, "wall_s": round(wall, 3),
+                       "load_average": round(os.getloadavg()[0], 2), **result.metrics}
+                atomic_write_text(record, json.dumps(row, indent=1) + "\n")
+                rows.append(row)
+                log(f"{trace} {policy} seed {seed}: {wall:.1f} s, {result.metrics['allocated_gpu_pct']:.2f}% allocated")
+    return rows
+
+
+def arrival_bounds(data: Path, trace: str, seed: int, inflation: float) -> dict:
+    """With the arrivals of ``seed`` known, once they reach 100 % of the cluster's GPU demand and
+    at their end: the offline greedy's plan and the upper bound on any placement (% of the
+    cluster's GPUs; :mod:`fleetplan.solvers.gpushare.offline_greedy`)."""
+    import numpy as np
+
+    import fleetplan
+    from fleetplan.sim.gpushare import Scenario, arrivals, inflate, load_trace
+
+    trace_instance = load_trace(Scenario(nodes=str(data / NODES_FILE), tasks=str(data / f"openb_pod_list_{trace}.csv")))
+    a = trace_instance.arrays()
+    capacity = a.gpu_milli_capacity
+    order = inflate(a.task_gpu_milli, a.task_gpu_milli_total, capacity, inflation, np.random.default_rng(seed))
+    within = int(np.searchsorted(np.cumsum(a.task_gpu_milli_total[order]), capacity, side="right"))
+    row = {"trace": trace, "seed": seed}
+    for label, rows in (("100", order[:within]), ("end", order)):
+        result = fleetplan.solve(arrivals(trace_instance, rows), "offline-greedy", seed=seed)
+        if not result.evaluation.feasible:  # a bug, never a figure
+            raise RuntimeError(f"offline-greedy plan violates {result.evaluation.violations[:2]}")
+        row[f"offline_gpu_pct_at_{label}"] = 100.0 * result.objective / capacity
+        row[f"bound_gpu_pct_at_{label}"] = 100.0 * result.bound / capacity
+        row[f"offline_wall_s_at_{label}"] = round(result.wall_s, 3)
+    return row
+
+
+def write_summary(rows: list[dict], out: Path) -> None:
+    from fleetplan.instances.outputs import atomic_write_text
+
+    lines = [",".join(SUMMARY_COLUMNS)]
+    for row in rows:
+        lines.append(",".join(str(row.get(column, "")) for column in SUMMARY_COLUMNS))
+    atomic_write_text(out / "summary.csv", "\n".join(lines) + "\n")
+
+
+def summary_table(rows: list[dict]) -> str:
+    """Markdown: per trace and policy the mean and standard deviation over seeds of the GPUs
+    allocated and fragmented (% of the cluster's) at 100 % and at the end of the arrivals, and
+    the median wall time of one run."""
+    import statistics
+
+    def spread(values: list[float]) -> str:
+        deviation = statistics.stdev(values) if len(values) > 1 else 0.0
+        return f"{statistics.mean(values):.2f} ± {deviation:.2f}"
+
+    lines = ["| trace | policy | runs | allocated at 100% | allocated at end | fragmented at 100% | "
+             "fragmented at end | pending demand at end | idle on CPU-exhausted nodes at end | wall s (median) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    keys = ("allocated_gpu_pct_at_100", "allocated_gpu_pct", "fragmentation_gpu_pct_at_100",
+            "fragmentation_gpu_pct", "unallocated_gpu_pct", "idle_gpu_pct_cpu_stranded")
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["trace"], row["policy"]), []).append(row)
+    for (trace, policy), runs in groups.items():
+        cells = [spread([float(run[key]) for run in runs]) for key in keys]
+        wall = statistics.median(float(run["wall_s"]) for run in runs)
+        lines.append(f"| {trace} | {policy} | {len(runs)} | {' | '.join(cells)} | {wall:.2f} |")
+    return "\n".join(lines)
+
+
+def pivot_table(rows: list[dict], key: str) -> str:
+    """Markdown: one row per trace, one column per policy, the mean of ``key`` over seeds (the
+    paper's Figures 11-14 show the variants side by side)."""
+    import statistics
+
+    policies = list(dict.fromkeys(row["policy"] for row in rows))
+    traces = list(dict.fromkeys(row["trace"] for row in rows))
+    lines = [f"| trace ({key}) | " + " | ".join(policies) + " |", "|---" * (len(policies) + 1) + "|"]
+    for trace in traces:
+        cells = []
+        for policy in policies:
+            values = [float(r[key]) for r in rows if r["trace"] == trace and r["policy"] == policy]
+            cells.append(f"{statistics.mean(values):.2f}" if values else "-")
+        lines.append(f"| {trace} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+PAPER_POLICIES = {"01-Random": "random", "02-DotProd": "dot-product", "03-GpuClustering": "gpu-clustering",
+                  "04-GpuPacking": "gpu-packing", "05-BestFit": "best-fit", "06-FGD": "fgd"}
+
+
+def paper_table(rows: list[dict], folder: Path) -> str:
+    """Markdown: our allocation and fragmentation at the end of the arrivals beside the paper's
+    authors' own runs (their simulator's ``experiments/analysis/expected_results/
+    analysis_allo_discrete.csv`` and ``analysis_frag_discrete.csv``, columns ``130``), means
+    over the seeds each side has."""
+    import csv
+    import statistics
+
+    theirs: dict[tuple[str, str, str], list[float]] = {}
+    for name, what in (("analysis_allo_discrete.csv", "allocated"), ("analysis_frag_discrete.csv", "fragmented")):
+        with (folder / name).open(encoding="utf-8") as handle:
+            for record in csv.DictReader(handle):
+                trace = record["workload"].removeprefix("openb_pod_list_")
+                policy = PAPER_POLICIES.get(record["sc_policy"])
+                if policy is not None:
+                    theirs.setdefault((trace, policy, what), []).append(float(record["130"]))
+    lines = ["| trace | policy | allocated (ours) | allocated (paper's runs) | fragmented (ours) | "
+             "fragmented (paper's runs) |", "|---|---|---|---|---|---|"]
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["trace"], row["policy"]), []).append(row)
+    def cell(values: list[float] | None) -> str:
+        return f"{statistics.mean(values):.2f}" if values else "-"
+
+    differences: dict[str, list[float]] = {}
+    for (trace, policy), runs in groups.items():
+        ours_a = statistics.mean(float(r["allocated_gpu_pct"]) for r in runs)
+        ours_f = statistics.mean(float(r["fragmentation_gpu_pct"]) for r in runs)
+        paper_a = theirs.get((trace, policy, "allocated"))
+        paper_f = theirs.get((trace, policy, "fragmented"))
+        lines.append(f"| {trace} | {policy} | {ours_a:.2f} | {cell(paper_a)} | {ours_f:.2f} | {cell(paper_f)} |")
+        if paper_a:
+            differences.setdefault(policy, []).append(ours_a - statistics.mean(paper_a))
+    lines += ["", "| policy | traces | mean abs(ours − paper's), allocated | largest | mean (ours − paper's) |",
+              "|---|---|---|---|---|"]
+    for policy, values in differences.items():
+        lines.append(f"| {policy} | {len(values)} | {statistics.mean(abs(v) for v in values):.2f} | "
+                     f"{max(abs(v) for v in values):.2f} | {statistics.mean(values):+.2f} |")
+    return "\n".join(lines)
+
+
+def bound_table(bounds: list[dict], rows: list[dict]) -> str:
+    """Markdown: per trace the offline plan and the bound (means over seeds, % of the cluster's
+    GPUs) and per policy how far below the offline plan it allocates (percentage points), at
+    100 % of arrivals and at the end."""
+    import statistics
+
+    lines = ["| trace | policy | offline plan at 100% | bound at 100% | policy below offline at 100% | "
+             "offline plan at end | bound at end | policy below offline at end |", "|---|---|---|---|---|---|---|---|"]
+    by_seed = {(b["trace"], b["seed"]): b for b in bounds}
+    for trace in dict.fromkeys(b["trace"] for b in bounds):
+        policies = dict.fromkeys(r["policy"] for r in rows if r["trace"] == trace)
+        for policy in policies:
+            runs = [r for r in rows if r["trace"] == trace and r["policy"] == policy and (trace, r["seed"]) in by_seed]
+            if not runs:
+                continue
+            cells = []
+            for label, key in (("100", "allocated_gpu_pct_at_100"), ("end", "allocated_gpu_pct")):
+                bound = [by_seed[(trace, r["seed"])][f"bound_gpu_pct_at_{label}"] for r in runs]
+                offline = [by_seed[(trace, r["seed"])][f"offline_gpu_pct_at_{label}"] for r in runs]
+                below = [b - float(r[key]) for b, r in zip(offline, runs, strict=True)]
+                cells += [f"{statistics.mean(offline):.2f}", f"{statistics.mean(bound):.2f}",
+                          f"{statistics.mean(below):.2f}"]
+            lines.append(f"| {trace} | {policy} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
+def draw(out: Path, traces: list[str], policies: list[str], seeds: list[int]) -> list[Path]:
+    """One picture per trace: the policies' mean curves over the seeds."""
+    import csv
+
+    from fleetplan.plotting.gpushare import plot_policies
+
+    written = []
+    for trace in traces:
+        runs: dict[str, list[dict]] = {}
+        for policy in policies:
+            for seed in seeds:
+                path = out / trace / policy / str(seed) / "curve.csv"
+                if path.exists():
+                    with path.open(encoding="utf-8") as handle:
+                        table = list(csv.DictReader(handle))
+                    runs.setdefault(policy, []).append({k: [float(r[k]) for r in table] for k in table[0]})
+        if runs:
+            target = out / f"curves-{trace}.png"
+            plot_policies(runs, target, title=f"{trace} trace, inflated to 130%: mean over {len(seeds)} seed(s)")
+            written.append(target)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    from fleetplan.sim.gpushare import POLICIES, VARIANTS
+
+    parser = argparse.ArgumentParser(prog="python -m fleetplan.benchmarks.experiments.gpushare",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True, help="folder of the trace's CSV files")
+    parser.add_argument("--traces", nargs="+", default=list(TRACES), choices=TRACES, metavar="TRACE",
+                        help="trace variants (default: the paper's 17)")
+    parser.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES + VARIANTS, metavar="POLICY",
+                        help="default: the paper's six")
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS), help="default: 42..51")
+    parser.add_argument("--inflation", type=float, default=1.3)
+    parser.add_argument("--ties", choices=("name", "random"), default="name",
+                        help="equal scores: the first node name (the paper's simulator) or random (stock Kubernetes)")
+    parser.add_argument("--out", required=True, help="folder for the runs, summary.csv and the pictures")
+    parser.add_argument("--resume", action="store_true", help="skip runs already written")
+    parser.add_argument("--paper-results", default=None, metavar="DIR",
+                        help="the folder of the paper's own results (its simulator's experiments/analysis/"
+                             "expected_results): print them beside ours")
+    parser.add_argument("--bound", action="store_true",
+                        help="also bound what any placement could allocate, per trace and seed (bounds.csv)")
+    args = parser.parse_args(argv)
+    data = Path(args.data)
+    missing = [name for name in [NODES_FILE, *(f"openb_pod_list_{t}.csv" for t in args.traces)]
+               if not (data / name).is_file()]
+    if missing:
+        print(f"error: --data {data}: no {missing[0]}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = run_grid(data, args.traces, args.policies, args.seeds, args.inflation, out, args.resume, ties=args.ties)
+    write_summary(rows, out)
+    for path in draw(out, args.traces, args.policies, args.seeds):
+        print(f"wrote {path}")
+    print(f"wrote {out / 'summary.csv'} ({len(rows)} runs)")
+    print(summary_table(rows))
+    if len(args.traces) > 1:
+        print(pivot_table(rows, "allocated_gpu_pct"))
+    if args.paper_results is not None:
+        print(paper_table(rows, Path(args.paper_results)))
+    if args.bound:
+        from fleetplan.instances.outputs import atomic_write_text
+
+        found = []
+        for trace in args.traces:
+            for seed in args.seeds:
+                record = out / trace / f"bounds-{seed}.json"
+                if args.resume and record.exists():
+                    found.append(json.loads(record.read_text(encoding="utf-8")))
+                    continue
+                found.append(arrival_bounds(data, trace, seed, args.inflation))
+                atomic_write_text(record, json.dumps(found[-1], indent=1) + "\n")
+        columns = list(found[0])
+        atomic_write_text(out / "bounds.csv", "\n".join([",".join(columns)] + [
+            ",".join(str(row[c]) for c in columns) for row in found]) + "\n")
+        print(bound_table(found, rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,111 @@
+"""The offline side: the pooled relaxation's bound against a brute force on tiny clusters (equal
+where pooling loses nothing, above it everywhere) and above every policy's plan; the offline
+greedy's plan through the judge."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+import fleetplan
+from fleetplan.instances.gpushare import GpushareInstance
+from fleetplan.solvers.gpushare.offline import allocation_bound
+
+POLICIES = ["fgd", "random", "dot-product", "gpu-clustering", "gpu-packing", "best-fit", "offline-greedy"]
+
+
+def brute_force(instance: GpushareInstance) -> int:
+    """The most GPU milli any plan places: every task pending or on a node's GPUs, tried all."""
+    a = instance.arrays()
+    options = []
+    for j in range(a.num_tasks):
+        mine = [None]
+        for i in range(a.num_nodes):
+            if a.task_num_gpu[j] > 0 and not a.task_access[j, a.node_model[i]]:
+                continue
+            for gpus in itertools.combinations(range(int(a.node_gpus[i])), int(a.task_num_gpu[j])):
+                mine.append((i, gpus))
+        options.append(mine)
+    best = 0
+    for choice in itertools.product(*options):
+        cpu = [0] * a.num_nodes
+        memory = [0] * a.num_nodes
+        gpu: dict[tuple[int, int], int] = {}
+        placed = 0
+        for j, pick in enumerate(choice):
+            if pick is None:
+                continue
+            i, gpus = pick
+            cpu[i] += int(a.task_cpu[j])
+            memory[i] += int(a.task_memory[j])
+            for g in gpus:
+                gpu[(i, g)] = gpu.get((i, g), 0) + int(a.task_gpu_milli[j])
+            placed += int(a.task_num_gpu[j] * a.task_gpu_milli[j])
+        if (all(c <= a.node_cpu[i] and m <= a.node_memory[i] for i, (c, m) in enumerate(zip(cpu, memory, strict=True)))
+                and all(v <= 1000 for v in gpu.values())):
+            best = max(best, placed)
+    return best
+
+
+def tiny(nodes: list[tuple[int, int]], tasks: list[tuple[int, int, int]]) -> GpushareInstance:
+    """Nodes (CPU milli, GPUs) of model T4 and tasks (CPU milli, GPUs, milli)."""
+    return GpushareInstance.model_validate({
+        "kind": "gpushare",
+        "nodes": {"id": [f"n{i}" for i in range(len(nodes))], "cpu_milli": [n[0] for n in nodes],
+                  "memory_mib": [1000] * len(nodes), "gpus": [n[1] for n in nodes], "model": ["T4"] * len(nodes)},
+        "tasks": {"id": [f"t{j}" for j in range(len(tasks))], "cpu_milli": [t[0] for t in tasks],
+                  "memory_mib": [100] * len(tasks), "num_gpu": [t[1] for t in tasks],
+                  "gpu_milli": [t[2] for t in tasks]}})
+
+
+@pytest.mark.parametrize(("nodes", "tasks"), [
+    ([(8000, 2)], [(4000, 1, 1000), (4000, 1, 1000), (2000, 1, 1000)]),  # CPU binds: 2 of 3
+    ([(8000, 4)], [(2000, 2, 1000), (2000, 2, 1000), (6000, 1, 1000)]),
+    ([(16000, 2)], [(1000, 1, 600), (1000, 1, 600), (1000, 1, 400), (1000, 1, 400)]),
+])
+def test_the_bound_equals_a_brute_force_where_pooling_loses_nothing(nodes, tasks):
+    instance = tiny(nodes, tasks)
+    assert allocation_bound(instance).bound_milli == brute_force(instance)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_bound_is_above_the_brute_force_and_every_policy(seed):
+    instance = fleetplan.generate("gpushare", {"nodes": 2, "tasks": 5, "sharing_share": 0.5}, seed=seed)
+    if instance.arrays().node_gpus.sum() > 6:  # keep the brute force small
+        instance = fleetplan.generate("gpushare", {"nodes": 1, "tasks": 5, "sharing_share": 0.5}, seed=seed)
+    bound = allocation_bound(instance).bound_milli
+    assert bound >= brute_force(instance)
+    for solver in POLICIES:
+        assert fleetplan.solve(instance, solver, seed=seed).objective <= bound + 1e-9
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_bound_is_above_every_policy_on_crowded_clusters(seed):
+    instance = fleetplan.generate("gpushare", {"nodes": 15, "tasks": 250, "gpuspec_share": 0.2}, seed=seed)
+    result = fleetplan.solve(instance, "offline-greedy", seed=seed)
+    assert result.evaluation.feasible and result.bound is not None and 0 <= result.gap < 1
+    for solver in POLICIES[:-1]:
+        assert fleetplan.solve(instance, solver, seed=seed).objective <= result.bound
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_exact_model_equals_a_brute_force_on_tiny_clusters(seed):
+    instance = fleetplan.generate("gpushare", {"nodes": 1 + seed % 2, "tasks": 5, "sharing_share": 0.5,
+                                               "multi_gpu_share": 0.2, "gpuspec_share": 0.3}, seed=seed)
+    if instance.arrays().node_gpus.sum() > 6:
+        instance = fleetplan.generate("gpushare", {"nodes": 1, "tasks": 5, "sharing_share": 0.5}, seed=seed + 100)
+    exact = fleetplan.solve(instance, "mip-highs")
+    assert exact.status == "optimal" and exact.evaluation.feasible
+    assert exact.objective == brute_force(instance)
+    assert allocation_bound(instance).bound_milli >= exact.objective
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_exact_model_bounds_every_policy(seed):
+    instance = fleetplan.generate("gpushare", {"nodes": 3, "tasks": 14, "sharing_share": 0.5,
+                                               "multi_gpu_share": 0.1}, seed=seed)
+    exact = fleetplan.solve(instance, "mip-highs")
+    assert exact.status == "optimal" and exact.evaluation.feasible
+    for solver in POLICIES:
+        assert fleetplan.solve(instance, solver, seed=seed).objective <= exact.objective
