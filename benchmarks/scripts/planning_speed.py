@@ -8,6 +8,12 @@
         a sweep of the V100 count over POINTS values under max-min fairness against one cold
         `fleetplan solve` of the same instance (both whole processes; dask: a one-worker cluster
         started on loopback for the run, its start-up not counted).
+    python benchmarks/scripts/planning_speed.py size-policy INSTANCE.json --target T --buy B [--buy ...]
+        `fleetplan size INSTANCE --policy max-min-fairness` (the lattice search), whole processes:
+        CPU and wall seconds, status, cost, bound, gap and the purchases checked (JOBS is ignored).
+    python benchmarks/scripts/planning_speed.py marginal JOBS [--repeats N]
+        `fleetplan.marginal_values` (4 GPU types, one more and one fewer each: 8 re-solves) against
+        one cold max-min-fairness solve of the same instance, in one process, CPU seconds.
     python benchmarks/scripts/planning_speed.py duals JOBS [--repeats N]
         max-min fairness and max throughput in one process with the dual prices read and with
         their reading switched off, alternating: what the prices add to a solve.
@@ -135,10 +141,50 @@ def bench_duals(jobs: int, repeats: int) -> None:
                           "added": with_s / without_s - 1}))
 
 
+def bench_size_policy(path: str, targets: list[str], buy: list[str], repeats: int) -> None:
+    rows = []
+    for _ in range(repeats):
+        argv = [*FLEETPLAN, "size", path, *sum((["--target", t] for t in targets), []),
+                *sum((["--buy", b] for b in buy), []), "--policy", "max-min-fairness", "--json"]
+        wall, cpu, out = run(argv)
+        data = json.loads(out)
+        rows.append({"wall_s": wall, "cpu_s": cpu, "status": data["status"], "cost": data["cost"],
+                     "bound": data["bound"], "gap": data["gap"], "points": data["stats"].get("points_checked")})
+    print(json.dumps({"what": "size-policy", "instance": path, "load": os.getloadavg()[0],
+                      "median_cpu_s": statistics.median(r["cpu_s"] for r in rows),
+                      "median_wall_s": statistics.median(r["wall_s"] for r in rows), "runs": rows}))
+
+
+def bench_marginal(jobs: int, repeats: int) -> None:
+    import fleetplan
+
+    data = fleetplan.generate("allocation", {"jobs": jobs, "throughput_noise": 0.1, "worker_types":
+                                             ["v100", "p100", "k80"]}, seed=0).model_dump()
+    # a fourth type, twice a V100's speed, so the four prices of the planning issue are measured
+    data["worker_types"].append({"name": "h100", "count": data["worker_types"][0]["count"], "cost_per_hour": 4.5})
+    for job in data["jobs"]:
+        job["throughput"]["h100"] = 2 * job["throughput"]["v100"]
+    instance_ = fleetplan.instances.instance_from_data(data)
+    fleetplan.solve(instance_, "max-min-fairness")  # the imports, outside the clock
+    cold, marginal = [], []
+    for _ in range(repeats):
+        started = time.process_time()
+        fleetplan.solve(instance_, "max-min-fairness")
+        cold.append(time.process_time() - started)
+        started = time.process_time()
+        fleetplan.marginal_values(instance_, "max-min-fairness")
+        marginal.append(time.process_time() - started)
+    print(json.dumps({"what": "marginal", "jobs": jobs, "load": os.getloadavg()[0],
+                      "cold_cpu_s": statistics.median(cold), "marginal_cpu_s": statistics.median(marginal),
+                      "ratio": statistics.median(marginal) / statistics.median(cold)}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=("size", "whatif", "duals"))
-    parser.add_argument("jobs", type=int)
+    parser.add_argument("what", choices=("size", "size-policy", "marginal", "whatif", "duals"))
+    parser.add_argument("jobs", help="distinct jobs (size-policy: the instance file)")
+    parser.add_argument("--target", action="append", default=[])
+    parser.add_argument("--buy", action="append", default=[])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--points", type=int, default=20)
     parser.add_argument("--executor", choices=("local", "dask"), default="local")
@@ -146,12 +192,18 @@ def main() -> None:
     args = parser.parse_args()
     folder = Path(args.folder or tempfile.mkdtemp(prefix="planning-speed-"))
     folder.mkdir(parents=True, exist_ok=True)
+    if args.what == "size-policy":
+        bench_size_policy(args.jobs, args.target, args.buy, args.repeats)
+        return
+    jobs = int(args.jobs)
     if args.what == "size":
-        bench_size(folder, args.jobs, args.repeats)
+        bench_size(folder, jobs, args.repeats)
+    elif args.what == "marginal":
+        bench_marginal(jobs, args.repeats)
     elif args.what == "whatif":
-        bench_whatif(folder, args.jobs, args.points, args.executor, args.repeats)
+        bench_whatif(folder, jobs, args.points, args.executor, args.repeats)
     else:
-        bench_duals(args.jobs, args.repeats)
+        bench_duals(jobs, args.repeats)
 
 
 if __name__ == "__main__":

@@ -46,8 +46,8 @@ class PlanningKind:
     than re-solving it (a heuristic's re-solve moves for reasons other than the unit)."""
 
     name: str
-    sizer_path: str
-    capacity_units_path: str
+    sizer_path: str | None
+    capacity_units_path: str | None
     service_metrics: tuple[str, ...]
     decisive: tuple[str, ...]
     frontier: bool = False
@@ -63,6 +63,9 @@ class PlanningKind:
     unserved_metrics_path: str | None = None
 
     def sizer(self) -> Sizer:
+        if self.sizer_path is None:
+            raise InstanceError("kind", f"no sizing for kind '{self.name}' yet (sizing knows: "
+                                        f"{', '.join(k for k, e in PLANNING_KINDS.items() if e.sizer_path)})")
         return _load(self.sizer_path)
 
     def what_binds(self, instance: Any, base: Any) -> list[str]:
@@ -75,6 +78,8 @@ class PlanningKind:
         return _load(self.objective_difference_path) if self.objective_difference_path else None
 
     def capacity_units(self, instance: Any) -> Iterator[CapacityUnit]:
+        if self.capacity_units_path is None:
+            raise InstanceError("kind", f"no marginal values for kind '{self.name}' yet")
         units: Callable[[Any], Iterator[CapacityUnit]] = _load(self.capacity_units_path)
         return units(instance)
 
@@ -109,6 +114,13 @@ PLANNING_KINDS: dict[str, PlanningKind] = {
         service_metrics=("gpus_idle",),
         decisive=("placed_workloads", "unplaced_workloads", "preempted_jobs", "gpus_idle"),
         objective_difference_path="fleetplan.planning.compare:score_order_difference", whole_units="machines"),
+    # The GPU-sharing cluster (FGD on Alibaba's trace): compared and swept; sizing and marginal
+    # values not built yet (the node models and prices to buy are the planner's assumptions).
+    "gpushare": PlanningKind(
+        name="gpushare", sizer_path=None, capacity_units_path=None,
+        service_metrics=("tasks_placed", "tasks_pending", "gpu_allocated_share", "fragmentation_share"),
+        decisive=("tasks_placed", "gpu_allocated_share", "fragmentation_share", "cpu_allocated_share",
+                  "memory_allocated_share")),
 }
 
 
