@@ -100,7 +100,7 @@ def size_allocation(instance: AllocationInstance, targets: Sequence[Target], pur
     add, proven = answer.add, answer.proven
     result.bound = answer.bound
     if policy is None:
-        sized, chosen, plan, metrics, checks, tried = _verify(instance, add, targets, None, answer.allocation,
+        sized, chosen, plan, metrics, checks, tried = _verify(instance, add, targets, answer.allocation,
                                                               time_limit, started, threads, seed)
         result.stats["policies_tried"] = float(len(tried))
         if chosen is None:
@@ -109,7 +109,7 @@ def size_allocation(instance: AllocationInstance, targets: Sequence[Target], pur
         else:
             notes.append(f"the sized instance meets every target under {chosen} (solved and judged)")
         if chosen != DEFAULT_POLICY and DEFAULT_POLICY in tried:
-            notes.append(_default_policy_warning(sized, targets, time_limit, started, threads, seed))
+            notes.append(_default_policy_warning(targets, tried[DEFAULT_POLICY]))
     else:
         result.policy_free = {"additions": _additions(arrays, answer.add, cap), "cost": float(price @ answer.add),
                               "bound": answer.bound, "proven": answer.proven}
@@ -335,16 +335,12 @@ def _least_step(start: np.ndarray, end: np.ndarray, passes: Any, out_of_time: An
     return point(high)
 
 
-def _default_policy_warning(sized: AllocationInstance, targets: Sequence[Target], time_limit: float | None,
-                            started: float, threads: int, seed: int) -> str:
-    plan, metrics = _judge_policy(sized, DEFAULT_POLICY, time_left(time_limit, started), threads, seed)
-    if plan is not None and all(check_targets(targets, metrics).values()):
+def _default_policy_warning(targets: Sequence[Target], metrics: dict[str, float]) -> str:
+    if metrics and all(check_targets(targets, metrics).values()):
         return f"{DEFAULT_POLICY} (the default policy) meets every target there too"
     return (f"warning: under {DEFAULT_POLICY} (the default policy) the sized instance misses "
             f"{describe_misses(targets, metrics)}: size with --policy {DEFAULT_POLICY} for a purchase it meets")
 
-
-# --- the model ---------------------------------------------------------------------------
 
 def _purchase_arrays(arrays: AllocationArrays, purchases: Sequence[Purchase]) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Per type: the unit price and the most that may be bought (0: not for sale)."""
@@ -427,25 +423,24 @@ def _judge_policy(instance: AllocationInstance, policy: str, time_limit: float |
     return result.plan, dict(result.evaluation.metrics)
 
 
-def _verify(instance: AllocationInstance, add: np.ndarray, targets: Sequence[Target], policy: str | None,
-            witness: np.ndarray, time_limit: float | None, started: float, threads: int,
-            seed: int) -> tuple[Any, str | None, Any, dict[str, float], dict[str, bool], list[str]]:
-    """Solve the sized instance with the policy named (or each candidate) and judge it."""
+def _verify(instance: AllocationInstance, add: np.ndarray, targets: Sequence[Target], witness: np.ndarray,
+            time_limit: float | None, started: float, threads: int,
+            seed: int) -> tuple[Any, str | None, Any, dict[str, float], dict[str, bool], dict[str, dict[str, float]]]:
+    """Solve the sized instance with each candidate policy and judge it: the first that meets
+    every target, else the sizing's own allocation; and each tried policy's metrics."""
     from fleetplan.instances.allocation.evaluate import evaluate
 
     sized = sized_instance(instance, add)
     has_steps = not np.isnan(sized.arrays().steps_left).any()
-    candidates = [policy] if policy is not None else [
-        name for name in CANDIDATE_POLICIES if has_steps or name not in _NEEDS_STEPS]
-    tried = []
-    for name in candidates:
-        tried.append(name)
+    tried: dict[str, dict[str, float]] = {}
+    for name in CANDIDATE_POLICIES:
+        if not has_steps and name in _NEEDS_STEPS:
+            continue
         plan, metrics = _judge_policy(sized, name, time_left(time_limit, started), threads, seed)
+        tried[name] = metrics
         checks = check_targets(targets, metrics)
         if plan is not None and all(checks.values()):
             return sized, name, plan, metrics, checks, tried
-        if policy is not None:
-            return sized, None, plan, metrics, checks, tried
     plan = AllocationPlan.from_matrix(sized, witness, solver="size", policy="max_throughput")
     metrics = dict(evaluate(sized, plan).metrics)
     return sized, None, plan, metrics, check_targets(targets, metrics), tried
