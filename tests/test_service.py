@@ -454,3 +454,31 @@ def test_health_answers_while_a_large_body_is_checked():
         assert slowest < 1.0  # the body is parsed and checked off the event loop
     finally:
         served.stop()
+
+
+@pytest.mark.slow
+def test_the_queue_takes_turns_between_clients():
+    one = Service("--workers", "1")
+    try:
+        # The first job holds the only worker for its 3 s while the rest queue behind it.
+        body = {"instance": long_placement(), "solver": "mip-highs", "time_limit": 3, "wait": 0}
+        burst = [one.post("/v1/solve", body, headers={"X-Client-Id": "busy"}).json()["id"] for _ in range(4)]
+        single = one.post("/v1/solve", body, headers={"X-Client-Id": "other"}).json()["id"]
+        states = {job: wait_final_state(one, job) for job in [*burst, single]}
+        arrived = {row["id"]: row["arrived"] for row in one.get("/v1/jobs").json()["jobs"]}
+        started = {job: arrived[job] + state["queued_s"] for job, state in states.items()}
+        # First come, first served would start it last; taking turns starts it before the
+        # burst's third and fourth jobs.
+        assert started[single] < started[burst[2]] < started[burst[3]]
+    finally:
+        one.stop()
+
+
+def wait_final_state(service: Service, job: str) -> dict:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        state = service.get(f"/v1/jobs/{job}").json()
+        if state["state"] in ("done", "failed", "cancelled"):
+            return state
+        time.sleep(0.05)
+    raise AssertionError(f"job {job} did not end within 60 s")
