@@ -113,6 +113,13 @@ def test_solve_evaluate_and_size_answer_like_the_library(service):
     assert answer.headers["X-Job-Id"]  # every answer to a queued job names it
 
 
+def test_jobs_are_listed_without_a_state_folder(service):
+    answer = service.post("/v1/solve", {"instance": GAVEL})
+    listed = service.get("/v1/jobs?limit=5").json()
+    assert listed["jobs"][0]["id"] == answer.headers["X-Job-Id"] and len(listed["jobs"]) <= 5
+    assert all(row["state"] == "done" for row in service.get("/v1/jobs?state=done").json()["jobs"])
+
+
 def test_catalog_schema_health_metrics_and_openapi(service):
     names = {entry["name"] for entry in service.get("/v1/solvers").json()}
     assert {"max-min-fairness", "hill-climb", "rms-greedy", "mip-highs"} <= names
