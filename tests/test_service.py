@@ -113,6 +113,13 @@ def test_solve_evaluate_and_size_answer_like_the_library(service):
     assert answer.headers["X-Job-Id"]  # every answer to a queued job names it
 
 
+def test_jobs_are_listed_without_a_state_folder(service):
+    answer = service.post("/v1/solve", {"instance": GAVEL})
+    listed = service.get("/v1/jobs?limit=5").json()
+    assert listed["jobs"][0]["id"] == answer.headers["X-Job-Id"] and len(listed["jobs"]) <= 5
+    assert all(row["state"] == "done" for row in service.get("/v1/jobs?state=done").json()["jobs"])
+
+
 def test_catalog_schema_health_metrics_and_openapi(service):
     names = {entry["name"] for entry in service.get("/v1/solvers").json()}
     assert {"max-min-fairness", "hill-climb", "rms-greedy", "mip-highs"} <= names
@@ -454,3 +461,31 @@ def test_health_answers_while_a_large_body_is_checked():
         assert slowest < 1.0  # the body is parsed and checked off the event loop
     finally:
         served.stop()
+
+
+@pytest.mark.slow
+def test_the_queue_takes_turns_between_clients():
+    one = Service("--workers", "1")
+    try:
+        # The first job holds the only worker for its 3 s while the rest queue behind it.
+        body = {"instance": long_placement(), "solver": "mip-highs", "time_limit": 3, "wait": 0}
+        burst = [one.post("/v1/solve", body, headers={"X-Client-Id": "busy"}).json()["id"] for _ in range(4)]
+        single = one.post("/v1/solve", body, headers={"X-Client-Id": "other"}).json()["id"]
+        states = {job: wait_final_state(one, job) for job in [*burst, single]}
+        arrived = {row["id"]: row["arrived"] for row in one.get("/v1/jobs").json()["jobs"]}
+        started = {job: arrived[job] + state["queued_s"] for job, state in states.items()}
+        # First come, first served would start it last; taking turns starts it before the
+        # burst's third and fourth jobs.
+        assert started[single] < started[burst[2]] < started[burst[3]]
+    finally:
+        one.stop()
+
+
+def wait_final_state(service: Service, job: str) -> dict:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        state = service.get(f"/v1/jobs/{job}").json()
+        if state["state"] in ("done", "failed", "cancelled"):
+            return state
+        time.sleep(0.05)
+    raise AssertionError(f"job {job} did not end within 60 s")

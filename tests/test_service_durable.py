@@ -42,16 +42,6 @@ def test_an_idempotency_key_returns_the_same_job(tmp_path):
         served.stop()
 
 
-def test_jobs_without_a_state_folder_are_listed_too():
-    served = Service()
-    try:
-        answer = served.post("/v1/solve", {"instance": GAVEL})
-        listed = served.get("/v1/jobs").json()
-        assert [row["id"] for row in listed["jobs"]] == [answer.headers["X-Job-Id"]]
-    finally:
-        served.stop()
-
-
 def test_a_restart_keeps_finished_answers_and_keys(tmp_path):
     state = str(tmp_path / "state")
     served = Service("--state", state)

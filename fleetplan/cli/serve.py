@@ -4,6 +4,7 @@
     fleetplan serve [--host 127.0.0.1] [--port 8080] [--workers N] [--queue N]
                     [--token T | --token-file F | --insecure] [--tls-cert F --tls-key F [--tls-ca-file F]]
                     [--max-body-mb M] [--max-time-limit S] [--sync-wait S] [--grace S]
+                    [--state DIR] [--session-ttl S] [--max-jobs-per-worker N]
 
 A bearer token is required on every address, loopback included (a web page the user opens must
 not be able to submit jobs): ``--token``/``--token-file`` give it, otherwise one is generated
@@ -34,9 +35,11 @@ def add_arguments(subparsers: Any) -> None:
     serve = subparsers.add_parser(
         "serve", help="serve the solvers over HTTP/JSON (for schedulers in any language)",
         description="Start the solve service: POST /v1/solve, /v1/evaluate, /v1/size, /v1/whatif; "
-                    "GET /v1/jobs/{id} (DELETE cancels), /v1/solvers, /v1/schema/{kind}, /healthz, /readyz, "
-                    "/metrics; the OpenAPI document at /openapi.json. See docs/embedding.md. Exit codes: 2 bad "
-                    "options or the port in use, 143 after SIGTERM, 130 after Ctrl-C.")
+                    "GET /v1/jobs and /v1/jobs/{id} (DELETE cancels); /v1/sessions (POST, PATCH {id}, POST "
+                    "{id}/solve, GET, DELETE); /v1/solvers, /v1/schema/{kind}, /healthz, /readyz, /metrics; the "
+                    "OpenAPI document at /openapi.json. A token is required unless --insecure (one is generated "
+                    "and printed if none is given). See docs/embedding.md. Exit codes: 2 bad options or the port "
+                    "in use, 143 after SIGTERM, 130 after Ctrl-C.")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
     serve.add_argument("--port", type=bounded_int(0, 65535), default=8080, help="port (0: any free port)")
     serve.add_argument("--workers", type=bounded_int(1, 256), default=2,

@@ -6,7 +6,10 @@ for schedulers written in any language.
 * :mod:`~fleetplan.service.schemas` — the strict request models and the checks a request passes
   before it is queued;
 * :mod:`~fleetplan.service.jobs` — the fair, bounded queue and the pool of warm worker processes;
-* :mod:`~fleetplan.service.tasks` — what a worker process runs, JSON in and out.
+* :mod:`~fleetplan.service.tasks` — what a worker process runs, JSON in and out;
+* :mod:`~fleetplan.service.sessions` — sessions over HTTP, kept in one worker each;
+* :mod:`~fleetplan.service.store` — the jobs in SQLite with ``--state`` (durable, idempotent);
+* :mod:`~fleetplan.service.metrics` — ``/metrics``.
 
 The service sits above the solvers and planning (it calls them) and beside the command line,
 which starts it (:mod:`fleetplan.cli.serve`). docs/embedding.md shows it with curl and Python.

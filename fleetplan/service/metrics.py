@@ -1,0 +1,56 @@
+"""``/metrics`` of the solve service: request counts and latencies by route and code, the queue,
+the workers and the finished jobs, in Prometheus' text format."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fleetplan.service.jobs import JobManager
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
+
+
+class Metrics:
+    """Counters for ``/metrics`` (Prometheus text format)."""
+
+    def __init__(self) -> None:
+        self.requests: Counter[tuple[str, str, int]] = Counter()
+        self.latency_sum: Counter[str] = Counter()
+        self.latency_count: Counter[str] = Counter()
+        self.latency_buckets: Counter[tuple[str, float]] = Counter()
+
+    def observe(self, method: str, route: str, code: int, seconds: float) -> None:
+        self.requests[(method, route, code)] += 1
+        self.latency_sum[route] += seconds
+        self.latency_count[route] += 1
+        for bound in LATENCY_BUCKETS:
+            if seconds <= bound:
+                self.latency_buckets[(route, bound)] += 1
+
+    def render(self, jobs: JobManager) -> str:
+        lines = ["# HELP fleetplan_requests_total HTTP requests by method, route and status code.",
+                 "# TYPE fleetplan_requests_total counter"]
+        for (method, route, code), count in sorted(self.requests.items()):
+            lines.append(f'fleetplan_requests_total{{method="{method}",route="{route}",code="{code}"}} {count}')
+        lines += ["# HELP fleetplan_request_seconds Request latency.", "# TYPE fleetplan_request_seconds histogram"]
+        for route in sorted(self.latency_count):
+            for bound in LATENCY_BUCKETS:
+                lines.append(f'fleetplan_request_seconds_bucket{{route="{route}",le="{bound}"}} '
+                             f"{self.latency_buckets[(route, bound)]}")
+            lines.append(f'fleetplan_request_seconds_bucket{{route="{route}",le="+Inf"}} {self.latency_count[route]}')
+            lines.append(f'fleetplan_request_seconds_sum{{route="{route}"}} {self.latency_sum[route]:.6f}')
+            lines.append(f'fleetplan_request_seconds_count{{route="{route}"}} {self.latency_count[route]}')
+        lines += ["# HELP fleetplan_queue_depth Jobs waiting for a worker.", "# TYPE fleetplan_queue_depth gauge",
+                  f"fleetplan_queue_depth {jobs.queued}",
+                  "# HELP fleetplan_jobs_running Jobs in a worker process.", "# TYPE fleetplan_jobs_running gauge",
+                  f"fleetplan_jobs_running {len(jobs.running)}",
+                  "# HELP fleetplan_worker_restarts_total Worker processes started after the first.",
+                  "# TYPE fleetplan_worker_restarts_total counter", f"fleetplan_worker_restarts_total {jobs.restarts}",
+                  "# HELP fleetplan_jobs_total Finished jobs by task, state and HTTP code.",
+                  "# TYPE fleetplan_jobs_total counter"]
+        for key, count in sorted(jobs.counts.items()):
+            task, state, code = key.split(":")
+            lines.append(f'fleetplan_jobs_total{{task="{task}",state="{state}",code="{code}"}} {count}')
+        return "\n".join(lines) + "\n"
