@@ -204,3 +204,12 @@ def test_the_tie_option_is_a_solver_option():
     assert result.evaluation.feasible and result.plan.options["ties"] == "best-fit"
     with pytest.raises(fleetplan.InstanceError, match="ties"):
         fleetplan.solve(instance, "fgd", ties="first")
+
+
+def test_gpu_packing_on_the_simulators_own_test_cases():
+    """The cases of the Go simulator's gpu_packing_score_test.go, with its expected scores."""
+    state = state_of([(1000, 4, [200, 1000, 1000, 500]), (1000, 4, [1000] * 4), (1000, 8, [1000] * 8)])
+    packing = GpuPacking()
+    assert packing.scores(state, ALL(3), shape(100, 2, 1000)).tolist() == [48, 29, 25]
+    assert packing.scores(state, ALL(1), shape(100, 2, 200)).tolist() == [93]
+    assert state.gpu_left[0, :4].tolist() == [200, 1000, 1000, 500]  # scoring leaves the node as it was

@@ -51,6 +51,9 @@ TARGETABLE: dict[str, dict[str, tuple[Op, str]]] = {
         "unplaced_workloads": ("<=", "pending workloads that do not place (only 0 can be sized for)"),
         "preempted_jobs": ("<=", "running jobs preempted to place them (only 0 can be sized for)"),
     },
+    "gpushare": {
+        "tasks_pending": ("<=", "tasks left pending (only 0 can be sized for)"),
+    },
 }
 
 # A measured value within this (relative, and absolute for values near 0) of the target meets it:

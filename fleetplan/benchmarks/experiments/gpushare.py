@@ -89,6 +89,52 @@ def arrival_bounds(data: Path, trace: str, seed: int, inflation: float) -> dict:
     return row
 
 
+def peak_tasks(path: Path) -> tuple[list[str], list[list[str]], float, float]:
+    """The trace's tasks alive at its peak of GPU demand (created at or before the instant,
+    deleted after it): the header, the rows, the instant (s) and the demand (GPU milli)."""
+    import csv
+
+    import numpy as np
+
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.reader(handle)
+        header = next(reader)
+        rows = list(reader)
+    column = {name: i for i, name in enumerate(header)}
+    for name in ("creation_time", "deletion_time", "num_gpu", "gpu_milli"):
+        if name not in column:
+            raise ValueError(f"{path}: column '{name}' is missing (the peak needs creation and deletion times)")
+    created = np.array([float(r[column["creation_time"]]) for r in rows])
+    deleted = np.array([float(r[column["deletion_time"]]) if r[column["deletion_time"]] else np.inf for r in rows])
+    demand = np.array([int(r[column["num_gpu"]]) * int(r[column["gpu_milli"]]) for r in rows], dtype=float)
+    times = np.concatenate([created, deleted[np.isfinite(deleted)]])
+    change = np.concatenate([demand, -demand[np.isfinite(deleted)]])
+    order = np.lexsort((change, times))  # at one instant, deletions before creations
+    level = np.cumsum(change[order])
+    at = float(times[order][int(np.argmax(level))])
+    alive = (created <= at) & (deleted > at)
+    return header, [r for r, keep in zip(rows, alive, strict=True) if keep], at, float(level.max())
+
+
+def write_peak(path: Path, out: Path) -> str:
+    """Write the peak's tasks to ``out`` and, with every GPU-sharing task rounded up to a whole
+    GPU, to ``out``'s ``-whole`` sibling; a line saying what was written."""
+    import csv
+    import io
+
+    from fleetplan.instances.outputs import atomic_write_text
+
+    header, rows, at, demand = peak_tasks(path)
+    milli = header.index("gpu_milli")
+    whole = [[*r[:milli], "1000" if r[header.index("num_gpu")] != "0" else r[milli], *r[milli + 1:]] for r in rows]
+    for target, table in ((out, rows), (out.with_name(out.stem + "-whole" + out.suffix), whole)):
+        text = io.StringIO()
+        csv.writer(text, lineterminator="\n").writerows([header, *table])
+        atomic_write_text(target, text.getvalue())
+    return (f"peak at {at:g} s: {len(rows)} tasks alive, {demand / 1000:.1f} GPUs of demand; wrote {out} and "
+            f"{out.with_name(out.stem + '-whole' + out.suffix)} (sharing tasks on whole GPUs)")
+
+
 def write_summary(rows: list[dict], out: Path) -> None:
     from fleetplan.instances.outputs import atomic_write_text
 
@@ -248,7 +294,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inflation", type=float, default=1.3)
     parser.add_argument("--ties", choices=("name", "random"), default="name",
                         help="equal scores: the first node name (the paper's simulator) or random (stock Kubernetes)")
-    parser.add_argument("--out", required=True, help="folder for the runs, summary.csv and the pictures")
+    parser.add_argument("--out", required=False, help="folder for the runs, summary.csv and the pictures")
+    parser.add_argument("--peak-out", default=None, metavar="FILE.csv",
+                        help="instead of the grid: write the first trace's tasks alive at its peak GPU demand "
+                             "(and FILE-whole.csv, sharing tasks on whole GPUs), for fleetplan import and size")
     parser.add_argument("--resume", action="store_true", help="skip runs already written")
     parser.add_argument("--paper-results", default=None, metavar="DIR",
                         help="the folder of the paper's own results (its simulator's experiments/analysis/"
@@ -261,6 +310,12 @@ def main(argv: list[str] | None = None) -> int:
                if not (data / name).is_file()]
     if missing:
         print(f"error: --data {data}: no {missing[0]}", file=sys.stderr)
+        return 2
+    if args.peak_out is not None:
+        print(write_peak(data / f"openb_pod_list_{args.traces[0]}.csv", Path(args.peak_out)))
+        return 0
+    if args.out is None:
+        print("error: --out: the folder for the runs is required", file=sys.stderr)
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -174,7 +174,8 @@ def size(instance: Any, targets: Sequence[str | Target], buy: Sequence[str | Pur
         lists each kind's metrics
     buy : ``"NAME[=PRICE[:MAX]]"`` strings (or :class:`Purchase`): what may be bought. Names are
         GPU types (allocation), ``REGION/GPU_TYPE`` (placement), ``DATACENTER/SERVER_TYPE`` or
-        ``SERVER_TYPE`` (reservation), cluster ids (binpack)
+        ``SERVER_TYPE`` (reservation), cluster ids (binpack), GPU models (gpushare: a node like the
+        cluster's most common one of that model)
     budget : the most the purchase may cost (None: no limit)
     policy : the forward solver that must meet the targets on the sized instance (the kind's
         default solver when None)
