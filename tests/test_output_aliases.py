@@ -43,6 +43,7 @@ COMMANDS = {
     "import placement": ["import", "placement", "--tables", "IN:tables.csv", "--jobs", "IN:placement-jobs.csv",
                          "--regions", "IN:regions.csv", "--settings", "IN:settings.yaml", "-o", "OUT:file"],
     "import plan": ["import", "plan", "IN:plan.csv", "--instance", "IN:gavel.json", "-o", "OUT:file"],
+    "import gpushare": ["import", "gpushare", "--nodes", "IN:nodes.csv", "--tasks", "IN:tasks.csv", "-o", "OUT:file"],
     "export": ["export", "IN:gavel.json", "-o", "OUT:folder"],
     "export a plan": ["export", "IN:gavel-plan.json", "--instance", "IN:gavel.json", "--format", "csv",
                       "-o", "OUT:file"],
@@ -68,6 +69,8 @@ def inputs(tmp_path_factory) -> Path:
                          "regions.csv": "placement/regions.csv", "settings.yaml": "placement/settings.yaml"}.items():
         shutil.copy(TABLES / source, folder / name)
     (folder / "entities.csv").write_text("id,weight,policy\n")
+    (folder / "nodes.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,32000,131072,2,V100M16\n")
+    (folder / "tasks.csv").write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\nt0,1000,1024,1,0,\n")
     (folder / "colocations.csv").write_text("job_a,job_b,worker_type,throughput_a,throughput_b\n")
     shutil.copy(ROOT / "fleetplan" / "benchmarks" / "suites" / "quick.yaml", folder / "quick.yaml")
     for name, instance, solver in (("gavel-plan.json", "gavel.json", "max-min-fairness"),

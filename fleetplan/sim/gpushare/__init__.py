@@ -31,7 +31,7 @@ plan is judged by the kind's :func:`~fleetplan.instances.gpushare.evaluate.evalu
 
 >>> from fleetplan import sim
 >>> result = sim.run("gpushare", {"inflation": 1.3}, "fgd", seed=42)
->>> result.series["arrived_pct"][-1], result.metrics["tasks_pending"] > 0
+>>> float(result.series["arrived_pct"][-1]), bool(result.metrics["tasks_pending"] > 0)
 (130.0, True)
 """
 
