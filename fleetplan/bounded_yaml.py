@@ -4,12 +4,12 @@
 Three bounds hold before the document is constructed: its length in characters, its nesting
 depth, and the number of values once every alias is expanded (an *alias bomb* — a few anchors,
 each a list of aliases to the previous one — is a few hundred bytes that expand to billions of
-values: 2 GB and 16 s before the error line, which then echoed 254 MB, issue 25 item 13). The
+values: 2 GB and 16 s before the error line, which then echoed 254 MB). The
 expanded size is counted on the node graph, where an alias is one shared node, in time linear
 in the text.
 
 Numbers are read as YAML 1.2 reads them: ``1e12`` and ``1e-9`` are numbers (YAML 1.1, PyYAML's
-default, wants a dot and a signed exponent and read them as strings, issue 25 item 19). A
+default, wants a dot and a signed exponent and read them as strings). A
 number without a dot whose exponent is not negative and whose value is a whole number
 (``1e6``) is an integer, so it fits integer options and parameters as well as float ones.
 """

@@ -17,7 +17,7 @@ KIND_NAMES = ("allocation", "binpack", "gpushare", "placement", "reservation")
 
 
 # An error line quotes at most this many characters of a bad value (an alias bomb's value
-# expanded to 254 MB and was echoed whole, issue 25 item 13).
+# expanded to 254 MB and was echoed whole).
 EXCERPT_CHARS = 60
 _REPR = reprlib.Repr()  # Python 3.11's Repr takes no arguments
 _REPR.maxlevel, _REPR.maxdict, _REPR.maxlist, _REPR.maxtuple, _REPR.maxset = 3, 4, 6, 6, 4

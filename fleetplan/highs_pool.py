@@ -2,7 +2,7 @@
 :func:`use_threads` first, the judge's checks included, so it lives below them all).
 
 HiGHS sizes a process-wide thread pool at its first run; a later run asking for another number
-of threads ends at once with model status "Not Set" (issue 25 item 14: ``threads=1`` then
+of threads ends at once with model status "Not Set" (``threads=1`` then
 ``threads=2`` in one Python process returned status ``error``). The pool's size is tracked
 here and the pool is rebuilt when a run asks for another size, so in-process callers (a
 notebook, a service, a scheduler calling every round) get for any sequence of calls what a

@@ -434,7 +434,7 @@ def _write_row(row: dict[str, Any], target: Path) -> None:
 def _quiet_on_interrupt() -> None:
     """A cell child ends at once and silently on Ctrl-C or SIGTERM (exit code 130 / 143): the
     parent stops its children and then cleans up, and a terminal's Ctrl-C reaches the whole
-    process group (a child printed a 29-line traceback, issue 25 item 15)."""
+    process group (a child printed a 29-line traceback)."""
     signal.signal(signal.SIGINT, lambda signum, frame: os._exit(130))
     signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(143))
 

@@ -49,7 +49,7 @@ def _nothing(cell: Cell) -> None:
 def _signals_held() -> Iterator[None]:
     """Ctrl-C and SIGTERM wait while a child is being started: an interrupt in the middle of
     the forkserver's handshake left a child the parent did not know of (it wrote into a folder
-    already removed) or a forkserver printing a traceback (issue 25 item 15). The signal is
+    already removed) or a forkserver printing a traceback. The signal is
     delivered right after, with the child in the list of those to stop."""
     if threading.current_thread() is not threading.main_thread():
         yield

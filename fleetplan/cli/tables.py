@@ -259,7 +259,7 @@ def handle_import_plan(args: argparse.Namespace) -> int:
 def _as_loaded(obj: Any, source: str) -> None:
     """Refuse what the file would be refused for when read back: an import writes only files
     that load (a `count` of 2^63 and a share of 1e308 were written, then refused by `solve`
-    and `evaluate`, issue 25 item 18)."""
+    and `evaluate`)."""
     from fleetplan.instances import instance_from_data
     from fleetplan.instances.base import InstanceBase, parse_json_text, to_json_text, validate_model
 
@@ -332,7 +332,7 @@ def _export_plan(args: argparse.Namespace) -> int:
     instance = fleetplan.load_instance(args.instance)
     plan = fleetplan.load_plan(args.file)
     if args.breakdown is not None:
-        # One of the judge's per-item tables (issue 8 item 5), as the evaluation computed it.
+        # One of the judge's per-item tables, as the evaluation computed it.
         tables = judge(instance, plan, args.instance, args.file).breakdown
         if args.breakdown not in tables:
             raise InstanceError("--breakdown", f"unknown table '{args.breakdown}' (a {plan.kind} plan has: "

@@ -1,4 +1,4 @@
-"""Embedding fleetplan's solvers in a scheduler: problems kept between rounds (issue 26).
+"""Embedding fleetplan's solvers in a scheduler: problems kept between rounds.
 
 A scheduler re-solves nearly the same problem again and again: Gavel's round-based mechanism
 re-solves its policy whenever jobs arrive or leave (§5), MAST's RMS places one workload at a

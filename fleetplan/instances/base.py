@@ -56,8 +56,7 @@ def _is_tag(part: Any) -> bool:
 def _closest_union_members(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """For a value that matches no member of a union, pydantic reports every member's errors;
     keep those of the member with the fewest (the one the value nearly is). One null among
-    table ids gave 21 lines, 20 of them saying that valid ids are not integers (issue 25
-    item 21)."""
+    table ids gave 21 lines, 20 of them saying that valid ids are not integers)."""
     members: dict[tuple, dict[str, list[int]]] = {}
     for position, item in enumerate(items):
         loc = item["loc"]
@@ -126,7 +125,7 @@ class StrictModel(BaseModel):
 
 
 def _not_a_boolean(value: Any) -> Any:
-    # `true` equals 1 in Python, and Literal[1] let it pass (issue 25 item 18).
+    # `true` equals 1 in Python, and Literal[1] let it pass.
     if isinstance(value, bool):
         raise ValueError(f"must be the integer {SCHEMA_VERSION}, got {json.dumps(value)}")
     return value

@@ -127,7 +127,7 @@ def check_output_file(path: str | os.PathLike[str], inputs: Iterable[str | os.Pa
 
 def _probe(parent: Path, path: str | os.PathLike[str], flag: str) -> None:
     """Create and remove a file in ``parent``: ``os.access`` says yes to root everywhere, and
-    ``/proc`` or a read-only mount refuse only the real thing (issue 25 item 12: ``simulate
+    ``/proc`` or a read-only mount refuse only the real thing (``simulate
     --out /proc/x`` failed after the whole simulation)."""
     try:
         handle, name = tempfile.mkstemp(prefix=".fleetplan-probe-", dir=parent)

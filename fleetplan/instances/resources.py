@@ -1,6 +1,6 @@
 """What a size costs before it is tried: generators and simulators estimate the memory (and
 time) a parameter set needs, and a size that cannot fit in this machine's memory is refused at
-once, with the figure, instead of running out of memory after a minute (issue 25 items 8, 9);
+once, with the figure, instead of running out of memory after a minute;
 a generator is also refused when its estimated time is beyond :data:`MAX_GENERATE_S` (a
 simulation's time is bounded by ``time_limit`` instead: its length depends on the scheduler and
 the load, which the estimates do not model).
@@ -31,7 +31,7 @@ from fleetplan.errors import InstanceError
 SAFETY = 1.5
 # What the interpreter, numpy and pydantic hold before the work starts (not in the estimates).
 BASELINE_BYTES = 150e6
-# A generator whose estimated time is beyond this is refused too (issue 25 item 9): at the top
+# A generator whose estimated time is beyond this is refused too: at the top
 # of their ranges the estimates reach 40 s (placement), 6 s (reservation), 6 min (allocation,
 # 10^7 jobs: refused on memory first on a machine of less than 44 GB) and 48 min (binpack with
 # every machine in one cluster, whose generation still grows with the square of a cluster's

@@ -52,7 +52,7 @@ class CellError(ValueError):
 def table_format(path: str | os.PathLike[str], given: str | None = None) -> Format:
     """``csv`` or ``parquet``: ``given`` if set, else from the file's suffix (``.csv``,
     ``.parquet`` or ``.pq``; any other suffix, or none, is refused: a ``.txt`` or ``.xlsx``
-    file was read as CSV, issue 25 item 18)."""
+    file was read as CSV)."""
     if given is not None:
         if given not in ("csv", "parquet"):
             raise InstanceError("--format", f"unknown table format '{given}' (known: csv, parquet)")
@@ -101,7 +101,7 @@ def to_int(value: Any) -> int:
 
 def _in_range(number: int) -> int:
     # The range instance files hold (fleetplan.instances.base.MAX_INTEGER): an import that
-    # wrote 2^63 made a file `solve` then refused (issue 25 item 18).
+    # wrote 2^63 made a file `solve` then refused.
     if not -MAX_INTEGER <= number <= MAX_INTEGER:
         raise CellError(f"{excerpt(number)} is out of range (fleetplan holds 64-bit integers, |n| < 2^63)")
     return number
@@ -222,8 +222,8 @@ class Table:
         raw = self.frame[column].tolist()
         if self.typed and kind in ("int", "float", "bool"):
             # A Parquet file says what a column is: text where numbers or booleans belong is
-            # refused, not parsed (a `count` column of strings was read as numbers, issue 25
-            # item 18). CSV cells, and DataFrames made from text, are parsed.
+            # refused, not parsed (a `count` column of strings was read as numbers).
+            # CSV cells, and DataFrames made from text, are parsed.
             for row, value in enumerate(raw):
                 if isinstance(value, str) and not is_missing(value):
                     raise self.error(f"must be {'a number' if kind != 'bool' else 'true or false'}, got the "

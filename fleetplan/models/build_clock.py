@@ -1,4 +1,4 @@
-"""Deadline checks while a model is built (issue 15 item 4: a time limit covers the build).
+"""Deadline checks while a model is built (a time limit covers the build).
 
 Builders take any object with ``expired()`` (e.g. :class:`fleetplan.solvers.deadline.Deadline`;
 models cannot import solvers) and call :meth:`_Ticker.tick` in their loops; an expired

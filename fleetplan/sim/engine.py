@@ -140,8 +140,8 @@ def _accepts_progress(function: Callable[..., Any]) -> bool:
 
 class SimulationTimeLimit(RuntimeError):
     """A simulation stopped at its time limit (:meth:`SimulatorSpec.run`'s ``time_limit``): there
-    is no result, since partial metrics would describe a different, shorter run (issue 25 item
-    8; ``fleetplan simulate --time-limit`` makes the same choice). ``reached`` is how far the
+    is no result, since partial metrics would describe a different, shorter run (``fleetplan
+    simulate --time-limit`` makes the same choice). ``reached`` is how far the
     simulation got, ``(now, end)`` in the spec's ``time_unit`` (``end`` may be ``inf`` when the
     simulator does not know it), or None when it stopped before reporting any progress (building
     its trace, or a simulator that does not report)."""

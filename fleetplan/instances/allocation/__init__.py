@@ -151,7 +151,7 @@ class AllocationArrays:
         time (divided by its scale factor, since it holds that many workers at once) on the
         types it can run on. A type the job does not fit (fewer workers than its scale factor)
         gives it nothing: counting it would promise rho = 1 through time no feasible plan can
-        give (issue 15, item 3), and the masked X_isolated is itself a feasible plan."""
+        give, and the masked X_isolated is itself a feasible plan."""
         if self.isolated_override is not None:
             return self.isolated_override
         return (self.throughput * self.isolated_allocation()).sum(axis=1)

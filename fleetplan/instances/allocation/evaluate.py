@@ -219,7 +219,7 @@ def service_metrics(arrays: AllocationArrays, time_share: np.ndarray, throughput
 def _breakdown(arrays: AllocationArrays, time_share: np.ndarray, throughput: np.ndarray, normalized: np.ndarray,
                speedup: np.ndarray, versus_fastest: np.ndarray, used: np.ndarray,
                utilization: np.ndarray) -> dict[str, dict[str, list]]:
-    """Per job (in the instance's order) and per worker type, column-wise (issue 8 item 5):
+    """Per job (in the instance's order) and per worker type, column-wise:
     effective throughput (Gavel §3.1), normalized against X_equal (§4.1), speed-up over the
     isolated 1/n share, as a multiple of the job alone on its fastest type, the time share the
     job is given in all (pair rows included) and whether its SLO is met (None: no SLO)."""

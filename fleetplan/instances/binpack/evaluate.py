@@ -217,7 +217,7 @@ def evaluate(instance: BinpackInstance, plan: BinpackPlan) -> Evaluation:
     metrics = _metrics(instance, resolved, flat_rows, demand, level_count, unplaced, gone, job_youth)
     verdict = Evaluation(kind=KIND, objective=float(sum(terms.values())), sense="min", terms=terms,
                          violations=violations, metrics=metrics)
-    # Per workload (issue 8 item 5), column-wise: placed or not, the running jobs it preempts
+    # Per workload, column-wise: placed or not, the running jobs it preempts
     # and their cost (level weight plus youth, the terms above).
     preempts = np.bincount(resolved.preempt_by_arr, minlength=len(instance.workloads)) if preempted.size \
         else np.zeros(len(instance.workloads), dtype=np.int64)

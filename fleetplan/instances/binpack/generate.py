@@ -158,7 +158,7 @@ def generate(params: BinpackParams | None = None, seed: int = 0) -> BinpackInsta
         total = capacity[machines_of_kind, target_column].sum()
         # Held capacity is counted as jobs are placed (integers, so exactly the sum it replaces):
         # summing every machine per placed job made generation quadratic (85 s at 600,000
-        # machines, issue 25 item 9).
+        # machines).
         held = total - free[machines_of_kind, target_column].sum()
         options = [key for key, rows in groups.items() if rows.size and (key[1] < p.gpu_types) == gpu]
         failures = 0

@@ -25,7 +25,7 @@ Modelling choices the paper leaves open (documented here, used by the evaluator)
 * ``home_training_threshold`` is a fraction of the high-priority recurring ML GPU-hours
   (Expression 6's right-hand side divided by the total), so one value fits any instance size.
 * A region not listed in an application's ``cpu_capacity`` gives it no CPU there (capacity 0).
-* Two readings of Figure 4 are settings (issue 14 §4, "fidelity of the placement judge"), both
+* Two readings of Figure 4 are settings (the fidelity of the placement judge), both
   defaulting to the figure as written: ``split_ml_demand`` — does an ML job whose tables are
   split add GPU demand in Expression 2 ("ignored": no, as §3.3 says; "largest_region": in the
   region holding most of its bytes) — and ``overload_form`` — does Expression 8 compare each
@@ -431,7 +431,7 @@ def build_arrays(instance: PlacementInstance) -> PlacementArrays:
 
 # --- the plan ------------------------------------------------------------------------------
 
-# Plans name tables by id everywhere since schema 2 (issue 8 item 5). Schema 1 gave ``home`` as a
+# Plans name tables by id everywhere since schema 2. Schema 1 gave ``home`` as a
 # list aligned with the instance's tables and ``replicas.table`` as row numbers; such plans still
 # load, and :meth:`PlacementPlan.with_ids` (or any use against an instance) reads them.
 PLAN_SCHEMA_VERSION = 2

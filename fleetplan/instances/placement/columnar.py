@@ -1,4 +1,4 @@
-"""A placement instance read straight from its Parquet tables (issue 27 item 4): the folder
+"""A placement instance read straight from its Parquet tables: the folder
 ``fleetplan export INSTANCE --format parquet -o DIR`` writes (``regions``, ``tables``, ``jobs``
 and ``settings.yaml``), loaded by ``load_instance(DIR)`` and so by ``fleetplan solve DIR``.
 

@@ -15,7 +15,7 @@ Expression 8 is read from the figure as the region's *share* of the demand times
 its overload, so that it lies in [0.5, 1] per (type, priority) like (7) lies in [0, 2]; a
 (type, priority) with no demand contributes nothing.
 
-Two settings of the instance change these readings (issue 14 §4; the defaults are the figure as
+Two settings of the instance change these readings (the defaults are the figure as
 written, so that a plan scores what it scored before):
 
 * ``split_ml_demand="largest_region"``: a split ML job's GPU-hours count in D (Expressions 2, 7,
@@ -262,7 +262,7 @@ def hosting_regions(arrays: PlacementArrays, home: np.ndarray, replica_table: np
 
 def fidelity_metrics(arrays: PlacementArrays, home: np.ndarray, region: np.ndarray,
                      terms: dict[str, float], demand: np.ndarray | None = None) -> dict[str, float]:
-    """Readings of Figure 4 and §5.6 that the objective alone can hide (issue 14 §4).
+    """Readings of Figure 4 and §5.6 that the objective alone can hide.
 
     * A split ML job (no R(job)) adds no GPU demand in Expression 2, so splitting hides demand:
       ``hp_gpu_hours_split_share`` is the share of high-priority GPU-hours in split jobs, and
@@ -468,7 +468,7 @@ def plan_breakdown(arrays: PlacementArrays, home: np.ndarray, region: np.ndarray
                    hp_demand: np.ndarray, home_bytes: np.ndarray, replica_region: np.ndarray,
                    replica_bytes: np.ndarray, stored: np.ndarray,
                    crossing: np.ndarray | None = None) -> dict[str, dict[str, list]]:
-    """The plan per region, per (region, GPU type) and per job, column-wise (issue 8 item 5).
+    """The plan per region, per (region, GPU type) and per job, column-wise.
 
     ``regions``: GPU supply and the demand of planned ML jobs placed there (Expression 2's D,
     all types and priorities; ``hp_gpu_demand`` the high-priority part of §5.6), tables and

@@ -237,7 +237,7 @@ def build_arrays(instance: ReservationInstance) -> ReservationArrays:
 
     servers = instance.servers
     count = len(servers.type)
-    if count == 0:  # a region of no servers was accepted and "solved" (issue 25 item 18)
+    if count == 0:  # a region of no servers was accepted and "solved"
         raise InstanceError("servers.type", "a region needs at least one server")
     _same_length(servers, ("rack", "current", "maintenance", "id"), count, "servers", "servers")
     if servers.id is not None:

@@ -184,7 +184,7 @@ def evaluate(instance: ReservationInstance, plan: ReservationPlan) -> Evaluation
         metrics["disruption_budget"] = arrays.budget
     verdict = Evaluation(kind=KIND, objective=float(sum(terms.values())), sense="min", terms=terms,
                          violations=violations, metrics=metrics)
-    # Per reservation (issue 8 item 5), column-wise: what the aggregates above sum or bound.
+    # Per reservation, column-wise: what the aggregates above sum or bound.
     verdict.breakdown = {"reservations": {
         "id": list(arrays.res_ids), "requested_rru": request.tolist(), "capacity_rru": total.tolist(),
         "guaranteed_rru": guarantee.tolist(), "shortfall_rru": shortfall.tolist(),

@@ -210,7 +210,7 @@ def _reservation_spec(r: int, ml: bool, rng: np.random.Generator, params: Reserv
             spec["storage_ratio"] = 0.25
     if num_dcs == 1 and params.fault_domains_per_datacenter == 1:
         # One fault domain in the whole region: no guarantee can survive losing it, and the
-        # validator refuses one (issue 25 item 20); the region is planned without buffers.
+        # validator refuses one; the region is planned without buffers.
         spec["guarantee"] = "none"
     spec["accepts"] = [names[t] for t in accepted.tolist()]
     return spec, accepted

@@ -7,7 +7,7 @@ per (GPU type, priority), the levels of demand the MIP's piecewise costs are bui
 :mod:`fleetplan.models.placement.mip` (its docstring derives the model and what it proves), the
 CP-SAT model :mod:`fleetplan.models.placement.cpsat`.
 
-The instance's readings of Figure 4 (issue 14 §4) are modelled exactly by both:
+The instance's readings of Figure 4 are modelled exactly by both:
 
 * ``split_ml_demand="largest_region"``: each planned ML job has *demand regions*
   (``PlacementData.demand_regions``) and a mode (``demand_mode``): ``"region"`` — its demand

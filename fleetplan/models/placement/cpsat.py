@@ -17,7 +17,7 @@ in integers, because CP-SAT accepts only integer data:
   exactly in integers, ties going to the lower region index; bytes are in units of 1e-6 of the
   job's bytes, so a tie closer than that may be broken differently from the evaluator.
 
-The instance's readings of Figure 4 (issue 14 §4) are those of the MIP: under
+The instance's readings of Figure 4 are those of the MIP: under
 ``split_ml_demand="largest_region"`` a boolean ``w[j, r]`` per ML job that can split picks the
 region holding most of its bytes (``score_r >= score_s`` + 1 when s < r, scores in units of 1e-6
 of the job's bytes, so ties closer than that may be broken differently from the judge); under

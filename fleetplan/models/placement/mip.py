@@ -47,7 +47,7 @@ follows.
   piecewise-constant function coincides with g on every value D_r and T can take. Otherwise
   the levels are ``grid_levels`` equal intervals and the model under-estimates.
 
-The instance's readings of Figure 4 (issue 14 §4; :mod:`fleetplan.models.placement`):
+The instance's readings of Figure 4 (:mod:`fleetplan.models.placement`):
 ``split_ml_demand="largest_region"`` adds, for each ML job that can split, a binary
 ``w[j, r]`` (sum_r w = 1) that picks the region holding most of its bytes::
 
@@ -222,7 +222,7 @@ def _rows(model: pyo.ConcreteModel, name: str, rule):
     fixed (pinned tables, decided jobs) comes out as a Python bool, which Pyomo refuses to
     build. A true one is skipped; a false one is skipped too and named in
     ``model.constant_violations``, so the solver reports the model infeasible instead of
-    crashing (issue 15 item 2)."""
+    crashing."""
     ticker = model.build_clock
 
     def checked(m, *index):

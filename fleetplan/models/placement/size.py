@@ -1,5 +1,5 @@
 """What the exact placement models (:mod:`.mip`, :mod:`.cpsat`) will take in memory, estimated
-from :class:`~fleetplan.models.placement.PlacementData` before they are built (issue 25 item 6),
+from :class:`~fleetplan.models.placement.PlacementData` before they are built,
 so that an instance whose model cannot fit in this machine's memory is refused at once, with
 the figure, instead of being built until the machine runs out.
 

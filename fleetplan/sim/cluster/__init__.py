@@ -49,7 +49,7 @@ SCHEDULERS = {cls.name: cls for cls in (
     GavelScheduler, GavelIdealScheduler, GavelAgnosticScheduler, AstraeaScheduler, AstraeaEq8Scheduler,
     FifoScheduler, YarnCapacityScheduler, TiresiasScheduler, ThemisScheduler)}
 GAVEL_CLUSTER = {"v100": 36, "p100": 36, "k80": 36}  # Gavel §7.1's simulated cluster
-# What the simulator can be asked (issue 25 item 8): time steps of at least a second (a round
+# What the simulator can be asked: time steps of at least a second (a round
 # of 1e-300 s never ends), clusters and traces it can hold in memory (the memory a size needs is
 # estimated before it runs: :func:`estimate`).
 MIN_STEP_S = 1.0

@@ -75,7 +75,7 @@ ASTRAEA_DEFAULTS = {  # §6.1.2-6.1.3: jobs in a two-week snapshot, tenants, 8-G
     "philly": {"jobs": 44329, "tenants": 15, "gpus": 1680},
 }
 TWO_WEEKS_S = 14 * 86400.0
-# What a trace may ask of the simulator (issue 25 item 8: a job of 1e30 s, or submitted at
+# What a trace may ask of the simulator (a job of 1e30 s, or submitted at
 # 1e12 s, made it run for hours): ten years of simulated time per job and per submission, far
 # beyond any cluster log, and jobs no larger than any cluster.
 MAX_TRACE_SECONDS = 10 * 365.25 * 86400.0

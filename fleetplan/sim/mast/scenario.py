@@ -20,7 +20,7 @@ from fleetplan.instances.resources import Estimate
 GPUS_PER_MACHINE = 8
 
 
-# What a scenario may ask (issue 25 item 8): ten years of simulated time at most, GMS scans and
+# What a scenario may ask: ten years of simulated time at most, GMS scans and
 # series buckets no shorter than a few seconds (a scan every 1e-300 minutes never ends), and a
 # fleet whose memory is estimated before it is built (:func:`estimate`).
 MAX_HOURS = 10 * 8766.0
@@ -144,7 +144,7 @@ def load_scenario(scenario: MastScenario) -> MastScenario:
     if not path.is_file():
         raise InstanceError("file", f"no such file '{path}'")
     # The instance files' reader: bounded nesting and numbers, one-line errors (a scenario
-    # nested 50,000 deep raised RecursionError, issue 25 item 12).
+    # nested 50,000 deep raised RecursionError).
     data = read_json_file(path)
     if not isinstance(data, dict):
         raise InstanceError("", "a scenario file holds a JSON object of scenario fields", str(path))

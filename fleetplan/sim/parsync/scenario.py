@@ -38,7 +38,7 @@ def parse_scheduler(name: str) -> tuple[str, str]:
     return sync, strategy
 
 
-# What a scenario may ask (issue 25 item 8): a year of simulated time, time steps of at least a
+# What a scenario may ask: a year of simulated time, time steps of at least a
 # millisecond, and sizes whose memory is estimated before the run (:func:`estimate`).
 MAX_SECONDS = 365.25 * 86400.0
 
@@ -133,7 +133,7 @@ def paper_scenario(**changes: object) -> Scenario:
     return Scenario.model_validate(data)
 
 
-#: ``fleetplan simulate parsync`` flags that name a scenario field differently (issue 13 item 6).
+#: ``fleetplan simulate parsync`` flags that name a scenario field differently.
 FLAG_FIELDS = {"sync_gap": "sync_gap_s", "duration": "duration_s", "tau": "tau_s"}
 FLAGS_HELP: tuple[tuple[str, str], ...] = (
     ("--strategy S", f"{'|'.join(STRATEGIES)} (default latency-first); with --sync, instead of --scheduler"),
@@ -146,7 +146,7 @@ FLAGS_HELP: tuple[tuple[str, str], ...] = (
 
 
 def command_line_flags(params: dict[str, Any], scheduler: str | None) -> tuple[dict[str, Any], str | None]:
-    """``fleetplan simulate parsync``'s flags as scenario fields and a scheduler (issue 13 item 6).
+    """``fleetplan simulate parsync``'s flags as scenario fields and a scheduler.
 
     ``--sync-gap``, ``--duration`` and ``--tau`` name ``sync_gap_s``, ``duration_s`` and
     ``tau_s``; a bare ``--phases`` is §6.1's five phases; ``--sync`` and ``--strategy`` make the
