@@ -56,7 +56,7 @@ def _is_tag(part: Any) -> bool:
 def _closest_union_members(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """For a value that matches no member of a union, pydantic reports every member's errors;
     keep those of the member with the fewest (the one the value nearly is). One null among
-    table ids gave 21 lines, 20 of them saying that valid ids are not integers)."""
+    table ids gave 21 lines, 20 of them saying that valid ids are not integers."""
     members: dict[tuple, dict[str, list[int]]] = {}
     for position, item in enumerate(items):
         loc = item["loc"]
