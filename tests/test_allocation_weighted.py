@@ -92,3 +92,17 @@ def test_fleetplan_solve_on_weighted_jobs_is_judged_and_equals_the_reference():
     assert result.status == reference.status == "optimal" and result.evaluation.violations == []
     assert result.objective == pytest.approx(reference.objective, rel=2e-7)
     assert any("refinement: certified optimal" in line for line in result.log)
+
+
+def test_identical_jobs_merged_into_classes_refine_to_the_same_optimum():
+    # Without throughput noise jobs repeat: the classes carry multiplicities into the refinement.
+    instance = fleetplan.generate("allocation", {"jobs": 300}, seed=8)
+    data = instance.model_dump()
+    for m in range(0, 300, 7):
+        data["jobs"][m]["weight"] = 4.0
+    instance = type(instance).model_validate(data)
+    result = fleetplan.solve(instance, "max-min-fairness", decomposition="prices")
+    reference = fleetplan.solve(instance, "max-min-fairness", decomposition="none")
+    assert result.status == reference.status == "optimal" and result.evaluation.violations == []
+    assert result.objective == pytest.approx(reference.objective, rel=2e-7)
+    assert not any("full LP" in line for line in result.log), result.log

@@ -11,7 +11,8 @@
 3. solve it with the chosen backend — HiGHS through highspy (default), the Pyomo reference
    model through HiGHS, or OR-Tools GLOP / PDLP;
 4. for ``max_min`` forms, *refine*: a second LP keeps the max-min level and maximizes the sum of
-   the same scores, so capacity the minimum does not need is not left idle;
+   the same scores, so capacity the minimum does not need is not left idle (after the price
+   decomposition, the refinement is decomposed too: :mod:`fleetplan.solvers.allocation.separable_refine`);
 5. expand classes back to jobs and Charnes-Cooper's y / s back to X.
 """
 

@@ -154,6 +154,9 @@ def smoothed_prices(A: np.ndarray, need: np.ndarray, mult: np.ndarray, usage: np
         total = z.sum(axis=1)
         return float(lam @ W + top.sum() + mu * (np.log(total) / inv_scale).sum()), z / total[:, None]
 
+    # The price of a worker when every job's best profit is spread over all workers: the
+    # trust region's size while the prices are still near 0.
+    unit = float((1.0 / inv_scale).sum() / max(float(W.sum()), 1e-300))
     mu = SMOOTH_START
     g, p = value(lam, mu)
     total_scale = float((1.0 / inv_scale).sum())
@@ -179,7 +182,7 @@ def smoothed_prices(A: np.ndarray, need: np.ndarray, mult: np.ndarray, usage: np
         # A trust region: where only a few jobs are near a tie the Hessian is nearly singular
         # and the raw step huge (the prices' common level is then barely pinned down).
         reach = float(np.abs(direction).max())
-        limit = SMOOTH_TRUST * max(float(np.abs(lam).max()), 1e-12)
+        limit = SMOOTH_TRUST * max(float(np.abs(lam).max()), unit)
         if reach > limit:
             direction *= limit / reach
         if decrement <= SMOOTH_DECREMENT * mu * total_scale:
@@ -205,6 +208,14 @@ def smoothed_prices(A: np.ndarray, need: np.ndarray, mult: np.ndarray, usage: np
             mu = max(mu * SMOOTH_FALL, SMOOTH_END)
             g, p = value(lam, mu)
     return lam
+
+
+def dual_value(A: np.ndarray, need: np.ndarray, mult: np.ndarray, usage: np.ndarray, W: np.ndarray,
+               lam: np.ndarray) -> float:
+    """The Lagrangian dual ``lam @ W + sum_m max_v value_mv(lam)``: an upper bound on the
+    refinement's optimum for any ``lam >= 0``, equal to it at the optimal prices."""
+    _, best, _, _ = _picks(A, need, mult, usage, lam)
+    return float(lam @ W + best.sum())
 
 
 def _picks(A, need, mult, usage, lam):
@@ -306,8 +317,15 @@ def refine(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarra
     stats["refine_buckets"] = float(buckets)
     if status != "optimal":
         return SeparableResult("fallback", log=log, stats=stats)
-    lam = smoothed_prices(A, need, mult, usage, W, lam)
-    log.append("refinement: prices from the smoothed dual (Newton)")
+    sharpened = smoothed_prices(A, need, mult, usage, W, lam)
+    # The prices whose (unsmoothed) dual value is lower are nearer the optimum's: on a few
+    # hundred jobs the buckets are nearly the jobs themselves and Newton's steps, on a dual with
+    # few kinks, can end farther off than they started.
+    if dual_value(A, need, mult, usage, W, sharpened) <= dual_value(A, need, mult, usage, W, lam):
+        lam = sharpened
+        log.append("refinement: prices from the smoothed dual (Newton)")
+    else:
+        log.append("refinement: the bucket prices kept (lower dual value than Newton's)")
     sticky = np.zeros(n, dtype=bool)
     # The smoothed prices are close: a small first set, as for converged interior-point prices.
     size, previous = CONVERGED_WORKING_SET, lam
