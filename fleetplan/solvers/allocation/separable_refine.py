@@ -52,6 +52,9 @@ from fleetplan.solvers.deadline import Deadline
 
 # The bucket LP's floors, as shares of the buckets' mean needs, tried in turn until it is feasible.
 BUCKET_RELAX = (1.0, 0.99, 0.9, 0.5)
+# The first prices' bucket LP: fewer buckets than the max-min method's (BUCKETS), since Newton's
+# steps sharpen its prices anyway.
+REFINE_BUCKETS = 100
 # The smoothed dual's Newton steps and its smoothing, relative to each job's profit.
 SMOOTH_STEPS = 40
 SMOOTH_START = 1e-2
@@ -274,7 +277,7 @@ def _bucket_prices(A, need, mult, scale, W, deadline, threads, seed):
     with np.errstate(divide="ignore"):
         logs = np.where(A > 0, np.log(np.where(A > 0, A, 1.0)), -np.inf)
         need_log = np.where(need > 0, np.log(np.where(need > 0, need, 1.0)), -np.inf)
-    first, inverse = bucket_of(np.column_stack([logs, 1e3 * np.log2(scale), need_log]))
+    first, inverse = bucket_of(np.column_stack([logs, 1e3 * np.log2(scale), need_log]), REFINE_BUCKETS)
     weight = np.bincount(inverse, weights=mult)
     mean_A = np.column_stack([np.bincount(inverse, weights=A[:, j] * mult) for j in range(K)]) / weight[:, None]
     mean_A = np.where(A[first] > 0, mean_A, 0.0)
@@ -364,7 +367,8 @@ def refine(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarra
         if status != "optimal":
             return SeparableResult("fallback" if status != "time_limit" else "time_limit",
                                    log=log + [f"refinement: reduced LP ended {status}"], stats=stats)
-        lam, previous, size = lam_new, lam_new, WORKING_SET
+        # The prices stay close: the set stays small, the rejected jobs join it (sticky).
+        lam, previous, size = lam_new, lam_new, CONVERGED_WORKING_SET
         # Certificate: each fixed job's vertex is still its best at the reduced LP's prices.
         fixed_jobs = np.flatnonzero(~free)
         _, best, _, _ = _picks(A[fixed_jobs], need[fixed_jobs], mult[fixed_jobs], usage[fixed_jobs], lam)
