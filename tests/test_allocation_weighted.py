@@ -106,3 +106,18 @@ def test_identical_jobs_merged_into_classes_refine_to_the_same_optimum():
     assert result.status == reference.status == "optimal" and result.evaluation.violations == []
     assert result.objective == pytest.approx(reference.objective, rel=2e-7)
     assert not any("full LP" in line for line in result.log), result.log
+
+
+def test_a_refinement_stopped_by_the_clock_keeps_the_max_min_plan(monkeypatch):
+    import fleetplan.solvers.allocation.separable_refine as refinement
+
+    arrays = _weighted(1200, 9, 0.5, (2.0,)).arrays()
+    spec = _las(arrays)
+    monkeypatch.setattr(refinement, "refine", lambda *args, **kwargs: separable.SeparableResult(
+        "time_limit", log=["time limit in the refinement"]))
+    outcome = solve_spec(arrays, spec, LpOptions(method="separable", aggregate=False))
+    full = solve_spec(arrays, spec, LpOptions(method="lp", aggregate=False, refine=False))
+    # Capacity sets this level (the max-min decomposition certified it), so its plan stands.
+    assert not any("ceiling" in line for line in outcome.log)
+    assert outcome.status == "optimal" and outcome.objective == pytest.approx(full.objective, rel=1e-7)
+    assert "the max-min plan is kept unrefined" in outcome.log[-1]

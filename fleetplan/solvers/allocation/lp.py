@@ -242,6 +242,12 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
                     prices = np.asarray(result.prices, dtype=float) / scale
                 return SpecOutcome(status="optimal", matrix=matrix, objective=result.level / scale, log=pre_log,
                                    stats=stats, capacity_prices=prices)
+            if refined.status == "time_limit" and result.status == "optimal":
+                # As after the full LP: the max-min plan is an optimum, only not refined.
+                matrix = np.minimum(result.matrix, 1.0)
+                return SpecOutcome(status="optimal", matrix=matrix if inverse is None else matrix[inverse],
+                                   objective=result.level / scale, stats=result.stats,
+                                   log=pre_log + ["time limit reached: the max-min plan is kept unrefined"])
             if refined.status == "time_limit":
                 return SpecOutcome(status="time_limit", log=pre_log, stats=result.stats)
             result.status = "fallback" if result.status == "capped" else result.status
