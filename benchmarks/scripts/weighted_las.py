@@ -8,6 +8,7 @@ warm-up solve; ``--check`` also solves each cell with ``decomposition="none"`` (
 prints the relative difference of the judged objectives.
 
     python benchmarks/scripts/weighted_las.py 2048 16384 --runs 3
+    python benchmarks/scripts/weighted_las.py 10000 --shares 0.0005 --weights 4 --check
 
 Prints one row per (jobs, share, weight): CPU median, ratio to the unweighted cell, how the
 refinement was solved, and the load average before and after.
@@ -64,6 +65,8 @@ def main() -> None:
     parser.add_argument("jobs", type=int, nargs="+")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--check", action="store_true", help="compare each objective with the full LP's")
+    parser.add_argument("--shares", type=float, nargs="+", default=list(SHARES), help="shares of weighted jobs")
+    parser.add_argument("--weights", type=float, nargs="+", default=list(WEIGHTS), help="their weights")
     args = parser.parse_args()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("| jobs | weighted share | weight | CPU s (median) | x unweighted | refinement | status |"
@@ -74,11 +77,11 @@ def main() -> None:
         plain, result = timed(base, args.runs)
         print(f"| {n:,} | 0 | 1 | {plain:.3f} | 1.0 | {how(result)} | {result.status} |"
               + (" |" if args.check else ""), flush=True)
-        for share in SHARES:
-            for weight in WEIGHTS:
+        for share in args.shares:
+            for weight in args.weights:
                 instance = weighted(base, share, weight)
                 cpu, result = timed(instance, args.runs)
-                row = (f"| {n:,} | {share:.0%} | {weight:g} | {cpu:.3f} | {cpu / plain:.1f} | {how(result)} | "
+                row = (f"| {n:,} | {share:.2%} | {weight:g} | {cpu:.3f} | {cpu / plain:.1f} | {how(result)} | "
                        f"{result.status} |")
                 if args.check:
                     full = fleetplan.solve(instance, "max-min-fairness", decomposition="none")
