@@ -5,10 +5,15 @@ that stopped it. Budgets here are counts (``patience``), so the plans do not dep
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 import fleetplan
 from fleetplan.solvers.placement.lns import search_budget_s
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 # A floor far above what these instances need: the count (patience) is what stops the search.
 COUNTED = {"patience": 4, "neighbourhood_tables": 10, "search_min_s": 600.0}
@@ -57,3 +62,31 @@ def test_the_search_options_are_checked():
     instance = fleetplan.generate("placement", {"regions": 3, "tables": 10, "jobs": 10}, seed=0)
     with pytest.raises(fleetplan.InstanceError, match="search_ratio"):
         fleetplan.solve(instance, search_ratio=-1.0)
+
+
+def test_the_reservation_default_returns_its_start_when_cp_sat_ends_on_a_worse_plan(monkeypatch):
+    # CP-SAT takes the start as a hint only; if it ended on a worse plan of its own, the default
+    # returns the better of the two. Simulated: CP-SAT's answer made far worse.
+    import fleetplan.models.reservation.cpsat as cpsat_model
+
+    read = cpsat_model.read_values
+
+    from fleetplan.models.reservation import build
+
+    instance = fleetplan.load_instance(EXAMPLES / "reservation-small.json")
+    cost = build(instance.arrays()).lp.cost
+    costly = int(np.argmax(cost))
+    assert cost[costly] > 0
+
+    def worse(cp, solver):
+        values = np.array(read(cp, solver), dtype=float)
+        values[costly] += 1e6
+        return values
+
+    spec = fleetplan.get_solver("reservation")
+    assert spec.name == "cpsat" and "keeping the better" in spec.description
+    monkeypatch.setattr(cpsat_model, "read_values", worse)
+    result = fleetplan.solve(instance, time_limit=20)
+    assert result.success and result.evaluation.feasible
+    assert any("CP-SAT:" in line and "the warm start is feasible" in line for line in result.log)
+    assert result.status != "optimal"
