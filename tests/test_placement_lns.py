@@ -140,8 +140,9 @@ def test_lns_never_worse_than_the_climb_and_passes_the_judge(seed):
 
 def test_lns_is_deterministic_without_a_time_limit():
     instance = fleetplan.generate("placement", {"regions": 4, "tables": 40, "jobs": 40}, seed=4)
-    first = fleetplan.solve(instance, "lns", patience=6, neighbourhood_tables=10, seed=3)
-    second = fleetplan.solve(instance, "lns", patience=6, neighbourhood_tables=10, seed=3)
+    # search_min_s: the count (patience) stops it, not the machine's speed.
+    first = fleetplan.solve(instance, "lns", patience=6, neighbourhood_tables=10, seed=3, search_min_s=600)
+    second = fleetplan.solve(instance, "lns", patience=6, neighbourhood_tables=10, seed=3, search_min_s=600)
     assert first.plan.home_array(instance).tolist() == second.plan.home_array(instance).tolist()
 
 

@@ -11,7 +11,8 @@
 3. solve it with the chosen backend — HiGHS through highspy (default), the Pyomo reference
    model through HiGHS, or OR-Tools GLOP / PDLP;
 4. for ``max_min`` forms, *refine*: a second LP keeps the max-min level and maximizes the sum of
-   the same scores, so capacity the minimum does not need is not left idle;
+   the same scores, so capacity the minimum does not need is not left idle (after the price
+   decomposition, the refinement is decomposed too: :mod:`fleetplan.solvers.allocation.separable_refine`);
 5. expand classes back to jobs and Charnes-Cooper's y / s back to X.
 """
 
@@ -222,6 +223,34 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
             level, prices = result.anchor if result.anchor is not None else (result.level, result.prices)
             warm.give(key, ((level or 0.0) / scale, np.asarray(prices, dtype=float) / scale))
         pre_log = result.log
+        if spec.form == "max_min" and (result.status == "capped" or (
+                result.status == "optimal" and options.refine and not result.all_bottlenecked)):
+            # The refinement by price decomposition (separable_refine): weighted max-min
+            # fairness, where a few heavily weighted jobs set the level and every other job has
+            # room, without the full LP. At a ceiling (``capped``) it also proves the level.
+            refined = _refine_separable(work_arrays, work_spec, multiplicity, options, result.level,
+                                        result.matrix if result.status == "optimal" else None)
+            pre_log = pre_log + refined.log
+            if refined.status == "optimal":
+                matrix = np.minimum(refined.matrix, 1.0)
+                if inverse is not None:
+                    matrix = matrix[inverse]
+                stats = {"lp_jobs": float(len(work_arrays.job_ids)), **result.stats, **refined.stats}
+                stats.update(build_s=0.0, solve_s=result.stats.get("separable_s", 0.0) + refined.stats.get("refine_s", 0.0))
+                prices = None
+                if result.status == "optimal" and result.prices is not None:
+                    prices = np.asarray(result.prices, dtype=float) / scale
+                return SpecOutcome(status="optimal", matrix=matrix, objective=result.level / scale, log=pre_log,
+                                   stats=stats, capacity_prices=prices)
+            if refined.status == "time_limit" and result.status == "optimal":
+                # As after the full LP: the max-min plan is an optimum, only not refined.
+                matrix = np.minimum(result.matrix, 1.0)
+                return SpecOutcome(status="optimal", matrix=matrix if inverse is None else matrix[inverse],
+                                   objective=result.level / scale, stats=result.stats,
+                                   log=pre_log + ["time limit reached: the max-min plan is kept unrefined"])
+            if refined.status == "time_limit":
+                return SpecOutcome(status="time_limit", log=pre_log, stats=result.stats)
+            result.status = "fallback" if result.status == "capped" else result.status
         if result.status == "optimal" and not (spec.form == "max_min" and options.refine
                                                and not result.all_bottlenecked):
             if spec.form == "max_min" and options.refine:
@@ -344,10 +373,23 @@ def _solve_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, o
         return allocation_separable.max_min(
             spec.coefficient[:, None] * throughput, offset, mult, arrays.scale_factor, arrays.num_workers,
             free_level=spec.offset is not None, deadline=deadline, threads=options.threads, seed=options.seed,
-            start=start)
+            start=start, capped=True)
     return allocation_separable.linear(
         (spec.coefficient * mult)[:, None] * throughput, mult, arrays.scale_factor, arrays.num_workers,
         deadline=deadline, threads=options.threads, seed=options.seed, start=start)
+
+
+def _refine_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, options: LpOptions, level: float,
+                      start: np.ndarray | None = None):
+    """The max-min refinement LP at ``level`` (in the spec's scaled units) by price decomposition."""
+    from fleetplan.solvers.allocation.separable_refine import refine
+
+    throughput = np.where(arrays.runnable, model_throughput(arrays, options.heterogeneity_aware), 0.0)
+    mult = np.ones(len(arrays.job_ids)) if multiplicity is None else np.asarray(multiplicity, dtype=float)
+    offset = np.zeros(len(mult)) if spec.offset is None else np.asarray(spec.offset, dtype=float)
+    deadline = Deadline(options.deadline.remaining(options.reserve), started=None)
+    return refine(spec.coefficient[:, None] * throughput, offset, mult, arrays.scale_factor, arrays.num_workers,
+                  level=level, deadline=deadline, threads=options.threads, seed=options.seed, start=start)
 
 
 def effective_model_throughput(arrays: AllocationArrays, outcome: SpecOutcome, heterogeneity_aware: bool = True) -> np.ndarray:

@@ -93,7 +93,7 @@ BUCKETS = 300
 class SeparableResult:
     """The allocation (jobs, types), the LP's optimum, and whether a refinement could change it."""
 
-    status: str  # optimal | fallback | time_limit
+    status: str  # optimal | fallback | time_limit | capped (max_min with capped=True)
     matrix: np.ndarray | None = None
     level: float | None = None
     # max-min: every job's score row has a positive dual in the certificate, so in *every*
@@ -264,7 +264,8 @@ def _working_set(A, offset, level, lam, usage, W, sticky, size, threshold=TIE, f
 def max_min(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarray, W: np.ndarray, *,
             free_level: bool, deadline: Deadline | None = None, threads: int = 1, seed: int = 0,
             prices: Literal["ipm", "buckets"] = "ipm", floor: np.ndarray | None = None,
-            lp_tolerance: float | None = None, start: tuple[float, np.ndarray] | None = None) -> SeparableResult:
+            lp_tolerance: float | None = None, start: tuple[float, np.ndarray] | None = None,
+            capped: bool = False) -> SeparableResult:
     """maximize t s.t. A[m] @ x[m] - t >= offset[m], sum_j x[m, j] <= 1, sum_m mult_m scale_m x[m, j]
     <= W_j, 0 <= x (A[m, j] = 0 where job m cannot run on type j); t >= 0 unless ``free_level``.
     ``prices``: where the first prices come from (``ipm``, falling back to ``buckets``).
@@ -274,22 +275,34 @@ def max_min(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarr
     1e-10 so that its duals prove bottlenecks. ``start``: (level, prices) of a neighbouring problem
     (the previous round of a scheduler, :mod:`fleetplan.solvers.warm`) used as the first prices
     instead of computing them; the certificate is the same, so only the speed depends on them,
-    and when they do not lead to a certificate the method starts again from its own prices."""
+    and when they do not lead to a certificate the method starts again from its own prices.
+    ``capped``: when the interior-point level reaches the ceiling ``min_m (max_j A_mj - offset_m)``
+    (a job's own best score sets the level, as a heavily weighted job does in weighted max-min
+    fairness, and no capacity price is positive, so every vertex ties), return status ``capped``
+    with that ceiling as ``level`` instead of deciding the vertices: the caller checks the level
+    with the refinement LP (:func:`fleetplan.solvers.allocation.separable_refine.refine`), whose
+    plan, if it has one, reaches it."""
     if start is not None:
         warm = _max_min(A, offset, mult, scale, W, free_level=free_level, deadline=deadline, threads=threads,
-                        seed=seed, prices=prices, floor=floor, lp_tolerance=lp_tolerance, start=start)
+                        seed=seed, prices=prices, floor=floor, lp_tolerance=lp_tolerance, start=start,
+                        capped=capped)
         if warm.status != "fallback":
             return warm
         cold = _max_min(A, offset, mult, scale, W, free_level=free_level, deadline=deadline, threads=threads,
-                        seed=seed, prices=prices, floor=floor, lp_tolerance=lp_tolerance)
+                        seed=seed, prices=prices, floor=floor, lp_tolerance=lp_tolerance, capped=capped)
         cold.log = warm.log + ["separable: the warm start did not certify; starting again"] + cold.log
         return cold
     return _max_min(A, offset, mult, scale, W, free_level=free_level, deadline=deadline, threads=threads,
-                    seed=seed, prices=prices, floor=floor, lp_tolerance=lp_tolerance)
+                    seed=seed, prices=prices, floor=floor, lp_tolerance=lp_tolerance, capped=capped)
+
+
+# The interior-point level counts as the ceiling within this relative distance (its own accuracy
+# is about 1e-8); the refinement that follows proves or refutes it.
+CEILING_CLOSE = 1e-6
 
 
 def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, prices, floor, lp_tolerance,
-             start=None) -> SeparableResult:
+             start=None, capped=False) -> SeparableResult:
     deadline = deadline or Deadline(None)
     started = time.perf_counter()
     n, K = A.shape
@@ -328,6 +341,13 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
             anchor = (level, lam)
             converged = first.status == "optimal"
             picks = first.picks if floor is None else None
+            if capped and floor is None:
+                ceiling = float((A.max(axis=1) - offset).min())
+                if level >= ceiling - CEILING_CLOSE * max(1.0, abs(ceiling)) and (free_level or ceiling >= 0):
+                    stats["separable_s"] = time.perf_counter() - started
+                    return SeparableResult("capped", level=ceiling, stats=stats, log=log + [
+                        f"separable: the level {level:.9g} is at the ceiling {ceiling:.9g} (a job's best "
+                        "score): the refinement checks it"])
     if status != "optimal":
         status, level, lam, buckets = _bucket_prices(A, offset, mult, scale, W, free_level, deadline, threads, seed,
                                                      floor)

@@ -172,7 +172,7 @@ def _first_pass_batches(time_limit: float | None, num_tables: int) -> dict[str, 
     return {}
 
 
-@register("placement", "hill-climb", exact=False, default=True,
+@register("placement", "hill-climb", exact=False,
           description="Tetris §3.4: per-table best region, a queue ordered by gain, gain recomputed "
                       "before each move, the daily byte quota; then §3.5 replicas",
           reference="Choudhury et al., MAST, OSDI 2024, §3.4-3.5")

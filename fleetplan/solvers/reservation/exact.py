@@ -374,7 +374,7 @@ def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None,
 
 
 def _cross_check(status: str, bound: float | None, values: np.ndarray, objective: float | None,
-                 start: np.ndarray, known: float, log: list[str]):
+                 start: np.ndarray, known: float, log: list[str], who: str = "HiGHS"):
     """Refuse a claim the warm start refutes (issue 15 item 6): a bound above a feasible plan's
     objective is not proven, and neither is the optimality of a plan worse than that plan, so
     the bound is dropped, ``optimal`` becomes ``feasible``; the better plan is returned (HiGHS
@@ -384,7 +384,7 @@ def _cross_check(status: str, bound: float | None, values: np.ndarray, objective
     worse = objective is None or objective > known + slack
     if not (false_bound or worse):
         return status, bound, values, objective
-    log.append(f"HiGHS: {status}, objective {objective}, bound {bound}, but the warm start is "
+    log.append(f"{who}: {status}, objective {objective}, bound {bound}, but the warm start is "
                f"feasible at {known:.9g}: " + ("the claim is not proven and is dropped"
                                                if false_bound or status == "optimal" else "it is returned"))
     if false_bound:
@@ -397,7 +397,10 @@ def _cross_check(status: str, bound: float | None, values: np.ndarray, objective
 
 
 @register("reservation", "cpsat", exact=True, default=True,
-          description="the same aggregated RAS model in OR-Tools CP-SAT (integer RRU units)",
+          description="the same aggregated RAS model in OR-Tools CP-SAT (integer RRU units). The default: "
+                      "a heuristic plan first (relax-and-fix's, or the greedy's and the hill climb's with "
+                      "warm_start=hill-climb), then the exact model hinted with it, keeping the better of "
+                      "the two, with CP-SAT's bound: never worse than its start",
           reference="Choudhury et al., MAST, OSDI 2024, §2 (RAS)")
 def cpsat(instance: ReservationInstance, *, time_limit: float | None = None, seed: int = 0,
           threads: int = 1, progress: Progress,
@@ -481,4 +484,9 @@ def cpsat(instance: ReservationInstance, *, time_limit: float | None = None, see
         bound = relaxed
     exact_optimal = code == cp_model.OPTIMAL and cp.exact_objective
     status = "optimal" if exact_optimal else ("time_limit" if deadline.expired(RESERVE_S) else "feasible")
+    if start is not None:
+        # The better of the warm start and CP-SAT's plan: a hint is only a hint (CP-SAT may
+        # repair it or drop it and end, at the limit, on a worse plan of its own).
+        known = float(model.lp.cost @ start + model.constant)
+        status, bound, values, claimed = _cross_check(status, bound, values, claimed, start, known, log, "CP-SAT")
     return _finish(instance, model, values, status, bound, claimed, log)

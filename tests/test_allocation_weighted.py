@@ -1,0 +1,123 @@
+"""Weighted max-min fairness without the full LP: the refinement (keep the level, maximize the sum
+of scores) by price decomposition, and a level set by a job's own best score, against the full
+LP on random weighted instances; every plan through the judge."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fleetplan
+from fleetplan.models.allocation.policies import PolicySpec
+from fleetplan.solvers.allocation import separable
+from fleetplan.solvers.allocation.lp import LpOptions, solve_spec
+from fleetplan.solvers.allocation.separable_refine import refine
+
+
+def _weighted(jobs: int, seed: int, share: float, weights: tuple[float, ...]):
+    instance = fleetplan.generate("allocation", {"jobs": jobs, "throughput_noise": 0.1}, seed=seed)
+    data = instance.model_dump()
+    rng = np.random.default_rng(seed + 100)
+    for i, m in enumerate(rng.choice(jobs, size=max(1, int(share * jobs)), replace=False).tolist()):
+        data["jobs"][m]["weight"] = weights[i % len(weights)]
+    return type(instance).model_validate(data)
+
+
+def _las(arrays):
+    share = arrays.num_workers / arrays.num_workers.sum()
+    return PolicySpec("max_min", arrays.scale_factor / (arrays.weight * (arrays.throughput @ share)))
+
+
+def _scores(arrays, spec, matrix):
+    return (spec.coefficient[:, None] * arrays.throughput * matrix).sum(axis=1)
+
+
+def test_refinement_by_hand():
+    # Two jobs, two one-worker types, level 0.5: the sum of scores is largest with job 0 alone on
+    # type 0 (2) and job 1 alone on type 1 (1), both above the level.
+    A = np.array([[2.0, 1.0], [1.0, 1.0]])
+    result = refine(A, np.zeros(2), np.ones(2), np.ones(2), np.ones(2), level=0.5)
+    assert result.status == "optimal" and result.level == pytest.approx(3.0)
+    assert result.matrix == pytest.approx(np.eye(2))
+    # At level 1.5 job 1 cannot get there (its best score is 1): the method says so.
+    assert refine(A, np.zeros(2), np.ones(2), np.ones(2), np.ones(2), level=1.5).status == "fallback"
+
+
+@pytest.mark.parametrize("seed,share,weights", [
+    (0, 0.01, (4.0,)), (1, 0.1, (2.0, 4.0, 8.0)), (2, 0.5, (2.0,)), (3, 0.5, (8.0,)), (4, 0.1, (2.0,)),
+])
+def test_weighted_las_equals_the_full_lp_and_its_refinement(seed, share, weights):
+    arrays = _weighted(400, seed, share, weights).arrays()
+    spec = _las(arrays)
+    full = solve_spec(arrays, spec, LpOptions(method="lp", aggregate=False))
+    split = solve_spec(arrays, spec, LpOptions(method="separable", aggregate=False))
+    assert full.status == split.status == "optimal"
+    # Decomposed throughout: the refinement certified, or not needed (every job a bottleneck).
+    assert any("refinement: certified optimal" in line or "refinement skipped" in line for line in split.log)
+    assert not any("full LP" in line for line in split.log), split.log
+    # The same optimum: the level (both keep it to the refinement's relative 1e-7) and the
+    # refinement's objective, the sum of the scores (where the refinement is skipped, the full
+    # LP's may be larger by what the 1e-7 slack on every job frees).
+    full_scores, split_scores = _scores(arrays, spec, full.matrix), _scores(arrays, spec, split.matrix)
+    assert split_scores.min() == pytest.approx(full_scores.min(), rel=2e-7)
+    assert split_scores.sum() == pytest.approx(full_scores.sum(), rel=1e-6)
+    # Feasible: time shares, runnable types, workers.
+    assert split.matrix.min() >= 0 and split.matrix.sum(axis=1).max() <= 1 + 1e-7
+    assert np.all(split.matrix[~arrays.runnable] == 0)
+    used = (split.matrix * arrays.scale_factor[:, None]).sum(axis=0)
+    assert np.all(used <= arrays.num_workers * (1 + 1e-7) + 1e-9)
+
+
+def test_a_level_set_by_one_job_is_found_without_the_full_lp():
+    # One job at weight 8 cannot score above its ceiling (its best type, all its time, over 8):
+    # that sets the level, no capacity price is positive, and every job ties at the prices. The
+    # decomposition says so (status capped) and the refinement proves the level.
+    arrays = _weighted(1200, 5, 0.001, (8.0,)).arrays()
+    spec = _las(arrays)
+    A = spec.coefficient[:, None] * np.where(arrays.runnable, arrays.throughput, 0.0)
+    first = separable.max_min(A, np.zeros(len(A)), np.ones(len(A)), arrays.scale_factor, arrays.num_workers,
+                              free_level=False, capped=True)
+    ceiling = float(A.max(axis=1).min())
+    assert first.status in ("capped", "optimal") and first.level == pytest.approx(ceiling, rel=1e-9)
+    full = solve_spec(arrays, spec, LpOptions(method="lp", aggregate=False))
+    split = solve_spec(arrays, spec, LpOptions(method="separable", aggregate=False))
+    assert split.objective == pytest.approx(full.objective, rel=1e-7)
+    assert any("refinement: certified optimal" in line for line in split.log)
+
+
+def test_fleetplan_solve_on_weighted_jobs_is_judged_and_equals_the_reference():
+    instance = _weighted(1100, 6, 0.1, (2.0, 4.0, 8.0))
+    result = fleetplan.solve(instance, "max-min-fairness")
+    reference = fleetplan.solve(instance, "max-min-fairness", decomposition="none")
+    assert result.status == reference.status == "optimal" and result.evaluation.violations == []
+    assert result.objective == pytest.approx(reference.objective, rel=2e-7)
+    assert any("refinement: certified optimal" in line for line in result.log)
+
+
+def test_identical_jobs_merged_into_classes_refine_to_the_same_optimum():
+    # Without throughput noise jobs repeat: the classes carry multiplicities into the refinement.
+    instance = fleetplan.generate("allocation", {"jobs": 300}, seed=8)
+    data = instance.model_dump()
+    for m in range(0, 300, 7):
+        data["jobs"][m]["weight"] = 4.0
+    instance = type(instance).model_validate(data)
+    result = fleetplan.solve(instance, "max-min-fairness", decomposition="prices")
+    reference = fleetplan.solve(instance, "max-min-fairness", decomposition="none")
+    assert result.status == reference.status == "optimal" and result.evaluation.violations == []
+    assert result.objective == pytest.approx(reference.objective, rel=2e-7)
+    assert not any("full LP" in line for line in result.log), result.log
+
+
+def test_a_refinement_stopped_by_the_clock_keeps_the_max_min_plan(monkeypatch):
+    import fleetplan.solvers.allocation.separable_refine as refinement
+
+    arrays = _weighted(1200, 9, 0.5, (2.0,)).arrays()
+    spec = _las(arrays)
+    monkeypatch.setattr(refinement, "refine", lambda *args, **kwargs: separable.SeparableResult(
+        "time_limit", log=["time limit in the refinement"]))
+    outcome = solve_spec(arrays, spec, LpOptions(method="separable", aggregate=False))
+    full = solve_spec(arrays, spec, LpOptions(method="lp", aggregate=False, refine=False))
+    # Capacity sets this level (the max-min decomposition certified it), so its plan stands.
+    assert not any("ceiling" in line for line in outcome.log)
+    assert outcome.status == "optimal" and outcome.objective == pytest.approx(full.objective, rel=1e-7)
+    assert "the max-min plan is kept unrefined" in outcome.log[-1]
