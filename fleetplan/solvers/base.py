@@ -181,7 +181,7 @@ def register(kind: str, name: str, *, description: str, exact: bool, reference: 
 # The modules that register each kind's solvers, imported when the kind is first asked for:
 # `fleetplan solve` on an allocation instance need not import (or wait for, on a loaded
 # machine) the placement, binpack and reservation solvers: 0.86 s of a 2 s limit at load 5.5
-# went to importing them all (issue 25 item 10). A new solver module is listed here, or
+# went to importing them all. A new solver module is listed here, or
 # imported by its kind's package.
 KIND_MODULES: dict[str, tuple[str, ...]] = {
     "allocation": ("fleetplan.solvers.allocation", "fleetplan.solvers.allocation.policies",

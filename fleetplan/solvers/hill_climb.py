@@ -30,7 +30,7 @@ Safeguards and extensions beyond the paper's loop:
   left is dropped (counted over the budget) without evaluating its moves, when popped from the
   queue and when offered as a neighbour. With the daily byte quota nearly used up, most queued
   tables are too big to move, and evaluating each of them first was most of the time at 10^6
-  tables (issue 14 §4). A problem may offer ``min_costs`` instead, a sequence it keeps current
+  tables. A problem may offer ``min_costs`` instead, a sequence it keeps current
   (``min_costs[item]`` is the bound): read without a call, it is checked on hundreds of
   thousands of popped entries at 10^6 tables.
 * *Parking.* Once the first pass is done and over-budget entries are most of what is popped,

@@ -92,7 +92,7 @@ GLOSSARY: dict[str, GlossaryEntry] = {
                            "separately"),
     # At most 1,024: a GPU term's levels times its total's levels above 1,024 pairs fall back to
     # the grid anyway, and counting up to 10^8 subset sums ran for minutes in gigabytes before
-    # the time limit could act (issue 25 item 6).
+    # the time limit could act.
     "max_exact_levels": GlossaryEntry("piecewise-linear terms are exact up to this many reachable "
                                       "levels, a proven under-estimate on a grid above", ge=2, le=1024),
     "grid_levels": GlossaryEntry("breakpoints of the under-estimating grid when levels exceed "

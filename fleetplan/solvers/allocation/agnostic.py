@@ -3,7 +3,7 @@
 An agnostic model sees throughput 1 on every type a job may use, so any split of a job's time
 between those types scores the same: the LP has a whole face of optima and a simplex solver
 returns one of its vertices — in practice a job's whole time on one type, often the slowest
-(issue 23: twelve single-GPU jobs on 8 V100 + 8 P100 + 8 K80 got (0, 1/3, 2/3) each and left
+(twelve single-GPU jobs on 8 V100 + 8 P100 + 8 K80 got (0, 1/3, 2/3) each and left
 every V100 idle). A scheduler that does not know the types differ has no reason to prefer any;
 Gavel's own baselines, solved by an interior-point method (cvxpy with ECOS), land near the
 centre of that face instead.

@@ -191,7 +191,7 @@ def drive_finish_time_fairness(arrays, options, n_total, method="dinkelbach") ->
     lower = float(np.max(elapsed / finish_isolated))
     # X_isolated is a feasible plan (it gives each job 1/n of the types it runs on): its max rho
     # is an achieved level to start from. Starting from rho = 1 on faith made the first LP
-    # infeasible wherever X_isolated does not reach 1 (issue 15, item 3).
+    # infeasible wherever X_isolated does not reach 1.
     start = float(np.max((elapsed + steps / isolated) / finish_isolated))
     if method == "dinkelbach":
         return _ftf_dinkelbach(arrays, options, steps, elapsed, isolated, finish_isolated, lower, start)

@@ -1,4 +1,4 @@
-"""A structured interior-point method for Gavel's allocation LPs (issue 14 §3; Gavel §3.1, §4.1).
+"""A structured interior-point method for Gavel's allocation LPs (Gavel §3.1, §4.1).
 
 The max-min LP ``maximize t s.t. A[m] @ x[m] - t >= o[m], sum_j x[m, j] <= 1, sum_m u_m x[m, j]
 <= W_j, x >= 0`` couples its n jobs only through K capacity rows and the level t. In a
@@ -521,7 +521,7 @@ def _restricted_linear_prices(P, usage, W, deadline, tolerance, max_iterations, 
     for _ in range(RESTRICT_ROUNDS):
         # The sample's prices can be a few percent off, and then the jobs held clearly on a
         # type alone overfill it (262,144 distinct jobs, max throughput: type 0 by 1.6 %, and
-        # every job was priced: more time than at 10^6, issue 27 item 5). The held jobs of such
+        # every job was priced: more time than at 10^6). The held jobs of such
         # a type that win by least are released until the rest leave it the sample's error.
         released = _fit_held(released, held_choice, close, usage, W, tie)
         if released.mean() > MAX_RELEASED_SHARE or deadline.expired():

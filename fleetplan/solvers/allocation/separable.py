@@ -1,4 +1,4 @@
-"""Gavel's max-min and linear allocation LPs by price decomposition (issue 14 §3; Gavel §3.1, §4.1).
+"""Gavel's max-min and linear allocation LPs by price decomposition (Gavel §3.1, §4.1).
 
 Jobs are coupled only through one capacity row per worker type (a handful of rows): given the
 prices ``lam`` of those rows, the LP separates into one tiny LP per job. This module solves the

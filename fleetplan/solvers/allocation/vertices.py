@@ -1,5 +1,5 @@
 """Each job's own LP in Gavel's max-min allocation, solved in closed form at given prices
-(issue 14 §3; Gavel §3.1, §4.1).
+(Gavel §3.1, §4.1).
 
 At capacity prices ``lam`` and a level t, job m's part of the max-min LP is: reach the score
 ``need = t + offset[m]`` at least cost ``lam . (usage[m] x)`` with ``sum_j x[j] <= 1``. Its

@@ -76,7 +76,7 @@ def run_cpsat(data: BinpackModelData, *, batch: bool, deadline: Deadline, seed: 
     solver.parameters.random_seed = int(seed) % 2_147_483_647
     # CP-SAT 9.15's presolve spends untimed seconds exploiting the symmetry of identical
     # machines once it finds an orbitope: 6.1 s of a 1.6 s stage on 2,000 machines, so a 3 s
-    # limit ran 14.6 s (issue 25 item 7). Without it presolve takes 0.1 s there.
+    # limit ran 14.6 s. Without it presolve takes 0.1 s there.
     solver.parameters.symmetry_level = 0
     keys = list(built.x)
     values: tuple[np.ndarray, dict, np.ndarray] | None = None

@@ -30,7 +30,7 @@ from fleetplan.solvers.placement.state import TERMS, TetrisState  # noqa: F401  
 
 # Under a time limit the first pass applies its queued moves after every this many seconds of
 # evaluating tables (then evaluates more): at 10^6 tables one full pass took 23 s before the
-# first move (issue 27 item 4), so a planner watching the climb, or stopping it, waited that long
+# first move, so a planner watching the climb, or stopping it, waited that long
 # for any gain.
 FIRST_BATCH_S = 2.0
 # Without a limit the same alternation is counted, not timed — up to FIRST_BATCH_MOVES queued
@@ -141,7 +141,7 @@ def _climb(instance: PlacementInstance, recompute: bool, time_limit: float | Non
     their time is estimated from one judging of today's plan and kept back. Under a limit
     the first pass works in batches of a twentieth of the limit, applying each batch's moves
     before evaluating more tables, so a limit shorter than a full pass still improves the
-    plan (issue 14 §4: at 10^5 tables, 20 s gave 0 moves). Returns the state, the climb and
+    plan (at 10^5 tables, 20 s gave 0 moves). Returns the state, the climb and
     the seconds kept back for what follows (0 without a limit)."""
     deadline = Deadline(time_limit)
     state = TetrisState(instance, compound=compound)

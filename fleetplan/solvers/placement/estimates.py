@@ -1,5 +1,5 @@
 """The Tetris climb's batch estimates (MAST §3.4, "before moving a table, it recalculates its
-best region"), from values kept across moves (issue 14 §4: 10^6 tables in under 60 s).
+best region"), from values kept across moves (10^6 tables in under 60 s).
 
 After every applied move the engine re-estimates the ~33 tables at the head of its queue and
 the move's neighbours. :func:`first_pass.table_gains` would recompute all of each table's terms,

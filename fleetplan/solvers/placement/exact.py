@@ -23,16 +23,16 @@ Both follow the same steps:
    ``optimal`` is claimed only when the solver proved optimality of an exact model. The
    MIP's capacity, quota, CPU and home-training rows are tightened by ``ROW_SAFETY`` (2e-6 of
    their scale) so that HiGHS's 1e-6 feasibility tolerance cannot produce a plan the judge
-   rejects; its bound is proven for those rows. Claims are then checked against the judge
-   (issue 15 item 6): the plan is polished by the hill climb, an ``optimal`` it improves on
-   becomes ``feasible``, and a bound above a judged plan's objective is not reported.
+   rejects; its bound is proven for those rows. Claims are then checked against the judge: the
+   plan is polished by the hill climb, an ``optimal`` it improves on becomes ``feasible``, and a
+   bound above a judged plan's objective is not reported.
 5. *No plan from the solver* (CP-SAT or HiGHS stopped at the limit without a solution, or HiGHS
    erred): the part keeps the best feasible plan known without it — the warm start, else the
    better of today's placement and the hill climb — scored by the evaluator; the status is
    ``time_limit`` (the limit was hit) or ``feasible`` (the solver erred), and the message names
    the parts concerned. Only when none of those is feasible is there no plan.
 
-The instance's readings of Figure 4 (``split_ml_demand``, ``overload_form``; issue 14 §4) are
+The instance's readings of Figure 4 (``split_ml_demand``, ``overload_form``) are
 modelled exactly by both models (:mod:`fleetplan.models.placement`): neither solver refuses them,
 and the judge, the models and the hill climb (warm start and polish) optimise the same objective.
 
@@ -208,7 +208,7 @@ def solve_part_highs(data: PlacementData, warm: np.ndarray | None, *, time_limit
         solver.config.time_limit = clock.remaining()
     # HiGHS's own feasibility tolerances (1e-6): with mip_feasibility_tolerance = 1e-9 on rows
     # whose byte shares reach 1e-8, HiGHS 1.14 certified a MIP start 2.7x above the optimum
-    # as optimal (issue 15 item 6). Claims are checked against the judge afterwards.
+    # as optimal. Claims are checked against the judge afterwards.
     solver.highs_options = {"random_seed": int(seed) % 2_147_483_647, "threads": int(threads),
                             "presolve": presolve, "mip_abs_gap": 1e-10}
     try:
@@ -283,7 +283,7 @@ def solve_exact(instance: PlacementInstance, solve_part, *, name: str, time_limi
         datas = []
     if datas:
         # Before the warm start and the build: a model that cannot fit in memory is refused at
-        # once, with the figure (issue 25 item 6: 10^8 exact levels grew past 1 GB unchecked).
+        # once, with the figure (10^8 exact levels grew past 1 GB unchecked).
         check_fits(model_estimate(datas, name), "instance")
     warm = warm_start_home(instance, warm_start, deadline.share(WARM_SHARE), seed, log)
     if not datas:
@@ -408,7 +408,7 @@ class _Reserved:
 def _check_claims(instance: PlacementInstance, name: str, plan: PlacementPlan, objective: float, status: str,
                   bound: float | None, deadline: Deadline, reserve: float, log: list[str]
                   ) -> tuple[PlacementPlan, float, str, float | None, float]:
-    """Polish the plan with the hill climb and drop what the judge contradicts (issue 15 item 6):
+    """Polish the plan with the hill climb and drop what the judge contradicts:
     an ``optimal`` the climb improves on, or a bound above a judged plan's objective, was not
     proven (the solver's tolerances). Returns plan, objective, status, bound and the polish gain."""
     gain = 0.0

@@ -1,5 +1,5 @@
 """The exact evaluation of one table's moves (``TetrisState._evaluate``, MAST §3.4) with its
-per-job loops compiled (issue 14 §4: 10^6 tables x 20 regions in under 60 s).
+per-job loops compiled (10^6 tables x 20 regions in under 60 s).
 
 The climb evaluates exactly every move it applies (about 11,000 at 10^6 tables), each a few
 hundred numpy calls on a table's few readers. Here one kernel does what is per job and per

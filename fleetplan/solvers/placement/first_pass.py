@@ -1,5 +1,5 @@
 """The first pass of Tetris's hill climb (MAST §3.4, "goes over each table and finds the best
-region for it"), vectorised over many tables at once (issue 14 §4: 10^6 tables in under 60 s).
+region for it"), vectorised over many tables at once (10^6 tables in under 60 s).
 
 :meth:`TetrisState._candidates` computes one table's gains for every region with numpy over that
 table's readers; called once per table, its fixed cost per call (a few dozen small numpy

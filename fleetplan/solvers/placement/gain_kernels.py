@@ -1,4 +1,4 @@
-"""Compiled per-table gains of Tetris's hill climb (MAST §3.4; issue 14 §4: 10^6 tables x 20
+"""Compiled per-table gains of Tetris's hill climb (MAST §3.4; 10^6 tables x 20
 regions in under 60 s): :func:`first_pass.table_gains` as a numba kernel.
 
 The climb's batch estimates evaluate ~33 tables per applied move (about 13,000 calls at 10^6

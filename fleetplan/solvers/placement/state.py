@@ -8,7 +8,7 @@ storage shares and the GPU slices those jobs touch. A move must keep the hard co
 (storage, CPU, Expression 6); the daily byte quota is the engine's budget. Only recurring jobs
 count (Tetris plans for them, §3.1).
 
-The instance's readings of Figure 4 (issue 14 §4) are followed exactly: under
+The instance's readings of Figure 4 are followed exactly: under
 ``split_ml_demand="largest_region"`` each job's *demand region* (``dregion``: R(job), or a split
 ML job's largest region) is tracked beside R(job) and the GPU terms move with it; under
 ``overload_form="combined_high_priority"`` Expression 8 is computed on ``odemand``, the demand
@@ -130,7 +130,7 @@ class TetrisState:
         self.slice_changed = np.zeros(self.demand.shape[1], dtype=np.int64)
         # Compound items (after the tables): planned ML jobs reading several tables; while
         # a job is split, its item moves all its tables to one region with its GPU type
-        # (issue 14 §4: one table at a time, a split job's every single move looks bad).
+        # (one table at a time, a split job's every single move looks bad).
         multi = a.planned & (a.job_kind == ML) & (np.diff(a.job_ptr) > 1) if compound else np.zeros(a.num_jobs, bool)
         self.compound_jobs = np.flatnonzero(multi)
         self.compound_item = np.full(a.num_jobs, -1, dtype=np.int64)

@@ -1,4 +1,4 @@
-"""Run a HiGHS MIP so that it cannot outlast its deadline (issue 10: the reservation solvers keep
+"""Run a HiGHS MIP so that it cannot outlast its deadline (the reservation solvers keep
 their time limit for the whole run).
 
 HiGHS checks its time limit and the interrupt callbacks only at some points of branch-and-bound;

@@ -108,7 +108,7 @@ def _forced_over_budget(model: ReservationModel, instance: ReservationInstance) 
 def _single_fault_domain(instance: ReservationInstance) -> str | None:
     """Why a reservation with a fault-domain guarantee cannot keep it: every available server
     of a type it accepts lies in one fault domain (or there is none), so losing that domain
-    loses all it holds (issue 25 item 11: the model was built, and its cuts crashed)."""
+    loses all it holds (the model was built, and its cuts crashed)."""
     arrays = instance.arrays()
     for r in np.flatnonzero((arrays.res_level == FD_LEVEL) & (arrays.res_request > 0)).tolist():
         usable = arrays.available & arrays.accepts[r, arrays.server_type]
@@ -375,7 +375,7 @@ def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None,
 
 def _cross_check(status: str, bound: float | None, values: np.ndarray, objective: float | None,
                  start: np.ndarray, known: float, log: list[str], who: str = "HiGHS"):
-    """Refuse a claim the warm start refutes (issue 15 item 6): a bound above a feasible plan's
+    """Refuse a claim the warm start refutes: a bound above a feasible plan's
     objective is not proven, and neither is the optimality of a plan worse than that plan, so
     the bound is dropped, ``optimal`` becomes ``feasible``; the better plan is returned (HiGHS
     keeps a MIP start as its incumbent, so a worse plan means it lost the start)."""
@@ -463,8 +463,8 @@ def cpsat(instance: ReservationInstance, *, time_limit: float | None = None, see
         if start is not None:
             log.append("CP-SAT found no plan in time: the warm start is returned")
             objective = float(model.lp.cost @ start + model.constant)
-            # CP-SAT proved nothing, but relax-and-fix's relaxations bound the model (issue 27
-            # item 3: at 10^5 servers the bound 50,562.2 was in the log and not in the result).
+            # CP-SAT proved nothing, but relax-and-fix's relaxations bound the model (at
+            # 10^5 servers the bound 50,562.2 was in the log and not in the result).
             bound = relaxed if relaxed is not None and relaxed <= objective + BOUND_SLACK * max(1.0, abs(objective)) \
                 else None
             if bound is not None:

@@ -170,7 +170,7 @@ def _result(instance: ReservationInstance, state: RasState, stopped: str, log: l
     """The plan when the judge finds it feasible (``time_limit`` if the clock stopped the
     climb); otherwise no plan, with status ``infeasible`` when the repair proved that no plan
     keeps every guarantee within the budget and ``time_limit`` when it ran out of time, the
-    message naming the reservation short and by how many RRU (issue 25 item 17)."""
+    message naming the reservation short and by how many RRU."""
     plan = ReservationPlan.from_arrays(instance, state.assignment())
     verdict = evaluate(instance, plan)
     bound = getattr(state, "lp_bound", None)
@@ -229,7 +229,7 @@ def _inner(deadline: Deadline, share: float) -> Deadline:
 
 
 def fill_and_trim(state: RasState, deadline: Deadline, log: list[str]) -> str:
-    """The greedy of issue 10: each reservation in turn (largest request first) is filled from
+    """The greedy baseline: each reservation in turn (largest request first) is filled from
     the free pool in the fault domain (datacenter for a datacenter guarantee) where it holds
     least, preferred types first, until its guarantee holds; then each trims servers from the
     domain where it holds most while that lowers the objective. Moves within the budget."""

@@ -1,5 +1,5 @@
 """A Lagrangian bound for the aggregated RAS MIP (MAST §2) where the model's own LP is too
-large (issue 27 item 3), by the textbook decomposition (Fisher, "The Lagrangian relaxation
+large, by the textbook decomposition (Fisher, "The Lagrangian relaxation
 method for solving integer programming problems", Management Science 27(1), 1981).
 
 The reservations are coupled only by the supply rows ``sum_r x[r, g] <= available[g]`` and

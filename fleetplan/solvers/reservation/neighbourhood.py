@@ -1,6 +1,5 @@
 """Large-neighbourhood search for the aggregated RAS MIP (MAST §2) where the whole model is too
-large for HiGHS: the primal side of ``mip-highs`` above ``LARGE_COLUMNS`` columns (issue 27
-item 3).
+large for HiGHS: the primal side of ``mip-highs`` above ``LARGE_COLUMNS`` columns.
 
 At 10^6 servers x 1,000 reservations the model's LP alone takes minutes, so the plan there was
 the greedy's, 8.9 % above the datacenter relaxation's bound. The reservations are coupled only

@@ -1,4 +1,4 @@
-"""Feasibility first for the RAS heuristics (MAST §2; issue 27 item 2): a start from the LP
+"""Feasibility first for the RAS heuristics (MAST §2): a start from the LP
 relaxation, and a repair of guarantee shortfalls by a small MIP.
 
 The climb of :mod:`fleetplan.solvers.reservation.heuristics` lowers a cost that is the judge's
