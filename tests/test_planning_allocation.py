@@ -321,7 +321,8 @@ def test_a_time_limit_ends_the_search_but_never_claims_infeasible():
     result = size(instance, ["min_time_share>=0.2"], ["h100", "a100", "v100", "l4"], policy="max-min-fairness",
                   time_limit=1.0)
     assert result.status in ("time_limit", "feasible")
-    assert result.bound is not None and result.bound >= 84 - 1e-6  # the policy-free minimum: 105 L4 at 0.8
+    # the policy-free minimum (105 L4 at 0.8) bounds it, once the clock let that MIP finish
+    assert result.bound is None or result.bound >= 84 - 1e-6
     if result.sized_instance is not None:
         assert all(result.checks.values()) and result.bound <= result.cost
 
