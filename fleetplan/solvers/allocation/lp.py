@@ -222,6 +222,10 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
             # The interior-point prices the answer was picked at (centred) where there are some.
             level, prices = result.anchor if result.anchor is not None else (result.level, result.prices)
             warm.give(key, ((level or 0.0) / scale, np.asarray(prices, dtype=float) / scale))
+        elif result.status == "capped":
+            # A job's own best score set the level and no capacity has a price: that is the hint
+            # (the next round starts from it; its certificate decides, as for any hint).
+            warm.give(key, (result.level / scale, np.zeros(len(work_arrays.worker_types))))
         pre_log = result.log
         if spec.form == "max_min" and (result.status == "capped" or (
                 result.status == "optimal" and options.refine and not result.all_bottlenecked)):
