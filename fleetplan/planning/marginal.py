@@ -98,16 +98,17 @@ def marginal_values(instance: Any, solver: str | None = None, *, metrics: Sequen
     >>> [(value.capacity, value.more["objective"] > 0) for value in values.values]
     [('v100', True), ('k80', True)]
     """
-    import fleetplan
-    from fleetplan.instances import as_instance
+    from fleetplan.errors import InstanceError
+    from fleetplan.instances import as_instance, evaluate
     from fleetplan.planning.kinds import planning_kind, service_metrics
+    from fleetplan.solvers import solve as solve_instance
 
     instance = as_instance(instance)
     kind = planning_kind(instance.kind)
     wanted = list(metrics) if metrics else service_metrics(instance.kind)
 
     def solve(trial: Any) -> Any:
-        return fleetplan.solve(trial, solver, time_limit=time_limit, seed=seed, threads=threads, **options)
+        return solve_instance(trial, solver, time_limit=time_limit, seed=seed, threads=threads, **options)
 
     base = solve(instance)
     if not base.success or base.evaluation is None:
@@ -125,12 +126,12 @@ def marginal_values(instance: Any, solver: str | None = None, *, metrics: Sequen
             return None
         try:
             trial = build()
-        except fleetplan.InstanceError:  # e.g. one GPU fewer leaves a job nowhere to run
+        except InstanceError:  # e.g. one GPU fewer leaves a job nowhere to run
             return None
         if trial is None:
             return None
         if hold:
-            evaluation = fleetplan.evaluate(trial, base.plan)
+            evaluation = evaluate(trial, base.plan)
         else:
             outcome = solve(trial)
             if not outcome.success or outcome.evaluation is None or outcome.objective is None:

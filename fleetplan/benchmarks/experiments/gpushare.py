@@ -70,8 +70,8 @@ def arrival_bounds(data: Path, trace: str, seed: int, inflation: float) -> dict:
     cluster's GPUs; :mod:`fleetplan.solvers.gpushare.offline_greedy`)."""
     import numpy as np
 
-    import fleetplan
     from fleetplan.sim.gpushare import Scenario, arrivals, inflate, load_trace
+    from fleetplan.solvers import solve
 
     trace_instance = load_trace(Scenario(nodes=str(data / NODES_FILE), tasks=str(data / f"openb_pod_list_{trace}.csv")))
     a = trace_instance.arrays()
@@ -80,7 +80,7 @@ def arrival_bounds(data: Path, trace: str, seed: int, inflation: float) -> dict:
     within = int(np.searchsorted(np.cumsum(a.task_gpu_milli_total[order]), capacity, side="right"))
     row = {"trace": trace, "seed": seed}
     for label, rows in (("100", order[:within]), ("end", order)):
-        result = fleetplan.solve(arrivals(trace_instance, rows), "offline-greedy", seed=seed)
+        result = solve(arrivals(trace_instance, rows), "offline-greedy", seed=seed)
         if not result.evaluation.feasible:  # a bug, never a figure
             raise RuntimeError(f"offline-greedy plan violates {result.evaluation.violations[:2]}")
         row[f"offline_gpu_pct_at_{label}"] = 100.0 * result.objective / capacity

@@ -412,10 +412,10 @@ def sized_instance(instance: AllocationInstance, add: np.ndarray) -> AllocationI
 
 def _judge_policy(instance: AllocationInstance, policy: str, time_limit: float | None, threads: int,
                   seed: int) -> tuple[Any, dict[str, float]]:
-    import fleetplan
+    from fleetplan.solvers import solve
 
     try:
-        result = fleetplan.solve(instance, policy, time_limit=time_limit, threads=threads, seed=seed)
+        result = solve(instance, policy, time_limit=time_limit, threads=threads, seed=seed)
     except InstanceError:  # the policy does not apply here (min-cost without prices): it meets nothing
         return None, {}
     if not result.success or result.evaluation is None:

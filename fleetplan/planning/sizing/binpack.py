@@ -105,14 +105,14 @@ def size_binpack(instance: Any, targets: Sequence[Target], purchases: Sequence[P
                        for line in relaxed["log"]]
         bound = relaxed["bound"] if relaxed["values"] is not None or relaxed["status"] == "time_limit" else math.inf
     solver = policy or "batch-cpsat"
-    import fleetplan
+    from fleetplan.solvers import solve
 
     def judge(purchase: np.ndarray) -> tuple:
         chosen = np.repeat(np.arange(len(units)), purchase)
         sized = sized_instance(instance, np.array([units[u][0] for u in chosen], dtype=np.int64),
                                np.array([units[u][1] for u in chosen], dtype=np.int64),
                                np.array([units[u][2] for u in chosen], dtype=float).reshape(len(chosen), 3))
-        forward = fleetplan.solve(sized, solver, time_limit=time_left(time_limit, started), seed=seed,
+        forward = solve(sized, solver, time_limit=time_left(time_limit, started), seed=seed,
                                   threads=threads)
         if forward.evaluation is None:
             return False, (sized, None, {}, check_targets(targets, {}))

@@ -138,7 +138,7 @@ def _bound_model(instance: Any, offers: list, budget: float | None):  # -> (Line
 def size_gpushare(instance: Any, targets: Sequence[Target], purchases: Sequence[Purchase], *, budget: float | None,
                   policy: str | None, time_limit: float | None, threads: int, seed: int, started: float) -> SizingResult:
     """:func:`fleetplan.planning.size` for the gpushare kind (module docstring)."""
-    import fleetplan
+    from fleetplan.solvers import solve
     from fleetplan.solvers.highs import new_highs, pass_lp, run
 
     for target in targets:
@@ -166,7 +166,7 @@ def size_gpushare(instance: Any, targets: Sequence[Target], purchases: Sequence[
     rounds = 0
     while True:
         sized = with_nodes(instance, offers, counts)
-        solved = fleetplan.solve(sized, policy, seed=seed, time_limit=time_left(time_limit, started))
+        solved = solve(sized, policy, seed=seed, time_limit=time_left(time_limit, started))
         pending = solved.evaluation.metrics["tasks_pending"] if solved.evaluation else math.inf
         if pending == 0 or (time_limit is not None and time_left(time_limit, started) <= 0.01):
             break

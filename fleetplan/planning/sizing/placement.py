@@ -47,8 +47,8 @@ def size_placement(instance: Any, targets: Sequence[Target], purchases: Sequence
                    plan: Any = None, replan: bool = False) -> SizingResult:
     """:func:`fleetplan.planning.size` for the placement kind (module docstring). ``plan``: the
     placement to hold fixed (default today's); ``replan``: re-place with the hill climb first."""
-    import fleetplan
     from fleetplan.instances.placement.evaluate import evaluate
+    from fleetplan.solvers import solve
 
     arrays = instance.arrays()
     regions, types = list(arrays.region_ids), list(arrays.gpu_types)
@@ -56,7 +56,7 @@ def size_placement(instance: Any, targets: Sequence[Target], purchases: Sequence
     result = SizingResult(status="error", kind="placement", targets=list(targets))
     if plan is None:
         solver = policy or ("hill-climb" if replan else "keep")
-        placed = fleetplan.solve(instance, solver, time_limit=time_left(time_limit, started), seed=seed,
+        placed = solve(instance, solver, time_limit=time_left(time_limit, started), seed=seed,
                                  threads=threads)
         if not placed.success:
             result.message = f"the placement to hold fixed ({solver}) ended {placed.status}: {placed.message}"

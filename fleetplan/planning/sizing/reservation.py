@@ -80,7 +80,7 @@ def size_reservation(instance: Any, targets: Sequence[Target], purchases: Sequen
                           else "the time limit ran out before any purchase was found")
         return result
     racks = np.rint(outcome["values"][model.lp.num_cols:model.lp.num_cols + len(candidates)]).astype(np.int64)
-    import fleetplan
+    from fleetplan.solvers import solve
 
     solver = policy or "mip-highs"
     rack_price = np.array([c[2] for c in candidates], dtype=float) * rack_size
@@ -89,7 +89,7 @@ def size_reservation(instance: Any, targets: Sequence[Target], purchases: Sequen
         within = all(rack_size * purchase[(cand_type == t) & (arrays.fd_dc[cand_fd] == d)].sum() <= cap
                      for t, d, _price, cap in offers)
         sized = sized_instance(instance, cand_type, cand_fd, purchase, rack_size)
-        forward = fleetplan.solve(sized, solver, time_limit=time_left(time_limit, started), seed=seed, threads=threads)
+        forward = solve(sized, solver, time_limit=time_left(time_limit, started), seed=seed, threads=threads)
         if not forward.success or forward.evaluation is None:
             return False, (sized, None, {}, check_targets(targets, {}))
         metrics = dict(forward.evaluation.metrics)
