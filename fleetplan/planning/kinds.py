@@ -61,6 +61,9 @@ class PlanningKind:
     whole_units: str | None = None
     # "module:function" (instance) -> metrics of a point no plan serves (how far from servable).
     unserved_metrics_path: str | None = None
+    # "module:function" (instance, solver, time_limit=, seed=, threads=, options=) -> a function
+    # solving a capacity-changed copy of the instance warm, from the last re-solve.
+    warm_solver_path: str | None = None
 
     def sizer(self) -> Sizer:
         if self.sizer_path is None:
@@ -70,6 +73,9 @@ class PlanningKind:
 
     def what_binds(self, instance: Any, base: Any) -> list[str]:
         return _load(self.what_binds_path)(instance, base) if self.what_binds_path else []
+
+    def warm_solver(self, instance: Any, solver: str | None, **kwargs: Any) -> Callable[[Any], Any] | None:
+        return _load(self.warm_solver_path)(instance, solver, **kwargs) if self.warm_solver_path else None
 
     def unserved_metrics(self, instance: Any) -> dict[str, float]:
         return _load(self.unserved_metrics_path)(instance) if self.unserved_metrics_path else {}
@@ -95,7 +101,8 @@ PLANNING_KINDS: dict[str, PlanningKind] = {
         capacity_units_path="fleetplan.planning.marginal:allocation_units",
         service_metrics=("median_time_share", "starved_jobs"),
         decisive=("min_time_share", "median_time_share", "starved_jobs", "total_throughput", "makespan_s"),
-        frontier=True, what_binds_path="fleetplan.planning.marginal:allocation_binds", whole_units="GPUs"),
+        frontier=True, what_binds_path="fleetplan.planning.marginal:allocation_binds", whole_units="GPUs",
+        warm_solver_path="fleetplan.planning.marginal:allocation_warm_solver"),
     "placement": PlanningKind(
         name="placement", sizer_path="fleetplan.planning.sizing.placement:size_placement",
         capacity_units_path="fleetplan.planning.marginal:placement_units",

@@ -107,7 +107,11 @@ def marginal_values(instance: Any, solver: str | None = None, *, metrics: Sequen
     kind = planning_kind(instance.kind)
     wanted = list(metrics) if metrics else service_metrics(instance.kind)
 
+    warm = kind.warm_solver(instance, solver, time_limit=time_limit, seed=seed, threads=threads, options=options)
+
     def solve(trial: Any) -> Any:
+        if warm is not None:  # the kind keeps the problem between re-solves (a scheduler's session)
+            return warm(trial)
         return solve_instance(trial, solver, time_limit=time_limit, seed=seed, threads=threads, **options)
 
     base = solve(instance)
@@ -126,17 +130,17 @@ def marginal_values(instance: Any, solver: str | None = None, *, metrics: Sequen
             return None
         try:
             trial = build()
+            if trial is None:
+                return None
+            if hold:
+                evaluation = evaluate(trial, base.plan)
+            else:
+                outcome = solve(trial)
+                if not outcome.success or outcome.evaluation is None or outcome.objective is None:
+                    return None
+                evaluation = outcome.evaluation
         except InstanceError:  # e.g. one GPU fewer leaves a job nowhere to run
             return None
-        if trial is None:
-            return None
-        if hold:
-            evaluation = evaluate(trial, base.plan)
-        else:
-            outcome = solve(trial)
-            if not outcome.success or outcome.evaluation is None or outcome.objective is None:
-                return None
-            evaluation = outcome.evaluation
         out = {"objective": evaluation.objective - base.evaluation.objective}
         for name in reported:
             value = evaluation.metrics.get(name)
@@ -185,6 +189,24 @@ def _what_binds(instance: Any, base: Any) -> list[str]:
     return reasons or ["no capacity binds: the objective is held by the jobs (or tables, or requests) themselves"]
 
 
+def allocation_warm_solver(instance: Any, solver: str | None, *, time_limit: float | None, seed: int, threads: int,
+                           options: dict[str, Any]) -> Callable[[Any], Any]:
+    """Allocation: the re-solves as rounds of one session (:class:`fleetplan.embed.AllocationSession`),
+    each warm-started from the last: a unit is the worker counts (:func:`allocation_units`), the
+    session's jobs stay; the base instance is the first round."""
+    from fleetplan.embed.allocation import AllocationSession
+
+    session = AllocationSession.from_instance(instance, solver=solver, time_limit=time_limit, seed=seed,
+                                              threads=threads, **options)
+
+    def solve(trial: Any) -> Any:
+        counts = trial if isinstance(trial, dict) else {worker.name: worker.count for worker in trial.worker_types}
+        session.set_workers(counts)
+        return session.solve()
+
+    return solve
+
+
 def allocation_binds(instance: Any, base: Any) -> list[str]:
     """Allocation: jobs already at full time, types no job can use, SLO rows that bind."""
     jobs = base.evaluation.breakdown.get("jobs", {})
@@ -207,13 +229,12 @@ def allocation_binds(instance: Any, base: Any) -> list[str]:
 # --- the units per kind ------------------------------------------------------------------------
 
 def allocation_units(instance: Any) -> Iterator[CapacityUnit]:
-    from fleetplan.planning.sizing.allocation import sized_instance
-
-    for k, worker in enumerate(instance.worker_types):
-        step = np.zeros(len(instance.worker_types), dtype=int)
-        step[k] = 1
-        yield (worker.name, "GPU", lambda step=step: sized_instance(instance, step),
-               (lambda step=step: sized_instance(instance, -step)) if worker.count >= 1 else None)
+    """A GPU of each type more and fewer, as the worker counts the warm solver sets
+    (:func:`allocation_warm_solver`: no instance is rebuilt per unit)."""
+    counts = {worker.name: worker.count for worker in instance.worker_types}
+    for worker in instance.worker_types:
+        yield (worker.name, "GPU", lambda name=worker.name: {**counts, name: counts[name] + 1},
+               (lambda name=worker.name: {**counts, name: counts[name] - 1}) if worker.count >= 1 else None)
 
 
 def placement_units(instance: Any) -> Iterator[CapacityUnit]:
