@@ -254,10 +254,10 @@ def placement_units(instance: Any) -> Iterator[CapacityUnit]:
 
 
 def reservation_units(instance: Any) -> Iterator[CapacityUnit]:
-    from fleetplan.planning.sizing.reservation import _rack_size, sized_instance
+    from fleetplan.planning.sizing.reservation import servers_per_rack, sized_instance
 
     arrays = instance.arrays()
-    rack = _rack_size(instance)
+    rack = servers_per_rack(instance)
     for d, datacenter in enumerate(arrays.dc_ids):
         fds = np.flatnonzero(arrays.fd_dc == d)
         if not fds.size:
@@ -271,11 +271,11 @@ def reservation_units(instance: Any) -> Iterator[CapacityUnit]:
 
 def binpack_units(instance: Any) -> Iterator[CapacityUnit]:
     from fleetplan.instances import instance_from_data
-    from fleetplan.planning.sizing.binpack import _templates, sized_instance
+    from fleetplan.planning.sizing.binpack import machine_templates, sized_instance
 
     arrays = instance.arrays()
     needed = {instance.hardware_index(job.hardware) for workload in instance.workloads for job in workload.jobs}
-    templates = _templates(arrays, needed)
+    templates = machine_templates(arrays, needed)
 
     def without(machine: int) -> Any:
         data = instance.model_dump()

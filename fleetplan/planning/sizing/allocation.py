@@ -34,7 +34,6 @@ import numpy as np
 from fleetplan.errors import InstanceError
 from fleetplan.instances.allocation import AllocationArrays, AllocationInstance, AllocationPlan
 from fleetplan.models.allocation.sizing import build_sizing_model
-from fleetplan.models.linear import INF, LinearProgram
 from fleetplan.planning.sizing import (
     Purchase,
     SizingResult,
@@ -45,6 +44,7 @@ from fleetplan.planning.sizing import (
     time_left,
 )
 from fleetplan.planning.sizing.lattice import LatticeOutcome, search_lattice
+from fleetplan.planning.sizing.mip import solve_sizing_mip
 from fleetplan.planning.targets import Target
 
 # Tried in order when no policy is named: the kind's default, then the policies whose optimum
@@ -159,7 +159,7 @@ def _policy_free(arrays: AllocationArrays, targets: Sequence[Target], price: np.
     """The cheapest purchase under which an allocation meeting every target exists, and a proven
     lower bound on it (module docstring)."""
     restriction = build_sizing_model(arrays, targets, price, cap, budget, role="restriction")
-    outcome = _solve_mip(restriction.lp, _seconds(deadline), threads, seed, mip_rel_gap)
+    outcome = solve_sizing_mip(restriction.lp, _seconds(deadline), threads, seed, mip_rel_gap)
     result.log += outcome["log"]
     result.stats.update(columns=float(restriction.lp.num_cols), rows=float(restriction.lp.num_rows),
                         job_classes=float(len(restriction.representative)), mip_s=outcome["solve_s"])
@@ -175,7 +175,7 @@ def _policy_free(arrays: AllocationArrays, targets: Sequence[Target], price: np.
         return _Answer(add, allocation, bound, proven, timed_out)
     result.log += restriction.notes
     relaxation = build_sizing_model(arrays, targets, price, cap, budget, role="relaxation")
-    relaxed = _solve_mip(relaxation.lp, _seconds(deadline), threads, seed, mip_rel_gap)
+    relaxed = solve_sizing_mip(relaxation.lp, _seconds(deadline), threads, seed, mip_rel_gap)
     result.log += [line.replace("sizing MIP", "sizing relaxation") for line in relaxed["log"]]
     if relaxed["values"] is None and relaxed["status"] != "time_limit":
         return _Answer(None, None, math.inf, True, False)  # the relaxation admits every passing purchase
@@ -207,7 +207,7 @@ def allocation_exists(arrays: AllocationArrays, add: np.ndarray, targets: Sequen
                                 isolated_override=None)
     none = np.zeros(len(add))
     model = build_sizing_model(sized, targets, np.ones(len(add)), none)
-    outcome = _solve_mip(model.lp, None, 1, 0, 1e-6)
+    outcome = solve_sizing_mip(model.lp, None, 1, 0, 1e-6)
     if outcome["values"] is None:
         return False, None
     return True, model.allocation(outcome["values"])
@@ -382,23 +382,6 @@ def _check_target_inputs(arrays: AllocationArrays, targets: Sequence[Target]) ->
             raise InstanceError("--target", "min_time_share is a fraction of time: at most 1")
 
 
-def _solve_mip(lp: LinearProgram, time_limit: float | None, threads: int, seed: int, gap: float) -> dict[str, Any]:
-    from fleetplan.solvers import highs as runner
-
-    highs = runner.new_highs(time_limit, threads, seed)
-    runner.pass_lp(highs, lp, "simplex")
-    highs.setOptionValue("mip_rel_gap", float(gap))
-    outcome = runner.run(highs)
-    info = highs.getInfo()
-    bound = float(info.mip_dual_bound) if math.isfinite(info.mip_dual_bound) else None
-    if outcome.status == "optimal" and outcome.objective is not None:
-        bound = max(bound if bound is not None else -INF, outcome.objective * (1 - gap) - 1e-9)
-        bound = min(bound, outcome.objective)
-    return {"status": outcome.status, "values": outcome.values, "objective": outcome.objective,
-            "bound": bound, "log": [line.replace("HiGHS:", "sizing MIP (HiGHS):") for line in outcome.log],
-            "solve_s": outcome.solve_s}
-
-
 # --- the checks ----------------------------------------------------------------------------
 
 def sized_instance(instance: AllocationInstance, add: np.ndarray) -> AllocationInstance:
@@ -452,17 +435,17 @@ def _infeasible_cause(arrays: AllocationArrays, targets: Sequence[Target], price
     text = ", ".join(str(t) for t in targets)
     if budget is not None:
         relaxed = build_sizing_model(arrays, targets, price, cap, None, role="relaxation")
-        if _solve_mip(relaxed.lp, 30.0, 1, 0, 1e-4)["values"] is not None:
+        if solve_sizing_mip(relaxed.lp, 30.0, 1, 0, 1e-4)["values"] is not None:
             return f"no purchase within the budget {budget:g} meets {text}: the budget limits it"
     unlimited = np.where(price > 0, np.maximum(cap, 1e6), 0.0)
     relaxed = build_sizing_model(arrays, targets, price, unlimited, None, role="relaxation")
-    if _solve_mip(relaxed.lp, 30.0, 1, 0, 1e-4)["values"] is not None:
+    if solve_sizing_mip(relaxed.lp, 30.0, 1, 0, 1e-4)["values"] is not None:
         limited = [arrays.worker_types[k] for k in np.flatnonzero(price > 0)]
         return f"no purchase within the MAX of {', '.join(limited)} meets {text}: raise a MAX"
     buyable = price > 0
     for target in targets:
         single = build_sizing_model(arrays, [target], price, unlimited, None, role="relaxation")
-        if _solve_mip(single.lp, 30.0, 1, 0, 1e-4)["values"] is None:
+        if solve_sizing_mip(single.lp, 30.0, 1, 0, 1e-4)["values"] is None:
             stuck = _stuck_jobs(arrays, target, buyable)
             who = f" (jobs {', '.join(stuck[:5])}{' ...' if len(stuck) > 5 else ''})" if stuck else ""
             return (f"no purchase of {', '.join(t for t, b in zip(arrays.worker_types, buyable, strict=True) if b)} "

@@ -60,7 +60,7 @@ def size_binpack(instance: Any, targets: Sequence[Target], purchases: Sequence[P
     if not jobs:
         raise InstanceError("workloads", "there is no pending workload to size for")
     offers = _offers(arrays, purchases)
-    templates = _templates(arrays, {instance.hardware_index(job.hardware) for _, _, job in jobs})
+    templates = machine_templates(arrays, {instance.hardware_index(job.hardware) for _, _, job in jobs})
     # What may be bought: per offered cluster and hardware a template exists for, up to MAX
     # copies (a unit of the purchase lattice), each a candidate machine of the MIP.
     units = [(c, h, capacity, price, int(min(cap, _most_needed(jobs, instance, h, capacity))))
@@ -85,12 +85,12 @@ def size_binpack(instance: Any, targets: Sequence[Target], purchases: Sequence[P
                             cand_cluster, offers, budget)
         return lp, layout, fit
 
-    from fleetplan.planning.sizing.allocation import _solve_mip
+    from fleetplan.planning.sizing.mip import solve_sizing_mip
 
     result = SizingResult(status="error", kind="binpack", targets=list(targets))
     deadline = None if time_limit is None else started + time_limit
     lp, layout, fit = mip(np.maximum(arrays.capacity - arrays.used, 0.0))
-    outcome = _solve_mip(lp, time_left(time_limit, started), threads, seed, mip_rel_gap)
+    outcome = solve_sizing_mip(lp, time_left(time_limit, started), threads, seed, mip_rel_gap)
     result.log += outcome["log"]
     result.stats.update(columns=float(lp.num_cols), rows=float(lp.num_rows), candidate_machines=float(n_new))
     bound = outcome["bound"]
@@ -100,7 +100,7 @@ def size_binpack(instance: Any, targets: Sequence[Target], purchases: Sequence[P
         # purchases place every workload, but its optimum bounds nothing; the relaxation that
         # counts every preemptible holding as free does.
         relaxed_lp, _, _ = mip(preemptible)
-        relaxed = _solve_mip(relaxed_lp, time_left(time_limit, started), threads, seed, mip_rel_gap)
+        relaxed = solve_sizing_mip(relaxed_lp, time_left(time_limit, started), threads, seed, mip_rel_gap)
         result.log += [line.replace("sizing MIP", "sizing relaxation (preemptible holdings free)")
                        for line in relaxed["log"]]
         bound = relaxed["bound"] if relaxed["values"] is not None or relaxed["status"] == "time_limit" else math.inf
@@ -197,7 +197,7 @@ def _offers(arrays: Any, purchases: Sequence[Purchase]) -> dict[int, tuple[float
     return offers
 
 
-def _templates(arrays: Any, hardware: set[int]) -> dict[int, dict[int, np.ndarray]]:
+def machine_templates(arrays: Any, hardware: set[int]) -> dict[int, dict[int, np.ndarray]]:
     """Per cluster and hardware: the capacity of its most common machine (what a bought machine
     is a copy of)."""
     out: dict[int, dict[int, np.ndarray]] = {}

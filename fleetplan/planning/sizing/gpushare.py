@@ -138,8 +138,8 @@ def _bound_model(instance: Any, offers: list, budget: float | None):  # -> (Line
 def size_gpushare(instance: Any, targets: Sequence[Target], purchases: Sequence[Purchase], *, budget: float | None,
                   policy: str | None, time_limit: float | None, threads: int, seed: int, started: float) -> SizingResult:
     """:func:`fleetplan.planning.size` for the gpushare kind (module docstring)."""
+    from fleetplan.planning.sizing.mip import solve_sizing_mip
     from fleetplan.solvers import solve
-    from fleetplan.solvers.highs import new_highs, pass_lp, run
 
     for target in targets:
         if target.metric != "tasks_pending" or target.value != 0:
@@ -148,20 +148,19 @@ def size_gpushare(instance: Any, targets: Sequence[Target], purchases: Sequence[
     policy = policy or "offline-greedy"
     result = SizingResult(status="error", kind="gpushare", targets=list(targets), policy=policy)
     lp, n_x = _bound_model(instance, offers, budget)
-    highs = new_highs(time_left(time_limit, started), threads, seed)
-    pass_lp(highs, lp)
-    outcome = run(highs)
-    result.log += outcome.log
-    if outcome.status == "infeasible":
+    # HiGHS's own relative gap (1e-4), as this sizer always ran it.
+    outcome = solve_sizing_mip(lp, time_left(time_limit, started), threads, seed, 1e-4)
+    result.log += outcome["log"]
+    if outcome["status"] == "infeasible":
         result.status = "infeasible"
         result.message = "no purchase within the offers' limits and the budget places every task"
         return result
-    if outcome.values is None:
+    if outcome["values"] is None:
         result.status = "time_limit"
         result.message = "the bound found no purchase in time"
         return result
-    bound = float(highs.getInfo().mip_dual_bound)
-    counts = [int(round(v)) for v in outcome.values[n_x:]]
+    bound = outcome["bound"] if outcome["bound"] is not None else 0.0  # no dual bound yet: costs are >= 0
+    counts = [int(round(v)) for v in outcome["values"][n_x:]]
     prices = [offer[4] for offer in offers]
     rounds = 0
     while True:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -69,19 +68,18 @@ def size_placement(instance: Any, targets: Sequence[Target], purchases: Sequence
     demand = np.asarray(before.breakdown["region_gpu_types"]["hp_gpu_demand"]).reshape(len(regions), len(types))
     stored = np.asarray(before.breakdown["regions"]["storage_used_bytes"])
     lp = _model(arrays, targets, demand, stored, gpu_price, gpu_cap, storage_price, storage_cap, budget)
-    from fleetplan.planning.sizing.allocation import _solve_mip
+    from fleetplan.planning.sizing.mip import solve_sizing_mip
 
-    solved = _solve_mip(lp, time_left(time_limit, started), threads, seed, 1e-9)
-    outcome = SimpleNamespace(values=solved["values"], status=solved["status"], objective=solved["bound"])
-    result.log += [line.replace("sizing MIP (HiGHS):", "sizing model (HiGHS):") for line in solved["log"]]
-    if outcome.values is None:
-        result.status = "time_limit" if outcome.status == "time_limit" else "infeasible"
+    outcome = solve_sizing_mip(lp, time_left(time_limit, started), threads, seed, 1e-9)
+    result.log += [line.replace("sizing MIP (HiGHS):", "sizing model (HiGHS):") for line in outcome["log"]]
+    if outcome["values"] is None:
+        result.status = "time_limit" if outcome["status"] == "time_limit" else "infeasible"
         result.message = (_infeasible_cause(targets, demand, arrays, gpu_cap, storage_cap, budget)
                           if result.status == "infeasible" else "the time limit ran out")
         return result
     n_gpu = len(regions) * len(types)
-    gpu_add = np.maximum(outcome.values[:n_gpu], 0.0).reshape(len(regions), len(types))
-    storage_add = np.maximum(outcome.values[n_gpu: n_gpu + len(regions)], 0.0)
+    gpu_add = np.maximum(outcome["values"][:n_gpu], 0.0).reshape(len(regions), len(types))
+    storage_add = np.maximum(outcome["values"][n_gpu: n_gpu + len(regions)], 0.0)
     # The LP's answer is met to its tolerance (1e-7 relative); a purchase is rounded up so the
     # judge, which allows 1e-6, finds every target met.
     gpu_add = np.where(gpu_cap > 0, np.ceil(gpu_add * 1e6) / 1e6, 0.0)
@@ -95,13 +93,13 @@ def size_placement(instance: Any, targets: Sequence[Target], purchases: Sequence
     result.additions.update({f"{regions[r]}/{STORAGE}": float(storage_add[r]) for r in np.flatnonzero(storage_cap > 0)})
     result.units = {name: "bytes" if name.endswith(f"/{STORAGE}") else "GPU-hours/day" for name in result.additions}
     result.cost = float((gpu_price * gpu_add).sum() + (storage_price * storage_add).sum())
-    result.bound = float(outcome.objective)
+    result.bound = float(outcome["bound"])
     result.gap = relative_gap(result.cost, result.bound)
     if not all(result.checks.values()):
         result.status = "error"
         result.message = f"the judge finds {describe_misses(targets, result.metrics)} on the sized instance"
         return result
-    result.status = "optimal" if outcome.status == "optimal" else "feasible"
+    result.status = "optimal" if outcome["status"] == "optimal" else "feasible"
     result.message = (f"GPU-hours and storage bought with the placement fixed ({result.policy}); the judge "
                       "finds every target met on the sized instance")
     return result

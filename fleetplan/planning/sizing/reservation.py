@@ -54,7 +54,7 @@ def size_reservation(instance: Any, targets: Sequence[Target], purchases: Sequen
         if target.metric == "shortfall_rru" and target.value != 0:
             raise InstanceError("--target", "only shortfall_rru<=0 can be sized for (every request met)")
     arrays = instance.arrays()
-    rack_size = _rack_size(instance)
+    rack_size = servers_per_rack(instance)
     offers = _offers(arrays, purchases)  # (type, dc, price, max)
     base = type_fd_groups(arrays)
     candidates = [(t, f, price, cap) for t, d, price, cap in offers for f in np.flatnonzero(arrays.fd_dc == d)]
@@ -67,9 +67,9 @@ def size_reservation(instance: Any, targets: Sequence[Target], purchases: Sequen
     model = build(arrays, groups)
     lp = _with_purchases(model, base.type.size, candidates, offers, rack_size, budget, arrays)
     result = SizingResult(status="error", kind="reservation", targets=list(targets))
-    from fleetplan.planning.sizing.allocation import _solve_mip
+    from fleetplan.planning.sizing.mip import solve_sizing_mip
 
-    outcome = _solve_mip(lp, time_left(time_limit, started), threads, seed, mip_rel_gap)
+    outcome = solve_sizing_mip(lp, time_left(time_limit, started), threads, seed, mip_rel_gap)
     result.log += outcome["log"]
     result.stats.update(columns=float(lp.num_cols), rows=float(lp.num_rows), candidate_groups=float(len(candidates)))
     if outcome["values"] is None:
@@ -134,7 +134,7 @@ def size_reservation(instance: Any, targets: Sequence[Target], purchases: Sequen
     return result
 
 
-def _rack_size(instance: Any) -> int:
+def servers_per_rack(instance: Any) -> int:
     """Servers per rack (the most common rack size): purchases come in whole racks."""
     arrays = instance.arrays()
     if not len(arrays.rack_ids):
@@ -251,10 +251,10 @@ def least_shortfall(instance: Any, time_limit: float | None = 30.0) -> dict[str,
     short each point is instead of a blank where the shortfall is positive.
     """
     from fleetplan.models.reservation import build
-    from fleetplan.planning.sizing.allocation import _solve_mip
+    from fleetplan.planning.sizing.mip import solve_sizing_mip
 
     model = build(instance.arrays(), elastic=True)
-    outcome = _solve_mip(model.lp, time_limit, 1, 0, 1e-6)
+    outcome = solve_sizing_mip(model.lp, time_limit, 1, 0, 1e-6)
     if outcome["values"] is None:
         return {}
     return {"shortfall_rru": float(outcome["values"][model.lp.names["s"]].sum())}
