@@ -1,6 +1,7 @@
 """Sizing a placement instance (GPU-hours and storage with the placement fixed) and re-solve
 estimates of what binds, checked by hand and by the judge."""
 
+import numpy as np
 import pytest
 from conftest import EXAMPLES
 
@@ -171,3 +172,17 @@ def test_evaluate_says_what_binds(tmp_path, capsys):
     fleetplan.save(fleetplan.solve(fleetplan.load_instance(PLACEMENT), "keep").plan, today)
     assert main(["evaluate", str(PLACEMENT), str(today)]) == 0
     assert "region0/h100 by 205" in capsys.readouterr().out
+
+
+def test_allocation_marginal_values_can_hold_the_plan_too():
+    """The allocation re-solves run warm on worker counts; holding the plan judges the base plan on
+    each changed cluster instead, and still answers every unit."""
+    instance = fleetplan.load_instance(EXAMPLES / "inventory-30-jobs.json")
+    held = marginal_values(instance, "max-min-fairness", hold_plan=True)
+    assert held.held_plan and all(v.more is not None and v.fewer is not None for v in held.values)
+    plan = fleetplan.solve(instance, "max-min-fairness").plan
+    from fleetplan.planning.sizing.allocation import sized_instance
+
+    one_more = sized_instance(instance, np.array([1, 0, 0]))
+    expected = fleetplan.evaluate(one_more, plan).objective - fleetplan.evaluate(instance, plan).objective
+    assert held.values[0].more["objective"] == pytest.approx(expected)

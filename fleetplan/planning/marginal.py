@@ -132,6 +132,8 @@ def marginal_values(instance: Any, solver: str | None = None, *, metrics: Sequen
             trial = build()
             if trial is None:
                 return None
+            if isinstance(trial, WorkerCounts) and (hold or warm is None):
+                trial = trial.instance()
             if hold:
                 evaluation = evaluate(trial, base.plan)
             else:
@@ -200,7 +202,7 @@ def allocation_warm_solver(instance: Any, solver: str | None, *, time_limit: flo
                                               threads=threads, **options)
 
     def solve(trial: Any) -> Any:
-        counts = trial if isinstance(trial, dict) else {worker.name: worker.count for worker in trial.worker_types}
+        counts = trial.counts if isinstance(trial, WorkerCounts) else {w.name: w.count for w in trial.worker_types}
         session.set_workers(counts)
         return session.solve()
 
@@ -228,13 +230,29 @@ def allocation_binds(instance: Any, base: Any) -> list[str]:
 
 # --- the units per kind ------------------------------------------------------------------------
 
+@dataclass
+class WorkerCounts:
+    """A unit's cluster as its worker counts: what the warm solver sets (no instance rebuilt per
+    unit); :meth:`instance` builds the validated instance where one is needed (a held plan, a
+    cold re-solve)."""
+
+    base: Any
+    counts: dict[str, int]
+
+    def instance(self) -> Any:
+        from fleetplan.planning.sizing.allocation import sized_instance
+
+        extra = [self.counts[worker.name] - worker.count for worker in self.base.worker_types]
+        return sized_instance(self.base, np.array(extra, dtype=int))
+
+
 def allocation_units(instance: Any) -> Iterator[CapacityUnit]:
-    """A GPU of each type more and fewer, as the worker counts the warm solver sets
-    (:func:`allocation_warm_solver`: no instance is rebuilt per unit)."""
+    """A GPU of each type more and fewer, as :class:`WorkerCounts`."""
     counts = {worker.name: worker.count for worker in instance.worker_types}
     for worker in instance.worker_types:
-        yield (worker.name, "GPU", lambda name=worker.name: {**counts, name: counts[name] + 1},
-               (lambda name=worker.name: {**counts, name: counts[name] - 1}) if worker.count >= 1 else None)
+        yield (worker.name, "GPU", lambda name=worker.name: WorkerCounts(instance, {**counts, name: counts[name] + 1}),
+               (lambda name=worker.name: WorkerCounts(instance, {**counts, name: counts[name] - 1}))
+               if worker.count >= 1 else None)
 
 
 def placement_units(instance: Any) -> Iterator[CapacityUnit]:
