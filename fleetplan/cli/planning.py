@@ -608,16 +608,7 @@ def _whatif_report(args: argparse.Namespace, result: Any) -> None:
     rows = [[*(row.get(name) for name in result.varied), row.get("status"),
              *(fmt_measure(name.removeprefix("frontier_"), row.get(name), 4) for name in columns)] for row in result.rows]
     picture = Path(args.output) / "whatif.png"
-    figures = []
-    if picture.exists():
-        import matplotlib.image as image
-        from matplotlib.figure import Figure
-
-        figure = Figure(figsize=(11, 11 * image.imread(picture).shape[0] / image.imread(picture).shape[1]))
-        axis = figure.add_axes((0, 0, 1, 1))
-        axis.imshow(image.imread(picture))
-        axis.set_axis_off()
-        figures.append(("the sweep", figure))
+    figures = [("the sweep", picture)] if picture.exists() else []
     write_report(args.report, f"What if: {', '.join(result.varied)}",
                  question=f"how the service metrics move with {', '.join(result.varied)} under {result.solver}",
                  inputs={"instance": args.file, "vary": " ".join(args.vary), "solver": result.solver,

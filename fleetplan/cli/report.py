@@ -16,9 +16,11 @@ import base64
 import datetime
 import html
 import io
+import os
 import shlex
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 STYLE = """
@@ -26,7 +28,7 @@ body { font-family: system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-s
        max-width: 1100px; color: #222; line-height: 1.45; }
 h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { font-size: 1.2em; margin-top: 1.6em;
      border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
-table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.92em; }
+table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.92em; display: block; overflow-x: auto; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
 th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
 code, pre { background: #f6f6f6; padding: 0.1em 0.3em; border-radius: 3px; }
@@ -45,13 +47,17 @@ def table_html(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def figure_html(figure: Any, alt: str) -> str:
-    """A matplotlib figure as an inline PNG."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    """A matplotlib figure, or a PNG file already drawn (a path), as an inline PNG."""
+    if isinstance(figure, (str, os.PathLike)):
+        png = Path(figure).read_bytes()
+    else:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    buffer = io.BytesIO()
-    FigureCanvasAgg(figure)
-    figure.savefig(buffer, format="png", dpi=110)
-    data = base64.b64encode(buffer.getvalue()).decode("ascii")
+        buffer = io.BytesIO()
+        FigureCanvasAgg(figure)
+        figure.savefig(buffer, format="png", dpi=110)
+        png = buffer.getvalue()
+    data = base64.b64encode(png).decode("ascii")
     return f'<p><img alt="{html.escape(alt)}" src="data:image/png;base64,{data}"></p>'
 
 
@@ -64,7 +70,7 @@ def write_report(path: str, title: str, *, question: str, inputs: dict[str, Any]
                  sections: Sequence[tuple[str, str]], figures: Sequence[tuple[str, Any]],
                  notes: Sequence[str] = (), argv: Sequence[str] | None = None) -> None:
     """Write the report atomically: title, question, inputs, each (heading, HTML) section, the
-    figures inline, notes, and the command that reproduces it."""
+    figures inline (matplotlib figures or PNG files), notes, and the command that reproduces it."""
     from fleetplan import __version__
     from fleetplan.instances.outputs import atomic_write_text
 
