@@ -31,7 +31,7 @@ def horizon_marginal_values(spec: HorizonSpec, instance: Any, result: Any, deadl
         step = min(spec.price(name, t + 1) for name in spec.buy)
         spent = max((row["capex"] + (row["opex"] if spec.budget_covers == "capex+opex" else 0.0))
                     for row in result.periods if row["period"] == t + 1)
-        if spent < budget - step:  # at least one more unit fits already: the budget does not bind
+        if budget - spent >= step - 1e-9:  # one more unit fits already: the budget does not bind
             continue
         budgets = [spec.budget_of(p + 1) for p in range(spec.periods)]
         budgets[t] = budget + step
