@@ -441,7 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Each command family adds its own commands; a module that cannot be imported is a bug and
     # fails here, loudly, rather than a command quietly missing from --help.
     for module in ("fleetplan.cli.bench", "fleetplan.cli.tables", "fleetplan.cli.simulate", "fleetplan.cli.planning",
-                   "fleetplan.cli.serve"):
+                   "fleetplan.cli.horizon", "fleetplan.cli.serve"):
         importlib.import_module(module).add_arguments(commands)
     return parser
 

@@ -1,0 +1,225 @@
+"""``fleetplan horizon``: a purchase schedule over periods (``size`` answers one period)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from fleetplan.cli.settling import settle
+
+
+def add_arguments(subparsers: Any) -> None:
+    """Add ``horizon`` to the command line."""
+    from fleetplan.cli.common import SEED, THREADS, positive_seconds
+
+    horizon = subparsers.add_parser(
+        "horizon", help="a purchase schedule over periods: growth, lead times, budgets, scenarios",
+        description="Plan the fleet over time: what to order in each period so that every period's targets "
+                    "hold at the least discounted cost (capex + opex - salvage), with lead times, lifetimes, "
+                    "retirements, falling prices, budgets and demand scenarios (two-stage or robust). One exact "
+                    "HiGHS MIP over every period and scenario, with its bound; every period's plan is judged.",
+        epilog="The horizon file (YAML or JSON; docs/planning.md, 'Planning over time'): periods, targets, "
+               "demand (growth, multipliers, classes, new_jobs), buy (price, price_decline, lead_time, min_order, "
+               "max_order, lifetime, salvage, opex_per_hour; or a CSV table), existing, budget, scenarios. "
+               "Example: fleetplan horizon fleet.json horizon.yaml --plot horizon.png")
+    horizon.add_argument("file", metavar="INSTANCE", help="the base instance: today's fleet and jobs")
+    horizon.add_argument("horizon", metavar="HORIZON.yaml", help="the horizon file")
+    horizon.add_argument("--time-limit", type=positive_seconds, default=None, metavar="S",
+                         help="seconds for everything (the best schedule found by then, with its bound)")
+    horizon.add_argument("--gap", type=_gap, default=1e-6, metavar="G",
+                         help="stop at this relative gap between the schedule's cost and its bound")
+    horizon.add_argument("--prices", action="store_true",
+                         help="also re-solve for the prices that bind: one more unit of budget per binding period, "
+                              "one period less lead time per item")
+    horizon.add_argument("--no-stochastic", action="store_true",
+                         help="with scenarios: skip the wait-and-see and mean-value solves (VSS, EVPI)")
+    horizon.add_argument("--threads", type=THREADS, default=1)
+    horizon.add_argument("--seed", type=SEED, default=0)
+    horizon.add_argument("-o", "--output", default=None, metavar="SCHEDULE.json|.csv",
+                         help="write the schedule: the whole result as JSON, or the schedule's rows as CSV")
+    horizon.add_argument("--plot", default=None, metavar="FILE.png",
+                         help="draw the fleet against demand, the orders, the cost and the service per period")
+    horizon.add_argument("--report", default=None, metavar="FILE.html",
+                         help="write a self-contained report (question, inputs, schedule, pictures, the command)")
+    horizon.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    horizon.set_defaults(handler=handle_horizon)
+
+
+def _gap(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text[:30]}' is not a number") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{value:g}: a fraction from 0 to 1")
+    return value
+
+
+def handle_horizon(args: argparse.Namespace) -> int:
+    """``fleetplan horizon``."""
+    import fleetplan
+    from fleetplan.cli.common import CommandError, check_outputs, print_json, stdout, working
+    from fleetplan.instances.outputs import check_figure_path
+    from fleetplan.planning.horizon import load_horizon, plan_horizon
+
+    check_outputs([args.file, args.horizon], files=[("-o", args.output), ("--plot", args.plot),
+                                                     ("--report", args.report)])
+    if args.output and not str(args.output).lower().endswith((".json", ".csv")):
+        raise CommandError(f"-o {args.output}: the schedule is written as .json (everything) or .csv (its rows)")
+    if args.plot:
+        check_figure_path(args.plot, "--plot")
+    if args.report and not str(args.report).lower().endswith((".html", ".htm")):
+        raise CommandError(f"--report {args.report}: a report is an HTML file (FILE.html)")
+    with working(f"loading {args.file}", not args.json):
+        instance = fleetplan.load_instance(args.file)
+        spec = load_horizon(args.horizon)
+    with working(f"planning {spec.periods} {spec.period_name}s", not args.json):
+        result = plan_horizon(instance, spec, time_limit=args.time_limit, threads=args.threads, seed=args.seed,
+                              mip_rel_gap=args.gap, stochastic=not args.no_stochastic, marginal=args.prices)
+    if result.success:
+        _write(args, result, spec)
+        settle(0)
+    if args.json:
+        print_json({**result.to_dict(), "output": args.output if result.success else None})
+    else:
+        render_horizon(stdout, result)
+        for what, path in (("the schedule", args.output), ("the picture", args.plot), ("the report", args.report)):
+            if result.success and path:
+                stdout.print(f"wrote {what} to {path}", markup=False)
+        if not result.success:
+            stdout.print(f"no schedule ({result.status}): nothing written", markup=False)
+    return 0 if result.success else 1
+
+
+def _write(args: argparse.Namespace, result: Any, spec: Any) -> None:
+    import csv
+    import io
+    import json
+
+    from fleetplan.instances.outputs import atomic_write_text, save_figure
+    from fleetplan.plotting.horizon import plot_horizon
+
+    figure = plot_horizon(result) if (args.plot or args.report) else None
+    if args.output and str(args.output).lower().endswith(".csv"):
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=list(result.schedule[0]))
+        writer.writeheader()
+        writer.writerows(result.schedule)
+        atomic_write_text(args.output, buffer.getvalue())
+    elif args.output:
+        atomic_write_text(args.output, json.dumps(result.to_dict(), indent=1, default=float) + "\n")
+    if args.plot:
+        save_figure(figure, args.plot)
+    if args.report:
+        _report(args, result, spec, figure)
+
+
+def _report(args: argparse.Namespace, result: Any, spec: Any, figure: Any) -> None:
+    from fleetplan.cli.report import table_html, write_report
+
+    orders = [[row["scenario"], row["period"], row["item"], f"{row['ordered']:,.6g}", f"{row['arriving']:,.6g}",
+               f"{row['retiring']:,.6g}", f"{row['installed']:,.6g}", f"{row['capex']:,.6g}"]
+              for row in result.schedule if row["ordered"] or row["arriving"] or row["retiring"]]
+    periods = [[row["scenario"], row["period"], f"{row['capex']:,.6g}", f"{row['opex']:,.6g}",
+                "-" if row["budget"] is None else f"{row['budget']:,.6g}",
+                ", ".join(f"{name} {'met' if ok else 'MISSED'} ({_measured(row, name)})"
+                          for name, ok in row["checks"].items())] for row in result.periods]
+    sections = [("The answer", f"<p><b>{result.status}</b>: {result.message}</p><p>discounted total "
+                               f"{_money(result.cost, result.currency)}, proven bound {_money(result.bound, result.currency)}, "
+                               f"gap {_gap_text(result.gap)}</p>"),
+                ("Orders, arrivals and retirements", table_html(
+                    ["scenario", spec.period_name, "item", "ordered", "arriving", "retiring", "installed", "capex"],
+                    orders) if orders else "<p>nothing to order</p>"),
+                ("Each period, judged", table_html(["scenario", spec.period_name, "capex", "opex", "budget",
+                                                    "targets"], periods))]
+    if result.stochastic:
+        sections.append(("What the scenarios are worth", table_html(["value", "amount"], _stochastic_rows(result))))
+    write_report(args.report, f"Purchase schedule for {args.file}",
+                 question=f"the cheapest schedule of orders over {spec.periods} {spec.period_name}s under which every "
+                          f"{spec.period_name} meets {', '.join(spec.targets)}",
+                 inputs={"instance": args.file, "horizon": args.horizon, "may buy": ", ".join(spec.buy),
+                         "scenarios": ", ".join(f"{s['name']} ({s['probability']:g})" for s in result.scenarios),
+                         "mode": result.mode},
+                 sections=sections, figures=[("the schedule", figure)], argv=getattr(args, "argv", None))
+
+
+def _measured(row: dict, target: str) -> str:
+    metric = target.split(">=")[0].split("<=")[0]
+    value = row["metrics"].get(metric)
+    return "-" if value is None else f"{value:.4g}"
+
+
+def _money(value: float | None, currency: str) -> str:
+    return "-" if value is None else f"{value:,.6g}{f' {currency}' if currency else ''}"
+
+
+def _gap_text(gap: float | None) -> str:
+    return "-" if gap is None else ("0%" if gap < 1e-9 else f"{100 * gap:.3g}%")
+
+
+def _stochastic_rows(result: Any) -> list[list[str]]:
+    values = result.stochastic
+    rows = [["recourse problem (two-stage plan's expected cost)", _money(values.get("recourse"), result.currency)],
+            ["wait-and-see (each scenario known in advance)", _money(values.get("wait_and_see"), result.currency)],
+            ["expected cost of the mean scenario's plan", _money(values.get("expected_mean_value"), result.currency)],
+            ["EVPI (what a perfect forecast saves)", _money(values.get("evpi"), result.currency)],
+            ["VSS (what planning with scenarios saves over the mean)", _money(values.get("vss"), result.currency)]]
+    for name, cost in values.get("per_scenario", {}).items():
+        rows.append([f"optimum if '{name}' were certain", _money(cost, result.currency)])
+    return rows
+
+
+def render_horizon(console: Any, result: Any) -> None:
+    """The schedule's orders, each period's spend and service, and the totals, as tables."""
+    from rich.table import Table
+
+    console.print(f"[bold]{result.status}[/bold]: {result.message}", highlight=False)
+    if not result.schedule:
+        return
+    many = len(result.scenarios) > 1
+    table = Table(title=f"orders per {result.period_name} ({result.unit}s)")
+    if many:
+        table.add_column("scenario")
+    table.add_column(result.period_name, justify="right")
+    for item in result.items:
+        table.add_column(f"{item} ordered", justify="right")
+        table.add_column(f"{item} installed", justify="right")
+    table.add_column("capex", justify="right")
+    table.add_column("opex", justify="right")
+    table.add_column("targets (judged)")
+    by_key = {(row["scenario"], row["period"], row["item"]): row for row in result.schedule}
+    for row in result.periods:
+        cells = [row["scenario"]] if many else []
+        cells.append(str(row["period"]))
+        for item in result.items:
+            entry = by_key[(row["scenario"], row["period"], item)]
+            cells += [f"{entry['ordered']:,.6g}" if entry["ordered"] else "-", f"{entry['installed']:,.6g}"]
+        met = all(row["checks"].values())
+        targets = ", ".join(f"{_measured(row, name)}" for name in row["checks"])
+        cells += [f"{row['capex']:,.6g}", f"{row['opex']:,.6g}",
+                  f"[green]met[/green] {targets}" if met else f"[red]MISSED[/red] {targets}"]
+        table.add_row(*cells)
+    console.print(table)
+    line = f"discounted total {_money(result.cost, result.currency)}, bound {_money(result.bound, result.currency)}, " \
+           f"gap {_gap_text(result.gap)}"
+    console.print(line, markup=False)
+    if result.stochastic:
+        summary = Table(title="what the scenarios are worth")
+        summary.add_column("value")
+        summary.add_column("amount", justify="right")
+        for name, amount in _stochastic_rows(result):
+            summary.add_row(name, amount)
+        console.print(summary)
+    if result.marginal:
+        prices = Table(title="prices that bind (by re-solving)")
+        prices.add_column("change")
+        prices.add_column("saving", justify="right")
+        for period, entry in result.marginal["budget"].items():
+            saving = entry["saving"]
+            prices.add_row(f"+{entry['step']:,.6g} budget in {result.period_name} {period}",
+                           "-" if saving is None else f"{saving:,.6g} ({entry['per_unit']:.3g} per unit)")
+        for item, entry in result.marginal["lead_time"].items():
+            saving = entry["saving"]
+            prices.add_row(f"{item} lead time {entry['lead_time']} ({result.period_name}s)",
+                           "-" if saving is None else f"{saving:,.6g}")
+        console.print(prices)

@@ -1,0 +1,123 @@
+"""Pictures of a purchase schedule over time: the installed fleet by type against demand
+(stacked), the orders as bars with their arrivals, the cost per period, and per scenario the
+service each period's plan reaches against its target (bands across scenarios).
+
+>>> from fleetplan.planning.horizon import HorizonResult
+>>> result = HorizonResult("optimal", "allocation", items=["g"], scenarios=[{"name": "base", "probability": 1}],
+...     schedule=[{"scenario": "base", "period": 1, "item": "g", "ordered": 1, "arriving": 1, "retiring": 0,
+...                "installed": 2, "unit_price": 1.0, "capex": 1.0, "opex": 0.0}],
+...     periods=[{"scenario": "base", "period": 1, "capex": 1.0, "opex": 0.0, "spend": 1.0, "budget": None,
+...               "discount": 1.0, "demand": 2.0, "fleet": {"g": 2.0}, "metrics": {"min_time_share": 1.0},
+...               "checks": {"min_time_share>=1": True}}])
+>>> len(plot_horizon(result).axes)
+4
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from fleetplan.plotting.style import PALETTE, save
+
+
+def plot_horizon(result: Any, path: str | os.PathLike[str] | None = None) -> Any:
+    """Four panels (module docstring); the fleet and orders of the most probable scenario."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(12, 8), layout="constrained")
+    axes = [figure.add_subplot(2, 2, index + 1) for index in range(4)]
+    scenario = max(result.scenarios, key=lambda s: s["probability"])["name"]
+    period_name = result.period_name
+    rows = [row for row in result.periods if row["scenario"] == scenario]
+    periods = [row["period"] for row in rows]
+    _fleet(axes[0], result, rows, periods, scenario)
+    _orders(axes[1], result, scenario, periods)
+    _costs(axes[2], result, rows, periods)
+    _service(axes[3], result, periods)
+    for ax in axes:
+        ax.set_xlabel(period_name)
+        ax.set_xticks(periods)
+        ax.grid(alpha=0.3)
+    title = f"{result.status}: discounted total {_money(result.cost, result.currency)}"
+    if result.gap is not None:
+        title += f", proven within {100 * result.gap:.2g}%" if result.gap > 1e-9 else " (proven optimal)"
+    if len(result.scenarios) > 1:
+        title += f" — {result.mode}, {len(result.scenarios)} scenarios"
+    figure.suptitle(title)
+    if path is not None:
+        save(figure, path)
+    return figure
+
+
+def _fleet(ax: Any, result: Any, rows: list[dict], periods: list[int], scenario: str) -> None:
+    types = list(rows[0]["fleet"]) if rows and rows[0].get("fleet") else []
+    stacks = [[row["fleet"].get(name, 0.0) for row in rows] for name in types]
+    if stacks:
+        ax.stackplot(periods, stacks, labels=types, colors=PALETTE[: len(types)], alpha=0.8, step=None)
+    for s in result.scenarios:
+        demand = [row["demand"] for row in result.periods if row["scenario"] == s["name"]]
+        style = "-" if s["name"] == scenario else ":"
+        ax.plot(periods, demand, style, color="black", linewidth=1.6 if s["name"] == scenario else 1.0,
+                label=f"demand ({s['name']})" if len(result.scenarios) > 1 else "demand")
+    ax.set_ylabel(f"{result.unit or 'units'} installed" + (f" ({scenario})" if len(result.scenarios) > 1 else ""))
+    ax.set_title("installed fleet by type against demand (jobs' GPUs at once)", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left")
+
+
+def _orders(ax: Any, result: Any, scenario: str, periods: list[int]) -> None:
+    width = 0.8 / max(len(result.items), 1)
+    for index, item in enumerate(result.items):
+        entries = [row for row in result.schedule if row["scenario"] == scenario and row["item"] == item]
+        offsets = [row["period"] - 0.4 + width * (index + 0.5) for row in entries]
+        ax.bar(offsets, [row["ordered"] for row in entries], width=width, color=PALETTE[index % len(PALETTE)],
+               label=f"{item} ordered")
+        arrivals = [(row["period"], row["arriving"]) for row in entries if row["arriving"] > 0]
+        if arrivals:
+            ax.scatter([p - 0.4 + width * (index + 0.5) for p, _ in arrivals], [a for _, a in arrivals],
+                       marker="v", color="black", zorder=3, s=18, label=f"{item} arriving" if index == 0 else None)
+    ax.set_ylabel(f"{result.unit or 'units'}")
+    ax.set_title("orders (bars) and arrivals (triangles)" + (f", {scenario}" if len(result.scenarios) > 1 else ""),
+                 fontsize=10)
+    ax.legend(fontsize=7)
+
+
+def _costs(ax: Any, result: Any, rows: list[dict], periods: list[int]) -> None:
+    capex = [row["capex"] for row in rows]
+    opex = [row["opex"] for row in rows]
+    ax.bar(periods, capex, color=PALETTE[0], label="capex")
+    ax.bar(periods, opex, bottom=capex, color=PALETTE[1], label="opex")
+    budgets = [row["budget"] for row in rows]
+    if any(b is not None for b in budgets):
+        ax.step(periods, [float("nan") if b is None else b for b in budgets], where="mid", color="#d1495b",
+                linestyle="--", label="budget")
+    ax.set_ylabel(f"cost per period{f' ({result.currency})' if result.currency else ''}")
+    ax.set_title("spending per period (undiscounted)", fontsize=10)
+    ax.legend(fontsize=7)
+
+
+def _service(ax: Any, result: Any, periods: list[int]) -> None:
+    first = next(iter(result.periods[0]["checks"]), "") if result.periods else ""
+    match = re.match(r"^([A-Za-z_0-9]+)(>=|<=)(.+)$", first)
+    if match is None:
+        return
+    metric, op, value = match.group(1), match.group(2), float(match.group(3))
+    series = {s["name"]: [row["metrics"].get(metric, float("nan")) for row in result.periods
+                          if row["scenario"] == s["name"]] for s in result.scenarios}
+    if len(series) > 1:
+        low = [min(v[t] for v in series.values()) for t in range(len(periods))]
+        high = [max(v[t] for v in series.values()) for t in range(len(periods))]
+        ax.fill_between(periods, low, high, color=PALETTE[2], alpha=0.25, label="range over scenarios")
+    for index, (name, values) in enumerate(series.items()):
+        ax.plot(periods, values, marker="o", color=PALETTE[(index + 2) % len(PALETTE)], label=name)
+    ax.axhline(value, color="#d1495b", linestyle="--", label=f"target {op} {value:g}")
+    ax.set_ylabel(metric)
+    ax.set_title(f"{metric} of each period's plan (judged)", fontsize=10)
+    ax.legend(fontsize=7)
+
+
+def _money(value: float | None, currency: str) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.6g}{f' {currency}' if currency else ''}"
