@@ -85,10 +85,11 @@ def add_arguments(subparsers: Any) -> None:
     serve.add_argument("--extender-policy", default="fgd", metavar="NAME",
                        help="the extender's policy: fgd (default), best-fit, dot-product, gpu-packing (the gpushare "
                             "kind's) or rms (binpack's RMS greedy for one task)")
-    serve.add_argument("--extender-mix", default=None, metavar="FILE",
-                       help="the expected task mix FGD measures fragmentation against: a JSON list of "
-                            "{cpu_milli, num_gpu, gpu_milli, gpu_spec, weight} (a gpushare instance's mix); "
-                            "default: each pod's own shape")
+    serve.add_argument("--extender-mix", default="trace", metavar="MIX",
+                       help="the expected task mix FGD measures fragmentation against: trace (default: the task "
+                            "shapes of Alibaba's GPU trace, as the gpushare generator draws them), pod (each pod's "
+                            "own shape), or a JSON file listing {cpu_milli, num_gpu, gpu_milli, gpu_spec, weight} "
+                            "(a gpushare instance's mix)")
     serve.add_argument("--json", action="store_true", help="errors as JSON on stdout")
     serve.set_defaults(handler=handle_serve)
 
@@ -216,8 +217,8 @@ def _extender(args: argparse.Namespace) -> Any:
 
     if args.extender_policy not in POLICIES:
         raise CommandError(f"--extender-policy: '{args.extender_policy}' is not one of {', '.join(POLICIES)}")
-    mix = None
-    if args.extender_mix is not None:
+    mix = args.extender_mix
+    if mix not in ("trace", "pod"):
         from pydantic import TypeAdapter, ValidationError
 
         from fleetplan.instances.gpushare import MixEntry
@@ -233,6 +234,9 @@ def _extender(args: argparse.Namespace) -> Any:
             raise CommandError(f"--extender-mix {args.extender_mix}: [{where}]: {first['msg']}") from None
         if not mix or abs(sum(entry.weight for entry in mix) - 1.0) > 1e-6:
             raise CommandError(f"--extender-mix {args.extender_mix}: a non-empty list whose weights sum to 1")
+        for k, entry in enumerate(mix):
+            if (entry.num_gpu == 0) != (entry.gpu_milli == 0):
+                raise CommandError(f"--extender-mix {args.extender_mix}: [{k}].gpu_milli: 0 exactly when num_gpu is 0")
     return Extender(args.extender_policy, mix)
 
 

@@ -49,6 +49,7 @@ Example (no HTTP):
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import threading
@@ -351,16 +352,20 @@ class Extender:
     for a scheduler configured ``nodeCacheCapable`` (which sends node names only).
 
     ``policy``: one of :data:`POLICIES`. ``mix``: the expected task mix FGD measures
-    fragmentation against (the gpushare instance's ``mix`` entries); None: each pod's own
-    shape (FGD then keeps room for more pods like the one it places).
+    fragmentation against — ``"trace"`` (the default: :func:`trace_mix`, the task shapes of
+    Alibaba's GPU trace as fleetplan's gpushare generator draws them), ``"pod"`` (each pod's own
+    shape: FGD then keeps room for more pods like the one it places) or the entries of a
+    gpushare instance's ``mix``.
     """
 
-    def __init__(self, policy: str = "fgd", mix: list[MixEntry] | None = None):
+    def __init__(self, policy: str = "fgd", mix: list[MixEntry] | str = "trace"):
         if policy not in POLICIES:
             raise ValueError(f"policy: '{policy}' is not one of {', '.join(POLICIES)}")
+        if isinstance(mix, str) and mix not in ("trace", "pod"):
+            raise ValueError(f"mix: '{mix}' is not 'trace', 'pod' or a list of mix entries")
         self.policy_name = policy
         self.policy = GPUSHARE_POLICIES[policy]() if policy in GPUSHARE_POLICIES else None
-        self.mix = mix
+        self.mix: list[MixEntry] | None = list(trace_mix()) if mix == "trace" else (None if mix == "pod" else list(mix))
         self.cache: dict[str, tuple[NodeState | None, str]] = {}  # name -> (state, error)
         self._lock = threading.Lock()
 
@@ -534,6 +539,18 @@ class Extender:
                 for name, state in zip(names, states, strict=True)]
 
 
+@functools.cache
+def trace_mix(tasks: int = 4000) -> tuple[MixEntry, ...]:
+    """The expected task mix of ``tasks`` tasks drawn by fleetplan's gpushare generator (the
+    shapes and proportions of Alibaba's GPU trace v2023, seed 0), as the FGD paper's simulator
+    derives a mix from a trace (:func:`~fleetplan.instances.gpushare.fragmentation.mix_entries`)."""
+    from fleetplan.instances.gpushare.fragmentation import mix_entries
+    from fleetplan.instances.gpushare.generate import GpushareParams, generate
+
+    arrays = generate(GpushareParams(nodes=1, tasks=tasks), seed=0).arrays()
+    return tuple(mix_entries(arrays.task_cpu, arrays.task_num_gpu, arrays.task_gpu_milli, arrays.task_spec))
+
+
 def rms_scores(table: NodeTable, rows: np.ndarray, shape: TaskShape) -> np.ndarray:
     """MAST RMS's order of the nodes for a job of one task (``fleetplan.solvers.binpack``: the
     rack-batched allocation's window of fewest racks — one rack, the roomiest on ties — then the
@@ -564,4 +581,4 @@ def _name_of(item: object) -> str:
 
 __all__ = ["GPU_FREE_ANNOTATION", "GPU_RESOURCE", "MAX_EXTENDER_PRIORITY", "MODEL_LABEL", "POLICIES",
            "SHARE_RESOURCE", "Extender", "NodeState", "NodeTable", "PodRequest", "parse_quantity", "priorities",
-           "read_node", "read_pod", "rms_scores"]
+           "read_node", "read_pod", "rms_scores", "trace_mix"]
