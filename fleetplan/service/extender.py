@@ -50,6 +50,7 @@ Example (no HTTP):
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 import threading
@@ -93,6 +94,7 @@ GPUSHARE_POLICIES: dict[str, type[Policy]] = {"fgd": FGD, "best-fit": BestFit, "
                                               "gpu-packing": GpuPacking}
 POLICIES = (*GPUSHARE_POLICIES, "rms")
 ARGS_FIELDS = {"pod": "Pod", "nodes": "Nodes", "nodenames": "NodeNames"}
+SEEN_LIMIT = 100_000  # node objects remembered by resourceVersion (then forgotten at once)
 
 _QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E))?$")
 _SUFFIX = {None: Decimal(1), "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "k": Decimal(10**3),
@@ -237,6 +239,16 @@ class NodeTable:
         self.rack = np.array([node.rack if node.rack is not None else first_free + i
                               for i, node in enumerate(nodes)], dtype=np.int64)
 
+    def subset(self, rows: np.ndarray) -> NodeTable:
+        """The table of ``rows`` (same models list, so model indices and accepted models agree)."""
+        sub = NodeTable.__new__(NodeTable)
+        sub.nodes = [self.nodes[i] for i in rows.tolist()]
+        sub.names = [self.names[i] for i in rows.tolist()]
+        for name in ("cpu", "memory", "gpus", "gpu_left", "model", "rack"):
+            setattr(sub, name, getattr(self, name)[rows])
+        sub.models = self.models
+        return sub
+
     def arrays(self) -> GpushareArrays:
         """The nodes as the gpushare policies read them (no tasks)."""
         none = np.zeros(0, dtype=np.int64)
@@ -326,6 +338,73 @@ def read_pod(pod: object, path: str = "Pod") -> PodRequest:
                       "|".join(parts))
 
 
+# --- the request's text ---------------------------------------------------------------------------
+
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def read_args(body: bytes) -> tuple[Any, list[str]]:
+    """ExtenderArgs from JSON bytes, and the text of each element of ``Nodes.items`` as sent:
+    filter answers with the nodes that pass, and splicing their text back costs nothing, where
+    encoding the objects again costs as much as reading them.
+
+    >>> args, texts = read_args(b'{"Pod": {}, "Nodes": {"items": [{"metadata": {"name": "a"}}]}}')
+    >>> args["Nodes"]["items"][0]["metadata"]["name"], texts
+    ('a', ['{"metadata": {"name": "a"}}'])
+    """
+    try:
+        text = body.decode("utf-8")
+        texts: list[str] = []
+        value, end = _value(text, _SPACE.match(text, 0).end(), texts, "args")
+        if _SPACE.match(text, end).end() != len(text):
+            raise ValueError(f"extra data at character {end}")
+    except (UnicodeDecodeError, RecursionError, ValueError) as error:
+        raise InstanceError("body", f"not JSON ({str(error)[:80]})") from None
+    return value, texts
+
+
+def _value(text: str, i: int, texts: list[str], where: str) -> tuple[Any, int]:
+    """The JSON value at ``i``; the top level's ``Nodes`` and its ``items`` are walked element by
+    element (their texts kept), anything else decoded at once."""
+    if where == "items" and text.startswith("[", i):
+        items, i = [], _SPACE.match(text, i + 1).end()
+        if text.startswith("]", i):
+            return items, i + 1
+        while True:
+            item, end = _DECODER.raw_decode(text, i)
+            items.append(item)
+            texts.append(text[i:end])
+            i = _SPACE.match(text, end).end()
+            if text.startswith("]", i):
+                return items, i + 1
+            if not text.startswith(",", i):
+                raise ValueError(f"expected ',' or ']' at character {i}")
+            i = _SPACE.match(text, i + 1).end()
+    if where in ("args", "nodes") and text.startswith("{", i):
+        out: dict[str, Any] = {}
+        i = _SPACE.match(text, i + 1).end()
+        if text.startswith("}", i):
+            return out, i + 1
+        while True:
+            key, i = _DECODER.raw_decode(text, i)
+            if not isinstance(key, str):
+                raise ValueError(f"expected a key at character {i}")
+            i = _SPACE.match(text, i).end()
+            if not text.startswith(":", i):
+                raise ValueError(f"expected ':' at character {i}")
+            i = _SPACE.match(text, i + 1).end()
+            inner = {"args": "nodes" if key.lower() == "nodes" else "", "nodes": "items" if key == "items" else ""}
+            out[key], i = _value(text, i, texts, inner[where])
+            i = _SPACE.match(text, i).end()
+            if text.startswith("}", i):
+                return out, i + 1
+            if not text.startswith(",", i):
+                raise ValueError(f"expected ',' or '}}' at character {i}")
+            i = _SPACE.match(text, i + 1).end()
+    return _DECODER.raw_decode(text, i)
+
+
 # --- the verbs -----------------------------------------------------------------------------------
 
 def priorities(raw: np.ndarray, fits: np.ndarray) -> np.ndarray:
@@ -367,6 +446,7 @@ class Extender:
         self.policy = GPUSHARE_POLICIES[policy]() if policy in GPUSHARE_POLICIES else None
         self.mix: list[MixEntry] | None = list(trace_mix()) if mix == "trace" else (None if mix == "pod" else list(mix))
         self.cache: dict[str, tuple[NodeState | None, str]] = {}  # name -> (state, error)
+        self._seen: dict[tuple[str, str, str], tuple[NodeState | None, str]] = {}
         self._lock = threading.Lock()
 
     # --- the node cache --------------------------------------------------------------------------
@@ -395,12 +475,24 @@ class Extender:
             raise InstanceError(f"{path}.items", f"must be a list, got {type(items).__name__}")
         return items
 
-    @staticmethod
-    def _read(item: object, path: str) -> tuple[NodeState | None, str]:
+    def _read(self, item: object, path: str) -> tuple[NodeState | None, str]:
+        # A node object is the same object while its resourceVersion is (the API server bumps
+        # it on every change): one read before is reused, which saves most of the per-node work
+        # when the scheduler sends the same nodes pod after pod.
+        key = _version_key(item)
+        if key is not None:
+            known = self._seen.get(key)
+            if known is not None:
+                return known
         try:
-            return read_node(item, path), ""
+            read = read_node(item, path), ""
         except InstanceError as error:
-            return None, f"fleetplan extender: {error}"
+            read = None, f"fleetplan extender: {error}"
+        if key is not None and read[0] is not None:
+            if len(self._seen) >= SEEN_LIMIT:
+                self._seen.clear()
+            self._seen[key] = read
+        return read
 
     def _request(self, args: object) -> tuple[PodRequest, list[str], list[NodeState | None], list[str], list[Any]]:
         """The pod, and per candidate node its name, state (None: unreadable), the error and
@@ -484,9 +576,11 @@ class Extender:
         if self.policy is None:
             return rms_scores(table, rows, shape)
         entries = self.mix if self.mix is not None else ([pod.mix_entry()] if pod.num_gpu else [])
-        state = ClusterState.from_left(table.arrays(), task_mix(entries, table.models), table.cpu, table.memory,
-                                       table.gpu_left)
-        return self.policy.scores(state, rows, shape).astype(float)
+        # The state of the nodes that fit only: a node's score reads its own state alone.
+        sub = table.subset(rows)
+        state = ClusterState.from_left(sub.arrays(), task_mix(entries, sub.models), sub.cpu, sub.memory,
+                                       sub.gpu_left)
+        return self.policy.scores(state, np.arange(rows.size), shape).astype(float)
 
     def raw_scores(self, args: object) -> dict[str, float]:
         """The policy's own scores (before the mapping onto 0..10) of the nodes that can take
@@ -501,10 +595,33 @@ class Extender:
         """ExtenderArgs -> ExtenderFilterResult. A bad pod or request is answered in ``Error``
         (the scheduler reports it on the pod); a node that cannot be read fails alone."""
         try:
-            pod, names, states, errors, items = self._request(args)
+            result, passed, items = self._filter(args)
         except InstanceError as error:
-            return {"Nodes": None, "NodeNames": None, "FailedNodes": {}, "FailedAndUnresolvableNodes": {},
-                    "Error": f"fleetplan extender: {error}"}
+            return filter_error(error)
+        if items:
+            result["Nodes"] = {"apiVersion": "v1", "kind": "NodeList", "metadata": {},
+                               "items": [items[i] for i in passed]}
+        return result
+
+    def filter_json(self, body: bytes) -> bytes:
+        """:meth:`filter` from and to JSON bytes, the passing node objects copied as sent."""
+        try:
+            args, texts = read_args(body)
+            result, passed, items = self._filter(args)
+        except InstanceError as error:
+            return json.dumps(filter_error(error)).encode()
+        head = json.dumps({key: value for key, value in result.items() if key != "Nodes"}, separators=(",", ":"))
+        if not items:
+            return (head[:-1] + ',"Nodes":null}').encode()
+        # Each element of Nodes.items has its text in read_args's list, in order (unless the body
+        # repeated a key, which JSON leaves open: then the objects are encoded again).
+        chosen = (",".join(texts[i] for i in passed) if len(texts) == len(items)
+                  else ",".join(json.dumps(items[i]) for i in passed))
+        return (head[:-1] + ',"Nodes":{"apiVersion":"v1","kind":"NodeList","metadata":{},"items":['
+                + chosen + "]}}").encode()
+
+    def _filter(self, args: object) -> tuple[dict[str, Any], list[int], list[Any]]:
+        pod, names, states, errors, items = self._request(args)
         fits, never, reasons, _ = self._evaluate(pod, states)
         failed, unresolvable, passed = {}, {}, []
         k = 0
@@ -519,15 +636,9 @@ class Extender:
             else:
                 failed[name] = f"fleetplan extender: {reasons[k]}"
             k += 1
-        result: dict[str, Any] = {"FailedNodes": failed, "FailedAndUnresolvableNodes": unresolvable, "Error": ""}
-        if items:
-            result["Nodes"] = {"apiVersion": "v1", "kind": "NodeList", "metadata": {},
-                               "items": [items[i] for i in passed]}
-            result["NodeNames"] = None
-        else:
-            result["Nodes"] = None
-            result["NodeNames"] = [names[i] for i in passed]
-        return result
+        result: dict[str, Any] = {"FailedNodes": failed, "FailedAndUnresolvableNodes": unresolvable, "Error": "",
+                                  "Nodes": None, "NodeNames": None if items else [names[i] for i in passed]}
+        return result, passed, items
 
     def prioritize(self, args: object) -> list[dict[str, Any]]:
         """ExtenderArgs -> HostPriorityList (every node given, in order). Raises
@@ -549,6 +660,12 @@ def trace_mix(tasks: int = 4000) -> tuple[MixEntry, ...]:
 
     arrays = generate(GpushareParams(nodes=1, tasks=tasks), seed=0).arrays()
     return tuple(mix_entries(arrays.task_cpu, arrays.task_num_gpu, arrays.task_gpu_milli, arrays.task_spec))
+
+
+def filter_error(error: InstanceError) -> dict[str, Any]:
+    """The ExtenderFilterResult of a request that could not be read."""
+    return {"Nodes": None, "NodeNames": None, "FailedNodes": {}, "FailedAndUnresolvableNodes": {},
+            "Error": f"fleetplan extender: {error}"}
 
 
 def rms_scores(table: NodeTable, rows: np.ndarray, shape: TaskShape) -> np.ndarray:
@@ -573,6 +690,15 @@ def rms_scores(table: NodeTable, rows: np.ndarray, shape: TaskShape) -> np.ndarr
     return rack_room * (float(fit.max()) + 1.0) + fit
 
 
+def _version_key(item: object) -> tuple[str, str, str] | None:
+    """(name, uid, resourceVersion) of a node object that has all three, else None."""
+    metadata = item.get("metadata") if isinstance(item, dict) else None
+    if not isinstance(metadata, dict):
+        return None
+    key = (metadata.get("name"), metadata.get("uid"), metadata.get("resourceVersion"))
+    return key if all(isinstance(part, str) and part for part in key) else None
+
+
 def _name_of(item: object) -> str:
     metadata = item.get("metadata") if isinstance(item, dict) else None
     name = metadata.get("name") if isinstance(metadata, dict) else None
@@ -581,4 +707,4 @@ def _name_of(item: object) -> str:
 
 __all__ = ["GPU_FREE_ANNOTATION", "GPU_RESOURCE", "MAX_EXTENDER_PRIORITY", "MODEL_LABEL", "POLICIES",
            "SHARE_RESOURCE", "Extender", "NodeState", "NodeTable", "PodRequest", "parse_quantity", "priorities",
-           "read_node", "read_pod", "rms_scores", "trace_mix"]
+           "read_args", "read_node", "read_pod", "rms_scores", "trace_mix"]

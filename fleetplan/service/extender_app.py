@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import hmac
 import json
 import time
@@ -34,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from fleetplan.errors import InstanceError, error_object
-from fleetplan.service.extender import Extender
+from fleetplan.service.extender import Extender, read_args
 from fleetplan.service.metrics import Metrics
 
 VERBS = ("filter", "prioritize", "nodes")
@@ -57,21 +58,29 @@ class ExtenderService:
         self.draining = True
 
     def answer(self, verb: str, body: bytes) -> tuple[int, bytes]:
-        """The HTTP code and body of one verb (run in the worker thread)."""
+        """The HTTP code and body of one verb (run in the worker thread).
+
+        The cyclic garbage collector waits while a request is answered: a request of 1,000 node
+        objects makes some 10^5 dicts and lists, which set off collections that walk every
+        object of the process — a third of the answer's time at the 99th percentile. What a
+        request makes holds no cycles; reference counting frees it."""
+        collecting = gc.isenabled()
+        gc.disable()
         try:
-            try:
-                args = json.loads(body)
-            except (UnicodeDecodeError, RecursionError, json.JSONDecodeError) as error:
-                raise InstanceError("body", f"not JSON ({str(error)[:80]})") from None
-            if verb == "filter":
-                return 200, _dumps(self.extender.filter(args))
+            return self._answer(verb, body)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _answer(self, verb: str, body: bytes) -> tuple[int, bytes]:
+        if verb == "filter":  # errors in the answer's Error (the scheduler reads no body of a non-200)
+            return 200, self.extender.filter_json(body)
+        try:
+            args, _ = read_args(body)
             if verb == "prioritize":
                 return 200, _dumps(self.extender.prioritize(args))
             return 200, _dumps(self.extender.remember(args))
         except InstanceError as error:
-            if verb == "filter":
-                return 200, _dumps({"Nodes": None, "NodeNames": None, "FailedNodes": {},
-                                    "FailedAndUnresolvableNodes": {}, "Error": f"fleetplan extender: {error}"})
             return 400, _dumps(error_object(error))
 
 
@@ -136,6 +145,8 @@ def create_extender_app(extender: Extender, token: str | None = None,
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any):  # noqa: ANN202 - the ASGI lifespan protocol
+        # What is loaded by now lives as long as the process: out of the collector's sight.
+        gc.freeze()
         try:
             yield
         finally:
