@@ -94,7 +94,7 @@ GPUSHARE_POLICIES: dict[str, type[Policy]] = {"fgd": FGD, "best-fit": BestFit, "
                                               "gpu-packing": GpuPacking}
 POLICIES = (*GPUSHARE_POLICIES, "rms")
 ARGS_FIELDS = {"pod": "Pod", "nodes": "Nodes", "nodenames": "NodeNames"}
-SEEN_LIMIT = 100_000  # node objects remembered by resourceVersion (then forgotten at once)
+KNOWN_LIMIT = 20_000  # node objects' texts remembered (then all forgotten at once)
 
 _QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E))?$")
 _SUFFIX = {None: Decimal(1), "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "k": Decimal(10**3),
@@ -344,10 +344,24 @@ _DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*")
 
 
-def read_args(body: bytes) -> tuple[Any, list[str]]:
+@dataclass(frozen=True)
+class KnownNode:
+    """An element of ``Nodes.items`` whose exact text was read before: its state, not decoded."""
+
+    state: NodeState
+
+
+def read_args(body: bytes, known: dict[str, NodeState] | None = None) -> tuple[Any, list[str]]:
     """ExtenderArgs from JSON bytes, and the text of each element of ``Nodes.items`` as sent:
     filter answers with the nodes that pass, and splicing their text back costs nothing, where
     encoding the objects again costs as much as reading them.
+
+    ``known`` maps node objects' texts to their states: when every element but the last is the
+    text of one (the scheduler sends the same objects pod after pod), those elements are not
+    decoded — :class:`KnownNode` stands in their place — which saves most of the reading. This is
+    exact: the elements are cut where an element of the array may start (``,{"metadata":``); if
+    each piece but the last is a known text, each is one whole JSON object, so the cuts are the
+    array's own; the last is decoded and must close the array. Anything else reads every element.
 
     >>> args, texts = read_args(b'{"Pod": {}, "Nodes": {"items": [{"metadata": {"name": "a"}}]}}')
     >>> args["Nodes"]["items"][0]["metadata"]["name"], texts
@@ -356,7 +370,7 @@ def read_args(body: bytes) -> tuple[Any, list[str]]:
     try:
         text = body.decode("utf-8")
         texts: list[str] = []
-        value, end = _value(text, _SPACE.match(text, 0).end(), texts, "args")
+        value, end = _value(text, _SPACE.match(text, 0).end(), texts, "args", known or {})
         if _SPACE.match(text, end).end() != len(text):
             raise ValueError(f"extra data at character {end}")
     except (UnicodeDecodeError, RecursionError, ValueError) as error:
@@ -364,13 +378,18 @@ def read_args(body: bytes) -> tuple[Any, list[str]]:
     return value, texts
 
 
-def _value(text: str, i: int, texts: list[str], where: str) -> tuple[Any, int]:
+def _value(text: str, i: int, texts: list[str], where: str, known: dict[str, NodeState]) -> tuple[Any, int]:
     """The JSON value at ``i``; the top level's ``Nodes`` and its ``items`` are walked element by
     element (their texts kept), anything else decoded at once."""
     if where == "items" and text.startswith("[", i):
         items, i = [], _SPACE.match(text, i + 1).end()
         if text.startswith("]", i):
             return items, i + 1
+        quick = _known_items(text, i, known) if known else None
+        if quick is not None:
+            items, pieces, end = quick
+            texts.extend(pieces)
+            return items, end
         while True:
             item, end = _DECODER.raw_decode(text, i)
             items.append(item)
@@ -395,7 +414,7 @@ def _value(text: str, i: int, texts: list[str], where: str) -> tuple[Any, int]:
                 raise ValueError(f"expected ':' at character {i}")
             i = _SPACE.match(text, i + 1).end()
             inner = {"args": "nodes" if key.lower() == "nodes" else "", "nodes": "items" if key == "items" else ""}
-            out[key], i = _value(text, i, texts, inner[where])
+            out[key], i = _value(text, i, texts, inner[where], known)
             i = _SPACE.match(text, i).end()
             if text.startswith("}", i):
                 return out, i + 1
@@ -403,6 +422,35 @@ def _value(text: str, i: int, texts: list[str], where: str) -> tuple[Any, int]:
                 raise ValueError(f"expected ',' or '}}' at character {i}")
             i = _SPACE.match(text, i + 1).end()
     return _DECODER.raw_decode(text, i)
+
+
+_ELEMENT = ',{"metadata":'
+
+
+def _known_items(text: str, i: int, known: dict[str, NodeState]) -> tuple[list[Any], list[str], int] | None:
+    """The elements of the array whose first element starts at ``i``, when all but the last are
+    known texts (see :func:`read_args`); else None."""
+    if not text.startswith(_ELEMENT[1:], i):
+        return None
+    starts = [i]
+    while (j := text.find(_ELEMENT, starts[-1])) >= 0:
+        starts.append(j + 1)
+    items: list[Any] = []
+    pieces = []
+    for start, following in zip(starts, starts[1:], strict=False):
+        piece = text[start:following - 1]
+        state = known.get(piece)
+        if state is None:
+            return None
+        items.append(KnownNode(state))
+        pieces.append(piece)
+    last, end = _DECODER.raw_decode(text, starts[-1])
+    close = _SPACE.match(text, end).end()
+    if not text.startswith("]", close):
+        return None
+    items.append(last)
+    pieces.append(text[starts[-1]:end])
+    return items, pieces, close + 1
 
 
 # --- the verbs -----------------------------------------------------------------------------------
@@ -446,7 +494,9 @@ class Extender:
         self.policy = GPUSHARE_POLICIES[policy]() if policy in GPUSHARE_POLICIES else None
         self.mix: list[MixEntry] | None = list(trace_mix()) if mix == "trace" else (None if mix == "pod" else list(mix))
         self.cache: dict[str, tuple[NodeState | None, str]] = {}  # name -> (state, error)
-        self._seen: dict[tuple[str, str, str], tuple[NodeState | None, str]] = {}
+        # The exact text of node objects read before: the same text is the same node, read
+        # again without decoding it (the scheduler sends the same objects pod after pod).
+        self.known: dict[str, NodeState] = {}
         self._lock = threading.Lock()
 
     # --- the node cache --------------------------------------------------------------------------
@@ -475,28 +525,30 @@ class Extender:
             raise InstanceError(f"{path}.items", f"must be a list, got {type(items).__name__}")
         return items
 
-    def _read(self, item: object, path: str) -> tuple[NodeState | None, str]:
-        # A node object is the same object while its resourceVersion is (the API server bumps
-        # it on every change): one read before is reused, which saves most of the per-node work
-        # when the scheduler sends the same nodes pod after pod.
-        key = _version_key(item)
-        if key is not None:
-            known = self._seen.get(key)
-            if known is not None:
-                return known
+    @staticmethod
+    def _read(item: object, path: str) -> tuple[NodeState | None, str]:
+        if isinstance(item, KnownNode):
+            return item.state, ""
         try:
-            read = read_node(item, path), ""
+            return read_node(item, path), ""
         except InstanceError as error:
-            read = None, f"fleetplan extender: {error}"
-        if key is not None and read[0] is not None:
-            if len(self._seen) >= SEEN_LIMIT:
-                self._seen.clear()
-            self._seen[key] = read
-        return read
+            return None, f"fleetplan extender: {error}"
 
-    def _request(self, args: object) -> tuple[PodRequest, list[str], list[NodeState | None], list[str], list[Any]]:
+    def learn(self, texts: list[str], items: list[Any], states: list[NodeState | None]) -> None:
+        """Remember the node objects read from these texts (see :func:`read_args`)."""
+        if len(texts) != len(items):
+            return
+        if len(self.known) + len(texts) > KNOWN_LIMIT:
+            self.known = {}
+        for text, item, state in zip(texts, items, states, strict=True):
+            if state is not None and not isinstance(item, KnownNode):
+                self.known[text] = state
+
+    def _request(self, args: object, texts: list[str] | None = None
+                 ) -> tuple[PodRequest, list[str], list[NodeState | None], list[str], list[Any]]:
         """The pod, and per candidate node its name, state (None: unreadable), the error and
-        the object as sent (None with node names)."""
+        the object as sent (None with node names); ``texts``: the node objects' texts, to
+        remember them."""
         args = _mapping(args, "body", required=True)
         given = {}
         for key, value in args.items():
@@ -514,6 +566,8 @@ class Extender:
                 names.append(state.name if state is not None else _name_of(item) or f"Nodes.items[{i}]")
                 states.append(state)
                 errors.append(error)
+            if texts is not None:
+                self.learn(texts, items, states)
             return pod, names, states, errors, items
         names = given.get("NodeNames")
         if names is None:
@@ -606,8 +660,8 @@ class Extender:
     def filter_json(self, body: bytes) -> bytes:
         """:meth:`filter` from and to JSON bytes, the passing node objects copied as sent."""
         try:
-            args, texts = read_args(body)
-            result, passed, items = self._filter(args)
+            args, texts = read_args(body, self.known)
+            result, passed, items = self._filter(args, texts)
         except InstanceError as error:
             return json.dumps(filter_error(error)).encode()
         head = json.dumps({key: value for key, value in result.items() if key != "Nodes"}, separators=(",", ":"))
@@ -616,12 +670,13 @@ class Extender:
         # Each element of Nodes.items has its text in read_args's list, in order (unless the body
         # repeated a key, which JSON leaves open: then the objects are encoded again).
         chosen = (",".join(texts[i] for i in passed) if len(texts) == len(items)
-                  else ",".join(json.dumps(items[i]) for i in passed))
+                  else ",".join(texts[i] if isinstance(items[i], KnownNode) else json.dumps(items[i])
+                                for i in passed))
         return (head[:-1] + ',"Nodes":{"apiVersion":"v1","kind":"NodeList","metadata":{},"items":['
                 + chosen + "]}}").encode()
 
-    def _filter(self, args: object) -> tuple[dict[str, Any], list[int], list[Any]]:
-        pod, names, states, errors, items = self._request(args)
+    def _filter(self, args: object, texts: list[str] | None = None) -> tuple[dict[str, Any], list[int], list[Any]]:
+        pod, names, states, errors, items = self._request(args, texts)
         fits, never, reasons, _ = self._evaluate(pod, states)
         failed, unresolvable, passed = {}, {}, []
         k = 0
@@ -644,6 +699,15 @@ class Extender:
         """ExtenderArgs -> HostPriorityList (every node given, in order). Raises
         :class:`InstanceError` for a bad request (HostPriorityList has no error field)."""
         pod, names, states, _, _ = self._request(args)
+        return self._priorities(pod, names, states)
+
+    def prioritize_json(self, body: bytes) -> bytes:
+        """:meth:`prioritize` from and to JSON bytes (raises :class:`InstanceError`)."""
+        args, texts = read_args(body, self.known)
+        pod, names, states, _, _ = self._request(args, texts)
+        return json.dumps(self._priorities(pod, names, states), separators=(",", ":")).encode()
+
+    def _priorities(self, pod: PodRequest, names: list[str], states: list[NodeState | None]) -> list[dict[str, Any]]:
         fits, _, _, raw = self._evaluate(pod, states)
         scores = iter(priorities(raw, fits).tolist())
         return [{"Host": name, "Score": next(scores) if state is not None else 0}
@@ -688,15 +752,6 @@ def rms_scores(table: NodeTable, rows: np.ndarray, shape: TaskShape) -> np.ndarr
     _, inverse = np.unique(rack, return_inverse=True)
     rack_room = np.bincount(inverse, weights=fit)[inverse]
     return rack_room * (float(fit.max()) + 1.0) + fit
-
-
-def _version_key(item: object) -> tuple[str, str, str] | None:
-    """(name, uid, resourceVersion) of a node object that has all three, else None."""
-    metadata = item.get("metadata") if isinstance(item, dict) else None
-    if not isinstance(metadata, dict):
-        return None
-    key = (metadata.get("name"), metadata.get("uid"), metadata.get("resourceVersion"))
-    return key if all(isinstance(part, str) and part for part in key) else None
 
 
 def _name_of(item: object) -> str:
