@@ -13,7 +13,8 @@ connection, as Go's client keeps; the bodies are made before the clock starts. `
 scheduler is ``nodeCacheCapable`` — the node list is posted once to ``/extender/nodes`` and the
 verbs get node names only. Prints one JSON line: p50/p99/max of filter, prioritize and the pair
 (and of the pair's time in the extender reading bodies and answering, from its Server-Timing
-headers), the filter body's size, the load average before and after. The extender is stopped at the end.
+headers), the extender process's CPU time per pair (mean, from /proc: what the machine's load
+does not inflate), the filter body's size, the load average before and after. The extender is stopped at the end.
 """
 
 from __future__ import annotations
@@ -97,6 +98,13 @@ def _timing(answer) -> tuple[float, float]:  # noqa: ANN001 - an httpx response
     return float(parts["read"]) / 1e3, float(parts["answer"]) / 1e3
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process so far (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     import httpx
 
@@ -130,6 +138,8 @@ def main() -> None:
         filters, priorities, pairs, sizes, passed_counts = [], [], [], [], []
         server_read, server_answer = [], []  # the pair's, from the answers' Server-Timing headers
         for k in range(-10, args.pods):  # ten warm-up pods
+            if k == 0:
+                cpu_at_start = _cpu_seconds(service.pid)
             pod = json.dumps(pod_object(k % 1000), separators=(",", ":"))
             given = f'"NodeNames":{names_text}' if args.cache else f'"Nodes":{nodes_text}'
             body = f'{{"Pod":{pod},{given}}}'.encode()
@@ -161,6 +171,8 @@ def main() -> None:
                 server_read.append(server[0][0] + server[1][0])
                 server_answer.append(server[0][1] + server[1][1])
 
+        server_cpu_per_pair = (_cpu_seconds(service.pid) - cpu_at_start) / args.pods
+
         def summary(values: list[float]) -> dict[str, float]:
             ordered = sorted(values)
             return {"p50_ms": round(1e3 * statistics.median(ordered), 1),
@@ -174,6 +186,7 @@ def main() -> None:
                           "filter_plus_prioritize": summary(pairs),
                           "pair_server_reading_body": summary(server_read),
                           "pair_server_answering": summary(server_answer),
+                          "server_cpu_per_pair_ms": round(1e3 * server_cpu_per_pair, 1),
                           "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)}))
     finally:
         service.send_signal(signal.SIGTERM)
