@@ -328,14 +328,34 @@ def test_node_objects_known_by_their_text_answer_as_when_first_read():
 
 # --- over HTTP -------------------------------------------------------------------------------------
 
+class AsgiClient:
+    """Requests straight to the ASGI application (httpx's ASGI transport), no socket."""
+
+    def __init__(self, app):
+        self.app = app
+
+    def request(self, method: str, path: str, **options):
+        import asyncio
+
+        async def send():
+            transport = httpx.ASGITransport(app=self.app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://extender") as client:
+                return await client.request(method, path, **options)
+
+        return asyncio.run(send())
+
+    def post(self, path: str, **options):
+        return self.request("POST", path, **options)
+
+    def get(self, path: str, **options):
+        return self.request("GET", path, **options)
+
+
 @pytest.fixture
 def client():
-    from starlette.testclient import TestClient
-
     from fleetplan.service.extender_app import create_extender_app
 
-    with TestClient(create_extender_app(Extender("fgd"), TOKEN, max_body_bytes=200_000)) as test_client:
-        yield test_client
+    return AsgiClient(create_extender_app(Extender("fgd"), TOKEN, max_body_bytes=200_000))
 
 
 def post(client, path: str, body: object, **headers: str):
