@@ -44,8 +44,9 @@ def add_arguments(subparsers: Any) -> None:
                     "GET /v1/jobs and /v1/jobs/{id} (DELETE cancels); /v1/sessions (POST, PATCH {id}, POST "
                     "{id}/solve, GET, DELETE); /v1/solvers, /v1/schema/{kind}, /healthz, /readyz, /metrics; the "
                     "OpenAPI document at /openapi.json. A token is required unless --insecure (one is generated "
-                    "and printed if none is given). See docs/embedding.md. Exit codes: 2 bad options or the port "
-                    "in use, 143 after SIGTERM, 130 after Ctrl-C.")
+                    "and printed if none is given). With --extender: a Kubernetes scheduler extender instead "
+                    "(POST /extender/filter, /extender/prioritize, /extender/nodes). See docs/embedding.md. Exit "
+                    "codes: 2 bad options or the port in use, 143 after SIGTERM, 130 after Ctrl-C.")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
     serve.add_argument("--port", type=bounded_int(0, 65535), default=8080, help="port (0: any free port)")
     serve.add_argument("--workers", type=bounded_int(1, 256), default=2,
@@ -81,7 +82,9 @@ def add_arguments(subparsers: Any) -> None:
                        help="a session (/v1/sessions) idle this long is dropped")
     serve.add_argument("--extender", action="store_true",
                        help="serve a Kubernetes scheduler extender (filter and prioritize verbs at /extender/) "
-                            "instead of the solve service; see docs/embedding.md")
+                            "instead of the solve service: no workers (--workers, --queue, --sync-wait and the "
+                            "time limits do not apply); the token may be the path segment after /extender/; see "
+                            "docs/embedding.md")
     serve.add_argument("--extender-policy", default="fgd", metavar="NAME",
                        help="the extender's policy: fgd (default), best-fit, dot-product, gpu-packing (the gpushare "
                             "kind's) or rms (binpack's RMS greedy for one task)")
