@@ -424,6 +424,28 @@ def test_serve_extender_refuses_bad_flags(flags, message):
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
+def test_extender_mix_from_a_file(tmp_path):
+    from argparse import Namespace
+
+    from fleetplan.cli.common import CommandError
+    from fleetplan.cli.serve import _extender
+
+    entries = [{"cpu_milli": 4000, "num_gpu": 1, "gpu_milli": 500, "gpu_spec": "", "weight": 0.75},
+               {"cpu_milli": 8000, "num_gpu": 1, "gpu_milli": 1000, "gpu_spec": "T4", "weight": 0.25}]
+    good = tmp_path / "mix.json"
+    good.write_text(json.dumps(entries))
+    extender = _extender(Namespace(extender_policy="fgd", extender_mix=str(good)))
+    assert [entry.model_dump() for entry in extender.mix] == entries
+    assert extender.raw_scores(recorded("filter-share")) == Extender("fgd", extender.mix).raw_scores(
+        recorded("filter-share"))
+    for bad, message in (([{**entries[0], "weight": 0.5}], "weights sum to 1"),
+                         ([{**entries[0], "weight": 1.0, "gpu_milli": 0}], "[0].gpu_milli: 0 exactly when"),
+                         ([{**entries[0], "weight": 1.0, "gpus": 1}], "[0.gpus]")):
+        good.write_text(json.dumps(bad))
+        with pytest.raises(CommandError, match=re.escape(message)):
+            _extender(Namespace(extender_policy="fgd", extender_mix=str(good)))
+
+
 def test_serve_extender_answers_the_scheduler_at_its_url_prefix():
     import signal
     import socket
