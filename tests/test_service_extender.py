@@ -292,6 +292,16 @@ def test_a_malformed_request_names_the_field(body, path):
         extender.prioritize(body)
 
 
+def test_no_candidate_nodes():
+    extender = Extender("fgd", "pod")
+    empty = extender.filter({"Pod": GOOD_POD, "Nodes": {"items": []}})
+    assert empty["Nodes"]["items"] == [] and empty["NodeNames"] is None and empty["Error"] == ""
+    assert json.loads(extender.filter_json(b'{"Pod":' + json.dumps(GOOD_POD).encode() + b',"Nodes":{"items":[]}}')) \
+        == empty
+    assert extender.filter({"Pod": GOOD_POD, "NodeNames": []})["NodeNames"] == []
+    assert extender.prioritize({"Pod": GOOD_POD, "Nodes": {"items": []}}) == []
+
+
 def test_a_node_that_cannot_be_read_fails_alone():
     broken = node_object("n2", 8000, 8192, [1000], "T4")
     broken["status"]["allocatable"]["nvidia.com/gpu"] = "two"

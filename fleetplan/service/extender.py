@@ -232,10 +232,10 @@ class Extender:
                 self.known[text] = state
 
     def _request(self, args: object, texts: list[str] | None = None
-                 ) -> tuple[PodRequest, list[str], list[NodeState | None], list[str], list[Any]]:
-        """The pod, and per candidate node its name, state (None: unreadable), the error and
-        the object as sent (None with node names); ``texts``: the node objects' texts, to
-        remember them."""
+                 ) -> tuple[PodRequest, list[str], list[NodeState | None], list[str], list[Any] | None]:
+        """The pod, and per candidate node its name, state (None: unreadable) and error, and the
+        node objects as sent (None when the scheduler sent node names); ``texts``: the node
+        objects' texts, to remember them."""
         args = json_object(args, "body", required=True)
         given = {}
         for key, value in args.items():
@@ -269,7 +269,7 @@ class Extender:
                                                   "(POST the node list to /extender/nodes)"))
             states.append(state)
             errors.append(error)
-        return pod, list(names), states, errors, []
+        return pod, list(names), states, errors, None
 
     # --- scoring ----------------------------------------------------------------------------------
     def _evaluate(self, pod: PodRequest, states: list[NodeState | None]) -> tuple[np.ndarray, np.ndarray, list[str],
@@ -339,7 +339,7 @@ class Extender:
             result, passed, items = self._filter(args)
         except InstanceError as error:
             return filter_error(error)
-        if items:
+        if items is not None:
             result["Nodes"] = {"apiVersion": "v1", "kind": "NodeList", "metadata": {},
                                "items": [items[i] for i in passed]}
         return result
@@ -352,7 +352,7 @@ class Extender:
         except InstanceError as error:
             return json.dumps(filter_error(error)).encode()
         head = json.dumps({key: value for key, value in result.items() if key != "Nodes"}, separators=(",", ":"))
-        if not items:
+        if items is None:
             return (head[:-1] + ',"Nodes":null}').encode()
         # Each element of Nodes.items has its text in read_args's list, in order (unless the body
         # repeated a key, which JSON leaves open: then the objects are encoded again).
@@ -362,7 +362,8 @@ class Extender:
         return (head[:-1] + ',"Nodes":{"apiVersion":"v1","kind":"NodeList","metadata":{},"items":['
                 + chosen + "]}}").encode()
 
-    def _filter(self, args: object, texts: list[str] | None = None) -> tuple[dict[str, Any], list[int], list[Any]]:
+    def _filter(self, args: object, texts: list[str] | None = None
+                ) -> tuple[dict[str, Any], list[int], list[Any] | None]:
         pod, names, states, errors, items = self._request(args, texts)
         fits, never, reasons, _ = self._evaluate(pod, states)
         failed, unresolvable, passed = {}, {}, []
@@ -379,7 +380,7 @@ class Extender:
                 failed[name] = f"fleetplan extender: {reasons[k]}"
             k += 1
         result: dict[str, Any] = {"FailedNodes": failed, "FailedAndUnresolvableNodes": unresolvable, "Error": "",
-                                  "Nodes": None, "NodeNames": None if items else [names[i] for i in passed]}
+                                  "Nodes": None, "NodeNames": None if items is not None else [names[i] for i in passed]}
         return result, passed, items
 
     def prioritize(self, args: object) -> list[dict[str, Any]]:

@@ -78,7 +78,8 @@ def _integer(text: object, path: str, low: int, high: int | None = None) -> int:
     except ValueError:
         raise InstanceError(path, f"must be an integer, got {str(text)[:40]!r}") from None
     if value < low or (high is not None and value > high):
-        raise InstanceError(path, f"must be in {low}..{high if high is not None else ''}, got {value}")
+        bound = f">= {low}" if high is None else f"in {low}..{high}"
+        raise InstanceError(path, f"must be {bound}, got {value}")
     return value
 
 
