@@ -5,12 +5,18 @@
                     [--token T | --token-file F | --insecure] [--tls-cert F --tls-key F [--tls-ca-file F]]
                     [--max-body-mb M] [--max-time-limit S] [--sync-wait S] [--grace S]
                     [--state DIR] [--session-ttl S] [--max-jobs-per-worker N]
+    fleetplan serve --extender [--extender-policy fgd] [--extender-mix FILE] [--host, --port, token, TLS flags]
 
 A bearer token is required on every address, loopback included (a web page the user opens must
 not be able to submit jobs): ``--token``/``--token-file`` give it, otherwise one is generated
 and printed; ``--insecure`` serves without one. Exit codes: 2 for bad options or a port already
 in use (said in one line before anything starts), 143 after SIGTERM and 130 after Ctrl-C (both
 once the service has drained: running jobs get ``--grace`` seconds, then are stopped).
+
+``--extender`` serves a Kubernetes scheduler extender instead of the solve service (no worker
+processes): ``/extender/filter`` and ``/extender/prioritize`` (:mod:`fleetplan.service.extender_app`).
+The scheduler cannot send a header, so its token goes in the path (``urlPrefix:
+http://HOST:PORT/extender/TOKEN``); a token must then be URL-safe.
 """
 
 from __future__ import annotations
@@ -38,8 +44,9 @@ def add_arguments(subparsers: Any) -> None:
                     "GET /v1/jobs and /v1/jobs/{id} (DELETE cancels); /v1/sessions (POST, PATCH {id}, POST "
                     "{id}/solve, GET, DELETE); /v1/solvers, /v1/schema/{kind}, /healthz, /readyz, /metrics; the "
                     "OpenAPI document at /openapi.json. A token is required unless --insecure (one is generated "
-                    "and printed if none is given). See docs/embedding.md. Exit codes: 2 bad options or the port "
-                    "in use, 143 after SIGTERM, 130 after Ctrl-C.")
+                    "and printed if none is given). With --extender: a Kubernetes scheduler extender instead "
+                    "(POST /extender/filter, /extender/prioritize, /extender/nodes). See docs/embedding.md. Exit "
+                    "codes: 2 bad options or the port in use, 143 after SIGTERM, 130 after Ctrl-C.")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
     serve.add_argument("--port", type=bounded_int(0, 65535), default=8080, help="port (0: any free port)")
     serve.add_argument("--workers", type=bounded_int(1, 256), default=2,
@@ -73,6 +80,19 @@ def add_arguments(subparsers: Any) -> None:
                             "loses no accepted job; without it jobs live in memory only")
     serve.add_argument("--session-ttl", type=positive_seconds, default=600.0, metavar="S",
                        help="a session (/v1/sessions) idle this long is dropped")
+    serve.add_argument("--extender", action="store_true",
+                       help="serve a Kubernetes scheduler extender (filter and prioritize verbs at /extender/) "
+                            "instead of the solve service: no workers (--workers, --queue, --sync-wait and the "
+                            "time limits do not apply); the token may be the path segment after /extender/; see "
+                            "docs/embedding.md")
+    serve.add_argument("--extender-policy", default="fgd", metavar="NAME",
+                       help="the extender's policy: fgd (default), best-fit, dot-product, gpu-packing (the gpushare "
+                            "kind's) or rms (binpack's RMS greedy for one task)")
+    serve.add_argument("--extender-mix", default="trace", metavar="MIX",
+                       help="the expected task mix FGD measures fragmentation against: trace (default: the task "
+                            "shapes of Alibaba's GPU trace, as the gpushare generator draws them), pod (each pod's "
+                            "own shape), or a JSON file listing {cpu_milli, num_gpu, gpu_milli, gpu_spec, weight} "
+                            "(a gpushare instance's mix)")
     serve.add_argument("--json", action="store_true", help="errors as JSON on stdout")
     serve.set_defaults(handler=handle_serve)
 
@@ -153,6 +173,8 @@ def handle_serve(args: argparse.Namespace) -> int:
     except ImportError as error:
         raise_interruption(error)
         raise CommandError("serve needs the service extra: pip install 'fleetplan[service]'") from None
+    if args.extender:
+        return _serve_extender(args, token, generated)
     from fleetplan.service import ServiceSettings, create_app
 
     settings = ServiceSettings(workers=args.workers, queue_size=args.queue, max_body_bytes=args.max_body_mb * 2**20,
@@ -178,6 +200,81 @@ def handle_serve(args: argparse.Namespace) -> int:
                  f"{'no token' if token is None else 'token required'})", markup=False)
     if generated:
         # The token on a line of its own, for a script to read (clients send Authorization: Bearer TOKEN).
+        stderr.print(f"token: {token}", markup=False, soft_wrap=True)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+    if server.signals:
+        stderr.print("fleetplan serve: stopped", markup=False)
+        return EXIT_INTERRUPTED if server.signals[0] == signal.SIGINT else EXIT_TERMINATED
+    return 0
+
+
+def _extender(args: argparse.Namespace) -> Any:
+    """The extender the flags describe (bad flags: a :class:`CommandError` naming them)."""
+    import json
+
+    from fleetplan.cli.common import CommandError
+    from fleetplan.service.extender import POLICIES, Extender
+
+    if args.extender_policy not in POLICIES:
+        raise CommandError(f"--extender-policy: '{args.extender_policy}' is not one of {', '.join(POLICIES)}")
+    mix = args.extender_mix
+    if mix not in ("trace", "pod"):
+        from pydantic import TypeAdapter, ValidationError
+
+        from fleetplan.instances.gpushare import MixEntry
+
+        try:
+            entries = json.loads(Path(args.extender_mix).read_text(encoding="utf-8"))
+            mix = TypeAdapter(list[MixEntry]).validate_python(entries)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise CommandError(f"--extender-mix {args.extender_mix}: cannot read it ({error})") from None
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise CommandError(f"--extender-mix {args.extender_mix}: [{where}]: {first['msg']}") from None
+        if not mix or abs(sum(entry.weight for entry in mix) - 1.0) > 1e-6:
+            raise CommandError(f"--extender-mix {args.extender_mix}: a non-empty list whose weights sum to 1")
+        for k, entry in enumerate(mix):
+            if (entry.num_gpu == 0) != (entry.gpu_milli == 0):
+                raise CommandError(f"--extender-mix {args.extender_mix}: [{k}].gpu_milli: 0 exactly when num_gpu is 0")
+    return Extender(args.extender_policy, mix)
+
+
+def _serve_extender(args: argparse.Namespace, token: str | None, generated: bool) -> int:
+    import re
+
+    import uvicorn
+
+    from fleetplan.cli.common import CommandError, stderr
+    from fleetplan.service.extender_app import create_extender_app
+
+    if token is not None and not re.fullmatch(r"[A-Za-z0-9._~-]+", token):
+        raise CommandError("--token: with --extender the token goes in the scheduler's urlPrefix, so it may hold "
+                           "only letters, digits and . _ ~ -")
+    for flag, value in (("--state", args.state), ("--scratch", args.scratch)):
+        if value is not None:
+            raise CommandError(f"{flag} does not go with --extender (the extender keeps no jobs)")
+    extender = _extender(args)
+    ssl: dict[str, Any] = {}
+    if args.tls_cert:
+        ssl = {"ssl_certfile": args.tls_cert, "ssl_keyfile": args.tls_key}
+        if args.tls_ca_file:
+            import ssl as ssl_module
+
+            ssl.update(ssl_ca_certs=args.tls_ca_file, ssl_cert_reqs=ssl_module.CERT_REQUIRED)
+    sock = _listen(args.host, args.port)
+    port = sock.getsockname()[1]
+    app = create_extender_app(extender, token, args.max_body_mb * 2**20)
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=int(args.grace) + 5, **ssl)
+    server = _Server(config, app.service)
+    scheme = "https" if ssl else "http"
+    prefix = f"{scheme}://{args.host}:{port}/extender" + ("/TOKEN" if token is not None else "")
+    stderr.print(f"fleetplan serve --extender: {prefix} (policy {args.extender_policy}, "
+                 f"{'no token' if token is None else 'token required'})", markup=False)
+    if generated:
         stderr.print(f"token: {token}", markup=False, soft_wrap=True)
     try:
         server.run(sockets=[sock])

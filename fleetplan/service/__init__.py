@@ -9,7 +9,11 @@ for schedulers written in any language.
 * :mod:`~fleetplan.service.tasks` — what a worker process runs, JSON in and out;
 * :mod:`~fleetplan.service.sessions` — sessions over HTTP, kept in one worker each;
 * :mod:`~fleetplan.service.store` — the jobs in SQLite with ``--state`` (durable, idempotent);
-* :mod:`~fleetplan.service.metrics` — ``/metrics``.
+* :mod:`~fleetplan.service.metrics` — ``/metrics``;
+* :mod:`~fleetplan.service.extender` — a Kubernetes scheduler extender (``filter``,
+  ``prioritize``) scoring nodes with the gpushare policies and RMS, reading the objects with
+  :mod:`~fleetplan.service.kube_objects`; :mod:`~fleetplan.service.extender_app` serves it
+  (``fleetplan serve --extender``).
 
 The service sits above the solvers and planning (it calls them) and beside the command line,
 which starts it (:mod:`fleetplan.cli.serve`). docs/embedding.md shows it with curl and Python.

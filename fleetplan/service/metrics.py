@@ -29,7 +29,8 @@ class Metrics:
             if seconds <= bound:
                 self.latency_buckets[(route, bound)] += 1
 
-    def render(self, jobs: JobManager) -> str:
+    def render(self, jobs: JobManager | None) -> str:
+        """The text; without ``jobs`` (the scheduler extender has none) the requests only."""
         lines = ["# HELP fleetplan_requests_total HTTP requests by method, route and status code.",
                  "# TYPE fleetplan_requests_total counter"]
         for (method, route, code), count in sorted(self.requests.items()):
@@ -42,6 +43,8 @@ class Metrics:
             lines.append(f'fleetplan_request_seconds_bucket{{route="{route}",le="+Inf"}} {self.latency_count[route]}')
             lines.append(f'fleetplan_request_seconds_sum{{route="{route}"}} {self.latency_sum[route]:.6f}')
             lines.append(f'fleetplan_request_seconds_count{{route="{route}"}} {self.latency_count[route]}')
+        if jobs is None:
+            return "\n".join(lines) + "\n"
         lines += ["# HELP fleetplan_queue_depth Jobs waiting for a worker.", "# TYPE fleetplan_queue_depth gauge",
                   f"fleetplan_queue_depth {jobs.queued}",
                   "# HELP fleetplan_jobs_running Jobs in a worker process.", "# TYPE fleetplan_jobs_running gauge",

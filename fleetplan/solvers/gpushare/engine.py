@@ -76,6 +76,26 @@ class ClusterState:
         self.fragmentation = node_fragmentation(self.cpu_left, self.gpu_left, self.model, mix)
         self.allocated_milli = 0
 
+    @classmethod
+    def from_left(cls, arrays: GpushareArrays, mix: TaskMix, cpu_left: np.ndarray, memory_left: np.ndarray,
+                  gpu_left: np.ndarray, affinity: np.ndarray | None = None) -> ClusterState:
+        """A state in the middle of a run: what is left on each node given as it is (CPU and
+        memory (N,), each GPU's milli (N, G), 0 for slots a node lacks), not computed from
+        placements — a scheduler extender reads it from the cluster's node objects.
+        ``affinity`` (N, MAX_GPUS_PER_NODE + 1) counts the tasks of each GPU affinity on each
+        node when known (GpuClustering reads it); zeros otherwise."""
+        state = cls.__new__(cls)
+        state.arrays, state.mix = arrays, mix
+        state.cpu_left = np.asarray(cpu_left, dtype=np.int64)
+        state.memory_left = np.asarray(memory_left, dtype=np.int64)
+        state.gpu_left = np.asarray(gpu_left, dtype=np.int64).reshape(arrays.num_nodes, -1)
+        state.gpus, state.model = arrays.node_gpus, arrays.node_model
+        state.affinity = (np.zeros((arrays.num_nodes, MAX_GPUS_PER_NODE + 1), dtype=np.int64)
+                          if affinity is None else np.asarray(affinity, dtype=np.int64))
+        state.fragmentation = node_fragmentation(state.cpu_left, state.gpu_left, state.model, mix)
+        state.allocated_milli = 0
+        return state
+
     def feasible(self, shape: TaskShape) -> np.ndarray:
         """(N,) bool: the nodes that pass the filter for ``shape``."""
         mask = (self.cpu_left >= shape.cpu) & (self.memory_left >= shape.memory)
