@@ -55,15 +55,24 @@ def _fleet(ax: Any, result: Any, rows: list[dict], periods: list[int], scenario:
     types = list(rows[0]["fleet"]) if rows and rows[0].get("fleet") else []
     stacks = [[row["fleet"].get(name, 0.0) for row in rows] for name in types]
     if stacks:
-        ax.stackplot(periods, stacks, labels=types, colors=PALETTE[: len(types)], alpha=0.8, step=None)
+        ax.stackplot(periods, stacks, labels=types, colors=PALETTE[: len(types)], alpha=0.8)
+    ax.set_ylim(bottom=0)
+    # Demand in its own units on its own axis: what the jobs would hold at once, which a
+    # time-sharing fleet need not match.
+    demand_axis = ax.twinx()
     for s in result.scenarios:
         demand = [row["demand"] for row in result.periods if row["scenario"] == s["name"]]
         style = "-" if s["name"] == scenario else ":"
-        ax.plot(periods, demand, style, color="black", linewidth=1.6 if s["name"] == scenario else 1.0,
-                label=f"demand ({s['name']})" if len(result.scenarios) > 1 else "demand")
-    ax.set_ylabel(f"{result.unit or 'units'} installed" + (f" ({scenario})" if len(result.scenarios) > 1 else ""))
-    ax.set_title("installed fleet by type against demand (jobs' GPUs at once)", fontsize=10)
-    ax.legend(fontsize=7, loc="upper left")
+        demand_axis.plot(periods, demand, style, color="black", linewidth=1.6 if s["name"] == scenario else 1.0,
+                         label=f"demand, {s['name']}" if len(result.scenarios) > 1 else "demand")
+    demand_axis.set_ylim(bottom=0)
+    demand_axis.set_ylabel("demand: GPUs the jobs ask for at once (lines)")
+    ax.set_ylabel(f"{result.unit or 'units'} installed" + (f", {scenario}" if len(result.scenarios) > 1 else "")
+                  + " (areas)")
+    ax.set_title("installed fleet by type against demand", fontsize=10)
+    handles, labels = ax.get_legend_handles_labels()
+    more_handles, more_labels = demand_axis.get_legend_handles_labels()
+    ax.legend(handles + more_handles, labels + more_labels, fontsize=7, loc="upper left")
 
 
 def _orders(ax: Any, result: Any, scenario: str, periods: list[int]) -> None:
@@ -112,6 +121,9 @@ def _service(ax: Any, result: Any, periods: list[int]) -> None:
     for index, (name, values) in enumerate(series.items()):
         ax.plot(periods, values, marker="o", color=PALETTE[(index + 2) % len(PALETTE)], label=name)
     ax.axhline(value, color="#d1495b", linestyle="--", label=f"target {op} {value:g}")
+    finite = [v for values in series.values() for v in values if v == v]
+    ax.set_ylim(0, max([value, *finite]) * 1.15 if finite or value else 1.0)
+    ax.ticklabel_format(axis="y", useOffset=False)
     ax.set_ylabel(metric)
     ax.set_title(f"{metric} of each period's plan (judged)", fontsize=10)
     ax.legend(fontsize=7)

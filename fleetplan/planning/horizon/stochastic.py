@@ -52,7 +52,8 @@ def stochastic_values(spec: HorizonSpec, instance: Any, scenarios: list[Scenario
     wait_and_see = sum(s.probability * per_scenario[s.name] for s in scenarios) if known else None  # type: ignore[operator]
     out: dict[str, Any] = {"recourse": recourse_cost, "wait_and_see": wait_and_see, "per_scenario": per_scenario,
                            "decision_period": shared}
-    out["evpi"] = (recourse_cost - wait_and_see) if recourse_cost is not None and wait_and_see is not None else None
+    out["evpi"] = (_tidy(recourse_cost - wait_and_see, recourse_cost) if recourse_cost is not None
+                   and wait_and_see is not None else None)
     mean = mean_scenario(spec, scenarios)
     if mean is None:
         out.update(mean_value=None, expected_mean_value=None, vss=None,
@@ -73,7 +74,13 @@ def stochastic_values(spec: HorizonSpec, instance: Any, scenarios: list[Scenario
     eev = recourse.cost if recourse.values is not None else math.inf
     out["expected_mean_value"] = eev
     out["mean_orders"] = {f"{mean_kind.items[i]}@{t + 1}": units for (i, t), units in fixed.items() if units}
-    out["vss"] = (eev - recourse_cost) if recourse_cost is not None else None
+    out["vss"] = _tidy(eev - recourse_cost, recourse_cost) if recourse_cost is not None else None
     if not math.isfinite(eev):
         out["note"] = "the mean scenario's shared orders leave some scenario unservable: VSS is unbounded"
     return out
+
+
+def _tidy(difference: float, scale: float) -> float:
+    """A difference of two solves' costs, 0 where it is within their tolerance of 0 (a gap of
+    -1e-10 is rounding, not a negative value of information)."""
+    return 0.0 if math.isfinite(difference) and abs(difference) <= 1e-9 * max(1.0, abs(scale)) else difference
