@@ -53,22 +53,24 @@ def plot_horizon(result: Any, path: str | os.PathLike[str] | None = None) -> Any
 
 def _fleet(ax: Any, result: Any, rows: list[dict], periods: list[int], scenario: str) -> None:
     types = list(rows[0]["fleet"]) if rows and rows[0].get("fleet") else []
-    stacks = [[row["fleet"].get(name, 0.0) for row in rows] for name in types]
-    if stacks:
-        ax.stackplot(periods, stacks, labels=types, colors=PALETTE[: len(types)], alpha=0.8)
-    ax.set_ylim(bottom=0)
+    bottom = [0.0] * len(rows)
+    for index, name in enumerate(types):
+        heights = [row["fleet"].get(name, 0.0) for row in rows]
+        ax.bar(periods, heights, bottom=bottom, width=0.7, color=PALETTE[index % len(PALETTE)], label=name)
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
     # Demand in its own units on its own axis: what the jobs would hold at once, which a
     # time-sharing fleet need not match.
     demand_axis = ax.twinx()
     for s in result.scenarios:
         demand = [row["demand"] for row in result.periods if row["scenario"] == s["name"]]
         style = "-" if s["name"] == scenario else ":"
-        demand_axis.plot(periods, demand, style, color="black", linewidth=1.6 if s["name"] == scenario else 1.0,
+        demand_axis.plot(periods, demand, style, marker="o", markersize=3, color="black",
+                         linewidth=1.6 if s["name"] == scenario else 1.0,
                          label=f"demand, {s['name']}" if len(result.scenarios) > 1 else "demand")
     demand_axis.set_ylim(bottom=0)
     demand_axis.set_ylabel("demand: GPUs the jobs ask for at once (lines)")
     ax.set_ylabel(f"{result.unit or 'units'} installed" + (f", {scenario}" if len(result.scenarios) > 1 else "")
-                  + " (areas)")
+                  + " (bars)")
     ax.set_title("installed fleet by type against demand", fontsize=10)
     handles, labels = ax.get_legend_handles_labels()
     more_handles, more_labels = demand_axis.get_legend_handles_labels()
@@ -76,33 +78,43 @@ def _fleet(ax: Any, result: Any, rows: list[dict], periods: list[int], scenario:
 
 
 def _orders(ax: Any, result: Any, scenario: str, periods: list[int]) -> None:
-    width = 0.8 / max(len(result.items), 1)
-    for index, item in enumerate(result.items):
-        entries = [row for row in result.schedule if row["scenario"] == scenario and row["item"] == item]
+    """Every scenario's orders when they fit side by side (hatched per scenario), else the most
+    probable one's."""
+    names = [s["name"] for s in result.scenarios]
+    shown = names if len(names) * len(result.items) <= 9 else [scenario]
+    groups = [(name, item) for name in shown for item in result.items]
+    width = 0.8 / max(len(groups), 1)
+    hatches = ("", "//", "..", "xx", "\\\\", "++", "oo", "**", "--")
+    for index, (name, item) in enumerate(groups):
+        entries = [row for row in result.schedule if row["scenario"] == name and row["item"] == item]
         offsets = [row["period"] - 0.4 + width * (index + 0.5) for row in entries]
-        ax.bar(offsets, [row["ordered"] for row in entries], width=width, color=PALETTE[index % len(PALETTE)],
-               label=f"{item} ordered")
-        arrivals = [(row["period"], row["arriving"]) for row in entries if row["arriving"] > 0]
+        colour = PALETTE[result.items.index(item) % len(PALETTE)]
+        label = item if len(shown) == 1 else f"{item}, {name}"
+        ax.bar(offsets, [row["ordered"] for row in entries], width=width, color=colour,
+               hatch=hatches[shown.index(name) % len(hatches)], edgecolor="white", label=f"{label} ordered")
+        arrivals = [(row["period"] - 0.4 + width * (index + 0.5), row["arriving"]) for row in entries
+                    if row["arriving"] > 0]
         if arrivals:
-            ax.scatter([p - 0.4 + width * (index + 0.5) for p, _ in arrivals], [a for _, a in arrivals],
-                       marker="v", color="black", zorder=3, s=18, label=f"{item} arriving" if index == 0 else None)
+            ax.scatter([x for x, _ in arrivals], [a for _, a in arrivals], marker="v", color="black", zorder=3,
+                       s=18, label="arriving" if index == 0 else None)
     ax.set_ylabel(f"{result.unit or 'units'}")
-    ax.set_title("orders (bars) and arrivals (triangles)" + (f", {scenario}" if len(result.scenarios) > 1 else ""),
-                 fontsize=10)
+    ax.set_title("orders (bars) and arrivals (triangles)" + (f", {scenario}" if shown == [scenario]
+                                                              and len(names) > 1 else ""), fontsize=10)
     ax.legend(fontsize=7)
 
 
 def _costs(ax: Any, result: Any, rows: list[dict], periods: list[int]) -> None:
     capex = [row["capex"] for row in rows]
     opex = [row["opex"] for row in rows]
-    ax.bar(periods, capex, color=PALETTE[0], label="capex")
-    ax.bar(periods, opex, bottom=capex, color=PALETTE[1], label="opex")
-    budgets = [row["budget"] for row in rows]
-    if any(b is not None for b in budgets):
-        ax.step(periods, [float("nan") if b is None else b for b in budgets], where="mid", color="#d1495b",
-                linestyle="--", label="budget")
+    ax.bar(periods, capex, width=0.7, color="#555555", label="capex")
+    ax.bar(periods, opex, bottom=capex, width=0.7, color="#bbbbbb", label="opex")
+    budgeted = [(p, row["budget"]) for p, row in zip(periods, rows, strict=True) if row["budget"] is not None]
+    if budgeted:
+        ax.hlines([b for _, b in budgeted], [p - 0.45 for p, _ in budgeted], [p + 0.45 for p, _ in budgeted],
+                  color="#d1495b", linestyles="--", label="capital budget")
     ax.set_ylabel(f"cost per period{f' ({result.currency})' if result.currency else ''}")
-    ax.set_title("spending per period (undiscounted)", fontsize=10)
+    scenario = rows[0]["scenario"] if rows and len(result.scenarios) > 1 else None
+    ax.set_title("spending per period (undiscounted)" + (f", {scenario}" if scenario else ""), fontsize=10)
     ax.legend(fontsize=7)
 
 
