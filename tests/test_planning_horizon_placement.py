@@ -1,0 +1,194 @@
+"""Planning over time for the placement kind: hand-solved schedules (GPU-hours ordered a period
+early, storage, a retirement), every returned period judged on its own instance, the horizon's
+cost against one-period sizing of each period, and the bad inputs named."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fleetplan.errors import InstanceError
+from fleetplan.instances import generate, instance_from_data
+from fleetplan.instances.placement import PlacementPlan
+from fleetplan.instances.placement.evaluate import evaluate
+from fleetplan.planning import size
+from fleetplan.planning.horizon import plan_horizon
+
+
+def regions(*tables: tuple[str, float, float, float], gpu_hours: float = 100.0) -> object:
+    """Regions ``(id, h100 supply, storage capacity, bytes of its one table)``; one high-priority
+    ML job of ``gpu_hours`` on the first region's table."""
+    return instance_from_data({
+        "kind": "placement", "schema_version": 1, "name": "hand", "gpu_types": ["h100"], "applications": ["app"],
+        "dr_policy": {"kind": "none"},
+        "regions": [{"id": name, "gpu_supply": {"h100": supply} if supply else {}, "storage_capacity_bytes": capacity,
+                     "cpu_capacity": {"app": 1000.0}} for name, supply, capacity, _ in tables],
+        "tables": {"id": [f"t{i}" for i in range(len(tables))], "size_bytes": [size for *_, size in tables],
+                   "home": [name for name, *_ in tables]},
+        "jobs": {"id": ["train"], "kind": ["ml"], "tables": [[0]], "gpu_type": ["h100"], "gpu_hours": [gpu_hours],
+                 "cpu_hours": [1.0], "priority": [0], "application": ["app"], "recurring": [True]}})
+
+
+def assert_judged(result) -> None:
+    """Every period's plan judged by the placement judge on that period's instance (its supply the
+    installed fleet the schedule reports) meets every target."""
+    assert result.periods
+    for row in result.periods:
+        assert row["metrics"] and all(row["checks"].values()), row
+        judged = result.plans[(row["scenario"], row["period"])]
+        again = evaluate(judged["instance"], PlacementPlan.current(judged["instance"])).metrics
+        assert again == judged["metrics"]
+        supply = judged["instance"].arrays().gpu_supply.sum(axis=0)
+        assert supply.tolist() == pytest.approx(list(row["fleet"].values()), abs=1e-9)
+        for entry in result.schedule:
+            if entry["scenario"] == row["scenario"] and entry["period"] == row["period"]:
+                region, _, what = entry["item"].partition("/")
+                arrays = judged["instance"].arrays()
+                r = arrays.region_ids.index(region)
+                held = (arrays.storage_capacity[r] if what == "storage"
+                        else arrays.gpu_supply[r, arrays.gpu_types.index(what)])
+                # purchases rounded up to 1e-6 GPU-hours and whole bytes before judging
+                assert entry["installed"] - 1e-9 <= held <= entry["installed"] + 1.0 + 1e-9
+
+
+def test_growth_with_a_lead_time_orders_the_exact_gpu_hours_one_period_early():
+    # 100, 150, 200 GPU-hours of demand on 100 of supply under demand/supply <= 1; an order takes
+    # a period and prices fall 10% a period: 50 ordered in period 1, 50 in period 2.
+    horizon = {"periods": 3, "targets": ["hp_demand_supply_max<=1"], "demand": {"multipliers": [1, 1.5, 2]},
+               "buy": {"east/h100": {"price": 1.0, "price_decline": 0.1, "lead_time": 1}}}
+    result = plan_horizon(regions(("east", 100.0, 100.0, 50.0)), horizon)
+    assert result.status == "optimal", result.message
+    assert result.orders() == pytest.approx({("base", 1, "east/h100"): 50.0, ("base", 2, "east/h100"): 50.0})
+    assert result.cost == pytest.approx(50.0 + 45.0)
+    assert [row["installed"] for row in result.schedule] == pytest.approx([100.0, 150.0, 200.0])
+    assert [row["demand"] for row in result.periods] == pytest.approx([100.0, 150.0, 200.0])
+    assert [row["metrics"]["hp_demand_supply_max"] for row in result.periods] == pytest.approx([1.0, 1.0, 1.0])
+    assert result.unit == "GPU-hours/day"
+    assert_judged(result)
+
+
+def test_storage_grows_per_region_and_is_bought_where_it_grows():
+    # east's bytes triple in period 2 (a class of its own), west's stay: 150 bytes on 100 of
+    # capacity in east, so 50 bytes of east/storage in period 2 (at half the price) and nothing
+    # in the west.
+    horizon = {"periods": 2, "targets": ["storage_over_capacity_bytes<=0"],
+               "demand": {"classes": {"east": [1, 3]}},
+               "buy": {"east/storage": {"price": 2.0, "price_decline": 0.5}, "west/storage": {"price": 1.0}}}
+    instance = regions(("east", 100.0, 100.0, 50.0), ("west", 0.0, 100.0, 80.0))
+    result = plan_horizon(instance, horizon)
+    assert result.status == "optimal", result.message
+    assert result.orders() == pytest.approx({("base", 2, "east/storage"): 50.0})
+    assert result.cost == pytest.approx(50.0)
+    stored = [result.plans[("base", t)]["metrics"]["home_bytes"] for t in (1, 2)]
+    assert stored == pytest.approx([130.0, 230.0])
+    assert_judged(result)
+
+
+def test_a_retirement_forces_a_replacement():
+    # 40 of east's 100 GPU-hours retire after period 2; the replacement takes a period to arrive,
+    # and with a discount rate it is ordered as late as it can be: in period 2.
+    horizon = {"periods": 3, "targets": ["hp_demand_supply_max<=1"], "discount_rate": 0.1,
+               "buy": {"east/h100": {"price": 1.0, "lead_time": 1}},
+               "existing": {"east/h100": {"retire": [{"count": 40, "after": 2}]}}}
+    result = plan_horizon(regions(("east", 100.0, 100.0, 50.0)), horizon)
+    assert result.status == "optimal", result.message
+    assert result.orders() == pytest.approx({("base", 2, "east/h100"): 40.0})
+    assert result.cost == pytest.approx(40.0 / 1.1)
+    rows = {row["period"]: row for row in result.schedule}
+    assert rows[3]["retiring"] == pytest.approx(40.0) and rows[3]["arriving"] == pytest.approx(40.0)
+    assert rows[3]["installed"] == pytest.approx(100.0)
+    assert_judged(result)
+
+
+def test_unserved_gpu_hours_and_opex_enter_the_cost():
+    # 150 GPU-hours on 100 with at most 20 unserved: 30 bought, whose opex (0.5 per unit-hour,
+    # 2-hour periods) and the existing supply's (0.1) are paid every period.
+    horizon = {"periods": 2, "hours_per_period": 2.0, "targets": ["hp_gpu_hours_unserved<=20"],
+               "buy": {"east/h100": {"price": 3.0, "opex_per_hour": 0.5}},
+               "existing": {"east/h100": {"opex_per_hour": 0.1}}}
+    result = plan_horizon(regions(("east", 100.0, 100.0, 50.0), gpu_hours=150.0), horizon)
+    assert result.orders() == pytest.approx({("base", 1, "east/h100"): 30.0})
+    assert result.cost == pytest.approx(30 * 3.0 + 2 * (30 * 0.5 * 2) + 2 * (100 * 0.1 * 2))
+    assert [row["metrics"]["hp_gpu_hours_unserved"] for row in result.periods] == pytest.approx([20.0, 20.0])
+    assert_judged(result)
+
+
+def test_a_period_that_cannot_be_served_names_its_region():
+    horizon = {"periods": 2, "targets": ["hp_demand_supply_max<=1"], "demand": {"multipliers": [2, 2]},
+               "buy": {"east/h100": {"price": 1.0, "lead_time": 1}}}
+    result = plan_horizon(regions(("east", 100.0, 100.0, 50.0)), horizon)
+    assert result.status == "infeasible" and not result.success
+    assert "quarter 1 cannot be served" in result.message
+    assert "east short of 100 GPU-hours/day" in result.message
+
+
+def test_two_scenarios_share_the_first_order_and_every_period_is_judged():
+    horizon = {"periods": 2, "targets": ["hp_demand_supply_max<=1"],
+               "buy": {"east/h100": {"price": [1.0, 2.5]}},
+               "scenarios": {"cases": [{"name": "low", "probability": 0.5, "demand": {"multipliers": [1, 1.2]}},
+                                       {"name": "high", "probability": 0.5, "demand": {"multipliers": [1, 2]}}]}}
+    result = plan_horizon(regions(("east", 100.0, 100.0, 50.0)), horizon)
+    assert result.status == "optimal", result.message
+    # x bought now: x + 0.5 * 2.5 * (max(20 - x, 0) + max(100 - x, 0)) is least at x = 100
+    assert result.cost == pytest.approx(100.0)
+    assert result.stochastic["wait_and_see"] == pytest.approx(0.5 * 20 + 0.5 * 100)
+    assert result.stochastic["evpi"] == pytest.approx(100.0 - 60.0)
+    assert_judged(result)
+
+
+def random_case(seed: int) -> tuple[object, list[str], dict]:
+    instance = generate("placement", {"regions": 3, "tables": 40, "jobs": 60, "gpu_types": 2}, seed=seed)
+    arrays = instance.arrays()
+    rng = np.random.default_rng(seed)
+    targets = [f"hp_demand_supply_max<={rng.uniform(0.6, 1.2):.3f}",
+               f"hp_gpu_hours_unserved<={rng.uniform(0, 50):.2f}", "storage_over_capacity_bytes<=0"]
+    if seed % 2:
+        targets.append(f"hp_demand_supply_max_per_type<={rng.uniform(0.8, 1.5):.3f}")
+    prices = {f"{r}/{g}": [round(float(p), 3) for p in rng.uniform(1, 5, 3)]
+              for r in arrays.region_ids for g in arrays.gpu_types}
+    prices.update({f"{r}/storage": [round(float(p), 3) * 1e-9 for p in rng.uniform(1, 5, 3)]
+                   for r in arrays.region_ids})
+    return instance, targets, prices
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_unlinked_periods_cost_the_sum_of_one_period_sizings(seed):
+    # Lifetime 1, no lead time, no budget, no discount: each period is its own sizing problem,
+    # so the horizon's cost is the sum of `size` on each period's instance at that period's prices.
+    instance, targets, prices = random_case(seed)
+    multipliers = [1.0, 1.4, 2.0]
+    horizon = {"periods": 3, "targets": targets, "demand": {"multipliers": multipliers},
+               "buy": {name: {"price": price, "lifetime": 1} for name, price in prices.items()}}
+    result = plan_horizon(instance, horizon)
+    assert result.status == "optimal", result.message
+    assert_judged(result)
+    total = 0.0
+    for t, multiplier in enumerate(multipliers):
+        data = instance.model_dump()  # the period's demand, built here apart from the horizon's code
+        data["jobs"]["gpu_hours"] = [h * multiplier for h in data["jobs"]["gpu_hours"]]
+        data["tables"]["size_bytes"] = [b * multiplier for b in data["tables"]["size_bytes"]]
+        sized = size(instance_from_data(data), targets, [f"{name}={price[t]!r}" for name, price in prices.items()])
+        assert sized.status == "optimal", sized.message
+        total += sized.cost
+    # size rounds its purchases up to 1e-6 GPU-hours and whole bytes, the horizon prices the LP's
+    assert result.cost == pytest.approx(total, rel=1e-5)
+    assert result.bound <= result.cost
+
+
+@pytest.mark.parametrize(("change", "path"), [
+    ({"buy": {"*/h100": {"price": 1.0}}}, "buy.*/h100"),
+    ({"buy": {"north/h100": {"price": 1.0}}}, "buy.north/h100"),
+    ({"buy": {"east/a100": {"price": 1.0}}}, "buy.east/a100"),
+    ({"buy": {"east": {"price": 1.0}}}, "buy.east"),
+    ({"existing": {"east/h100": {"retire": [{"count": 500, "after": 1}]}}}, "existing.east/h100.retire"),
+    ({"demand": {"classes": {"north": 0.1}}}, "demand.classes.north"),
+    ({"demand": {"new_jobs": [{"from_period": 2, "jobs": [{"id": "x"}]}]}}, "demand.new_jobs"),
+    ({"targets": ["min_time_share>=1"]}, "targets"),
+    ({"targets": ["hp_demand_supply_max<=0"]}, "targets"),
+    ({"targets_by_period": {2: ["hp_gpu_hours_unserved>=1"]}}, "targets_by_period.2"),
+])
+def test_bad_placement_horizons_name_the_field(change, path):
+    horizon = {"periods": 3, "targets": ["hp_demand_supply_max<=1"], "buy": {"east/h100": {"price": 1.0}}, **change}
+    with pytest.raises(InstanceError) as caught:
+        plan_horizon(regions(("east", 100.0, 100.0, 50.0)), horizon)
+    assert caught.value.path.startswith(path), str(caught.value)
