@@ -22,6 +22,11 @@ the period's instance is the base breakdown scaled per region. CPU-hours do not 
 buys GPU-hours and storage only). ``new_jobs`` is refused: placement jobs read tables by row
 and have no home of their own, so growth is per region.
 
+Bytes run to 10^16 where GPU-hours run to 10^3, so the model counts storage in columns of 10^k
+bytes (k from the instance: a region's bytes near 10^3 of them) and asks for 10^-6 of a column
+more than is stored, so that the LP's tolerance cannot leave the judge short of a byte; the
+schedule reports bytes.
+
 Every period is judged on its own instance: the existing fleet of that period (less what has
 retired) plus every purchase in use, each purchase rounded up to 1e-6 GPU-hours and to a whole
 byte as ``size`` rounds its purchases (the LP meets its rows to about 1e-7, and 1e12 bytes have
@@ -103,6 +108,12 @@ class PlacementPeriods:
         # today's placement, held fixed in every period
         self.home = np.asarray(arrays.table_home)
         self.job_region = job_regions(arrays, self.home)
+        # Bytes are counted in columns of 10^k bytes, k putting a region's bytes near 10^3: HiGHS
+        # fails on rows of 10^16 bytes beside GPU-hours near 10^3 (model.py, "scale").
+        largest = float(max(np.bincount(self.home, weights=arrays.table_size, minlength=len(self.regions)).max(),
+                            arrays.storage_capacity.max(), 1.0))
+        self.storage_scale = 10.0 ** max(0, int(np.floor(np.log10(largest))) - 3)
+        self.scale = np.where(self.item_cell < self.n_gpu, 1.0, self.storage_scale)
         self._data: dict[str, Any] | None = None
         self._needs: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
 
@@ -183,9 +194,15 @@ class PlacementPeriods:
         cap = np.zeros(len(self.base))
         cap[self.item_cell] = add_cap
         n_r, n_t = len(self.regions), len(self.types)
-        fleet = SimpleNamespace(gpu_supply=cells[: self.n_gpu].reshape(n_r, n_t), storage_capacity=cells[self.n_gpu:])
-        lp = _model(fleet, self.targets[period], demand, stored, np.zeros((n_r, n_t)),
-                    cap[: self.n_gpu].reshape(n_r, n_t), np.zeros(n_r), cap[self.n_gpu:], None)
+        # Storage in columns of storage_scale bytes, and 1e-6 of one more than is stored: the LP
+        # meets its rows to about 1e-7, and the judge wants every byte.
+        unit = self.storage_scale
+        fleet = SimpleNamespace(gpu_supply=cells[: self.n_gpu].reshape(n_r, n_t),
+                                storage_capacity=cells[self.n_gpu:] / unit)
+        targets = [Target(t.metric, t.op, t.value / unit) if t.metric == "storage_over_capacity_bytes" else t
+                   for t in self.targets[period]]
+        lp = _model(fleet, targets, demand, stored / unit + 1e-6, np.zeros((n_r, n_t)),
+                    cap[: self.n_gpu].reshape(n_r, n_t), np.zeros(n_r), cap[self.n_gpu:] / unit, None)
         # The LP's purchase columns are a (regions x types, row-major), then b (regions): the cells.
         return PeriodBlock(lp, self.item_cell.copy(), True, None)
 
