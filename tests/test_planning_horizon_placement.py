@@ -48,7 +48,7 @@ def assert_judged(result) -> None:
                 held = (arrays.storage_capacity[r] if what == "storage"
                         else arrays.gpu_supply[r, arrays.gpu_types.index(what)])
                 # purchases rounded up to 1e-6 GPU-hours and whole bytes before judging
-                assert entry["installed"] - 1e-9 <= held <= entry["installed"] + 1.0 + 1e-9
+                assert entry["installed"] * (1 - 1e-12) - 1e-9 <= held <= entry["installed"] * (1 + 1e-12) + 1.0
 
 
 def test_growth_with_a_lead_time_orders_the_exact_gpu_hours_one_period_early():
@@ -67,20 +67,23 @@ def test_growth_with_a_lead_time_orders_the_exact_gpu_hours_one_period_early():
     assert_judged(result)
 
 
-def test_storage_grows_per_region_and_is_bought_where_it_grows():
-    # east's bytes triple in period 2 (a class of its own), west's stay: 150 bytes on 100 of
-    # capacity in east, so 50 bytes of east/storage in period 2 (at half the price) and nothing
-    # in the west.
+@pytest.mark.parametrize("unit", [1.0, 1e13])
+def test_storage_grows_per_region_and_is_bought_where_it_grows(unit):
+    # east's bytes triple in period 2 (a class of its own), west's stay: 150 units on 100 of
+    # capacity in east, so 50 units of east/storage in period 2 (at half the price) and nothing
+    # in the west. At 10^13 bytes a unit the model counts bytes in columns of 10^12 and asks for
+    # 10^-6 of one more (10^6 bytes) than is stored.
     horizon = {"periods": 2, "targets": ["storage_over_capacity_bytes<=0"],
                "demand": {"classes": {"east": [1, 3]}},
-               "buy": {"east/storage": {"price": 2.0, "price_decline": 0.5}, "west/storage": {"price": 1.0}}}
-    instance = regions(("east", 100.0, 100.0, 50.0), ("west", 0.0, 100.0, 80.0))
+               "buy": {"east/storage": {"price": 2.0 / unit, "price_decline": 0.5}, "west/storage": {"price": 1.0}}}
+    instance = regions(("east", 100.0, 100.0 * unit, 50.0 * unit), ("west", 0.0, 100.0 * unit, 80.0 * unit))
     result = plan_horizon(instance, horizon)
     assert result.status == "optimal", result.message
-    assert result.orders() == pytest.approx({("base", 2, "east/storage"): 50.0})
-    assert result.cost == pytest.approx(50.0)
+    margin = 1e-6 * (1e12 if unit > 1 else 1.0)  # the schedule shows orders within 1e-6 of a whole number whole
+    assert result.orders() == pytest.approx({("base", 2, "east/storage"): 50.0 * unit + margin}, rel=1e-12, abs=2e-6)
+    assert result.cost == pytest.approx(50.0 + margin / unit, rel=1e-12)
     stored = [result.plans[("base", t)]["metrics"]["home_bytes"] for t in (1, 2)]
-    assert stored == pytest.approx([130.0, 230.0])
+    assert stored == pytest.approx([130.0 * unit, 230.0 * unit])
     assert_judged(result)
 
 
