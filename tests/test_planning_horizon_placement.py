@@ -195,3 +195,24 @@ def test_bad_placement_horizons_name_the_field(change, path):
     with pytest.raises(InstanceError) as caught:
         plan_horizon(regions(("east", 100.0, 100.0, 50.0)), horizon)
     assert caught.value.path.startswith(path), str(caught.value)
+
+
+def test_the_models_demand_is_the_judges_breakdown_of_each_periods_instance():
+    # The model scales the base breakdown per region; the judge measures the period's instance
+    # (each job's GPU-hours and each table's bytes scaled by its region's multiplier): the same.
+    from fleetplan.planning.horizon import parse_horizon
+    from fleetplan.planning.horizon.placement import PlacementPeriods
+
+    instance = generate("placement", {"regions": 4, "tables": 60, "jobs": 80, "gpu_types": 2}, seed=3)
+    spec = parse_horizon({"periods": 3, "targets": ["hp_demand_supply_max<=1"], "demand": {
+        "growth": 0.2, "classes": {"region0": [1, 0.5, 3], "region2": 0.1}}, "buy": {"region0/storage": {"price": 1}}})
+    kind = PlacementPeriods(instance, spec, spec.scenario_list())
+    for t in range(3):
+        period = kind.period_instance(t, 0, kind.existing_cells(t))
+        breakdown = evaluate(period, PlacementPlan.current(period)).breakdown
+        demand, stored = kind.needs(t, 0)
+        assert demand.ravel().tolist() == pytest.approx(breakdown["region_gpu_types"]["hp_gpu_demand"], rel=1e-12)
+        assert stored.tolist() == pytest.approx(breakdown["regions"]["storage_used_bytes"], rel=1e-12)
+    assert kind.needs(2, 0)[1][0] == pytest.approx(3 * kind.needs(0, 0)[1][0]) and kind.needs(0, 0)[1][0] > 0
+    assert kind.needs(2, 0)[0][2].sum() == pytest.approx(1.21 * kind.needs(0, 0)[0][2].sum())
+    assert kind.needs(0, 0)[0][2].sum() > 0 and (kind.job_region < 0).any()  # split jobs take the growth

@@ -3,7 +3,8 @@
 Each period's model is :func:`fleetplan.planning.sizing.placement` 's sizing LP with today's
 placement held fixed (every table in its current home, as ``size`` holds it by default), the
 period's installed capacity as its supply, and the high-priority GPU-hour demand per region and
-type and the bytes stored per region read from the judge's breakdown of that period's instance.
+type and the bytes stored per region from the judge's breakdown (of the base instance, scaled
+per region as the period's instance scales them).
 
 Items are named as ``size`` names them: ``REGION/GPU_TYPE`` (GPU-hours a day of supply) and
 ``REGION/storage`` (bytes); both are continuous (``integer = False``). A wildcard ``*/TYPE`` is
@@ -115,7 +116,7 @@ class PlacementPeriods:
         self.storage_scale = 10.0 ** max(0, int(np.floor(np.log10(largest))) - 3)
         self.scale = np.where(self.item_cell < self.n_gpu, 1.0, self.storage_scale)
         self._data: dict[str, Any] | None = None
-        self._needs: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._base_needs: tuple[np.ndarray, np.ndarray] | None = None
 
     # --- the fleet ---------------------------------------------------------------------------
 
@@ -146,19 +147,26 @@ class PlacementPeriods:
 
     def needs(self, period: int, scenario: int) -> tuple[np.ndarray, np.ndarray]:
         """(high-priority GPU-hours per region x type, bytes stored per region) of the period's
-        instance under today's placement: the judge's breakdown (cached)."""
-        key = (period, scenario)
-        if key not in self._needs:
+        instance under today's placement: the judge's breakdown of the base instance, each
+        region's row times its multiplier — what the breakdown of the period's instance is, every
+        job and table of a region scaled alike (module docstring); the judge measures that one."""
+        if self._base_needs is None:
             from fleetplan.instances.placement import PlacementPlan
             from fleetplan.instances.placement.evaluate import evaluate
 
-            instance = self.period_instance(period, scenario, self.existing_cells(period))
-            breakdown = evaluate(instance, PlacementPlan.current(instance)).breakdown
+            breakdown = evaluate(self.instance, PlacementPlan.current(self.instance)).breakdown
             demand = np.asarray(breakdown["region_gpu_types"]["hp_gpu_demand"], dtype=float).reshape(
                 len(self.regions), len(self.types))
-            stored = np.asarray(breakdown["regions"]["storage_used_bytes"], dtype=float)
-            self._needs[key] = (demand, stored)
-        return self._needs[key]
+            self._base_needs = (demand, np.asarray(breakdown["regions"]["storage_used_bytes"], dtype=float))
+        demand, stored = self._base_needs
+        by_region = self._multipliers(period, scenario)[0]
+        return demand * by_region[:, None], stored * by_region
+
+    def _multipliers(self, period: int, scenario: int) -> tuple[np.ndarray, float]:
+        """The period's demand multiplier of each region, and of jobs with no region."""
+        demand = self.scenarios[scenario].demand
+        return (np.array([demand.multiplier(period + 1, name) for name in self.regions]),
+                demand.multiplier(period + 1, None))
 
     def useful(self, period: int, scenario: int) -> np.ndarray:
         """The most of each item any target of the period could need: the demand it must cover
@@ -224,9 +232,7 @@ class PlacementPeriods:
         """The period's demand (module docstring) on capacity ``cells``, as a validated instance."""
         from fleetplan.instances.placement import PlacementInstance
 
-        demand = self.scenarios[scenario].demand
-        by_region = np.array([demand.multiplier(period + 1, name) for name in self.regions])
-        overall = demand.multiplier(period + 1, None)
+        by_region, overall = self._multipliers(period, scenario)
         data = dict(self._base_data())
         arrays = self.instance.arrays()
         job_factor = np.where(self.job_region >= 0, by_region[np.maximum(self.job_region, 0)], overall)
