@@ -215,4 +215,4 @@ def test_the_models_demand_is_the_judges_breakdown_of_each_periods_instance():
         assert stored.tolist() == pytest.approx(breakdown["regions"]["storage_used_bytes"], rel=1e-12)
     assert kind.needs(2, 0)[1][0] == pytest.approx(3 * kind.needs(0, 0)[1][0]) and kind.needs(0, 0)[1][0] > 0
     assert kind.needs(2, 0)[0][2].sum() == pytest.approx(1.21 * kind.needs(0, 0)[0][2].sum())
-    assert kind.needs(0, 0)[0][2].sum() > 0 and (kind.job_region < 0).any()  # split jobs take the growth
+    assert kind.needs(0, 0)[0][2].sum() > 0 and (kind.job_region < 0).any()  # split jobs exist and count nowhere
