@@ -87,6 +87,24 @@ def test_storage_grows_per_region_and_is_bought_where_it_grows(unit):
     assert_judged(result)
 
 
+@pytest.mark.parametrize("unit", [1.0, 1e13])
+def test_a_budget_and_a_minimum_order_shape_the_storage_schedule(unit):
+    # 50, 150, 250 units stored on 100 of capacity: 50 more by period 2, 150 by period 3. Prices
+    # 1.1, 1, 0.5 a unit, a budget of 40 a period and orders of 0 or at least 35 units: period 3
+    # can pay for 80 at most, so 70 must come earlier, and 35 + 35 is the cheapest split
+    # (75 + 0.6 x1 + 0.5 x2 with x1, x2 >= 35): 38.5 + 35 + 40 = 113.5. The same at 10^13 bytes a
+    # unit, where the model's columns count 10^12 bytes: budgets and minimum orders scale with them.
+    horizon = {"periods": 3, "targets": ["storage_over_capacity_bytes<=0"], "budget": 40.0,
+               "demand": {"multipliers": [1, 3, 5]},
+               "buy": {"east/storage": {"price": [1.1 / unit, 1.0 / unit, 0.5 / unit], "min_order": 35 * unit}}}
+    result = plan_horizon(regions(("east", 100.0, 100.0 * unit, 50.0 * unit)), horizon)
+    assert result.status == "optimal", result.message
+    orders = {period: units / unit for (_, period, _), units in result.orders().items()}
+    assert orders == pytest.approx({1: 35.0, 2: 35.0, 3: 80.0}, rel=1e-6)
+    assert result.cost == pytest.approx(113.5, rel=1e-6)
+    assert_judged(result)
+
+
 def test_a_retirement_forces_a_replacement():
     # 40 of east's 100 GPU-hours retire after period 2; the replacement takes a period to arrive,
     # and with a discount rate it is ordered as late as it can be: in period 2.
