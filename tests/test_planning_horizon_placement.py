@@ -234,3 +234,23 @@ def test_the_models_demand_is_the_judges_breakdown_of_each_periods_instance():
     assert kind.needs(2, 0)[1][0] == pytest.approx(3 * kind.needs(0, 0)[1][0]) and kind.needs(0, 0)[1][0] > 0
     assert kind.needs(2, 0)[0][2].sum() == pytest.approx(1.21 * kind.needs(0, 0)[0][2].sum())
     assert kind.needs(0, 0)[0][2].sum() > 0 and (kind.job_region < 0).any()  # split jobs exist and count nowhere
+
+
+def test_the_example_horizon_plans_on_the_command_line(tmp_path, capsys):
+    import json
+
+    from conftest import EXAMPLES
+
+    from fleetplan.cli import main
+
+    out = tmp_path / "schedule.csv"
+    code = main(["horizon", str(EXAMPLES / "placement-small.json"), str(EXAMPLES / "horizon-placement.yaml"),
+                 "--json", "-o", str(out)])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0 and result["status"] == "optimal", result["message"]
+    assert all(all(row["checks"].values()) for row in result["periods"])
+    assert out.read_text().startswith("scenario,period,item,ordered")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("periods: 2\ntargets: ['hp_demand_supply_max<=1']\nbuy:\n  region9/h100: {price: 1}\n")
+    assert main(["horizon", str(EXAMPLES / "placement-small.json"), str(bad)]) == 2
+    assert "buy.region9/h100: unknown region 'region9'" in capsys.readouterr().err
