@@ -33,7 +33,7 @@ from fleetplan.planning.horizon.model import HorizonModel, block_values, build_h
 from fleetplan.planning.horizon.spec import HorizonSpec, Scenario, load_horizon, parse_horizon
 from fleetplan.solvers.base import relative_gap
 
-HORIZON_KINDS = ("allocation",)
+HORIZON_KINDS = ("allocation", "placement")
 
 
 @dataclass
@@ -210,6 +210,10 @@ def _spec(horizon: Any) -> HorizonSpec:
 
 def periods_for(instance: Any, spec: HorizonSpec, scenarios: list[Scenario]) -> Any:
     """The kind's side of the horizon model for ``instance``."""
+    if instance.kind == "placement":
+        from fleetplan.planning.horizon.placement import PlacementPeriods
+
+        return PlacementPeriods(instance, spec, scenarios)
     from fleetplan.planning.horizon.allocation import AllocationPeriods
 
     return AllocationPeriods(instance, spec, scenarios)

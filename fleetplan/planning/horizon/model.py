@@ -19,6 +19,11 @@ continuous for placement.
 
 Scenarios that share an order share its column, so non-anticipativity holds by construction
 (no equality rows); ``robust`` shares every period.
+
+A kind may give each item a ``scale`` (units one column counts, default 1): bytes of storage
+are ordered in columns of 10^k bytes so that HiGHS sees numbers near 1, not 10^16. A scaled
+item's order is then read from a column in the item's own units tied to it by one equality row
+(``order = scale * scaled``; presolve removes it), so ``order_column`` always holds units.
 """
 
 from __future__ import annotations
@@ -134,6 +139,7 @@ def build_horizon_model(spec: HorizonSpec, kind: PeriodKind, probabilities: Sequ
     T, S, n_items = spec.periods, len(probabilities), len(kind.items)
     usable = usable_matrix(spec, kind.items)
     upper = order_upper(spec, kind, S)
+    scale = np.asarray(getattr(kind, "scale", np.ones(n_items)), dtype=float)
     opex = np.array([spec.buy[name].opex_per_hour * spec.hours_per_period for name in kind.items])
     costs: list[float] = []
     lower: list[float] = []
@@ -147,8 +153,10 @@ def build_horizon_model(spec: HorizonSpec, kind: PeriodKind, probabilities: Sequ
         integrality.append(int(integer))
         return len(costs) - 1
 
-    order_column = np.full((n_items, T, S), -1, dtype=int)
+    order_column = np.full((n_items, T, S), -1, dtype=int)  # in the item's units
+    scaled_column = np.full((n_items, T, S), -1, dtype=int)  # in units of scale[i]: what the rows use
     binary_column = np.full((n_items, T, S), -1, dtype=int)
+    head_rows: list[tuple[list[int], list[float], float, float]] = []
     for i, name in enumerate(kind.items):
         option = spec.buy[name]
         for t in range(T):
@@ -156,13 +164,16 @@ def build_horizon_model(spec: HorizonSpec, kind: PeriodKind, probabilities: Sequ
             for group in groups:
                 weight = float(sum(probabilities[s] for s in group))
                 cost = weight * (spec.discount(t + 1) * spec.price(name, t + 1) - salvage_value(spec, name, t + 1))
-                high = upper[i, t]
+                high = upper[i, t] / scale[i]
                 low = 0.0
                 fixed = fixed_orders(i, t) if fixed_orders is not None and t < shared_until else None
                 if fixed is not None:
-                    low = high = float(fixed)
-                column = new_column(cost, low, high, kind.integer)
-                order_column[i, t, group] = column
+                    low = high = float(fixed) / scale[i]
+                column = new_column(cost * scale[i], low, high, kind.integer)
+                scaled_column[i, t, group] = order_column[i, t, group] = column
+                if scale[i] != 1.0:
+                    order_column[i, t, group] = new_column(0.0, 0.0, INF, False)
+                    head_rows.append(([int(order_column[i, t, group[0]]), column], [1.0, -scale[i]], 0.0, 0.0))
                 if option.min_order > 0 and high > 0:
                     binary_column[i, t, group] = new_column(0.0, 0.0, 1.0, True)
     n_head = len(costs)
@@ -175,7 +186,7 @@ def build_horizon_model(spec: HorizonSpec, kind: PeriodKind, probabilities: Sequ
     for t in range(T):
         row = []
         for s in range(S):
-            add_cap = (usable[:, :, t] * upper).sum(axis=1)
+            add_cap = (usable[:, :, t] * upper).sum(axis=1)  # in units; the block's columns count scale[i]
             block = kind.block(t, s, add_cap, role)
             exact = exact and block.exact
             block_offset[t, s] = offset
@@ -190,10 +201,10 @@ def build_horizon_model(spec: HorizonSpec, kind: PeriodKind, probabilities: Sequ
         for s in range(S):
             columns = add_column[:, t, s]
             present = columns >= 0
-            block_cost[columns[present] - n_head] += probabilities[s] * spec.discount(t + 1) * opex[present]
+            block_cost[columns[present] - n_head] += (probabilities[s] * spec.discount(t + 1) * opex[present]
+                                                      * scale[present])
 
     # Rows: blocks (block diagonal, shifted right past the head), links, minimum orders, budgets.
-    head_rows: list[tuple[list[int], list[float], float, float]] = []
     for i in range(n_items):
         for t in range(T):
             for s in range(S):
@@ -202,29 +213,29 @@ def build_horizon_model(spec: HorizonSpec, kind: PeriodKind, probabilities: Sequ
                     entries_cols.append(int(add_column[i, t, s]))
                     entries_vals.append(1.0)
                 for tau in np.flatnonzero(usable[i, :, t]):
-                    entries_cols.append(int(order_column[i, tau, s]))
+                    entries_cols.append(int(scaled_column[i, tau, s]))
                     entries_vals.append(-1.0)
                 if entries_cols:
                     head_rows.append((entries_cols, entries_vals, 0.0, 0.0))
     for i, name in enumerate(kind.items):
         minimum = spec.buy[name].min_order
         for t in range(T):
-            for column, binary in {(int(order_column[i, t, s]), int(binary_column[i, t, s])) for s in range(S)}:
+            for column, binary in {(int(scaled_column[i, t, s]), int(binary_column[i, t, s])) for s in range(S)}:
                 if binary >= 0:
-                    head_rows.append(([column, binary], [1.0, -minimum], 0.0, INF))
-                    head_rows.append(([column, binary], [1.0, -upper[i, t]], -INF, 0.0))
+                    head_rows.append(([column, binary], [1.0, -minimum / scale[i]], 0.0, INF))
+                    head_rows.append(([column, binary], [1.0, -upper[i, t] / scale[i]], -INF, 0.0))
     for t in range(T):
         budget = spec.budget_of(t + 1)
         if budget is None:
             continue
         for s in range(S):
-            cols = [int(order_column[i, t, s]) for i in range(n_items)]
-            vals = [spec.price(name, t + 1) for name in kind.items]
+            cols = [int(scaled_column[i, t, s]) for i in range(n_items)]
+            vals = [spec.price(name, t + 1) * scale[i] for i, name in enumerate(kind.items)]
             room = budget
             if spec.budget_covers == "capex+opex":
                 room -= kind.existing_opex(t)
                 cols += [int(c) for c in add_column[:, t, s] if c >= 0]
-                vals += [float(o) for o, c in zip(opex, add_column[:, t, s], strict=True) if c >= 0]
+                vals += [float(o * k) for o, k, c in zip(opex, scale, add_column[:, t, s], strict=True) if c >= 0]
             head_rows.append((cols, vals, -INF, room))
 
     block_matrices = [blocks[t][s].lp.matrix for t in range(T) for s in range(S)]
