@@ -7,9 +7,8 @@ import math
 
 import pytest
 
-import fleetplan
-from fleetplan.instances import instance_from_data
 from fleetplan.errors import InstanceError
+from fleetplan.instances import instance_from_data
 from fleetplan.planning.horizon import load_horizon, plan_horizon
 from fleetplan.planning.horizon.allocation import copies
 

@@ -177,7 +177,7 @@ def render_horizon(console: Any, result: Any) -> None:
     if not result.schedule:
         return
     many = len(result.scenarios) > 1
-    table = Table(title=f"orders per {result.period_name} ({result.unit}s)")
+    table = Table(title=f"orders per {result.period_name} (in {result.unit})")
     if many:
         table.add_column("scenario")
     table.add_column(result.period_name, justify="right")

@@ -9,8 +9,8 @@ service each period's plan reaches against its target (bands across scenarios).
 ...     periods=[{"scenario": "base", "period": 1, "capex": 1.0, "opex": 0.0, "spend": 1.0, "budget": None,
 ...               "discount": 1.0, "demand": 2.0, "fleet": {"g": 2.0}, "metrics": {"min_time_share": 1.0},
 ...               "checks": {"min_time_share>=1": True}}])
->>> len(plot_horizon(result).axes)
-4
+>>> len(plot_horizon(result).axes)  # four panels, and the demand's own axis beside the fleet
+5
 """
 
 from __future__ import annotations

@@ -11,11 +11,11 @@ are worth, by re-solving.
 
 >>> import fleetplan
 >>> instance = fleetplan.load_instance("examples/allocation-gavel-4.1.json")
->>> horizon = {"periods": 3, "targets": ["min_time_share>=1"], "demand": {"multipliers": [1, 2, 2]},
+>>> horizon = {"periods": 3, "targets": ["min_time_share>=0.6"], "demand": {"multipliers": [1, 2, 2]},
 ...            "buy": {"k80": {"price": 1.0, "lead_time": 1}}}
 >>> result = plan_horizon(instance, horizon)
 >>> result.status, result.cost, result.orders()
-('optimal', 3.0, {('base', 1, 'k80'): 3})
+('optimal', 2.0, {('base', 1, 'k80'): 2.0})
 """
 
 from __future__ import annotations
@@ -29,7 +29,12 @@ from typing import Any
 import numpy as np
 
 from fleetplan.errors import InstanceError
-from fleetplan.planning.horizon.model import HorizonModel, block_values, build_horizon_model, usable_matrix
+from fleetplan.planning.horizon.model import (
+    HorizonModel,
+    block_values,
+    build_horizon_model,
+    usable_matrix,
+)
 from fleetplan.planning.horizon.spec import HorizonSpec, Scenario, load_horizon, parse_horizon
 from fleetplan.solvers.base import relative_gap
 
