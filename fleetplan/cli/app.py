@@ -207,11 +207,11 @@ def _policy_optimum(instance: Any, plan: Any, args: argparse.Namespace) -> Any:
     policy is solved on the instance and one unit more and fewer of each capacity measured."""
     from fleetplan.planning.marginal import marginal_values
 
-    if instance.kind != "allocation":
+    if getattr(plan, "policy", None) is None:
         raise CommandError("--binding: evaluate measures it for allocation plans (their policy names the solver); "
                            "for other kinds use `fleetplan solve --binding`")
     name = plan.policy.replace("_", "-")
-    known = {entry.name for entry in fleetplan.list_solvers("allocation")}
+    known = {entry.name for entry in fleetplan.list_solvers(instance.kind)}
     if name not in known:
         raise CommandError(f"--binding: no solver named after the plan's policy '{plan.policy}'")
     with working(f"solving {name} with one GPU more and fewer of each type", not args.json):
