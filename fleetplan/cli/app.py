@@ -68,9 +68,7 @@ def cmd_generate(args: argparse.Namespace, extra: Sequence[str]) -> int:
     with working(f"generating a {args.kind} instance", not args.json):
         try:
             if event:
-                from fleetplan.instances.reservation.events import next_instance_from_files
-
-                instance = next_instance_from_files(args.kind, params, seed=args.seed)
+                instance = _next_instance(args.kind)(params, seed=args.seed)
             else:
                 instance = fleetplan.generate(args.kind, params, seed=args.seed)
         except MemoryError:
@@ -200,6 +198,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             render_marginal(stdout, optimum)
         stdout.print("no violations" if evaluation.feasible else f"{len(evaluation.violations)} violations")
     return EXIT_OK if evaluation.feasible else EXIT_NO_PLAN
+
+
+def _next_instance(kind: str) -> Any:
+    """The kind's next instance after an event (its registration's ``next_instance``)."""
+    from fleetplan.instances import KINDS, get_kind
+
+    after_event = get_kind(kind).next_instance
+    if after_event is None:
+        having = " and ".join(name for name in KINDS if KINDS[name].next_instance)
+        raise InstanceError("--from", f"events apply to {having} instances only, not to '{kind}'")
+    return after_event
 
 
 def _policy_optimum(instance: Any, plan: Any, args: argparse.Namespace) -> Any:

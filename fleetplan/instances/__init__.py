@@ -142,6 +142,7 @@ def _gpushare() -> ProblemKind:
 def _reservation() -> ProblemKind:
     from fleetplan.instances import reservation
     from fleetplan.instances.reservation import evaluate as reservation_evaluate
+    from fleetplan.instances.reservation import events as reservation_events
     from fleetplan.instances.reservation import generate as reservation_generate
 
     return ProblemKind(
@@ -154,6 +155,7 @@ def _reservation() -> ProblemKind:
         estimate=reservation_generate.estimate,
         description="RAS (MAST §2): assign servers to reservations that keep capacity when a fault domain fails",
         current_plan=reservation.ReservationPlan.current,
+        next_instance=reservation_events.next_instance_from_files,
         solver_modules=("fleetplan.solvers.reservation",),
         plot="fleetplan.plotting.reservation:plot_reservation",
         cli_view="fleetplan.cli.views:KindView",

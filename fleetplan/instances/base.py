@@ -252,6 +252,9 @@ class ProblemKind:
     # Memory and time a parameter set needs (``estimate(params) -> resources.Estimate``):
     # ``generate`` refuses a size that cannot fit before generating it.
     estimate: Callable[[Any], Any] | None = None
+    # The next instance after an event, from files (``fleetplan generate KIND --from FILE --event
+    # EVENT``: ``next_instance(params, seed) -> instance``); None: the kind has no events.
+    next_instance: Callable[..., Any] | None = None
     # The exact order of plans, for a kind whose float objective cannot hold it (binpack's
     # lexicographic RMS score): a key from an evaluation's metrics (smaller is better), how two
     # keys differ in words (``(text, "better" | "worse" | "same")``), and a note for the reader.
