@@ -275,8 +275,8 @@ class ProblemKind:
     # The command line's view of the kind (a ``fleetplan.cli.views.KindView`` subclass): what
     # `solve` and `evaluate` print beyond the shared tables.
     cli_view: str | None = None
-    # The kind's tables (a module with from_frames, plan_to_frame, plan_from_frame,
-    # instance_to_frames): ``fleetplan.from_frames``, ``fleetplan import``/``export``.
+    # The kind's tables (a module with from_frames, to_frames, plan_to_frame, plan_from_frame):
+    # ``fleetplan.from_frames``, ``fleetplan import``/``export``.
     frames: str | None = None
     # The in-process session class (:mod:`fleetplan.embed`) and the changes the HTTP service lets
     # a PATCH send to it (each one of the session's methods); None: no sessions for the kind.
