@@ -189,9 +189,10 @@ def render_result(console: Console, result: Any) -> None:
     table.add_row(result.status, fmt(result.objective, 8), fmt(result.bound, 8),
                   fmt(result.gap, 3), fmt_seconds(result.wall_s))
     console.print(table)
-    from fleetplan.cli.views import view_of
+    if result.evaluation is not None:  # what the kind adds is read from the plan's verdict
+        from fleetplan.cli.views import view_of
 
-    view_of(result.kind).result_summary(console, result)
+        view_of(result.evaluation.kind).result_summary(console, result)
     if result.message:
         console.print(result.message, markup=False)
     render_binding(console, result)

@@ -40,7 +40,7 @@ class KindView:
     demo_note: str | None = None
 
     def result_summary(self, console: Console, result: Any) -> None:
-        """Lines under the result's table (``fleetplan solve``)."""
+        """Lines under the result's table (``fleetplan solve``; a result with a verdict)."""
 
     def verdict_notes(self, console: Console, verdicts: list[Evaluation]) -> None:
         """Lines under the verdict's table (the last column is the plan's)."""
@@ -205,8 +205,6 @@ class BinpackView(KindView):
                  "`fleetplan metrics binpack` says what the objective's float score is)")
 
     def result_summary(self, console: Console, result: Any) -> None:
-        if result.evaluation is None:
-            return
         from fleetplan.instances.binpack.evaluate import preemptions_by_priority
 
         metrics = result.evaluation.metrics
