@@ -175,3 +175,43 @@ def _solved(name: str):
 
 def _verdict(name: str):
     return _solved(name)[1].evaluation
+
+
+# --- sessions: the embed package and the service read the registration ---------------------------
+
+def test_sessions_exist_where_the_registration_names_them():
+    from fleetplan.embed import session_kinds
+    from fleetplan.service.schemas import check_fields
+
+    assert session_kinds() == [name for name in KINDS if KINDS[name].session]
+    gpushare = fleetplan.load_instance(f"examples/{EXAMPLES['gpushare']}")
+    with pytest.raises(fleetplan.InstanceError, match="sessions exist for allocation, binpack, reservation; "
+                                                      "not for 'gpushare'"):
+        fleetplan.session(gpushare)
+    with pytest.raises(fleetplan.InstanceError, match="sessions exist for allocation, binpack and reservation; "
+                                                      "not for 'gpushare'"):
+        check_fields("session_create", {"instance": gpushare.model_dump()}, 60.0)
+
+
+def test_the_service_session_calls_the_registered_method_and_operations():
+    """A worker's side of ``/v1/sessions``: binpack re-solves by placing the request's
+    ``workloads`` (refused without them, naming the field); a change not in the kind's
+    operations is refused, listing them."""
+    from fleetplan.service import sessions
+
+    data = fleetplan.load_instance(f"examples/{EXAMPLES['binpack']}").model_dump()
+    try:
+        summary = sessions.create({"instance": data, "solver": "rms-greedy"}, "s-binpack")
+        assert summary["kind"] == "binpack" and summary["solver"] == "rms-greedy"
+        assert set(summary) >= {"running", "machines", "calls"} and summary["calls"] == 0
+        with pytest.raises(fleetplan.InstanceError, match="required to place with a binpack session") as error:
+            sessions.solve({}, "s-binpack", time_limit=5)
+        assert error.value.path == "workloads"
+        with pytest.raises(fleetplan.InstanceError, match=r"not a change of a binpack session \(known: finish, "):
+            sessions.patch({"changes": [{"op": "add_jobs"}]}, "s-binpack")
+        workload = data["workloads"][0]
+        answer = sessions.solve({"workloads": [workload], "apply": False}, "s-binpack", time_limit=5)
+        assert answer["kind"] == "binpack" and answer["status"] in ("optimal", "feasible", "infeasible")
+        assert sessions.summary("s-binpack", sessions.HELD["s-binpack"])["calls"] == 1
+    finally:
+        sessions.delete("s-binpack")
