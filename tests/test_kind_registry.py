@@ -215,3 +215,17 @@ def test_the_service_session_calls_the_registered_method_and_operations():
         assert sessions.summary("s-binpack", sessions.HELD["s-binpack"])["calls"] == 1
     finally:
         sessions.delete("s-binpack")
+
+
+@pytest.mark.parametrize("name,flags", [("gpushare", ["--max-points", "3"]), ("placement", ["--max-points", "3"]),
+                                        ("allocation", ["--replan"])])
+def test_sizing_options_a_kind_does_not_take_are_refused_in_one_line(name, flags, capsys):
+    """The kind's sizer declares its options (its signature): the command refuses the others
+    before sizing, exit 2, one line naming the option."""
+    from fleetplan.cli.app import main
+
+    targets = {"gpushare": "tasks_pending<=0", "placement": "hp_demand_supply_max<=1",
+               "allocation": "min_time_share>=0.5"}
+    code = main(["size", f"examples/{EXAMPLES[name]}", "--target", targets[name], "--buy", "x", *flags])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: --") and flags[0] in lines[0], lines
