@@ -229,3 +229,8 @@ def test_sizing_options_a_kind_does_not_take_are_refused_in_one_line(name, flags
     code = main(["size", f"examples/{EXAMPLES[name]}", "--target", targets[name], "--buy", "x", *flags])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and lines[0].startswith("error: --") and flags[0] in lines[0], lines
+
+
+def test_a_kind_stays_hashable():
+    """A registration is a frozen value, usable as a key (a cache over kinds), as it was."""
+    assert len({KINDS[name] for name in KINDS}) == len(KINDS)

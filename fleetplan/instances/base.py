@@ -237,7 +237,8 @@ class Evaluation(StrictModel):
 
 @dataclass(frozen=True)
 class ProblemKind:
-    """What the library knows about one problem kind."""
+    """What the library knows about one problem kind: its data, judge and generator, and what
+    each layer above needs of it (so no module branches on a kind's name)."""
 
     name: str
     instance_type: type[InstanceBase]
@@ -287,7 +288,7 @@ class ProblemKind:
     # ``fleetplan demo``: the solvers worth comparing (empty: the default solver) and the metrics
     # that show the difference (name -> column heading).
     demo_solvers: tuple[str, ...] = ()
-    demo_metrics: Mapping[str, str] = field(default_factory=dict)
+    demo_metrics: Mapping[str, str] = field(default_factory=dict, hash=False)  # a kind stays hashable
 
     def load(self, entry: str) -> Any:
         """The function, class or module the registration names in ``entry`` (a field name),
