@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from fleetplan.benchmarks.results import SOLVED, as_float, row_failed
+from fleetplan.benchmarks.results import SOLVED, as_float, exact_order, row_failed
 
 DEFAULT_TARGET_GAP = 1e-4
 # A slope through two points is just their ratio: fit one only from this many sizes.
@@ -143,7 +143,7 @@ def wins(runs: Sequence[Run]) -> dict[str, int]:
             by_problem[run.problem].append(run)
     for contenders in by_problem.values():
         sense = contenders[0].sense
-        if contenders[0].kind == "binpack":
+        if exact_order(contenders[0].kind) is not None:
             # Ranked by the exact key (results.finalize): gap 0 marks the best plans; the float
             # score ties plans that differ by preemptions (2.8147506e+14 vs 2.8147499e+14).
             tied = [run for run in contenders if run.gap == 0.0]

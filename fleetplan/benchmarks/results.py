@@ -199,7 +199,8 @@ def finalize(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     for group in by_objective.values():
         sense = group[0]["sense"]
         solved = [row for row in group if row["status"] in SOLVED and as_float(row["objective"]) is not None]
-        if str(group[0]["kind"]) in EXACT_ORDER and _rank_exactly(solved):
+        ordered = exact_order(str(group[0]["kind"]))
+        if ordered is not None and _rank_exactly(ordered, solved):
             continue
         bounds = [as_float(row["bound"]) for row in solved if as_float(row["bound"]) is not None]
         feasible = [as_float(row["objective"]) for row in solved if str(row["violations"]) in ("0", "0.0")]
@@ -227,25 +228,27 @@ def finalize(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-# Kinds whose float objective encodes a lexicographic order it cannot always hold (binpack's
-# RMS score loses the youth tie-break from ~31 waiting workloads): their plans are ranked by
-# the exact key, computed from the row's metrics.
-EXACT_ORDER = ("binpack",)
+def exact_order(kind: str) -> Any:
+    """The registration of ``kind`` when its float objective encodes a lexicographic order it
+    cannot always hold (binpack's RMS score loses the youth tie-break from ~31 waiting
+    workloads), so its plans are ranked by the exact key (``ProblemKind.order_key``) computed
+    from the row's metrics; None for any other kind (and for a simulator's rows)."""
+    from fleetplan.instances import KINDS
+
+    return KINDS[kind] if kind in KINDS and KINDS[kind].order_key is not None else None
 
 
-def _rank_exactly(solved: list[dict[str, Any]]) -> bool:
-    """Binpack rows: gap 0 for the plans equal to the best in the exact order
+def _rank_exactly(kind: Any, solved: list[dict[str, Any]]) -> bool:
+    """Rows of an exactly ordered kind: gap 0 for the plans equal to the best in the exact order
     (``gap_reference`` ``exact_order``), no gap for the others (a lexicographic order has no
     relative distance; the message names the first component where they fall behind). False
     when a row lacks the metrics (tables written before they were recorded)."""
     import json
 
-    from fleetplan.instances.binpack.evaluate import key_difference, score_key_from_metrics
-
     keys = []
     for row in solved:
         try:
-            keys.append(score_key_from_metrics(json.loads(row.get("metrics") or "{}")))
+            keys.append(kind.order_key(json.loads(row.get("metrics") or "{}")))
         except (KeyError, TypeError, ValueError):
             return False
     feasible = [key for key, row in zip(keys, solved, strict=True) if str(row["violations"]) in ("0", "0.0")]
@@ -260,7 +263,7 @@ def _rank_exactly(solved: list[dict[str, Any]]) -> bool:
             row["gap"] = 0.0
         else:
             row["message"] = _append(row["message"], "behind the best plan in the exact order: "
-                                     + key_difference(best, key)[0])
+                                     + kind.order_difference(best, key)[0])
     return True
 
 

@@ -68,9 +68,7 @@ def cmd_generate(args: argparse.Namespace, extra: Sequence[str]) -> int:
     with working(f"generating a {args.kind} instance", not args.json):
         try:
             if event:
-                from fleetplan.instances.reservation.events import next_instance_from_files
-
-                instance = next_instance_from_files(args.kind, params, seed=args.seed)
+                instance = _next_instance(args.kind)(params, seed=args.seed)
             else:
                 instance = fleetplan.generate(args.kind, params, seed=args.seed)
         except MemoryError:
@@ -202,16 +200,27 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return EXIT_OK if evaluation.feasible else EXIT_NO_PLAN
 
 
+def _next_instance(kind: str) -> Any:
+    """The kind's next instance after an event (its registration's ``next_instance``)."""
+    from fleetplan.instances import KINDS, get_kind
+
+    after_event = get_kind(kind).next_instance
+    if after_event is None:
+        having = " and ".join(name for name in KINDS if KINDS[name].next_instance)
+        raise InstanceError("--from", f"events apply to {having} instances only, not to '{kind}'")
+    return after_event
+
+
 def _policy_optimum(instance: Any, plan: Any, args: argparse.Namespace) -> Any:
     """``evaluate --binding``: what binds belongs to an optimum, not to any plan, so the plan's
     policy is solved on the instance and one unit more and fewer of each capacity measured."""
     from fleetplan.planning.marginal import marginal_values
 
-    if instance.kind != "allocation":
+    if getattr(plan, "policy", None) is None:
         raise CommandError("--binding: evaluate measures it for allocation plans (their policy names the solver); "
                            "for other kinds use `fleetplan solve --binding`")
     name = plan.policy.replace("_", "-")
-    known = {entry.name for entry in fleetplan.list_solvers("allocation")}
+    known = {entry.name for entry in fleetplan.list_solvers(instance.kind)}
     if name not in known:
         raise CommandError(f"--binding: no solver named after the plan's policy '{plan.policy}'")
     with working(f"solving {name} with one GPU more and fewer of each type", not args.json):

@@ -1,7 +1,8 @@
 """``fleetplan demo``: solve every bundled example with the solvers worth comparing on it.
 
-Each kind names the solvers to compare and the metrics that show the difference; a kind
-without an entry is solved with its default solver.
+Each kind's registration names the solvers to compare and the metrics that show the difference
+(``ProblemKind.demo_solvers``, ``demo_metrics``); a kind without them is solved with its default
+solver.
 """
 
 from __future__ import annotations
@@ -14,44 +15,9 @@ from rich.console import Console
 from rich.table import Table
 
 import fleetplan
-from fleetplan.instances import InstanceError
+from fleetplan.cli.views import view_of
+from fleetplan.instances import InstanceError, get_kind
 
-DEMO_SOLVERS: dict[str, list[str]] = {
-    "allocation": ["max-min-fairness", "max-min-fairness-agnostic"],
-    "placement": ["keep", "greedy", "hill-climb", "mip-highs", "cpsat"],
-    "binpack": ["rms-greedy", "cpsat", "batch-cpsat"],
-    "reservation": ["keep", "greedy", "hill-climb", "mip-highs", "cpsat"],
-}
-# metric name -> column heading
-DEMO_METRICS: dict[str, dict[str, str]] = {
-    "allocation": {
-        "min_normalized_throughput": "min norm.",
-        "total_throughput": "total",
-        "mean_speedup_over_isolated": "x iso.",
-    },
-    "placement": {
-        "hp_demand_supply_max": "max D/S",
-        "home_training_rate": "at home",
-        "collocation_rate": "colloc.",
-        "bytes_moved": "moved",
-    },
-    # binpack's objective is an encoded score (2.8147506e+14 against 2.8147499e+14 to four
-    # digits looks equal): the demo shows what it encodes instead.
-    "binpack": {
-        "placed_workloads": "placed",
-        "unplaced_workloads": "waiting",
-        "preempted_by_priority": "preempted (priority: jobs)",
-        "preempted_youth": "youth",
-        "machines_used": "machines",
-        "racks_used": "racks",
-    },
-    "reservation": {
-        "shortfall_rru": "short",
-        "guarantee_ratio_min": "guar.",
-        "servers_moved": "moved",
-        "first_choice_share": "1st pick",
-    },
-}
 DEMO_TIME_LIMIT_S = 10.0
 
 
@@ -76,7 +42,9 @@ def run_demo(examples: Path, console: Console, json_output: bool = False) -> int
         if not json_output and console.is_terminal:
             console.print(f"[dim]({number}/{len(files)}) solving {path.name} ...[/]")
         instance = fleetplan.load_instance(path)
-        names = DEMO_SOLVERS.get(instance.kind) or [fleetplan.get_solver(instance.kind).name]
+        kind = get_kind(instance.kind)
+        view = view_of(instance.kind)
+        names = kind.demo_solvers or [fleetplan.get_solver(instance.kind).name]
         for name in names:
             result = fleetplan.solve(instance, name, time_limit=DEMO_TIME_LIMIT_S, seed=0)
             evaluation = result.evaluation
@@ -84,12 +52,10 @@ def run_demo(examples: Path, console: Console, json_output: bool = False) -> int
                 "example": path.name, "solver": name, "status": result.status,
                 "objective": result.objective, "wall_s": result.wall_s,
                 "violations": len(evaluation.violations) if evaluation else None,
-                **{m: evaluation.metrics.get(m) for m in DEMO_METRICS.get(instance.kind, {}) if evaluation},
+                **{m: evaluation.metrics.get(m) for m in kind.demo_metrics if evaluation},
             }
-            if instance.kind == "binpack" and evaluation is not None:
-                from fleetplan.instances.binpack.evaluate import preemptions_by_priority
-
-                row["preempted_by_priority"] = preemptions_by_priority(evaluation.metrics)
+            if evaluation is not None:
+                row.update(view.demo_row(evaluation))
             rows.setdefault(instance.kind, []).append(row)
     sizing = _sizing_answer(examples)
     if json_output:
@@ -142,10 +108,13 @@ def _print_example(console: Console, kind: str, example: str, rows: list[dict]) 
 
     from fleetplan.cli.render import fmt_measure
 
+    entry = get_kind(kind)
     table = Table(title=f"{kind}: {example}", header_style="bold", title_justify="left",
                   box=box.SIMPLE_HEAD, pad_edge=False)
-    headings = {"solver": "solver", "status": "status", **({} if kind == "binpack" else {"objective": "objective"}),
-                **DEMO_METRICS.get(kind, {}), "violations": "viol.", "wall_s": "wall"}
+    # An encoded score (an exact order behind it) prints alike to four digits: what it encodes shows instead.
+    headings = {"solver": "solver", "status": "status",
+                **({} if entry.order_key is not None else {"objective": "objective"}),
+                **entry.demo_metrics, "violations": "viol.", "wall_s": "wall"}
     text_columns = ("solver", "status", "violations", "preempted_by_priority")
     for column, heading in headings.items():
         table.add_column(heading, justify="left" if column in ("solver", "status") else "right",
@@ -155,9 +124,9 @@ def _print_example(console: Console, kind: str, example: str, rows: list[dict]) 
         table.add_row(*[_cell(row.get(column)) if column in text_columns
                         else fmt_measure(column, row.get(column), 4, kind) for column in headings])
     console.print(table)
-    if kind == "binpack":
-        console.print("  (binpack plans rank by workloads placed, then preemptions from priority 0 down, then youth; "
-                      "`fleetplan metrics binpack` says what the objective's float score is)", style="dim")
+    note = view_of(kind).demo_note
+    if note:
+        console.print(note, style="dim")
 
 
 def _cell(value: object) -> str:

@@ -16,9 +16,10 @@ go through a temporary file that is unlinked on the way out):
 
 What remains before this module's first line is Python's own start-up: the interpreter, its
 ``site`` module (the virtual environment's path files) and the two package ``__init__`` modules
-this one sits in, about 30-50 ms on a quiet machine (several times that on a loaded one). A
-Ctrl-C there gets Python's own ``KeyboardInterrupt`` traceback and a SIGTERM ends the process
-silently; no fleetplan code has run and nothing was written.
+this one sits in (timed in benchmarks/results/harness.md, "Before the first line of fleetplan's
+code"; a loaded machine multiplies it). A Ctrl-C there gets Python's own ``KeyboardInterrupt``
+traceback and a SIGTERM ends the process silently; no fleetplan code has run and nothing was
+written.
 """
 
 from __future__ import annotations

@@ -139,6 +139,16 @@ def _non_negative(text: str) -> float:
     return value
 
 
+def _sizing_options(kind: str) -> set[str]:
+    """The options ``kind``'s sizer takes beyond the shared ones (its keyword parameters)."""
+    import inspect
+
+    from fleetplan.planning.kinds import planning_kind
+
+    return {name for name, parameter in inspect.signature(planning_kind(kind).sizer()).parameters.items()
+            if parameter.kind is inspect.Parameter.KEYWORD_ONLY}
+
+
 def handle_size(args: argparse.Namespace) -> int:
     """``fleetplan size``."""
     import fleetplan
@@ -155,12 +165,15 @@ def handle_size(args: argparse.Namespace) -> int:
     with working(f"loading {args.file}", not args.json):
         instance = fleetplan.load_instance(args.file)
     options: dict[str, Any] = {}
+    # The kind's sizer declares the options it takes (its signature); the others are refused here.
+    takes = _sizing_options(instance.kind)
     if args.max_points is not None:
-        if instance.kind == "placement":
-            raise CommandError("--max-points: placement sizing is one exact LP (nothing to search)")
+        if "max_points" not in takes:
+            raise CommandError(f"--max-points: {instance.kind} sizing searches no lattice of purchases "
+                               "(nothing to bound)")
         options["max_points"] = args.max_points
     if args.with_plan or args.replan:
-        if instance.kind != "placement":
+        if not {"plan", "replan"} <= takes:
             raise CommandError("--with-plan and --replan size a placement instance (this is "
                                f"{instance.kind})")
         if args.with_plan and args.replan:

@@ -72,14 +72,6 @@ def fmt_measure(name: str, value: float | None, digits: int = 6, scope: str | No
 
 # --- verdicts ---------------------------------------------------------------------------
 
-# Each kind's metrics a reader needs first, above the objective (binpack's objective is an
-# encoded score: what it encodes leads).
-LEAD_METRICS: dict[str, tuple[str, ...]] = {
-    "binpack": ("placed_workloads", "unplaced_workloads", "preempted_jobs",
-                *(f"preempted_count_p{p}" for p in range(7)), "preempted_youth"),
-}
-
-
 def render_evaluations(console: Console, columns: dict[str, Evaluation], title: str,
                        explain: bool = False) -> None:
     """One or more verdicts side by side (e.g. today's plan and the new one): objective, terms,
@@ -87,11 +79,14 @@ def render_evaluations(console: Console, columns: dict[str, Evaluation], title: 
     with two columns, the change and whether it is better. ``explain`` adds each row's meaning,
     unit and better direction beneath it. Then the alerts (a value past its glossary
     threshold) and the last column's violations, one line each."""
+    from fleetplan.cli.views import view_of
+    from fleetplan.instances import get_kind
     from fleetplan.instances.glossary import describe
 
     verdicts = list(columns.values())
     last = verdicts[-1]
     scope = last.kind
+    kind = get_kind(scope)
     compare = len(verdicts) == 2
     table = Table(title=title, show_header=True, header_style="bold")
     table.add_column("measure", overflow="fold")
@@ -115,16 +110,16 @@ def render_evaluations(console: Console, columns: dict[str, Evaluation], title: 
         if explain:
             table.add_row(f"[dim]  {explanation(name, scope)}[/]", *[""] * (len(cells)))
 
-    lead = [name for name in LEAD_METRICS.get(scope, ()) if name in last.metrics
+    lead = [name for name in kind.lead_metrics if name in last.metrics
             and (not name.startswith("preempted_count_p") or any(e.metrics.get(name) for e in verdicts))]
     for name in lead:
         label = f"  of priority {name[-1]}" if name.startswith("preempted_count_p") else name
         row(label, name, [e.metrics.get(name) for e in verdicts], _better(name, scope))
     minimise = last.sense == "min"
     sense = "minimize" if minimise else "maximize"
-    if scope == "binpack":
-        row(f"objective: RMS score ({sense}; see below)", "objective", [e.objective for e in verdicts],
-            "lower", _binpack_change(verdicts) if compare else None)
+    if kind.order_key is not None:  # an encoded score: the change in the exact order, the note says what it encodes
+        row(f"objective: {kind.score_name} ({sense}; see below)", "objective", [e.objective for e in verdicts],
+            "lower", _order_change(kind, verdicts) if compare else None)
     else:
         row(f"objective ({sense})", "objective", [e.objective for e in verdicts], "lower" if minimise else "higher")
     for name in last.terms:
@@ -135,15 +130,9 @@ def render_evaluations(console: Console, columns: dict[str, Evaluation], title: 
     counts: list[float | None] = [float(len(e.violations)) for e in verdicts]
     row("violations", "violations", counts, "lower")
     console.print(table)
-    if scope == "binpack":
-        from fleetplan.instances.binpack.evaluate import SCORE_NOTE
-
-        console.print(f"objective: {SCORE_NOTE}", markup=False, style="dim")
-    if scope == "placement" and "moves_listed" in last.metrics and \
-            last.metrics["moves_listed"] != last.metrics.get("tables_moved"):
-        console.print(f"tables_moved counts tables whose home differs from today's; moves_listed "
-                      f"({last.metrics['moves_listed']:.0f}) counts the plan's moves in order, where a table can "
-                      "move twice or move back", markup=False, style="dim")
+    if kind.objective_note:
+        console.print(f"objective: {kind.objective_note}", markup=False, style="dim")
+    view_of(scope).verdict_notes(console, verdicts)
     for line in alerts:
         console.print(f"[yellow]![/] {line}", highlight=False)
     for violation in last.violations[:20]:
@@ -169,11 +158,10 @@ def _better(name: str, scope: str | None) -> str | None:
     return better_direction(name, scope)
 
 
-def _binpack_change(verdicts: list[Evaluation]) -> str:
-    """The change of two binpack plans in the exact order (the float score cannot say it)."""
-    from fleetplan.instances.binpack.evaluate import key_difference, score_key
-
-    text, word = key_difference(score_key(verdicts[0]), score_key(verdicts[1]))
+def _order_change(kind: Any, verdicts: list[Evaluation]) -> str:
+    """The change of two plans in the kind's exact order (the float score cannot say it)."""
+    key = kind.order_key
+    text, word = kind.order_difference(key(verdicts[0].metrics), key(verdicts[1].metrics))
     if word == "same":
         return "same"
     return f"{text} [green]better[/]" if word == "better" else f"{text} [red]worse[/]"
@@ -201,14 +189,10 @@ def render_result(console: Console, result: Any) -> None:
     table.add_row(result.status, fmt(result.objective, 8), fmt(result.bound, 8),
                   fmt(result.gap, 3), fmt_seconds(result.wall_s))
     console.print(table)
-    if result.kind == "binpack" and result.evaluation is not None:
-        from fleetplan.instances.binpack.evaluate import preemptions_by_priority
+    if result.evaluation is not None:  # what the kind adds is read from the plan's verdict
+        from fleetplan.cli.views import view_of
 
-        metrics = result.evaluation.metrics
-        placed, waiting = metrics.get("placed_workloads", 0), metrics.get("unplaced_workloads", 0)
-        console.print(f"placed {placed:.0f} of {placed + waiting:.0f} workloads; preempted "
-                      f"{metrics.get('preempted_jobs', 0):.0f} running jobs (by priority, 0 highest: "
-                      f"{preemptions_by_priority(metrics)})", markup=False)
+        view_of(result.evaluation.kind).result_summary(console, result)
     if result.message:
         console.print(result.message, markup=False)
     render_binding(console, result)
@@ -248,44 +232,29 @@ def render_binding(console: Console, result: Any) -> None:
 
 def render_capacity_at_limit(console: Console, evaluation: Evaluation) -> None:
     """What a plan runs against: GPU types with every worker busy (allocation), region and
-    GPU type cells whose high-priority demand exceeds supply (placement)."""
-    if evaluation.kind == "allocation":
-        full = [name[len("utilization_"):] for name, value in evaluation.metrics.items()
-                if name.startswith("utilization_") and value >= 1 - 1e-6]
-        if full:
-            console.print(f"at capacity: {', '.join(full)} (every GPU busy under this plan)", markup=False)
-    elif evaluation.kind == "placement":
-        cells = evaluation.breakdown.get("region_gpu_types", {})
-        over = sorted(((value, name) for name, value in zip(cells.get("id", []), cells.get("hp_gpu_hours_unserved", []),
-                                                             strict=True) if value > 0), reverse=True)
-        if over:
-            shown = ", ".join(f"{name} by {value:.4g}" for value, name in over[:5])
-            console.print(f"high-priority demand above supply (GPU-hours): {shown}"
-                          f"{' ...' if len(over) > 5 else ''}", markup=False)
+    GPU type cells whose high-priority demand exceeds supply (placement); the kind's view says."""
+    from fleetplan.cli.views import view_of
+
+    view_of(evaluation.kind).capacity_at_limit(console, evaluation)
 
 
 def render_fleet_cost(console: Console, instance: Any, evaluation: Evaluation | None) -> None:
-    """Allocation: what the whole fleet costs, busy or idle, beside what its busy GPUs cost."""
-    if evaluation is None or evaluation.kind != "allocation" or not evaluation.metrics.get("fleet_cost_per_hour"):
+    """What the whole fleet costs, busy or idle, beside what its busy GPUs cost (allocation)."""
+    if evaluation is None:
         return
-    unit = getattr(instance, "currency", None) or "cost units"
-    metrics = evaluation.metrics
-    console.print(f"fleet cost: {fmt_number(metrics['fleet_cost_per_hour'], 6)} {unit}/h "
-                  f"({fmt_number(round(metrics['fleet_cost_per_month']), 6)} {unit}/month, every GPU, busy or idle); "
-                  f"busy GPUs under this plan: {fmt_number(metrics.get('cost_per_hour', 0.0), 6)} {unit}/h",
-                  markup=False)
+    from fleetplan.cli.views import view_of
+
+    view_of(evaluation.kind).fleet_cost(console, instance, evaluation)
 
 
 def render_service_warnings(console: Console, evaluation: Evaluation | None) -> None:
-    """One line when a plan gives some jobs no GPU time at all (a normalized objective can
-    look fine while they starve)."""
-    if evaluation is None or evaluation.kind != "allocation":
+    """One line when a plan fails someone its objective can hide (allocation: jobs with no GPU
+    time at all, which a normalized objective can look fine with)."""
+    if evaluation is None:
         return
-    starved = int(evaluation.metrics.get("starved_jobs", 0))
-    jobs = evaluation.breakdown.get("jobs", {}).get("id") if evaluation.breakdown else None
-    if starved:
-        total = len(jobs) if jobs is not None else "?"
-        console.print(f"[yellow]{starved} of {total} jobs get no GPU time under this plan[/]")
+    from fleetplan.cli.views import view_of
+
+    view_of(evaluation.kind).service_warnings(console, evaluation)
 
 
 # --- plans --------------------------------------------------------------------------------
@@ -298,93 +267,10 @@ def render_plan(console: Console, instance: Any, plan: Any, evaluation: Evaluati
     """The plan itself, briefly: allocation — the top rows of X and effective throughput;
     placement — the largest moves and GPU demand/supply and storage per region (before and
     after when ``before``, today's verdict, is given). Per-item numbers come from the
-    verdicts' breakdowns, not recomputed here."""
-    if plan.kind == "allocation":
-        _render_allocation(console, plan, evaluation)
-    elif plan.kind == "placement":
-        _render_placement(console, plan)
-        if evaluation is not None and "regions" in evaluation.breakdown:
-            _render_regions(console, evaluation, before)
+    verdicts' breakdowns, not recomputed here. The kind's view (:mod:`fleetplan.cli.views`) draws it."""
+    from fleetplan.cli.views import view_of
 
-
-def _render_allocation(console: Console, plan: Any, evaluation: Evaluation | None) -> None:
-    shown = min(PREVIEW_ROWS, len(plan.allocation))
-    if shown == 0:
-        return
-    effective = None
-    jobs = evaluation.breakdown.get("jobs") if evaluation is not None else None
-    if jobs is not None:
-        # The breakdown is in the instance's job order; the plan file may list jobs otherwise.
-        ids, values = jobs["id"], jobs["effective_throughput"]
-        if ids[:shown] == plan.job_ids[:shown]:
-            effective = values[:shown]
-        else:
-            row_of = dict(zip(ids, values, strict=True))
-            effective = [row_of.get(job) for job in plan.job_ids[:shown]]
-    table = Table(title=f"allocation X: time share per GPU type (first {shown} "
-                        f"of {len(plan.allocation)} jobs)", header_style="bold")
-    table.add_column("job", overflow="fold")
-    for name in plan.worker_types:
-        table.add_column(name, justify="right", overflow="fold")
-    if effective is not None:
-        table.add_column("effective thr.", justify="right")
-    for index in range(shown):
-        cells = [f"{value:.3f}" for value in plan.allocation[index]]
-        if effective is not None:
-            cells.append(fmt(effective[index], 4))
-        table.add_row(plan.job_ids[index], *cells)
-    console.print(table)
-
-
-def _render_placement(console: Console, plan: Any) -> None:
-    moves = sorted(plan.moves, key=lambda move: -move.bytes)[:PREVIEW_ROWS]
-    if not moves:
-        console.print("no table moved")
-        return
-    table = Table(title=f"largest moves ({len(moves)} of {len(plan.moves)})", header_style="bold",
-                  caption="gain: the objective's fall when the move is applied after the ones before it")
-    for column in ("table", "from", "to", "size", "gain"):
-        table.add_column(column, justify="left" if column in ("table", "from", "to") else "right",
-                         overflow="fold")
-    for move in moves:
-        table.add_row(move.table, move.source, move.target, fmt_bytes(move.bytes), fmt(move.gain, 4))
-    console.print(table)
-
-
-def _render_regions(console: Console, after: Evaluation, before: Evaluation | None) -> None:
-    """GPU demand/supply and storage per region; with ``before``, "before -> after". Regions
-    with the highest demand/supply first, at most :data:`PREVIEW_ROWS`."""
-    now = after.breakdown["regions"]
-    then = before.breakdown.get("regions") if before is not None else None
-    if then is not None and then["id"] != now["id"]:
-        then = None
-    count = len(now["id"])
-
-    def ratio(table: dict[str, list], r: int) -> float:
-        supply = table["gpu_supply"][r]
-        return table["gpu_demand"][r] / supply if supply > 0 else (math.inf if table["gpu_demand"][r] > 0 else 0.0)
-
-    order = sorted(range(count), key=lambda r: -ratio(now, r))[:PREVIEW_ROWS]
-    title = (f"regions: GPU demand/supply and storage ({len(order)} of {count}, highest demand/supply first"
-             + ("; before -> after)" if then is not None else ")"))
-    table = Table(title=title, header_style="bold")
-    table.add_column("region", overflow="fold")
-    for heading in ("GPU-h demand", "GPU-h supply", "demand/supply", "stored", "capacity"):
-        table.add_column(heading, justify="right", overflow="fold")
-
-    def pair(render: Any, name: str, r: int) -> str:
-        value = now[name][r] if name != "ratio" else ratio(now, r)
-        if then is None:
-            return render(value)
-        old = then[name][r] if name != "ratio" else ratio(then, r)
-        return render(value) if old == value else f"{render(old)} -> {render(value)}"
-
-    number = lambda value: fmt(value, 4)  # noqa: E731
-    for r in order:
-        table.add_row(now["id"][r], pair(number, "gpu_demand", r), number(now["gpu_supply"][r]),
-                      pair(number, "ratio", r), pair(fmt_bytes, "storage_used_bytes", r),
-                      fmt_bytes(now["storage_capacity_bytes"][r]))
-    console.print(table)
+    view_of(plan.kind).plan(console, instance, plan, evaluation, before)
 
 
 # --- options and parameters ---------------------------------------------------------------

@@ -235,16 +235,16 @@ def handle_import_gpushare(args: argparse.Namespace) -> int:
 
 def handle_import_plan(args: argparse.Namespace) -> int:
     """``fleetplan import plan``: a plan table -> a plan file."""
+    from fleetplan.instances import get_kind
     from fleetplan.instances.frames import plan_from_frame
 
     _check_output(args.output, inputs=(args.table, args.instance))
     instance = fleetplan.load_instance(args.instance)
-    if args.policy is not None and instance.kind != "allocation":
+    kind = get_kind(instance.kind)
+    if args.policy is not None and "policy" not in kind.plan_type.model_fields:
         raise InstanceError("--policy", f"only allocation plans have a policy (this is a {instance.kind} instance)")
     if args.policy is not None:
-        from fleetplan.instances.allocation.frames import plan_from_frame as allocation_plan
-
-        plan = allocation_plan(instance, args.table, policy=args.policy)
+        plan = kind.load("frames").plan_from_frame(instance, args.table, policy=args.policy)
     else:
         plan = plan_from_frame(instance, args.table)
     _as_loaded(plan, args.table)

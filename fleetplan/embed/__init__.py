@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 _CLASSES = {"AllocationSession": "fleetplan.embed.allocation", "BinpackSession": "fleetplan.embed.binpack",
             "ReservationSession": "fleetplan.embed.reservation"}
-_BY_KIND = {"allocation": "AllocationSession", "binpack": "BinpackSession", "reservation": "ReservationSession"}
 
 __all__ = ["AllocationSession", "BinpackSession", "ReservationSession", "session"]
 
@@ -55,11 +54,18 @@ def session(instance: Any, solver: str | None = None, **kwargs: Any) -> Any:
     >>> type(rounds).__name__, rounds.solve().status
     ('AllocationSession', 'optimal')
     """
-    from fleetplan.instances import InstanceError, instance_from_data
+    from fleetplan.instances import KINDS, InstanceError, instance_from_data
 
     if isinstance(instance, dict):
         instance = instance_from_data(instance, "instance")
     kind = getattr(instance, "kind", None)
-    if kind not in _BY_KIND:
-        raise InstanceError("kind", f"sessions exist for {', '.join(_BY_KIND)}; not for '{kind}'")
-    return __getattr__(_BY_KIND[kind]).from_instance(instance, solver=solver, **kwargs)
+    if kind not in KINDS or KINDS[kind].session is None:
+        raise InstanceError("kind", f"sessions exist for {', '.join(session_kinds())}; not for '{kind}'")
+    return KINDS[kind].load("session").from_instance(instance, solver=solver, **kwargs)
+
+
+def session_kinds() -> list[str]:
+    """The kinds whose registration names a session class (``ProblemKind.session``)."""
+    from fleetplan.instances import KINDS
+
+    return [name for name in KINDS if KINDS[name].session]

@@ -54,12 +54,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from fleetplan.embed.locking import serialised
-from fleetplan.instances.allocation import AllocationInstance, AllocationPlan, WorkerType
+from fleetplan.instances.allocation import KIND, AllocationInstance, AllocationPlan, WorkerType
 from fleetplan.instances.allocation.columns import (
     THROUGHPUT,
     ColumnAllocationInstance,
@@ -120,6 +120,8 @@ class AllocationSession:
     warm_start : hand the last round's prices to this round's solve (False: every round cold)
     """
 
+    kind: ClassVar[str] = KIND  # the problem kind it holds
+
     def __init__(self, worker_types: Any, jobs: Any = None, *, entities: Any = None, colocations: Any = None,
                  solver: str | None = None, time_limit: float | None = None, seed: int = 0, threads: int = 1,
                  name: str = "", warm_start: bool = True, **options: Any) -> None:
@@ -140,6 +142,10 @@ class AllocationSession:
         self._index: dict[str, int] | None = None  # see _row_of
         self._instance: ColumnAllocationInstance | None = None
         self.rounds = 0
+
+    def summary(self) -> dict[str, Any]:
+        """What the session holds now, in a few numbers (the service's answer about it)."""
+        return {"jobs": len(self), "workers": self.workers, "rounds": self.rounds}
 
     @classmethod
     def from_instance(cls, instance: AllocationInstance | dict[str, Any], **kwargs: Any) -> AllocationSession:

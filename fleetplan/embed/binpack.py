@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from fleetplan.embed.locking import serialised
 from fleetplan.instances.base import InstanceError, validate_model
-from fleetplan.instances.binpack import BinpackInstance, BinpackPlan, Workload
+from fleetplan.instances.binpack import KIND, BinpackInstance, BinpackPlan, Workload
 from fleetplan.instances.binpack.columns import ColumnBinpackInstance, RegionColumns
 from fleetplan.solvers import warm
 from fleetplan.solvers.base import SolveResult, check_time_limit, get_solver, solve
@@ -53,6 +53,8 @@ class BinpackSession:
     solver : a binpack solver (default ``rms-greedy``, the one MAST runs)
     time_limit, seed, threads, **options : as for :func:`fleetplan.solve`, used every call
     """
+
+    kind: ClassVar[str] = KIND  # the problem kind it holds
 
     def __init__(self, region: BinpackInstance | dict[str, Any], *, solver: str | None = None,
                  time_limit: float | None = None, seed: int = 0, threads: int = 1, **options: Any) -> None:
@@ -82,6 +84,10 @@ class BinpackSession:
         self._warm = warm.WarmStart()
         self.calls = 0
         self._lock = threading.RLock()  # calls from several threads run one at a time
+
+    def summary(self) -> dict[str, Any]:
+        """What the session holds now, in a few numbers (the service's answer about it)."""
+        return {"running": len(self.running_ids), "machines": len(self.machine_ids), "calls": self.calls}
 
     @classmethod
     def from_instance(cls, instance: BinpackInstance | dict[str, Any], **kwargs: Any) -> BinpackSession:

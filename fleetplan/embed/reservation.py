@@ -30,13 +30,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from fleetplan.embed.locking import serialised
 from fleetplan.instances.base import InstanceError
-from fleetplan.instances.reservation import ReservationInstance, ReservationPlan
+from fleetplan.instances.reservation import KIND, ReservationInstance, ReservationPlan
 from fleetplan.solvers.base import SolveResult, check_time_limit, get_solver, solve
 
 
@@ -49,6 +49,8 @@ class ReservationSession:
     solver : a reservation solver (default: the kind's default)
     time_limit, seed, threads, **options : as for :func:`fleetplan.solve`, used every re-solve
     """
+
+    kind: ClassVar[str] = KIND  # the problem kind it holds
 
     def __init__(self, region: ReservationInstance | dict[str, Any], *, solver: str | None = None,
                  time_limit: float | None = None, seed: int = 0, threads: int = 1, **options: Any) -> None:
@@ -69,6 +71,10 @@ class ReservationSession:
         self._instance = region.model_copy(deep=True) if not from_data else region
         self.solves = 0
         self._lock = threading.RLock()  # calls from several threads run one at a time
+
+    def summary(self) -> dict[str, Any]:
+        """What the session holds now, in a few numbers (the service's answer about it)."""
+        return {"reservations": len(self.reservation_ids), "solves": self.solves}
 
     @classmethod
     def from_instance(cls, instance: ReservationInstance | dict[str, Any], **kwargs: Any) -> ReservationSession:

@@ -45,6 +45,16 @@ def _allocation() -> ProblemKind:
         generate_params=allocation.AllocationParams,
         estimate=allocation.estimate,
         description="Gavel: share heterogeneous accelerators among jobs (allocation matrix X)",
+        solver_modules=("fleetplan.solvers.allocation", "fleetplan.solvers.allocation.policies",
+                        "fleetplan.solvers.allocation.water_filling"),
+        plot="fleetplan.plotting.plans:plot_allocation",
+        cli_view="fleetplan.cli.views:AllocationView",
+        frames="fleetplan.instances.allocation.frames",
+        session="fleetplan.embed.allocation:AllocationSession",
+        session_operations=("add_jobs", "remove_jobs", "update_jobs", "set_workers", "forget_warm_start"),
+        demo_solvers=("max-min-fairness", "max-min-fairness-agnostic"),
+        demo_metrics={"min_normalized_throughput": "min norm.", "total_throughput": "total",
+                      "mean_speedup_over_isolated": "x iso."},
     )
 
 
@@ -63,6 +73,13 @@ def _placement() -> ProblemKind:
         estimate=placement_generate.estimate,
         description="Tetris (MAST §3): place tables in regions (home region per table, replicas)",
         current_plan=placement.PlacementPlan.current,
+        solver_modules=("fleetplan.solvers.placement", "fleetplan.solvers.placement.exact"),
+        plot="fleetplan.plotting.plans:plot_placement",
+        cli_view="fleetplan.cli.views:PlacementView",
+        frames="fleetplan.instances.placement.frames",
+        demo_solvers=("keep", "greedy", "hill-climb", "mip-highs", "cpsat"),
+        demo_metrics={"hp_demand_supply_max": "max D/S", "home_training_rate": "at home",
+                      "collocation_rate": "colloc.", "bytes_moved": "moved"},
     )
 
 
@@ -80,6 +97,24 @@ def _binpack() -> ProblemKind:
         generate_params=binpack_generate.BinpackParams,
         estimate=binpack_generate.estimate,
         description="RMS (MAST §4.3): place workloads' gang-scheduled jobs on a region's machines, with preemption",
+        # The RMS score is one float encoding a lexicographic order it cannot always hold.
+        order_key=binpack_evaluate.score_key_from_metrics,
+        order_difference=binpack_evaluate.key_difference,
+        objective_note=binpack_evaluate.SCORE_NOTE,
+        score_name="RMS score",
+        lead_metrics=("placed_workloads", "unplaced_workloads", "preempted_jobs",
+                      *(f"preempted_count_p{p}" for p in range(binpack.PRIORITY_LEVELS)), "preempted_youth"),
+        solver_modules=("fleetplan.solvers.binpack",),
+        plot="fleetplan.plotting.binpack:plot_binpack",
+        cli_view="fleetplan.cli.views:BinpackView",
+        session="fleetplan.embed.binpack:BinpackSession",
+        session_operations=("finish", "fail_machines", "restore_machines", "advance"),
+        session_solve="place",
+        demo_solvers=("rms-greedy", "cpsat", "batch-cpsat"),
+        # What the encoded score holds (2.8147506e+14 against 2.8147499e+14 to four digits looks equal).
+        demo_metrics={"placed_workloads": "placed", "unplaced_workloads": "waiting",
+                      "preempted_by_priority": "preempted (priority: jobs)", "preempted_youth": "youth",
+                      "machines_used": "machines", "racks_used": "racks"},
     )
 
 
@@ -98,12 +133,16 @@ def _gpushare() -> ProblemKind:
         estimate=gpushare_generate.estimate,
         description="FGD (ATC'23): place tasks taking whole GPUs or a share of one on CPU/memory/GPU nodes, "
                     "one at a time, against fragmentation",
+        solver_modules=("fleetplan.solvers.gpushare",),
+        plot="fleetplan.plotting.gpushare:plot_gpushare",
+        cli_view="fleetplan.cli.views:KindView",
     )
 
 
 def _reservation() -> ProblemKind:
     from fleetplan.instances import reservation
     from fleetplan.instances.reservation import evaluate as reservation_evaluate
+    from fleetplan.instances.reservation import events as reservation_events
     from fleetplan.instances.reservation import generate as reservation_generate
 
     return ProblemKind(
@@ -116,6 +155,15 @@ def _reservation() -> ProblemKind:
         estimate=reservation_generate.estimate,
         description="RAS (MAST §2): assign servers to reservations that keep capacity when a fault domain fails",
         current_plan=reservation.ReservationPlan.current,
+        next_instance=reservation_events.next_instance_from_files,
+        solver_modules=("fleetplan.solvers.reservation",),
+        plot="fleetplan.plotting.reservation:plot_reservation",
+        cli_view="fleetplan.cli.views:KindView",
+        session="fleetplan.embed.reservation:ReservationSession",
+        session_operations=("set_maintenance", "set_request", "event", "assign"),
+        demo_solvers=("keep", "greedy", "hill-climb", "mip-highs", "cpsat"),
+        demo_metrics={"shortfall_rru": "short", "guarantee_ratio_min": "guar.", "servers_moved": "moved",
+                      "first_choice_share": "1st pick"},
     )
 
 

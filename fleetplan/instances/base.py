@@ -16,8 +16,8 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -237,7 +237,8 @@ class Evaluation(StrictModel):
 
 @dataclass(frozen=True)
 class ProblemKind:
-    """What the library knows about one problem kind."""
+    """What the library knows about one problem kind: its data, judge and generator, and what
+    each layer above needs of it (so no module branches on a kind's name)."""
 
     name: str
     instance_type: type[InstanceBase]
@@ -252,6 +253,59 @@ class ProblemKind:
     # Memory and time a parameter set needs (``estimate(params) -> resources.Estimate``):
     # ``generate`` refuses a size that cannot fit before generating it.
     estimate: Callable[[Any], Any] | None = None
+    # The next instance after an event, from files (``fleetplan generate KIND --from FILE --event
+    # EVENT``: ``next_instance(params, seed) -> instance``); None: the kind has no events.
+    next_instance: Callable[..., Any] | None = None
+    # The exact order of plans, for a kind whose float objective cannot hold it (binpack's
+    # lexicographic RMS score): a key from an evaluation's metrics (smaller is better), how two
+    # keys differ in words (``(text, "better" | "worse" | "same")``), and a note for the reader.
+    # None: the objective orders plans.
+    order_key: Callable[[Mapping[str, float]], tuple[float, ...]] | None = None
+    order_difference: Callable[[tuple[float, ...], tuple[float, ...]], tuple[str, str | None]] | None = None
+    objective_note: str | None = None
+    score_name: str | None = None  # what the encoded score is called ("RMS score")
+    # Metrics a reader needs first, above the objective (where the objective is an encoded score).
+    lead_metrics: tuple[str, ...] = ()
+    # What the layers above do with the kind. They are named "module:attribute" and imported when
+    # used (:meth:`load`), so this low layer imports none of them (tests/test_layers.py) and
+    # `import fleetplan` stays light; tests/test_kind_registry.py resolves every one.
+    # The modules registering the kind's solvers (imported when the kind is first asked for).
+    solver_modules: tuple[str, ...] = ()
+    # plot(instance, plan, path) -> Figure: ``fleetplan plot``.
+    plot: str | None = None
+    # The command line's view of the kind (a ``fleetplan.cli.views.KindView`` subclass): what
+    # `solve` and `evaluate` print beyond the shared tables.
+    cli_view: str | None = None
+    # The kind's tables (a module with from_frames, to_frames, plan_to_frame, plan_from_frame):
+    # ``fleetplan.from_frames``, ``fleetplan import``/``export``.
+    frames: str | None = None
+    # The in-process session class (:mod:`fleetplan.embed`) and the changes the HTTP service lets
+    # a PATCH send to it (each one of the session's methods); None: no sessions for the kind.
+    session: str | None = None
+    session_operations: tuple[str, ...] = ()
+    # The session's method that re-solves (its parameters are read from the request by name).
+    session_solve: str = "solve"
+    # ``fleetplan demo``: the solvers worth comparing (empty: the default solver) and the metrics
+    # that show the difference (name -> column heading).
+    demo_solvers: tuple[str, ...] = ()
+    demo_metrics: Mapping[str, str] = field(default_factory=dict, hash=False)  # a kind stays hashable
+
+    def load(self, entry: str) -> Any:
+        """The function, class or module the registration names in ``entry`` (a field name),
+        imported now; an :class:`InstanceError` naming the kind when it has none."""
+        path = getattr(self, entry)
+        if not path:
+            raise InstanceError("kind", f"no {entry.replace('_', ' ')} for the '{self.name}' kind")
+        return load_path(path)
+
+
+def load_path(path: str) -> Any:
+    """``"package.module:attribute"`` -> the attribute (``"package.module"`` -> the module)."""
+    import importlib
+
+    module, _, attribute = path.partition(":")
+    loaded = importlib.import_module(module)
+    return getattr(loaded, attribute) if attribute else loaded
 
 
 # Numbers a file may hold. Integers must fit numpy's int64; other numbers stay below 1e30 in

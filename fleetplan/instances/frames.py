@@ -1,9 +1,9 @@
 """The user's entry points for tables, whatever the kind: :func:`from_frames` (tables -> an
 instance), :func:`to_frame` / :func:`plan_to_frame` (a plan -> one table) and back
-(:func:`plan_from_frame`), :func:`to_frames` (an instance -> its tables). They dispatch on the
-kind to its own module (:mod:`fleetplan.instances.allocation.frames`,
-:mod:`fleetplan.instances.placement.frames`), which holds the column layouts
-(``docs/data-in-out.md``).
+(:func:`plan_from_frame`), :func:`to_frames` (an instance -> its tables). They call the
+kind's own module, which its registration names (``ProblemKind.frames``:
+:mod:`fleetplan.instances.allocation.frames`, :mod:`fleetplan.instances.placement.frames`) and
+which holds the column layouts (``docs/data-in-out.md``).
 
 The machinery those modules share — reading a CSV/Parquet file or DataFrame cell by cell with
 errors that name the row and column, writing atomically — is :mod:`fleetplan.instances.tables`
@@ -32,16 +32,14 @@ if TYPE_CHECKING:
 # --- kind dispatch ------------------------------------------------------------------------
 
 def _kind_module(kind: str) -> Any:
-    if kind == "allocation":
-        from fleetplan.instances.allocation import frames as allocation_frames
+    """The kind's table module (its registration's ``frames``)."""
+    from fleetplan.instances import KINDS, get_kind
 
-        return allocation_frames
-    if kind == "placement":
-        from fleetplan.instances.placement import frames as placement_frames
-
-        return placement_frames
-    raise InstanceError("kind", f"no table readers or writers for the '{kind}' kind "
-                                "(known: allocation, placement)")
+    spec = get_kind(kind)
+    if spec.frames is None:
+        known = ", ".join(name for name in sorted(KINDS) if KINDS[name].frames)
+        raise InstanceError("kind", f"no table readers or writers for the '{kind}' kind (known: {known})")
+    return spec.load("frames")
 
 
 def from_frames(kind: str, /, **tables: Any) -> InstanceBase:

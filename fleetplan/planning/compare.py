@@ -134,10 +134,12 @@ def _value(evaluation: Any, name: str) -> float | None:
 
 def score_order_difference(before: Any, after: Any) -> tuple[str, str]:
     """Binpack: the RMS score is a float encoding of an order it cannot always hold (it loses the
-    youth tie-break from ~31 waiting workloads): the verdict is the exact key's."""
-    from fleetplan.instances.binpack.evaluate import key_difference, score_key
+    youth tie-break from ~31 waiting workloads): the verdict is the exact key's, as the kind
+    registers it (``ProblemKind.order_key``, ``order_difference``)."""
+    from fleetplan.instances import get_kind
 
-    return key_difference(score_key(before), score_key(after))
+    kind = get_kind(before.kind)
+    return kind.order_difference(kind.order_key(before.metrics), kind.order_key(after.metrics))
 
 
 def _objective_of(plan: Any) -> str:

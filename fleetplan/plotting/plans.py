@@ -6,8 +6,9 @@
 * :func:`plot_placement` — per region, GPU supply and the GPU demand of the planned ML jobs today
   and under the plan (MAST §3.3, Expressions 2 and 7-8), and the storage used today and under the
   plan (homes and replicas) against each region's capacity (Expressions 3-4, §3.5).
-* :func:`plot_plan` picks the one for the plan's kind (reservation and binpack:
-  :mod:`fleetplan.plotting.reservation`, :mod:`fleetplan.plotting.binpack`);
+* :func:`plot_plan` draws the one the plan's kind registers (``ProblemKind.plot``; reservation,
+  binpack and gpushare: :mod:`fleetplan.plotting.reservation`, :mod:`fleetplan.plotting.binpack`,
+  :mod:`fleetplan.plotting.gpushare`);
   ``fleetplan plot INSTANCE PLAN -o FILE.png`` calls it.
 
 matplotlib loads inside these functions, through its object-oriented API (no pyplot, so no
@@ -50,24 +51,14 @@ def plot_plan(instance: InstanceBase, plan: PlanBase, path: str | os.PathLike[st
     """The plot of ``plan`` for its kind, saved to ``path`` (PNG, SVG or PDF by suffix) if given."""
     if plan.kind != instance.kind:
         raise InstanceError("kind", f"a plan of kind '{plan.kind}' cannot go with an instance of kind '{instance.kind}'")
-    if instance.kind == "allocation":
-        return plot_allocation(instance, plan, path)  # type: ignore[arg-type]
-    if instance.kind == "placement":
-        return plot_placement(instance, plan, path)  # type: ignore[arg-type]
-    if instance.kind == "reservation":
-        from fleetplan.plotting.reservation import plot_reservation
+    from fleetplan.instances import KINDS, get_kind
 
-        return plot_reservation(instance, plan, path)
-    if instance.kind == "binpack":
-        from fleetplan.plotting.binpack import plot_binpack
-
-        return plot_binpack(instance, plan, path)
-    if instance.kind == "gpushare":
-        from fleetplan.plotting.gpushare import plot_gpushare
-
-        return plot_gpushare(instance, plan, path)
-    raise InstanceError("kind", f"no plot for the '{instance.kind}' kind (known: allocation, binpack, gpushare, "
-                                "placement, reservation)")
+    spec = get_kind(instance.kind)
+    if spec.plot is None:
+        known = ", ".join(name for name in sorted(KINDS) if KINDS[name].plot)
+        raise InstanceError("kind", f"no plot for the '{instance.kind}' kind (known: {known})")
+    plot: Any = spec.load("plot")
+    return plot(instance, plan, path)
 
 
 def _save(figure: Figure, path: str | os.PathLike[str] | None) -> Figure:

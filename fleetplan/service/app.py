@@ -269,12 +269,13 @@ def create_app(settings: ServiceSettings | None = None, jobs: JobManager | None 
         if code != 200:
             return JSONResponse(envelope, status_code=code)
         if task == "session_patch":
-            from fleetplan.service.sessions import OPERATIONS
+            from fleetplan.service.sessions import operations
 
+            known = operations(held.kind)
             for k, op in enumerate(envelope["ops"]):
-                if op not in OPERATIONS[held.kind]:
+                if op not in known:
                     return error_response(422, f"'{op[:40]}' is not a change of a {held.kind} session (known: "
-                                               f"{', '.join(OPERATIONS[held.kind])})", f"changes[{k}].op")
+                                               f"{', '.join(known)})", f"changes[{k}].op")
         if task == "session_create":
             held = jobs.open_session(envelope["kind"], envelope.get("solver"))
             if held is None:

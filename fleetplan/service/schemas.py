@@ -240,8 +240,11 @@ def check_fields(task: str, data: dict[str, Any], max_time_limit_s: float) -> di
         raise InstanceError("time_limit", f"{request.time_limit:g} s is above this service's limit of "
                                           f"{max_time_limit_s:g} s")
     instance = instance_from_data(data["instance"], "instance")
-    if task == "session_create" and instance.kind not in ("allocation", "binpack", "reservation"):
-        raise InstanceError("instance.kind", f"sessions exist for allocation, binpack and reservation; not for "
+    if task == "session_create" and get_kind(instance.kind).session is None:
+        from fleetplan.embed import session_kinds
+
+        *others, last = session_kinds()
+        raise InstanceError("instance.kind", f"sessions exist for {', '.join(others)} and {last}; not for "
                                              f"'{instance.kind}'")
     if task in ("solve", "session_create"):
         from fleetplan.solvers import get_solver

@@ -3,7 +3,7 @@
 A scheduler that re-solves nearly the same problem every round sends the change, not the cluster:
 ``POST /v1/sessions`` makes a session in one worker (it stays there: every later request for it
 goes to that worker), ``PATCH /v1/sessions/{id}`` applies a list of changes — each one call of
-the in-process session's methods (:data:`OPERATIONS`), checked by it as in process — and
+the in-process session's methods (:func:`operations`), checked by it as in process — and
 ``POST /v1/sessions/{id}/solve`` re-solves warm. The service's side (which worker holds which
 session, idle expiry) is :mod:`fleetplan.service.jobs`'s.
 """
@@ -15,30 +15,22 @@ from typing import Any
 
 from fleetplan.errors import InstanceError
 
-# The changes a PATCH may send, per kind: {"op": NAME, ARG: VALUE, ...} calls session.NAME(**ARGS).
-OPERATIONS: dict[str, tuple[str, ...]] = {
-    "allocation": ("add_jobs", "remove_jobs", "update_jobs", "set_workers", "forget_warm_start"),
-    "binpack": ("finish", "fail_machines", "restore_machines", "advance"),
-    "reservation": ("set_maintenance", "set_request", "event", "assign"),
-}
-KINDS = tuple(OPERATIONS)
-
 # The sessions this worker holds, by id.
 HELD: dict[str, Any] = {}
 
 
+def operations(kind: str) -> tuple[str, ...]:
+    """The changes a PATCH may send to a session of ``kind``, as its registration names them
+    (``ProblemKind.session_operations``): ``{"op": NAME, ARG: VALUE, ...}`` calls
+    ``session.NAME(**ARGS)``."""
+    from fleetplan.instances import get_kind
+
+    return get_kind(kind).session_operations
+
+
 def summary(session_id: str, session: Any) -> dict[str, Any]:
     """What a session holds now, in a few numbers."""
-    kind = {"AllocationSession": "allocation", "BinpackSession": "binpack",
-            "ReservationSession": "reservation"}[type(session).__name__]
-    data: dict[str, Any] = {"id": session_id, "kind": kind, "solver": session._spec.name}
-    if kind == "allocation":
-        data.update(jobs=len(session), workers=session.workers, rounds=session.rounds)
-    elif kind == "binpack":
-        data.update(running=len(session.running_ids), machines=len(session.machine_ids), calls=session.calls)
-    else:
-        data.update(reservations=len(session.reservation_ids), solves=session.solves)
-    return data
+    return {"id": session_id, "kind": session.kind, "solver": session._spec.name, **session.summary()}
 
 
 def create(request: dict[str, Any], session_id: str) -> dict[str, Any]:
@@ -61,19 +53,20 @@ def patch(request: dict[str, Any], session_id: str) -> dict[str, Any]:
     """Apply the changes in order; the first that fails stops the list (the ones before it stay
     applied, the failing one changed nothing) and is named in the error: ``changes[2].jobs...``."""
     session = _held(session_id)
-    kind = summary(session_id, session)["kind"]
+    kind = session.kind
+    known = operations(kind)
     for k, change in enumerate(request.get("changes") or []):
         where = f"changes[{k}]"
         op = change.get("op")
-        if op not in OPERATIONS[kind]:
+        if op not in known:
             raise InstanceError(f"{where}.op", f"'{str(op)[:40]}' is not a change of a {kind} session "
-                                               f"(known: {', '.join(OPERATIONS[kind])})")
+                                               f"(known: {', '.join(known)})")
         method = getattr(session, op)
         arguments = {name: value for name, value in change.items() if name != "op"}
-        if op == "assign" and "plan" in arguments:
+        if op == "assign" and "plan" in arguments:  # a plan arrives as JSON: the kind's plan model reads it
             from fleetplan.instances import get_kind, validate_model
 
-            arguments["plan"] = validate_model(get_kind("reservation").plan_type, arguments["plan"], "plan")
+            arguments["plan"] = validate_model(get_kind(kind).plan_type, arguments["plan"], "plan")
         if op == "event" and "params" in arguments:
             params = arguments.pop("params")
             if not isinstance(params, dict):
@@ -92,17 +85,23 @@ def patch(request: dict[str, Any], session_id: str) -> dict[str, Any]:
 
 
 def solve(request: dict[str, Any], session_id: str, time_limit: float | None) -> dict[str, Any]:
+    """Re-solve with the method the kind's registration names (``session_solve``: binpack places
+    ``workloads``), its parameters read from the request by name (a missing one without a
+    default is refused, naming it)."""
+    from fleetplan.instances import get_kind
+
     session = _held(session_id)
-    kind = summary(session_id, session)["kind"]
-    if kind == "binpack":
-        if "workloads" not in request:
-            raise InstanceError("workloads", "required to place with a binpack session")
-        result = session.place(request["workloads"], apply=request.get("apply", True), time_limit=time_limit)
-    elif kind == "reservation":
-        result = session.solve(apply=request.get("apply", True), time_limit=time_limit)
-    else:
-        result = session.solve(time_limit=time_limit)
-    return result.to_dict()
+    name = get_kind(session.kind).session_solve
+    method = getattr(session, name)
+    arguments: dict[str, Any] = {}
+    for parameter in inspect.signature(method).parameters.values():
+        if parameter.name in ("time_limit", "progress"):
+            continue
+        if parameter.name in request:
+            arguments[parameter.name] = request[parameter.name]
+        elif parameter.default is inspect.Parameter.empty:
+            raise InstanceError(parameter.name, f"required to {name} with a {session.kind} session")
+    return method(**arguments, time_limit=time_limit).to_dict()
 
 
 def delete(session_id: str) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 Each kind's solver modules register their functions with :func:`fleetplan.solvers.base.register`
 when imported; :func:`~fleetplan.solvers.base.list_solvers` and
 :func:`~fleetplan.solvers.base.get_solver` import a kind's modules the first time the kind is
-asked for (``KIND_MODULES``), so solving one kind loads no other kind's solvers.
+asked for (the kind's ``ProblemKind.solver_modules``), so solving one kind loads no other kind's solvers.
 
 ``fleetplan.list_solvers("allocation")`` lists the registered solvers. The older spelling
 ``fleetplan.list_solvers("allocation")`` — this package made callable — still works and warns

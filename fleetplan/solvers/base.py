@@ -178,28 +178,19 @@ def register(kind: str, name: str, *, description: str, exact: bool, reference: 
     return decorate
 
 
-# The modules that register each kind's solvers, imported when the kind is first asked for:
-# `fleetplan solve` on an allocation instance need not import (or wait for, on a loaded
-# machine) the placement, binpack and reservation solvers: 0.86 s of a 2 s limit at load 5.5
-# went to importing them all. A new solver module is listed here, or
-# imported by its kind's package.
-KIND_MODULES: dict[str, tuple[str, ...]] = {
-    "allocation": ("fleetplan.solvers.allocation", "fleetplan.solvers.allocation.policies",
-                   "fleetplan.solvers.allocation.water_filling"),
-    "binpack": ("fleetplan.solvers.binpack",),
-    "gpushare": ("fleetplan.solvers.gpushare",),
-    "placement": ("fleetplan.solvers.placement", "fleetplan.solvers.placement.exact"),
-    "reservation": ("fleetplan.solvers.reservation",),
-}
-
-
 def load_kind(kind: str | None = None) -> None:
-    """Register the solvers of ``kind`` (of every kind when None) by importing their modules."""
+    """Register the solvers of ``kind`` (of every kind when None) by importing the modules its
+    registration names (``ProblemKind.solver_modules``). Only when the kind is first asked for:
+    `fleetplan solve` on an allocation instance need not import (or wait for, on a loaded
+    machine) the other kinds' solvers."""
     import importlib
 
-    for name in KIND_MODULES if kind is None else (kind,):
-        for module in KIND_MODULES.get(name, ()):
-            importlib.import_module(module)
+    from fleetplan.instances import KINDS
+
+    for name in KINDS if kind is None else (kind,):
+        if name in KINDS:
+            for module in KINDS[name].solver_modules:
+                importlib.import_module(module)
 
 
 def list_solvers(kind: str | None = None) -> list[SolverSpec]:

@@ -491,8 +491,9 @@ class AllocationPlan(PlanBase):
 
     def _raw_matrix(self) -> np.ndarray:
         """``allocation`` as a (jobs, types) array in the plan's own order. The rows' lengths are
-        checked first; one pass over the flattened rows (np.fromiter) is 2.6x faster than
-        np.asarray of the nested lists (2.5 of a 5 ms judge at 10,000 jobs)."""
+        checked first; one pass over the flattened rows (np.fromiter) costs half of np.asarray of
+        the nested lists, a large part of the judge at 10,000 jobs (benchmarks/results/allocation.md,
+        "What reading an allocation costs beside solving it")."""
         n, k = len(self.job_ids), len(self.worker_types)
         if len(self.allocation) != n or (n and set(map(len, self.allocation)) != {k}):
             return np.asarray(self.allocation, dtype=float).reshape(n, k)  # the shape check's own error

@@ -2,9 +2,10 @@
 
 A scheduler holds its jobs as arrays (or a DataFrame) already. Turning 10^5 rows into job dicts
 and validating them one by one through the file schema costs more than the solve it feeds
-(about 0.08 s of CPU at 10,000 jobs, as much as the max-min solve itself), so this module
-checks the same rules column by column with numpy — the same rules, naming the same JSON paths
-(``jobs[17].steps_left``) — and builds the instance's arrays directly.
+(several times the max-min solve at 10,000 jobs: benchmarks/results/allocation.md, "What
+reading an allocation costs beside solving it"), so this module checks the same rules column by
+column with numpy — the same rules, naming the same JSON paths (``jobs[17].steps_left``) — and
+builds the instance's arrays directly.
 
 Columns (the jobs table of ``docs/data-in-out.md``): ``id``; the throughputs, either one
 ``throughput_<type>`` column per GPU type (NaN or absent: cannot run there) or ``throughput``,

@@ -2,9 +2,10 @@
 ``fleetplan export INSTANCE --format parquet -o DIR`` writes (``regions``, ``tables``, ``jobs``
 and ``settings.yaml``), loaded by ``load_instance(DIR)`` and so by ``fleetplan solve DIR``.
 
-At 10^6 tables the JSON file took 15 s to read and validate, and
-:func:`~fleetplan.instances.placement.frames.from_frames` 21 s of CPU on the same tables: both
-turn every cell into a Python object and validate it one by one. Here the columns stay Arrow and
+At 10^6 tables the JSON file and
+:func:`~fleetplan.instances.placement.frames.from_frames` on the same tables take several times
+this reader's time (benchmarks/results/placement.md, "Tetris at 10^6 tables as a planner runs
+it"): both turn every cell into a Python object and validate it one by one. Here the columns stay Arrow and
 numpy arrays: types are read from the Parquet schema, and every check of ``from_frames`` and of
 :func:`~fleetplan.instances.placement.build_arrays` (required columns and cells, known names, ids
 unique, references resolving, numbers finite and in range, ML jobs with a GPU type and the others

@@ -45,7 +45,7 @@ def event_name(value: Any) -> str:
     return EVENT_ALIASES[value]
 
 
-def next_instance_from_files(kind: str, params: dict[str, Any], seed: int = 0) -> ReservationInstance:
+def next_instance_from_files(params: dict[str, Any], seed: int = 0) -> ReservationInstance:
     """The instance after ``params['event']`` applied to the instance in ``params['from']``
     (today's assignment: the plan in ``params['plan']`` if given); the other entries of ``params``
     are the event's parameters (``--growth-factor 1.5``)."""
@@ -56,8 +56,6 @@ def next_instance_from_files(kind: str, params: dict[str, Any], seed: int = 0) -
         with_assignment,
     )
 
-    if kind != "reservation":
-        raise InstanceError("--from", f"events apply to reservation instances only, not to '{kind}'")
     if "event" not in params:
         raise InstanceError("--event", "required with --from (one of new-datacenter, maintenance, "
                                        "growth, hardware-refresh)")

@@ -1,6 +1,7 @@
 """A datacenter-level relaxation of the aggregated RAS MIP (:mod:`fleetplan.models.reservation`;
-MAST §2): a bound at 10^6 servers, where the model's own LP is too slow (HiGHS's interior point
-method needed 255 s of CPU on it, more with the cuts; simplex did not finish in 600 s).
+MAST §2): a bound at 10^6 servers, where the model's own LP is too slow for HiGHS's interior
+point method and its simplex alike (the times: benchmarks/results/reservation.md, "Cuts, binary
+MIP, datacenter relaxation").
 
 Counts are summed over the fault domains of a datacenter: one column ``X[r, t, d]`` per
 reservation, server type and datacenter stands for the model's ``x[r, (t, f)]`` over the fault

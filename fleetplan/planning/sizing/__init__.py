@@ -222,9 +222,13 @@ def size(instance: Any, targets: Sequence[str | Target], buy: Sequence[str | Pur
 
 def time_left(limit: float | None, started: float) -> float | None:
     """Seconds left of ``limit`` since ``started`` (at least 0.01), or None without a limit."""
-    if limit is None:
-        return None
-    return max(limit - (time.perf_counter() - started), 0.01)
+    return seconds_until(None if limit is None else started + limit)
+
+
+def seconds_until(deadline: float | None) -> float | None:
+    """Seconds to ``deadline`` (a ``time.perf_counter()`` reading; at least 0.01, so a solver
+    given it still returns what it has), or None without one."""
+    return None if deadline is None else max(deadline - time.perf_counter(), 0.01)
 
 
 def check_max_points(max_points: object) -> int:
@@ -251,4 +255,4 @@ def describe_misses(targets: Sequence[Target], metrics: dict[str, float]) -> str
 
 
 __all__ = ["Purchase", "SizingResult", "SIZING_STATUSES", "check_max_points", "check_purchase", "check_targets", "describe_misses",
-           "parse_purchase", "relative_gap", "size", "time_left"]
+           "parse_purchase", "relative_gap", "seconds_until", "size", "time_left"]

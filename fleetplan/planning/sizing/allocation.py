@@ -41,6 +41,7 @@ from fleetplan.planning.sizing import (
     check_targets,
     describe_misses,
     relative_gap,
+    seconds_until,
     time_left,
 )
 from fleetplan.planning.sizing.lattice import LatticeOutcome, search_lattice
@@ -159,7 +160,7 @@ def _policy_free(arrays: AllocationArrays, targets: Sequence[Target], price: np.
     """The cheapest purchase under which an allocation meeting every target exists, and a proven
     lower bound on it (module docstring)."""
     restriction = build_sizing_model(arrays, targets, price, cap, budget, role="restriction")
-    outcome = solve_sizing_mip(restriction.lp, _seconds(deadline), threads, seed, mip_rel_gap)
+    outcome = solve_sizing_mip(restriction.lp, seconds_until(deadline), threads, seed, mip_rel_gap)
     result.log += outcome["log"]
     result.stats.update(columns=float(restriction.lp.num_cols), rows=float(restriction.lp.num_rows),
                         job_classes=float(len(restriction.representative)), mip_s=outcome["solve_s"])
@@ -175,7 +176,7 @@ def _policy_free(arrays: AllocationArrays, targets: Sequence[Target], price: np.
         return _Answer(add, allocation, bound, proven, timed_out)
     result.log += restriction.notes
     relaxation = build_sizing_model(arrays, targets, price, cap, budget, role="relaxation")
-    relaxed = solve_sizing_mip(relaxation.lp, _seconds(deadline), threads, seed, mip_rel_gap)
+    relaxed = solve_sizing_mip(relaxation.lp, seconds_until(deadline), threads, seed, mip_rel_gap)
     result.log += [line.replace("sizing MIP", "sizing relaxation") for line in relaxed["log"]]
     if relaxed["values"] is None and relaxed["status"] != "time_limit":
         return _Answer(None, None, math.inf, True, False)  # the relaxation admits every passing purchase
@@ -222,10 +223,6 @@ def _note_search(result: SizingResult, search: LatticeOutcome) -> None:
     result.stats["points_checked"] = result.stats.get("points_checked", 0.0) + float(search.checked)
     if search.stopped:
         result.stats["stopped_by_clock"] = float(search.stopped == "time")
-
-
-def _seconds(deadline: float | None) -> float | None:
-    return None if deadline is None else max(deadline - time.perf_counter(), 0.01)
 
 
 def _under_policy(instance: AllocationInstance, arrays: AllocationArrays, targets: Sequence[Target], policy: str,

@@ -89,8 +89,10 @@ def load_trace(scenario: Scenario):  # -> GpushareInstance
         from fleetplan.instances.gpushare.frames import from_frames
 
         return from_frames(scenario.nodes, scenario.tasks, name=Path(scenario.tasks).stem)
+    from fleetplan.instances.gpushare import GpushareInstance
+
     instance = load_instance(scenario.instance or EXAMPLE)
-    if instance.kind != "gpushare":
+    if not isinstance(instance, GpushareInstance):
         raise InstanceError("instance", f"a gpushare instance is needed, this is a {instance.kind} instance")
     return instance
 

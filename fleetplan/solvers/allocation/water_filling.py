@@ -28,8 +28,8 @@ own best score (*cap events*: 112 of 113 at 2,048 distinct jobs) are computed in
 proven in batches by one feasible allocation each; the level LP's prices prove bottlenecks by
 weak duality before any rise LP; and from ``SEPARABLE_CLASSES`` classes each level LP goes to
 the price decomposition (:func:`fleetplan.solvers.allocation.separable.max_min`, bottlenecked
-jobs as floors), HiGHS only where it declines. 8,192 distinct jobs: 814 iterations in 14 s of CPU
-instead of past 600 s.
+jobs as floors), HiGHS only where it declines (the iterations and times at 2,048 and 8,192
+distinct jobs: benchmarks/results/allocation.md, "Gavel on distinct jobs: price decomposition").
 
 Jobs not yet bottlenecked but of zero weight (FIFO jobs behind their entity's head) are tested
 too: one that cannot rise now never will (the other jobs' levels only grow), so marking it now

@@ -2,9 +2,9 @@
 their time limit for the whole run).
 
 HiGHS checks its time limit and the interrupt callbacks only at some points of branch-and-bound;
-its root work (cut separation, the RENS and RINS sub-MIPs) can run on: a count MIP of
-relax-and-fix stopped at 50.7 s of a 60 s solve returned at 60.8 s (10^5 servers, load 7), and
-with presolve on a 60 s solve once ran 342 s. So :func:`run_bounded` runs ``highs.run()`` in a
+its root work (cut separation, the RENS and RINS sub-MIPs) can run on, past the limit by seconds,
+and with presolve on by several times the limit (benchmarks/results/reservation.md, "RAS
+reservations" and "Cuts, binary MIP, datacenter relaxation", has both). So :func:`run_bounded` runs ``highs.run()`` in a
 forked child process that sends each improving solution and the dual bound back through a
 pipe, and kills the child ``GRACE_S`` after the deadline if it has not returned by then; the
 parent then has the last solution and bound the child reported (a bound HiGHS proved: it only

@@ -10,8 +10,8 @@ cross: on 16 tiny regions with a feasible plan the climb found none on 6. Here:
 * :func:`relaxation_start`: the aggregated model's LP relaxation (with the valid inequalities
   of :mod:`fleetplan.models.reservation.cuts`), its counts rounded up with the supply repaired
   (:func:`~fleetplan.solvers.reservation.relax_fix.rounded_counts`): a plan near the LP bound
-  in the time of one LP (1.7 s of CPU at 10^5 servers). Skipped above ``LARGE_COLUMNS``, where
-  that LP takes minutes.
+  in the time of one LP (timed at 10^5 servers in benchmarks/results/reservation.md, "Cuts, binary
+  MIP, datacenter relaxation"). Skipped above ``LARGE_COLUMNS``, where that LP takes minutes.
 * :func:`repair`: the *elastic* model (a shortfall per reservation; total shortfall first, then
   the servers moved) solved exactly, first with only the short reservations' counts free and
   the others fixed where they are (a small MIP: the free pool is usually enough), then, if
