@@ -35,6 +35,8 @@ COMMANDS = {
              "--plot", "OUT:file.png", "--report", "OUT:file.html"],
     "whatif": ["whatif", "IN:gavel.json", "--vary", "worker_types.v100.count=1:2:1", "-o", "OUT:folder",
                "--report", "OUT:file.html"],
+    "horizon": ["horizon", "IN:gavel.json", "IN:horizon.yaml", "-o", "OUT:file.json", "--plot", "OUT:file.png",
+                "--report", "OUT:file.html"],
     "compare": ["compare", "IN:gavel-plan.json", "IN:gavel-plan-2.json", "--instance", "IN:gavel.json",
                 "-o", "OUT:file", "--report", "OUT:file.html"],
     "import allocation": ["import", "allocation", "--jobs", "IN:jobs.csv", "--cluster", "IN:gpus.csv",
@@ -69,6 +71,7 @@ def inputs(tmp_path_factory) -> Path:
                          "regions.csv": "placement/regions.csv", "settings.yaml": "placement/settings.yaml"}.items():
         shutil.copy(TABLES / source, folder / name)
     (folder / "entities.csv").write_text("id,weight,policy\n")
+    (folder / "horizon.yaml").write_text("periods: 2\ntargets: ['min_time_share>=0.5']\nbuy: {k80: {price: 1}}\n")
     (folder / "nodes.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,32000,131072,2,V100M16\n")
     (folder / "tasks.csv").write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\nt0,1000,1024,1,0,\n")
     (folder / "colocations.csv").write_text("job_a,job_b,worker_type,throughput_a,throughput_b\n")

@@ -26,8 +26,9 @@ def add_arguments(subparsers: Any) -> None:
     horizon.add_argument("horizon", metavar="HORIZON.yaml", help="the horizon file")
     horizon.add_argument("--time-limit", type=positive_seconds, default=None, metavar="S",
                          help="seconds for everything (the best schedule found by then, with its bound)")
-    horizon.add_argument("--gap", type=_gap, default=1e-6, metavar="G",
-                         help="stop at this relative gap between the schedule's cost and its bound")
+    horizon.add_argument("--gap", type=_gap, default=0.01, metavar="G",
+                         help="stop once the schedule is proven within this fraction of the cheapest (0: until "
+                              "proven optimal)")
     horizon.add_argument("--prices", action="store_true",
                          help="also re-solve for the prices that bind: one more unit of budget per binding period, "
                               "one period less lead time per item")
