@@ -151,7 +151,17 @@ def _measured(row: dict, target: str) -> str:
 
 
 def _money(value: float | None, currency: str) -> str:
-    return "-" if value is None else f"{value:,.6g}{f' {currency}' if currency else ''}"
+    from fleetplan.plotting.horizon import amount
+
+    return "-" if value is None else f"{amount(value)}{f' {currency}' if currency else ''}"
+
+
+def _with_range(value: float | None, bounds: list[float] | None, currency: str) -> str:
+    """A value from solves stopped within their gaps, with the range they prove when it is wider."""
+    text = _money(value, currency)
+    if value is None or bounds is None or bounds[1] - bounds[0] <= 1e-9 * max(1.0, abs(value)):
+        return text
+    return f"{text} (proven between {_money(bounds[0], '')} and {_money(bounds[1], '')})"
 
 
 def _gap_text(gap: float | None) -> str:
@@ -163,8 +173,10 @@ def _stochastic_rows(result: Any) -> list[list[str]]:
     rows = [["recourse problem (two-stage plan's expected cost)", _money(values.get("recourse"), result.currency)],
             ["wait-and-see (each scenario known in advance)", _money(values.get("wait_and_see"), result.currency)],
             ["expected cost of the mean scenario's plan", _money(values.get("expected_mean_value"), result.currency)],
-            ["EVPI (what a perfect forecast saves)", _money(values.get("evpi"), result.currency)],
-            ["VSS (what planning with scenarios saves over the mean)", _money(values.get("vss"), result.currency)]]
+            ["EVPI (what a perfect forecast saves)", _with_range(values.get("evpi"), values.get("evpi_range"),
+                                                                 result.currency)],
+            ["VSS (what planning with scenarios saves over the mean)",
+             _with_range(values.get("vss"), values.get("vss_range"), result.currency)]]
     for name, cost in values.get("per_scenario", {}).items():
         rows.append([f"optimum if '{name}' were certain", _money(cost, result.currency)])
     return rows
@@ -194,10 +206,10 @@ def render_horizon(console: Any, result: Any) -> None:
         cells.append(str(row["period"]))
         for item in result.items:
             entry = by_key[(row["scenario"], row["period"], item)]
-            cells += [f"{entry['ordered']:,.6g}" if entry["ordered"] else "-", f"{entry['installed']:,.6g}"]
+            cells += [_money(entry["ordered"], "") if entry["ordered"] else "-", _money(entry["installed"], "")]
         met = all(row["checks"].values())
         targets = ", ".join(f"{_measured(row, name)}" for name in row["checks"])
-        cells += [f"{row['capex']:,.6g}", f"{row['opex']:,.6g}",
+        cells += [_money(row["capex"], ""), _money(row["opex"], ""),
                   f"[green]met[/green] {targets}" if met else f"[red]MISSED[/red] {targets}"]
         table.add_row(*cells)
     console.print(table)
@@ -217,10 +229,11 @@ def render_horizon(console: Any, result: Any) -> None:
         prices.add_column("saving", justify="right")
         for period, entry in result.marginal["budget"].items():
             saving = entry["saving"]
-            prices.add_row(f"+{entry['step']:,.6g} budget in {result.period_name} {period}",
-                           "-" if saving is None else f"{saving:,.6g} ({entry['per_unit']:.3g} per unit)")
+            prices.add_row(f"+{_money(entry['step'], '')} budget in {result.period_name} {period}",
+                           "-" if saving is None else f"{_with_range(saving, entry.get('saving_range'), '')} "
+                                                      f"({entry['per_unit']:.3g} per unit)")
         for item, entry in result.marginal["lead_time"].items():
             saving = entry["saving"]
             prices.add_row(f"{item} lead time {entry['lead_time']} ({result.period_name}s)",
-                           "-" if saving is None else f"{saving:,.6g}")
+                           _with_range(saving, entry.get("saving_range"), ""))
         console.print(prices)

@@ -51,12 +51,27 @@ def plot_horizon(result: Any, path: str | os.PathLike[str] | None = None) -> Any
     return figure
 
 
+def colour_of(result: Any) -> Any:
+    """One colour per GPU type in every panel: an item (``h100``, ``region1/h100``) takes its type's."""
+    types = list(result.periods[0].get("fleet") or {}) if result.periods else []
+    for item in result.items:
+        name = item.rpartition("/")[2]
+        if name not in types:
+            types.append(name)
+
+    def colour(name: str) -> str:
+        return PALETTE[types.index(name.rpartition("/")[2]) % len(PALETTE)]
+
+    return colour
+
+
 def _fleet(ax: Any, result: Any, rows: list[dict], periods: list[int], scenario: str) -> None:
     types = list(rows[0]["fleet"]) if rows and rows[0].get("fleet") else []
+    colour = colour_of(result)
     bottom = [0.0] * len(rows)
-    for index, name in enumerate(types):
+    for name in types:
         heights = [row["fleet"].get(name, 0.0) for row in rows]
-        ax.bar(periods, heights, bottom=bottom, width=0.7, color=PALETTE[index % len(PALETTE)], label=name)
+        ax.bar(periods, heights, bottom=bottom, width=0.7, color=colour(name), label=name)
         bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
     # Demand in its own units on its own axis: what the jobs would hold at once, which a
     # time-sharing fleet need not match.
@@ -85,10 +100,11 @@ def _orders(ax: Any, result: Any, scenario: str, periods: list[int]) -> None:
     groups = [(name, item) for name in shown for item in result.items]
     width = 0.8 / max(len(groups), 1)
     hatches = ("", "//", "..", "xx", "\\\\", "++", "oo", "**", "--")
+    colour_for = colour_of(result)
     for index, (name, item) in enumerate(groups):
         entries = [row for row in result.schedule if row["scenario"] == name and row["item"] == item]
         offsets = [row["period"] - 0.4 + width * (index + 0.5) for row in entries]
-        colour = PALETTE[result.items.index(item) % len(PALETTE)]
+        colour = colour_for(item)
         label = item if len(shown) == 1 else f"{item}, {name}"
         ax.bar(offsets, [row["ordered"] for row in entries], width=width, color=colour,
                hatch=hatches[shown.index(name) % len(hatches)], edgecolor="white", label=f"{label} ordered")
@@ -144,4 +160,9 @@ def _service(ax: Any, result: Any, periods: list[int]) -> None:
 def _money(value: float | None, currency: str) -> str:
     if value is None:
         return "-"
-    return f"{value:,.6g}{f' {currency}' if currency else ''}"
+    return f"{amount(value)}{f' {currency}' if currency else ''}"
+
+
+def amount(value: float) -> str:
+    """Money and counts as people write them: ``2,110,970``, ``39.4``, ``0.25``."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.4g}"

@@ -199,7 +199,7 @@ def plan_horizon(instance: Any, horizon: Any, *, time_limit: float | None = None
         from fleetplan.planning.horizon.stochastic import stochastic_values
 
         result.stochastic = stochastic_values(spec, instance, scenarios, result.cost, deadline, threads, seed,
-                                              mip_rel_gap)
+                                              mip_rel_gap, recourse_bound=result.bound)
     if marginal and result.status != "error":
         from fleetplan.planning.horizon.marginal import horizon_marginal_values
 
