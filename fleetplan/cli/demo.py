@@ -58,8 +58,10 @@ def run_demo(examples: Path, console: Console, json_output: bool = False) -> int
                 row.update(view.demo_row(evaluation))
             rows.setdefault(instance.kind, []).append(row)
     sizing = _sizing_answer(examples)
+    horizon = _horizon_answer(examples)
     if json_output:
-        sys.stdout.write(json.dumps({**rows, "sizing": [sizing] if sizing else []}, indent=1) + "\n")
+        sys.stdout.write(json.dumps({**rows, "sizing": [sizing] if sizing else [],
+                                     "horizon": [horizon] if horizon else []}, indent=1, default=float) + "\n")
         return 0
     for kind, kind_rows in rows.items():
         for example in dict.fromkeys(row["example"] for row in kind_rows):
@@ -69,6 +71,11 @@ def run_demo(examples: Path, console: Console, json_output: bool = False) -> int
         console.print(f"[bold]sizing {sizing['example']}[/]: for {sizing['target']}, buy {bought} "
                       f"(cost {sizing['cost']:.4g}/h, proven bound {sizing['bound']:.4g}/h; {sizing['status']}). "
                       f"`fleetplan size --help` and docs/planning.md say more.")
+    if horizon is not None:
+        console.print(f"[bold]horizon {horizon['example']}[/]: {horizon['periods']} quarters, "
+                      f"{len(horizon['scenarios'])} demand scenarios: {horizon['status']}, discounted total "
+                      f"{horizon['cost']:,.0f} (proven within {100 * (horizon['gap'] or 0):.2g}%); {horizon['orders']}. "
+                      f"`fleetplan horizon --help` and docs/planning.md (section 7) say more.")
     return 0
 
 
@@ -76,6 +83,29 @@ def run_demo(examples: Path, console: Console, json_output: bool = False) -> int
 # GPUs at least half of the time.
 SIZING_EXAMPLE = "inventory-30-jobs.json"
 SIZING_TARGET = "min_time_share>=0.5"
+
+
+# The planner's question over time: a year of quarters on the same inventory
+# (examples/horizon-1-year.yaml: growth scenarios, lead times, a retirement, a budget).
+HORIZON_EXAMPLE = "horizon-1-year.yaml"
+
+
+def _horizon_answer(examples: Path) -> dict | None:
+    path = examples / HORIZON_EXAMPLE
+    if not path.is_file() or not (examples / SIZING_EXAMPLE).is_file():
+        return None
+    from fleetplan.planning.horizon import load_horizon, plan_horizon
+
+    spec = load_horizon(path)
+    result = plan_horizon(fleetplan.load_instance(examples / SIZING_EXAMPLE), spec, time_limit=DEMO_TIME_LIMIT_S,
+                          stochastic=False)
+    orders = result.orders()
+    shown = ", ".join(f"{units:g} {item} in quarter {period} ({scenario})"
+                      for (scenario, period, item), units in sorted(orders.items(), key=lambda i: (i[0][1], i[0][0]))[:3])
+    return {"example": HORIZON_EXAMPLE, "periods": spec.periods, "scenarios": [s["name"] for s in result.scenarios],
+            "status": result.status, "cost": result.cost, "bound": result.bound, "gap": result.gap,
+            "orders": f"first orders: {shown}" if shown else "nothing to order",
+            "all_periods_met": all(all(row["checks"].values()) for row in result.periods)}
 
 
 def _sizing_answer(examples: Path) -> dict | None:

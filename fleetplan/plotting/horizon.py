@@ -128,6 +128,9 @@ def _costs(ax: Any, result: Any, rows: list[dict], periods: list[int]) -> None:
     if budgeted:
         ax.hlines([b for _, b in budgeted], [p - 0.45 for p, _ in budgeted], [p + 0.45 for p, _ in budgeted],
                   color="#d1495b", linestyles="--", label="capital budget")
+    from matplotlib.ticker import FuncFormatter
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: amount(value)))
     ax.set_ylabel(f"cost per period{f' ({result.currency})' if result.currency else ''}")
     scenario = rows[0]["scenario"] if rows and len(result.scenarios) > 1 else None
     ax.set_title("spending per period (undiscounted)" + (f", {scenario}" if scenario else ""), fontsize=10)
