@@ -105,7 +105,7 @@ def _horizon_answer(examples: Path) -> dict | None:
     return {"example": HORIZON_EXAMPLE, "periods": spec.periods, "scenarios": [s["name"] for s in result.scenarios],
             "status": result.status, "cost": result.cost, "bound": result.bound, "gap": result.gap,
             "orders": f"first orders: {shown}" if shown else "nothing to order",
-            "all_periods_met": all(all(row["checks"].values()) for row in result.periods)}
+            "violations": sum(not all(row["checks"].values()) for row in result.periods)}
 
 
 def _sizing_answer(examples: Path) -> dict | None:
