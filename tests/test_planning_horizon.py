@@ -202,3 +202,36 @@ def test_copies_spread_the_remainder_and_keep_the_total():
             spread = copies(count, multiplier)
             assert spread.sum() == math.floor(count * multiplier + 0.5)
             assert spread.max() - spread.min() <= 1
+
+
+def test_the_command_writes_the_schedule_and_keeps_its_exit_codes(tmp_path, capsys):
+    import json
+
+    from fleetplan.cli import main
+
+    instance = tmp_path / "fleet.json"
+    instance.write_text(json.dumps(one_type(2).model_dump()))
+    good = tmp_path / "h.yaml"
+    good.write_text("periods: 3\ntargets: ['min_time_share>=1']\ndemand: {multipliers: [1, 1.5, 2]}\n"
+                    "buy: {g: {price: 1, lead_time: 1}}\n")
+    out = tmp_path / "schedule.csv"
+    assert main(["horizon", str(instance), str(good), "-o", str(out), "--plot", str(tmp_path / "h.png")]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("scenario,period,item,ordered") and len(lines) == 4
+    assert (tmp_path / "h.png").stat().st_size > 0
+    # a period nothing can serve: exit 1, nothing written
+    stuck = tmp_path / "stuck.yaml"
+    stuck.write_text("periods: 2\ntargets: ['min_time_share>=1']\ndemand: {multipliers: [2, 2]}\n"
+                     "buy: {g: {price: 1, lead_time: 1}}\n")
+    gone = tmp_path / "never.json"
+    assert main(["horizon", str(instance), str(stuck), "-o", str(gone)]) == 1
+    assert not gone.exists()
+    # bad input: exit 2, one line naming the file, line, column and field
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("periods: 2\ntargets: ['min_time_share>=1']\nbuy: {g: {price: 1, lead_time: 2}}\n")
+    capsys.readouterr()
+    assert main(["horizon", str(instance), str(bad)]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and f"{bad}:3:" in error[0] and "buy.g.lead_time" in error[0]
+    assert main(["horizon", str(instance), str(good), "-o", str(tmp_path / "x.txt")]) == 2
+    assert main(["horizon", str(instance), str(good), "--gap", "2"]) == 2
