@@ -300,8 +300,18 @@ def _rounded_start(model: HorizonModel, relaxed: np.ndarray, deadline: float | N
             lower[binary] = upper[binary] = float(value > 0)
         lower[column] = upper[column] = max(float(value), lower[column])
     fixed = dataclasses.replace(model.lp, col_lower=lower, col_upper=np.maximum(upper, lower))
-    outcome = solve_sizing_mip(fixed, _seconds(deadline), threads, seed, 1e-2)
-    return outcome["values"]
+    # With the orders fixed, what they install is whole too; an LP completes the schedule unless a
+    # gate (a type a purchase opens) comes out fractional, then the MIP does.
+    relaxed_fix = solve_sizing_mip(_relaxation(fixed), _seconds(deadline), threads, seed, 0.0)
+    values = relaxed_fix["values"]
+    integer = np.flatnonzero(model.lp.integrality)
+    if values is not None and np.all(np.abs(values[integer] - np.rint(values[integer])) <= 1e-6):
+        values = values.copy()
+        values[integer] = np.rint(values[integer])
+        return values
+    if relaxed_fix["status"] == "infeasible":
+        return None
+    return solve_sizing_mip(fixed, _seconds(deadline), threads, seed, 1e-2)["values"]
 
 
 def _read_schedule(result: HorizonResult, spec: HorizonSpec, kind: Any, scenarios: list[Scenario],
