@@ -10,7 +10,7 @@ Both follow the same steps:
    jobs that cannot reach the home-training threshold. The message names the region and the
    shortfall. A model the solver itself proves infeasible is reported as such.
 2. *Splitting* into independent parts: the connected components of the graph linking each
-   planned job to the tables it reads (networkx). Components interact only through region
+   planned job to the tables it reads (union-find in numpy, ``parts.components``). Components interact only through region
    totals — GPU demand (Expressions 2, 7, 8), bytes per region (3, 4, 9), CPU per application (5),
    the home-training share (6) and the move quota — so they are solved one by one exactly when
    none of those can matter: w2 and w3 are 0 (or no planned ML demand) and no capacity, quota
