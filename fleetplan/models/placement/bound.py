@@ -32,12 +32,14 @@ The sum of minima is at most the minimum of the sum. Each piece:
   or ``-mu a``. The dual is concave in mu and is maximised by golden-section search; any mu it
   stops at gives a valid bound. A group whose jobs all add demand and can be placed in at most
   ``MAX_ENUMERATED`` ways is minimised exactly instead (every way scored as the judge scores
-  it). Otherwise the group's largest certain job lies in one of its regions: the
-  bound is the minimum over those regions r* with ``lo_{r*}`` raised by the job's hours (a group
-  of one job is then exact). A group without certain jobs may be *inactive* (all its jobs split),
-  which costs at least their traffic; its bound is the smaller of the two. (Under the combined
-  overload form a job belongs to two groups, so there an inactive group counts 0, not the
-  traffic, which would be counted twice.)
+  it). Before either, a job holding at least ``BRANCH_SHARE`` of the group's GPU-hours is
+  *branched on*: it lies in one of its regions (its hours added there to ``lo``), or it is split
+  (it adds no demand and pays its traffic); the bound is the minimum over the branches, each
+  bounded the same way, at most ``BRANCH_DEPTH`` jobs deep and ``BRANCH_LEAVES`` branches a group
+  (a large job cannot be spread, which the shares' relaxation would otherwise allow). A group
+  whose remaining jobs may all split may be *inactive*, which costs at least their traffic; its
+  bound is then the smaller of the two. (Under the combined overload form a job belongs to two
+  groups, so there a split counts no traffic, which would be counted twice.)
 * *Traffic of the rest*: a Spark/Presto job reads remotely at least its pinned bytes outside its
   best region; an ML job whose tables are pinned to different regions reads all its bytes
   remotely; everything else at least 0.
@@ -47,7 +49,7 @@ The sum of minima is at most the minimum of the sum. Each piece:
   per region) is maximised by bisection. Table sizes are treated as divisible (a relaxation).
 
 What it does not see: the coupling of jobs through shared tables, the CPU and home-training rows,
-and the granularity of demand beyond each group's largest job. So it is weakest where the best
+and the granularity of demand beyond the jobs branched on. So it is weakest where the best
 plan trades GPU balance against traffic; the MIP's own bound is used instead where it is higher
 (:mod:`fleetplan.solvers.placement.exact` reports the larger of the two). Tested against brute
 force (``tests/test_placement_bound.py``): never above the optimum, never negative.
@@ -75,17 +77,27 @@ from fleetplan.instances.placement.evaluate import sigmoid
 from fleetplan.models.placement import GpuGroup, PlacementData, prepare
 
 # Intervals per region in the one-dimensional minima (the bound loses O(1/GRID) to them).
-GRID = 128
+GRID = 64
 # Golden-section steps over the multiplier (the bracket shrinks by 0.618 each step).
-DUAL_STEPS = 60
+DUAL_STEPS = 36
+GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+# Bisection steps of the storage dual.
+STORAGE_STEPS = 60
 # The judge accepts capacities and the move quota with this relative slack (evaluate.TOLERANCE).
 JUDGE_SLACK = 1e-9
 # Kept off the final value against rounding in the sums (relative).
 ROUNDING = 1e-9
-GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 # A group whose jobs all add demand is solved exactly when they can be placed in at most this
 # many ways (every way enumerated).
 MAX_ENUMERATED = 10_000
+# Below the first branch (see _group_bound), fewer: there may be hundreds of branches.
+MAX_ENUMERATED_BRANCH = 512
+# A job holding at least this share of a group's GPU-hours is placed region by region (and
+# split, if it can be), at most BRANCH_DEPTH jobs deep, instead of spread continuously.
+BRANCH_SHARE = 0.05
+BRANCH_DEPTH = 2
+# At most this many branches per group (a second level only where the first is narrow).
+BRANCH_LEAVES = 512
 
 
 @dataclass
@@ -124,48 +136,77 @@ def _group_bound(arrays: PlacementArrays, data: PlacementData, group: GpuGroup, 
     share = supply / supply.sum() if supply.sum() > 0 else np.zeros_like(supply)
     jobs = group.jobs.tolist()
     hours = {j: float(arrays.job_gpu_hours[j]) for j in jobs}
-    certain = [j for j in jobs if not _can_split(arrays, data, j)]
-    maybe = [j for j in jobs if j not in set(certain)]
-    t_max = sum(hours.values())
-    if t_max <= 0:
-        return 0.0
-    t_min = sum(hours[j] for j in certain) or min(hours[j] for j in maybe)
-    d_low = np.array([float(levels.lower.min()) for levels in group.region_levels])
-    d_high = np.array([float(levels.upper.max()) for levels in group.region_levels])
-    low = d_low / t_max
-    high = np.minimum(1.0, d_high / t_min) if t_min > 0 else np.ones_like(d_high)
+    splits = {j: _can_split(arrays, data, j) for j in jobs}
+    split_cost = {j: float(arrays.w_traffic * arrays.job_weight[j] * arrays.table_size[data.job_tables(j)].sum())
+                  if count_split else 0.0 for j in jobs}
+    regions = {j: data.demand_regions[j] for j in jobs}
+    fixed = np.zeros(arrays.num_regions)
+    for j in jobs:  # always adds its demand, and always in the same region
+        if not splits[j] and len(regions[j]) == 1:
+            fixed[regions[j][0]] += hours[j]
+    rest = [j for j in jobs if splits[j] or len(regions[j]) > 1]
+    reach_of = {j: np.bincount(regions[j], minlength=arrays.num_regions) * hours[j] for j in rest}
     p7, p8 = group.parts
     tau = float(arrays.sigmoid_scale)
-    free = [j for j in certain if len(data.demand_regions[j]) > 1]
-    if not maybe and math.prod(len(data.demand_regions[j]) for j in free) <= MAX_ENUMERATED:
-        # Few jobs: every way to place them, each scored as the judge scores it (exact).
-        return float(group.weight * _enumerated(free, data, hours, d_low, t_max, share, supply, tau, p7, p8))
-    choices: list[np.ndarray] = [low]
-    if certain:
-        largest = max(certain, key=lambda j: hours[j])
-        regions = data.demand_regions[largest]
-        if len(regions) > 1:  # its hours are not in d_low: they land in one of its regions
-            choices = []
-            for r in regions:
-                raised = low.copy()
-                raised[r] = (d_low[r] + hours[largest]) / t_max
-                choices.append(raised)
-    active = min(_shares_bound(lo, high, share, supply, t_min, tau, p7, p8) for lo in choices)
-    if not math.isfinite(active):
-        active = 0.0  # no share vector fits the ranges: claim nothing
-    bound = group.weight * active
-    if not certain:  # every job may split: the group may cost only its jobs' traffic
-        split = sum(float(arrays.job_weight[j] * arrays.table_size[data.job_tables(j)].sum()) for j in jobs)
-        bound = min(bound, arrays.w_traffic * split if count_split else 0.0)
-    return float(bound)
+
+    def options(j: int) -> int:
+        return len(regions[j]) + int(splits[j])
+
+    def scored(fixed: np.ndarray, rest: list[int], reach: np.ndarray, paid: float, depth: int,
+               leaves: int = 1) -> float:
+        """The group's bound with ``fixed`` placed and ``paid`` traffic of the jobs split so far;
+        ``reach``: the GPU-hours of ``rest`` that can land in each region; ``leaves``: the
+        branches open beside this one."""
+        t_max = float(fixed.sum()) + sum(hours[j] for j in rest)
+        if t_max <= 0:
+            return paid
+        certain = [j for j in rest if not splits[j]]
+        maybe = [j for j in rest if splits[j]]
+        limit = MAX_ENUMERATED if depth == 0 else MAX_ENUMERATED_BRANCH
+        if not maybe and math.prod(len(regions[j]) for j in certain) <= limit:
+            # Few ways to place them: each scored as the judge scores it (exact).
+            return paid + group.weight * _enumerated(certain, regions, hours, fixed, t_max, share, supply, tau, p7, p8)
+        big = max(rest, key=lambda j: hours[j])
+        if depth < BRANCH_DEPTH and hours[big] >= BRANCH_SHARE * t_max and leaves * options(big) <= BRANCH_LEAVES:
+            # A job this large cannot be spread: it lies in one of its regions, or is split.
+            others = [j for j in rest if j != big]
+            left = reach - reach_of[big]
+            wide = leaves * options(big)
+            values = []
+            for r in regions[big]:
+                placed = fixed.copy()
+                placed[r] += hours[big]
+                values.append(scored(placed, others, left, paid, depth + 1, wide))
+            if splits[big]:
+                values.append(scored(fixed, others, left, paid + split_cost[big], depth + 1, wide))
+            return min(values)
+        return paid + _continuous(fixed, certain, maybe, reach, t_max)
+
+    def _continuous(fixed: np.ndarray, certain: list[int], maybe: list[int], reach: np.ndarray,
+                    t_max: float) -> float:
+        t_certain = float(fixed.sum()) + sum(hours[j] for j in certain)
+        positive = [hours[j] for j in maybe if hours[j] > 0]
+        t_min = t_certain if t_certain > 0 else min(positive, default=0.0)
+        low = fixed / t_max
+        high = np.minimum(1.0, (fixed + reach) / t_min) if t_min > 0 else np.ones_like(reach)
+        active = _shares_bound(low, high, share, supply, t_min, tau, p7, p8)
+        if not math.isfinite(active):
+            active = 0.0  # no share vector fits the ranges: claim nothing
+        bound = group.weight * active
+        if t_certain <= 0:  # every job left may split: the group may cost only their traffic
+            bound = min(bound, sum(split_cost[j] for j in maybe))
+        return bound
+
+    reach = sum(reach_of.values(), np.zeros(arrays.num_regions))
+    return float(scored(fixed, rest, reach, 0.0, 0))
 
 
-def _enumerated(free: list[int], data: PlacementData, hours: dict[int, float], fixed: np.ndarray,
+def _enumerated(free: list[int], regions: dict[int, list[int]], hours: dict[int, float], fixed: np.ndarray,
                 total: float, share: np.ndarray, supply: np.ndarray, tau: float, p7: float, p8: float) -> float:
     """The group's exact minimum over every region of each job in ``free`` (the others fixed)."""
     import itertools
 
-    options = [data.demand_regions[j] for j in free]
+    options = [regions[j] for j in free]
     picks = np.array(list(itertools.product(*options)), dtype=np.int64).reshape(-1, len(free)) if free \
         else np.zeros((1, 0), dtype=np.int64)
     demand = np.repeat(fixed[None, :], len(picks), axis=0)
@@ -202,7 +243,8 @@ def _shares_bound(low: np.ndarray, high: np.ndarray, share: np.ndarray, supply: 
 
 
 def _maximise(function, low: float, high: float) -> float:
-    """Golden-section search of a concave function; the best value it evaluated."""
+    """Golden-section search of a concave function; the best value it evaluated (any point
+    evaluated gives a valid bound, so the search need not be exact)."""
     x1, x2 = high - GOLDEN * (high - low), low + GOLDEN * (high - low)
     f1, f2 = function(x1), function(x2)
     best = max(f1, f2, function(0.0))
@@ -276,7 +318,7 @@ def _storage_bound(arrays: PlacementArrays) -> float:
 
     lo_mu, hi_mu = -4.0, 4.0  # shares and targets lie in [0, 1]: the optimal mu lies in [-2, 2]
     best = dual(0.0)[0]
-    for _ in range(DUAL_STEPS):
+    for _ in range(STORAGE_STEPS):
         mu = 0.5 * (lo_mu + hi_mu)
         value, used = dual(mu)
         best = max(best, value)
