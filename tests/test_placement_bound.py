@@ -27,7 +27,9 @@ def instance_of(seed: int, shape: dict, setting: dict) -> PlacementInstance:
     return PlacementInstance.model_validate(data)
 
 
-@pytest.mark.parametrize("setting", SETTINGS, ids=["default", "largest", "combined", "both"])
+@pytest.mark.parametrize("setting", [SETTINGS[0], pytest.param(SETTINGS[1], marks=pytest.mark.slow),
+                                     pytest.param(SETTINGS[2], marks=pytest.mark.slow), SETTINGS[3]],
+                         ids=["default", "largest", "combined", "both"])
 def test_bound_is_never_above_the_enumerated_optimum_nor_negative(setting):
     bounds, optima = [], []
     for seed in range(3):
