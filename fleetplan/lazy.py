@@ -82,5 +82,4 @@ def lazy_attribute(module: str, attribute: str) -> Any:
 
 
 # The modules ``import fleetplan`` must not load (tests/test_imports.py checks it).
-HEAVY_MODULES = ("pyomo", "ortools", "highspy", "scipy", "pandas", "pyarrow", "matplotlib",
-                 "networkx", "dask")
+HEAVY_MODULES = ("pyomo", "ortools", "highspy", "scipy", "pandas", "pyarrow", "matplotlib", "dask")

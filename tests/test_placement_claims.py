@@ -9,6 +9,7 @@ import pytest
 
 import fleetplan
 from fleetplan.instances.placement import PlacementPlan
+from fleetplan.models.placement.bound import placement_lower_bound
 from fleetplan.solvers.placement.enumerate import enumerate_placements
 from fleetplan.solvers.placement.exact import PartOutcome, solve_exact
 
@@ -54,7 +55,10 @@ def test_a_false_optimal_claim_is_not_reported():
                          progress=lambda fraction, message: None, warm_start="current", split=False,
                          max_exact_levels=64, grid_levels=16)
     assert result.objective < today_objective
-    assert result.status == "feasible" and result.bound is None
+    # The false bound is dropped; what remains is the instance's own lower bound, below the plan.
+    assert result.status == "feasible" and "solver_bound" not in result.stats
+    assert result.bound == pytest.approx(placement_lower_bound(instance.arrays()).value, rel=1e-12)
+    assert result.bound < today_objective * (1 - 1e-3) and result.bound <= result.objective
     assert any("not proven" in line for line in result.log)
     assert fleetplan.evaluate(instance, result.plan).objective == pytest.approx(result.objective)
 

@@ -36,7 +36,7 @@ from fleetplan.errors import raise_interruption
 # Back-end modules the solvers import lazily; loaded before the baseline is taken.
 BACKENDS = (
     "scipy.sparse", "highspy", "pyomo.environ", "ortools.sat.python.cp_model",
-    "ortools.linear_solver.python.model_builder_helper", "networkx",
+    "ortools.linear_solver.python.model_builder_helper",
 )
 _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")

@@ -41,7 +41,7 @@ from fleetplan.service.tasks import error_body, pack, serve_jobs, unpack
 
 # What the worker processes' fork server imports once, so a new worker starts in milliseconds.
 PRELOAD = ["fleetplan.service.tasks", "fleetplan.solvers", "fleetplan.instances", "scipy.sparse", "highspy",
-           "ortools.sat.python.cp_model", "networkx"]
+           "ortools.sat.python.cp_model"]
 # A job still running this long after its time limit is killed.
 KILL_GRACE_S = 5.0
 FINAL = ("done", "failed", "cancelled")

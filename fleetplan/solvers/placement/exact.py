@@ -10,7 +10,7 @@ Both follow the same steps:
    jobs that cannot reach the home-training threshold. The message names the region and the
    shortfall. A model the solver itself proves infeasible is reported as such.
 2. *Splitting* into independent parts: the connected components of the graph linking each
-   planned job to the tables it reads (networkx). Components interact only through region
+   planned job to the tables it reads (union-find in numpy, ``parts.components``). Components interact only through region
    totals — GPU demand (Expressions 2, 7, 8), bytes per region (3, 4, 9), CPU per application (5),
    the home-training share (6) and the move quota — so they are solved one by one exactly when
    none of those can matter: w2 and w3 are 0 (or no planned ML demand) and no capacity, quota
@@ -19,7 +19,10 @@ Both follow the same steps:
    when the evaluator finds it feasible: HiGHS gets it as a MIP start, CP-SAT as a hint.
 4. *Bound and gap*: the model under-estimates the exact objective (with equality when every
    breakpoint is exact, see :mod:`fleetplan.models.placement`), so the solver's dual bound is a
-   bound on the exact optimum; the gap is measured against the evaluator's objective. Status
+   bound on the exact optimum; the gap is measured against the evaluator's objective. The bound
+   reported is the larger of it and the instance's own lower bound
+   (:mod:`fleetplan.models.placement.bound`), which does not need the root LP that HiGHS does
+   not finish from about 1,000 tables (it then reports a negative bound). Status
    ``optimal`` is claimed only when the solver proved optimality of an exact model. The
    MIP's capacity, quota, CPU and home-training rows are tightened by ``ROW_SAFETY`` (2e-6 of
    their scale) so that HiGHS's 1e-6 feasibility tolerance cannot produce a plan the judge
@@ -56,6 +59,7 @@ from fleetplan.instances.placement import PlacementInstance, PlacementPlan
 from fleetplan.instances.resources import check_fits
 from fleetplan.lazy import lazy_attribute, lazy_module, not_loaded
 from fleetplan.models.placement import ROW_SAFETY, BuildTimeout, PlacementData, prepare
+from fleetplan.models.placement.bound import placement_lower_bound
 from fleetplan.models.placement.cpsat import (
     add_placement_hint,
     placement_cpsat,
@@ -369,6 +373,7 @@ def solve_exact(instance: PlacementInstance, solve_part, *, name: str, time_limi
         status = "feasible"
     plan, objective, status, bound_total, polished = _check_claims(
         instance, name, plan, objective, status, bound_total, deadline, reserve, log)
+    bound_total = with_instance_bound(instance, name, bound_total, objective, stats, log)
     if polished:
         model_objective = None
         stats["polish_gain"] = polished
@@ -393,6 +398,27 @@ def solve_exact(instance: PlacementInstance, solve_part, *, name: str, time_limi
     return SolveResult(status=status, plan=plan, objective=objective, bound=bound_total,
                        gap=relative_gap(objective, bound_total), log=log, message=message,
                        model_objective=model_objective, stats=stats)
+
+
+def with_instance_bound(instance: PlacementInstance, name: str, bound: float | None, objective: float,
+                        stats: dict[str, float], log: list[str]) -> float | None:
+    """The larger of the solver's bound and the instance's own lower bound
+    (:func:`~fleetplan.models.placement.bound.placement_lower_bound`, proven without the MIP):
+    from about 1,000 tables HiGHS stops before its root LP and reports the bound of its column
+    bounds, which is negative. Both are kept in ``stats`` (``solver_bound``, ``instance_bound``)."""
+    if bound is not None:
+        stats["solver_bound"] = bound
+    own = placement_lower_bound(instance.arrays()).value
+    stats["instance_bound"] = own
+    if own > objective + CLAIM_TOLERANCE * max(1.0, abs(objective)):
+        log.append(f"{name}: the instance bound {own:.9g} is above a judged plan's objective {objective:.9g}; "
+                   "not used")
+        return bound
+    if bound is None or own > bound:
+        log.append(f"bound: the instance's lower bound {own:.6g} (the solver's: "
+                   f"{'none' if bound is None else format(bound, '.6g')})")
+        return min(own, objective)
+    return bound
 
 
 class _Reserved:
@@ -448,7 +474,9 @@ def _best_known(instance: PlacementInstance, name: str, warm: np.ndarray | None,
     plan = PlacementPlan.from_arrays(instance, home, solver=name, moves=moves_between(instance, home))
     objective = evaluate(instance, plan).objective
     stats["fallback_parts"] = 1.0
+    bound = with_instance_bound(instance, name, None, objective, stats, log)
     return SolveResult(status="time_limit", plan=plan, objective=objective, log=log, stats=stats,
+                       bound=bound, gap=relative_gap(objective, bound),
                        message=f"{name}: the time limit ran out while building the model; the best plan "
                                "known (the warm start, else today's placement) is returned")
 

@@ -472,6 +472,7 @@ def _merged(climb: ClimbResult, run: Search | None, trace: list[tuple[float, flo
     return merged
 
 
+from fleetplan.models.placement.bound import placement_lower_bound  # noqa: E402
 from fleetplan.solvers.base import Progress, SolveResult, register  # noqa: E402
 from fleetplan.solvers.placement import _climb, _finish, instance_terms_start  # noqa: E402
 
@@ -490,7 +491,8 @@ def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, 
                threads: int = 1, progress: Progress, replicas: bool = True, partitions_only: bool = False,
                hot_replica_share: float = 0.1, neighbourhood_tables: int = 24, neighbourhood_regions: int = 6,
                node_limit: int = 200, patience: int = 60, compound_moves: bool = False,
-               search_ratio: float = SEARCH_RATIO, search_min_s: float = SEARCH_MIN_S) -> SolveResult:
+               search_ratio: float = SEARCH_RATIO, search_min_s: float = SEARCH_MIN_S,
+               bound: bool = True) -> SolveResult:
     """The hill climb from today's placement, then neighbourhoods re-optimised exactly while they
     improve (:mod:`fleetplan.solvers.placement.lns`); never worse than the climb.
 
@@ -526,6 +528,9 @@ def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, 
         without a time limit, the search's time when the climb's multiple is shorter
     compound_moves : bool
         the climb also moves all tables of a split multi-table ML job to one region at once
+    bound : bool
+        compute the instance's lower bound (:mod:`fleetplan.models.placement.bound`; about 2.4 s
+        of CPU at 10^4 tables, 3.3 s at 10^5), so the result carries ``bound`` and ``gap``
 
     Examples
     --------
@@ -546,6 +551,8 @@ def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, 
     deadline = Deadline(time_limit)
     started = time.perf_counter()
     state, climb, after_s = _climb(instance, True, time_limit, progress, None, True, compound_moves)
+    # Before the search, so that a time limit covers it (2.4 s of CPU at 10^4 tables, 3.3 s at 10^5).
+    lower = placement_lower_bound(instance.arrays()) if bound and climb.stopped_by != "time" else None
     start = float(sum(instance_terms_start(instance).values()))
     trace: list[tuple[float, float, int]] = []
     run = None
@@ -590,4 +597,10 @@ def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, 
                              "lns_gain": st.gain, "lns_mip_s": st.mip_s, "lns_build_s": st.build_s,
                              "climb_gain": climb.total_gain})
     result.model_objective = float(sum(state.objective_terms.values()))
+    if lower is not None:
+        # A proven bound on the optimum, so the result's gap says how far the plan may be from it.
+        result.bound = lower.value
+        result.stats["instance_bound"] = lower.value
+        result.log.append("bound: the instance's lower bound " + ", ".join(
+            f"{term} {value:.6g}" for term, value in lower.terms.items()))
     return result

@@ -1,0 +1,332 @@
+"""A lower bound on the Tetris placement optimum (MAST §3.3, Figure 4) that needs no MIP.
+
+Why: the MIP (:mod:`fleetplan.models.placement.mip`) proves bounds on small instances, but from
+about 1,000 tables HiGHS does not finish its root LP within minutes, and the bound it then reports
+is the one its column bounds give: the traffic term is ``bytes(j) (1 - sum_r y[j, r])`` with every
+``y`` in [0, 1], so each ML job counts ``1 - |regions|`` times its bytes and the bound is negative
+(-7.7 at 1,000 tables after 300 s). A planner cannot read a gap against that. This bound is
+computed from the instance alone in well under a second at 10^4 tables, is never negative, and
+is reported beside every plan (``SolveResult.bound``) so that the gap means something.
+
+How (every step drops a coupling or a constraint, so the minimum can only fall)::
+
+    objective = sum over GPU groups (g, p) of [ Expressions 7 + 8 of the group
+                                                + Expression 1 of the group's ML jobs ]
+              + Expression 1 of the Spark/Presto jobs and of ML jobs in no group
+              + Expression 9 (storage balance)
+           >= sum over groups of min(group bracket) + min(traffic rest) + min(storage)
+
+The sum of minima is at most the minimum of the sum. Each piece:
+
+* *A GPU group* (the ML jobs of one GPU type and priority, :func:`~fleetplan.models.placement.prepare`'s
+  groups, which already follow ``split_ml_demand`` and ``overload_form``). If some of its jobs
+  always add demand (they cannot split, ``certain > 0``), the group is *active*: the demand shares
+  ``q_r = D_r / T`` sum to 1 and lie in ``[lo_r, hi_r]`` (``lo_r`` = demand pinned to r over the
+  largest possible total, ``hi_r`` = demand that can reach r over the smallest active total).
+  Expression 8 is ``sum_r q_r sigmoid(.) >= 1/2 + sum_r q_r (sigmoid((q_r T_min - S_r)^+ / tau) - 1/2)``
+  (sigmoid >= 1/2 and is increasing, D_r >= q_r T_min). The minimum over the shares is bounded by
+  its Lagrangian dual: for any multiplier mu, ``mu + sum_r min over q_r in [lo_r, hi_r] of
+  (f_r(q_r) - mu q_r)`` is at most the minimum (weak duality), and each one-dimensional minimum
+  is bounded from below on a grid of intervals [a, b]: ``(q - s)^2 >= (clip(s, a, b) - s)^2``,
+  the overload excess ``>= its value at a`` (it increases with q), ``-mu q >= -mu b`` (mu >= 0)
+  or ``-mu a``. The dual is concave in mu and is maximised by golden-section search; any mu it
+  stops at gives a valid bound. A group whose jobs all add demand and can be placed in at most
+  ``MAX_ENUMERATED`` ways is minimised exactly instead (every way scored as the judge scores
+  it). Before either, a job holding at least ``BRANCH_SHARE`` of the group's GPU-hours is
+  *branched on*: it lies in one of its regions (its hours added there to ``lo``), or it is split
+  (it adds no demand and pays its traffic); the bound is the minimum over the branches, each
+  bounded the same way, at most ``BRANCH_DEPTH`` jobs deep and ``BRANCH_LEAVES`` branches a group
+  (a large job cannot be spread, which the shares' relaxation would otherwise allow). A group
+  whose remaining jobs may all split may be *inactive*, which costs at least their traffic; its
+  bound is then the smaller of the two. (Under the combined overload form a job belongs to two
+  groups, so there a split counts no traffic, which would be counted twice.)
+* *Traffic of the rest*: a Spark/Presto job reads remotely at least its pinned bytes outside its
+  best region; an ML job whose tables are pinned to different regions reads all its bytes
+  remotely; everything else at least 0.
+* *Storage balance*: the bytes homed per region are a share ``b_r`` with ``sum_r b_r = 1`` between
+  what is pinned there (and today's bytes minus the move quota) and the capacity (and today's
+  bytes plus the quota); ``sum_r (b_r - c_r)^2`` is convex, and its Lagrangian dual (closed form
+  per region) is maximised by bisection. Table sizes are treated as divisible (a relaxation).
+
+What it does not see: the coupling of jobs through shared tables, the CPU and home-training rows,
+and the granularity of demand beyond the jobs branched on. So it is weakest where the best
+plan trades GPU balance against traffic; the MIP's own bound is used instead where it is higher
+(:mod:`fleetplan.solvers.placement.exact` reports the larger of the two). Tested against brute
+force (``tests/test_placement_bound.py``): never above the optimum, never negative.
+
+Example
+-------
+>>> from fleetplan.instances import generate
+>>> from fleetplan.models.placement.bound import placement_lower_bound
+>>> instance = generate("placement", {"regions": 3, "tables": 20, "jobs": 20}, seed=0)
+>>> bound = placement_lower_bound(instance.arrays())
+>>> bound.value >= 0.0, sorted(bound.terms)
+(True, ['gpu', 'storage_balance', 'traffic'])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fleetplan.instances.placement import ML, PlacementArrays
+from fleetplan.instances.placement.evaluate import sigmoid
+from fleetplan.models.placement import GpuGroup, PlacementData, prepare
+
+# Intervals per region in the one-dimensional minima (the bound loses O(1/GRID) to them).
+GRID = 64
+# Golden-section steps over the multiplier (the bracket shrinks by 0.618 each step).
+DUAL_STEPS = 36
+GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+# Bisection steps of the storage dual.
+STORAGE_STEPS = 60
+# The judge accepts capacities and the move quota with this relative slack (evaluate.TOLERANCE).
+JUDGE_SLACK = 1e-9
+# Kept off the final value against rounding in the sums (relative).
+ROUNDING = 1e-9
+# A group whose jobs all add demand is solved exactly when they can be placed in at most this
+# many ways (every way enumerated).
+MAX_ENUMERATED = 10_000
+# Below the first branch (see _group_bound), fewer: there may be hundreds of branches.
+MAX_ENUMERATED_BRANCH = 512
+# A job holding at least this share of a group's GPU-hours is placed region by region (and
+# split, if it can be), at most BRANCH_DEPTH jobs deep, instead of spread continuously.
+BRANCH_SHARE = 0.05
+BRANCH_DEPTH = 2
+# At most this many branches per group (a second level only where the first is narrow).
+BRANCH_LEAVES = 512
+
+
+@dataclass
+class LowerBound:
+    """A proven lower bound on the optimum of the placement objective; ``terms``: its parts
+    (``gpu`` includes the traffic of ML jobs that an inactive group's split would cost)."""
+
+    value: float
+    terms: dict[str, float] = field(default_factory=dict)
+
+
+def placement_lower_bound(arrays: PlacementArrays, data: PlacementData | None = None) -> LowerBound:
+    """The lower bound of the module docstring (``data``: :func:`prepare`'s output, when the
+    caller has it; prepared with one level per quantity otherwise, which is all this needs)."""
+    if data is None:  # the storage breakpoints are not used here (w3 = 0 skips them)
+        data = prepare(dataclasses.replace(arrays, w_storage=0.0), max_exact_levels=1, grid_levels=1)
+    combined = arrays.overload_form == "combined_high_priority"
+    gpu = sum(_group_bound(arrays, data, group, count_split=not combined) for group in data.groups)
+    terms = {"gpu": float(gpu), "traffic": _forced_traffic(arrays, data),
+             "storage_balance": float(arrays.w_storage * _storage_bound(arrays))}
+    value = max(0.0, sum(terms.values()) * (1.0 - ROUNDING))
+    return LowerBound(value=value, terms=terms)
+
+
+# --- GPU groups -------------------------------------------------------------------------------
+
+def _can_split(arrays: PlacementArrays, data: PlacementData, j: int) -> bool:
+    """The rule of :func:`prepare`'s groups: a job that may be split adds demand only if it is not."""
+    own = data.job_tables(j).tolist()
+    return len(own) > 1 and any(len(data.allowed[t]) > 1 for t in own) and data.demand_mode.get(j) == "region"
+
+
+def _group_bound(arrays: PlacementArrays, data: PlacementData, group: GpuGroup, count_split: bool) -> float:
+    g = group.gpu_type
+    supply = arrays.gpu_supply[:, g].astype(float)
+    share = supply / supply.sum() if supply.sum() > 0 else np.zeros_like(supply)
+    jobs = group.jobs.tolist()
+    hours = {j: float(arrays.job_gpu_hours[j]) for j in jobs}
+    splits = {j: _can_split(arrays, data, j) for j in jobs}
+    split_cost = {j: float(arrays.w_traffic * arrays.job_weight[j] * arrays.table_size[data.job_tables(j)].sum())
+                  if count_split else 0.0 for j in jobs}
+    regions = {j: data.demand_regions[j] for j in jobs}
+    fixed = np.zeros(arrays.num_regions)
+    for j in jobs:  # always adds its demand, and always in the same region
+        if not splits[j] and len(regions[j]) == 1:
+            fixed[regions[j][0]] += hours[j]
+    rest = [j for j in jobs if splits[j] or len(regions[j]) > 1]
+    reach_of = {j: np.bincount(regions[j], minlength=arrays.num_regions) * hours[j] for j in rest}
+    p7, p8 = group.parts
+    tau = float(arrays.sigmoid_scale)
+
+    def options(j: int) -> int:
+        return len(regions[j]) + int(splits[j])
+
+    def scored(fixed: np.ndarray, rest: list[int], reach: np.ndarray, paid: float, depth: int,
+               leaves: int = 1) -> float:
+        """The group's bound with ``fixed`` placed and ``paid`` traffic of the jobs split so far;
+        ``reach``: the GPU-hours of ``rest`` that can land in each region; ``leaves``: the
+        branches open beside this one."""
+        t_max = float(fixed.sum()) + sum(hours[j] for j in rest)
+        if t_max <= 0:
+            return paid
+        certain = [j for j in rest if not splits[j]]
+        maybe = [j for j in rest if splits[j]]
+        limit = MAX_ENUMERATED if depth == 0 else MAX_ENUMERATED_BRANCH
+        if not maybe and math.prod(len(regions[j]) for j in certain) <= limit:
+            # Few ways to place them: each scored as the judge scores it (exact).
+            return paid + group.weight * _enumerated(certain, regions, hours, fixed, t_max, share, supply, tau, p7, p8)
+        big = max(rest, key=lambda j: hours[j])
+        if depth < BRANCH_DEPTH and hours[big] >= BRANCH_SHARE * t_max and leaves * options(big) <= BRANCH_LEAVES:
+            # A job this large cannot be spread: it lies in one of its regions, or is split.
+            others = [j for j in rest if j != big]
+            left = reach - reach_of[big]
+            wide = leaves * options(big)
+            values = []
+            for r in regions[big]:
+                placed = fixed.copy()
+                placed[r] += hours[big]
+                values.append(scored(placed, others, left, paid, depth + 1, wide))
+            if splits[big]:
+                values.append(scored(fixed, others, left, paid + split_cost[big], depth + 1, wide))
+            return min(values)
+        return paid + _continuous(fixed, certain, maybe, reach, t_max)
+
+    def _continuous(fixed: np.ndarray, certain: list[int], maybe: list[int], reach: np.ndarray,
+                    t_max: float) -> float:
+        t_certain = float(fixed.sum()) + sum(hours[j] for j in certain)
+        positive = [hours[j] for j in maybe if hours[j] > 0]
+        t_min = t_certain if t_certain > 0 else min(positive, default=0.0)
+        low = fixed / t_max
+        high = np.minimum(1.0, (fixed + reach) / t_min) if t_min > 0 else np.ones_like(reach)
+        active = _shares_bound(low, high, share, supply, t_min, tau, p7, p8)
+        if not math.isfinite(active):
+            active = 0.0  # no share vector fits the ranges: claim nothing
+        bound = group.weight * active
+        if t_certain <= 0:  # every job left may split: the group may cost only their traffic
+            bound = min(bound, sum(split_cost[j] for j in maybe))
+        return bound
+
+    reach = sum(reach_of.values(), np.zeros(arrays.num_regions))
+    return float(scored(fixed, rest, reach, 0.0, 0))
+
+
+def _enumerated(free: list[int], regions: dict[int, list[int]], hours: dict[int, float], fixed: np.ndarray,
+                total: float, share: np.ndarray, supply: np.ndarray, tau: float, p7: float, p8: float) -> float:
+    """The group's exact minimum over every region of each job in ``free`` (the others fixed)."""
+    import itertools
+
+    options = [regions[j] for j in free]
+    picks = np.array(list(itertools.product(*options)), dtype=np.int64).reshape(-1, len(free)) if free \
+        else np.zeros((1, 0), dtype=np.int64)
+    demand = np.repeat(fixed[None, :], len(picks), axis=0)
+    for column, j in enumerate(free):
+        demand[np.arange(len(picks)), picks[:, column]] += hours[j]
+    q = demand / total
+    cost = p7 * np.square(q - share[None, :]).sum(axis=1)
+    cost += p8 * (q * sigmoid(np.maximum(0.0, demand - supply[None, :]) / tau)).sum(axis=1)
+    return float(cost.min())
+
+
+def _shares_bound(low: np.ndarray, high: np.ndarray, share: np.ndarray, supply: np.ndarray, t_min: float,
+                  tau: float, p7: float, p8: float) -> float:
+    """Lower bound on min over q (sum q = 1, low <= q <= high) of
+    ``p7 sum (q - share)^2 + p8 (1/2 + sum q (sigmoid((q t_min - supply)^+ / tau) - 1/2))``
+    by the Lagrangian dual on a grid (module docstring); inf when no q fits."""
+    high = np.maximum(high, low)
+    if low.sum() > 1.0 + 1e-12 or high.sum() < 1.0 - 1e-12:
+        return math.inf
+    steps = np.linspace(0.0, 1.0, GRID + 1)
+    edges = low[:, None] + (high - low)[:, None] * steps[None, :]  # (R, GRID + 1)
+    a, b = edges[:, :-1], edges[:, 1:]
+    nearest = np.clip(share[:, None], a, b)
+    excess = a * (sigmoid(np.maximum(0.0, a * t_min - supply[:, None]) / tau) - 0.5)
+    cost = p7 * np.square(nearest - share[:, None]) + p8 * excess
+
+    def dual(mu: float) -> float:
+        edge = b if mu >= 0 else a
+        return mu + float((cost - mu * edge).min(axis=1).sum())
+
+    reach = 10.0 + 2.0 * (p7 + p8) * (1.0 + t_min / tau)
+    best = _maximise(dual, -reach, reach)
+    return p8 * 0.5 + max(best, 0.0)
+
+
+def _maximise(function, low: float, high: float) -> float:
+    """Golden-section search of a concave function; the best value it evaluated (any point
+    evaluated gives a valid bound, so the search need not be exact)."""
+    x1, x2 = high - GOLDEN * (high - low), low + GOLDEN * (high - low)
+    f1, f2 = function(x1), function(x2)
+    best = max(f1, f2, function(0.0))
+    for _ in range(DUAL_STEPS):
+        if f1 < f2:
+            low, x1, f1 = x1, x2, f2
+            x2 = low + GOLDEN * (high - low)
+            f2 = function(x2)
+        else:
+            high, x2, f2 = x2, x1, f1
+            x1 = high - GOLDEN * (high - low)
+            f1 = function(x1)
+        best = max(best, f1, f2)
+    return best
+
+
+# --- traffic ------------------------------------------------------------------------------------
+
+def _forced_traffic(arrays: PlacementArrays, data: PlacementData) -> float:
+    """Expression 1 that no placement avoids: pinned bytes outside a Spark/Presto job's best
+    region; all bytes of an ML job whose tables are pinned to different regions."""
+    if arrays.w_traffic <= 0:
+        return 0.0
+    pinned = np.array([len(data.allowed[t]) == 1 for t in range(arrays.num_tables)])
+    total = 0.0
+    for j in data.jobs.tolist():
+        own = data.job_tables(j)
+        fixed = own[pinned[own]]
+        if fixed.size == 0:
+            continue
+        homes = arrays.table_home[fixed]
+        if arrays.job_kind[j] == ML:
+            if np.unique(homes).size > 1:
+                total += float(arrays.job_weight[j] * arrays.table_size[own].sum())
+            continue
+        by_region = np.bincount(homes, weights=arrays.table_size[fixed], minlength=arrays.num_regions)
+        total += float(arrays.job_weight[j] * (by_region.sum() - by_region.max()))
+    return float(arrays.w_traffic * total)
+
+
+# --- storage ------------------------------------------------------------------------------------
+
+def _storage_bound(arrays: PlacementArrays) -> float:
+    """Lower bound on min sum_r (b_r - c_r)^2 over byte shares b (sum 1) within the pinned
+    bytes, capacities and move quota (module docstring); 0 when no share vector fits."""
+    size = arrays.table_size.astype(float)
+    total = float(size.sum())
+    capacity = arrays.storage_capacity.astype(float)
+    if total <= 0 or arrays.w_storage <= 0 or capacity.sum() <= 0:
+        return 0.0
+    target = capacity / capacity.sum()
+    regions = arrays.num_regions
+    home = arrays.table_home
+    quota = float(arrays.move_quota_bytes)
+    pinned = size > quota
+    pinned_bytes = np.bincount(home[pinned], weights=size[pinned], minlength=regions)
+    today = np.bincount(home, weights=size, minlength=regions)
+    low = pinned_bytes
+    high = np.minimum(capacity * (1 + JUDGE_SLACK) + 1e-6, pinned_bytes + size[~pinned].sum())
+    if math.isfinite(quota):
+        moved = quota * (1 + JUDGE_SLACK) + 1e-6
+        low = np.maximum(low, today - moved)
+        high = np.minimum(high, today + moved)
+    low, high = low / total, high / total
+    if low.sum() > 1.0 + 1e-12 or high.sum() < 1.0 - 1e-12 or (low > high).any():
+        return 0.0
+
+    def dual(mu: float) -> tuple[float, float]:  # value and sum of the minimisers
+        b = np.clip(target + mu / 2.0, low, high)
+        return mu + float((np.square(b - target) - mu * b).sum()), float(b.sum())
+
+    lo_mu, hi_mu = -4.0, 4.0  # shares and targets lie in [0, 1]: the optimal mu lies in [-2, 2]
+    best = dual(0.0)[0]
+    for _ in range(STORAGE_STEPS):
+        mu = 0.5 * (lo_mu + hi_mu)
+        value, used = dual(mu)
+        best = max(best, value)
+        if used < 1.0:
+            lo_mu = mu
+        else:
+            hi_mu = mu
+    return max(best, 0.0)
+
+
+__all__ = ["LowerBound", "placement_lower_bound"]
