@@ -21,12 +21,14 @@ import argparse
 import csv
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from planning_speed import run  # noqa: E402
 
 FLEETPLAN = [sys.executable, "-m", "fleetplan"]
 PRICES = {"h100": (1250.0, 1), "a100": (625.0, 0), "v100": (300.0, 0), "mi300": (1100.0, 1),
@@ -83,14 +85,8 @@ def main() -> None:
     folder.mkdir(parents=True, exist_ok=True)
     instance, horizon = write_inputs(folder, args)
     argv = [*FLEETPLAN, "horizon", str(instance), str(horizon), "--json", "--no-stochastic"]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(argv)} failed: {done.stderr[-2000:]}")
-    result = json.loads(done.stdout)
+    wall, cpu, out = run(argv)
+    result = json.loads(out)
     judged = all(all(row["checks"].values()) for row in result["periods"])
     print(json.dumps({"periods": args.periods, "scenarios": args.scenarios, "regions": args.regions,
                       "gpu_types": args.gpu_types, "tables": args.tables, "jobs": args.jobs,
@@ -98,7 +94,7 @@ def main() -> None:
                       "cost": result["cost"], "columns": result["stats"].get("columns"),
                       "rows": result["stats"].get("rows"), "solve_s": round(result["stats"].get("solve_s", 0), 3),
                       "every_period_judged_met": judged, "wall_s": round(wall, 2),
-                      "cpu_s": round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 2),
+                      "cpu_s": round(cpu, 2),
                       "load": os.getloadavg()}))
 
 

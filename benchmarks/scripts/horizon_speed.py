@@ -18,11 +18,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import yaml
@@ -32,6 +29,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
 from planner_fleet import fleet  # noqa: E402
+from planning_speed import run  # noqa: E402
 
 
 def horizon(jobs: int, periods: int, scenarios: int) -> dict:
@@ -48,17 +46,6 @@ def horizon(jobs: int, periods: int, scenarios: int) -> dict:
                                        "demand": {"growth": r}} for r in rates]
         base["scenarios"]["cases"][-1]["probability"] = 1 - (scenarios - 1) / scenarios
     return base
-
-
-def run(argv: list[str]) -> tuple[float, float, str]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(argv)} failed: {done.stderr[-2000:]}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done.stdout
 
 
 def main() -> None:

@@ -60,17 +60,14 @@ def handle_horizon(args: argparse.Namespace) -> int:
     """``fleetplan horizon``."""
     import fleetplan
     from fleetplan.cli.common import CommandError, check_outputs, print_json, stdout, working
-    from fleetplan.instances.outputs import check_figure_path
+    from fleetplan.cli.planning import _check_pictures
     from fleetplan.planning.horizon import load_horizon, plan_horizon
 
     check_outputs([args.file, args.horizon], files=[("-o", args.output), ("--plot", args.plot),
                                                      ("--report", args.report)])
     if args.output and not str(args.output).lower().endswith((".json", ".csv")):
         raise CommandError(f"-o {args.output}: the schedule is written as .json (everything) or .csv (its rows)")
-    if args.plot:
-        check_figure_path(args.plot, "--plot")
-    if args.report and not str(args.report).lower().endswith((".html", ".htm")):
-        raise CommandError(f"--report {args.report}: a report is an HTML file (FILE.html)")
+    _check_pictures(args)
     with working(f"loading {args.file}", not args.json):
         instance = fleetplan.load_instance(args.file)
         spec = load_horizon(args.horizon)
