@@ -2,7 +2,8 @@
 instance), :func:`to_frame` / :func:`plan_to_frame` (a plan -> one table) and back
 (:func:`plan_from_frame`), :func:`to_frames` (an instance -> its tables). They dispatch on the
 kind to its own module (:mod:`fleetplan.instances.allocation.frames`,
-:mod:`fleetplan.instances.placement.frames`), which holds the column layouts
+:mod:`fleetplan.instances.placement.frames`, :mod:`fleetplan.instances.reservation.frames`,
+:mod:`fleetplan.instances.binpack.frames`), which holds the column layouts
 (``docs/data-in-out.md``).
 
 The machinery those modules share — reading a CSV/Parquet file or DataFrame cell by cell with
@@ -31,17 +32,20 @@ if TYPE_CHECKING:
 
 # --- kind dispatch ------------------------------------------------------------------------
 
+# The kinds with tables in and out, and the module holding each one's layouts.
+TABLE_KINDS = {"allocation": "fleetplan.instances.allocation.frames",
+               "placement": "fleetplan.instances.placement.frames",
+               "reservation": "fleetplan.instances.reservation.frames",
+               "binpack": "fleetplan.instances.binpack.frames"}
+
+
 def _kind_module(kind: str) -> Any:
-    if kind == "allocation":
-        from fleetplan.instances.allocation import frames as allocation_frames
+    import importlib
 
-        return allocation_frames
-    if kind == "placement":
-        from fleetplan.instances.placement import frames as placement_frames
-
-        return placement_frames
-    raise InstanceError("kind", f"no table readers or writers for the '{kind}' kind "
-                                "(known: allocation, placement)")
+    if kind not in TABLE_KINDS:
+        raise InstanceError("kind", f"no table readers or writers for the '{kind}' kind "
+                                    f"(known: {', '.join(TABLE_KINDS)})")
+    return importlib.import_module(TABLE_KINDS[kind])
 
 
 def from_frames(kind: str, /, **tables: Any) -> InstanceBase:
