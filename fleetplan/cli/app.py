@@ -133,9 +133,13 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if args.binding and result.success:
         from fleetplan.planning.marginal import marginal_values
 
-        with working("measuring what one unit more and fewer of each capacity changes (re-solving)", not args.json):
-            marginal = marginal_values(instance, spec.name, time_limit=args.time_limit, seed=args.seed,
-                                       threads=args.threads, **options)
+        # A line, not a spinner: the spinner's drawing thread would keep the re-solves from
+        # being shared over forked processes (a fork is only safe with one thread running).
+        if not args.json and stderr.is_terminal:
+            stderr.print("measuring what one unit more and fewer of each capacity changes (re-solving)",
+                         style="dim", markup=False)
+        marginal = marginal_values(instance, spec.name, time_limit=args.time_limit, seed=args.seed,
+                                   threads=args.threads, **options)
     # Exit code and files agree: a plan file is written exactly when the exit code says "a plan".
     # The report comes first and the write last, so a signal before the write leaves no plan and
     # one after it (settle) lets the command end with the plan's code.
@@ -242,8 +246,9 @@ def _policy_optimum(instance: Any, plan: Any, args: argparse.Namespace) -> Any:
     known = {entry.name for entry in fleetplan.list_solvers("allocation")}
     if name not in known:
         raise CommandError(f"--binding: no solver named after the plan's policy '{plan.policy}'")
-    with working(f"solving {name} with one GPU more and fewer of each type", not args.json):
-        return marginal_values(instance, name)
+    if not args.json and stderr.is_terminal:  # a line, not a spinner (see cmd_solve)
+        stderr.print(f"solving {name} with one GPU more and fewer of each type", style="dim", markup=False)
+    return marginal_values(instance, name)
 
 
 def cmd_solvers(args: argparse.Namespace) -> int:
