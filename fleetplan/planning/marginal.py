@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -233,6 +234,10 @@ def run_shared(work: Callable[[Any], Any], tasks: Sequence[Any], workers: int) -
 
 def _run_share(work: Callable[[Any], Any], tasks: Sequence[Any], send: Any) -> None:
     """A forked child's share of :func:`run_shared`: its results, or the error that stopped it."""
+    # Ctrl-C reaches the whole process group: the parent stops and kills this child (which
+    # would otherwise print a traceback of its own); SIGTERM ends it quietly.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         answer: tuple[bool, Any] = (True, [work(task) for task in tasks])
     except Exception as error:  # handed to the parent, which raises it
