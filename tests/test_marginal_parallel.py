@@ -56,10 +56,16 @@ def test_parallel_re_solves_of_a_kind_without_a_session():
 
 
 def test_the_default_stays_in_process_where_a_fork_would_not_pay():
-    assert marginal.default_workers(8, base_seconds=0.001) == 1
-    assert marginal.default_workers(1, base_seconds=10.0) == 1
-    if marginal._can_fork():
-        assert 1 <= marginal.default_workers(8, base_seconds=10.0) <= min(8, os.cpu_count() or 1)
+    assert marginal.default_workers(8, base_seconds=0.001, cores=4, load=0.0) == 1
+    assert marginal.default_workers(1, base_seconds=10.0, cores=4, load=0.0) == 1
+
+
+@needs_fork
+def test_the_default_takes_the_cores_others_leave_free():
+    workers = [marginal.default_workers(8, base_seconds=1.0, cores=2, load=load) for load in (0.0, 1.0, 1.4, 2.0, 4.0)]
+    assert workers == [2, 2, 2, 1, 1]  # the load counts this process too
+    assert marginal.default_workers(3, base_seconds=1.0, cores=8, load=1.0) == 3
+    assert marginal.default_workers(8, base_seconds=1.0, cores=8, load=4.0) == 5
 
 
 def test_a_worker_count_below_one_is_refused():

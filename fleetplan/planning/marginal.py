@@ -101,9 +101,9 @@ def marginal_values(instance: Any, solver: str | None = None, *, metrics: Sequen
     for placement, whose climb would otherwise move tables for reasons that have nothing to do
     with one GPU-day: the value is then that of the supply under today's placement).
     ``workers``: processes sharing the re-solves (forked once the base is solved, so each starts
-    warm from it; 1: all in this process). None: the cores this process may use, or 1 when the
-    base solve took under :data:`PARALLEL_FROM_S` (a fork would cost more than it saves) or
-    processes cannot be forked here. Every re-solve starts from the base's warm start, never
+    warm from it; 1: all in this process). None: :func:`default_workers` — the cores other work
+    leaves free, or 1 when the base solve took under :data:`PARALLEL_FROM_S` (a fork would cost
+    more than it saves) or processes cannot be forked here. Every re-solve starts from the base's warm start, never
     from another unit's, so the numbers are the same for any ``workers``.
 
     >>> import fleetplan
@@ -181,13 +181,22 @@ def marginal_values(instance: Any, solver: str | None = None, *, metrics: Sequen
     return result
 
 
-def default_workers(tasks: int, base_seconds: float) -> int:
+def default_workers(tasks: int, base_seconds: float, *, cores: int | None = None,
+                    load: float | None = None) -> int:
     """The processes :func:`marginal_values` uses when not told: one per core this process may
-    run on (at most one per re-solve), or 1 where forking would not pay or cannot be done."""
+    run on that others leave free (at most one per re-solve), or 1 where forking would not pay
+    or cannot be done. ``cores`` and ``load`` (the 1-minute load average, this process counted
+    in it) default to the machine's: on cores other work keeps busy, a second process only
+    competes with the first (measured: 4.6x one cold solve against 4.2x in one process at load
+    3.7 on 2 cores). The answers are the same for any count; only the time differs."""
     if tasks < 2 or base_seconds < PARALLEL_FROM_S or not _can_fork():
         return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cores, tasks))
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if load is None:
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    free = cores - max(load - 1.0, 0.0)
+    return max(1, min(cores, tasks, math.floor(free + 0.5)))
 
 
 def _can_fork() -> bool:
