@@ -103,8 +103,9 @@ def marginal_values(instance: Any, solver: str | None = None, *, metrics: Sequen
     ``workers``: processes sharing the re-solves (forked once the base is solved, so each starts
     warm from it; 1: all in this process). None: :func:`default_workers` — the cores other work
     leaves free, or 1 when the base solve took under :data:`PARALLEL_FROM_S` (a fork would cost
-    more than it saves) or processes cannot be forked here. Every re-solve starts from the base's warm start, never
-    from another unit's, so the numbers are the same for any ``workers``.
+    more than it saves) or processes cannot be forked here. Every re-solve starts from the
+    base's warm start, never from another unit's, so the numbers are the same for any
+    ``workers``.
 
     >>> import fleetplan
     >>> values = marginal_values(fleetplan.load_instance("examples/allocation-gavel-4.1.json"), "max-throughput")
