@@ -227,3 +227,20 @@ def test_module_examples_run(module):
 
     failures, tried = doctest.testmod(module)
     assert tried >= 3 and failures == 0
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_empty_tables_round_trip(tmp_path, fmt):
+    """Nothing running (empty running and holdings tables); no reservations and every server free."""
+    binpack = load_instance(BINPACK).model_dump()
+    binpack["running"] = {"id": [], "workload": [], "tenant": [], "priority": [], "start_hours": [],
+                          "holdings": {"job": [], "machine": [], "gpus": [], "cpus": [], "memory_gb": []}}
+    reservation = load_instance(RESERVATION).model_dump()
+    reservation["reservations"] = []
+    reservation["servers"]["current"] = [None] * len(reservation["servers"]["current"])
+    for data in (binpack, reservation):
+        instance = fleetplan.instances.instance_from_data(data)
+        folder = tmp_path / instance.kind
+        folder.mkdir()
+        again = from_frames(instance.kind, **write_frames(to_frames(instance), folder, fmt))
+        assert again.model_dump() == instance.model_dump()
