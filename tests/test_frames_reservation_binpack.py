@@ -244,3 +244,24 @@ def test_empty_tables_round_trip(tmp_path, fmt):
         folder.mkdir()
         again = from_frames(instance.kind, **write_frames(to_frames(instance), folder, fmt))
         assert again.model_dump() == instance.model_dump()
+
+
+@pytest.mark.parametrize("path", [RESERVATION, BINPACK, ROOT / "examples" / "allocation-gavel-4.1.json"],
+                         ids=["reservation", "binpack", "allocation"])
+def test_an_exported_folder_loads_as_its_instance(tmp_path, capsys, path):
+    """`fleetplan solve DIR` (and load_instance) reads a folder `export` wrote, whatever the kind."""
+    folder = tmp_path / "tables"
+    assert main(["export", str(path), "--format", "parquet", "-o", str(folder)]) == 0
+    original = load_instance(path).model_dump()
+    loaded = load_instance(folder).model_dump()
+    if original["kind"] == "allocation":  # the allocation tables carry no name: the folder's
+        original["name"] = "tables"
+    assert loaded == original
+    capsys.readouterr()
+    assert main(["validate", str(folder)]) == 0
+
+
+def test_a_folder_of_no_kind_s_tables_names_what_is_read(tmp_path):
+    (tmp_path / "machines.csv").write_text("id\n")
+    with pytest.raises(InstanceError, match="binpack: machines, workloads"):
+        load_instance(tmp_path)

@@ -172,9 +172,9 @@ def instance_from_data(data: Any, source: str | None = None) -> InstanceBase:
 
 def load_instance(path: str | os.PathLike[str]) -> InstanceBase:
     """Load and validate an instance file; raises :class:`InstanceError` naming the JSON path
-    (every error found, up to a cap: ``error.lines()``). A folder is read as a placement
-    instance's tables, as ``fleetplan export`` writes them (Parquet read column-wise:
-    :mod:`fleetplan.instances.placement.columnar`).
+    (every error found, up to a cap: ``error.lines()``). A folder is read as an instance's
+    tables, as ``fleetplan export`` writes them (:func:`fleetplan.instances.frames.load_folder`;
+    a placement's Parquet read column-wise: :mod:`fleetplan.instances.placement.columnar`).
 
     >>> instance = load_instance("examples/allocation-gavel-4.1.json")
     >>> instance.kind, len(instance.jobs)
@@ -182,7 +182,7 @@ def load_instance(path: str | os.PathLike[str]) -> InstanceBase:
     """
     source = str(path)
     if os.path.isdir(path):
-        from fleetplan.instances.placement.columnar import load_folder
+        from fleetplan.instances.frames import load_folder
 
         return load_folder(path)
     data = read_json_file(path)

@@ -13,6 +13,7 @@ errors that name the row and column, writing atomically — is :mod:`fleetplan.i
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fleetplan.instances.base import InstanceError
@@ -46,6 +47,47 @@ def _kind_module(kind: str) -> Any:
         raise InstanceError("kind", f"no table readers or writers for the '{kind}' kind "
                                     f"(known: {', '.join(TABLE_KINDS)})")
     return importlib.import_module(TABLE_KINDS[kind])
+
+
+# The tables a folder of each kind holds, as `fleetplan export` writes them: (required, optional).
+# Placement's folder has a fast reader of its own (fleetplan.instances.placement.columnar); an
+# allocation folder has a jobs table too, so placement's (with regions) is tried first.
+FOLDER_TABLES = {"placement": (("regions", "tables", "jobs"), ()),
+                 "reservation": (("server_types", "fault_domains", "racks", "servers", "reservations"), ()),
+                 "binpack": (("machines", "workloads"), ("running", "holdings")),
+                 "allocation": (("jobs", "cluster"), ("entities", "colocations"))}
+
+
+def load_folder(folder: str | Path) -> InstanceBase:
+    """The instance whose tables are in ``folder`` (Parquet, else CSV; ``settings.yaml`` where the
+    kind has settings), its kind told by the tables there (:data:`FOLDER_TABLES`); what
+    :func:`fleetplan.load_instance` reads for a folder. Raises :class:`InstanceError`."""
+    folder = Path(folder)
+
+    def find(name: str) -> Path | None:
+        for suffix in (".parquet", ".csv"):
+            if (folder / f"{name}{suffix}").is_file():
+                return folder / f"{name}{suffix}"
+        return None
+
+    for kind, (required, optional) in FOLDER_TABLES.items():
+        found = {name: find(name) for name in (*required, *optional)}
+        if any(found[name] is None for name in required):
+            continue
+        if kind == "placement":
+            from fleetplan.instances.placement.columnar import load_folder as load_placement
+
+            return load_placement(folder)
+        tables = {name: str(path) for name, path in found.items() if path is not None}
+        if kind == "allocation":
+            return _kind_module(kind).from_frames(**tables, name=folder.name)
+        settings = next((folder / f"settings{suffix}" for suffix in (".yaml", ".yml", ".json")
+                         if (folder / f"settings{suffix}").is_file()), None)
+        return _kind_module(kind).from_frames(**tables, settings=None if settings is None else str(settings),
+                                              default_name=folder.name)
+    wanted = "; ".join(f"{kind}: {', '.join(required)}" for kind, (required, _) in FOLDER_TABLES.items())
+    raise InstanceError("", f"a folder is read as an instance's tables, as `fleetplan export` writes them "
+                            f"(.parquet or .csv), and these were not all found ({wanted})", str(folder))
 
 
 def from_frames(kind: str, /, **tables: Any) -> InstanceBase:
