@@ -46,6 +46,11 @@ COMMANDS = {
                          "--regions", "IN:regions.csv", "--settings", "IN:settings.yaml", "-o", "OUT:file"],
     "import plan": ["import", "plan", "IN:plan.csv", "--instance", "IN:gavel.json", "-o", "OUT:file"],
     "import gpushare": ["import", "gpushare", "--nodes", "IN:nodes.csv", "--tasks", "IN:tasks.csv", "-o", "OUT:file"],
+    "import reservation": ["import", "reservation", "--server-types", "IN:server_types.csv", "--fault-domains",
+                           "IN:fault_domains.csv", "--racks", "IN:racks.csv", "--servers", "IN:servers.csv",
+                           "--reservations", "IN:reservations.csv", "-o", "OUT:file"],
+    "import binpack": ["import", "binpack", "--machines", "IN:machines.csv", "--workloads", "IN:workloads.csv",
+                       "--running", "IN:running.csv", "--holdings", "IN:holdings.csv", "-o", "OUT:file"],
     "export": ["export", "IN:gavel.json", "-o", "OUT:folder"],
     "export a plan": ["export", "IN:gavel-plan.json", "--instance", "IN:gavel.json", "--format", "csv",
                       "-o", "OUT:file"],
@@ -76,6 +81,12 @@ def inputs(tmp_path_factory) -> Path:
     (folder / "tasks.csv").write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\nt0,1000,1024,1,0,\n")
     (folder / "colocations.csv").write_text("job_a,job_b,worker_type,throughput_a,throughput_b\n")
     shutil.copy(ROOT / "fleetplan" / "benchmarks" / "suites" / "quick.yaml", folder / "quick.yaml")
+    from fleetplan.instances.frames import to_frames, write_table
+
+    for example in ("reservation-small.json", "binpack-small.json"):
+        for name, frame in to_frames(fleetplan.load_instance(EXAMPLES / example)).items():
+            if name != "settings":
+                write_table(frame, folder / f"{name}.csv")
     for name, instance, solver in (("gavel-plan.json", "gavel.json", "max-min-fairness"),
                                    ("gavel-plan-2.json", "gavel.json", "max-throughput"),
                                    ("placement-plan.json", "placement.json", "greedy"),

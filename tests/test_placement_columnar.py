@@ -110,7 +110,7 @@ def test_a_bad_table_gives_the_import_readers_error(exported, tmp_path, name, ch
 
 
 def test_a_folder_without_the_tables_is_one_clear_error(tmp_path):
-    with pytest.raises(fleetplan.InstanceError, match="regions, tables and jobs"):
+    with pytest.raises(fleetplan.InstanceError, match="reservation: server_types, fault_domains, racks, servers, reservations; placement: regions, tables, jobs"):
         fleetplan.load_instance(tmp_path)
 
 

@@ -12,9 +12,10 @@
         `fleetplan size INSTANCE --policy max-min-fairness` (the lattice search), whole processes:
         CPU and wall seconds, status, cost, bound, gap and the purchases checked (JOBS is ignored).
     python benchmarks/scripts/planning_speed.py marginal JOBS [--repeats N]
-        `fleetplan.marginal_values` (4 GPU types, one more and one fewer each: 8 re-solves, warm in
-        one session) against one cold max-min-fairness solve of the same instance, in one
-        process, CPU seconds.
+        `fleetplan.marginal_values` (4 GPU types, one more and one fewer each: 8 re-solves, each
+        warm from the base) in this process (workers=1) and spread over forked processes (the
+        default, or --workers N), against one cold max-min-fairness solve of the same instance:
+        wall and CPU seconds (the children's CPU included).
     python benchmarks/scripts/planning_speed.py duals JOBS [--repeats N]
         max-min fairness and max throughput in one process with the dual prices read and with
         their reading switched off, alternating: what the prices add to a solve.
@@ -156,7 +157,7 @@ def bench_size_policy(path: str, targets: list[str], buy: list[str], repeats: in
                       "median_wall_s": statistics.median(r["wall_s"] for r in rows), "runs": rows}))
 
 
-def bench_marginal(jobs: int, repeats: int) -> None:
+def bench_marginal(jobs: int, repeats: int, workers: int | None) -> None:
     import fleetplan
 
     data = fleetplan.generate("allocation", {"jobs": jobs, "throughput_noise": 0.1, "worker_types":
@@ -171,17 +172,34 @@ def bench_marginal(jobs: int, repeats: int) -> None:
         job["throughput"]["h100"] = float(job["throughput"]["v100"] * rng.uniform(1.8, 2.6))
     instance_ = fleetplan.instances.instance_from_data(data)
     fleetplan.solve(instance_, "max-min-fairness")  # the imports, outside the clock
-    cold, marginal = [], []
+
+    def clocked(call) -> tuple[float, float]:
+        """Wall and CPU seconds of ``call()``, the CPU of forked children included."""
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu, wall = time.process_time(), time.perf_counter()
+        call()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return wall, cpu + (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
+
+    runs: dict[str, list[tuple[float, float]]] = {"cold": [], "sequential": [], "parallel": []}
+    workers = None if workers is None or workers <= 0 else workers
     for _ in range(repeats):
-        started = time.process_time()
-        fleetplan.solve(instance_, "max-min-fairness")
-        cold.append(time.process_time() - started)
-        started = time.process_time()
-        fleetplan.marginal_values(instance_, "max-min-fairness")
-        marginal.append(time.process_time() - started)
+        runs["cold"].append(clocked(lambda: fleetplan.solve(instance_, "max-min-fairness")))
+        runs["sequential"].append(clocked(lambda: fleetplan.marginal_values(instance_, "max-min-fairness", workers=1)))
+        runs["parallel"].append(clocked(lambda: fleetplan.marginal_values(instance_, "max-min-fairness",
+                                                                          workers=workers)))
+    from fleetplan.planning.marginal import default_workers
+
+    median = {what: (statistics.median(w for w, _ in rows), statistics.median(c for _, c in rows))
+              for what, rows in runs.items()}
     print(json.dumps({"what": "marginal", "jobs": jobs, "load": os.getloadavg()[0],
-                      "cold_cpu_s": statistics.median(cold), "marginal_cpu_s": statistics.median(marginal),
-                      "ratio": statistics.median(marginal) / statistics.median(cold)}))
+                      "workers": workers or default_workers(8, median["cold"][0]),
+                      **{f"{what}_{clock}_s": value[k] for what, value in median.items()
+                         for k, clock in enumerate(("wall", "cpu"))},
+                      "ratio_wall_sequential": median["sequential"][0] / median["cold"][0],
+                      "ratio_wall_parallel": median["parallel"][0] / median["cold"][0],
+                      "ratio_cpu_parallel": median["parallel"][1] / median["cold"][1]}))
 
 
 def main() -> None:
@@ -192,6 +210,7 @@ def main() -> None:
     parser.add_argument("--buy", action="append", default=[])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--points", type=int, default=20)
+    parser.add_argument("--workers", type=int, default=0, help="marginal: processes (0: the default)")
     parser.add_argument("--executor", choices=("local", "dask"), default="local")
     parser.add_argument("--folder", default=None, help="keep the generated instances here")
     args = parser.parse_args()
@@ -204,7 +223,7 @@ def main() -> None:
     if args.what == "size":
         bench_size(folder, jobs, args.repeats)
     elif args.what == "marginal":
-        bench_marginal(jobs, args.repeats)
+        bench_marginal(jobs, args.repeats, args.workers)
     elif args.what == "whatif":
         bench_whatif(folder, jobs, args.points, args.executor, args.repeats)
     else:

@@ -1,7 +1,7 @@
 """The ``fleetplan`` command: a thin layer over the public API.
 
 Exit codes: 0 a plan (or a report) was written, 1 the run found no plan (or ``evaluate`` found
-violations), 2 bad input — a file, a flag or an option value — reported in one line naming the
+violations, or ``solve`` wrote a plan flagged as breaking a constraint), 2 bad input — a file, a flag or an option value — reported in one line naming the
 file, JSON path or option (every error found, one per line, when a file has several);
 ``--json`` adds the same as a JSON object on stdout. Nothing half-written is left behind
 (outputs go through a temporary file and a rename). ``--time-limit S`` bounds the whole
@@ -52,6 +52,7 @@ from fleetplan.cli.render import (
     render_result,
     render_solver,
 )
+from fleetplan.cli.settling import settle
 
 # Only the error type at start-up: fleetplan.instances (numpy, pydantic) loads with the first
 # command that reads or builds a file, so `fleetplan --help` answers at once.
@@ -130,20 +131,32 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if args.binding and result.success:
         from fleetplan.planning.marginal import marginal_values
 
-        with working("measuring what one unit more and fewer of each capacity changes (re-solving)", not args.json):
-            marginal = marginal_values(instance, spec.name, time_limit=args.time_limit, seed=args.seed,
-                                       threads=args.threads, **options)
+        # A line, not a spinner: the spinner's drawing thread would keep the re-solves from
+        # being shared over forked processes (a fork is only safe with one thread running).
+        if not args.json and stderr.is_terminal:
+            stderr.print("measuring what one unit more and fewer of each capacity changes (re-solving)",
+                         style="dim", markup=False)
+        marginal = marginal_values(instance, spec.name, time_limit=args.time_limit, seed=args.seed,
+                                   threads=args.threads, **options)
     # Exit code and files agree: a plan file is written exactly when the exit code says "a plan".
     # The report comes first and the write last, so a signal before the write leaves no plan and
     # one after it (settle) lets the command end with the plan's code.
     written = bool(args.output) and result.success
+    # A plan the solver says breaks a constraint (reservation `keep` when today's assignment
+    # leaves a guarantee short) is still written, flagged, so today can be compared; the exit
+    # code stays 1: no valid plan.
+    flagged = bool(args.output) and is_flagged(result)
     if args.json:
         if written:
             save_last(result.plan, args.output)
+        elif flagged:
+            save_flagged(result.plan, args.output)
         phase("write_s")
         data = result.to_dict()
         data["phases"] = {name: round(seconds, 4) for name, seconds in phases.items()}
-        if written:
+        if flagged:
+            data["flagged"] = [violation.message for violation in result.evaluation.violations]
+        if written or flagged:
             data.pop("plan")
         if current is not None:
             data["current_evaluation"] = current.model_dump()
@@ -170,9 +183,28 @@ def cmd_solve(args: argparse.Namespace) -> int:
         if written:
             save_last(result.plan, args.output)
             stdout.print(f"wrote plan to {args.output}", markup=False)
+        elif flagged:
+            save_flagged(result.plan, args.output)
+            count = len(result.evaluation.violations)
+            stdout.print(f"no valid plan ({result.status}): wrote the plan to {args.output} flagged: it breaks "
+                         f"{count} constraint{'s' if count > 1 else ''} (`fleetplan evaluate` lists them)",
+                         markup=False)
         elif not result.success:
             stdout.print(f"no plan ({result.status}): nothing written", markup=False)
     return EXIT_OK if result.success else EXIT_NO_PLAN
+
+
+def is_flagged(result: Any) -> bool:
+    """A plan in hand that the solver calls infeasible and the judge finds breaking constraints:
+    written with -o all the same (flagged), exit code 1."""
+    return (result.status == "infeasible" and result.plan is not None and result.evaluation is not None
+            and bool(result.evaluation.violations))
+
+
+def save_flagged(plan: Any, path: str) -> None:
+    """Write a flagged plan; from then on the exit code is 1 (no valid plan), whatever signal comes."""
+    fleetplan.save(plan, path)
+    settle(EXIT_NO_PLAN)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -223,8 +255,9 @@ def _policy_optimum(instance: Any, plan: Any, args: argparse.Namespace) -> Any:
     known = {entry.name for entry in fleetplan.list_solvers(instance.kind)}
     if name not in known:
         raise CommandError(f"--binding: no solver named after the plan's policy '{plan.policy}'")
-    with working(f"solving {name} with one GPU more and fewer of each type", not args.json):
-        return marginal_values(instance, name)
+    if not args.json and stderr.is_terminal:  # a line, not a spinner (see cmd_solve)
+        stderr.print(f"solving {name} with one GPU more and fewer of each type", style="dim", markup=False)
+    return marginal_values(instance, name)
 
 
 def cmd_solvers(args: argparse.Namespace) -> int:

@@ -7,6 +7,10 @@
                                 [--name NAME] -o cluster.json
     fleetplan import placement --tables t.csv --jobs j.csv --regions r.csv [--settings s.yaml]
                                [--name NAME] -o tables.json
+    fleetplan import reservation --server-types F --fault-domains F --racks F --servers F
+                                 --reservations F [--settings s.yaml] [--name NAME] -o region.json
+    fleetplan import binpack --machines F --workloads F [--running F --holdings F] [--settings s.yaml]
+                             [--name NAME] -o region.json
     fleetplan import gpushare --nodes nodes.csv --tasks tasks.csv [--column FIELD=COLUMN] [--source TEXT]
                               [--name NAME] -o cluster.json
     fleetplan import plan plan.csv --instance cluster.json [--policy P] -o plan.json
@@ -77,6 +81,43 @@ def add_arguments(subparsers: Any) -> None:
                                 "daily_move_quota_bytes, dr_policy, ...); default: the schema's defaults")
     _common_import(placement)
     placement.set_defaults(handler=handle_import_placement)
+
+    reservation = kinds.add_parser(
+        "reservation", help="server types, fault domains, racks, servers, reservations -> a reservation instance (RAS)",
+        description="A reservation instance from its tables: server types (id, category, rru), fault domains "
+                    "(id, datacenter), racks (id, fault_domain), servers (type, rack, current, maintenance, id) "
+                    "and reservations (id, capacity_rru, accepts, workload, guarantee, storage_ratio, rru_<type>).")
+    for flag, text in (("--server-types", "server types: id, category (gpu, cpu, storage), rru"),
+                       ("--fault-domains", "fault domains: id, datacenter"), ("--racks", "racks: id, fault_domain"),
+                       ("--servers", "servers: type, rack (a rack id), current (empty: free pool), maintenance, id"),
+                       ("--reservations", "reservations: id, capacity_rru, accepts (types separated by ';'), "
+                                          "workload, guarantee, storage_ratio, rru_<type>")):
+        reservation.add_argument(flag, required=True, metavar="FILE", help=text)
+    reservation.add_argument("--settings", default=None, metavar="FILE",
+                             help="YAML or JSON of name, weights, disruption_budget, datacenters")
+    _common_import(reservation)
+    reservation.set_defaults(handler=handle_import_reservation)
+
+    binpack = kinds.add_parser(
+        "binpack", help="machines, pending workloads, running jobs -> a binpack instance (RMS)",
+        description="A binpack instance from its tables: machines (id, cluster, rack, hardware, gpus, cpus, "
+                    "memory_gb), pending workloads one row per job (workload, tenant, priority, job, tasks, "
+                    "hardware, gpus_per_task, cpus_per_task, memory_gb_per_task) and optionally running jobs "
+                    "(id, workload, tenant, priority, start_hours) and their holdings (job, machine, gpus, cpus, "
+                    "memory_gb).")
+    binpack.add_argument("--machines", required=True, metavar="FILE",
+                         help="machines: id, cluster, rack, hardware, gpus, cpus, memory_gb")
+    binpack.add_argument("--workloads", required=True, metavar="FILE",
+                         help="pending jobs in GMS order: workload, tenant, priority, job, tasks, hardware, "
+                              "gpus_per_task, cpus_per_task, memory_gb_per_task")
+    binpack.add_argument("--running", default=None, metavar="FILE",
+                         help="running jobs: id, workload, tenant, priority, start_hours")
+    binpack.add_argument("--holdings", default=None, metavar="FILE",
+                         help="what running jobs hold: job, machine, gpus, cpus, memory_gb")
+    binpack.add_argument("--settings", default=None, metavar="FILE",
+                         help="YAML or JSON of name, now_hours, clusters, hardware_types")
+    _common_import(binpack)
+    binpack.set_defaults(handler=handle_import_binpack)
 
     gpushare = kinds.add_parser(
         "gpushare", help="nodes and tasks -> a gpushare instance (GPU sharing, the FGD paper)",
@@ -209,6 +250,42 @@ def _traffic_source(instance: Any) -> str:
     if instance.weights.traffic == traffic_weight(list(arrays.table_size), [arrays.job_tables.tolist()]):
         return "normalised as generated instances are: 1 / bytes the jobs read; settings weights.traffic overrides"
     return "from the settings"
+
+
+def handle_import_reservation(args: argparse.Namespace) -> int:
+    """``fleetplan import reservation``: the region's tables -> an instance file."""
+    from fleetplan.instances.reservation.frames import from_frames
+
+    files = (args.server_types, args.fault_domains, args.racks, args.servers, args.reservations)
+    _check_output(args.output, inputs=(*files, args.settings))
+    instance = from_frames(*files, settings=args.settings, name=args.name, default_name=Path(args.output).stem)
+    _as_loaded(instance, args.servers)
+    save_last(instance, args.output)
+    arrays = instance.arrays()
+    _report(args, {"output": args.output, "kind": "reservation", "servers": arrays.num_servers,
+                   "reservations": arrays.num_reservations},
+            f"wrote reservation instance '{instance.name}' ({arrays.num_servers:,} servers, "
+            f"{arrays.num_reservations} reservations) to {args.output}")
+    return 0
+
+
+def handle_import_binpack(args: argparse.Namespace) -> int:
+    """``fleetplan import binpack``: machines, workloads (and running jobs) -> an instance file."""
+    from fleetplan.instances.binpack.frames import from_frames
+
+    if args.holdings is not None and args.running is None:
+        raise InstanceError("--holdings", "needs --running (the running jobs the holdings name)")
+    _check_output(args.output, inputs=(args.machines, args.workloads, args.running, args.holdings, args.settings))
+    instance = from_frames(args.machines, args.workloads, args.running, args.holdings, settings=args.settings,
+                           name=args.name, default_name=Path(args.output).stem)
+    _as_loaded(instance, args.machines)
+    save_last(instance, args.output)
+    arrays = instance.arrays()
+    _report(args, {"output": args.output, "kind": "binpack", "machines": arrays.num_machines,
+                   "running": arrays.num_running, "workloads": len(instance.workloads)},
+            f"wrote binpack instance '{instance.name}' ({arrays.num_machines:,} machines, {arrays.num_running} "
+            f"running jobs, {len(instance.workloads)} pending workloads) to {args.output}")
+    return 0
 
 
 def handle_import_gpushare(args: argparse.Namespace) -> int:

@@ -351,6 +351,19 @@ class AllocationSession:
                            message="no jobs: the empty plan")
 
     @serialised
+    def warm_start(self) -> dict[Any, Any]:
+        """The warm start the last round left (a copy), for :meth:`start_from` to hand to a
+        later round: e.g. every what-if of one base, each from the base's rather than from the
+        what-if before it, so they can run in any order (or in parallel) with the same answers."""
+        return {} if self._warm is None else dict(self._warm.current or self._warm.previous)
+
+    @serialised
+    def start_from(self, hints: dict[Any, Any]) -> None:
+        """The next round starts from ``hints`` (from :meth:`warm_start`) instead of the last round's."""
+        if self._warm is not None:
+            self._warm.previous, self._warm.current = dict(hints), dict(hints)
+
+    @serialised
     def forget_warm_start(self) -> None:
         """The next round starts cold (e.g. after a change that moves every price)."""
         if self._warm is not None:

@@ -50,6 +50,7 @@ def _allocation() -> ProblemKind:
         plot="fleetplan.plotting.plans:plot_allocation",
         cli_view="fleetplan.cli.views:AllocationView",
         frames="fleetplan.instances.allocation.frames",
+        folder_tables=(("jobs", "cluster"), ("entities", "colocations")),
         session="fleetplan.embed.allocation:AllocationSession",
         session_operations=("add_jobs", "remove_jobs", "update_jobs", "set_workers", "forget_warm_start"),
         demo_solvers=("max-min-fairness", "max-min-fairness-agnostic"),
@@ -77,6 +78,7 @@ def _placement() -> ProblemKind:
         plot="fleetplan.plotting.plans:plot_placement",
         cli_view="fleetplan.cli.views:PlacementView",
         frames="fleetplan.instances.placement.frames",
+        folder_tables=(("regions", "tables", "jobs"), ()),
         demo_solvers=("keep", "greedy", "hill-climb", "mip-highs", "cpsat"),
         demo_metrics={"hp_demand_supply_max": "max D/S", "home_training_rate": "at home",
                       "collocation_rate": "colloc.", "bytes_moved": "moved"},
@@ -107,6 +109,9 @@ def _binpack() -> ProblemKind:
         solver_modules=("fleetplan.solvers.binpack",),
         plot="fleetplan.plotting.binpack:plot_binpack",
         cli_view="fleetplan.cli.views:BinpackView",
+        frames="fleetplan.instances.binpack.frames",
+        machine_counts=True,
+        folder_tables=(("machines", "workloads"), ("running", "holdings")),
         session="fleetplan.embed.binpack:BinpackSession",
         session_operations=("finish", "fail_machines", "restore_machines", "advance"),
         session_solve="place",
@@ -159,6 +164,8 @@ def _reservation() -> ProblemKind:
         solver_modules=("fleetplan.solvers.reservation",),
         plot="fleetplan.plotting.reservation:plot_reservation",
         cli_view="fleetplan.cli.views:KindView",
+        frames="fleetplan.instances.reservation.frames",
+        folder_tables=(("server_types", "fault_domains", "racks", "servers", "reservations"), ()),
         session="fleetplan.embed.reservation:ReservationSession",
         session_operations=("set_maintenance", "set_request", "event", "assign"),
         demo_solvers=("keep", "greedy", "hill-climb", "mip-highs", "cpsat"),
@@ -220,9 +227,9 @@ def instance_from_data(data: Any, source: str | None = None) -> InstanceBase:
 
 def load_instance(path: str | os.PathLike[str]) -> InstanceBase:
     """Load and validate an instance file; raises :class:`InstanceError` naming the JSON path
-    (every error found, up to a cap: ``error.lines()``). A folder is read as a placement
-    instance's tables, as ``fleetplan export`` writes them (Parquet read column-wise:
-    :mod:`fleetplan.instances.placement.columnar`).
+    (every error found, up to a cap: ``error.lines()``). A folder is read as an instance's
+    tables, as ``fleetplan export`` writes them (:func:`fleetplan.instances.frames.load_folder`;
+    a placement's Parquet read column-wise: :mod:`fleetplan.instances.placement.columnar`).
 
     >>> instance = load_instance("examples/allocation-gavel-4.1.json")
     >>> instance.kind, len(instance.jobs)
@@ -230,7 +237,7 @@ def load_instance(path: str | os.PathLike[str]) -> InstanceBase:
     """
     source = str(path)
     if os.path.isdir(path):
-        from fleetplan.instances.placement.columnar import load_folder
+        from fleetplan.instances.frames import load_folder
 
         return load_folder(path)
     data = read_json_file(path)

@@ -279,6 +279,12 @@ class ProblemKind:
     # The kind's tables (a module with from_frames, to_frames, plan_to_frame, plan_from_frame):
     # ``fleetplan.from_frames``, ``fleetplan import``/``export``.
     frames: str | None = None
+    # The tables a folder of the kind holds, as ``fleetplan export`` writes them: (required,
+    # optional) names; how ``load_instance(FOLDER)`` tells a folder's kind.
+    folder_tables: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+    # Whether a what-if may set ``clusters.NAME[.HARDWARE].machines``: a count the file holds as
+    # rows of machines (fleetplan.instances.paths).
+    machine_counts: bool = False
     # The in-process session class (:mod:`fleetplan.embed`) and the changes the HTTP service lets
     # a PATCH send to it (each one of the session's methods); None: no sessions for the kind.
     session: str | None = None

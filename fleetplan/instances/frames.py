@@ -2,7 +2,8 @@
 instance), :func:`to_frame` / :func:`plan_to_frame` (a plan -> one table) and back
 (:func:`plan_from_frame`), :func:`to_frames` (an instance -> its tables). They call the
 kind's own module, which its registration names (``ProblemKind.frames``:
-:mod:`fleetplan.instances.allocation.frames`, :mod:`fleetplan.instances.placement.frames`) and
+:mod:`fleetplan.instances.allocation.frames`, :mod:`fleetplan.instances.placement.frames`,
+:mod:`fleetplan.instances.reservation.frames`, :mod:`fleetplan.instances.binpack.frames`) and
 which holds the column layouts (``docs/data-in-out.md``).
 
 The machinery those modules share — reading a CSV/Parquet file or DataFrame cell by cell with
@@ -12,6 +13,7 @@ errors that name the row and column, writing atomically — is :mod:`fleetplan.i
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fleetplan.instances.base import InstanceError
@@ -40,6 +42,37 @@ def _kind_module(kind: str) -> Any:
         known = ", ".join(name for name in sorted(KINDS) if KINDS[name].frames)
         raise InstanceError("kind", f"no table readers or writers for the '{kind}' kind (known: {known})")
     return spec.load("frames")
+
+
+def load_folder(folder: str | Path) -> InstanceBase:
+    """The instance whose tables are in ``folder`` (Parquet, else CSV; ``settings.yaml`` where the
+    kind has settings), its kind told by the tables there (each kind's registration names its
+    ``folder_tables``; the kind asking for the most tables is tried first); what
+    :func:`fleetplan.load_instance` reads for a folder. Raises :class:`InstanceError`."""
+    folder = Path(folder)
+
+    def find(name: str) -> Path | None:
+        for suffix in (".parquet", ".csv"):
+            if (folder / f"{name}{suffix}").is_file():
+                return folder / f"{name}{suffix}"
+        return None
+
+    from fleetplan.instances import KINDS
+
+    readers = sorted((spec for spec in KINDS.values() if spec.folder_tables),
+                     key=lambda spec: (-len(spec.folder_tables[0]), spec.name))  # type: ignore[index]
+    for spec in readers:
+        required, optional = spec.folder_tables  # type: ignore[misc]
+        found = {name: find(name) for name in (*required, *optional)}
+        if any(found[name] is None for name in required):
+            continue
+        tables = {name: str(path) for name, path in found.items() if path is not None}
+        settings = next((folder / f"settings{suffix}" for suffix in (".yaml", ".yml", ".json")
+                         if (folder / f"settings{suffix}").is_file()), None)
+        return _kind_module(spec.name).from_folder(folder, tables, None if settings is None else str(settings))
+    wanted = "; ".join(f"{spec.name}: {', '.join(spec.folder_tables[0])}" for spec in readers)  # type: ignore[index]
+    raise InstanceError("", f"a folder is read as an instance's tables, as `fleetplan export` writes them "
+                            f"(.parquet or .csv), and these were not all found ({wanted})", str(folder))
 
 
 def from_frames(kind: str, /, **tables: Any) -> InstanceBase:

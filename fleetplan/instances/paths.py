@@ -9,6 +9,11 @@ A change is ``path -> value`` (the leaf becomes ``value``) or ``path*`` -> facto
 every leaf ``*`` reaches, is multiplied by the factor: "every job's steps scaled by 1.5").
 Changes apply to a copy of the data; the caller validates the result as an instance.
 
+A few paths name a count the file holds only as rows (:data:`DERIVED`): in a binpack region,
+``clusters.NAME.machines`` is the number of machines of cluster NAME (``clusters.NAME.HARDWARE.
+machines`` those of one hardware type, where a cluster has several). Setting it adds copies of the
+cluster's most common machine (in new racks) or removes idle machines, the last listed first.
+
 >>> data = {"worker_types": [{"name": "v100", "count": 2}], "jobs": [{"id": "a", "steps_left": 10.0}]}
 >>> apply_changes(data, {"worker_types.v100.count": 5, "jobs.*.steps_left*": 1.5})["jobs"][0]["steps_left"]
 15.0
@@ -77,6 +82,9 @@ def split_change(path: str) -> tuple[list[str], bool]:
 def leaves(data: Any, path: str) -> list[Any]:
     """The current values a path reaches (checks the path; raises naming close names)."""
     parts, _ = split_change(path)
+    derived = _derived(data, parts, path)
+    if derived is not None:
+        return [derived.count(data)]
     found = [container[key] for container, key in _walk(data, parts, path)]
     for value in found:
         if isinstance(value, (dict, list)):
@@ -91,6 +99,10 @@ def apply_changes(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, An
     changed = data
     for path, value in changes.items():
         parts, scale = split_change(path)
+        derived = _derived(changed, parts, path)
+        if derived is not None:
+            changed = derived.set(changed, derived.count(changed) * value if scale else value, path)
+            continue
         list(_walk(changed, parts, path))  # check the path before copying anything
         changed = _changed(changed, parts, path, value, scale)
     return changed
@@ -138,9 +150,114 @@ def changed_instance(instance: Any, data: dict[str, Any], changes: dict[str, Any
     from fleetplan.instances.base import validate_model
 
     changed = apply_changes(data, changes)
-    touched = {split_change(path)[0][0] for path in changes}
+    touched: set[str] = set()
+    for path in changes:
+        parts = split_change(path)[0]
+        derived = _derived(data, parts, path)
+        touched.update(derived.touches if derived is not None else (parts[0],))
     fields = {name: changed[name] if name in touched else getattr(instance, name)
               for name in type(instance).model_fields}
     result = validate_model(type(instance), fields, context={"previous": instance, "touched": touched})
     result.reuse_arrays(instance, touched)
     return result
+
+
+# --- counts held as rows ------------------------------------------------------------------
+
+class MachineCount:
+    """``clusters.NAME[.HARDWARE].machines`` of a binpack region: a count of machine rows."""
+
+    touches = ("machines", "running")  # removing a machine renumbers the holdings' machine rows
+
+    def __init__(self, cluster: str, hardware: str | None) -> None:
+        self.cluster, self.hardware = cluster, hardware
+
+    def rows(self, data: dict[str, Any]) -> list[int]:
+        machines = data["machines"]
+        return [i for i, (c, h) in enumerate(zip(machines["cluster"], machines["hardware"], strict=True))
+                if c == self.cluster and (self.hardware is None or h == self.hardware)]
+
+    def count(self, data: dict[str, Any]) -> int:
+        return len(self.rows(data))
+
+    def set(self, data: dict[str, Any], value: Any, path: str) -> dict[str, Any]:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer() \
+                or value < 0:
+            raise InstanceError(path, f"a number of machines is a whole number >= 0, got {value!r}")
+        rows, target = self.rows(data), int(value)
+        machines = {name: list(column) for name, column in data["machines"].items()}
+        running = data.get("running") or {}
+        holdings = dict(running.get("holdings") or {})
+        if target > len(rows):
+            template = _most_common(machines, rows)
+            rack = max(machines["rack"], default=-1) + 1
+            taken = set(machines["id"])
+            stem = f"{self.cluster}-{self.hardware}-added" if self.hardware else f"{self.cluster}-added"
+            number = 0
+            for k in range(target - len(rows)):
+                while f"{stem}{number:04d}" in taken:
+                    number += 1
+                taken.add(f"{stem}{number:04d}")
+                added = {**template, "id": f"{stem}{number:04d}", "rack": rack + k // 8}
+                for name, column in machines.items():
+                    column.append(added[name])
+        elif target < len(rows):
+            held = set(holdings.get("machine") or [])
+            idle = [i for i in rows if i not in held]
+            if len(rows) - target > len(idle):
+                raise InstanceError(path, f"cluster '{self.cluster}' has {len(rows)} machines, {len(idle)} of them "
+                                          f"idle: at least {len(rows) - len(idle)} stay (running jobs hold them)")
+            gone = set(idle[len(idle) - (len(rows) - target):])
+            keep = [i for i in range(len(machines["id"])) if i not in gone]
+            renumber = {old: new for new, old in enumerate(keep)}
+            machines = {name: [column[i] for i in keep] for name, column in machines.items()}
+            if holdings.get("machine"):
+                holdings["machine"] = [renumber[m] for m in holdings["machine"]]
+        else:
+            return data
+        changed = {**data, "machines": machines}
+        if running:
+            changed["running"] = {**running, "holdings": holdings}
+        return changed
+
+
+def _most_common(machines: dict[str, list[Any]], rows: list[int]) -> dict[str, Any]:
+    """The cluster's most common machine (hardware and capacity; the first such row's other
+    fields): what an added machine is a copy of, as sizing buys them."""
+    shape = [(machines["hardware"][i], machines["gpus"][i], machines["cpus"][i], machines["memory_gb"][i])
+             for i in rows]
+    best = max(shape, key=lambda key: (shape.count(key), -shape.index(key)))
+    return {name: column[rows[shape.index(best)]] for name, column in machines.items()}
+
+
+def _counts_machines(kind: Any) -> bool:
+    from fleetplan.instances import KINDS
+
+    return isinstance(kind, str) and kind in KINDS and KINDS[kind].machine_counts
+
+
+def _derived(data: Any, parts: list[str], path: str) -> MachineCount | None:
+    """The count a path names where the file holds rows (:data:`DERIVED`), or None."""
+    if not (isinstance(data, dict) and parts[0] == "clusters" and parts[-1] == "machines"
+            and len(parts) in (3, 4) and _counts_machines(data.get("kind"))):
+        return None
+    cluster, hardware = parts[1], parts[2] if len(parts) == 4 else None
+    clusters = [str(c) for c in data.get("clusters") or []]
+    if cluster not in clusters:
+        close = difflib.get_close_matches(cluster, clusters, n=3)
+        raise InstanceError(path, f"no cluster '{cluster}' (clusters: {', '.join(close or clusters[:5])})")
+    count = MachineCount(cluster, hardware)
+    kinds = sorted({h for c, h in zip(data["machines"]["cluster"], data["machines"]["hardware"], strict=True)
+                    if c == cluster})
+    if hardware is not None and hardware not in kinds:
+        raise InstanceError(path, f"cluster '{cluster}' has no '{hardware}' machines (it has: "
+                                  f"{', '.join(kinds) or 'none'}): nothing to copy")
+    if hardware is None and len(kinds) != 1:
+        raise InstanceError(path, f"cluster '{cluster}' has {'no machines' if not kinds else 'several hardware types'}"
+                                  f"; name one: clusters.{cluster}.HARDWARE.machines"
+                                  + (f" (HARDWARE: {', '.join(kinds)})" if kinds else ""))
+    return count
+
+
+# The paths of each kind that name a count held as rows (documented in docs/planning.md).
+DERIVED = {"binpack": ("clusters.NAME.machines", "clusters.NAME.HARDWARE.machines")}

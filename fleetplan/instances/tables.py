@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from fleetplan.errors import excerpt
-from fleetplan.instances.base import MAX_INTEGER, InstanceError
+from fleetplan.instances.base import MAX_INTEGER, InstanceError, read_json_file
 from fleetplan.instances.outputs import atomic_write
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -364,6 +364,56 @@ def _read_csv(path: Path, label: str) -> pd.DataFrame:
         raise InstanceError("", f"malformed CSV: {error}".splitlines()[0], label) from None
     frame.columns = names
     return frame
+
+
+# --- settings (a kind's scalar fields beside its tables) ------------------------------------
+
+def _yaml_loader() -> Any:
+    """PyYAML's safe loader reading ``2e12`` and ``2.0e12`` as numbers, as YAML 1.2 and JSON do
+    (YAML 1.1 wants ``2.0e+12``; a byte count written as 2e12 would otherwise be a string)."""
+    import re
+
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+        list("-+0123456789."))
+    return Loader
+
+
+def read_settings(settings: Any, known: Sequence[str], from_tables: Sequence[str] = ()) -> tuple[dict[str, Any], str]:
+    """A kind's scalar settings: ``settings`` a dict, a YAML or JSON file, or None; each key one of
+    ``known`` (a key in ``from_tables`` is told it comes from the tables). Returns the settings
+    and the label its errors name."""
+    if settings is None:
+        return {}, "settings"
+    if isinstance(settings, (str, os.PathLike)):
+        label = str(settings)
+        if Path(settings).suffix.lower() in (".yaml", ".yml"):
+            import yaml
+
+            try:
+                data = yaml.load(Path(settings).read_text(encoding="utf-8"), Loader=_yaml_loader())
+            except FileNotFoundError:
+                raise InstanceError("", "file not found", label) from None
+            except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+                raise InstanceError("", f"cannot read YAML: {str(error).splitlines()[0]}", label) from None
+        else:
+            data = read_json_file(settings)
+        settings = {} if data is None else data
+    else:
+        label = "settings"
+    if not isinstance(settings, dict):
+        raise InstanceError("$", "expected a mapping of setting names to values", label)
+    for key in settings:
+        if key not in known:
+            where = " (it comes from the tables)" if key in from_tables else ""
+            raise InstanceError(str(key), f"unknown setting{where} (known: {', '.join(known)})", label)
+    return dict(settings), label
 
 
 # --- writing ------------------------------------------------------------------------------

@@ -64,6 +64,9 @@ class PlanningKind:
     # "module:function" (instance, solver, time_limit=, seed=, threads=, options=) -> a function
     # solving a capacity-changed copy of the instance warm, from the last re-solve.
     warm_solver_path: str | None = None
+    # "module:Class" (instance, HorizonSpec, scenarios): the kind's side of planning over time
+    # (fleetplan.planning.horizon); None: no horizon planning for the kind.
+    horizon_path: str | None = None
 
     def sizer(self) -> Sizer:
         if self.sizer_path is None:
@@ -97,6 +100,7 @@ def _load(path: str) -> Any:
 
 PLANNING_KINDS: dict[str, PlanningKind] = {
     "allocation": PlanningKind(
+        horizon_path="fleetplan.planning.horizon.allocation:AllocationPeriods",
         name="allocation", sizer_path="fleetplan.planning.sizing.allocation:size_allocation",
         capacity_units_path="fleetplan.planning.marginal:allocation_units",
         service_metrics=("median_time_share", "starved_jobs"),
@@ -104,6 +108,7 @@ PLANNING_KINDS: dict[str, PlanningKind] = {
         frontier=True, what_binds_path="fleetplan.planning.marginal:allocation_binds", whole_units="GPUs",
         warm_solver_path="fleetplan.planning.marginal:allocation_warm_solver"),
     "placement": PlanningKind(
+        horizon_path="fleetplan.planning.horizon.placement:PlacementPeriods",
         name="placement", sizer_path="fleetplan.planning.sizing.placement:size_placement",
         capacity_units_path="fleetplan.planning.marginal:placement_units",
         service_metrics=("bytes_moved",),

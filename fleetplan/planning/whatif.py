@@ -129,8 +129,8 @@ class WhatIfResult:
 
 
 # Fields that are capacities: more of them should not make a service metric worse.
-CAPACITY_FIELD = re.compile(r"^(worker_types\.[^.]+\.count|regions\.[^.]+\.(gpu_supply\.[^.]+|"
-                            r"storage_capacity_bytes))\*?$")
+CAPACITY_FIELD = re.compile(r"^(worker_types\.[^.]+\.count|clusters\.[^.]+(\.[^.]+)?\.machines|"
+                            r"regions\.[^.]+\.(gpu_supply\.[^.]+|storage_capacity_bytes))\*?$")
 
 
 def points(varies: Sequence[Vary]) -> list[dict[str, Any]]:

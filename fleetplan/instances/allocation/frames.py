@@ -279,3 +279,9 @@ def plan_from_frame(instance: AllocationInstance, source: Any, *, policy: str | 
     if chosen is not None:
         data["policy"] = chosen
     return validate_model(AllocationPlan, data, table.source)
+
+
+def from_folder(folder: Any, tables: dict[str, str], settings: str | None) -> Any:
+    """The instance of a folder of this kind's tables (``tables``: name -> file, ``settings`` the
+    settings file or None), as :func:`fleetplan.instances.frames.load_folder` finds them."""
+    return from_frames(**tables, name=Path(folder).name)

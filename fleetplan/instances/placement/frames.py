@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fleetplan.instances.base import InstanceError, read_json_file, validate_model
+from fleetplan.instances.base import InstanceError, validate_model
 from fleetplan.instances.placement import (
     JOB_KINDS,
     PlacementInstance,
@@ -63,6 +63,7 @@ from fleetplan.instances.tables import (
     Table,
     float_column,
     join_ids,
+    read_settings,
     read_table,
     relabel,
     split_path,
@@ -85,50 +86,8 @@ PLAN_COLUMNS = ("role", "table", "region", "source", "bytes", "reason", "gain")
 ROLES = ("home", "replica", "move")
 
 
-def _yaml_loader() -> Any:
-    """PyYAML's safe loader reading ``2e12`` and ``2.0e12`` as numbers, as YAML 1.2 and JSON do
-    (YAML 1.1 wants ``2.0e+12``; a byte count written as 2e12 would otherwise be a string)."""
-    import re
-
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        pass
-
-    Loader.add_implicit_resolver(
-        "tag:yaml.org,2002:float",
-        re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
-        list("-+0123456789."))
-    return Loader
-
-
 def _settings(settings: Any) -> tuple[dict[str, Any], str]:
-    if settings is None:
-        return {}, "settings"
-    if isinstance(settings, (str, os.PathLike)):
-        label = str(settings)
-        if Path(settings).suffix.lower() in (".yaml", ".yml"):
-            import yaml
-
-            try:
-                data = yaml.load(Path(settings).read_text(encoding="utf-8"), Loader=_yaml_loader())
-            except FileNotFoundError:
-                raise InstanceError("", "file not found", label) from None
-            except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-                raise InstanceError("", f"cannot read YAML: {str(error).splitlines()[0]}", label) from None
-        else:
-            data = read_json_file(settings)
-        settings = {} if data is None else data
-    else:
-        label = "settings"
-    if not isinstance(settings, dict):
-        raise InstanceError("$", "expected a mapping of setting names to values", label)
-    for key in settings:
-        if key not in SETTINGS:
-            where = " (it comes from the tables)" if key in (
-                "kind", "gpu_types", "applications", "regions", "tables", "jobs") else ""
-            raise InstanceError(str(key), f"unknown setting{where} (known: {', '.join(SETTINGS)})", label)
-    return dict(settings), label
+    return read_settings(settings, SETTINGS, ("kind", "gpu_types", "applications", "regions", "tables", "jobs"))
 
 
 def _regions(regions: Any, settings: Any, name: str | None
@@ -478,3 +437,11 @@ def region_frame(instance: PlacementInstance, plan: PlacementPlan) -> pd.DataFra
         "replica_plan_bytes": replicas,
         "stored_plan_bytes": homes_plan + replicas,
     })
+
+
+def from_folder(folder: Any, tables: dict[str, str], settings: str | None) -> Any:
+    """The instance of a folder of placement tables, read column-wise
+    (:mod:`fleetplan.instances.placement.columnar`: faster than cell by cell at 10^6 rows)."""
+    from fleetplan.instances.placement.columnar import load_folder
+
+    return load_folder(folder)

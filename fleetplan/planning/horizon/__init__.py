@@ -44,7 +44,11 @@ from fleetplan.solvers.base import relative_gap
 DEFAULT_GAP = 0.01
 PROVEN_GAP = 1e-6
 
-HORIZON_KINDS = ("allocation", "placement")
+def horizon_kinds() -> list[str]:
+    """The kinds planning over time knows (those whose planning registration names a horizon side)."""
+    from fleetplan.planning.kinds import PLANNING_KINDS
+
+    return [name for name, entry in PLANNING_KINDS.items() if entry.horizon_path]
 
 
 @dataclass
@@ -137,6 +141,13 @@ def plan_horizon(instance: Any, horizon: Any, *, time_limit: float | None = None
         lead time per item
 
     Returns a :class:`HorizonResult`; every period's plan is judged by the kind's judge.
+
+    >>> import fleetplan
+    >>> result = plan_horizon(fleetplan.load_instance("examples/allocation-gavel-4.1.json"),
+    ...                       {"periods": 2, "targets": ["min_time_share>=0.6"],
+    ...                        "demand": {"multipliers": [1, 2]}, "buy": {"k80": {"price": 1.0, "price_decline": 0.1}}})
+    >>> result.status, result.orders(), [row["checks"] for row in result.periods]
+    ('optimal', {('base', 2, 'k80'): 2.0}, [{'min_time_share>=0.6': True}, {'min_time_share>=0.6': True}])
     """
     from fleetplan.instances import instance_from_data
     from fleetplan.solvers.base import check_time_limit
@@ -145,8 +156,8 @@ def plan_horizon(instance: Any, horizon: Any, *, time_limit: float | None = None
     if isinstance(instance, dict):
         instance = instance_from_data(instance, "instance")
     spec = _spec(horizon)
-    if getattr(instance, "kind", None) not in HORIZON_KINDS:
-        raise InstanceError("kind", f"planning over time is built for {', '.join(HORIZON_KINDS)}, not "
+    if getattr(instance, "kind", None) not in horizon_kinds():
+        raise InstanceError("kind", f"planning over time is built for {', '.join(horizon_kinds())}, not "
                                     f"{getattr(instance, 'kind', type(instance).__name__)}")
     if isinstance(mip_rel_gap, bool) or not isinstance(mip_rel_gap, (int, float)) or not 0 <= mip_rel_gap < 1:
         raise InstanceError("mip_rel_gap", f"{mip_rel_gap!r}: a fraction from 0 to 1")
@@ -222,14 +233,11 @@ def _spec(horizon: Any) -> HorizonSpec:
 
 
 def periods_for(instance: Any, spec: HorizonSpec, scenarios: list[Scenario]) -> Any:
-    """The kind's side of the horizon model for ``instance``."""
-    if instance.kind == "placement":
-        from fleetplan.planning.horizon.placement import PlacementPeriods
+    """The kind's side of the horizon model for ``instance`` (its planning registration's
+    ``horizon_path``)."""
+    from fleetplan.planning.kinds import _load, planning_kind
 
-        return PlacementPeriods(instance, spec, scenarios)
-    from fleetplan.planning.horizon.allocation import AllocationPeriods
-
-    return AllocationPeriods(instance, spec, scenarios)
+    return _load(planning_kind(instance.kind).horizon_path)(instance, spec, scenarios)
 
 
 def solve_schedule(spec: HorizonSpec, kind: Any, probabilities: Sequence[float], shared_until: int,

@@ -306,10 +306,14 @@ def ras_greedy(instance: ReservationInstance, *, time_limit: float | None = None
 @register("reservation", "keep", exact=False, description="today's assignment: nothing moves")
 def keep(instance: ReservationInstance, *, time_limit: float | None = None, seed: int = 0,
          threads: int = 1, progress: Progress) -> SolveResult:
-    """The baseline: every server stays where it is today."""
+    """The baseline: every server stays where it is today. Where today's assignment breaks a
+    constraint (a guarantee short), the status is ``infeasible`` — keep has no other plan — and
+    the plan comes with it, so that today can still be written (flagged) and compared."""
     plan = ReservationPlan.current(instance)
     verdict = evaluate(instance, plan)
     if verdict.feasible:
         return SolveResult(status="feasible", plan=plan)
-    return SolveResult(status="error", plan=plan, message=f"today's assignment breaks a constraint: "
-                       f"{verdict.violations[0].message}")
+    more = f" (and {len(verdict.violations) - 1} more)" if len(verdict.violations) > 1 else ""
+    return SolveResult(status="infeasible", plan=plan, message=f"today's assignment breaks a constraint: "
+                       f"{verdict.violations[0].message}{more}; keep moves no server (another solver may "
+                       "find an assignment that keeps every guarantee)")
