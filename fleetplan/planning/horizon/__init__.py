@@ -20,6 +20,7 @@ are worth, by re-solving.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Sequence
@@ -254,14 +255,11 @@ def solve_schedule(spec: HorizonSpec, kind: Any, probabilities: Sequence[float],
 
     model = build_horizon_model(spec, kind, probabilities, shared_until, role=role, fixed_orders=fixed_orders)
     log: list[str] = []
-    relaxed = solve_sizing_mip(_relaxation(model.lp), _seconds(deadline), threads, seed, 0.0)
+    relaxed, start, relaxed_s = _relaxation_and_start(model, kind.integer, deadline, threads, seed)
     if relaxed["status"] == "infeasible":
-        return _Solved("infeasible", model, None, None, None, ["horizon LP relaxation: infeasible"],
-                       float(relaxed["solve_s"]))
+        return _Solved("infeasible", model, None, None, None, ["horizon LP relaxation: infeasible"], relaxed_s)
     lp_bound = None if relaxed["objective"] is None else float(relaxed["objective"]) + model.constant
-    start = None
-    if relaxed["values"] is not None and kind.integer:
-        start = _rounded_start(model, relaxed["values"], deadline, threads, seed)
+    if kind.integer:
         log.append("horizon start: the LP's orders rounded up " + ("complete a schedule" if start is not None
                                                                     else "complete none"))
     outcome = solve_sizing_mip(model.lp, _seconds(deadline), threads, seed, mip_rel_gap, start=start)
@@ -271,29 +269,44 @@ def solve_schedule(spec: HorizonSpec, kind: Any, probabilities: Sequence[float],
     bound = None if outcome["bound"] is None else float(outcome["bound"]) + model.constant
     if lp_bound is not None and (bound is None or lp_bound > bound):
         bound = lp_bound
-    return _Solved(outcome["status"], model, values, cost, bound, log,
-                   float(outcome["solve_s"]) + float(relaxed["solve_s"]))
+    return _Solved(outcome["status"], model, values, cost, bound, log, float(outcome["solve_s"]) + relaxed_s)
 
 
-def _seconds(deadline: float | None) -> float | None:
-    return None if deadline is None else max(deadline - time.perf_counter(), 0.01)
-
-
-def _relaxation(lp: Any) -> Any:
-    import dataclasses
-
-    return dataclasses.replace(lp, integrality=None)
-
-
-def _rounded_start(model: HorizonModel, relaxed: np.ndarray, deadline: float | None, threads: int,
-                   seed: int) -> np.ndarray | None:
-    """A whole schedule from the LP's: every order rounded up (to its minimum where it has one),
-    the rest solved with the orders fixed; None when that is infeasible (a budget the rounding
-    breaks, a lifetime that makes more not better)."""
-    import dataclasses
-
+def _relaxation_and_start(model: HorizonModel, integer: bool, deadline: float | None, threads: int,
+                          seed: int) -> tuple[dict[str, Any], np.ndarray | None, float]:
+    """The LP relaxation's outcome and, for whole units, a starting schedule: every order rounded
+    up (to its minimum where it has one) and the rest re-solved from the relaxation's basis with
+    the orders fixed (the fixed orders install whole units, so an LP completes the schedule unless
+    a gate — a type a purchase opens — comes out fractional; then the MIP does). None when that
+    is infeasible (a budget the rounding breaks)."""
     from fleetplan.planning.sizing.mip import solve_sizing_mip
+    from fleetplan.solvers import highs as runner
 
+    highs = runner.new_highs(_seconds(deadline), threads, seed)
+    runner.pass_lp(highs, _relaxation(model.lp), "simplex")
+    first = runner.run(highs)
+    relaxed = {"status": first.status, "objective": first.objective}
+    if first.values is None or not integer:
+        return relaxed, None, first.solve_s
+    lower, upper = _rounded_orders(model, first.values)
+    changed = np.flatnonzero((lower != model.lp.col_lower) | (upper != model.lp.col_upper))
+    highs.changeColsBounds(len(changed), changed.astype(np.int32), lower[changed], upper[changed])
+    second = runner.run(highs)
+    solve_s = first.solve_s + second.solve_s
+    values = second.values
+    integral = np.flatnonzero(model.lp.integrality)
+    if values is not None and np.all(np.abs(values[integral] - np.rint(values[integral])) <= 1e-6):
+        values = values.copy()
+        values[integral] = np.rint(values[integral])
+        return relaxed, values, solve_s
+    if second.status == "infeasible":
+        return relaxed, None, solve_s
+    fixed = dataclasses.replace(model.lp, col_lower=lower, col_upper=upper)
+    return relaxed, solve_sizing_mip(fixed, _seconds(deadline), threads, seed, 1e-2)["values"], solve_s
+
+
+def _rounded_orders(model: HorizonModel, relaxed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column bounds with every order fixed to the relaxation's rounded up (and its minimum)."""
     lower, upper = model.lp.col_lower.copy(), model.lp.col_upper.copy()
     for index in np.ndindex(model.order_column.shape):
         column = model.order_column[index]
@@ -307,19 +320,15 @@ def _rounded_start(model: HorizonModel, relaxed: np.ndarray, deadline: float | N
             value = 0 if value <= 0 else max(value, math.ceil(minimum - 1e-9))
             lower[binary] = upper[binary] = float(value > 0)
         lower[column] = upper[column] = max(float(value), lower[column])
-    fixed = dataclasses.replace(model.lp, col_lower=lower, col_upper=np.maximum(upper, lower))
-    # With the orders fixed, what they install is whole too; an LP completes the schedule unless a
-    # gate (a type a purchase opens) comes out fractional, then the MIP does.
-    relaxed_fix = solve_sizing_mip(_relaxation(fixed), _seconds(deadline), threads, seed, 0.0)
-    values = relaxed_fix["values"]
-    integer = np.flatnonzero(model.lp.integrality)
-    if values is not None and np.all(np.abs(values[integer] - np.rint(values[integer])) <= 1e-6):
-        values = values.copy()
-        values[integer] = np.rint(values[integer])
-        return values
-    if relaxed_fix["status"] == "infeasible":
-        return None
-    return solve_sizing_mip(fixed, _seconds(deadline), threads, seed, 1e-2)["values"]
+    return lower, np.maximum(upper, lower)
+
+
+def _seconds(deadline: float | None) -> float | None:
+    return None if deadline is None else max(deadline - time.perf_counter(), 0.01)
+
+
+def _relaxation(lp: Any) -> Any:
+    return dataclasses.replace(lp, integrality=None)
 
 
 def _read_schedule(result: HorizonResult, spec: HorizonSpec, kind: Any, scenarios: list[Scenario],
