@@ -84,7 +84,7 @@ def main() -> None:
     cases = [case for case in CASES if not args.cases or any(case[0].startswith(c) for c in args.cases)]
     rows: list[dict] = []
     for label, template in cases:
-        for repeat in range(args.repeats):
+        for _ in range(args.repeats):
             for source in args.source:
                 out = folder / f"out-{os.getpid()}"
                 arguments = [part.format(folder=folder, out=out) for part in template]
