@@ -279,3 +279,23 @@ def test_the_large_path_without_a_time_limit_stops_when_it_improves_nothing():
     assert all(line.split(": ")[1].split(" in ")[0].split(" -> ")[0] == line.split(": ")[1].split(" in ")[0]
                .split(" -> ")[1] for line in passes[-2:]), result.log
     assert result.bound is not None and result.bound <= result.objective + 1e-6
+
+
+def test_a_counted_search_repeats_exactly():
+    """Counted in sub-MIPs, with no deadline, the search reads no clock but each sub-MIP's own
+    cap: the same start, seed and rounds give the same plan and bound (a timed search's plan
+    depends on how many sub-MIPs the machine fits in the time)."""
+    instance = generate("reservation", {"servers": 2000, "reservations": 15, "datacenters": 4}, seed=1)
+    arrays = instance.arrays()
+    model = build(arrays)
+    _, start = _greedy_start(instance, model)
+    rounds = 1 + 2 * arrays.num_reservations  # a group of 15, then two Lagrangian passes
+    first = improve(model, arrays, start, None, 3, [], rounds=rounds, price=1.0)
+    second = improve(model, arrays, start, None, 3, [], rounds=rounds, price=1.0)
+    assert first.bound is not None
+    assert np.array_equal(first.values, second.values) and first.bound == second.bound
+
+
+def test_search_rounds_is_checked_by_name(region):
+    with pytest.raises(fleetplan.InstanceError, match="options.search_rounds"):
+        fleetplan.solve(region, "mip-highs", large_columns=0, search_rounds=0)
