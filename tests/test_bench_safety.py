@@ -31,10 +31,10 @@ def alias_bomb(levels: int = 12) -> str:
 def test_an_alias_bomb_is_refused_at_once():
     text = alias_bomb()
     assert len(text) < 2000
-    started = time.monotonic()
+    started = time.process_time()  # CPU: expanding the aliases would take hours of it
     with pytest.raises(InstanceError, match="alias bomb"):
         parse_suite(text, "bomb.yaml")
-    assert time.monotonic() - started < 2
+    assert time.process_time() - started < 2
 
 
 def test_an_alias_bomb_leaves_nothing_behind(tmp_path, capsys):
@@ -61,10 +61,10 @@ def test_a_sweep_too_large_to_expand_is_refused_before_expanding():
     values = "[" + ", ".join(str(i + 1) for i in range(100)) + "]"
     text = (f"name: t\ngroups: [{{kind: allocation, generator: {{jobs: {values}, workers_per_type: {values}, "
             f"entities: {values}}}}}]")
-    started = time.monotonic()
+    started = time.process_time()  # CPU: a loaded machine stretches wall time whatever the check does
     with pytest.raises(InstanceError, match="more than 100,000 cells"):
         parse_suite(text)
-    assert time.monotonic() - started < 2
+    assert time.process_time() - started < 2
 
 
 def test_node_bound_is_on_the_expanded_document(monkeypatch):

@@ -3,6 +3,8 @@ batch model against one-at-a-time placement, and the greedy's gap to the exact o
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 import fleetplan
@@ -174,9 +176,13 @@ def test_time_limit_keeps_a_judged_plan(solver):
 
     instance = fleetplan.generate("binpack", {"clusters": 4, "machines": 160, "workloads": 6,
                                               "pending_priority": 2, "load": 0.97}, seed=0)
+    started = time.process_time()
     result = fleetplan.solve(instance, solver, time_limit=2.0)
+    used = time.process_time() - started
     assert result.status in ("time_limit", "optimal", "feasible") and result.evaluation.violations == []
-    assert result.wall_s < 2.0 * 2 + 1.0  # generous: the test machine is shared
+    # CPU, not wall time: the solver watches the wall clock, so it spends at most about its limit
+    # of CPU, while a loaded machine stretches the wall time whatever it does.
+    assert used < 2.0 * 2 + 1.0
     greedy = fleetplan.solve(instance, "rms-greedy")
     assert result.evaluation.metrics["placed_workloads"] >= 1
     if solver == "batch-cpsat":  # hinted with the greedy's plan: never fewer workloads placed

@@ -3,6 +3,8 @@ vectorised prefix sums against a direct count, and every plan through the judge.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -194,8 +196,10 @@ def test_vectorised_cluster_search_equals_the_loop_over_clusters(seed):
 
 def test_greedy_stops_at_the_time_limit_and_says_which_workloads_were_not_tried():
     instance = fleetplan.generate("binpack", {"clusters": 4, "machines": 400, "workloads": 3000}, seed=0)
+    started = time.process_time()
     result = fleetplan.solve(instance, "rms-greedy", time_limit=0.05)
+    used = time.process_time() - started
     assert result.status == "time_limit" and result.evaluation.violations == []
     waiting = [w for w in result.plan.workloads if not w.placed]
     assert any(w.reason == "not attempted (time limit)" for w in waiting)
-    assert result.wall_s < 2.0  # the judge included; the machine may be shared
+    assert used < 2.0  # CPU, the judge included: a loaded machine stretches wall time whatever it does

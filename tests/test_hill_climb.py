@@ -143,7 +143,9 @@ def test_a_move_that_undoes_the_previous_one_is_refused_without_progress():
 
     problem = Liar()
     result = hill_climb(problem, neighbours=lambda move: [0], budget=Budget(time_s=5.0))
-    assert result.stopped_by == "converged" and result.wall_s < 1.0
+    # Converged, not stopped by the 5 s budget: a climb that kept retrying the refused undo
+    # would end by time (checked by the budget, not by the machine's speed).
+    assert result.stopped_by == "converged"
     assert len(result.applied) == 1 and result.refused_undo == 1 and problem.where == [1]
 
 

@@ -178,10 +178,10 @@ def test_a_generator_estimated_beyond_ten_minutes_is_refused_at_once(monkeypatch
     machines (100,000 GPU machines alone: 113 s of CPU); with 500,000 CPU machines too, about
     48 min by the estimate: refused before any work, with the figure, whatever the memory."""
     monkeypatch.setattr("fleetplan.instances.resources.available_memory", lambda: 1e12)
-    started = time.monotonic()
+    started = time.process_time()  # CPU: a loaded machine stretches wall time whatever the check does
     with pytest.raises(fleetplan.InstanceError) as error:
         fleetplan.generate("binpack", {"machines": 100_000, "cpu_machines": 500_000, "workloads": 1000, "clusters": 1})
-    assert time.monotonic() - started < 2
+    assert time.process_time() - started < 2
     assert "too slow" in str(error.value) and "min" in str(error.value) and error.value.path == "parameters"
     # The same region in 200 clusters is linear in machines: about a minute, generated.
     spec = fleetplan.instances.get_kind("binpack")

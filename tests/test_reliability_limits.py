@@ -1,10 +1,14 @@
 """Time limits that slipped (issue 25 items 6, 7, 8): the reproductions, each asserting the
-limit within a generous margin (a shared machine), not a benchmark; benchmarks/RESULTS.md has
-the measured figures.
+limit within a generous margin, not a benchmark; benchmarks/RESULTS.md has the measured figures.
+The margins are on CPU seconds (the command's, children included): the commands watch the wall
+clock, so they spend at most about their limit of CPU however loaded the machine, while a
+loaded machine stretches their wall time whatever they do (at load 5-7 the fixed costs before
+the solver alone took a 2 s limit).
 """
 
 from __future__ import annotations
 
+import resource
 import subprocess
 import sys
 import time
@@ -19,10 +23,12 @@ from fleetplan.solvers.deadline import Deadline
 
 
 def _fleetplan(*args: str, timeout: float = 120) -> tuple[subprocess.CompletedProcess, float]:
-    started = time.monotonic()
+    """The command's run and its CPU seconds (user + system, its own child processes included)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     run = subprocess.run([sys.executable, "-m", "fleetplan", *args], capture_output=True, text=True,
                          timeout=timeout)
-    return run, time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return run, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 # --- item 6: placement's max_exact_levels is bounded and subset sums check the clock --------
@@ -43,10 +49,10 @@ def test_subset_sums_stop_at_the_deadline():
     """Equal values keep the sums few, so every value is merged in: 10^6 of them took seconds
     without a look at the clock."""
     values = np.ones(1_000_000)
-    started = time.monotonic()
+    started = time.process_time()
     with pytest.raises(BuildTimeout):
         subset_sums(values, 0.0, limit=1024, clock=Deadline(0.0))
-    assert time.monotonic() - started < 1
+    assert time.process_time() - started < 1
     assert subset_sums(np.ones(5), 0.0, limit=1024).tolist() == [0, 1, 2, 3, 4, 5]
 
 

@@ -74,10 +74,16 @@ def test_improve_stays_above_the_proven_optimum_on_a_small_region():
     assert verdict.objective >= exact.bound - 1e-6
 
 
+# The large path's search in sub-MIPs, not seconds (a 20 s limit finished no Lagrangian pass on
+# a machine at load 8-11): a pass of groups (5 of 20 reservations) and two Lagrangian passes of
+# 100 reservations, the second at the price the first's moves propose.
+LARGE_PATH_ROUNDS = 5 + 2 * 100
+
+
 @pytest.fixture(scope="module")
 def large_path(region):
-    """``mip-highs`` on the region forced down the large path (one thread)."""
-    return fleetplan.solve(region, "mip-highs", time_limit=20, large_columns=0)
+    """``mip-highs`` on the region forced down the large path (one thread), its search counted."""
+    return fleetplan.solve(region, "mip-highs", large_columns=0, search_rounds=LARGE_PATH_ROUNDS)
 
 
 def test_mip_highs_large_path_returns_the_search_with_a_bound_below_it(region, large_path):
@@ -160,16 +166,17 @@ def _pass_bounds(log: list[str]) -> list[tuple[float, float]]:
 
 def test_lagrangian_pass_bounds_the_generated_region_tighter_than_the_relaxation(large_path):
     """On the 20,000-server region the large path's bound is the best Lagrangian pass's
-    (measured: 12,647.3 at the first price, 2.135, and 12,794.3 at 2.935 after the price
-    search, against the datacenter relaxation's 11,770.4), below its plan (and below the
-    12,809.9 of a 120 s solve of the whole MIP)."""
+    (measured with LARGE_PATH_ROUNDS: 12,647.3 at the first price, 2.135, and 12,739.2 at the
+    next, 3.202, against the datacenter relaxation's 11,770.4; 12,794.3 at 2.935 after five
+    passes in 20 s), below its plan (and below the 12,809.9 of a 120 s solve of the whole MIP)."""
     result = large_path
     relaxation = next(line for line in result.log if "datacenter relaxation" in line)
     relaxed = float(relaxation.split(" LP ")[1].split(" ")[0])
     passes = _pass_bounds(result.log)
+    assert len(passes) == 2, result.log  # the rounds hold two whole passes
     assert result.bound == pytest.approx(max(bound for _, bound in passes), rel=1e-5)
-    if len(passes) > 1:  # the first price is the relaxation's; the search finds a better one
-        assert result.bound > passes[0][1] * 1.005
+    # The first price is the relaxation's; the search finds a better one.
+    assert result.bound > passes[0][1] * 1.005
     assert result.bound > relaxed * 1.05
     assert result.bound <= result.objective
 
@@ -180,17 +187,17 @@ def test_lagrangian_pass_on_its_own_core(region, large_path):
     the greedy's, and the bound is well above the datacenter relaxation's; at the first price
     it is near the inline pass's (``large_path``, one thread). Near, not equal: a sub-MIP
     stopped at its time cap gives its dual bound, lower on a loaded machine (0.27 % lower with
-    two other busy processes on the two cores, against 0.001 % on a quiet one). How many
-    passes at other prices follow depends on the time, so only the first is compared."""
-    import time
-
+    two other busy processes on the two cores, against 0.001 % on a quiet one). The search is
+    counted (30 sub-MIPs of its own, fewer than a pass: the child runs one pass) and waits for
+    the child, so the pass is whole however loaded the machine (with a 15 s deadline, 43 of 100
+    reservations came back at load 8-11)."""
     arrays = region.arrays()
     model = build(arrays)
     greedy, start = _greedy_start(region, model)
     price = float(next(line for line in large_path.log if "moves priced at" in line).split("priced at ")[1].split(")")[0])
     log: list[str] = []
-    searched = improve(model, arrays, start, time.perf_counter() + 15, 0, log, price=price, threads=2)
-    assert any("Lagrangian pass on its own core: 100 of 100 reservations" in line for line in log), log
+    searched = improve(model, arrays, start, None, 0, log, rounds=30, price=price, threads=2)
+    assert any("Lagrangian pass on its own core: 100 of 100 reservations, 1 pass(es)" in line for line in log), log
     verdict = _judged(region, model, searched.values)
     assert verdict.feasible and verdict.objective < greedy.objective
     assert searched.bound is not None and searched.bound <= verdict.objective
@@ -258,3 +265,37 @@ def test_every_price_of_the_search_bounds_the_enumerated_optimum():
                 checked += 1
                 price = search.next(moved, float(model.lp.row_upper[budget]))
     assert checked >= 8
+
+
+def test_the_large_path_without_a_time_limit_stops_when_it_improves_nothing():
+    """Without a time limit or rounds the search has no budget: it ends once a pass of groups
+    and one of single reservations improve nothing (it raised "improve needs a deadline")."""
+    instance = generate("reservation", {"servers": 2000, "reservations": 15, "datacenters": 4}, seed=1)
+    result = fleetplan.solve(instance, "mip-highs", large_columns=0)
+    assert result.status == "feasible" and result.evaluation.feasible
+    passes = [line for line in result.log if line.startswith("  pass of ")]
+    assert [line.split(":")[0] for line in passes[-2:]] == ["  pass of groups", "  pass of singles"] or \
+        [line.split(":")[0] for line in passes[-2:]] == ["  pass of singles", "  pass of groups"], result.log
+    assert all(line.split(": ")[1].split(" in ")[0].split(" -> ")[0] == line.split(": ")[1].split(" in ")[0]
+               .split(" -> ")[1] for line in passes[-2:]), result.log
+    assert result.bound is not None and result.bound <= result.objective + 1e-6
+
+
+def test_a_counted_search_repeats_exactly():
+    """Counted in sub-MIPs, with no deadline, the search reads no clock but each sub-MIP's own
+    cap: the same start, seed and rounds give the same plan and bound (a timed search's plan
+    depends on how many sub-MIPs the machine fits in the time)."""
+    instance = generate("reservation", {"servers": 2000, "reservations": 15, "datacenters": 4}, seed=1)
+    arrays = instance.arrays()
+    model = build(arrays)
+    _, start = _greedy_start(instance, model)
+    rounds = 1 + 2 * arrays.num_reservations  # a group of 15, then two Lagrangian passes
+    first = improve(model, arrays, start, None, 3, [], rounds=rounds, price=1.0)
+    second = improve(model, arrays, start, None, 3, [], rounds=rounds, price=1.0)
+    assert first.bound is not None
+    assert np.array_equal(first.values, second.values) and first.bound == second.bound
+
+
+def test_search_rounds_is_checked_by_name(region):
+    with pytest.raises(fleetplan.InstanceError, match="options.search_rounds"):
+        fleetplan.solve(region, "mip-highs", large_columns=0, search_rounds=0)

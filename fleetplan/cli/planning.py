@@ -13,6 +13,7 @@ prints and writes. Exit codes as everywhere: 0 an answer, 1 none (infeasible tar
 from __future__ import annotations
 
 import argparse
+import time
 from typing import Any
 
 from fleetplan.cli.common import EXIT_OK
@@ -152,7 +153,15 @@ def _sizing_options(kind: str) -> set[str]:
 def handle_size(args: argparse.Namespace) -> int:
     """``fleetplan size``."""
     import fleetplan
-    from fleetplan.cli.common import CommandError, check_outputs, judge, print_json, stdout, working
+    from fleetplan.cli.common import (
+        CommandError,
+        check_outputs,
+        command_clock,
+        judge,
+        print_json,
+        stdout,
+        working,
+    )
     from fleetplan.planning import size
 
     if args.list_targets is not None:
@@ -163,7 +172,9 @@ def handle_size(args: argparse.Namespace) -> int:
                                                       ("--plot", args.plot), ("--report", args.report)])
     _check_pictures(args)
     with working(f"loading {args.file}", not args.json):
+        loading = time.perf_counter()
         instance = fleetplan.load_instance(args.file)
+        load_s = time.perf_counter() - loading
     options: dict[str, Any] = {}
     # The kind's sizer declares the options it takes (its signature); the others are refused here.
     takes = _sizing_options(instance.kind)
@@ -187,9 +198,13 @@ def handle_size(args: argparse.Namespace) -> int:
         options["replan"] = args.replan
     if args.vary is not None:
         return _size_sweep(args, instance, options)
+    # --time-limit counts from the command's start (the process's: start-up and loading
+    # included), less a reserve for writing what it finds, as `solve` does.
+    reserve = min(load_s, (args.time_limit or 0) / 4)
     with working(f"sizing {instance.kind} '{instance.name}'", not args.json):
         result = size(instance, args.target, args.buy, budget=args.budget, policy=args.policy,
-                      time_limit=args.time_limit, threads=args.threads, seed=args.seed, **options)
+                      time_limit=args.time_limit, threads=args.threads, seed=args.seed,
+                      started=command_clock.started - reserve, **options)
     if result.success:
         if args.plot or args.report:
             _size_pictures(args, instance, result)

@@ -164,7 +164,7 @@ def relative_gap(cost: float | None, bound: float | None) -> float | None:
 
 def size(instance: Any, targets: Sequence[str | Target], buy: Sequence[str | Purchase], *,
          budget: float | None = None, policy: str | None = None, time_limit: float | None = None,
-         threads: int = 1, seed: int = 0, **options: Any) -> SizingResult:
+         threads: int = 1, seed: int = 0, started: float | None = None, **options: Any) -> SizingResult:
     """The cheapest capacity to add to ``instance`` so that every target holds.
 
     Parameters
@@ -180,6 +180,9 @@ def size(instance: Any, targets: Sequence[str | Target], buy: Sequence[str | Pur
     policy : the forward solver that must meet the targets on the sized instance (the kind's
         default solver when None)
     time_limit : seconds for the whole sizing, checks included
+    started : a ``time.perf_counter()`` reading from which ``time_limit`` counts (default: now),
+        as in :func:`fleetplan.solve`: a caller that spent part of its limit before calling
+        (the command line: the process's start-up, loading the file) passes when it began
     **options : the kind's sizing options (see each kind's module)
 
     Returns a :class:`SizingResult`.
@@ -194,7 +197,11 @@ def size(instance: Any, targets: Sequence[str | Target], buy: Sequence[str | Pur
     from fleetplan.planning.kinds import planning_kind
     from fleetplan.solvers.base import check_time_limit
 
-    started = time.perf_counter()
+    began = time.perf_counter()
+    if started is None:
+        started = began
+    elif isinstance(started, bool) or not isinstance(started, (int, float)) or not math.isfinite(started):
+        raise InstanceError("started", f"{started!r}: must be a time.perf_counter() reading")
     if isinstance(instance, dict):
         instance = instance_from_data(instance, "instance")
     parsed = [t if isinstance(t, Target) else None for t in targets]
@@ -216,7 +223,7 @@ def size(instance: Any, targets: Sequence[str | Target], buy: Sequence[str | Pur
     if result.bound is not None:  # no purchase costs less than nothing; the bound of a found purchase is at most its cost
         result.bound = max(result.bound, 0.0) if result.cost is None else min(max(result.bound, 0.0), result.cost)
         result.gap = relative_gap(result.cost, result.bound)
-    result.wall_s = time.perf_counter() - started
+    result.wall_s = time.perf_counter() - began
     return result
 
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
+from pydantic import Field
 
 from fleetplan.instances import evaluate
 from fleetplan.instances.reservation import FD_LEVEL, ReservationInstance, ReservationPlan
@@ -124,7 +125,8 @@ def _single_fault_domain(instance: ReservationInstance) -> str | None:
 
 def _warm_values(model: ReservationModel, instance: ReservationInstance, how: str, deadline: Deadline,
                  seed: int, log: list[str], lp=None, share: float = 0.5,
-                 large_columns: int = LARGE_COLUMNS, threads: int = 1) -> tuple[np.ndarray | None, float | None]:
+                 large_columns: int = LARGE_COLUMNS, threads: int = 1,
+                 search_rounds: int | None = None) -> tuple[np.ndarray | None, float | None]:
     """A starting point for the solver: today's assignment, or the better feasible plan of
     the greedy (up to 40 % of the time; 8 s at 10^6 servers) and the hill climb (a fifth of
     what is left) or relax-and-fix (``share`` of the time left, on ``lp``); None when
@@ -147,7 +149,7 @@ def _warm_values(model: ReservationModel, instance: ReservationInstance, how: st
         start = _better(model, start, _heuristic_start(model, instance, how, deadline, seed, log))
     if how == "relax-and-fix" and greedy_first:
         relaxed = relax_and_fix(model, deadline, threads, seed, log, lp=lp, share=share, arrays=instance.arrays(),
-                                start=start, large_columns=large_columns)
+                                start=start, large_columns=large_columns, search_rounds=search_rounds)
         bound = relaxed.bound
         if relaxed.values is not None:
             start = _better(model, start, _checked_start(model, instance, relaxed.values[model.lp.names["x"]],
@@ -297,7 +299,8 @@ def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None,
               presolve: Literal["off", "on", "choose"] = "off",
               warm_start: Literal["hill-climb", "relax-and-fix", "current", "none"] = "relax-and-fix",
               backend: Literal["highspy", "pyomo"] = "highspy", cuts: bool = True,
-              large_columns: int = LARGE_COLUMNS) -> SolveResult:
+              large_columns: int = LARGE_COLUMNS,
+              search_rounds: Annotated[int, Field(ge=1)] | None = None) -> SolveResult:
     """Solve the aggregated MIP with HiGHS (MAST §2: "RAS formulates a MIP problem").
 
     Parameters
@@ -327,6 +330,12 @@ def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None,
         datacenter relaxation's bound and the search's Lagrangian bound, status ``feasible``
         (the default, 60,000, is where the model's LP stops being solvable in minutes). There
         ``threads`` > 1 runs the Lagrangian pass on a core of its own.
+    search_rounds : int or None
+        Above ``large_columns``: the neighbourhood search stops after this many sub-MIPs (or at
+        the time limit, if sooner), so what it does does not depend on the machine's speed
+        (each sub-MIP keeps its own seconds cap; on its own core the Lagrangian pass counts
+        apart and is waited for). None (default): until the time limit; without one, until a
+        pass of each kind improves nothing.
     """
     deadline = Deadline(time_limit)
     log: list[str] = []
@@ -340,7 +349,7 @@ def mip_highs(instance: ReservationInstance, *, time_limit: float | None = None,
     large = backend == "highspy" and warm_start == "relax-and-fix" and lp.num_cols > large_columns
     start, relaxed = _warm_values(model, instance, warm_start, deadline, seed, log, lp=lp,
                                   share=LARGE_SHARE if large else RELAX_SHARE, large_columns=large_columns,
-                                  threads=threads)
+                                  threads=threads, search_rounds=search_rounds)
     if backend == "pyomo":
         outcome, bound = _pyomo(model, deadline, threads, seed, mip_rel_gap, presolve, log)
     elif large:

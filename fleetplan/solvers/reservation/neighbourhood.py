@@ -102,12 +102,17 @@ def improve(model: ReservationModel, arrays, values: np.ndarray, stop_at: float 
             price: float | None = None, threads: int = 1) -> Searched:
     """A plan (every column) no worse than ``values`` (a feasible point of the model), improved
     by the search of the module docstring until ``stop_at`` (``time.perf_counter()``) or, when
-    given, ``rounds`` sub-MIPs (of any kind). With a ``price`` per server moved (the budget
-    row's dual in a relaxation), the second pass is the Lagrangian one (:mod:`.lagrangian`),
-    whose bound is returned when it finishes; with ``threads`` > 1 and a deadline, that pass
-    runs instead from the start in a child process beside the others (:class:`_Background`)."""
-    if stop_at is None and rounds is None:
-        raise ValueError("improve needs a deadline or a number of rounds")
+    given, ``rounds`` sub-MIPs (of any kind); with neither, until a pass of each kind after the
+    first ones improves nothing. With a ``price`` per server moved (the budget row's dual in a
+    relaxation), the second pass is the Lagrangian one (:mod:`.lagrangian`), whose bound is
+    returned when it finishes, followed by passes at better prices while the deadline or the
+    rounds leave room for a whole pass; with ``threads`` > 1 that pass runs instead from the
+    start in a child process beside the others (:class:`_Background`), waited for at the end
+    (until the deadline, with one).
+
+    Counted in ``rounds``, what the search does does not depend on the machine's speed, only
+    each sub-MIP's own seconds cap does (``per``, ``SINGLE_S``, ``LAGRANGE_S``: the plan and
+    bound of a sub-MIP stopped there)."""
     return _Search(model, arrays, values, stop_at, seed, log, size, per, rounds, price, threads).run()
 
 
@@ -142,11 +147,12 @@ class _Search:
         rng = np.random.default_rng(self.seed)
         ml = np.flatnonzero(self.arrays.res_ml)
         kinds = ["groups"]
-        if self.price is not None and self.threads > 1 and self.stop_at is not None and can_fork():
+        if self.price is not None and self.threads > 1 and can_fork():
             self.background = _Background(self, ml)  # the Lagrangian pass on another core
         elif self.price is not None:
             kinds.append("lagrangian")
-        kind = ""
+        kind, idle = "", 0
+        cycle = 2 if ml.size else 1  # the kinds that alternate once the first passes are done
         while self.left():
             kind = kinds.pop(0) if kinds else ("singles" if kind == "groups" and ml.size else "groups")
             before, pass_started = self.best, time.perf_counter()
@@ -159,6 +165,9 @@ class _Search:
             if self.left():  # the pass ended
                 self.log.append(f"  pass of {kind}: {before + self.model.constant:.6g} -> "
                                 f"{self.best + self.model.constant:.6g} in {time.perf_counter() - pass_started:.1f} s")
+                idle = idle + 1 if self.best >= before - 1e-9 else 0
+                if self.stop_at is None and self.rounds is None and not kinds and idle >= cycle:
+                    break  # no budget: done once a pass of each kind improves nothing
         if self.background is not None:
             for cols_done, found_done in self.background.finish():
                 self._try("lagrangian", cols_done, found_done)
@@ -221,7 +230,8 @@ class _Search:
                 yield index, price, reservation, cols, ran
             took = time.perf_counter() - started
             if (done < self.arrays.num_reservations or self.budget is None or not np.isfinite(moved)
-                    or self.stop_at is None or self.stop_at - time.perf_counter() < NEXT_PASS_MARGIN * took):
+                    or (self.stop_at is not None and self.stop_at - time.perf_counter() < NEXT_PASS_MARGIN * took)
+                    or (self.rounds is not None and self.rounds - self.tried < self.arrays.num_reservations)):
                 return
             proposed = search.next(moved, room)  # None once the search is done (at most MAX_PASSES)
             if proposed is None:
@@ -322,9 +332,14 @@ class _Background:
 
     def finish(self):
         """What is left to drain, until the child ends or the search's deadline (plus the
-        grace of :mod:`.bounded`) passes; then the child is reaped."""
+        grace of :mod:`.bounded`) passes (without a deadline, until the child ends: its passes
+        are bounded by :data:`~.lagrangian.MAX_PASSES`); then the child is reaped."""
         try:
             while not self.ended:
+                if self.search.stop_at is None:
+                    self.receive.poll(None)  # a result, or the end of the pipe
+                    yield from self.drain()
+                    continue
                 wait = self.search.stop_at + GRACE_S - time.perf_counter()
                 if wait <= 0 or not self.receive.poll(wait):
                     break
