@@ -263,6 +263,10 @@ _PLACEMENT: dict[str, _E] = {
     "exact_model": _stat("1 when the model is exact (no piecewise-linear approximation was needed)", "boolean"),
     "polish_gain": _stat("objective removed by polishing the MIP's plan with the hill climb", "objective"),
     "gap_above_floor": _stat("gap to the bound, relative to the objective above its constant floor", "fraction"),
+    "instance_bound": _stat("lower bound on the objective from the instance alone (per GPU group, forced traffic, "
+                            "storage; never negative), without the MIP", "objective"),
+    "solver_bound": _stat("lower bound the MIP or CP-SAT solver proved itself (the reported bound is the larger "
+                          "of this and instance_bound)", "objective"),
     "kept_warm_start": _stat("1 when the warm start beat the MIP's plan and was kept", "boolean"),
     "fallback_parts": _stat("parts the MIP did not solve in time (their warm start is kept)", "models"),
     "neighbourhoods": _stat("neighbourhoods the search re-optimised exactly", "neighbourhoods"),
