@@ -337,7 +337,7 @@ def _read_schedule(result: HorizonResult, spec: HorizonSpec, kind: Any, scenario
     model, values = solved.model, solved.values
     assert model is not None and values is not None
     T = spec.periods
-    usable = usable_matrix(spec, kind.items)
+    usable = model.usable
     orders = np.zeros((len(kind.items), T, len(scenarios)))
     for index in np.ndindex(orders.shape):
         column = model.order_column[index]
@@ -408,14 +408,11 @@ def _check_budgets(spec: HorizonSpec, kind: Any) -> None:
 def explain_infeasible(spec: HorizonSpec, kind: Any, scenarios: list[Scenario]) -> str:
     """Which period cannot be served and why: a period that no purchase arriving in time can
     serve (with its shortfall), else the budgets."""
+    from fleetplan.planning.horizon.model import order_upper
     from fleetplan.planning.sizing.mip import solve_sizing_mip
 
     T = spec.periods
-    upper_model = build_horizon_model(spec.model_copy(update={"budget": None}), kind,
-                                      [s.probability for s in scenarios], spec.shared_until())
-    usable = upper_model.usable
-    from fleetplan.planning.horizon.model import order_upper
-
+    usable = usable_matrix(spec, kind.items)
     upper = order_upper(spec, kind, len(scenarios))
     for t in range(T):
         for s, scenario in enumerate(scenarios):
@@ -429,6 +426,9 @@ def explain_infeasible(spec: HorizonSpec, kind: Any, scenarios: list[Scenario]) 
                         f"({', '.join(f'{c:g} {n}' for n, c in zip(kind.items, add_cap, strict=True))} on top of the "
                         f"existing fleet) misses its targets{shortfall}")
     if spec.budget is not None:
+        # built only when a budget may be the cause: every period alone was servable
+        upper_model = build_horizon_model(spec.model_copy(update={"budget": None}), kind,
+                                          [s.probability for s in scenarios], spec.shared_until())
         unbudgeted = solve_sizing_mip(upper_model.lp, 60.0, 1, 0, 1e-4)
         if unbudgeted["values"] is not None:
             return ("the budgets cannot pay for a schedule that meets every period's targets (without them one "
