@@ -11,13 +11,13 @@ import time
 
 import pytest
 
-from fleetplan.benchmarks import executors
-from fleetplan.benchmarks.cells import KILLED_MESSAGE, CellProcess, expand_cells
-from fleetplan.benchmarks.results import read_results, row_key
-from fleetplan.benchmarks.suite import parse_suite
+from fleetplan.benchmarks.suite import expand_cells, parse_suite
 from fleetplan.benchmarks.sweep import run_sweep
 from fleetplan.cli import main
 from fleetplan.instances import InstanceError
+from fleetplan.runs import executors
+from fleetplan.runs.cells import KILLED_MESSAGE, CellProcess
+from fleetplan.runs.results import read_results, row_key
 
 SMALL = """
 name: small
@@ -63,7 +63,7 @@ def test_a_run_past_its_time_limit_is_killed(tmp_path):
 
 
 def test_the_child_process_gives_the_in_process_answer():
-    from fleetplan.benchmarks.cells import run_cell
+    from fleetplan.runs.cells import run_cell
 
     cell = expand_cells(parse_suite(SMALL))[1]
     here, there = run_cell(cell), CellProcess(cell).start().wait()

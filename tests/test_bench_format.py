@@ -13,20 +13,20 @@ from pathlib import Path
 import pytest
 
 from fleetplan.benchmarks import profiles
-from fleetplan.benchmarks.cells import COLUMNS, FORMAT_VERSION
-from fleetplan.benchmarks.memory import MemoryProbe
 from fleetplan.benchmarks.report import write_report
-from fleetplan.benchmarks.results import (
+from fleetplan.benchmarks.suite import parse_suite
+from fleetplan.benchmarks.sweep import run_sweep
+from fleetplan.cli import main
+from fleetplan.instances import InstanceError
+from fleetplan.runs.cells import COLUMNS, FORMAT_VERSION
+from fleetplan.runs.memory import MemoryProbe
+from fleetplan.runs.results import (
     V1_COLUMNS,
     finalize,
     read_results,
     row_failed,
     write_results,
 )
-from fleetplan.benchmarks.suite import parse_suite
-from fleetplan.benchmarks.sweep import run_sweep
-from fleetplan.cli import main
-from fleetplan.instances import InstanceError
 
 STANDARD = Path(__file__).resolve().parents[1] / "benchmarks" / "reports" / "standard"
 

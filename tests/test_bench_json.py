@@ -9,8 +9,8 @@ import pytest
 from test_bench_report import _table
 
 from fleetplan.benchmarks.report import summarize
-from fleetplan.benchmarks.results import finalize, write_results
 from fleetplan.cli import main
+from fleetplan.runs.results import finalize, write_results
 
 
 def test_bench_report_json_is_the_summary(tmp_path, capsys):

@@ -8,10 +8,10 @@ import math
 import pytest
 
 import fleetplan
-from fleetplan.benchmarks.cells import COLUMNS, expand_cells, plan_file
-from fleetplan.benchmarks.results import SOLVED, as_float, read_results
-from fleetplan.benchmarks.suite import load_suite
+from fleetplan.benchmarks.suite import expand_cells, load_suite
 from fleetplan.benchmarks.sweep import run_sweep
+from fleetplan.runs.cells import COLUMNS, plan_file
+from fleetplan.runs.results import SOLVED, as_float, read_results
 from fleetplan.solvers import STATUSES
 
 

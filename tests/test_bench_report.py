@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from fleetplan.benchmarks import profiles
-from fleetplan.benchmarks.cells import COLUMNS
-from fleetplan.benchmarks.results import finalize, write_results
 from fleetplan.cli import main
+from fleetplan.runs.cells import COLUMNS
+from fleetplan.runs.results import finalize, write_results
 
 
 def row(label, objective, *, bound="", sense="max", status="optimal", wall=1.0, instance="i", seed=0,

@@ -8,12 +8,12 @@ import json
 import pytest
 
 from fleetplan import sim
-from fleetplan.benchmarks.cells import CellProcess, expand_cells, run_cell
 from fleetplan.benchmarks.report import write_report
-from fleetplan.benchmarks.results import read_results
-from fleetplan.benchmarks.suite import parse_suite
+from fleetplan.benchmarks.suite import expand_cells, parse_suite
 from fleetplan.benchmarks.sweep import run_sweep
 from fleetplan.instances import InstanceError
+from fleetplan.runs.cells import CellProcess, run_cell
+from fleetplan.runs.results import read_results
 
 SUITE = """
 name: sims

@@ -5,8 +5,13 @@ from __future__ import annotations
 import pytest
 
 import fleetplan
-from fleetplan.benchmarks.cells import expand_cells, instance_name
-from fleetplan.benchmarks.suite import bundled_suites, load_suite, parse_suite
+from fleetplan.benchmarks.suite import (
+    bundled_suites,
+    expand_cells,
+    instance_name,
+    load_suite,
+    parse_suite,
+)
 from fleetplan.cli import main
 from fleetplan.instances import InstanceError
 

@@ -9,9 +9,9 @@ import json
 
 import fleetplan
 from fleetplan.benchmarks.profiles import median_runs, wins
-from fleetplan.benchmarks.results import finalize
 from fleetplan.instances.binpack import PRIORITY_LEVELS, UNPLACED_COST, level_weight
 from fleetplan.instances.binpack.evaluate import key_difference, score_key_from_metrics
+from fleetplan.runs.results import finalize
 
 
 def _metrics(unplaced: int, counts: dict[int, int], youth: float) -> dict[str, float]:

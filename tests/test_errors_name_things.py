@@ -69,7 +69,7 @@ def _limited(max_bytes):
 
 
 def test_a_results_table_that_cannot_grow_is_named(tmp_path):
-    code = ("from fleetplan.benchmarks.results import ResultsWriter\n"
+    code = ("from fleetplan.runs.results import ResultsWriter\n"
             f"with ResultsWriter({str(tmp_path / 'sweep')!r}) as writer:\n"
             "    for index in range(10_000):\n"
             "        writer.append({'group': 'g', 'instance': 'x' * 200, 'seed': index})\n")

@@ -14,8 +14,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "fleetplan"
 # utilities (errors, lazy, highs_pool, bounded_yaml) import nothing of fleetplan's but errors.
 RANK = {
     "errors": 0, "lazy": 0, "highs_pool": 0, "bounded_yaml": 1,
-    "instances": 2, "models": 3, "solvers": 4, "embed": 5, "sim": 5, "plotting": 6, "benchmarks": 7, "planning": 8,
-    "service": 9, "cli": 10, "__main__": 11,
+    "instances": 2, "models": 3, "solvers": 4, "embed": 5, "sim": 5, "plotting": 6, "runs": 7, "planning": 8,
+    "benchmarks": 9, "service": 10, "cli": 11, "__main__": 12,
 }
 # The package root (`import fleetplan`, `from fleetplan import solve`) is the public facade,
 # loaded lazily; any layer may use it as it would use the layer it forwards to.

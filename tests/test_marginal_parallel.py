@@ -14,16 +14,18 @@ from test_planning_kinds import reservation_region
 import fleetplan
 from fleetplan.errors import InstanceError
 from fleetplan.planning import marginal
-from fleetplan.planning.marginal import marginal_values, run_shared
+from fleetplan.planning.marginal import marginal_values
+from fleetplan.runs import shared
+from fleetplan.runs.shared import run_shared
 
-needs_fork = pytest.mark.skipif(not marginal._can_fork(), reason="no fork start method (or threads alive)")
+needs_fork = pytest.mark.skipif(not shared.can_fork(), reason="no fork start method (or threads alive)")
 
 
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork start method")
 def test_run_shared_deals_the_tasks_to_forked_children_in_order():
     # In a fresh interpreter: the test process may hold other threads (earlier tests'), and with
     # threads alive run_shared rightly stays in one process.
-    code = ("import os; from fleetplan.planning.marginal import run_shared; "
+    code = ("import os; from fleetplan.runs.shared import run_shared; "
             "print(os.getpid(), run_shared(lambda task: (task, os.getpid()), list(range(7)), 3))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     parent, _, listed = done.stdout.strip().partition(" ")
@@ -71,7 +73,7 @@ def test_the_default_stays_in_process_where_a_fork_would_not_pay():
 
 @needs_fork
 def test_the_default_takes_the_cores_others_leave_free(monkeypatch):
-    monkeypatch.setattr(marginal, "_can_fork", lambda: True)  # the arithmetic, whatever threads are alive
+    monkeypatch.setattr(shared, "can_fork", lambda: True)  # the arithmetic, whatever threads are alive
     workers = [marginal.default_workers(8, base_seconds=1.0, cores=2, load=load) for load in (0.0, 1.0, 1.4, 2.0, 4.0)]
     assert workers == [2, 2, 1, 1, 1]  # the load counts this process too
     assert marginal.default_workers(3, base_seconds=1.0, cores=8, load=1.0) == 3

@@ -106,7 +106,7 @@ def test_bench_stops_its_children_then_cleans_up(signum, tmp_path):
 def test_a_cell_child_ends_quietly_on_a_signal(launch, signum, capfd):
     """A terminal's Ctrl-C reaches the cell children too: each ends at once with 130 / 143 and
     no traceback (one printed 29 lines while the parent removed its folder)."""
-    from fleetplan.benchmarks.cells import Cell, CellProcess
+    from fleetplan.runs.cells import Cell, CellProcess
 
     cell = Cell(suite="t", group="g", kind="placement", instance="i",
                 params={"tables": 3000, "jobs": 3000, "regions": 8}, seed=0, solver="cpsat",

@@ -6,7 +6,8 @@ import sys
 
 import fleetplan
 from fleetplan import errors
-from fleetplan.benchmarks import cells, suite
+from fleetplan.benchmarks import suite
+from fleetplan.runs import cells
 from fleetplan.cli import bench as command
 
 

@@ -2,8 +2,8 @@
 Dolan-Moré performance profiles, time-to-target curves and scaling fits.
 
 All functions take the rows of ``results.csv`` (dicts of strings or numbers, as
-:func:`~fleetplan.benchmarks.results.read_results` returns them after
-:func:`~fleetplan.benchmarks.results.finalize`) and return plain data; :mod:`.report` draws it.
+:func:`~fleetplan.runs.results.read_results` returns them after
+:func:`~fleetplan.runs.results.finalize`) and return plain data; :mod:`.report` draws it.
 
 * A *problem* is one generated instance of one group scored by one objective: (group,
   instance, seed, objective name). Solvers of different policies never compete.
@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from fleetplan.benchmarks.results import SOLVED, as_float, exact_order, row_failed
+from fleetplan.runs.results import SOLVED, as_float, exact_order, row_failed
 
 DEFAULT_TARGET_GAP = 1e-4
 # A slope through two points is just their ratio: fit one only from this many sizes.

@@ -29,10 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from fleetplan.benchmarks import profiles
-from fleetplan.benchmarks.cells import SIM_KIND
 from fleetplan.benchmarks.markdown import fmt_value, markdown_table
 from fleetplan.benchmarks.profiles import DEFAULT_TARGET_GAP, Run
-from fleetplan.benchmarks.results import as_float, finalize, read_results, row_failed
 from fleetplan.benchmarks.simcells import sim_section, sim_summary
 from fleetplan.instances.outputs import atomic_write_text
 from fleetplan.plotting.bench import (
@@ -44,6 +42,8 @@ from fleetplan.plotting.bench import (
     plot_time_to_target,
     solver_styles,
 )
+from fleetplan.runs.cells import SIM_KIND
+from fleetplan.runs.results import as_float, finalize, read_results, row_failed
 
 REPORT_FILE = "report.md"
 RUN_FILE = "run.json"

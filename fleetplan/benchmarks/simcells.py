@@ -33,8 +33,8 @@ from collections import defaultdict
 from typing import Any
 
 from fleetplan.benchmarks.markdown import fmt_value, markdown_table
-from fleetplan.benchmarks.results import as_float, row_failed
 from fleetplan.errors import InstanceError
+from fleetplan.runs.results import as_float, row_failed
 
 # Metric columns shown in the report (the CSV has them all).
 MAX_METRIC_COLUMNS = 8

@@ -33,6 +33,7 @@ YAML path (``groups[0].solvers[1].options.lp_algorithm``), never half-way throug
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 import re
@@ -47,6 +48,7 @@ from fleetplan import bounded_yaml
 from fleetplan.errors import clip
 from fleetplan.instances import KINDS, InstanceError, get_kind
 from fleetplan.instances.base import StrictModel, validate_model
+from fleetplan.runs.cells import SIM_KIND, Cell
 
 
 def solvers(kind: str) -> list:
@@ -333,3 +335,45 @@ def load_suite(name_or_path: str | os.PathLike[str]) -> Suite:
         raise InstanceError("", f"cannot read file: {error}", str(path)) from None
     return parse_suite(text, str(path))
 
+
+def instance_name(kind: str, params: dict[str, Any]) -> str:
+    """A readable, unique name for a generated instance: ``allocation[jobs=32,multi_gpu=false]``."""
+    inside = ",".join(f"{key}={json.dumps(params[key], separators=(',', ':'))}" for key in sorted(params))
+    return f"{kind}[{inside}]"
+
+
+def expand_cells(suite: Suite, *, repeats: int | None = None, plan_dir: str | None = None) -> list[Cell]:
+    """The cells of ``suite`` in run order: group, parameter set, seed, solver, repeat.
+
+    ``repeats`` overrides every group's own count (``fleetplan bench --repeats``).
+    """
+    cells: list[Cell] = []
+    for index, group in enumerate(suite.groups):
+        name = group_name(group, index)
+        if group.simulator:
+            module = simulator_module(group.simulator)
+            schedulers = group.scheduler_names()
+            for params in group.parameter_sets():
+                instance = instance_name(group.simulator, params)
+                for seed in group.seeds:
+                    for scheduler in schedulers:
+                        for repeat in range(repeats or group.repeats):
+                            cells.append(Cell(
+                                suite=suite.name, group=name, kind=SIM_KIND, instance=instance, params=params,
+                                seed=seed, solver=scheduler, label=scheduler, options={}, repeat=repeat,
+                                time_limit=group.time_limit, threads=group.threads, order=len(cells),
+                                plan_dir=plan_dir, sim_module=module,
+                            ))
+            continue
+        for params in group.parameter_sets():
+            instance = instance_name(group.kind, params)
+            for seed in group.seeds:
+                for entry in group.solver_entries():
+                    for repeat in range(repeats or group.repeats):
+                        cells.append(Cell(
+                            suite=suite.name, group=name, kind=group.kind, instance=instance,
+                            params=params, seed=seed, solver=entry.name, label=entry.display,
+                            options=dict(entry.options), repeat=repeat, time_limit=group.time_limit,
+                            threads=group.threads, order=len(cells), plan_dir=plan_dir,
+                        ))
+    return cells

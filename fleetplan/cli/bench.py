@@ -75,10 +75,10 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
 
 def handle(args: argparse.Namespace) -> int:
     """Run the ``bench`` command; returns the exit code (1 when some cell failed)."""
-    from fleetplan.benchmarks.results import RESULTS_FILE, row_failed
     from fleetplan.benchmarks.suite import load_suite, output_folder, suite_path
     from fleetplan.benchmarks.sweep import run_sweep
     from fleetplan.cli.common import executor_security
+    from fleetplan.runs.results import RESULTS_FILE, row_failed
 
     if args.suite == "report":
         if not args.directory:

@@ -255,8 +255,8 @@ def add_executor_arguments(parser: argparse.ArgumentParser, what: str = "cells")
 
 def executor_security(args: argparse.Namespace) -> Any:
     """Check the executor flags before anything runs; the Dask TLS settings (unused when local)."""
-    from fleetplan.benchmarks.executors import DaskSecurity, dask_security
     from fleetplan.errors import InstanceError
+    from fleetplan.runs.executors import DaskSecurity, dask_security
 
     if args.workers < 1:
         raise InstanceError("--workers", "must be at least 1")

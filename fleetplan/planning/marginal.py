@@ -29,10 +29,6 @@ True
 from __future__ import annotations
 
 import math
-import multiprocessing
-import os
-import signal
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from fleetplan.planning.kinds import CapacityUnit
+from fleetplan.runs import shared
 
 # One placement unit: a GPU for a day (gpu_supply is GPU-hours per day).
 GPU_DAY_HOURS = 24.0
@@ -170,7 +167,7 @@ def marginal_values(instance: Any, solver: str | None = None, *, metrics: Sequen
     builds = [build for _, _, more, fewer in units for build in (more, fewer) if build is not None]
     if workers is None:
         workers = default_workers(len(builds), base_seconds)
-    changes = iter(run_shared(change, builds, workers))
+    changes = iter(shared.run_shared(change, builds, workers))
     for name, unit, more, fewer in units:
         value = Marginal(name, unit, next(changes) if more is not None else None,
                          next(changes) if fewer is not None else None)
@@ -191,73 +188,9 @@ def default_workers(tasks: int, base_seconds: float, *, cores: int | None = None
     on 2 cores, a second process gained nothing beside one other busy process (16,384 jobs:
     4.8x one cold solve against 4.4x in one process at load 1.1-1.4; 2.9x against 4.1x when
     quiet). The answers are the same for any count; only the time differs."""
-    if tasks < 2 or base_seconds < PARALLEL_FROM_S or not _can_fork():
+    if tasks < 2 or base_seconds < PARALLEL_FROM_S or not shared.can_fork():
         return 1
-    if cores is None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if load is None:
-        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    free = cores - max(load - 1.0, 0.0)
-    return max(1, min(cores, tasks, math.floor(free + 1e-9)))
-
-
-def _can_fork() -> bool:
-    # A forked child inherits only the forking thread: with other Python threads alive (a
-    # service's request threads, a Dask client) a lock one of them held would stay held.
-    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
-
-
-def run_shared(work: Callable[[Any], Any], tasks: Sequence[Any], workers: int) -> list[Any]:
-    """``[work(task) for task in tasks]``, the tasks dealt round-robin to ``workers`` processes:
-    this one and ``workers - 1`` forked children, which inherit everything in memory (the warm
-    solver, the units' builders) and send back only their results. Any child still running
-    when this returns or raises (an error, Ctrl-C) is killed."""
-    workers = min(workers, len(tasks))
-    if workers <= 1 or not _can_fork():
-        return [work(task) for task in tasks]
-    context = multiprocessing.get_context("fork")
-    children = []
-    try:
-        for k in range(1, workers):
-            receive, send = context.Pipe(duplex=False)
-            child = context.Process(target=_run_share, args=(work, tasks[k::workers], send), daemon=True)
-            child.start()
-            send.close()
-            children.append((k, child, receive))
-        results: list[Any] = [None] * len(tasks)
-        results[::workers] = [work(task) for task in tasks[::workers]]
-        for k, child, receive in children:
-            try:
-                ok, payload = receive.recv()
-            except EOFError:
-                raise RuntimeError(f"a re-solve process ended without an answer (exit code {child.exitcode})") from None
-            if not ok:
-                raise payload
-            results[k::workers] = payload
-        return results
-    finally:
-        for _, child, receive in children:
-            if child.is_alive():
-                child.kill()
-            child.join()
-            receive.close()
-
-
-def _run_share(work: Callable[[Any], Any], tasks: Sequence[Any], send: Any) -> None:
-    """A forked child's share of :func:`run_shared`: its results, or the error that stopped it."""
-    # Ctrl-C reaches the whole process group: the parent stops and kills this child (which
-    # would otherwise print a traceback of its own); SIGTERM ends it quietly.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    try:
-        answer: tuple[bool, Any] = (True, [work(task) for task in tasks])
-    except Exception as error:  # handed to the parent, which raises it
-        answer = (False, error)
-    try:
-        send.send(answer)
-    except Exception as error:  # an error that cannot be pickled: its text
-        send.send((False, RuntimeError(f"{type(error).__name__}: {error}")))
-    send.close()
+    return shared.free_workers(tasks, cores=cores, load=load)
 
 
 def _flat(change: dict[str, float] | None) -> bool:

@@ -198,13 +198,13 @@ def whatif(instance: Any, varies: Sequence[str | Vary], out: str | Path | None =
     >>> [(row["worker_types.v100.count"], row["status"]) for row in table.rows]
     [(1, 'optimal'), (2, 'optimal')]
     """
-    from fleetplan.benchmarks import executors
-    from fleetplan.benchmarks.cells import Cell
-    from fleetplan.benchmarks.results import ResultsWriter, read_results
-    from fleetplan.benchmarks.sweep import SweepProgress
     from fleetplan.instances import instance_from_data, read_json_file
     from fleetplan.instances.outputs import atomic_write_text, check_output_folder
     from fleetplan.instances.paths import changed_instance
+    from fleetplan.runs import executors
+    from fleetplan.runs.cells import Cell
+    from fleetplan.runs.progress import SweepProgress
+    from fleetplan.runs.results import ResultsWriter, read_results
     from fleetplan.solvers import get_solver
 
     if out is None:
@@ -366,8 +366,8 @@ def _run_in_process(instance: Any, data: dict[str, Any], cells: Sequence[Any], o
     """One worker: the points in this process, one after another, the file parsed once and each
     point validated only where it changes the instance (``--workers N`` or Dask run each point in
     a process of its own, killed if it outlives its limit)."""
-    from fleetplan.benchmarks.cells import error_row, run_cell
     from fleetplan.instances.paths import changed_instance
+    from fleetplan.runs.cells import error_row, run_cell
 
     for cell in cells:
         on_start(cell)

@@ -1,15 +1,16 @@
-"""Cells — one (instance, solver, seed, repeat) of a suite — and the function that runs one.
+"""Cells — one (instance, solver, seed, repeat) of a sweep — and the function that runs one.
 
-:func:`expand_cells` turns a suite into its cells, in a fixed order. :func:`run_cell` runs one
+A benchmark suite (:func:`fleetplan.benchmarks.suite.expand_cells`) and a what-if sweep
+(:mod:`fleetplan.planning.whatif`) both turn their question into cells. :func:`run_cell` runs one
 cell in the current process and returns its row of the results table. :class:`CellProcess`
-runs a cell in a fresh Python child process (``python -m fleetplan.benchmarks.cells``), so
+runs a cell in a fresh Python child process (``python -m fleetplan.runs.cells``), so
 each run's time and peak memory are its own and a run past its limit can be killed; both
 executors use it, which is why their tables agree except for timings.
 
 The child reads the cell as JSON on stdin and writes the row as JSON to a file: nothing is
 pickled, and solvers that print to stdout cannot corrupt the answer.
 
->>> from fleetplan.benchmarks.suite import load_suite
+>>> from fleetplan.benchmarks.suite import expand_cells, load_suite
 >>> cells = expand_cells(load_suite("quick"))
 >>> row = run_cell(cells[0])
 >>> row["status"], row["violations"]
@@ -34,9 +35,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from fleetplan.benchmarks.memory import BACKENDS, MemoryProbe, preload_backends
-from fleetplan.benchmarks.suite import Suite, group_name, simulator_module
 from fleetplan.instances import Evaluation, InstanceError, generate, save
+from fleetplan.runs.memory import BACKENDS, MemoryProbe, preload_backends
 
 # The shared suite format's columns, then the harness's own: the sense of the objective (to
 # compare bounds the right way), which objective the judge scored (solvers of different policies
@@ -103,49 +103,6 @@ class Cell:
 
 def cell_key(group: Any, instance: Any, seed: Any, label: Any, repeat: Any) -> tuple[str, str, str, str, str]:
     return (str(group), str(instance), str(seed), str(label), str(repeat))
-
-
-def instance_name(kind: str, params: dict[str, Any]) -> str:
-    """A readable, unique name for a generated instance: ``allocation[jobs=32,multi_gpu=false]``."""
-    inside = ",".join(f"{key}={json.dumps(params[key], separators=(',', ':'))}" for key in sorted(params))
-    return f"{kind}[{inside}]"
-
-
-def expand_cells(suite: Suite, *, repeats: int | None = None, plan_dir: str | None = None) -> list[Cell]:
-    """The cells of ``suite`` in run order: group, parameter set, seed, solver, repeat.
-
-    ``repeats`` overrides every group's own count (``fleetplan bench --repeats``).
-    """
-    cells: list[Cell] = []
-    for index, group in enumerate(suite.groups):
-        name = group_name(group, index)
-        if group.simulator:
-            module = simulator_module(group.simulator)
-            schedulers = group.scheduler_names()
-            for params in group.parameter_sets():
-                instance = instance_name(group.simulator, params)
-                for seed in group.seeds:
-                    for scheduler in schedulers:
-                        for repeat in range(repeats or group.repeats):
-                            cells.append(Cell(
-                                suite=suite.name, group=name, kind=SIM_KIND, instance=instance, params=params,
-                                seed=seed, solver=scheduler, label=scheduler, options={}, repeat=repeat,
-                                time_limit=group.time_limit, threads=group.threads, order=len(cells),
-                                plan_dir=plan_dir, sim_module=module,
-                            ))
-            continue
-        for params in group.parameter_sets():
-            instance = instance_name(group.kind, params)
-            for seed in group.seeds:
-                for entry in group.solver_entries():
-                    for repeat in range(repeats or group.repeats):
-                        cells.append(Cell(
-                            suite=suite.name, group=name, kind=group.kind, instance=instance,
-                            params=params, seed=seed, solver=entry.name, label=entry.display,
-                            options=dict(entry.options), repeat=repeat, time_limit=group.time_limit,
-                            threads=group.threads, order=len(cells), plan_dir=plan_dir,
-                        ))
-    return cells
 
 
 def base_row(cell: Cell) -> dict[str, Any]:
@@ -297,11 +254,11 @@ class CellProcess:
 
     ``launch="forkserver"`` (the local executor's) forks the child from a server process that
     has already imported fleetplan, so a cell starts in milliseconds; ``launch="subprocess"``
-    starts a fresh interpreter (``python -m fleetplan.benchmarks.cells``), which works inside
+    starts a fresh interpreter (``python -m fleetplan.runs.cells``), which works inside
     daemonic processes such as Dask workers. Either way the child runs :func:`run_cell` and
     nothing but that cell, so its ``ru_maxrss`` is that cell's peak memory.
 
-    >>> from fleetplan.benchmarks.suite import load_suite
+    >>> from fleetplan.benchmarks.suite import expand_cells, load_suite
     >>> process = CellProcess(expand_cells(load_suite("quick"))[0]).start()
     >>> process.wait()["status"]
     'optimal'
@@ -331,7 +288,7 @@ class CellProcess:
                 # The child imports what this process can (e.g. a simulator module on sys.path).
                 env = {**os.environ, "PYTHONPATH": os.pathsep.join(path for path in sys.path if path)}
                 self._process = subprocess.Popen(
-                    [sys.executable, "-m", "fleetplan.benchmarks.cells", str(folder / "row.json")],
+                    [sys.executable, "-m", "fleetplan.runs.cells", str(folder / "row.json")],
                     stdin=stdin, stdout=subprocess.DEVNULL, stderr=stderr, env=env,
                 )
         self._started = time.monotonic()
@@ -420,7 +377,7 @@ def _forkserver() -> multiprocessing.context.BaseContext:
     global _FORKSERVER
     if _FORKSERVER is None:
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["fleetplan.benchmarks.cells", *BACKENDS])
+        context.set_forkserver_preload(["fleetplan.runs.cells", *BACKENDS])
         _FORKSERVER = context
     return _FORKSERVER
 

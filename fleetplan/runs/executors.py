@@ -1,7 +1,7 @@
 """Executors: run cells and hand each row over as soon as it is in.
 
 * :func:`run_local` keeps up to ``workers`` child processes busy on this machine, one cell per
-  process (:class:`~fleetplan.benchmarks.cells.CellProcess`), killing any past its limit.
+  process (:class:`~fleetplan.runs.cells.CellProcess`), killing any past its limit.
 * :func:`run_dask` submits one task per cell to a Dask cluster; each task runs the very same
   child-process function on a worker, so the two executors' tables differ only in timings.
 
@@ -23,7 +23,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from fleetplan.benchmarks.cells import (
+from fleetplan.errors import raise_interruption
+from fleetplan.instances import InstanceError
+from fleetplan.runs.cells import (
     COLUMNS,
     DEFAULT_GRACE_S,
     Cell,
@@ -33,8 +35,6 @@ from fleetplan.benchmarks.cells import (
     run_cell,
     run_cell_isolated,
 )
-from fleetplan.errors import raise_interruption
-from fleetplan.instances import InstanceError
 
 OnRow = Callable[[Cell, dict[str, Any]], None]
 OnStart = Callable[[Cell], None]

@@ -28,9 +28,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from fleetplan.benchmarks.cells import COLUMNS, FORMAT_VERSION, SIM_STATUS, Cell, cell_key
 from fleetplan.instances import InstanceError
 from fleetplan.instances.outputs import atomic_write_text
+from fleetplan.runs.cells import COLUMNS, FORMAT_VERSION, SIM_STATUS, Cell, cell_key
 
 RESULTS_FILE = "results.csv"
 SOLVED = ("optimal", "feasible", "time_limit")
