@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from fleetplan.benchmarks import sweep
-from fleetplan.runs import executors
 from fleetplan.benchmarks import suite as suite_module
+from fleetplan.benchmarks import sweep
 from fleetplan.benchmarks.suite import MAX_YAML_NODES, output_folder, parse_suite
 from fleetplan.benchmarks.sweep import run_sweep
 from fleetplan.cli import main
 from fleetplan.instances import InstanceError
+from fleetplan.runs import executors
 from fleetplan.runs.executors import DaskSecurity, dask_security, is_loopback, scheduler_host
 
 

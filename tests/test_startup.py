@@ -7,8 +7,8 @@ import sys
 import fleetplan
 from fleetplan import errors
 from fleetplan.benchmarks import suite
-from fleetplan.runs import cells
 from fleetplan.cli import bench as command
+from fleetplan.runs import cells
 
 
 def test_help_loads_no_numpy_pydantic_or_kind():

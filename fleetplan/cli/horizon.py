@@ -10,7 +10,7 @@ from fleetplan.cli.settling import settle
 
 def add_arguments(subparsers: Any) -> None:
     """Add ``horizon`` to the command line."""
-    from fleetplan.cli.common import SEED, THREADS, positive_seconds
+    from fleetplan.cli.common import SEED, THREADS, add_executor_arguments, positive_seconds
 
     horizon = subparsers.add_parser(
         "horizon", help="a purchase schedule over periods: growth, lead times, budgets, scenarios",
@@ -21,11 +21,15 @@ def add_arguments(subparsers: Any) -> None:
         epilog="The horizon file (YAML or JSON; docs/planning.md, 'Planning over time'): periods, targets, "
                "demand (growth, multipliers, classes, new_jobs), buy (price, price_decline, lead_time, min_order, "
                "max_order, lifetime, salvage, opex_per_hour; or a CSV table), existing, budget, scenarios. "
-               "Example: fleetplan horizon fleet.json horizon.yaml --plot horizon.png")
+               "Example: fleetplan horizon fleet.json horizon.yaml --plot horizon.png. What if: --vary FIELD=START:STOP:STEP "
+               "(a horizon field such as demand.growth, budget, buy.h100.lead_time, buy.*.price_decline, "
+               "scenarios.cases.high.demand.growth; instance.FIELD for the base instance's) plans once per point and "
+               "writes DIR/whatif.csv, .parquet and .png; the points run on the bench executors (local or Dask).")
     horizon.add_argument("file", metavar="INSTANCE", help="the base instance: today's fleet and jobs")
     horizon.add_argument("horizon", metavar="HORIZON.yaml", help="the horizon file")
     horizon.add_argument("--time-limit", type=positive_seconds, default=None, metavar="S",
-                         help="seconds for everything (the best schedule found by then, with its bound)")
+                         help="seconds for everything (the best schedule found by then, with its bound); with "
+                              "--vary, seconds per point (default 60)")
     horizon.add_argument("--gap", type=_gap, default=0.01, metavar="G",
                          help="stop once the schedule is proven within this fraction of the cheapest (0: until "
                               "proven optimal)")
@@ -37,12 +41,18 @@ def add_arguments(subparsers: Any) -> None:
     horizon.add_argument("--threads", type=THREADS, default=1)
     horizon.add_argument("--seed", type=SEED, default=0)
     horizon.add_argument("-o", "--output", default=None, metavar="SCHEDULE.json|.csv",
-                         help="write the schedule: the whole result as JSON, or the schedule's rows as CSV")
+                         help="write the schedule: the whole result as JSON, or the schedule's rows as CSV; with "
+                              "--vary, the sweep's results folder (new)")
+    horizon.add_argument("--vary", action="append", default=[], metavar="FIELD=START:STOP:STEP",
+                         help="what if: plan once per value (FIELD=a,b,c also; FIELD*=... multiplies); repeat for a "
+                              "grid")
+    horizon.add_argument("--resume", action="store_true", help="with --vary: finish an interrupted sweep in -o DIR")
     horizon.add_argument("--plot", default=None, metavar="FILE.png",
                          help="draw the fleet against demand, the orders, the cost and the service per period")
     horizon.add_argument("--report", default=None, metavar="FILE.html",
                          help="write a self-contained report (question, inputs, schedule, pictures, the command)")
     horizon.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    add_executor_arguments(horizon, "points (with --vary)")
     horizon.set_defaults(handler=handle_horizon)
 
 
@@ -63,6 +73,12 @@ def handle_horizon(args: argparse.Namespace) -> int:
     from fleetplan.cli.planning import _check_pictures
     from fleetplan.planning.horizon import load_horizon, plan_horizon
 
+    if args.vary:
+        return handle_sweep(args)
+    for flag, given in (("--resume", args.resume), ("--executor", args.executor != "local"),
+                        ("--workers", args.workers != 1), ("--address", args.address)):
+        if given:
+            raise CommandError(f"{flag} runs the points of a sweep: add --vary FIELD=START:STOP:STEP")
     check_outputs([args.file, args.horizon], files=[("-o", args.output), ("--plot", args.plot),
                                                      ("--report", args.report)])
     if args.output and not str(args.output).lower().endswith((".json", ".csv")):
@@ -87,6 +103,49 @@ def handle_horizon(args: argparse.Namespace) -> int:
         if not result.success:
             stdout.print(f"no schedule ({result.status}): nothing written", markup=False)
     return 0 if result.success else 1
+
+
+def handle_sweep(args: argparse.Namespace) -> int:
+    """``fleetplan horizon --vary ...``: one schedule per point, tabulated and drawn."""
+    from fleetplan.cli.common import CommandError, executor_security, print_json, stdout
+    from fleetplan.cli.planning import _whatif_report, render_sweep
+    from fleetplan.planning.horizon.sweep import horizon_whatif
+
+    for flag, given in (("--plot", args.plot), ("--prices", args.prices)):
+        if given:
+            raise CommandError(f"{flag} draws or prices one schedule; a sweep draws DIR/whatif.png (drop {flag} "
+                               "or --vary)")
+    if not args.output:
+        raise CommandError("-o DIR: a sweep writes its results folder (whatif.csv, .parquet, .png)")
+    if args.report:
+        from fleetplan.cli.common import check_outputs
+        from fleetplan.instances.outputs import check_distinct_outputs
+
+        check_outputs([args.file, args.horizon], files=[("--report", args.report)])
+        check_distinct_outputs([("--report", args.report)], [("-o", args.output)])
+    tls = executor_security(args)
+    result = horizon_whatif(args.file, args.horizon, args.vary, args.output,
+                            time_limit=args.time_limit if args.time_limit is not None else 60.0, seed=args.seed,
+                            threads=args.threads, mip_rel_gap=args.gap, stochastic=not args.no_stochastic,
+                            executor=args.executor, workers=args.workers, address=args.address, tls=tls,
+                            insecure=args.insecure, resume=args.resume, progress=None if args.json else "auto")
+    code = 0 if result.failed < len(result.rows) else 1
+    if args.report:
+        _whatif_report(args, result, question=f"how the cheapest purchase schedule and its cost move with "
+                                              f"{', '.join(result.varied)}",
+                       inputs={"instance": args.file, "horizon": args.horizon, "vary": " ".join(args.vary),
+                               "time limit per point (s)": args.time_limit if args.time_limit is not None else 60.0,
+                               "results folder": args.output})
+        result.files.append(args.report)
+    settle(code)
+    if args.json:
+        print_json({"rows": result.rows, "varied": result.varied, "metrics": result.metrics,
+                    "failed": result.failed, "files": result.files})
+    else:
+        render_sweep(stdout, result)
+        for path in result.files:
+            stdout.print(f"wrote {path}", markup=False)
+    return code
 
 
 def _write(args: argparse.Namespace, result: Any, spec: Any) -> None:

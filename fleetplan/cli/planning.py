@@ -624,7 +624,10 @@ def handle_whatif(args: argparse.Namespace) -> int:
     return code
 
 
-def _whatif_report(args: argparse.Namespace, result: Any) -> None:
+def _whatif_report(args: argparse.Namespace, result: Any, question: str | None = None,
+                   inputs: dict[str, Any] | None = None) -> None:
+    """The sweep's report; ``question`` and ``inputs`` for a sweep of another question than a
+    solver's metrics (a horizon's schedules)."""
     from pathlib import Path
 
     from fleetplan.cli.render import fmt_measure
@@ -638,9 +641,10 @@ def _whatif_report(args: argparse.Namespace, result: Any) -> None:
     picture = Path(args.output) / "whatif.png"
     figures = [("the sweep", picture)] if picture.exists() else []
     write_report(args.report, f"What if: {', '.join(result.varied)}",
-                 question=f"how the service metrics move with {', '.join(result.varied)} under {result.solver}",
-                 inputs={"instance": args.file, "vary": " ".join(args.vary), "solver": result.solver,
-                         "time limit per point (s)": args.time_limit, "results folder": args.output},
+                 question=question or f"how the service metrics move with {', '.join(result.varied)} under "
+                                      f"{result.solver}",
+                 inputs=inputs or {"instance": args.file, "vary": " ".join(args.vary), "solver": result.solver,
+                                   "time limit per point (s)": args.time_limit, "results folder": args.output},
                  sections=[("The sweep", table_html([*result.varied, "status", *columns], rows))],
                  figures=figures, notes=result.warnings, argv=getattr(args, "argv", None))
 

@@ -695,7 +695,7 @@ def _unit_from_name(name: str) -> str:
         return "bytes"
     if name.endswith("_s") or "seconds" in name:
         return "s"
-    if name.endswith(("_rate", "_share")):
+    if name.endswith(("_rate", "_share", "_gap")) or name == "gap":
         return "fraction"
     return ""
 

@@ -87,6 +87,10 @@ class Cell:
     # instance file's JSON text, changed by ``params`` (field path -> value; see
     # fleetplan.planning.whatif.apply_changes) before solving.
     instance_data: str | None = field(default=None, repr=False)
+    # A cell that is not one solver's solve (a purchase schedule over periods, say): the
+    # ``fleetplan.module:function`` that answers it, given the cell, with the row's values
+    # (:func:`run_task_cell`). It is named, not pickled, so a cell stays plain JSON.
+    runner: str | None = None
 
     @property
     def key(self) -> tuple[str, str, str, str, str]:
@@ -175,6 +179,8 @@ def run_cell(cell: Cell, preload: bool = True, instance: Any = None) -> dict[str
     probe = MemoryProbe(preloaded=preload)
     if cell.sim_module:
         return run_sim_cell(cell, probe, preload)
+    if cell.runner:
+        return run_task_cell(cell, probe, preload)
     row = base_row(cell)
     try:
         if instance is None:
@@ -246,6 +252,50 @@ def run_sim_cell(cell: Cell, probe: MemoryProbe, preload: bool) -> dict[str, Any
                stats=json.dumps({"events": data["events"], "sim_time": data["sim_time"], "cpu_s": round(cpu_s, 6)}))
     if cell.plan_dir:
         plan_file(cell.plan_dir, cell).write_text(json.dumps(data), encoding="utf-8")
+    return _with_memory(row, probe)
+
+
+# What a runner's answer may set: the row's result columns (the rest identify the cell).
+TASK_FIELDS = ("status", "objective", "bound", "message", "sense", "objective_name", "violations")
+
+
+def task_runner(name: str) -> Any:
+    """The function a task cell names (``fleetplan.module:function``); only fleetplan's own
+    modules are imported, whatever a cell's JSON says."""
+    import importlib
+
+    module, _, function = name.partition(":")
+    if not module.startswith("fleetplan.") or not function.isidentifier():
+        raise InstanceError("runner", f"'{name[:80]}' is not a fleetplan.MODULE:FUNCTION")
+    try:
+        return getattr(importlib.import_module(module), function)
+    except (ImportError, AttributeError):
+        raise InstanceError("runner", f"no function {name[:80]}") from None
+
+
+def run_task_cell(cell: Cell, probe: MemoryProbe, preload: bool) -> dict[str, Any]:
+    """Run a cell whose :attr:`Cell.runner` answers it: the runner gets the cell and returns a
+    dict of the row's result columns (:data:`TASK_FIELDS`), its ``metrics`` and ``stats`` as
+    dicts; the wall and CPU seconds and the memory are measured here, as for a solve."""
+    row = base_row(cell)
+    try:
+        runner = task_runner(str(cell.runner))
+        if preload:
+            preload_backends()
+        wall_started, cpu_started = time.perf_counter(), time.process_time()
+        with probe:
+            answer = runner(cell)
+        cpu_s, wall_s = time.process_time() - cpu_started, time.perf_counter() - wall_started
+    except Exception as error:  # a failing point is a result, not the end of the sweep
+        return _with_memory(_failure_row(cell, error), probe)
+    row.update({name: answer[name] for name in TASK_FIELDS if name in answer})
+    for name in ("objective", "bound"):
+        if name in answer:
+            row[name] = _number(answer[name])
+    row["message"] = one_line(str(row["message"]))
+    row.update(wall_s=round(wall_s, 6),
+               metrics=json.dumps({k: _number(v) for k, v in sorted(answer.get("metrics", {}).items())}),
+               stats=json.dumps({k: _number(v) for k, v in sorted({**answer.get("stats", {}), "cpu_s": cpu_s}.items())}))
     return _with_memory(row, probe)
 
 

@@ -268,6 +268,8 @@ def chain_task(instance_data: str, cells_json: str) -> str:
     from fleetplan.instances.paths import changed_instance
 
     cells = [Cell.from_json(text) for text in json.loads(cells_json)]
+    if cells and cells[0].runner:  # the runner reads the data itself (and may keep it parsed)
+        return json.dumps([run_cell(replace(cell, instance_data=instance_data), preload=False) for cell in cells])
     rows = []
     try:
         data = json.loads(instance_data)
