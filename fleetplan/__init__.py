@@ -50,6 +50,7 @@ _EXPORTS = {
     "whatif": "fleetplan.planning.whatif", "compare": "fleetplan.planning.compare",
     "marginal_values": "fleetplan.planning.marginal", "service_frontier": "fleetplan.planning.frontier",
     "plan_horizon": "fleetplan.planning.horizon", "HorizonResult": "fleetplan.planning.horizon",
+    "horizon_whatif": "fleetplan.planning.horizon.sweep",
 }
 _SUBMODULES = {"solvers", "instances", "models", "sim", "benchmarks", "embed", "planning"}
 
@@ -74,6 +75,7 @@ if TYPE_CHECKING:
     from fleetplan.planning.compare import compare  # noqa: F401
     from fleetplan.planning.frontier import service_frontier  # noqa: F401
     from fleetplan.planning.horizon import HorizonResult, plan_horizon  # noqa: F401
+    from fleetplan.planning.horizon.sweep import horizon_whatif  # noqa: F401
     from fleetplan.planning.marginal import marginal_values  # noqa: F401
     from fleetplan.planning.sizing import SizingResult, size  # noqa: F401
     from fleetplan.planning.whatif import whatif  # noqa: F401

@@ -294,7 +294,9 @@ def run_task_cell(cell: Cell, probe: MemoryProbe, preload: bool) -> dict[str, An
             row[name] = _number(answer[name])
     row["message"] = one_line(str(row["message"]))
     row.update(wall_s=round(wall_s, 6),
-               metrics=json.dumps({k: _number(v) for k, v in sorted(answer.get("metrics", {}).items())}),
+               # an infinite metric is a finding (an unbounded value), kept as JSON's Infinity
+               metrics=json.dumps({k: v if isinstance(v, float) and math.isinf(v) else _number(v)
+                                   for k, v in sorted(answer.get("metrics", {}).items())}),
                stats=json.dumps({k: _number(v) for k, v in sorted({**answer.get("stats", {}), "cpu_s": cpu_s}.items())}))
     return _with_memory(row, probe)
 

@@ -19,13 +19,6 @@ compares — capex and opex as spent over the horizon (not discounted), the unit
 ordered in all (``units_ITEM``) and in the first period (``first_ITEM``, the decision that cannot
 wait), both expected over the scenarios, and VSS and EVPI where there are scenarios.
 
->>> import fleetplan
->>> table = horizon_whatif(fleetplan.load_instance("examples/allocation-gavel-4.1.json"),
-...                        {"periods": 2, "targets": ["min_time_share>=0.6"], "demand": {"multipliers": [1, 2]},
-...                         "buy": {"k80": {"price": 1.0, "price_decline": 0.1}}},
-...                        ["buy.k80.lead_time=0,1"], progress=None)
->>> [(row["buy.k80.lead_time"], row["status"], row["units_k80"]) for row in table.rows]
-[(0, 'optimal', 2.0), (1, 'optimal', 2.0)]
 """
 
 from __future__ import annotations
@@ -68,6 +61,15 @@ def horizon_whatif(instance: Any, horizon: Any, varies: Sequence[Any], out: str 
     executor, workers, address, tls, insecure, resume, progress : as :func:`fleetplan.planning.whatif.whatif`
 
     Returns a :class:`fleetplan.planning.whatif.WhatIfResult` (``rows``: one dict per point).
+
+    >>> import fleetplan
+    >>> table = fleetplan.horizon_whatif(
+    ...     fleetplan.load_instance("examples/allocation-gavel-4.1.json"),
+    ...     {"periods": 2, "targets": ["min_time_share>=0.6"], "demand": {"multipliers": [1, 2]},
+    ...      "buy": {"k80": {"price": 1.0, "price_decline": 0.1}}},
+    ...     ["buy.k80.lead_time=0,1"], progress=None)
+    >>> [(row["buy.k80.lead_time"], row["status"], row["units_k80"]) for row in table.rows]
+    [(0, 'optimal', 2.0), (1, 'optimal', 2.0)]
     """
     from fleetplan.planning.horizon import DEFAULT_GAP
     from fleetplan.planning.whatif import Vary, parse_vary, points
@@ -205,7 +207,10 @@ def summary(result: Any) -> dict[str, float]:
     for name in ("vss", "evpi"):
         if result.stochastic and result.stochastic.get(name) is not None:
             values[name] = result.stochastic[name]
-    return {name: value for name, value in values.items() if value is not None and math.isfinite(value)}
+    # VSS is infinite where the mean scenario's shared orders leave some scenario unservable:
+    # the table says so rather than leaving the cell empty.
+    return {name: value for name, value in values.items()
+            if value is not None and (math.isfinite(value) or (name == "vss" and value > 0))}
 
 
 def _sweep(data: dict[str, Any], instance_path: str | None, grid: list[dict[str, Any]], varies: Sequence[Any],
