@@ -99,6 +99,12 @@ def test_worker_processes_and_dask_chains_give_the_same_table(tmp_path):
                   runner=RUNNER).to_json() for lead in (0, 1)]
     rows = json.loads(executors.chain_task(text, json.dumps(cells)))
     assert [float(row["objective"]) for row in rows] == pytest.approx([row["cost"] for row in local.rows])
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        on_dask = horizon_whatif(fleet(), HORIZON, ["buy.g.lead_time=0,1"], tmp_path / "d", progress=None,
+                                 stochastic=False, executor="dask", address=cluster.scheduler_address, plot=False)
+    assert [row["cost"] for row in on_dask.rows] == pytest.approx([row["cost"] for row in local.rows])
 
 
 def test_a_runner_outside_fleetplan_is_refused():
