@@ -1,6 +1,7 @@
 """Load on `fleetplan serve`, loopback only, bounded in count and time.
 
     python benchmarks/scripts/service_load.py [--clients 8] [--seconds 30] [--workers 2] [--kill-worker]
+        [--solve-rate SECONDS]
 
 Starts the service on a free loopback port, runs CLIENTS threads for SECONDS (each at most
 MAX_REQUESTS requests) that mix small allocation solves, small binpack solves and bad requests
@@ -10,6 +11,14 @@ carries its own id in its options' seed and must come back exactly once), 5xx on
 and the service's resident memory (the whole process tree) sampled every second. With
 ``--kill-worker`` a worker process is killed every 5 s mid-request: those requests must come back
 as 500 answers, not be lost, and the rest unaffected. The service is stopped at the end.
+
+``--solve-rate SECONDS`` first measures what the workers alone can do, for the ratio the HTTP
+throughput is judged by: the service's own job manager (the same worker processes, warm) in
+this process, handed the same valid solves (allocation and binpack alternately, each with its
+own seed) straight, no HTTP, no intake checks, no clients, enough in flight to keep every worker
+busy — once before the load and once after it (the machine is shared: the mean of the two is the
+rate). The JSON line then holds ``solve_rate_per_s`` and ``valid_throughput_vs_solve_rate``: the
+valid solves answered 200 a second over HTTP, divided by that rate.
 """
 
 from __future__ import annotations
@@ -81,6 +90,52 @@ def rss_mb(pids: list[int]) -> float:
     return total / 1024
 
 
+def solve_rate(seconds: float, workers: int) -> dict[str, float]:
+    """Solves a second the job manager's warm workers answer when nothing else stands between
+    them and the work (see the module's docstring)."""
+    import asyncio
+
+    from fleetplan.service.jobs import JobManager
+
+    allocation = json.loads((ROOT / "examples" / "allocation-gavel-4.1.json").read_text())
+    binpack = json.loads((ROOT / "examples" / "binpack-small.json").read_text())
+
+    async def run() -> dict[str, float]:
+        manager = JobManager(workers=workers, queue_size=256)
+        await manager.start()
+        loop = asyncio.get_running_loop()
+        number, answered, ok = 0, 0, 0
+        jobs = {}
+
+        def submit() -> asyncio.Future:
+            nonlocal number
+            number += 1
+            body = ({"instance": allocation, "seed": number} if number % 2 else
+                    {"instance": binpack, "solver": "rms-greedy", "seed": number})
+            job = manager.submit("solve", json.dumps(body).encode(), 60.0, "rate")
+            waiter = loop.create_future()
+            job.waiters.append(waiter)
+            jobs[waiter] = job
+            return waiter
+
+        try:
+            pending = {submit() for _ in range(4 * workers)}
+            began = time.monotonic()
+            stop = began + seconds
+            while time.monotonic() < stop:
+                finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                answered += len(finished)
+                ok += sum(1 for waiter in finished if jobs.pop(waiter).http == 200)
+                pending |= {submit() for _ in finished}
+            elapsed = time.monotonic() - began
+        finally:
+            manager.close()
+        return {"solves": answered, "answered_200": ok, "seconds": round(elapsed, 1),
+                "rate_per_s": round(answered / elapsed, 2)}
+
+    return asyncio.run(run())
+
+
 def main() -> None:
     import httpx
 
@@ -89,7 +144,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--kill-worker", action="store_true")
+    parser.add_argument("--solve-rate", type=float, default=0.0, metavar="SECONDS",
+                        help="first measure the workers' own solve rate for this long (see above)")
     args = parser.parse_args()
+    rate = solve_rate(args.solve_rate, args.workers) if args.solve_rate > 0 else None
+    if rate is not None:
+        print(json.dumps({"solve_rate": rate, "load": os.getloadavg()[0]}), flush=True)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     service = subprocess.Popen([sys.executable, "-m", "fleetplan", "serve", "--port", str(port), "--insecure", "--workers",
@@ -181,12 +241,20 @@ def main() -> None:
                 latency[kind] = {"p50_ms": 1000 * statistics.median(times),
                                  "p99_ms": 1000 * times[min(len(times) - 1, int(0.99 * len(times)))], "n": len(times)}
         valid_5xx = sum(1 for kind, code, _, _ in results if kind in ("allocation", "binpack") and code >= 500)
+        valid_ok = sum(1 for kind, code, _, _ in results if kind in ("allocation", "binpack") and code == 200)
+        measured: dict = {}
+        if rate is not None:
+            after = solve_rate(args.solve_rate, args.workers)
+            mean_rate = (rate["rate_per_s"] + after["rate_per_s"]) / 2
+            measured = {"solve_rate_before_after_per_s": [rate["rate_per_s"], after["rate_per_s"]],
+                        "solve_rate_per_s": round(mean_rate, 2), "valid_per_s": round(valid_ok / elapsed, 2),
+                        "valid_throughput_vs_solve_rate": round(valid_ok / elapsed / mean_rate, 3)}
         print(json.dumps({
             "clients": args.clients, "seconds": round(elapsed, 1), "workers": args.workers,
             "load": os.getloadavg()[0], "sent": sent, "answered": len(results), "lost": sent - len(results),
             "duplicated": sum(count - 1 for count in ids.values() if count > 1), "codes": dict(codes),
             "throughput_per_s": round(len(results) / elapsed, 2), "latency": latency,
-            "valid_5xx": valid_5xx, "workers_killed": killed[0],
+            "valid_5xx": valid_5xx, "workers_killed": killed[0], **measured,
             # every 10th one-second sample of the service's tree (service, fork server, job processes)
             "rss_mb_samples": [round(value, 1) for value in memory[::10]],
         }))
