@@ -235,3 +235,30 @@ def test_the_command_writes_the_schedule_and_keeps_its_exit_codes(tmp_path, caps
     assert len(error) == 1 and f"{bad}:3:" in error[0] and "buy.g.lead_time" in error[0]
     assert main(["horizon", str(instance), str(good), "-o", str(tmp_path / "x.txt")]) == 2
     assert main(["horizon", str(instance), str(good), "--gap", "2"]) == 2
+
+
+def test_every_period_is_also_solved_by_the_policy_that_runs():
+    import fleetplan
+
+    # identical one-GPU jobs: max-min fairness gives each its own GPU, as the schedule's allocation does
+    horizon = {"periods": 2, "targets": ["min_time_share>=1"], "demand": {"multipliers": [1, 2]},
+               "buy": {"g": {"price": 1.0}}}
+    result = plan_horizon(one_type(2), horizon)
+    assert [row["policy"] for row in result.periods] == ["max-min-fairness"] * 2
+    assert all(all(row["policy_checks"].values()) for row in result.periods)
+    assert "max-min-fairness's own allocation meets them too" in result.message
+    # the bundled year: the model's allocation meets the throughput target, max-min fairness's does not
+    year = plan_horizon(fleetplan.load_instance("examples/inventory-30-jobs.json"), "examples/horizon-1-year.yaml",
+                        stochastic=False)
+    assert year.success and all(all(row["checks"].values()) for row in year.periods)
+    missed = [row for row in year.periods if not all(row["policy_checks"].values())]
+    assert missed and "but under max-min-fairness, the policy that runs" in year.message
+    for row in missed:  # the policy's value is the judge's on the policy's own plan
+        assert row["policy_metrics"]["min_throughput_vs_fastest"] < 0.3
+    unchecked = plan_horizon(one_type(2), horizon, policy=None)
+    assert "policy" not in unchecked.periods[0] and "policy" not in unchecked.message
+    other = plan_horizon(one_type(2), horizon, policy="max-throughput")
+    assert other.periods[0]["policy"] == "max-throughput"
+    with pytest.raises(InstanceError, match="unknown solver 'teleport'") as error:
+        plan_horizon(one_type(2), horizon, policy="teleport")
+    assert error.value.path == "policy"

@@ -38,6 +38,10 @@ def add_arguments(subparsers: Any) -> None:
                               "one period less lead time per item")
     horizon.add_argument("--no-stochastic", action="store_true",
                          help="with scenarios: skip the wait-and-see and mean-value solves (VSS, EVPI)")
+    horizon.add_argument("--policy", default="default", metavar="P",
+                         help="allocation: also solve every period by the policy that runs and judge it (default: "
+                              "the kind's default, max-min-fairness; 'none' skips); the schedule guarantees that an "
+                              "allocation meets the targets, this says whether the policy's own does")
     horizon.add_argument("--threads", type=THREADS, default=1)
     horizon.add_argument("--seed", type=SEED, default=0)
     horizon.add_argument("-o", "--output", default=None, metavar="SCHEDULE.json|.csv",
@@ -89,7 +93,8 @@ def handle_horizon(args: argparse.Namespace) -> int:
         spec = load_horizon(args.horizon)
     with working(f"planning {spec.periods} {spec.period_name}s", not args.json):
         result = plan_horizon(instance, spec, time_limit=args.time_limit, threads=args.threads, seed=args.seed,
-                              mip_rel_gap=args.gap, stochastic=not args.no_stochastic, marginal=args.prices)
+                              mip_rel_gap=args.gap, stochastic=not args.no_stochastic, marginal=args.prices,
+                              policy=None if args.policy == "none" else args.policy)
     if result.success:
         _write(args, result, spec)
         settle(0)
@@ -127,7 +132,7 @@ def handle_sweep(args: argparse.Namespace) -> int:
     result = horizon_whatif(args.file, args.horizon, args.vary, args.output,
                             time_limit=args.time_limit if args.time_limit is not None else 60.0, seed=args.seed,
                             threads=args.threads, mip_rel_gap=args.gap, stochastic=not args.no_stochastic,
-                            executor=args.executor, workers=args.workers, address=args.address, tls=tls,
+                            policy=None if args.policy == "none" else args.policy, executor=args.executor, workers=args.workers, address=args.address, tls=tls,
                             insecure=args.insecure, resume=args.resume, progress=None if args.json else "auto")
     code = 0 if result.failed < len(result.rows) else 1
     if args.report:
@@ -177,10 +182,15 @@ def _report(args: argparse.Namespace, result: Any, spec: Any, figure: Any) -> No
     orders = [[row["scenario"], row["period"], row["item"], f"{row['ordered']:,.6g}", f"{row['arriving']:,.6g}",
                f"{row['retiring']:,.6g}", f"{row['installed']:,.6g}", f"{row['capex']:,.6g}"]
               for row in result.schedule if row["ordered"] or row["arriving"] or row["retiring"]]
+    policy = next((row["policy"] for row in result.periods if row.get("policy")), None)
     periods = [[row["scenario"], row["period"], f"{row['capex']:,.6g}", f"{row['opex']:,.6g}",
                 "-" if row["budget"] is None else f"{row['budget']:,.6g}",
                 ", ".join(f"{name} {'met' if ok else 'MISSED'} ({_measured(row, name)})"
-                          for name, ok in row["checks"].items())] for row in result.periods]
+                          for name, ok in row["checks"].items()),
+                *([", ".join(f"{name} {'met' if ok else 'MISSED'} "
+                             f"({_measured({'metrics': row.get('policy_metrics', {})}, name)})"
+                             for name, ok in (row.get("policy_checks") or {}).items()) or "no plan"]
+                  if policy else [])] for row in result.periods]
     sections = [("The answer", f"<p><b>{result.status}</b>: {result.message}</p><p>discounted total "
                                f"{_money(result.cost, result.currency)}, proven bound {_money(result.bound, result.currency)}, "
                                f"gap {_gap_text(result.gap)}</p>"),
@@ -188,7 +198,8 @@ def _report(args: argparse.Namespace, result: Any, spec: Any, figure: Any) -> No
                     ["scenario", spec.period_name, "item", "ordered", "arriving", "retiring", "installed", "capex"],
                     orders) if orders else "<p>nothing to order</p>"),
                 ("Each period, judged", table_html(["scenario", spec.period_name, "capex", "opex", "budget",
-                                                    "targets"], periods))]
+                                                    "targets", *([f"under {policy}"] if policy else [])],
+                                                   periods))]
     if result.stochastic:
         sections.append(("What the scenarios are worth", table_html(["value", "amount"], _stochastic_rows(result))))
     write_report(args.report, f"Purchase schedule for {args.file}",
@@ -198,6 +209,15 @@ def _report(args: argparse.Namespace, result: Any, spec: Any, figure: Any) -> No
                          "scenarios": ", ".join(f"{s['name']} ({s['probability']:g})" for s in result.scenarios),
                          "mode": result.mode},
                  sections=sections, figures=[("the schedule", figure)], argv=getattr(args, "argv", None))
+
+
+def _under_policy(row: dict) -> str:
+    """The policy's own allocation against the period's targets: met, or missed with its values."""
+    checks = row.get("policy_checks") or {}
+    if not checks:
+        return "[red]no plan[/red]"
+    shown = ", ".join(_measured({"metrics": row.get("policy_metrics", {})}, name) for name in checks)
+    return f"[green]met[/green] {shown}" if all(checks.values()) else f"[red]MISSED[/red] {shown}"
 
 
 def _measured(row: dict, target: str) -> str:
@@ -256,6 +276,9 @@ def render_horizon(console: Any, result: Any) -> None:
     table.add_column("capex", justify="right")
     table.add_column("opex", justify="right")
     table.add_column("targets (judged)")
+    policy = next((row["policy"] for row in result.periods if row.get("policy")), None)
+    if policy:
+        table.add_column(f"under {policy}")
     by_key = {(row["scenario"], row["period"], row["item"]): row for row in result.schedule}
     for row in result.periods:
         cells = [row["scenario"]] if many else []
@@ -267,6 +290,8 @@ def render_horizon(console: Any, result: Any) -> None:
         targets = ", ".join(f"{_measured(row, name)}" for name in row["checks"])
         cells += [_money(row["capex"], ""), _money(row["opex"], ""),
                   f"[green]met[/green] {targets}" if met else f"[red]MISSED[/red] {targets}"]
+        if policy:
+            cells.append(_under_policy(row))
         table.add_row(*cells)
     console.print(table)
     line = f"discounted total {_money(result.cost, result.currency)}, bound {_money(result.bound, result.currency)}, " \

@@ -124,7 +124,8 @@ class _Solved:
 
 
 def plan_horizon(instance: Any, horizon: Any, *, time_limit: float | None = None, threads: int = 1, seed: int = 0,
-                 mip_rel_gap: float = DEFAULT_GAP, stochastic: bool = True, marginal: bool = False) -> HorizonResult:
+                 mip_rel_gap: float = DEFAULT_GAP, stochastic: bool = True, marginal: bool = False,
+                 policy: str | None = "default") -> HorizonResult:
     """The cheapest purchase schedule over the horizon that meets every period's targets.
 
     Parameters
@@ -140,6 +141,10 @@ def plan_horizon(instance: Any, horizon: Any, *, time_limit: float | None = None
         for VSS and EVPI
     marginal : re-solve with one more unit of budget per binding period and one period less
         lead time per item
+    policy : allocation: the policy the planner runs (``"default"``: the kind's default,
+        max-min fairness; None: no check). Every period's instance is also solved by it and
+        judged: the schedule guarantees that *an* allocation meets the targets, and each period
+        row says (``policy_checks``) whether the policy's own does; a miss is named in the message
 
     Returns a :class:`HorizonResult`; every period's plan is judged by the kind's judge.
 
@@ -166,6 +171,7 @@ def plan_horizon(instance: Any, horizon: Any, *, time_limit: float | None = None
     deadline = None if time_limit is None else started + time_limit
     scenarios = spec.scenario_list()
     kind = periods_for(instance, spec, scenarios)
+    policy = _checked_policy(kind, instance.kind, policy)
     _check_budgets(spec, kind)
     result = HorizonResult(status="error", kind=instance.kind, currency=spec.currency, period_name=spec.period_name,
                            unit=kind.unit, items=list(kind.items),
@@ -207,6 +213,8 @@ def plan_horizon(instance: Any, horizon: Any, *, time_limit: float | None = None
         result.status = "optimal" if proven else ("time_limit" if solved.status == "time_limit" else "feasible")
         result.message = (f"every {spec.period_name}'s plan meets its targets (judged); "
                           f"{_order_summary(result)}")
+        if policy is not None:
+            result.message += _check_under_policy(result, kind, policy, seed, threads)
     if stochastic and len(scenarios) > 1 and result.mode == "two-stage" and result.status != "error":
         from fleetplan.planning.horizon.stochastic import stochastic_values
 
@@ -218,6 +226,51 @@ def plan_horizon(instance: Any, horizon: Any, *, time_limit: float | None = None
         result.marginal = horizon_marginal_values(spec, instance, result, deadline, threads, seed, mip_rel_gap)
     result.wall_s = time.perf_counter() - started
     return result
+
+
+def _checked_policy(kind: Any, kind_name: str, policy: str | None) -> str | None:
+    """The policy to check each period under (None: none), its name checked before solving."""
+    if policy is None or not hasattr(kind, "policy_outcome"):
+        if policy not in (None, "default"):
+            raise InstanceError("policy", f"a {kind_name} plan has no policy to check (no allocation policy runs it)")
+        return None
+    from fleetplan.solvers import get_solver
+
+    if policy == "default":
+        return get_solver(kind_name, None).name
+    if not isinstance(policy, str):
+        raise InstanceError("policy", f"expected a solver name, got {type(policy).__name__}")
+    try:
+        return get_solver(kind_name, policy).name
+    except InstanceError as error:
+        raise InstanceError("policy", error.reason) from None
+
+
+def _check_under_policy(result: HorizonResult, kind: Any, policy: str, seed: int, threads: int) -> str:
+    """Solve every period by ``policy``, judge it, keep its checks in the period rows, and the
+    message's note: where the policy's own allocation misses a target the schedule met."""
+    misses = []
+    for row in result.periods:
+        judged = result.plans[(row["scenario"], row["period"])]
+        outcome = kind.policy_outcome(row["period"] - 1, judged["instance"], policy, seed=seed, threads=threads)
+        row.update(policy=policy, policy_metrics=outcome["metrics"], policy_checks=outcome["checks"])
+        missed = [name for name, ok in outcome["checks"].items() if not ok]
+        if missed or not outcome["metrics"]:
+            misses.append((row, missed))
+    if not misses:
+        return f"; {policy}'s own allocation meets them too in every {result.period_name}"
+    row, missed = misses[0]
+    where = f"{result.period_name} {row['period']}" + (f" ({row['scenario']})" if len(result.scenarios) > 1 else "")
+    shown = ", ".join(f"{name} ({_measured_text(row['policy_metrics'], name)})" for name in missed) or "no plan"
+    more = f" and {len(misses) - 1} other {result.period_name}(s)" if len(misses) > 1 else ""
+    return (f"; but under {policy}, the policy that runs, {where}{more} miss: {shown} — the schedule meets the "
+            f"targets with the model's allocation, not the policy's (size --policy answers one period exactly)")
+
+
+def _measured_text(metrics: dict[str, float], target: str) -> str:
+    metric = target.split(">=")[0].split("<=")[0].strip()
+    value = metrics.get(metric)
+    return "-" if value is None else f"{metric} {value:.4g}"
 
 
 def _spec(horizon: Any) -> HorizonSpec:

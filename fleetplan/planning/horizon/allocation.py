@@ -152,6 +152,19 @@ class AllocationPeriods:
         return {"instance": instance, "plan": plan, "metrics": metrics,
                 "checks": check_targets(self.targets[period], metrics)}
 
+    def policy_outcome(self, period: int, instance: AllocationInstance, policy: str, *, seed: int,
+                       threads: int) -> dict[str, Any]:
+        """The named policy's own allocation on the period's instance (solved by the policy,
+        judged): the schedule's targets hold for *an* allocation, and this says whether they hold
+        for the one the planner runs."""
+        from fleetplan.planning.sizing import check_targets
+        from fleetplan.solvers import solve
+
+        solved = solve(instance, policy, seed=seed, threads=threads)
+        metrics = dict(solved.evaluation.metrics) if solved.evaluation is not None else {}
+        return {"policy": policy, "status": solved.status, "metrics": metrics,
+                "checks": check_targets(self.targets[period], metrics) if metrics else {}}
+
     def period_instance(self, period: int, scenario: int, counts: np.ndarray) -> AllocationInstance:
         """The period's jobs on ``counts`` GPUs per type, as a validated instance."""
         index, copy_number = self.jobs[period][scenario]

@@ -17,7 +17,9 @@ interrupted sweep resumes without redoing finished points. The table has one row
 varied values, the status, the discounted total (``cost``), its bound and gap, and what a planner
 compares — capex and opex as spent over the horizon (not discounted), the units of each item
 ordered in all (``units_ITEM``) and in the first period (``first_ITEM``, the decision that cannot
-wait), both expected over the scenarios, and VSS and EVPI where there are scenarios.
+wait), both expected over the scenarios, VSS and EVPI where there are scenarios, and (allocation)
+``missed_under_policy``: the periods, expected over the scenarios, in which the policy that runs
+misses a target the schedule's allocation meets.
 
 """
 
@@ -43,7 +45,8 @@ _parsed: dict[str, Any] = {}
 
 def horizon_whatif(instance: Any, horizon: Any, varies: Sequence[Any], out: str | Path | None = None, *,
                    time_limit: float = 60.0, seed: int = 0, threads: int = 1, mip_rel_gap: float | None = None,
-                   stochastic: bool = True, executor: str = "local", workers: int = 1, address: Any = None,
+                   stochastic: bool = True, policy: str | None = "default", executor: str = "local",
+                   workers: int = 1, address: Any = None,
                    tls: Any = None, insecure: bool = False, resume: bool = False, progress: Any = "auto",
                    plot: bool = True) -> Any:
     """Plan the horizon once per grid point and tabulate the schedules.
@@ -57,7 +60,8 @@ def horizon_whatif(instance: Any, horizon: Any, varies: Sequence[Any], out: str 
         paths into the horizon, or into the instance after ``instance.``
     out : the results folder (new, or an interrupted sweep's with ``resume=True``); None: no
         files, the table only
-    time_limit, seed, threads, mip_rel_gap, stochastic : as :func:`~fleetplan.planning.horizon.plan_horizon`, per point
+    time_limit, seed, threads, mip_rel_gap, stochastic, policy : as
+        :func:`~fleetplan.planning.horizon.plan_horizon`, per point
     executor, workers, address, tls, insecure, resume, progress : as :func:`fleetplan.planning.whatif.whatif`
 
     Returns a :class:`fleetplan.planning.whatif.WhatIfResult` (``rows``: one dict per point).
@@ -80,7 +84,7 @@ def horizon_whatif(instance: Any, horizon: Any, varies: Sequence[Any], out: str 
         with tempfile.TemporaryDirectory(prefix="fleetplan-horizon-") as scratch:
             result = horizon_whatif(instance, horizon, varies, Path(scratch) / "sweep", time_limit=time_limit,
                                     seed=seed, threads=threads, mip_rel_gap=mip_rel_gap, stochastic=stochastic,
-                                    executor=executor, workers=workers, address=address, tls=tls,
+                                    policy=policy, executor=executor, workers=workers, address=address, tls=tls,
                                     insecure=insecure, progress=progress, plot=False)
         result.files = []
         return result
@@ -96,7 +100,16 @@ def horizon_whatif(instance: Any, horizon: Any, varies: Sequence[Any], out: str 
     grid = points(parsed)
     for point in {0: grid[0], len(grid) - 1: grid[-1]}.values():
         _point_problem(instance_data, horizon_data, point)  # an impossible range fails before anything runs
-    options = {"mip_rel_gap": gap, "stochastic": bool(stochastic)}
+    if policy is not None and not isinstance(policy, str):
+        raise InstanceError("policy", f"expected a solver name, got {type(policy).__name__}")
+    if policy not in (None, "default"):  # a misspelt policy fails here, not once per point
+        from fleetplan.solvers import get_solver
+
+        try:
+            get_solver(instance_data.get("kind", ""), policy)
+        except InstanceError as error:
+            raise InstanceError("policy", error.reason) from None
+    options = {"mip_rel_gap": gap, "stochastic": bool(stochastic), "policy": policy}
     data = {"instance": instance_data, "horizon": horizon_data}
     return _sweep(data, instance_path, grid, parsed, Path(out), options, time_limit=time_limit, seed=seed,
                   threads=threads, executor=executor, workers=workers, address=address, tls=tls, insecure=insecure,
@@ -184,7 +197,8 @@ def run_point(cell: Any) -> dict[str, Any]:
     instance, spec = _point_problem(data["instance"], data["horizon"], cell.params)
     result = plan_horizon(instance, spec, time_limit=cell.time_limit, threads=cell.threads, seed=cell.seed,
                           mip_rel_gap=cell.options.get("mip_rel_gap", 0.01),
-                          stochastic=bool(cell.options.get("stochastic", True)))
+                          stochastic=bool(cell.options.get("stochastic", True)),
+                          policy=cell.options.get("policy", "default"))
     return {"status": result.status, "objective": result.cost, "bound": result.bound, "message": result.message,
             "sense": "min", "objective_name": "discounted_cost", "metrics": summary(result),
             "stats": dict(result.stats)}
@@ -204,6 +218,10 @@ def summary(result: Any) -> dict[str, float]:
         rows = [row for row in result.schedule if row["item"] == item]
         values[f"units_{item}"] = sum(weight[row["scenario"]] * row["ordered"] for row in rows)
         values[f"first_{item}"] = sum(weight[row["scenario"]] * row["ordered"] for row in rows if row["period"] == 1)
+    checked = [row for row in result.periods if row.get("policy_checks") is not None]
+    if checked:  # periods (over scenarios, expected) where the policy that runs misses a target
+        values["missed_under_policy"] = round(sum(weight[row["scenario"]] for row in checked
+                                                  if not row["policy_checks"] or not all(row["policy_checks"].values())), 12)
     for name in ("vss", "evpi"):
         if result.stochastic and result.stochastic.get(name) is not None:
             values[name] = result.stochastic[name]
@@ -340,7 +358,7 @@ def _column_order(name: str) -> tuple[int, str]:
     first = ("cost", "bound", "gap", "capex", "opex")
     if name in first:
         return first.index(name), ""
-    for rank, prefix in enumerate(("units_", "first_", "vss", "evpi"), start=len(first)):
+    for rank, prefix in enumerate(("units_", "first_", "vss", "evpi", "missed_"), start=len(first)):
         if name.startswith(prefix):
             return rank, name
     return 99, name
