@@ -74,8 +74,11 @@ def run_demo(examples: Path, console: Console, json_output: bool = False) -> int
     if horizon is not None:
         console.print(f"[bold]horizon {horizon['example']}[/]: {horizon['periods']} quarters, "
                       f"{len(horizon['scenarios'])} demand scenarios: {horizon['status']}, discounted total "
-                      f"{horizon['cost']:,.0f} (proven within {100 * (horizon['gap'] or 0):.2g}%); {horizon['orders']}. "
-                      f"`fleetplan horizon --help` and docs/planning.md (section 7) say more.")
+                      f"{horizon['cost']:,.0f} (proven within {100 * (horizon['gap'] or 0):.2g}%); {horizon['orders']}"
+                      + (f"; under {horizon['policy']} {horizon['missed_under_policy']} of {len(horizon['scenarios']) * horizon['periods']} "
+                         "quarters miss the target (the schedule's allocation meets it, the policy's does not)"
+                         if horizon.get("missed_under_policy") else "")
+                      + ". `fleetplan horizon --help` and docs/planning.md (section 7) say more.")
     return 0
 
 
@@ -105,7 +108,10 @@ def _horizon_answer(examples: Path) -> dict | None:
     return {"example": HORIZON_EXAMPLE, "periods": spec.periods, "scenarios": [s["name"] for s in result.scenarios],
             "status": result.status, "cost": result.cost, "bound": result.bound, "gap": result.gap,
             "orders": f"first orders: {shown}" if shown else "nothing to order",
-            "violations": sum(not all(row["checks"].values()) for row in result.periods)}
+            "violations": sum(not all(row["checks"].values()) for row in result.periods),
+            "policy": next((row["policy"] for row in result.periods if row.get("policy")), None),
+            "missed_under_policy": sum(1 for row in result.periods if row.get("policy")
+                                       and not all((row.get("policy_checks") or {"": False}).values()))}
 
 
 def _sizing_answer(examples: Path) -> dict | None:
