@@ -2,6 +2,7 @@
 
     python benchmarks/scripts/horizon_speed.py JOBS [--periods 8] [--scenarios 3] [--gap 0.01]
                                                     [--repeats 1] [--stochastic] [--folder DIR]
+                                                    [--policy P|none]
 
 The instance is the planner's fleet of docs/planning.md (benchmarks/scripts/planner_fleet.py) with
 JOBS distinct jobs on H100, A100, V100 and L4; the horizon is examples/horizon-2-years.yaml's
@@ -58,6 +59,8 @@ def main() -> None:
     parser.add_argument("--stochastic", action="store_true", help="also VSS and EVPI (more solves)")
     parser.add_argument("--time-limit", type=float, default=None)
     parser.add_argument("--folder", default=None)
+    parser.add_argument("--policy", default=None, help="passed on: the policy every period is checked under "
+                                                       "('none': no check; default: the command's)")
     args = parser.parse_args()
     folder = Path(args.folder or tempfile.mkdtemp(prefix="horizon-speed-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -71,6 +74,8 @@ def main() -> None:
         argv.append("--no-stochastic")
     if args.time_limit:
         argv += ["--time-limit", str(args.time_limit)]
+    if args.policy:
+        argv += ["--policy", args.policy]
     for _ in range(args.repeats):
         load_before = os.getloadavg()[0]
         wall, cpu, out = run(argv)

@@ -228,6 +228,10 @@ def plan_horizon(instance: Any, horizon: Any, *, time_limit: float | None = None
     return result
 
 
+# From this many jobs in a period the policy's solves of the periods run in forked processes.
+POLICY_PARALLEL_JOBS = 1000
+
+
 def _checked_policy(kind: Any, kind_name: str, policy: str | None) -> str | None:
     """The policy to check each period under (None: none), its name checked before solving."""
     if policy is None or not hasattr(kind, "policy_outcome"):
@@ -249,10 +253,19 @@ def _checked_policy(kind: Any, kind_name: str, policy: str | None) -> str | None
 def _check_under_policy(result: HorizonResult, kind: Any, policy: str, seed: int, threads: int) -> str:
     """Solve every period by ``policy``, judge it, keep its checks in the period rows, and the
     message's note: where the policy's own allocation misses a target the schedule met."""
-    misses = []
-    for row in result.periods:
+    from fleetplan.runs.shared import free_workers, run_shared
+
+    def outcome_of(row: dict[str, Any]) -> dict[str, Any]:
         judged = result.plans[(row["scenario"], row["period"])]
-        outcome = kind.policy_outcome(row["period"] - 1, judged["instance"], policy, seed=seed, threads=threads)
+        return kind.policy_outcome(row["period"] - 1, judged["instance"], policy, seed=seed, threads=threads)
+
+    # The periods' solves are independent: on large fleets they are shared over the free cores
+    # (forked processes hold the period instances already); a small fleet's solve is faster
+    # than a fork.
+    first = result.plans[(result.periods[0]["scenario"], result.periods[0]["period"])]["instance"]
+    workers = free_workers(len(result.periods)) if len(first.jobs) >= POLICY_PARALLEL_JOBS else 1
+    misses = []
+    for row, outcome in zip(result.periods, run_shared(outcome_of, result.periods, workers), strict=True):
         row.update(policy=policy, policy_metrics=outcome["metrics"], policy_checks=outcome["checks"])
         missed = [name for name, ok in outcome["checks"].items() if not ok]
         if missed or not outcome["metrics"]:
