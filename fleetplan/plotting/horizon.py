@@ -151,12 +151,20 @@ def _service(ax: Any, result: Any, periods: list[int]) -> None:
         ax.fill_between(periods, low, high, color=PALETTE[2], alpha=0.25, label="range over scenarios")
     for index, (name, values) in enumerate(series.items()):
         ax.plot(periods, values, marker="o", color=PALETTE[(index + 2) % len(PALETTE)], label=name)
+    policy = next((row["policy"] for row in result.periods if row.get("policy")), None)
+    under = {}
+    if policy:  # the policy that runs, judged on each period: where it falls short of the schedule's
+        under = {s["name"]: [(row.get("policy_metrics") or {}).get(metric, float("nan")) for row in result.periods
+                             if row["scenario"] == s["name"]] for s in result.scenarios}
+        for index, (name, values) in enumerate(under.items()):
+            ax.plot(periods, values, marker="x", linestyle=":", color=PALETTE[(index + 2) % len(PALETTE)],
+                    label=f"{name} under {policy}" if len(under) > 1 else f"under {policy}")
     ax.axhline(value, color="#d1495b", linestyle="--", label=f"target {op} {value:g}")
-    finite = [v for values in series.values() for v in values if v == v]
+    finite = [v for values in [*series.values(), *under.values()] for v in values if v == v]
     ax.set_ylim(0, max([value, *finite]) * 1.15 if finite or value else 1.0)
     ax.ticklabel_format(axis="y", useOffset=False)
     ax.set_ylabel(metric)
-    ax.set_title(f"{metric} of each period's plan (judged)", fontsize=10)
+    ax.set_title(f"{metric} per period, judged" + (f" (x: {policy}'s own plan)" if policy else ""), fontsize=10)
     ax.legend(fontsize=7)
 
 
