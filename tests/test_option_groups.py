@@ -132,3 +132,19 @@ def test_a_group_must_be_frozen_and_an_option_declared_once():
     assert {name: spec.default for name, spec in option_specs(grouped).items()} == {"refine": True, "patience": 5}
     assert pack_options(grouped, {}) == {}
     assert pack_options(grouped, {"refine": False}) == {"pair": Pair(refine=False, patience=5)}
+
+
+def test_the_gpushare_scoring_policies_declare_their_ties_option_once():
+    from fleetplan.solvers.gpushare.run import NODE_TIES_MEANING
+
+    specs = {spec.name: spec for spec in fleetplan.list_solvers("gpushare")}
+    instance = fleetplan.generate("gpushare", {"nodes": 8, "tasks": 60}, seed=0)
+    for name in ("best-fit", "dot-product", "gpu-clustering", "gpu-packing"):
+        ties = specs[name].option_specs["ties"]
+        assert (ties.type_text, ties.default, ties.meaning) == ("one of 'name', 'random'", "name", NODE_TIES_MEANING)
+        assert specs[name].function.__module__.endswith(name.replace("-", "_"))
+        # The option reaches the scheduling loop: random ties follow the seed, name ties do not.
+        plans = {(ties, seed): fleetplan.solve(instance, name, seed=seed, ties=ties).plan.assignments
+                 for ties in ("name", "random") for seed in (0, 1)}
+        assert plans[("name", 0)] == plans[("name", 1)] and plans[("random", 0)] != plans[("random", 1)], name
+    assert "ties" not in specs["random"].option_specs
