@@ -80,6 +80,7 @@ AGNOSTIC_STATUS_NOTE = ("the heterogeneity-agnostic LP was solved to optimality;
 REFINED = AllocationLpOptions(refine=True)
 UNREFINED = AllocationLpOptions(refine=False)
 
+
 def gavel_agnostic_arrays(arrays: AllocationArrays) -> AllocationArrays:
     """The arrays Gavel's heterogeneity-agnostic baselines see (Gavel §7.2-7.3, its policies'
     ``_agnostic`` forms): throughput 1 on *every* type the job fits on (enough workers for its
