@@ -65,8 +65,8 @@ def test_no_capacity_binds_by_hand():
 
 
 def _lp_and_separable(arrays, spec, refine=False):
-    lp = solve_spec(arrays, spec, LpOptions(method="lp", refine=refine, aggregate=False))
-    separable = solve_spec(arrays, spec, LpOptions(method="separable", refine=refine, aggregate=False))
+    lp = solve_spec(arrays, spec, LpOptions(decomposition="none", refine=refine, aggregate=False))
+    separable = solve_spec(arrays, spec, LpOptions(decomposition="prices", refine=refine, aggregate=False))
     assert lp.status == separable.status == "optimal"
     return lp, separable
 

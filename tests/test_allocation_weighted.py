@@ -49,8 +49,8 @@ def test_refinement_by_hand():
 def test_weighted_las_equals_the_full_lp_and_its_refinement(seed, share, weights):
     arrays = _weighted(400, seed, share, weights).arrays()
     spec = _las(arrays)
-    full = solve_spec(arrays, spec, LpOptions(method="lp", aggregate=False))
-    split = solve_spec(arrays, spec, LpOptions(method="separable", aggregate=False))
+    full = solve_spec(arrays, spec, LpOptions(decomposition="none", aggregate=False))
+    split = solve_spec(arrays, spec, LpOptions(decomposition="prices", aggregate=False))
     assert full.status == split.status == "optimal"
     # Decomposed throughout: the refinement certified, or not needed (every job a bottleneck).
     assert any("refinement: certified optimal" in line or "refinement skipped" in line for line in split.log)
@@ -79,8 +79,8 @@ def test_a_level_set_by_one_job_is_found_without_the_full_lp():
                               free_level=False, capped=True)
     ceiling = float(A.max(axis=1).min())
     assert first.status in ("capped", "optimal") and first.level == pytest.approx(ceiling, rel=1e-9)
-    full = solve_spec(arrays, spec, LpOptions(method="lp", aggregate=False))
-    split = solve_spec(arrays, spec, LpOptions(method="separable", aggregate=False))
+    full = solve_spec(arrays, spec, LpOptions(decomposition="none", aggregate=False))
+    split = solve_spec(arrays, spec, LpOptions(decomposition="prices", aggregate=False))
     assert split.objective == pytest.approx(full.objective, rel=1e-7)
     assert any("refinement: certified optimal" in line for line in split.log)
 
@@ -115,8 +115,8 @@ def test_a_refinement_stopped_by_the_clock_keeps_the_max_min_plan(monkeypatch):
     spec = _las(arrays)
     monkeypatch.setattr(refinement, "refine", lambda *args, **kwargs: separable.SeparableResult(
         "time_limit", log=["time limit in the refinement"]))
-    outcome = solve_spec(arrays, spec, LpOptions(method="separable", aggregate=False))
-    full = solve_spec(arrays, spec, LpOptions(method="lp", aggregate=False, refine=False))
+    outcome = solve_spec(arrays, spec, LpOptions(decomposition="prices", aggregate=False))
+    full = solve_spec(arrays, spec, LpOptions(decomposition="none", aggregate=False, refine=False))
     # Capacity sets this level (the max-min decomposition certified it), so its plan stands.
     assert not any("ceiling" in line for line in outcome.log)
     assert outcome.status == "optimal" and outcome.objective == pytest.approx(full.objective, rel=1e-7)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleetplan.instances import InstanceError
-from fleetplan.solvers.gms import (
+from fleetplan.sim.mast.gms import (
     OVER_QUOTA_PRIORITY,
     PRIORITY_MIX,
     GmsParameters,
@@ -171,7 +171,7 @@ def test_vectorised_scan_equals_sequential_reference(seed):
 def test_many_rounds_and_the_loop_fallback_agree(monkeypatch, max_rounds):
     # One tenant, halving sizes against half the total: nearly every refusal needs its own round
     # of cumulative sums, so past MAX_ROUNDS the rest is scanned one at a time.
-    import fleetplan.solvers.gms as gms
+    import fleetplan.sim.mast.gms as gms
 
     monkeypatch.setattr(gms, "MAX_ROUNDS", max_rounds)
     rng = np.random.default_rng(7)

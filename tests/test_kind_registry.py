@@ -58,7 +58,7 @@ def test_every_optional_entry_resolves(name):
         session = kind.load("session")
         assert session.kind == name
         assert callable(session.from_instance) and callable(session.summary)
-        assert callable(getattr(session, kind.session_solve))
+        assert callable(session.solve)
         assert kind.session_operations
         missing = [op for op in kind.session_operations if not callable(getattr(session, op, None))]
         assert not missing, f"{name} session lacks the operations {missing}"
@@ -193,10 +193,10 @@ def test_sessions_exist_where_the_registration_names_them():
         check_fields("session_create", {"instance": gpushare.model_dump()}, 60.0)
 
 
-def test_the_service_session_calls_the_registered_method_and_operations():
-    """A worker's side of ``/v1/sessions``: binpack re-solves by placing the request's
-    ``workloads`` (refused without them, naming the field); a change not in the kind's
-    operations is refused, listing them."""
+def test_the_service_session_calls_solve_and_the_registered_operations():
+    """A worker's side of ``/v1/sessions``: every session re-solves by ``solve``; binpack's
+    places the request's ``workloads`` (refused without them, naming the field); a change not
+    in the kind's operations is refused, listing them."""
     from fleetplan.service import sessions
 
     data = fleetplan.load_instance(f"examples/{EXAMPLES['binpack']}").model_dump()
@@ -204,7 +204,7 @@ def test_the_service_session_calls_the_registered_method_and_operations():
         summary = sessions.create({"instance": data, "solver": "rms-greedy"}, "s-binpack")
         assert summary["kind"] == "binpack" and summary["solver"] == "rms-greedy"
         assert set(summary) >= {"running", "machines", "calls"} and summary["calls"] == 0
-        with pytest.raises(fleetplan.InstanceError, match="required to place with a binpack session") as error:
+        with pytest.raises(fleetplan.InstanceError, match="required to solve with a binpack session") as error:
             sessions.solve({}, "s-binpack", time_limit=5)
         assert error.value.path == "workloads"
         with pytest.raises(fleetplan.InstanceError, match=r"not a change of a binpack session \(known: finish, "):

@@ -260,7 +260,7 @@ def test_the_search_limit_ends_the_search_without_changing_it():
 
 def _level(arrays, spec, extra):
     shifted = dataclasses.replace(arrays, num_workers=arrays.num_workers + extra)
-    outcome = solve_spec(shifted, spec, LpOptions(aggregate=False, method="lp", refine=False, lp_algorithm="simplex"))
+    outcome = solve_spec(shifted, spec, LpOptions(aggregate=False, decomposition="none", refine=False, lp_algorithm="simplex"))
     return outcome.objective, outcome
 
 

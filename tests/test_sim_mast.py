@@ -144,9 +144,9 @@ def test_trace_quantiles_match_section_5_1():
 
 
 def test_generated_trace_mix_and_load():
+    from fleetplan.sim.mast.gms import PRIORITY_MIX
     from fleetplan.sim.mast.scenario import build_fleet, daily_curve
     from fleetplan.sim.mast.trace import build_tenants, generate_trace, mean_gpu_hours
-    from fleetplan.solvers.gms import PRIORITY_MIX
 
     scenario = MastScenario(hours=8.0, regions=4, machines_per_region=2000, initial_fill=False, warmup_hours=0.0)
     rng = np.random.default_rng(5)

@@ -7,7 +7,7 @@ The queue: tenants of Zipf-like sizes (a few tenants own most workloads), GPUs p
 64 / 128 at P50 / P90 / P99 (issue 12's trace), 4 to 12 CPUs per GPU, exponential ages, quotas
 drawn so that a good share of tenants run out (over-quota workloads and refusals followed by
 fits). Prints the median CPU and wall time of ``--runs`` scans, and the same for the plain
-one-workload-at-a-time quota scan (:func:`fleetplan.solvers.gms.sequential_quota_scan`) on the
+one-workload-at-a-time quota scan (:func:`fleetplan.sim.mast.gms.sequential_quota_scan`) on the
 same queue, with the counts the scan produced.
 """
 
@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from fleetplan.solvers.gms import GmsParameters, gms_scan, sequential_quota_scan
+from fleetplan.sim.mast.gms import GmsParameters, gms_scan, sequential_quota_scan
 
 
 def make_queue(workloads: int, tenants: int, seed: int) -> dict[str, np.ndarray]:

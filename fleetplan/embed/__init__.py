@@ -6,10 +6,12 @@ time against a region whose machines and running jobs change between calls (§4.
 re-solves every 30 minutes after an event (§2). A *session* keeps the problem between those
 calls, takes changes as plain data (numpy columns, DataFrames, dicts), checks only what changed,
 and answers each call with the same :class:`~fleetplan.solvers.SolveResult` as
-:func:`fleetplan.solve`, judged by the same ``evaluate``:
+:func:`fleetplan.solve`, judged by the same ``evaluate``. Every session re-solves by ``solve``,
+which takes ``time_limit`` (this call's) and ``progress`` as keywords:
 
 * :class:`AllocationSession` — Gavel's policies and water filling (``allocation``);
-* :class:`BinpackSession` — the RMS greedy, one workload at a time (``binpack``);
+* :class:`BinpackSession` — the RMS greedy, one workload at a time (``binpack``; ``solve``
+  takes the workloads to place, and is also called ``place``, MAST's word for it);
 * :class:`ReservationSession` — RAS's re-solve after an event (``reservation``).
 
 :func:`session` makes the right one from an instance or its dict, as :func:`fleetplan.solve`

@@ -7,7 +7,7 @@ placed a moment ago — and its plan takes effect. A :class:`BinpackSession` kee
 >>> import fleetplan
 >>> region = fleetplan.generate("binpack", {"clusters": 2, "machines": 32, "workloads": 2}, seed=0)
 >>> session = fleetplan.session(region)                       # the region, without its queue
->>> result = session.place(region.workloads[0])               # one workload, as MAST calls RMS
+>>> result = session.solve(region.workloads[0])               # one workload, as MAST calls RMS
 >>> result.status, result.plan.workloads[0].placed
 ('feasible', True)
 >>> session.running_ids[-1]                                   # it runs now: workload/job
@@ -15,7 +15,8 @@ placed a moment ago — and its plan takes effect. A :class:`BinpackSession` kee
 >>> stopped = session.fail_machines(["m0"])                   # a machine fails: its jobs stop
 >>> session.finish([session.running_ids[0]])                  # a job finishes
 
-Each :meth:`place` is ``fleetplan.solve`` on the region now plus the workloads given (the same
+Each :meth:`solve` (or :meth:`place`, its other name: MAST's word for an RMS call) is
+``fleetplan.solve`` on the region now plus the workloads given (the same
 :class:`~fleetplan.solvers.SolveResult`, judged by the same ``evaluate``), without what a cold
 call pays: the region is never validated again (changes are checked as they come, with numpy),
 no lists of machine ids are made, and ``rms-greedy`` keeps its grouping of the machines by
@@ -40,7 +41,7 @@ from fleetplan.instances.base import InstanceError, validate_model
 from fleetplan.instances.binpack import KIND, BinpackInstance, BinpackPlan, Workload
 from fleetplan.instances.binpack.columns import ColumnBinpackInstance, RegionColumns
 from fleetplan.solvers import warm
-from fleetplan.solvers.base import SolveResult, check_time_limit, get_solver, solve
+from fleetplan.solvers.base import Progress, SolveResult, check_time_limit, get_solver, solve
 
 
 class BinpackSession:
@@ -49,7 +50,7 @@ class BinpackSession:
     Parameters
     ----------
     region : a binpack instance (or its dict); its pending workloads are not placed — pass
-        them to :meth:`place`
+        them to :meth:`solve`
     solver : a binpack solver (default ``rms-greedy``, the one MAST runs)
     time_limit, seed, threads, **options : as for :func:`fleetplan.solve`, used every call
     """
@@ -201,22 +202,28 @@ class BinpackSession:
         return checked
 
     @serialised
-    def place(self, workloads: Any, *, apply: bool = True, time_limit: float | None = None) -> SolveResult:
+    def solve(self, workloads: Any, *, apply: bool = True, time_limit: float | None = None,
+              progress: Progress | None = None) -> SolveResult:
         """Place ``workloads`` (one workload — a dict as in the instance file or a
         :class:`~fleetplan.instances.binpack.Workload` — or a list of them, in GMS order) against
         the region now. With ``apply`` (default) the plan takes effect: placed jobs run, the
-        jobs they preempt leave."""
+        jobs they preempt leave. ``time_limit``: this call's (default: the session's)."""
         instance = self.instance(workloads)
         if not instance.workloads:
             raise InstanceError("workloads", "give at least one workload to place")
         with warm.hints(self._warm) as hints:
             result = solve(instance, self._spec.name, time_limit=self.time_limit if time_limit is None else time_limit,
-                           seed=self.seed, threads=self.threads, **self._options)
+                           seed=self.seed, threads=self.threads, progress=progress, **self._options)
         result.stats["warm_hints_used"] = float(hints.offered)
         self.calls += 1
         if apply and result.plan is not None and result.evaluation is not None and result.evaluation.feasible:
             self._apply(instance, result.plan)
         return result
+
+    def place(self, workloads: Any, *, apply: bool = True, time_limit: float | None = None,
+              progress: Progress | None = None) -> SolveResult:
+        """:meth:`solve` by MAST's name for an RMS call (place the workloads GMS hands over)."""
+        return self.solve(workloads, apply=apply, time_limit=time_limit, progress=progress)
 
     def _apply(self, instance: BinpackInstance, plan: BinpackPlan) -> None:
         region = self._region

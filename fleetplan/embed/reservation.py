@@ -37,7 +37,7 @@ import numpy as np
 from fleetplan.embed.locking import serialised
 from fleetplan.instances.base import InstanceError
 from fleetplan.instances.reservation import KIND, ReservationInstance, ReservationPlan
-from fleetplan.solvers.base import SolveResult, check_time_limit, get_solver, solve
+from fleetplan.solvers.base import Progress, SolveResult, check_time_limit, get_solver, solve
 
 
 class ReservationSession:
@@ -178,11 +178,13 @@ class ReservationSession:
 
     # --- solving -------------------------------------------------------------------------------
     @serialised
-    def solve(self, *, apply: bool = True, time_limit: float | None = None) -> SolveResult:
+    def solve(self, *, apply: bool = True, time_limit: float | None = None,
+              progress: Progress | None = None) -> SolveResult:
         """Re-solve the region now; with ``apply`` (default) a feasible plan becomes today's
-        assignment, from which the next re-solve counts its moves."""
+        assignment, from which the next re-solve counts its moves. ``time_limit``: this
+        re-solve's (default: the session's)."""
         result = solve(self._instance, self._spec.name, time_limit=self.time_limit if time_limit is None else time_limit,
-                       seed=self.seed, threads=self.threads, **self._options)
+                       seed=self.seed, threads=self.threads, progress=progress, **self._options)
         self.solves += 1
         if apply and result.plan is not None and result.evaluation is not None and result.evaluation.feasible:
             self.assign(result.plan)

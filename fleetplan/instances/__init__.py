@@ -114,7 +114,6 @@ def _binpack() -> ProblemKind:
         folder_tables=(("machines", "workloads"), ("running", "holdings")),
         session="fleetplan.embed.binpack:BinpackSession",
         session_operations=("finish", "fail_machines", "restore_machines", "advance"),
-        session_solve="place",
         demo_solvers=("rms-greedy", "cpsat", "batch-cpsat"),
         # What the encoded score holds (2.8147506e+14 against 2.8147499e+14 to four digits looks equal).
         demo_metrics={"placed_workloads": "placed", "unplaced_workloads": "waiting",

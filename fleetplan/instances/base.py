@@ -289,8 +289,6 @@ class ProblemKind:
     # a PATCH send to it (each one of the session's methods); None: no sessions for the kind.
     session: str | None = None
     session_operations: tuple[str, ...] = ()
-    # The session's method that re-solves (its parameters are read from the request by name).
-    session_solve: str = "solve"
     # ``fleetplan demo``: the solvers worth comparing (empty: the default solver) and the metrics
     # that show the difference (name -> column heading).
     demo_solvers: tuple[str, ...] = ()

@@ -85,14 +85,10 @@ def patch(request: dict[str, Any], session_id: str) -> dict[str, Any]:
 
 
 def solve(request: dict[str, Any], session_id: str, time_limit: float | None) -> dict[str, Any]:
-    """Re-solve with the method the kind's registration names (``session_solve``: binpack places
-    ``workloads``), its parameters read from the request by name (a missing one without a
-    default is refused, naming it)."""
-    from fleetplan.instances import get_kind
-
+    """Re-solve with the session's ``solve`` (binpack's places ``workloads``), its parameters
+    read from the request by name (a missing one without a default is refused, naming it)."""
     session = _held(session_id)
-    name = get_kind(session.kind).session_solve
-    method = getattr(session, name)
+    method = session.solve
     arguments: dict[str, Any] = {}
     for parameter in inspect.signature(method).parameters.values():
         if parameter.name in ("time_limit", "progress"):
@@ -100,7 +96,7 @@ def solve(request: dict[str, Any], session_id: str, time_limit: float | None) ->
         if parameter.name in request:
             arguments[parameter.name] = request[parameter.name]
         elif parameter.default is inspect.Parameter.empty:
-            raise InstanceError(parameter.name, f"required to {name} with a {session.kind} session")
+            raise InstanceError(parameter.name, f"required to solve with a {session.kind} session")
     return method(**arguments, time_limit=time_limit).to_dict()
 
 

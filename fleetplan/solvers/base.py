@@ -5,7 +5,8 @@ Every solver of every kind is a plain function registered with :func:`register`:
     @register("allocation", "max-min-fairness", description="...", exact=True)
     def max_min_fairness(instance, *, time_limit, seed, threads, progress, **options) -> SolveResult
 
-and is called through :func:`solve`, which validates the options, times the run and scores the
+whose options are its other keyword parameters, or the fields of an option group several
+solvers share (:mod:`fleetplan.solvers.options`), and is called through :func:`solve`, which validates the options, times the run and scores the
 plan with the kind's ``evaluate`` — so the objective a result reports is always the judge's.
 """
 
@@ -30,7 +31,7 @@ from fleetplan.instances import (
     get_kind,
 )
 from fleetplan.instances.base import Evaluation
-from fleetplan.solvers.options import OptionSpec, option_specs, parameters_section
+from fleetplan.solvers.options import OptionSpec, option_specs, pack_options, parameters_section
 from fleetplan.solvers.progress import ProgressGuard
 
 Status = Literal["optimal", "feasible", "time_limit", "infeasible", "error"]
@@ -168,10 +169,10 @@ def register(kind: str, name: str, *, description: str, exact: bool, reference: 
         if (kind, name) in _REGISTRY:
             raise ValueError(f"solver {kind}/{name} is registered twice")
         doc = function.__doc__ or ""
-        if "Parameters\n" not in doc:
-            specs = option_specs(function)
-            if specs:  # the generated numpydoc section, so help(solver) shows every option
-                function.__doc__ = doc.rstrip() + "\n\n" + parameters_section(specs) + "\n"
+        specs = option_specs(function)  # also refuses an option declared twice, at import
+        if "Parameters\n" not in doc and specs:
+            # The generated numpydoc section, so help(solver) shows every option.
+            function.__doc__ = doc.rstrip() + "\n\n" + parameters_section(specs) + "\n"
         _REGISTRY[(kind, name)] = SolverSpec(kind, name, function, description, exact, reference, default)
         return function
 
@@ -316,7 +317,7 @@ def solve(instance: InstanceBase | dict[str, Any], solver: str | None = None, *,
     guard = ProgressGuard(progress)
     with instance_hidden_from_gc(), guard:
         result = spec.function(instance, time_limit=solver_limit, seed=seed, threads=threads,
-                               progress=guard, **options)
+                               progress=guard, **pack_options(spec.function, options))
         result.wall_s = time.perf_counter() - started
         _judge(instance, spec, result, time_limit, seed, threads, options)
     guard.finish(f"{spec.name}: {result.status}")

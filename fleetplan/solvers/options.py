@@ -9,6 +9,13 @@ the options many solvers share, the entry in :data:`GLOSSARY` (which may also bo
 :func:`fleetplan.solvers.base.register` appends the generated ``Parameters`` section to a
 solver's docstring when it has none, so ``help(solver)`` shows the same text.
 
+Options that several solvers take together are declared once, as an *option group*: a frozen
+dataclass marked by :func:`option_group`, whose fields are options (type, default, bounds as
+above). A solver takes the group as one keyword parameter (``lp: AllocationLpOptions =
+...``); each field is an option of its own to the user (``--option refine=false``), listed in
+the parameter's place with the default of the parameter's default instance, and
+:func:`pack_options` gathers the fields a caller gives into the group instance the solver gets.
+
 Example
 -------
 >>> from typing import Literal
@@ -25,10 +32,26 @@ Example
 Traceback (most recent call last):
 ...
 fleetplan.errors.InstanceError: options.partitions: 0 is not allowed: must be an int >= 1
+
+A group: one declaration, its fields options of every solver that takes it.
+
+>>> from dataclasses import dataclass
+>>> @option_group
+... @dataclass(frozen=True)
+... class Search:
+...     patience: int = 4
+...     split: bool = True
+>>> def grouped(instance, *, search: Search = Search(split=False), method: str = "a"):
+...     return search
+>>> [(spec.name, spec.default) for spec in option_specs(grouped).values()]
+[('patience', 4), ('split', False), ('method', 'a')]
+>>> pack_options(grouped, {"patience": 9, "method": "b"})
+{'method': 'b', 'search': Search(patience=9, split=False)}
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 import typing
@@ -53,6 +76,7 @@ class GlossaryEntry:
     ge: float | None = None
     le: float | None = None
     gt: float | None = None
+    lt: float | None = None
 
 
 GLOSSARY: dict[str, GlossaryEntry] = {
@@ -70,11 +94,22 @@ GLOSSARY: dict[str, GlossaryEntry] = {
                                "symmetric policies), then the answer is expanded"),
     "refine": GlossaryEntry("a second LP that holds the objective (within 1e-7) and hands spare "
                             "capacity to jobs that can use it"),
+    "decomposition": GlossaryEntry(
+        "how a max-min or linear LP is solved: auto (the price decomposition of "
+        "fleetplan.solvers.allocation.separable from 1,000 distinct jobs up, the full LP below), prices "
+        "(the decomposition at any size) or none (always the full LP, the reference); the "
+        "decomposition is certified optimal and falls back to the full LP where it does not apply. "
+        "A max-min refinement (keep the level, maximize the sum of scores) is decomposed the same way "
+        "(fleetplan.solvers.allocation.separable_refine: first prices from buckets of similar jobs, "
+        "sharpened by Newton's method on the Lagrangian dual smoothed by a soft maximum, then a "
+        "reduced LP of the jobs near a tie and the certificate), so priority weights, which leave "
+        "most jobs above the level, need no full LP; a level set by one job's own best score (a "
+        "heavily weighted job) is proven by that refinement's plan"),
     "priorities": GlossaryEntry("weight each job's share by its priority weight (Gavel §4.1)"),
     "method": GlossaryEntry("finish-time fairness method: dinkelbach (a Dinkelbach-type iteration "
                             "with a certified bound, 2-3 LPs) or levels (a sequence of max-min LPs)"),
     "tolerance": GlossaryEntry("binary search stops when the makespan interval is this narrow "
-                               "(relative)", gt=0.0),
+                               "(relative)", gt=0.0, lt=1.0),
     "bottleneck_test": GlossaryEntry("water filling's bottleneck test: lp (one exact LP per step) or "
                                      "milp (Gavel App. A.1's MILP)"),
     # placement (Tetris)
@@ -132,24 +167,97 @@ class OptionSpec:
         return {"name": self.name, "type": self.type_text, "default": self.default, "meaning": self.meaning}
 
 
+def option_group(cls: type) -> type:
+    """Mark ``cls``, a frozen dataclass, as a group of options solvers take together (see the
+    module docstring): a solver's keyword parameter annotated with it stands for its fields."""
+    params = getattr(cls, "__dataclass_params__", None)
+    if params is None or not params.frozen:
+        raise TypeError(f"{cls.__name__}: an option group is a frozen dataclass")
+    cls.__option_group__ = True
+    return cls
+
+
+def is_option_group(annotation: Any) -> bool:
+    """Whether ``annotation`` is a class marked by :func:`option_group`."""
+    return isinstance(annotation, type) and bool(getattr(annotation, "__option_group__", False))
+
+
 def option_specs(function: Any) -> dict[str, OptionSpec]:
-    """The options of a solver function, in signature order."""
-    hints = typing.get_type_hints(function, include_extras=True)
+    """The options of a solver function, in signature order (a group's fields in its place)."""
     meanings = parse_parameters_section(inspect.getdoc(function) or "")
     specs: dict[str, OptionSpec] = {}
+    for name, annotation, default in _declared_options(function):
+        if name in specs:
+            raise TypeError(f"{getattr(function, '__name__', function)}: option '{name}' is declared twice")
+        entry = GLOSSARY.get(name)
+        if entry is not None and typing.get_origin(annotation) is not typing.Annotated:
+            bounds = {k: v for k, v in (("ge", entry.ge), ("le", entry.le), ("gt", entry.gt), ("lt", entry.lt))
+                      if v is not None}
+            if bounds:
+                annotation = typing.Annotated[annotation, Field(**bounds)]
+        meaning = meanings.get(name) or (entry.meaning if entry else "")
+        specs[name] = OptionSpec(name, annotation, default, meaning)
+    return specs
+
+
+def _declared_options(function: Any) -> list[tuple[str, Any, Any]]:
+    """(name, annotation, default) of every option, a group parameter replaced by its fields."""
+    hints = typing.get_type_hints(function, include_extras=True)
+    declared = []
     for name, parameter in inspect.signature(function).parameters.items():
         if (parameter.kind is not inspect.Parameter.KEYWORD_ONLY or name in COMMON_PARAMETERS
                 or name.startswith("_")):
             continue
         annotation = hints.get(name, Any)
-        entry = GLOSSARY.get(name)
-        if entry is not None and typing.get_origin(annotation) is not typing.Annotated:
-            bounds = {k: v for k, v in (("ge", entry.ge), ("le", entry.le), ("gt", entry.gt)) if v is not None}
-            if bounds:
-                annotation = typing.Annotated[annotation, Field(**bounds)]
-        meaning = meanings.get(name) or (entry.meaning if entry else "")
-        specs[name] = OptionSpec(name, annotation, parameter.default, meaning)
-    return specs
+        if is_option_group(annotation):
+            group = _group_default(annotation, parameter.default)
+            field_hints = typing.get_type_hints(annotation, include_extras=True)
+            declared += [(field.name, field_hints.get(field.name, Any), getattr(group, field.name))
+                         for field in dataclasses.fields(annotation)]
+        else:
+            declared.append((name, annotation, parameter.default))
+    return declared
+
+
+def _group_default(group: type, default: Any) -> Any:
+    if default is inspect.Parameter.empty:
+        return group()
+    if not isinstance(default, group):
+        raise TypeError(f"the default of an option group {group.__name__} must be one of its instances")
+    return default
+
+
+def group_parameters(function: Any) -> dict[str, tuple[Any, tuple[str, ...]]]:
+    """``{parameter: (its default group instance, the group's field names)}`` for each option
+    group ``function`` takes (empty for most solvers)."""
+    hints = typing.get_type_hints(function, include_extras=True)
+    groups: dict[str, tuple[Any, tuple[str, ...]]] = {}
+    for name, parameter in inspect.signature(function).parameters.items():
+        annotation = hints.get(name)
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY and is_option_group(annotation):
+            groups[name] = (_group_default(annotation, parameter.default),
+                            tuple(field.name for field in dataclasses.fields(annotation)))
+    return groups
+
+
+def pack_options(function: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments to call ``function`` with: ``options`` as the user gives them (flat,
+    by option name), the fields of each option group gathered into an instance of the group
+    (its parameter's default with the fields given replaced)."""
+    groups = _GROUPS.get(function)
+    if groups is None:
+        groups = _GROUPS[function] = group_parameters(function)
+    if not groups:
+        return dict(options)
+    packed = dict(options)
+    for parameter, (default, names) in groups.items():
+        given = {name: packed.pop(name) for name in names if name in packed}
+        if given:
+            packed[parameter] = dataclasses.replace(default, **given)
+    return packed
+
+
+_GROUPS: dict[Any, dict[str, tuple[Any, tuple[str, ...]]]] = {}
 
 
 def parse_parameters_section(doc: str) -> dict[str, str]:

@@ -2,7 +2,7 @@
 
 Reference: Choudhury et al., "MAST: Global Scheduling of ML Training across Geo-Distributed
 Datacenters at Hyperscale", OSDI 2024 (``seeds/mast-osdi24.txt``): §4.2's GMS scan
-(:mod:`fleetplan.solvers.gms`), §4.3's RMS (the ``binpack`` greedy, :mod:`.rms`) and auction
+(:mod:`.gms`), §4.3's RMS (the ``binpack`` greedy, :mod:`.rms`) and auction
 (:mod:`.schedulers`), §5.1's workload statistics (:mod:`.trace`), §5.5-5.6's latency, SLO and
 comparison with a federated scheduler (:mod:`.metrics`; the pictures are
 :mod:`fleetplan.plotting.mast`'s, the experiments :mod:`fleetplan.benchmarks.experiments.mast`).

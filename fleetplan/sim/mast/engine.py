@@ -42,7 +42,7 @@ class MastSim:
     """State of one run. The scheduler (:mod:`.schedulers`) decides; this class keeps books."""
 
     def __init__(self, scenario: MastScenario, seed: int, trace: Trace | None = None, source: str | None = None):
-        from fleetplan.solvers.gms import GmsParameters
+        from fleetplan.sim.mast.gms import GmsParameters
 
         rng = np.random.default_rng(seed)
         self.scenario = s = scenario
@@ -327,7 +327,7 @@ class MastSim:
 
     def gms(self, pending: np.ndarray):
         """One GMS-scan pass (§4.2) over ``pending`` workloads."""
-        from fleetplan.solvers.gms import gms_scan
+        from fleetplan.sim.mast.gms import gms_scan
 
         t = self.trace
         return gms_scan(tenant=t.tenant[pending], age_hours=self.clock - self.queued_at[pending],

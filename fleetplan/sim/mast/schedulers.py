@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from fleetplan.sim.mast.engine import LOWEST, PENDING, MastSim
-from fleetplan.solvers.gms import GmsScan
+from fleetplan.sim.mast.gms import GmsScan
 
 
 def _open_pass(sim: MastSim) -> tuple[np.ndarray, GmsScan] | None:

@@ -13,7 +13,7 @@ Generated trace (MAST §4.2, §5.1):
   for a recurring workload also in proportion to the region's GPUs of its type (Tetris, §3,
   placed the data near the hardware); a first-time workload's data is where it was written.
   When no region holding the data has the workload's GPU type, the data must be replicated.
-* Priority from §4.2's mix (:data:`fleetplan.solvers.gms.PRIORITY_MIX`); each workload belongs
+* Priority from §4.2's mix (:data:`fleetplan.sim.mast.gms.PRIORITY_MIX`); each workload belongs
   to a tenant of that level. Quotas add up to ``quota_total`` x the fleet's GPUs, shared in
   proportion to the tenants' mean demand (``over_quota_share`` of tenants get ``quota_over``
   times less per unit of demand); with ``load`` above ``quota_total`` the surplus runs over
@@ -101,7 +101,7 @@ def cpus_per_gpu(scenario: MastScenario) -> float:
 def build_tenants(scenario: MastScenario, fleet: Fleet, rng: np.random.Generator) -> Tenants:
     """The explicit tenants, or ``tenants`` spread over the levels by §4.2's mix (at least one
     per level), quotas in proportion to their mean demand."""
-    from fleetplan.solvers.gms import PRIORITY_MIX
+    from fleetplan.sim.mast.gms import PRIORITY_MIX
 
     if scenario.tenant_list is not None:
         names = [t.name for t in scenario.tenant_list]
@@ -135,7 +135,7 @@ def _data_regions(rng: np.random.Generator, weight: np.ndarray, replicas: np.nda
 def generate_trace(scenario: MastScenario, fleet: Fleet, tenants: Tenants, rng: np.random.Generator) -> Trace:
     """Draw a trace over ``[0, warmup_hours + hours)`` on the simulation clock (and the
     still-running past, with ``initial_fill``)."""
-    from fleetplan.solvers.gms import PRIORITY_MIX
+    from fleetplan.sim.mast.gms import PRIORITY_MIX
 
     gpu_hours = mean_gpu_hours()
     rate = scenario.load * fleet.gpus.sum() / gpu_hours  # workloads per hour, daily mean

@@ -7,7 +7,9 @@ build), the Pyomo reference model (``backend="pyomo"``), or OR-Tools GLOP / PDLP
 (``backend="ortools-glop"`` / ``"ortools-pdlp"``). Identical jobs share variables
 (``aggregate=True``); ``partitions=k`` solves k random parts (POP); ``space_sharing=True`` adds
 rows for job pairs (§3.1) from the instance's colocations, pruned by
-:func:`fleetplan.models.allocation.pairs.candidate_pairs` unless ``prune_pairs=False``.
+:func:`fleetplan.models.allocation.pairs.candidate_pairs` unless ``prune_pairs=False``. These
+options, shared by every LP-solved policy, are declared once
+(:class:`~fleetplan.solvers.allocation.lp.AllocationLpOptions`) and reach a solver as its ``lp``.
 
 *Priorities*: Gavel's LAS maximizes min_m throughput / (w_m throughput(m, X_equal)) *
 scale_factor_m, where w_m are the jobs' priority weights (Table 1, "LAS w/ weights") — the
@@ -36,13 +38,12 @@ its LP's optimum is the time-share model's, not the judged objective's.
 from __future__ import annotations
 
 from fleetplan.instances.allocation import AllocationInstance
-from fleetplan.solvers import highs as highs_runner
-from fleetplan.solvers.allocation.lp import Backend
+from fleetplan.solvers.allocation.lp import AllocationLpOptions
 from fleetplan.solvers.allocation.policies import (
     BASELINE_MEANING,
+    REFINED,
     TIES_MEANING,
     AgnosticBaseline,
-    Decomposition,
     Ties,
     document,
     drive_max_min_fairness,
@@ -72,11 +73,8 @@ def _document(function):
           reference="Narayanan et al., Gavel, OSDI 2020, §4.1")
 @_document
 def max_min_fairness(instance: AllocationInstance, *, time_limit: float | None = None, seed: int = 0,
-                     threads: int = 1, progress: Progress, backend: Backend = "highspy",
-                     lp_algorithm: highs_runner.LpAlgorithm = "auto", refine: bool = True,
-                     priorities: bool = True, partitions: int = 1, space_sharing: bool = False,
-                     prune_pairs: bool = True, aggregate: bool = True,
-        decomposition: Decomposition = "auto") -> SolveResult:
+                     threads: int = 1, progress: Progress, lp: AllocationLpOptions = REFINED,
+                     priorities: bool = True) -> SolveResult:
     """Maximize the minimum weighted normalized throughput (Gavel §4.1).
 
     >>> import fleetplan
@@ -85,8 +83,7 @@ def max_min_fairness(instance: AllocationInstance, *, time_limit: float | None =
     'optimal'
     """
     return _max_min(instance, True, priorities, time_limit=time_limit, seed=seed, threads=threads,
-                    progress=progress, backend=backend, lp_algorithm=lp_algorithm, refine=refine,
-                    partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs, aggregate=aggregate, decomposition=decomposition)
+                    progress=progress, lp=lp)
 
 
 @register("allocation", "max-min-fairness-agnostic", exact=False,
@@ -96,17 +93,10 @@ def max_min_fairness(instance: AllocationInstance, *, time_limit: float | None =
 @_document_agnostic
 def max_min_fairness_agnostic(instance: AllocationInstance, *, time_limit: float | None = None,
                               seed: int = 0, threads: int = 1, progress: Progress,
-                              backend: Backend = "highspy",
-                              lp_algorithm: highs_runner.LpAlgorithm = "auto",
-                              refine: bool = True, priorities: bool = True, partitions: int = 1,
-                              space_sharing: bool = False, prune_pairs: bool = True,
-                              aggregate: bool = True,
-        decomposition: Decomposition = "auto", baseline: AgnosticBaseline = "runnable",
-        ties: Ties = "spread") -> SolveResult:
+                              lp: AllocationLpOptions = REFINED, priorities: bool = True,
+                              baseline: AgnosticBaseline = "runnable", ties: Ties = "spread") -> SolveResult:
     """Max-min fairness over time shares, every accelerator treated alike (the §4.1 baseline).
     Judged by the same heterogeneity-aware objective, it shows what ignoring heterogeneity costs.
     """
     return _max_min(instance, False, priorities, time_limit=time_limit, seed=seed, threads=threads,
-                    progress=progress, backend=backend, lp_algorithm=lp_algorithm, refine=refine,
-                    partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs, aggregate=aggregate, decomposition=decomposition,
-                    baseline=baseline, ties=ties)
+                    progress=progress, lp=lp, baseline=baseline, ties=ties)

@@ -19,7 +19,8 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+import typing
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -39,38 +40,58 @@ from fleetplan.models.allocation.policies import (
 from fleetplan.solvers import highs as highs_runner
 from fleetplan.solvers import warm
 from fleetplan.solvers.deadline import Deadline
+from fleetplan.solvers.options import option_group
 from fleetplan.solvers.ortools_lp import run_lp
 
 pyo = lazy_module("pyomo.environ")
 
 Backend = Literal["highspy", "pyomo", "ortools-glop", "ortools-pdlp"]
-Method = Literal["auto", "lp", "separable"]
+Decomposition = Literal["auto", "prices", "none"]
 # Below this many LP jobs the full LP is as fast as the decomposition's own LPs.
 SEPARABLE_MIN_JOBS = 1_000
-BACKENDS: tuple[str, ...] = ("highspy", "pyomo", "ortools-glop", "ortools-pdlp")
+BACKENDS: tuple[str, ...] = typing.get_args(Backend)
 
 
-@dataclass
-class LpOptions:
-    """How to solve: backend, HiGHS algorithm, limits, aggregation, refinement, pairs."""
+@option_group
+@dataclass(frozen=True)
+class AllocationLpOptions:
+    """The options every LP-solved allocation policy takes, declared once: each field is an
+    option of those solvers (``fleetplan solvers max-min-fairness``; meanings and bounds in
+    :data:`fleetplan.solvers.options.GLOSSARY`), and a solver receives them as one instance.
+
+    ``decomposition``: none (the full LP); prices (the price decomposition with a certificate,
+    :mod:`fleetplan.solvers.allocation.separable`, falling back to the LP where it does not
+    apply); auto (prices from :data:`SEPARABLE_MIN_JOBS` jobs, after merging identical ones, up).
+    ``partitions`` is read before any LP (POP splits the instance, then each part is solved).
+    """
 
     backend: Backend = "highspy"
     lp_algorithm: highs_runner.LpAlgorithm = "auto"
+    partitions: int = 1
+    space_sharing: bool = False
+    prune_pairs: bool = True
+    aggregate: bool = True
+    decomposition: Decomposition = "auto"
+    refine: bool = True
+
+
+@dataclass(frozen=True)
+class LpOptions(AllocationLpOptions):
+    """How one LP (of an instance or a POP part) is solved: the user's options and the run's
+    clock, threads, seed and model."""
+
     # One clock for the whole solve: every LP gets what is left of it (less ``reserve``, the
     # time kept for expanding the plan and judging it), never the whole limit again.
     deadline: Deadline = field(default_factory=lambda: Deadline(None))
     reserve: float = 0.0
     threads: int = 1
     seed: int = 0
-    aggregate: bool = True
-    refine: bool = True
     heterogeneity_aware: bool = True
-    space_sharing: bool = False
-    prune_pairs: bool = True
-    # lp: the full LP; separable: price decomposition with a certificate
-    # (fleetplan.solvers.allocation.separable), falling back to the LP where it does not apply;
-    # auto: separable from SEPARABLE_MIN_JOBS jobs (after merging identical ones) up.
-    method: Method = "auto"
+
+    @classmethod
+    def of(cls, options: AllocationLpOptions, **run: Any) -> LpOptions:
+        """The user's ``options`` with the run's ``deadline``, ``threads``, ... (``run``)."""
+        return cls(**{f.name: getattr(options, f.name) for f in fields(AllocationLpOptions)}, **run)
 
 
 @dataclass
@@ -359,11 +380,12 @@ def _lp_prices(outcome: Any, space: Any, spec: PolicySpec, scale: float, inverse
 
 def _separable_applies(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions, has_pairs: bool) -> bool:
     """The decomposition takes max-min and linear forms without pairs or floors, on HiGHS."""
-    if options.method == "lp" or has_pairs or spec.form not in ("max_min", "linear") or options.backend != "highspy":
+    if options.decomposition == "none" or has_pairs or spec.form not in ("max_min", "linear") \
+            or options.backend != "highspy":
         return False
     if spec.floor is not None and np.any(spec.floor > 0):
         return False
-    return options.method == "separable" or len(arrays.job_ids) >= SEPARABLE_MIN_JOBS
+    return options.decomposition == "prices" or len(arrays.job_ids) >= SEPARABLE_MIN_JOBS
 
 
 def _solve_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, options: LpOptions, start=None):

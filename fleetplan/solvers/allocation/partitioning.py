@@ -42,8 +42,8 @@ def solve_partitioned(arrays: AllocationArrays, k: int, seed: int,
     part's LP value bounds the whole) and the parts.
     """
     n_jobs = len(arrays.job_ids)
-    if k < 1:
-        raise InstanceError("options.partitions", "must be at least 1")
+    # k >= 1 is the option's declared bound (fleetplan.solvers.options.GLOSSARY); how many
+    # parts these jobs allow is the instance's to say.
     if k > n_jobs:
         raise InstanceError("options.partitions", f"cannot split {n_jobs} jobs into {k} non-empty parts")
     parts = random_parts(n_jobs, k, seed)

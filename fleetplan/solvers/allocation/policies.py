@@ -42,7 +42,6 @@ import numpy as np
 
 from fleetplan.instances import InstanceError
 from fleetplan.instances.allocation import AllocationArrays, AllocationInstance, AllocationPlan
-from fleetplan.solvers import highs as highs_runner
 from fleetplan.solvers.allocation.agnostic import spread_agnostic
 from fleetplan.solvers.allocation.drivers import (
     FTF_TOLERANCE,
@@ -57,8 +56,7 @@ from fleetplan.solvers.allocation.drivers import (
     drive_shortest_job_first,
 )
 from fleetplan.solvers.allocation.lp import (
-    BACKENDS,
-    Backend,
+    AllocationLpOptions,
     LpOptions,
     SpecOutcome,
     load_backend,
@@ -77,19 +75,10 @@ TIES_MEANING = ("how the agnostic LP's ties are broken: spread (each job's time 
 AGNOSTIC_STATUS_NOTE = ("the heterogeneity-agnostic LP was solved to optimality; status 'feasible' because "
                         "that optimum is of the time-share model, not of the heterogeneity-aware objective "
                         "the judge scores")
-Decomposition = Literal["auto", "prices", "none"]
-DECOMPOSITION_METHOD = {"auto": "auto", "prices": "separable", "none": "lp"}
-DECOMPOSITION_MEANING = (
-    "how a max-min or linear LP is solved: auto (the price decomposition of "
-    "fleetplan.solvers.allocation.separable from 1,000 distinct jobs up, the full LP below), prices "
-    "(the decomposition at any size) or none (always the full LP, the reference); the "
-    "decomposition is certified optimal and falls back to the full LP where it does not apply. "
-    "A max-min refinement (keep the level, maximize the sum of scores) is decomposed the same way "
-    "(fleetplan.solvers.allocation.separable_refine: first prices from buckets of similar jobs, "
-    "sharpened by Newton's method on the Lagrangian dual smoothed by a soft maximum, then a "
-    "reduced LP of the jobs near a tie and the certificate), so priority weights, which leave "
-    "most jobs above the level, need no full LP; a level set by one job's own best score (a "
-    "heavily weighted job) is proven by that refinement's plan")
+# The LP options' defaults: max-min fairness refines its plan (``refine=True``); the other
+# policies solve one LP (a refinement only exists for max-min forms) unless asked.
+REFINED = AllocationLpOptions(refine=True)
+UNREFINED = AllocationLpOptions(refine=False)
 
 
 def gavel_agnostic_arrays(arrays: AllocationArrays) -> AllocationArrays:
@@ -136,19 +125,17 @@ POLICY_NAMES = {
 
 
 def solve_policy(instance: AllocationInstance, driver, *, aware: bool, policy: str, time_limit: float | None,
-                 seed: int, threads: int, progress: Progress, backend: Backend,
-                 lp_algorithm: highs_runner.LpAlgorithm, partitions: int, space_sharing: bool,
-                 prune_pairs: bool, aggregate: bool, refine: bool, needs_steps: bool = False,
-                 baseline: AgnosticBaseline = "runnable", decomposition: Decomposition = "auto",
-                 ties: Ties = "spread", **driver_options) -> SolveResult:
-    """Validate the options, run ``driver`` (on POP parts when ``partitions`` > 1) and package
-    the allocation as a plan of ``policy``. ``baseline`` and ``ties`` (agnostic forms only) pick
-    the heterogeneity-agnostic model (see :func:`gavel_agnostic_arrays`) and how its ties are
-    broken (see :mod:`fleetplan.solvers.allocation.agnostic`)."""
+                 seed: int, threads: int, progress: Progress, lp: AllocationLpOptions, needs_steps: bool = False,
+                 baseline: AgnosticBaseline = "runnable", ties: Ties = "spread", **driver_options) -> SolveResult:
+    """Check what the instance must hold for these options, run ``driver`` (on POP parts when
+    ``lp.partitions`` > 1) and package the allocation as a plan of ``policy``. The options'
+    values were checked against their declared types and bounds by :func:`fleetplan.solve`.
+    ``baseline`` and ``ties`` (agnostic forms only) pick the heterogeneity-agnostic model (see
+    :func:`gavel_agnostic_arrays`) and how its ties are broken (see
+    :mod:`fleetplan.solvers.allocation.agnostic`)."""
     deadline = Deadline(time_limit)
-    if backend not in BACKENDS:
-        raise InstanceError("options.backend", f"unknown backend '{backend}' (known: {', '.join(BACKENDS)})")
-    load_backend(backend)
+    partitions, space_sharing = lp.partitions, lp.space_sharing
+    load_backend(lp.backend)
     measured = arrays = instance.arrays()
     if baseline == "gavel":
         if space_sharing:
@@ -171,10 +158,8 @@ def solve_policy(instance: AllocationInstance, driver, *, aware: bool, policy: s
         part_deadline = deadline if remaining is None or parts_left[0] == 1 else \
             Deadline(remaining / parts_left[0] + reserve)
         parts_left[0] -= 1
-        options = LpOptions(backend=backend, lp_algorithm=lp_algorithm, deadline=part_deadline, reserve=reserve,
-                            threads=threads, seed=seed, aggregate=aggregate, refine=refine,
-                            method=DECOMPOSITION_METHOD[decomposition],
-                            heterogeneity_aware=aware, space_sharing=space_sharing, prune_pairs=prune_pairs)
+        options = LpOptions.of(lp, deadline=part_deadline, reserve=reserve, threads=threads, seed=seed,
+                               heterogeneity_aware=aware)
         answer = driver(part_arrays, options, n_total, **driver_options)
         if answer.outcome.matrix is None and answer.outcome.status == "time_limit":
             answer = _isolated_fallback(part_arrays, answer, check_slo=policy == "min_cost_slo")
@@ -289,7 +274,7 @@ def document(solver, summary: str, own: dict[str, str] | None = None) -> None:
     ``own`` explains the options the shared glossary does not (see fleetplan.solvers.options)."""
     from fleetplan.solvers.options import option_specs, parameters_section
 
-    own = {"decomposition": DECOMPOSITION_MEANING, **(own or {})}
+    own = own or {}
     own_section = "".join(f"{name} : value\n    {meaning}\n" for name, meaning in own.items())
     solver.__doc__ = f"{summary}\n\nParameters\n----------\n{own_section}"
     solver.__doc__ = f"{summary}\n\n{parameters_section(option_specs(solver))}\n"
@@ -299,42 +284,24 @@ def _register_pair(name: str, driver, policy: str, summary: str, reference: str,
                    exact: bool = True, baseline_option: bool = True, **driver_options) -> None:
     """Register ``name`` (heterogeneity-aware) and ``name-agnostic`` for ``driver``; the agnostic
     form takes ``baseline`` (see :func:`gavel_agnostic_arrays`) unless ``baseline_option`` is False."""
+    fixed = dict(driver=driver, policy=policy, needs_steps=needs_steps, **driver_options)
 
     def aware_solver(instance: AllocationInstance, *, time_limit: float | None = None, seed: int = 0,
-                     threads: int = 1, progress: Progress, backend: Backend = "highspy",
-                     lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
-                     space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
-                     decomposition: Decomposition = "auto",
-                     refine: bool = False) -> SolveResult:
-        return solve_policy(instance, driver, aware=True, policy=policy, time_limit=time_limit, seed=seed,
-                            threads=threads, progress=progress, backend=backend, lp_algorithm=lp_algorithm,
-                            partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs,
-                            aggregate=aggregate, decomposition=decomposition, refine=refine, needs_steps=needs_steps, **driver_options)
+                     threads: int = 1, progress: Progress, lp: AllocationLpOptions = UNREFINED) -> SolveResult:
+        return solve_policy(instance, aware=True, time_limit=time_limit, seed=seed, threads=threads,
+                            progress=progress, lp=lp, **fixed)
 
     def agnostic_solver(instance: AllocationInstance, *, time_limit: float | None = None, seed: int = 0,
-                        threads: int = 1, progress: Progress, backend: Backend = "highspy",
-                        lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
-                        space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
-                        decomposition: Decomposition = "auto",
-                        refine: bool = False, baseline: AgnosticBaseline = "runnable",
-                        ties: Ties = "spread") -> SolveResult:
-        return solve_policy(instance, driver, aware=False, policy=policy, time_limit=time_limit, seed=seed,
-                            threads=threads, progress=progress, backend=backend, lp_algorithm=lp_algorithm,
-                            partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs,
-                            aggregate=aggregate, decomposition=decomposition, refine=refine, needs_steps=needs_steps, baseline=baseline,
-                            ties=ties, **driver_options)
+                        threads: int = 1, progress: Progress, lp: AllocationLpOptions = UNREFINED,
+                        baseline: AgnosticBaseline = "runnable", ties: Ties = "spread") -> SolveResult:
+        return solve_policy(instance, aware=False, time_limit=time_limit, seed=seed, threads=threads,
+                            progress=progress, lp=lp, baseline=baseline, ties=ties, **fixed)
 
     def plain_agnostic_solver(instance: AllocationInstance, *, time_limit: float | None = None, seed: int = 0,
-                              threads: int = 1, progress: Progress, backend: Backend = "highspy",
-                              lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
-                              space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
-                              decomposition: Decomposition = "auto",
-                              refine: bool = False, ties: Ties = "spread") -> SolveResult:
-        return solve_policy(instance, driver, aware=False, policy=policy, time_limit=time_limit, seed=seed,
-                            threads=threads, progress=progress, backend=backend, lp_algorithm=lp_algorithm,
-                            partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs,
-                            aggregate=aggregate, decomposition=decomposition, refine=refine, needs_steps=needs_steps,
-                            ties=ties, **driver_options)
+                              threads: int = 1, progress: Progress, lp: AllocationLpOptions = UNREFINED,
+                              ties: Ties = "spread") -> SolveResult:
+        return solve_policy(instance, aware=False, time_limit=time_limit, seed=seed, threads=threads,
+                            progress=progress, lp=lp, ties=ties, **fixed)
 
     for solver, aware in ((aware_solver, True), (agnostic_solver if baseline_option else plain_agnostic_solver, False)):
         solver_name = name if aware else f"{name}-agnostic"
@@ -370,33 +337,23 @@ FTF_SUMMARY = "Themis finish-time fairness: minimize the maximum rho, by Dinkelb
 
 
 def finish_time_fairness(instance: AllocationInstance, *, time_limit: float | None = None, seed: int = 0,
-                         threads: int = 1, progress: Progress, backend: Backend = "highspy",
-                         lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
-                         space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
-                         decomposition: Decomposition = "auto",
-                         refine: bool = False, method: FtfMethod = "dinkelbach") -> SolveResult:
+                         threads: int = 1, progress: Progress, lp: AllocationLpOptions = UNREFINED,
+                         method: FtfMethod = "dinkelbach") -> SolveResult:
     """Minimize the maximum finish-time fairness rho (Gavel §4.2, Themis), heterogeneity-aware:
     ``dinkelbach`` (default, the Crouzeix-Ferland-Schaible iteration) or ``levels``."""
     return solve_policy(instance, drive_finish_time_fairness, aware=True, policy="finish_time_fairness",
-                        time_limit=time_limit, seed=seed, threads=threads, progress=progress,
-                        backend=backend, lp_algorithm=lp_algorithm, partitions=partitions,
-                        space_sharing=space_sharing, prune_pairs=prune_pairs, aggregate=aggregate, decomposition=decomposition,
-                        refine=refine, needs_steps=True, method=method)
+                        time_limit=time_limit, seed=seed, threads=threads, progress=progress, lp=lp,
+                        needs_steps=True, method=method)
 
 
 def finish_time_fairness_agnostic(instance: AllocationInstance, *, time_limit: float | None = None, seed: int = 0,
-                                  threads: int = 1, progress: Progress, backend: Backend = "highspy",
-                                  lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
-                                  space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
-                                  decomposition: Decomposition = "auto",
-                                  refine: bool = False, method: FtfMethod = "dinkelbach",
-                                  baseline: AgnosticBaseline = "runnable", ties: Ties = "spread") -> SolveResult:
+                                  threads: int = 1, progress: Progress, lp: AllocationLpOptions = UNREFINED,
+                                  method: FtfMethod = "dinkelbach", baseline: AgnosticBaseline = "runnable",
+                                  ties: Ties = "spread") -> SolveResult:
     """Finish-time fairness over time shares (the agnostic baseline of Gavel §7.2)."""
     return solve_policy(instance, drive_finish_time_fairness, aware=False, policy="finish_time_fairness",
-                        time_limit=time_limit, seed=seed, threads=threads, progress=progress,
-                        backend=backend, lp_algorithm=lp_algorithm, partitions=partitions,
-                        space_sharing=space_sharing, prune_pairs=prune_pairs, aggregate=aggregate, decomposition=decomposition,
-                        refine=refine, needs_steps=True, method=method, baseline=baseline, ties=ties)
+                        time_limit=time_limit, seed=seed, threads=threads, progress=progress, lp=lp,
+                        needs_steps=True, method=method, baseline=baseline, ties=ties)
 
 
 document(finish_time_fairness, finish_time_fairness.__doc__)
@@ -408,9 +365,8 @@ register("allocation", "finish-time-fairness-agnostic", exact=False, reference=f
          description=FTF_SUMMARY + ", blind to throughput differences (baseline)")(finish_time_fairness_agnostic)
 
 
-def _binary_search(instance: AllocationInstance, aware: bool, tolerance: float, options: dict) -> SolveResult:
-    if not 0 < tolerance < 1:
-        raise InstanceError("options.tolerance", "must be between 0 and 1 (a relative gap)")
+def _binary_search(instance: AllocationInstance, aware: bool, tolerance: float, **options) -> SolveResult:
+    # ``tolerance`` is in (0, 1) by its declared bounds (fleetplan.solvers.options.GLOSSARY).
     result = solve_policy(instance, drive_min_makespan_binary_search, aware=aware, policy="min_makespan",
                           needs_steps=True, tolerance=tolerance, **options)
     if result.status == "optimal" and tolerance > FTF_TOLERANCE:
@@ -421,35 +377,24 @@ def _binary_search(instance: AllocationInstance, aware: bool, tolerance: float, 
 @register("allocation", "min-makespan-binary-search", exact=False, reference=f"{GAVEL}, Appendix A.1",
           description="minimum makespan by Gavel's binary search over feasibility LPs, to a relative gap")
 def min_makespan_binary_search(instance: AllocationInstance, *, time_limit: float | None = None, seed: int = 0,
-                               threads: int = 1, progress: Progress, backend: Backend = "highspy",
-                               lp_algorithm: highs_runner.LpAlgorithm = "auto", partitions: int = 1,
-                               space_sharing: bool = False, prune_pairs: bool = True, aggregate: bool = True,
-                               decomposition: Decomposition = "auto",
-                               refine: bool = False, tolerance: float = 1e-6) -> SolveResult:
+                               threads: int = 1, progress: Progress, lp: AllocationLpOptions = UNREFINED,
+                               tolerance: float = 1e-6) -> SolveResult:
     """Minimum makespan by bisection on M (Gavel App. A.1); ``tolerance`` is the relative gap
     at which it stops (the paper's own runs stop at 5%)."""
-    return _binary_search(instance, True, tolerance, dict(
-        time_limit=time_limit, seed=seed, threads=threads, progress=progress, backend=backend,
-        lp_algorithm=lp_algorithm, partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs,
-        aggregate=aggregate, decomposition=decomposition, refine=refine))
+    return _binary_search(instance, True, tolerance, time_limit=time_limit, seed=seed, threads=threads,
+                          progress=progress, lp=lp)
 
 
 @register("allocation", "min-makespan-binary-search-agnostic", exact=False, reference=f"{GAVEL}, Appendix A.1",
           description="heterogeneity-agnostic minimum makespan by binary search (baseline)")
 def min_makespan_binary_search_agnostic(instance: AllocationInstance, *, time_limit: float | None = None,
                                         seed: int = 0, threads: int = 1, progress: Progress,
-                                        backend: Backend = "highspy", lp_algorithm: highs_runner.LpAlgorithm = "auto",
-                                        partitions: int = 1, space_sharing: bool = False, prune_pairs: bool = True,
-                                        aggregate: bool = True,
-        decomposition: Decomposition = "auto", refine: bool = False,
-                                        tolerance: float = 1e-6,
+                                        lp: AllocationLpOptions = UNREFINED, tolerance: float = 1e-6,
                                         baseline: AgnosticBaseline = "runnable",
                                         ties: Ties = "spread") -> SolveResult:
     """The binary search over time shares instead of throughputs (the agnostic baseline)."""
-    return _binary_search(instance, False, tolerance, dict(
-        time_limit=time_limit, seed=seed, threads=threads, progress=progress, backend=backend,
-        lp_algorithm=lp_algorithm, partitions=partitions, space_sharing=space_sharing, prune_pairs=prune_pairs,
-        aggregate=aggregate, decomposition=decomposition, refine=refine, baseline=baseline, ties=ties))
+    return _binary_search(instance, False, tolerance, time_limit=time_limit, seed=seed, threads=threads,
+                          progress=progress, lp=lp, baseline=baseline, ties=ties)
 
 
 document(min_makespan_binary_search, min_makespan_binary_search.__doc__.split("\n\nParameters")[0])

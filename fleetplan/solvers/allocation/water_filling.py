@@ -48,7 +48,6 @@ from typing import Literal
 
 import numpy as np
 
-from fleetplan.instances import InstanceError
 from fleetplan.instances.allocation import AllocationInstance, AllocationPlan
 from fleetplan.instances.allocation.hierarchical import (
     HIERARCHICAL,
@@ -488,11 +487,6 @@ def _result(instance: AllocationInstance, classes: JobClasses, run: WaterFilling
                        stats=stats)
 
 
-def _check_test(bottleneck_test: str) -> None:
-    if bottleneck_test not in ("lp", "milp"):
-        raise InstanceError("options.bottleneck_test", f"unknown test '{bottleneck_test}' (lp or milp)")
-
-
 @register("allocation", "hierarchical-water-filling", exact=True,
           description="Gavel §4.3 hierarchical policy: weighted fairness across entities, fairness or "
                       "FIFO inside, by water filling with an exact bottleneck test (LP rounds or the "
@@ -511,7 +505,6 @@ def hierarchical_water_filling(instance: AllocationInstance, *, time_limit: floa
     ('optimal', 1.0)
     """
     deadline = Deadline(time_limit)
-    _check_test(bottleneck_test)
     load_backend("highspy")
     classes, run = hierarchical_run(instance, bottleneck_test=bottleneck_test, aggregate=aggregate,
                                     deadline=deadline, threads=threads, seed=seed,
@@ -534,7 +527,6 @@ def water_filling(instance: AllocationInstance, *, time_limit: float | None = No
     'optimal'
     """
     deadline = Deadline(time_limit)
-    _check_test(bottleneck_test)
     load_backend("highspy")
     classes, run = single_level_run(instance, bottleneck_test=bottleneck_test, aggregate=aggregate,
                                     deadline=deadline, threads=threads, seed=seed,

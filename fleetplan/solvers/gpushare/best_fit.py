@@ -17,15 +17,12 @@ True
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 
-from fleetplan.instances.gpushare import GpushareInstance
-from fleetplan.solvers.base import Progress, SolveResult, register
+from fleetplan.solvers.base import register
 from fleetplan.solvers.gpushare.dot_product import MAX_SPEC_CPU, MAX_SPEC_GPU
 from fleetplan.solvers.gpushare.engine import MAX_SCORE, ClusterState, Policy, TaskShape
-from fleetplan.solvers.gpushare.run import run_policy
+from fleetplan.solvers.gpushare.run import policy_solver
 
 
 class BestFit(Policy):
@@ -37,17 +34,8 @@ class BestFit(Policy):
         return np.trunc(MAX_SCORE * (1.0 - left)).astype(np.int64)
 
 
-@register("gpushare", "best-fit", exact=False,
-          description="BestFit: the node left with the least CPU and GPU (normalised, weighted one half each)",
-          reference="Weng, Yang et al., USENIX ATC 2023, §5 (baseline BestFit)")
-def best_fit(instance: GpushareInstance, *, time_limit: float | None = None, seed: int = 0, threads: int = 1,
-             progress: Progress, ties: Literal["name", "random"] = "name") -> SolveResult:
-    """Place the tasks one at a time in arrival order by best fit (module docstring).
-
-    Parameters
-    ----------
-    ties : str
-        equal top scores go to the node whose name sorts first (name, the paper's simulator) or to
-        one drawn at random (random, stock Kubernetes)
-    """
-    return run_policy(instance, BestFit(), time_limit=time_limit, seed=seed, progress=progress, ties=ties)
+best_fit = register("gpushare", "best-fit", exact=False,
+                    description="BestFit: the node left with the least CPU and GPU (normalised, weighted one half each)",
+                    reference="Weng, Yang et al., USENIX ATC 2023, §5 (baseline BestFit)")(
+    policy_solver(BestFit, "best_fit",
+                  "Place the tasks one at a time in arrival order by best fit (module docstring)."))

@@ -18,14 +18,11 @@ True
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 
-from fleetplan.instances.gpushare import GpushareInstance
-from fleetplan.solvers.base import Progress, SolveResult, register
+from fleetplan.solvers.base import register
 from fleetplan.solvers.gpushare.engine import MAX_SCORE, ClusterState, Policy, TaskShape
-from fleetplan.solvers.gpushare.run import run_policy
+from fleetplan.solvers.gpushare.run import policy_solver
 
 # Largest node of the trace (the simulator's MaxSpecCpu and MaxSpecGpu), for normalising.
 MAX_SPEC_CPU, MAX_SPEC_GPU = 128_000.0, 8_000.0
@@ -41,17 +38,8 @@ class DotProduct(Policy):
         return (MAX_SCORE * (1.0 - dot / 2.0)).astype(np.int64)
 
 
-@register("gpushare", "dot-product", exact=False,
-          description="DotProd (Tetris): the node whose free CPU/GPU vector is least aligned with the request",
-          reference="Grandl et al., Tetris, SIGCOMM 2014; as run in Weng, Yang et al., USENIX ATC 2023, §5")
-def dot_product(instance: GpushareInstance, *, time_limit: float | None = None, seed: int = 0, threads: int = 1,
-                progress: Progress, ties: Literal["name", "random"] = "name") -> SolveResult:
-    """Place the tasks one at a time in arrival order by the dot-product score (module docstring).
-
-    Parameters
-    ----------
-    ties : str
-        equal top scores go to the node whose name sorts first (name, the paper's simulator) or to
-        one drawn at random (random, stock Kubernetes)
-    """
-    return run_policy(instance, DotProduct(), time_limit=time_limit, seed=seed, progress=progress, ties=ties)
+dot_product = register("gpushare", "dot-product", exact=False,
+                       description="DotProd (Tetris): the node whose free CPU/GPU vector is least aligned with the request",
+                       reference="Grandl et al., Tetris, SIGCOMM 2014; as run in Weng, Yang et al., USENIX ATC 2023, §5")(
+    policy_solver(DotProduct, "dot_product",
+                  "Place the tasks one at a time in arrival order by the dot-product score (module docstring)."))

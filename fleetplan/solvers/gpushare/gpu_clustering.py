@@ -18,15 +18,12 @@ True
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 
-from fleetplan.instances.gpushare import GpushareInstance
-from fleetplan.solvers.base import Progress, SolveResult, register
+from fleetplan.solvers.base import register
 from fleetplan.solvers.gpushare.dot_product import MAX_SPEC_GPU as MAX_SPEC_GPU_MILLI
 from fleetplan.solvers.gpushare.engine import MAX_SCORE, MIN_SCORE, ClusterState, Policy, TaskShape
-from fleetplan.solvers.gpushare.run import run_policy
+from fleetplan.solvers.gpushare.run import policy_solver
 
 
 class GpuClustering(Policy):
@@ -45,17 +42,8 @@ class GpuClustering(Policy):
         return (base + fill).astype(np.int64)
 
 
-@register("gpushare", "gpu-clustering", exact=False,
-          description="GpuClustering: tasks of one GPU affinity (sharing, k whole GPUs) together, fuller nodes first",
-          reference="Weng, Yang et al., USENIX ATC 2023, §5 (baseline GpuClustering)")
-def gpu_clustering(instance: GpushareInstance, *, time_limit: float | None = None, seed: int = 0, threads: int = 1,
-                   progress: Progress, ties: Literal["name", "random"] = "name") -> SolveResult:
-    """Place the tasks one at a time in arrival order by GPU clustering (module docstring).
-
-    Parameters
-    ----------
-    ties : str
-        equal top scores go to the node whose name sorts first (name, the paper's simulator) or to
-        one drawn at random (random, stock Kubernetes)
-    """
-    return run_policy(instance, GpuClustering(), time_limit=time_limit, seed=seed, progress=progress, ties=ties)
+gpu_clustering = register("gpushare", "gpu-clustering", exact=False,
+                          description="GpuClustering: tasks of one GPU affinity (sharing, k whole GPUs) together, fuller nodes first",
+                          reference="Weng, Yang et al., USENIX ATC 2023, §5 (baseline GpuClustering)")(
+    policy_solver(GpuClustering, "gpu_clustering",
+                  "Place the tasks one at a time in arrival order by GPU clustering (module docstring)."))

@@ -20,14 +20,12 @@ True
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 
-from fleetplan.instances.gpushare import MILLI, GpushareInstance
-from fleetplan.solvers.base import Progress, SolveResult, register
+from fleetplan.instances.gpushare import MILLI
+from fleetplan.solvers.base import register
 from fleetplan.solvers.gpushare.engine import MAX_SCORE, MIN_SCORE, ClusterState, Policy, TaskShape
-from fleetplan.solvers.gpushare.run import run_policy
+from fleetplan.solvers.gpushare.run import policy_solver
 
 
 class GpuPacking(Policy):
@@ -50,17 +48,8 @@ class GpuPacking(Policy):
         return np.where(free == state.gpus[nodes], all_free, np.where(free_used > 0, some_free, shared)).astype(np.int64)
 
 
-@register("gpushare", "gpu-packing", exact=False,
-          description="GpuPacking: partly used GPUs first, then free GPUs of used nodes, then free nodes",
-          reference="Weng, Yang et al., USENIX ATC 2023, §5 (baseline GpuPacking)")
-def gpu_packing(instance: GpushareInstance, *, time_limit: float | None = None, seed: int = 0, threads: int = 1,
-                progress: Progress, ties: Literal["name", "random"] = "name") -> SolveResult:
-    """Place the tasks one at a time in arrival order by GPU packing (module docstring).
-
-    Parameters
-    ----------
-    ties : str
-        equal top scores go to the node whose name sorts first (name, the paper's simulator) or to
-        one drawn at random (random, stock Kubernetes)
-    """
-    return run_policy(instance, GpuPacking(), time_limit=time_limit, seed=seed, progress=progress, ties=ties)
+gpu_packing = register("gpushare", "gpu-packing", exact=False,
+                       description="GpuPacking: partly used GPUs first, then free GPUs of used nodes, then free nodes",
+                       reference="Weng, Yang et al., USENIX ATC 2023, §5 (baseline GpuPacking)")(
+    policy_solver(GpuPacking, "gpu_packing",
+                  "Place the tasks one at a time in arrival order by GPU packing (module docstring)."))

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from fleetplan.instances.gpushare import GpushareInstance
-from fleetplan.solvers.base import Progress, SolveResult, register
+from fleetplan.solvers.base import register
 from fleetplan.solvers.gpushare.engine import ClusterState, Policy, TaskShape, best_fit_gpus
-from fleetplan.solvers.gpushare.run import run_policy
+from fleetplan.solvers.gpushare.run import policy_solver
 
 
 class RandomFit(Policy):
@@ -33,10 +32,8 @@ class RandomFit(Policy):
         return [int(enough[rng.integers(enough.size)])]
 
 
-@register("gpushare", "random", exact=False,
-          description="Random: a node drawn uniformly among those that fit, a sharing task on a random GPU",
-          reference="Weng, Yang et al., USENIX ATC 2023, §5 (baseline Random)")
-def random_fit(instance: GpushareInstance, *, time_limit: float | None = None, seed: int = 0, threads: int = 1,
-               progress: Progress) -> SolveResult:
-    """Place the tasks one at a time in arrival order on random nodes (module docstring)."""
-    return run_policy(instance, RandomFit(), time_limit=time_limit, seed=seed, progress=progress)
+random_fit = register("gpushare", "random", exact=False,
+                      description="Random: a node drawn uniformly among those that fit, a sharing task on a random GPU",
+                      reference="Weng, Yang et al., USENIX ATC 2023, §5 (baseline Random)")(
+    policy_solver(RandomFit, "random_fit",
+                  "Place the tasks one at a time in arrival order on random nodes (module docstring).", with_ties=False))

@@ -15,12 +15,12 @@ its tenant's quota is *within quota*, inherits its tenant's priority and is adde
 workload of the same tenant may still fit. The queue is then ordered by (priority ascending,
 credit descending, index ascending), 0 being the highest of MAST's seven levels.
 
-Why this is a solver and not part of the MAST simulator (its only caller in fleetplan): the
-scan is an algorithm with an input, an answer and an exact reference
-(:func:`sequential_quota_scan`), benchmarked on its own (``benchmarks/scripts/gms_scan.py``) and
-meant to be called by a scheduler that embeds fleetplan, as the RMS greedy of the ``binpack``
-kind is (:mod:`fleetplan.solvers.binpack`). The simulator (:mod:`fleetplan.sim.mast`) is one
-user; it sits above the solvers and calls both, as it calls the RMS greedy.
+Why this lives with the MAST simulator: GMS orders a scheduler's queue — it decides which
+workload is offered to the regions first — and answers no problem kind of its own; it is part
+of the scheduler the simulator runs (:mod:`fleetplan.sim.mast.schedulers`), beside the RMS
+that places each offered workload (the ``binpack`` kind's greedy, a solver). It keeps an exact
+reference (:func:`sequential_quota_scan`) and a benchmark of its own
+(``benchmarks/scripts/gms_scan.py``), and a scheduler that embeds fleetplan may call it.
 
 The paper's Python scan takes about 34 s for 6,000-10,000 workloads (§5.4). Here the credits and
 the sort are numpy operations, and the sequential quota scan is done with per-tenant cumulative
@@ -48,7 +48,7 @@ Modelling choices the paper leaves open:
 Example
 -------
 >>> import numpy as np
->>> from fleetplan.solvers.gms import gms_scan
+>>> from fleetplan.sim.mast.gms import gms_scan
 >>> scan = gms_scan(
 ...     tenant=np.array([0, 0, 1]), age_hours=np.array([1.0, 3.0, 2.0]),
 ...     gpus=np.array([8, 8, 8]), cpus=np.array([1, 1, 1]),
