@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow lint bench clean gavel-env
+.PHONY: demo test test-slow lint bench clean gavel-env bench-headline
 
 # The compiled kernels are built by the install: a changed .pyx file reinstalls.
 KERNEL_SOURCES := $(shell find fleetplan -name '*.pyx')
@@ -42,3 +42,8 @@ $(GAVEL_VENV)/.installed: benchmarks/gavel-env/requirements.txt
 
 clean:
 	rm -rf $(VENV) $(GAVEL_VENV) build *.egg-info
+
+# Re-run the headline rows of benchmarks/RESULTS.md that benchmarks/headline.yaml gives a
+# command for (times: run it on a quiet machine; ROWS="id ..." for some of them).
+bench-headline: $(STAMP)
+	$(BIN)/fleetplan bench headline $(if $(ROWS),--rows $(ROWS))
