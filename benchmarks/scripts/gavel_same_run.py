@@ -151,6 +151,109 @@ def report(rows: list[dict[str, str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def ratios(rows: list[dict[str, str]]) -> dict[str, dict[str, dict[str, float]]]:
+    """Gavel's median CPU over fleetplan's, per policy and size: what a user pays, and the solver only."""
+    answer: dict[str, dict[str, dict[str, float]]] = {"user_pays": {}, "solver_only": {}}
+    for policy, jobs in sorted({(r["policy"], r["jobs"]) for r in rows}):
+        mine = [r for r in rows if (r["policy"], r["jobs"]) == (policy, jobs)]
+        gavel = statistics.median(float(r["cpu_s"]) for r in mine if r["side"] == "gavel")
+        for key, column in (("user_pays", "cpu_s"), ("solver_only", "solver_only_cpu_s")):
+            ours = statistics.median(float(r[column]) for r in mine if r["side"] == "fleetplan")
+            answer[key].setdefault(policy, {})[str(jobs)] = gavel / ours
+    return answer
+
+
+PHASES = ("arrays", "driver", "policy", "plan", "duals", "judge", "dispatch")
+
+
+def profile(jobs: int, solver: str, repeats: int, warm_up_jobs: int | None, processes: int) -> None:
+    """Where the CPU of ``fleetplan.solve(instance, SOLVER)`` goes, as a user pays it.
+
+    In each of ``processes`` fresh processes: a warm-up solve of another instance of the size
+    (or of ``warm_up_jobs`` jobs: 8 leaves the large-instance path cold, as a process's first
+    solve finds it), then ``repeats`` times a freshly loaded instance (its arrays not built)
+    solved, with each phase's own CPU time
+    (``time.process_time``, callees excluded) taken by wrapping the functions that do it: the
+    instance's arrays, the policy's LP driver, the rest of the policy's code (options, backend),
+    the plan, the dual prices, the judge, and ``fleetplan.solve``'s own dispatch (the solver's
+    look-up, option checks, the garbage collector's freeze, naming the plan). Medians per phase.
+    """
+    rows = []
+    for _ in range(processes):
+        done = subprocess.run([sys.executable, __file__, "profile-process", str(jobs), solver, str(repeats),
+                               str(warm_up_jobs or 0)], capture_output=True, text=True, check=True)
+        rows += json.loads(done.stdout.strip().splitlines()[-1])
+    warm = f"an instance of {warm_up_jobs:,} jobs" if warm_up_jobs else "an instance of the size"
+    print(f"fleetplan.solve(instance, {solver!r}) at {jobs:,} distinct jobs, {processes} process(es) x {repeats} "
+          f"run(s) after a warm-up on {warm}, load average {os.getloadavg()[0]:.1f} at the end; CPU ms, median "
+          "of each phase (own time, callees excluded):")
+    print("| phase | median ms | share of the median total |")
+    print("|---|---:|---:|")
+    total = statistics.median(row["total"] for row in rows)
+    for name in (*PHASES, "total"):
+        value = statistics.median(row[name] for row in rows)
+        print(f"| {name} | {value * 1e3:.2f} | {value / total:.0%} |")
+
+
+def profile_process(jobs: int, solver: str, repeats: int, warm_up_jobs: int | None) -> list[dict[str, float]]:
+    """One process of :func:`profile`: the phases of each run."""
+    import fleetplan
+    import fleetplan.solvers.allocation as allocation_solvers
+    import fleetplan.solvers.base as base
+    from fleetplan.instances.allocation import AllocationInstance, AllocationPlan
+    from fleetplan.solvers.allocation import drivers, policies
+
+    own = dict.fromkeys(PHASES, 0.0)
+    stack: list[list[float]] = []  # per open phase: [children's CPU]
+
+    def timed(name: str, function):
+        def wrapper(*args, **kwargs):
+            stack.append([0.0])
+            started = time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent = time.process_time() - started
+                children = stack.pop()[0]
+                own[name] += spent - children
+                if stack:
+                    stack[-1][0] += spent
+        return wrapper
+
+    patches = [(AllocationInstance, "arrays"), (AllocationPlan, "from_matrix"), (policies, "solve_policy"),
+               (policies, "policy_duals"), (base, "evaluate"),
+               (drivers, "drive_max_min_fairness" if solver == "max-min-fairness" else "drive_max_throughput")]
+    names = {"arrays": "arrays", "from_matrix": "plan", "solve_policy": "policy", "policy_duals": "duals",
+             "evaluate": "judge"}
+    for owner, attribute in patches:
+        original = getattr(owner, attribute)
+        name = names.get(attribute, "driver")
+        if isinstance(owner, type) and isinstance(owner.__dict__.get(attribute), classmethod):
+            setattr(owner, attribute, classmethod(timed(name, original.__func__)))
+        else:
+            setattr(owner, attribute, timed(name, original))
+        for module in (allocation_solvers, policies):  # names imported into the modules that call them
+            if module is not owner and getattr(module, attribute, None) is original:
+                setattr(module, attribute, getattr(owner, attribute))
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "instance.json"
+        fleetplan.save(fleetplan.generate("allocation", {"jobs": jobs, "throughput_noise": 0.1, "multi_gpu": True},
+                                          seed=0), path)
+        fleetplan.solve(warm_up_instance(fleetplan.load_instance(path), warm_up_jobs), solver)
+        rows = []
+        for _ in range(repeats):
+            instance = fleetplan.load_instance(path)
+            for name in own:
+                own[name] = 0.0
+            stack.append([0.0])
+            started = time.process_time()
+            fleetplan.solve(instance, solver)
+            total = time.process_time() - started
+            own["dispatch"] = total - stack.pop()[0]
+            rows.append({**own, "total": total})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command")
@@ -158,6 +261,15 @@ def main(argv: list[str] | None = None) -> None:
     side.add_argument("instance")
     side.add_argument("solver")
     side.add_argument("--warm-up-jobs", type=int)
+    where = sub.add_parser("profile", help="where the CPU of one solve goes, phase by phase")
+    where.add_argument("--jobs", type=int, default=2048)
+    where.add_argument("--policy", choices=sorted(SOLVERS), default="las")
+    where.add_argument("--repeats", type=int, default=30, help="runs in each process")
+    where.add_argument("--processes", type=int, default=1)
+    where.add_argument("--warm-up-jobs", type=int, help="jobs of the warm-up instance (default: the size)")
+    child = sub.add_parser("profile-process")
+    for name in ("jobs", "solver", "repeats", "warm_up_jobs"):
+        child.add_argument(name)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/gavel-same-run"))
     parser.add_argument("--jobs", default="2048,16384,65536")
     parser.add_argument("--policies", default="las,max-throughput")
@@ -171,13 +283,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--single-gpu", action="store_true", help="every job on one GPU (the suite's mix is "
                         "multi-GPU)")
     parser.add_argument("--report", action="store_true")
+    parser.add_argument("--json", action="store_true", help="end with one JSON line: the ratios of this run's rows")
     args = parser.parse_args(argv)
     if args.command == "fleetplan-side":
         fleetplan_side(args.instance, args.solver, args.warm_up_jobs)
         return
+    if args.command == "profile":
+        profile(args.jobs, SOLVERS[args.policy], args.repeats, args.warm_up_jobs, args.processes)
+        return
+    if args.command == "profile-process":
+        print(json.dumps(profile_process(int(args.jobs), args.solver, int(args.repeats), int(args.warm_up_jobs) or None)))
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     runs = args.out / "runs.csv"
     rows = read_rows(runs)
+    stored = len(rows)
     if not args.report:
         if not args.gavel_checkout:
             parser.error("--gavel-checkout: needed to run (or use --report)")
@@ -222,6 +342,9 @@ def main(argv: list[str] | None = None) -> None:
                               f"objective {answer['objective']}", flush=True)
     table = report(read_rows(runs))
     print(table)
+    if args.json:
+        print(json.dumps({"gavel_commit": rows[-1]["gavel_commit"] if len(rows) > stored else None,
+                          **ratios(rows[stored:] if len(rows) > stored else rows)}))
 
 
 if __name__ == "__main__":
