@@ -214,3 +214,16 @@ def test_the_repository_spec_finds_every_row_of_results_md():
     for row in spec.rows:
         cell, numbers = old_figure(lines, row)
         assert len(numbers) == row.numbers, row.id
+
+
+def test_json_prints_the_rows_and_the_exit_code(folder, capsys):
+    assert main(["bench", "headline", "--spec", str(folder / "headline.yaml"), "--rows", "b", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    [row] = data["rows"]
+    assert data["exit_code"] == 0 and row["id"] == "b" and row["new"] == [5.0, 50.0] and row["flagged"]
+    assert row["change_pct"] == pytest.approx([25.0, 400.0]) and len(row["load"]) == 2
+
+
+def test_suite_flags_are_refused_with_headline(folder, capsys):
+    assert main(["bench", "headline", "--spec", str(folder / "headline.yaml"), "--repeats", "2"]) == 2
+    assert "--repeats: not a flag of `fleetplan bench headline`" in capsys.readouterr().err

@@ -192,6 +192,13 @@ def handle_headline(args: argparse.Namespace) -> int:
 
     if args.directory is not None:
         raise InstanceError("DIR", f"unexpected argument '{args.directory}'")
+    suite_only = [flag for flag, value in (("-o", args.output), ("--resume", args.resume),
+                                           ("--repeats", args.repeats is not None),
+                                           ("--executor", args.executor != "local"), ("--address", args.address),
+                                           ("--save-plans", args.save_plans), ("--no-report", args.no_report),
+                                           ("--no-plots", args.no_plots)) if value]
+    if suite_only:
+        raise InstanceError(suite_only[0], "not a flag of `fleetplan bench headline` (runs per row: --runs)")
     if args.runs is not None and args.runs < 1:
         raise InstanceError("--runs", "must be at least 1")
     if args.dry_run and args.write:
@@ -223,9 +230,20 @@ def handle_headline(args: argparse.Namespace) -> int:
                 command = f"{row.command} ({error.reason})"
             table.add_row(row.id, cell, " / ".join(f"{n:g}" for n in numbers), str(args.runs or row.runs),
                           f"±{row.noise_pct:g}%", command)
-        console.print(table)
+        if args.json:
+            sys.stdout.write(json.dumps({"rows": [{"id": row.id, "old": olds[row.id][1], "command": row.command,
+                                                   "runs": args.runs or row.runs, "noise_pct": row.noise_pct}
+                                                  for row in rows], "exit_code": 0}) + "\n")
+        else:
+            console.print(table)
         return 0
     outcomes = run_rows(spec, rows, runs=args.runs, progress=lambda message: print(message, file=sys.stderr))
+    code = 1 if any(outcome.new is None for outcome in outcomes) else 0
+    if args.json:
+        sys.stdout.write(json.dumps({"rows": [
+            {"id": o.row.id, "old": o.old, "new": o.new, "runs": o.runs, "change_pct": [c if math.isfinite(c) else None for c in o.changes] if o.new else None,
+             "noise_pct": o.row.noise_pct, "flagged": o.flagged, "error": o.error, "load": o.load}
+            for o in outcomes], "exit_code": code}, allow_nan=False, default=str) + "\n")
     table = Table(title=f"{spec.source}: {len(rows)} rows", header_style="bold", title_justify="left")
     for name in ("row", "old figure", "new figure", "change", "", "load"):
         table.add_column(name)
@@ -238,7 +256,8 @@ def handle_headline(args: argparse.Namespace) -> int:
         flag = f"beyond ±{outcome.row.noise_pct:g}%" if outcome.flagged else ""
         table.add_row(outcome.row.id, outcome.old_cell, replace_numbers(outcome.old_cell, outcome.row, outcome.new),
                       change, flag, load)
-    console.print(table)
+    if not args.json:
+        console.print(table)
     if args.write:
         import datetime
 
@@ -248,4 +267,4 @@ def handle_headline(args: argparse.Namespace) -> int:
         today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
         atomic_write_text(spec.results, rewrite(spec.results.read_text(), outcomes, today, git_commit(spec.workdir)))
         print(f"written: {spec.results}", file=sys.stderr)
-    return 1 if any(outcome.new is None for outcome in outcomes) else 0
+    return code
