@@ -163,7 +163,7 @@ def ratios(rows: list[dict[str, str]]) -> dict[str, dict[str, dict[str, float]]]
     return answer
 
 
-PHASES = ("arrays", "driver", "policy", "plan", "duals", "judge", "dispatch")
+PHASES = ("arrays", "prices", "highs", "refine", "driver", "policy", "plan", "duals", "judge", "dispatch")
 
 
 def profile(jobs: int, solver: str, repeats: int, warm_up_jobs: int | None, processes: int) -> None:
@@ -178,11 +178,14 @@ def profile(jobs: int, solver: str, repeats: int, warm_up_jobs: int | None, proc
     the plan, the dual prices, the judge, and ``fleetplan.solve``'s own dispatch (the solver's
     look-up, option checks, the garbage collector's freeze, naming the plan). Medians per phase.
     """
-    rows = []
+    rows: list[dict[str, float]] = []
+    imported: list[str] = []
     for _ in range(processes):
         done = subprocess.run([sys.executable, __file__, "profile-process", str(jobs), solver, str(repeats),
                                str(warm_up_jobs or 0)], capture_output=True, text=True, check=True)
-        rows += json.loads(done.stdout.strip().splitlines()[-1])
+        answer = json.loads(done.stdout.strip().splitlines()[-1])
+        rows += answer["rows"]
+        imported = answer["imported"]
     warm = f"an instance of {warm_up_jobs:,} jobs" if warm_up_jobs else "an instance of the size"
     print(f"fleetplan.solve(instance, {solver!r}) at {jobs:,} distinct jobs, {processes} process(es) x {repeats} "
           f"run(s) after a warm-up on {warm}, load average {os.getloadavg()[0]:.1f} at the end; CPU ms, median "
@@ -193,15 +196,17 @@ def profile(jobs: int, solver: str, repeats: int, warm_up_jobs: int | None, proc
     for name in (*PHASES, "total"):
         value = statistics.median(row[name] for row in rows)
         print(f"| {name} | {value * 1e3:.2f} | {value / total:.0%} |")
+    print(f"modules first imported during the timed solves (last process): {len(imported)}"
+          + (f" ({', '.join(imported)})" if imported else ""))
 
 
-def profile_process(jobs: int, solver: str, repeats: int, warm_up_jobs: int | None) -> list[dict[str, float]]:
-    """One process of :func:`profile`: the phases of each run."""
+def profile_process(jobs: int, solver: str, repeats: int, warm_up_jobs: int | None) -> dict[str, list]:
+    """One process of :func:`profile`: the phases of each run, and the modules the runs imported."""
     import fleetplan
     import fleetplan.solvers.allocation as allocation_solvers
     import fleetplan.solvers.base as base
     from fleetplan.instances.allocation import AllocationInstance, AllocationPlan
-    from fleetplan.solvers.allocation import drivers, policies
+    from fleetplan.solvers.allocation import drivers, lp, policies, separable
 
     own = dict.fromkeys(PHASES, 0.0)
     stack: list[list[float]] = []  # per open phase: [children's CPU]
@@ -221,10 +226,12 @@ def profile_process(jobs: int, solver: str, repeats: int, warm_up_jobs: int | No
         return wrapper
 
     patches = [(AllocationInstance, "arrays"), (AllocationPlan, "from_matrix"), (policies, "solve_policy"),
-               (policies, "policy_duals"), (base, "evaluate"),
+               (policies, "policy_duals"), (base, "evaluate"), (separable, "_interior_point_prices"),
+               (separable, "_solve_lp"), (lp, "_refine_separable"),
                (drivers, "drive_max_min_fairness" if solver == "max-min-fairness" else "drive_max_throughput")]
     names = {"arrays": "arrays", "from_matrix": "plan", "solve_policy": "policy", "policy_duals": "duals",
-             "evaluate": "judge"}
+             "evaluate": "judge", "_interior_point_prices": "prices", "_solve_lp": "highs",
+             "_refine_separable": "refine"}
     for owner, attribute in patches:
         original = getattr(owner, attribute)
         name = names.get(attribute, "driver")
@@ -241,6 +248,7 @@ def profile_process(jobs: int, solver: str, repeats: int, warm_up_jobs: int | No
                                           seed=0), path)
         fleetplan.solve(warm_up_instance(fleetplan.load_instance(path), warm_up_jobs), solver)
         rows = []
+        before = set(sys.modules)
         for _ in range(repeats):
             instance = fleetplan.load_instance(path)
             for name in own:
@@ -251,7 +259,7 @@ def profile_process(jobs: int, solver: str, repeats: int, warm_up_jobs: int | No
             total = time.process_time() - started
             own["dispatch"] = total - stack.pop()[0]
             rows.append({**own, "total": total})
-    return rows
+    return {"rows": rows, "imported": sorted(set(sys.modules) - before)}
 
 
 def main(argv: list[str] | None = None) -> None:
