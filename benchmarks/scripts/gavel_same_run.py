@@ -262,6 +262,12 @@ def profile_process(jobs: int, solver: str, repeats: int, warm_up_jobs: int | No
     return {"rows": rows, "imported": sorted(set(sys.modules) - before)}
 
 
+def fail(message: str) -> None:
+    """Bad input: one line naming the option, exit code 2."""
+    print(f"gavel_same_run.py: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command")
@@ -302,19 +308,20 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "profile-process":
         print(json.dumps(profile_process(int(args.jobs), args.solver, int(args.repeats), int(args.warm_up_jobs) or None)))
         return
+    if not args.report:
+        if not args.gavel_checkout:
+            fail("--gavel-checkout: needed to run (or use --report)")
+        if not Path(args.gavel_python).is_file():
+            fail(f"--gavel-python: {args.gavel_python} not found (make gavel-env builds .venv-gavel)")
+        done = subprocess.run(["git", "-C", args.gavel_checkout, "rev-parse", "HEAD"], capture_output=True, text=True)
+        if done.returncode != 0:
+            fail(f"--gavel-checkout: {args.gavel_checkout} is not a git checkout")
+        commit = done.stdout.strip()  # both sides' rows name the Gavel code they were timed against
     args.out.mkdir(parents=True, exist_ok=True)
     runs = args.out / "runs.csv"
     rows = read_rows(runs)
     stored = len(rows)
     if not args.report:
-        if not args.gavel_checkout:
-            parser.error("--gavel-checkout: needed to run (or use --report)")
-        if not Path(args.gavel_python).is_file():
-            parser.error(f"--gavel-python: {args.gavel_python} not found (make gavel-env builds .venv-gavel)")
-        done = subprocess.run(["git", "-C", args.gavel_checkout, "rev-parse", "HEAD"], capture_output=True, text=True)
-        if done.returncode != 0:
-            parser.error(f"--gavel-checkout: {args.gavel_checkout} is not a git checkout")
-        commit = done.stdout.strip()  # both sides' rows name the Gavel code they were timed against
         work = Path(tempfile.mkdtemp(prefix="gavel-same-run-"))
         sizes = [int(n) for n in args.jobs.split(",")]
         gpus = "1" if args.single_gpu else "mix"
