@@ -7,12 +7,19 @@
                           [--resume] [--repeats N] [--grace S] [--save-plans] [--no-report] [--no-plots]
                           [--json]
     fleetplan bench report DIR [--no-plots] [--json]
+    fleetplan bench headline [--spec FILE] [--rows ID ...] [--runs N] [--dry-run] [--write]
 
 SUITE is a YAML file or the name of a bundled suite (``quick``, ``standard``, ``paper``).
 Errors in the suite or the arguments raise :class:`InstanceError` (one line, exit code 2; with
 ``--json`` the CLI also prints them as a JSON object on stdout). ``--json`` prints the result
 summary (:func:`~fleetplan.benchmarks.report.summarize`) on stdout; exit code 1 when a cell
 ended without a plan.
+
+``bench headline`` re-runs the rows of ``benchmarks/RESULTS.md``'s headline table that a spec
+(``benchmarks/headline.yaml``, :mod:`fleetplan.benchmarks.headline`) gives a command for, and
+prints each row's old and new figure, the change, and a flag when the change is beyond the row's
+noise band; ``--write`` puts the new figures, the date, the commit and the load into the table.
+Exit code 1 when a row's command failed or printed no figure.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from fleetplan.errors import InstanceError
 # `fleetplan --help` reads only these two (tests/test_startup.py keeps them equal to the
 # harness's own: cells.DEFAULT_GRACE_S and suite.bundled_suites()).
 DEFAULT_GRACE_S = 10.0
+HEADLINE_SPEC = "benchmarks/headline.yaml"
 
 
 def bundled_suites() -> list[str]:
@@ -49,7 +57,7 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     )
     bench.add_argument("suite", metavar="SUITE",
                        help=f"a suite YAML file or a bundled name ({', '.join(bundled_suites())}); "
-                            "or the word `report`")
+                            "or the word `report` or `headline`")
     bench.add_argument("directory", nargs="?", default=None, metavar="DIR",
                        help="with `report`: the results folder to render")
     bench.add_argument("-o", "--output", default=None, metavar="DIR",
@@ -69,6 +77,14 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     bench.add_argument("--no-plots", action="store_true", help="report.md without PNG figures")
     bench.add_argument("--json", action="store_true",
                        help="the result summary (and errors) as JSON on stdout")
+    headline = bench.add_argument_group("bench headline", "re-run the headline rows of benchmarks/RESULTS.md")
+    headline.add_argument("--spec", default=None, metavar="FILE",
+                          help=f"the rows and their commands (default {HEADLINE_SPEC})")
+    headline.add_argument("--rows", nargs="+", default=None, metavar="ID", help="only these rows of the spec")
+    headline.add_argument("--runs", type=int, default=None, metavar="N", help="runs per row, overriding the spec")
+    headline.add_argument("--dry-run", action="store_true", help="print the commands and the old figures; run nothing")
+    headline.add_argument("--write", action="store_true",
+                          help="put the new figures, the date, the commit and the load into the results file")
     bench.set_defaults(handler=handle)
     return bench
 
@@ -80,6 +96,12 @@ def handle(args: argparse.Namespace) -> int:
     from fleetplan.cli.common import executor_security
     from fleetplan.runs.results import RESULTS_FILE, row_failed
 
+    if args.suite == "headline":
+        return handle_headline(args)
+    given = [flag for flag, value in (("--spec", args.spec), ("--rows", args.rows), ("--runs", args.runs),
+                                      ("--dry-run", args.dry_run), ("--write", args.write)) if value]
+    if given:
+        raise InstanceError(given[0], "only with `fleetplan bench headline`")
     if args.suite == "report":
         if not args.directory:
             raise InstanceError("DIR", "`fleetplan bench report DIR` needs the results folder")
@@ -154,3 +176,95 @@ def _print_summary(folder: Path, report: Path | None, exit_code: int, suite: str
     from fleetplan.instances.base import json_safe
 
     sys.stdout.write(json.dumps(json_safe(summary), indent=1, allow_nan=False) + "\n")
+
+
+def handle_headline(args: argparse.Namespace) -> int:
+    """``fleetplan bench headline``: re-run the spec's rows, print old and new figures."""
+    from fleetplan.benchmarks.headline import (
+        HeadlineSpec,
+        expand,
+        old_figure,
+        replace_numbers,
+        rewrite,
+        run_rows,
+    )
+    from fleetplan.cli.render import make_console
+
+    if args.directory is not None:
+        raise InstanceError("DIR", f"unexpected argument '{args.directory}'")
+    suite_only = [flag for flag, value in (("-o", args.output), ("--resume", args.resume),
+                                           ("--repeats", args.repeats is not None),
+                                           ("--executor", args.executor != "local"), ("--address", args.address),
+                                           ("--save-plans", args.save_plans), ("--no-report", args.no_report),
+                                           ("--no-plots", args.no_plots)) if value]
+    if suite_only:
+        raise InstanceError(suite_only[0], "not a flag of `fleetplan bench headline` (runs per row: --runs)")
+    if args.runs is not None and args.runs < 1:
+        raise InstanceError("--runs", "must be at least 1")
+    if args.dry_run and args.write:
+        raise InstanceError("--write", "a dry run measures nothing to write")
+    spec = HeadlineSpec.load(args.spec or HEADLINE_SPEC)
+    rows = spec.select(args.rows)
+    try:
+        text = spec.results.read_text()
+    except OSError as error:
+        raise InstanceError("results", f"cannot read {spec.results}: {error.strerror or error}",
+                            source=spec.source) from None
+    lines = text.split("\n")
+    olds = {row.id: old_figure(lines, row) for row in rows}  # every row found before anything runs
+    if args.write and not os.access(spec.results, os.W_OK):
+        raise InstanceError("--write", f"{spec.results} is not writable")
+
+    from rich.table import Table
+
+    console = make_console()
+    if args.dry_run:
+        table = Table(title=f"{spec.source}: {len(rows)} rows (dry run)", header_style="bold", title_justify="left")
+        for name in ("row", "old figure", "numbers", "runs", "noise", "command"):
+            table.add_column(name)
+        for row in rows:
+            cell, numbers = olds[row.id]
+            try:
+                command = " ".join(expand(row.command, "{tmp}"))
+            except InstanceError as error:  # the run would fail this row only
+                command = f"{row.command} ({error.reason})"
+            table.add_row(row.id, cell, " / ".join(f"{n:g}" for n in numbers), str(args.runs or row.runs),
+                          f"±{row.noise_pct:g}%", command)
+        if args.json:
+            sys.stdout.write(json.dumps({"rows": [{"id": row.id, "old": olds[row.id][1], "command": row.command,
+                                                   "runs": args.runs or row.runs, "noise_pct": row.noise_pct}
+                                                  for row in rows], "exit_code": 0}) + "\n")
+        else:
+            console.print(table)
+        return 0
+    outcomes = run_rows(spec, rows, runs=args.runs, progress=lambda message: print(message, file=sys.stderr))
+    code = 1 if any(outcome.new is None for outcome in outcomes) else 0
+    if args.json:
+        sys.stdout.write(json.dumps({"rows": [
+            {"id": o.row.id, "old": o.old, "new": o.new, "runs": o.runs, "change_pct": [c if math.isfinite(c) else None for c in o.changes] if o.new else None,
+             "noise_pct": o.row.noise_pct, "flagged": o.flagged, "error": o.error, "load": o.load}
+            for o in outcomes], "exit_code": code}, allow_nan=False, default=str) + "\n")
+    table = Table(title=f"{spec.source}: {len(rows)} rows", header_style="bold", title_justify="left")
+    for name in ("row", "old figure", "new figure", "change", "", "load"):
+        table.add_column(name)
+    for outcome in outcomes:
+        load = f"{min(outcome.load):.1f}-{max(outcome.load):.1f}"
+        if outcome.new is None:
+            table.add_row(outcome.row.id, outcome.old_cell, "-", "-", f"failed: {outcome.error}", load)
+            continue
+        change = " / ".join(f"{c:+.1f}%" for c in outcome.changes)
+        flag = f"beyond ±{outcome.row.noise_pct:g}%" if outcome.flagged else ""
+        table.add_row(outcome.row.id, outcome.old_cell, replace_numbers(outcome.old_cell, outcome.row, outcome.new),
+                      change, flag, load)
+    if not args.json:
+        console.print(table)
+    if args.write:
+        import datetime
+
+        from fleetplan.benchmarks.headline import git_commit
+        from fleetplan.instances.outputs import atomic_write_text
+
+        today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+        atomic_write_text(spec.results, rewrite(spec.results.read_text(), outcomes, today, git_commit(spec.workdir)))
+        print(f"written: {spec.results}", file=sys.stderr)
+    return code

@@ -1,0 +1,229 @@
+"""`fleetplan bench headline`: a spec's rows re-run (tiny Python commands here, no benchmark),
+their figures read by regex or JSON key, the median of the runs, the flag beyond the noise band,
+the rewrite of the Markdown table, and bad specs refused in one line with exit code 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from fleetplan.benchmarks.headline import (
+    HeadlineSpec,
+    change_pct,
+    format_like,
+    read_figure,
+    rewrite,
+    run_rows,
+)
+from fleetplan.cli import main
+
+TABLE = """# Results
+
+| claim | figure | measured beside it | command | when (commit) |
+|---|---|---|---|---|
+| Speed of a | **2.0 s** CPU | b | `a` | 2026-01-01 (abc1234) |
+| Ratio of b | **4.0x / 10.0x** faster at 1,000 / 2,000 jobs | c | `b` | 2026-01-01 (abc1234) |
+| Round trip | **p50 10.0 ms, p99 20.0 ms** (the solve 5 ms) | - | `c` | 2026-01-01 (abc1234) |
+| Count | a plan on **1,200 of 1,300** | - | `d` | 2026-01-01 (abc1234) |
+
+Text after the table.
+"""
+
+# Each run of `values.py` prints the next of its values (a counter file keeps the place), so the
+# runs differ and the median is checkable.
+VALUES = """import json, pathlib, sys
+place = pathlib.Path(sys.argv[1])
+values = json.loads(sys.argv[2])
+n = int(place.read_text()) if place.exists() else 0
+place.write_text(str(n + 1))
+print("noise before the figure")
+print(json.dumps({"ratio": {"small": values[n % len(values)], "large": 10 * values[n % len(values)]}}))
+"""
+
+
+def rows() -> list[dict]:
+    return [
+        {"id": "a", "row": "Speed of a", "command": "{python} -c \"print('took 2.1 s')\"",
+         "regex": "took ([0-9.]+) s", "runs": 1, "noise_pct": 10},
+        {"id": "b", "row": "Ratio of b", "command": "{python} values.py b.count [4.0,8.0,5.0]",
+         "json": ["ratio.small", "ratio.large"], "runs": 3, "noise_pct": 20},
+        {"id": "c", "row": "Round trip",
+         "command": "{python} -c \"import json; print(json.dumps({'p50_ms': 10.94, 'p99_ms': 19.0}))\"",
+         "json": ["p50_ms", "p99_ms"], "old_regex": "p50 ([0-9.]+) ms, p99 ([0-9.]+) ms", "runs": 2},
+        {"id": "d", "row": "Count", "command": "{python} -c \"print('1234.6 and 1300')\"",
+         "regex": "([0-9.]+) and ([0-9]+)", "runs": 1, "noise_pct": 0},
+    ]
+
+
+@pytest.fixture
+def folder(tmp_path):
+    (tmp_path / "RESULTS.md").write_text(TABLE)
+    (tmp_path / "values.py").write_text(VALUES)
+    (tmp_path / "headline.yaml").write_text(yaml.safe_dump({"results": "RESULTS.md", "rows": rows()}))
+    return tmp_path
+
+
+def outcomes_by_id(folder, **kwargs):
+    spec = HeadlineSpec.load(folder / "headline.yaml")
+    return {outcome.row.id: outcome for outcome in run_rows(spec, spec.rows, **kwargs)}
+
+
+def test_figures_are_read_by_regex_and_json_key_and_the_median_of_the_runs_is_taken(folder):
+    found = outcomes_by_id(folder)
+    assert found["a"].old == [2.0] and found["a"].new == [2.1]
+    assert found["b"].runs == [[4.0, 40.0], [8.0, 80.0], [5.0, 50.0]]
+    assert found["b"].old == [4.0, 10.0] and found["b"].new == [5.0, 50.0]  # medians, number by number
+    assert found["c"].old == [10.0, 20.0] and found["c"].new == [10.94, 19.0]
+    assert found["d"].old == [1200.0, 1300.0]  # thousands separators read
+    assert all(len(outcome.load) == 2 for outcome in found.values())  # before and after each row
+
+
+def test_changes_beyond_the_noise_band_are_flagged(folder):
+    found = outcomes_by_id(folder)
+    assert found["a"].changes == pytest.approx([5.0]) and not found["a"].flagged  # within 10 %
+    assert found["b"].changes == pytest.approx([25.0, 400.0]) and found["b"].flagged
+    assert found["c"].changes == pytest.approx([9.4, -5.0]) and not found["c"].flagged  # default band 10 %
+    assert found["d"].flagged  # band 0: any change
+    assert change_pct(0.0, 0.0) == 0.0 and change_pct(0.0, 1.0) == float("inf")
+
+
+def test_runs_overrides_the_spec(folder):
+    found = outcomes_by_id(folder, runs=1)
+    assert found["b"].runs == [[4.0, 40.0]]
+
+
+def test_rewrite_puts_the_figures_date_commit_and_load_in_the_table(folder):
+    found = outcomes_by_id(folder)
+    text = rewrite(TABLE, list(found.values()), "2026-11-28", "def5678")
+    lines = text.split("\n")
+    assert lines[4].startswith("| Speed of a | **2.1 s** CPU | b | `a` | 2026-11-28 (def5678), load ")
+    # each number written as the one it replaces; the text around the bold figure kept
+    assert "| **5.0x / 50.0x** faster at 1,000 / 2,000 jobs |" in lines[5]
+    assert "| **p50 10.9 ms, p99 19.0 ms** (the solve 5 ms) |" in lines[6]
+    assert "a plan on **1,235 of 1,300** |" in lines[7]
+    assert lines[:4] == TABLE.split("\n")[:4] and lines[8:] == TABLE.split("\n")[8:]
+    assert format_like("1,000", 1234.6) == "1,235" and format_like("0.18", 0.2) == "0.20"
+
+
+def test_a_failed_or_silent_command_fails_its_row_only(folder):
+    spec = yaml.safe_load((folder / "headline.yaml").read_text())
+    spec["rows"][0]["command"] = "{python} -c \"import sys; sys.exit('broken here')\""
+    spec["rows"][1]["command"] = "{python} -c \"print('no figure')\""
+    spec["rows"][2]["command"] = "{python} $FLEETPLAN_TEST_UNSET_VARIABLE"
+    (folder / "headline.yaml").write_text(yaml.safe_dump(spec))
+    found = outcomes_by_id(folder)
+    assert found["a"].new is None and "exit code 1: broken here" in found["a"].error
+    assert found["b"].new is None and "no JSON object line" in found["b"].error
+    assert found["c"].new is None and "FLEETPLAN_TEST_UNSET_VARIABLE is not set" in found["c"].error
+    assert found["d"].new == [1234.6, 1300.0]
+
+
+def test_read_figure_reports_a_missing_key():
+    spec = HeadlineSpec.from_data({"results": "R.md", "rows": [{"id": "x", "row": "x", "command": "c",
+                                                                "json": "a.b"}]}, ".")
+    assert read_figure(spec.rows[0], json.dumps({"a": {"b": 3}}) + "\n", "") == [3.0]
+    with pytest.raises(ValueError, match="no key 'a.b'"):
+        read_figure(spec.rows[0], json.dumps({"a": 3}), "")
+
+
+def test_cli_prints_the_table_writes_and_exits_0(folder, capsys):
+    assert main(["bench", "headline", "--spec", str(folder / "headline.yaml"), "--rows", "a", "b",
+                 "--write"]) == 0
+    out = capsys.readouterr().out
+    assert "beyond ±20%" in out and "+25.0% / +400.0%" in out and "+5.0%" in out
+    text = (folder / "RESULTS.md").read_text()
+    assert "| Speed of a | **2.1 s** CPU |" in text and "**5.0x / 50.0x**" in text
+    assert "**p50 10.0 ms, p99 20.0 ms**" in text  # a row not selected stays as it was
+
+
+def test_cli_exits_1_when_a_row_fails(folder, capsys):
+    spec = yaml.safe_load((folder / "headline.yaml").read_text())
+    spec["rows"][0]["command"] = "{python} -c \"print('nothing')\""
+    (folder / "headline.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["bench", "headline", "--spec", str(folder / "headline.yaml"), "--rows", "a", "d"]) == 1
+    assert "failed" in capsys.readouterr().out
+
+
+def test_dry_run_runs_nothing(folder, capsys):
+    spec = yaml.safe_load((folder / "headline.yaml").read_text())
+    spec["rows"][0]["command"] = "{python} -c \"open('ran', 'w')\""
+    (folder / "headline.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["bench", "headline", "--spec", str(folder / "headline.yaml"), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "4 / 10" in out and "1200 / 1300" in out and "dry run" in out
+    assert not (folder / "ran").exists() and not (folder / "b.count").exists()
+
+
+BAD_ROWS = [
+    ({"command": None}, "rows[0].command: required"),
+    ({"json": ["x"]}, "rows[0]: give exactly one of `regex`"),
+    ({"regex": "took [0-9.]+"}, "rows[0].regex: needs a capture group"),
+    ({"regex": "took ([0-9.]+"}, "rows[0].regex: not a regular expression"),
+    ({"runs": 0}, "rows[0].runs: expected a whole number >= 1"),
+    ({"noise_pct": -1}, "rows[0].noise_pct: expected a finite number >= 0"),
+    ({"colour": "red"}, "rows[0].colour: unknown field"),
+    ({"id": "b"}, "rows[1].id: 'b' is used twice"),
+    ({"row": "No such row"}, "a.row: no table row of the results file starts with 'No such row'"),
+    ({"regex": "(a) (b)"}, "the results file's figure '2.0 s' has 1 numbers, the spec reads 2"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), BAD_ROWS)
+def test_a_bad_spec_is_one_line_and_exit_code_2(folder, capsys, change, message):
+    spec = {"results": "RESULTS.md", "rows": rows()}
+    spec["rows"][0].update(change)
+    spec["rows"][0] = {key: value for key, value in spec["rows"][0].items() if value is not None}
+    (folder / "headline.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["bench", "headline", "--spec", str(folder / "headline.yaml"), "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err and "Traceback" not in err
+    assert not (folder / "b.count").exists()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--rows", "zz"], "--rows: no row 'zz'"),
+    (["--runs", "0"], "--runs: must be at least 1"),
+    (["--dry-run", "--write"], "--write: a dry run measures nothing to write"),
+    (["--spec", "NOWHERE"], "--spec: cannot read"),
+    (["--spec", "NOT_YAML"], "not YAML"),
+])
+def test_bad_arguments_are_one_line_and_exit_code_2(folder, capsys, argv, message):
+    (folder / "bad.yaml").write_text("rows: [a: b: c\n")
+    argv = [str(folder / "nowhere.yaml") if a == "NOWHERE" else str(folder / "bad.yaml") if a == "NOT_YAML" else a
+            for a in argv]
+    spec = [] if "--spec" in argv else ["--spec", str(folder / "headline.yaml")]
+    assert main(["bench", "headline", *spec, *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
+
+
+def test_headline_flags_belong_to_headline(capsys):
+    assert main(["bench", "quick", "--dry-run"]) == 2
+    assert "--dry-run: only with `fleetplan bench headline`" in capsys.readouterr().err
+
+
+def test_the_repository_spec_finds_every_row_of_results_md():
+    from pathlib import Path
+
+    spec = HeadlineSpec.load(Path(__file__).parents[1] / "benchmarks" / "headline.yaml")
+    from fleetplan.benchmarks.headline import old_figure
+
+    lines = spec.results.read_text().split("\n")
+    for row in spec.rows:
+        cell, numbers = old_figure(lines, row)
+        assert len(numbers) == row.numbers, row.id
+
+
+def test_json_prints_the_rows_and_the_exit_code(folder, capsys):
+    assert main(["bench", "headline", "--spec", str(folder / "headline.yaml"), "--rows", "b", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    [row] = data["rows"]
+    assert data["exit_code"] == 0 and row["id"] == "b" and row["new"] == [5.0, 50.0] and row["flagged"]
+    assert row["change_pct"] == pytest.approx([25.0, 400.0]) and len(row["load"]) == 2
+
+
+def test_suite_flags_are_refused_with_headline(folder, capsys):
+    assert main(["bench", "headline", "--spec", str(folder / "headline.yaml"), "--repeats", "2"]) == 2
+    assert "--repeats: not a flag of `fleetplan bench headline`" in capsys.readouterr().err
