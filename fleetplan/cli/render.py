@@ -15,6 +15,18 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
+# The numbers' formats live in .numbers (the per-kind views use them too); the names stay
+# importable from here, where the commands have always found them.
+from fleetplan.cli.numbers import (  # noqa: F401
+    PREVIEW_ROWS,
+    fmt,
+    fmt_bytes,
+    fmt_gap,
+    fmt_measure,
+    fmt_number,
+    fmt_seconds,
+)
+
 if TYPE_CHECKING:  # pragma: no cover - typing only; `fleetplan --help` loads no pydantic model
     from fleetplan.instances.base import Evaluation
 
@@ -25,49 +37,6 @@ def make_console(stderr: bool = False) -> Console:
     columns = os.environ.get("COLUMNS", "")
     width = int(columns) if columns.isdigit() and int(columns) > 20 else (None if stream.isatty() else 160)
     return Console(stderr=stderr, highlight=False, width=width)
-
-
-# --- numbers with units --------------------------------------------------------------------
-
-def fmt(value: float | None, digits: int = 6) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.{digits}g}"
-
-
-def fmt_number(value: float | None, digits: int = 6) -> str:
-    """A count or an amount as a planner writes it: 18,000 (not 1.8e+04), 3.2, 568."""
-    from fleetplan.instances.glossary import fmt_number as glossary_number
-
-    return "-" if value is None else glossary_number(value, digits)
-
-
-def fmt_gap(gap: float | None) -> str:
-    """A relative gap as a percentage; below 1e-6 it is 0% (solver noise, not a gap)."""
-    if gap is None:
-        return "-"
-    return "0%" if gap < 1e-6 else f"{100 * gap:.3g}%"
-
-
-def fmt_bytes(value: float) -> str:
-    from fleetplan.instances.glossary import fmt_bytes as glossary_bytes
-
-    return glossary_bytes(value)
-
-
-def fmt_seconds(value: float) -> str:
-    from fleetplan.instances.glossary import fmt_duration
-
-    return fmt_duration(value)
-
-
-def fmt_measure(name: str, value: float | None, digits: int = 6, scope: str | None = None) -> str:
-    """A metric in its unit's one format, from the glossary (:func:`fleetplan.instances.glossary.format_value`):
-    a fraction always as a percentage, bytes as GB/TB, seconds as a readable duration — never
-    chosen by the value (1.0957 and 0.6794 of one metric print alike)."""
-    from fleetplan.instances.glossary import format_value
-
-    return format_value(name, value, digits, scope)
 
 
 # --- verdicts ---------------------------------------------------------------------------
@@ -258,8 +227,6 @@ def render_service_warnings(console: Console, evaluation: Evaluation | None) -> 
 
 
 # --- plans --------------------------------------------------------------------------------
-
-PREVIEW_ROWS = 10
 
 
 def render_plan(console: Console, instance: Any, plan: Any, evaluation: Evaluation | None = None,

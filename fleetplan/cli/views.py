@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from fleetplan.cli.render import PREVIEW_ROWS, fmt, fmt_bytes, fmt_number
+from fleetplan.cli.numbers import PREVIEW_ROWS, fmt, fmt_bytes, fmt_number
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from fleetplan.instances.base import Evaluation

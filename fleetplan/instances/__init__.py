@@ -79,6 +79,7 @@ def _placement() -> ProblemKind:
         cli_view="fleetplan.cli.views:PlacementView",
         frames="fleetplan.instances.placement.frames",
         folder_tables=(("regions", "tables", "jobs"), ()),
+        folder_reader="fleetplan.instances.placement.columnar:from_folder",
         demo_solvers=("keep", "greedy", "hill-climb", "mip-highs", "cpsat"),
         demo_metrics={"hp_demand_supply_max": "max D/S", "home_training_rate": "at home",
                       "collocation_rate": "colloc.", "bytes_moved": "moved"},

@@ -282,6 +282,9 @@ class ProblemKind:
     # The tables a folder of the kind holds, as ``fleetplan export`` writes them: (required,
     # optional) names; how ``load_instance(FOLDER)`` tells a folder's kind.
     folder_tables: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+    # from_folder(folder, tables, settings) -> instance, where a kind reads a folder otherwise
+    # than through its ``frames`` module's (placement: column-wise, faster at 10^6 rows).
+    folder_reader: str | None = None
     # Whether a what-if may set ``clusters.NAME[.HARDWARE].machines``: a count the file holds as
     # rows of machines (fleetplan.instances.paths).
     machine_counts: bool = False

@@ -69,7 +69,8 @@ def load_folder(folder: str | Path) -> InstanceBase:
         tables = {name: str(path) for name, path in found.items() if path is not None}
         settings = next((folder / f"settings{suffix}" for suffix in (".yaml", ".yml", ".json")
                          if (folder / f"settings{suffix}").is_file()), None)
-        return _kind_module(spec.name).from_folder(folder, tables, None if settings is None else str(settings))
+        reader = spec.load("folder_reader") if spec.folder_reader else _kind_module(spec.name).from_folder
+        return reader(folder, tables, None if settings is None else str(settings))
     wanted = "; ".join(f"{spec.name}: {', '.join(spec.folder_tables[0])}" for spec in readers)  # type: ignore[index]
     raise InstanceError("", f"a folder is read as an instance's tables, as `fleetplan export` writes them "
                             f"(.parquet or .csv), and these were not all found ({wanted})", str(folder))

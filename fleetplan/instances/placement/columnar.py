@@ -66,6 +66,12 @@ def folder_files(folder: Path) -> dict[str, Path] | None:
     return files
 
 
+def from_folder(folder: str | Path, tables: dict[str, str], settings: str | None) -> PlacementInstance:
+    """The placement kind's folder reader (its registration's ``folder_reader``): the folder's
+    tables, read column-wise."""
+    return load_folder(folder)
+
+
 def load_folder(folder: str | Path) -> PlacementInstance:
     """The placement instance in ``folder`` (module docstring); raises :class:`InstanceError`."""
     from fleetplan.instances.placement.frames import from_frames

@@ -437,11 +437,3 @@ def region_frame(instance: PlacementInstance, plan: PlacementPlan) -> pd.DataFra
         "replica_plan_bytes": replicas,
         "stored_plan_bytes": homes_plan + replicas,
     })
-
-
-def from_folder(folder: Any, tables: dict[str, str], settings: str | None) -> Any:
-    """The instance of a folder of placement tables, read column-wise
-    (:mod:`fleetplan.instances.placement.columnar`: faster than cell by cell at 10^6 rows)."""
-    from fleetplan.instances.placement.columnar import load_folder
-
-    return load_folder(folder)

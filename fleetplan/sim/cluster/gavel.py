@@ -50,8 +50,8 @@ class GavelScheduler(Scheduler):
         """X for ``jobs`` (re-solved only when the job set changed)."""
         if len(jobs) == len(self.solved_for) and np.array_equal(jobs, self.solved_for):
             return self.X
-        import fleetplan
         from fleetplan.instances.allocation import AllocationInstance
+        from fleetplan.solvers import solve
 
         trace = sim.trace
         types = trace.worker_types
@@ -68,7 +68,7 @@ class GavelScheduler(Scheduler):
             } for m in jobs],
         }
         instance = AllocationInstance.model_validate(data)
-        result = fleetplan.solve(instance, solver=self.policy, seed=self.seed)
+        result = solve(instance, solver=self.policy, seed=self.seed)
         if result.plan is None:
             raise InstanceError("policy", f"policy '{self.policy}' found no allocation: {result.message}")
         self.solves += 1
