@@ -489,3 +489,19 @@ def wait_final_state(service: Service, job: str) -> dict:
             return state
         time.sleep(0.05)
     raise AssertionError(f"job {job} did not end within 60 s")
+
+
+def test_a_purchase_schedule_over_http(service):
+    horizon = {"periods": 2, "targets": ["min_time_share>=0.6"], "demand": {"multipliers": [1, 2]},
+               "buy": {"k80": {"price": 1.0, "price_decline": 0.1}}}
+    answer = service.post("/v1/horizon", {"instance": GAVEL, "horizon": horizon, "wait": 60})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["status"] == "optimal" and body["schedule"] and all(
+        all(row["checks"].values()) for row in body["periods"])
+    assert body["periods"][0]["policy"] == "max-min-fairness"
+    # checked before it is queued: the horizon's own field is named, and so is an unknown one
+    bad = service.post("/v1/horizon", {"instance": GAVEL, "horizon": {**horizon, "periods": 0}})
+    assert bad.status_code == 422 and bad.json()["error"].startswith("periods")
+    typo = service.post("/v1/horizon", {"instance": GAVEL, "horizon": horizon, "polcy": "x"})
+    assert typo.status_code == 422 and "polcy" in typo.json()["error"]

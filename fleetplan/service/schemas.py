@@ -74,8 +74,23 @@ class WhatifRequest(_Request):
     seed: Seed = 0
 
 
+class HorizonRequest(_Request):
+    """``POST /v1/horizon``: the cheapest purchase schedule over periods (``fleetplan horizon``)."""
+
+    horizon: dict[str, Any] = Field(description="the horizon, in the horizon file's layout (docs/planning.md, "
+                                                "section 7)")
+    gap: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = Field(
+        0.01, description="stop once the schedule is proven within this fraction of the cheapest")
+    stochastic: bool = Field(True, description="with scenarios: also the wait-and-see and mean-value solves (VSS, EVPI)")
+    prices: bool = Field(False, description="also re-solve for the prices that bind (budget, lead time)")
+    policy: str | None = Field("default", description="allocation: the policy each period is also solved by and "
+                                                      "judged ('default': the kind's; None: no check)")
+    seed: Seed = 0
+    threads: Threads = 1
+
+
 REQUESTS: dict[str, type[_Request]] = {"solve": SolveRequest, "evaluate": EvaluateRequest, "size": SizeRequest,
-                                       "whatif": WhatifRequest}
+                                       "whatif": WhatifRequest, "horizon": HorizonRequest}
 
 Wait = Annotated[float, Field(ge=0, le=MAX_WAIT_S, allow_inf_nan=False)] | None
 
@@ -263,6 +278,17 @@ def check_fields(task: str, data: dict[str, Any], max_time_limit_s: float) -> di
             raise InstanceError("policy", error.reason) from None
     elif task == "evaluate":
         validate_model(get_kind(instance.kind).plan_type, data["plan"], "plan")
+    elif task == "horizon":
+        from fleetplan.planning.horizon.spec import parse_horizon
+
+        parse_horizon(data["horizon"], None)  # errors name horizon's field
+        if request.policy not in (None, "default"):
+            from fleetplan.solvers import get_solver
+
+            try:
+                get_solver(instance.kind, request.policy)
+            except InstanceError as error:
+                raise InstanceError("policy", error.reason) from None
     envelope = request.model_dump(exclude={"instance", "plan"})
     envelope["kind"] = instance.kind
     return envelope

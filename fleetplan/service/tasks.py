@@ -99,18 +99,16 @@ def size(request: dict[str, Any], deadline: float | None, scratch: Path) -> dict
 
 
 def whatif(request: dict[str, Any], deadline: float | None, scratch: Path) -> dict[str, Any]:
-    from fleetplan.instances.outputs import atomic_write_text
     from fleetplan.planning.whatif import whatif as sweep
 
-    _instance(request)  # one error naming the field before anything is written
-    # The scratch folder is made again if someone removed it: a sweep needs files, a solve none.
+    instance = _instance(request)  # one error naming the field before anything is written
+    # The scratch folder is made again if someone removed it: a sweep keeps its results table
+    # there (a solve needs no files).
     scratch.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="whatif-", dir=scratch))
     try:
-        path = folder / "instance.json"
-        atomic_write_text(path, json.dumps(request["instance"]))
         per_point = request.get("time_limit_per_point") or 60.0
-        result = sweep(path, request.get("vary") or [], folder / "sweep", solver=request.get("solver"),
+        result = sweep(instance, request.get("vary") or [], folder / "sweep", solver=request.get("solver"),
                        options=request.get("options") or {}, metrics=request.get("metrics"), time_limit=per_point,
                        seed=request.get("seed", 0), progress=None, plot=False)
         return {"rows": result.rows, "varied": result.varied, "metrics": result.metrics, "failed": result.failed}
@@ -118,7 +116,20 @@ def whatif(request: dict[str, Any], deadline: float | None, scratch: Path) -> di
         shutil.rmtree(folder, ignore_errors=True)
 
 
-TASKS = {"solve": solve, "evaluate": evaluate, "size": size, "whatif": whatif}
+def horizon(request: dict[str, Any], deadline: float | None, scratch: Path) -> dict[str, Any]:
+    from fleetplan.planning.horizon import plan_horizon
+
+    instance = _instance(request)
+    if "horizon" not in request:
+        raise InstanceError("horizon", "required field is missing")
+    result = plan_horizon(instance, request["horizon"], time_limit=_time_left(deadline),
+                          mip_rel_gap=request.get("gap", 0.01), stochastic=request.get("stochastic", True),
+                          marginal=request.get("prices", False), policy=request.get("policy", "default"),
+                          seed=request.get("seed", 0), threads=request.get("threads", 1))
+    return result.to_dict()
+
+
+TASKS = {"solve": solve, "evaluate": evaluate, "size": size, "whatif": whatif, "horizon": horizon}
 
 
 def _session_task(task: str, request: dict[str, Any], deadline: float | None, session: str) -> dict[str, Any]:
