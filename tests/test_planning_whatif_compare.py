@@ -45,7 +45,7 @@ def test_bad_vary_is_one_error(text, message):
 
 def test_whatif_table_and_plot(tmp_path):
     out = tmp_path / "sweep"
-    result = whatif(ALLOCATION, ["worker_types.v100.count=8:24:8"], out, progress=None)
+    result = whatif(ALLOCATION, ["worker_types.v100.count=8:24:8"], out, progress=None, plot=True)
     assert [row["worker_types.v100.count"] for row in result.rows] == [8, 16, 24]
     assert all(row["status"] == "optimal" for row in result.rows)
     totals = [row["total_throughput"] for row in result.rows]

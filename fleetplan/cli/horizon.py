@@ -133,7 +133,8 @@ def handle_sweep(args: argparse.Namespace) -> int:
                             time_limit=args.time_limit if args.time_limit is not None else 60.0, seed=args.seed,
                             threads=args.threads, mip_rel_gap=args.gap, stochastic=not args.no_stochastic,
                             policy=None if args.policy == "none" else args.policy, executor=args.executor, workers=args.workers, address=args.address, tls=tls,
-                            insecure=args.insecure, resume=args.resume, progress=None if args.json else "auto")
+                            insecure=args.insecure, resume=args.resume, progress=None if args.json else "auto",
+                            plot=True)
     code = 0 if result.failed < len(result.rows) else 1
     if args.report:
         _whatif_report(args, result, question=f"how the cheapest purchase schedule and its cost move with "

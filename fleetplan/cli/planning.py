@@ -607,7 +607,7 @@ def handle_whatif(args: argparse.Namespace) -> int:
     result = whatif(args.file, args.vary, args.output, solver=args.solver, options=options, metrics=metrics,
                     time_limit=args.time_limit, seed=args.seed, threads=args.threads, executor=args.executor,
                     workers=args.workers, address=args.address, tls=tls, insecure=args.insecure,
-                    resume=args.resume, progress=None if args.json else "auto", frontier=args.frontier)
+                    resume=args.resume, progress=None if args.json else "auto", frontier=args.frontier, plot=True)
     code = 0 if result.failed < len(result.rows) else 1
     if args.report:
         _whatif_report(args, result)

@@ -175,7 +175,7 @@ def whatif(instance: Any, varies: Sequence[str | Vary], out: str | Path | None =
            options: dict[str, Any] | None = None, metrics: Sequence[str] | None = None,
            time_limit: float = 60.0, seed: int = 0, threads: int = 1, executor: str = "local", workers: int = 1,
            address: Any = None, tls: Any = None, insecure: bool = False, resume: bool = False,
-           progress: Any = "auto", plot: bool = True, frontier: bool = False) -> WhatIfResult:
+           progress: Any = "auto", plot: bool = False, frontier: bool = False) -> WhatIfResult:
     """Solve the instance once per grid point and tabulate the metrics.
 
     Parameters
@@ -189,6 +189,7 @@ def whatif(instance: Any, varies: Sequence[str | Vary], out: str | Path | None =
     time_limit : seconds per point
     executor, workers, address, tls, insecure : as ``fleetplan bench`` (local processes or Dask)
     resume : finish an interrupted sweep in ``out`` without redoing finished points
+    plot : also draw ``whatif.png`` in ``out`` (the command line does; the library returns the table)
     frontier : allocation: add each point's policy-free best value of the service metrics
         (:mod:`fleetplan.planning.frontier`), tabulated as ``frontier_<metric>`` and drawn dashed
 

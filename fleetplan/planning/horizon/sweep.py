@@ -48,7 +48,7 @@ def horizon_whatif(instance: Any, horizon: Any, varies: Sequence[Any], out: str 
                    stochastic: bool = True, policy: str | None = "default", executor: str = "local",
                    workers: int = 1, address: Any = None,
                    tls: Any = None, insecure: bool = False, resume: bool = False, progress: Any = "auto",
-                   plot: bool = True) -> Any:
+                   plot: bool = False) -> Any:
     """Plan the horizon once per grid point and tabulate the schedules.
 
     Parameters
@@ -62,7 +62,7 @@ def horizon_whatif(instance: Any, horizon: Any, varies: Sequence[Any], out: str 
         files, the table only
     time_limit, seed, threads, mip_rel_gap, stochastic, policy : as
         :func:`~fleetplan.planning.horizon.plan_horizon`, per point
-    executor, workers, address, tls, insecure, resume, progress : as :func:`fleetplan.planning.whatif.whatif`
+    executor, workers, address, tls, insecure, resume, progress, plot : as :func:`fleetplan.planning.whatif.whatif`
 
     Returns a :class:`fleetplan.planning.whatif.WhatIfResult` (``rows``: one dict per point).
 
