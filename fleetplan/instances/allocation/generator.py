@@ -68,6 +68,14 @@ class AllocationParams(StrictModel):
         "independent factor drawn uniformly from [1 - noise, 1 + noise], as per-job measurements "
         "would differ: every job becomes distinct, so merging identical jobs cannot shrink the LP "
         "(e.g. 0.1 for +-10%)")
+    priority_share: float = Field(default=0.0, ge=0, le=1, description="share of jobs given `priority_weight` "
+                                  "(the rest keep weight 1): Gavel's priorities")
+    priority_weight: float = Field(default=4.0, gt=0, le=1e6, description="the weight of those jobs")
+    unusable_share: float = Field(
+        default=0.0, ge=0, lt=1, description="share of (job, worker type) pairs on which the job cannot run "
+        "(throughput 0); every job keeps at least one type it can use")
+    huge_job: bool = Field(default=False, description="make the first job as large as the cluster allows (its "
+                                                      "scale factor the largest power of two no type's count is below)")
 
 
 def estimate(params: AllocationParams) -> Estimate:
@@ -138,6 +146,7 @@ def generated_instance_data(params: AllocationParams, seed: int) -> dict[str, An
         noise = np.random.default_rng([seed, 2]).uniform(1.0 - params.throughput_noise,
                                                          1.0 + params.throughput_noise, throughput.shape)
         throughput = throughput * noise
+    weights, throughput, scale = _adversarial(params, throughput, scale, min(counts.values()), seed)
     steps, elapsed, slo = _progress(throughput, scale, np.array([counts[t] for t in types], dtype=float),
                                     params.slo_fraction, np.random.default_rng([seed, 1]))
     jobs = []
@@ -150,6 +159,8 @@ def generated_instance_data(params: AllocationParams, seed: int) -> dict[str, An
             "steps_left": float(steps[index]),
             "time_elapsed": float(elapsed[index]),
         }
+        if weights[index] != 1.0:
+            job["weight"] = float(weights[index])
         if entity is not None:
             job["entity"] = entity
         if np.isfinite(slo[index]):
@@ -166,6 +177,28 @@ def generated_instance_data(params: AllocationParams, seed: int) -> dict[str, An
         data["colocations"] = colocations_for({entry["job_type"] for entry, _ in chosen if entry["scale_factor"] == 1},
                                               params.worker_types)
     return data
+
+
+def _adversarial(params: AllocationParams, throughput: np.ndarray, scale: np.ndarray, smallest_count: int,
+                 seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Priorities, unusable types and one huge job, each drawn from a stream of its own so that
+    every instance without them stays as it was."""
+    jobs = len(scale)
+    weights = np.ones(jobs)
+    if params.priority_share > 0:
+        chosen = np.random.default_rng([seed, 3]).choice(jobs, size=int(round(params.priority_share * jobs)),
+                                                         replace=False)
+        weights[chosen] = params.priority_weight
+    if params.unusable_share > 0 and throughput.shape[1] > 1:
+        unusable = np.random.default_rng([seed, 4]).random(throughput.shape) < params.unusable_share
+        # a job every type of which was drawn keeps its fastest
+        everything = unusable.all(axis=1)
+        unusable[everything, throughput[everything].argmax(axis=1)] = False
+        throughput = np.where(unusable, 0.0, throughput)
+    if params.huge_job and jobs:
+        scale = scale.copy()
+        scale[0] = _largest_power_of_two_at_most(max(smallest_count, 1))
+    return weights, throughput, scale
 
 
 def _progress(throughput: np.ndarray, scale: np.ndarray, num_workers: np.ndarray, slo_fraction: float,
