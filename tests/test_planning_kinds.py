@@ -104,3 +104,22 @@ def test_reservation_binding_estimates_name_the_servers_that_help(capsys):
     assert main(["solve", "examples/binpack-small.json", "--binding"]) == 0
     out = capsys.readouterr().out
     assert "preempted_jobs" in out and "machine" in out
+
+
+def test_gpushare_marginal_values_add_and_remove_one_node_of_each_model():
+    from fleetplan.planning.marginal import gpushare_units, marginal_values
+
+    instance = fleetplan.load_instance("examples/gpushare-small.json")
+    nodes = len(instance.nodes.id)
+    units = {name: (unit, more, fewer) for name, unit, more, fewer in gpushare_units(instance)}
+    assert set(units) == {model for model in instance.nodes.model if model}
+    for name, (unit, more, fewer) in units.items():
+        added, removed = more(), fewer()
+        assert len(added.nodes.id) == nodes + 1 and added.nodes.model[-1] == name
+        assert len(removed.nodes.id) == nodes - 1
+        assert f"node of {added.nodes.gpus[-1]} GPU" == unit
+    values = marginal_values(instance, "best-fit", metrics=["tasks_pending", "gpu_allocated_share"])
+    for value in values.values:
+        # every task places today: one node more cannot leave one pending, and its GPUs dilute the share
+        assert value.more["tasks_pending"] == 0 and value.more["gpu_allocated_share"] < 0
+        assert value.fewer is not None and value.fewer["tasks_pending"] >= 0

@@ -126,10 +126,10 @@ PLANNING_KINDS: dict[str, PlanningKind] = {
         service_metrics=("gpus_idle",),
         decisive=("placed_workloads", "unplaced_workloads", "preempted_jobs", "gpus_idle"),
         objective_difference_path="fleetplan.planning.compare:score_order_difference", whole_units="machines"),
-    # The GPU-sharing cluster (FGD on Alibaba's trace): nodes of a GPU model bought; marginal
-    # values not built yet.
+    # The GPU-sharing cluster (FGD on Alibaba's trace): nodes of a GPU model bought or removed.
     "gpushare": PlanningKind(
-        name="gpushare", sizer_path="fleetplan.planning.sizing.gpushare:size_gpushare", capacity_units_path=None,
+        name="gpushare", sizer_path="fleetplan.planning.sizing.gpushare:size_gpushare",
+        capacity_units_path="fleetplan.planning.marginal:gpushare_units",
         service_metrics=("tasks_placed", "gpu_allocated_share", "fragmentation_share"), whole_units="nodes",
         decisive=("tasks_placed", "gpu_allocated_share", "fragmentation_share", "cpu_allocated_share",
                   "memory_allocated_share")),

@@ -355,3 +355,29 @@ def binpack_units(instance: Any) -> Iterator[CapacityUnit]:
                    lambda c=c, h=h, capacity=capacity: sized_instance(instance, np.array([c]), np.array([h]),
                                                                       capacity.reshape(1, 3)),
                    (lambda m=int(idle[-1]): without(m)) if idle.size else None)
+
+
+def gpushare_units(instance: Any) -> Iterator[CapacityUnit]:
+    """A node of each GPU model more (like the model's most common node, as sizing buys it) and
+    fewer (the last such node of the list)."""
+    from fleetplan.instances import instance_from_data
+    from fleetplan.planning.sizing import Purchase
+    from fleetplan.planning.sizing.gpushare import _templates, with_nodes
+
+    nodes = instance.nodes
+
+    def without(row: int) -> Any:
+        data = instance.model_dump()
+        for column in data["nodes"].values():
+            if isinstance(column, list):
+                del column[row]
+        return instance_from_data(data)
+
+    for model in sorted({name for name in nodes.model if name}):
+        offer = _templates(instance, [Purchase(model)])[0]
+        _, cpu, memory, gpus, _, _ = offer
+        alike = [row for row, shape in enumerate(zip(nodes.model, nodes.cpu_milli, nodes.memory_mib, nodes.gpus,
+                                                     strict=True)) if shape == (model, cpu, memory, gpus)]
+        yield (model, f"node of {gpus} GPU", lambda offer=offer: with_nodes(instance, [offer], [1]),
+               (lambda row=alike[-1]: without(row)) if alike else None)
+
