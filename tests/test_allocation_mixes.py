@@ -36,3 +36,16 @@ def test_every_policy_plans_every_mix(mix):
         result = fleetplan.solve(instance, spec.name, time_limit=30)
         assert result.plan is not None, (spec.name, result.message)
         assert result.evaluation is not None and not result.evaluation.violations, (spec.name, mix)
+
+
+def test_a_level_set_by_one_jobs_ceiling_is_refined_without_the_full_lp():
+    # Types a job cannot use: the max-min level is one job's best score, the refinement decides
+    # every other allocation, and its first reduced LP (16 jobs) prices the capacity for itself
+    # alone: its certificate rejected 1,862 jobs and the solve fell back to the full LP (17x).
+    instance = fleetplan.generate("allocation", {**PLAIN, "jobs": 2048, "unusable_share": 0.3}, seed=0)
+    result = fleetplan.solve(instance, "max-min-fairness")
+    assert not any("falling back" in line for line in result.log), result.log
+    assert any("refinement: certified optimal" in line for line in result.log)
+    full = fleetplan.solve(instance, "max-min-fairness", decomposition="none")
+    assert result.evaluation.objective == pytest.approx(full.evaluation.objective, rel=1e-9)
+    assert not result.evaluation.violations

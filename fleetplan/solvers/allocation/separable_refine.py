@@ -367,20 +367,28 @@ def refine(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarra
         if status != "optimal":
             return SeparableResult("fallback" if status != "time_limit" else "time_limit",
                                    log=log + [f"refinement: reduced LP ended {status}"], stats=stats)
-        # The prices stay close: the set stays small, the rejected jobs join it (sticky).
-        lam, previous, size = lam_new, lam_new, CONVERGED_WORKING_SET
         # Certificate: each fixed job's vertex is still its best at the reduced LP's prices.
         fixed_jobs = np.flatnonzero(~free)
-        _, best, _, _ = _picks(A[fixed_jobs], need[fixed_jobs], mult[fixed_jobs], usage[fixed_jobs], lam)
-        got = _value_of(A[fixed_jobs], mult[fixed_jobs], usage[fixed_jobs], lam, fixed_x[fixed_jobs])
+        _, best, _, _ = _picks(A[fixed_jobs], need[fixed_jobs], mult[fixed_jobs], usage[fixed_jobs], lam_new)
+        got = _value_of(A[fixed_jobs], mult[fixed_jobs], usage[fixed_jobs], lam_new, fixed_x[fixed_jobs])
         profit = mult[fixed_jobs] * A[fixed_jobs].max(axis=1)
         wrong = ~(got >= best - CERTIFICATE_TOLERANCE * (np.abs(best) + profit))
         if not wrong.any():
+            lam = lam_new
             break
         log.append(f"refinement round {rounds}: the certificate rejects {int(wrong.sum())} fixed jobs")
         if rounds >= MAX_ROUNDS:
             return SeparableResult("fallback", log=log + [f"refinement: {int(wrong.sum())} fixed jobs still fail"],
                                    stats=stats)
+        if (free.sum() + wrong.sum()) > MAX_FREE_SHARE * n and n > WORKING_SET and not anchored:
+            # So few free jobs that the reduced LP's prices say nothing of the others (a
+            # level set by one job's ceiling leaves the capacity rows to the free ones alone):
+            # keep the prices, free more of the jobs nearest a tie instead.
+            size *= 4
+            lam = previous
+            continue
+        # The prices stay close: the set stays small, the rejected jobs join it (sticky).
+        lam, previous, size = lam_new, lam_new, CONVERGED_WORKING_SET
         sticky[fixed_jobs[wrong]] = True
     stats["refine_s"] = time.perf_counter() - started
     log.append(f"refinement: certified optimal in {rounds} round(s), {int(free.sum())} of {n} jobs in the reduced LP")
