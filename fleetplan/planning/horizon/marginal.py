@@ -15,7 +15,7 @@ def horizon_marginal_values(spec: HorizonSpec, instance: Any, result: Any, deadl
                             seed: int, mip_rel_gap: float) -> dict[str, Any]:
     """``{"budget": {period: {...}}, "lead_time": {item: {...}}}``: each re-solve's cost and the
     saving against ``result.cost`` (a binding budget's value per unit of money)."""
-    from fleetplan.planning.horizon import periods_for, solve_schedule
+    from fleetplan.planning.horizon.schedule import periods_for, solve_schedule
 
     scenarios = spec.scenario_list()
     probabilities = [s.probability for s in scenarios]

@@ -44,7 +44,7 @@ def stochastic_values(spec: HorizonSpec, instance: Any, scenarios: list[Scenario
                       deadline: float | None, threads: int, seed: int, mip_rel_gap: float,
                       recourse_bound: float | None = None) -> dict[str, Any]:
     """RP, WS, EEV, EVPI and VSS (module docstring), each from an exact solve."""
-    from fleetplan.planning.horizon import periods_for, solve_schedule
+    from fleetplan.planning.horizon.schedule import periods_for, solve_schedule
 
     shared = spec.shared_until()
     recourse_bound = recourse_cost if recourse_bound is None else recourse_bound

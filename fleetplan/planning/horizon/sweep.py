@@ -75,7 +75,7 @@ def horizon_whatif(instance: Any, horizon: Any, varies: Sequence[Any], out: str 
     >>> [(row["buy.k80.lead_time"], row["status"], row["units_k80"]) for row in table.rows]
     [(0, 'optimal', 2.0), (1, 'optimal', 2.0)]
     """
-    from fleetplan.planning.horizon import DEFAULT_GAP
+    from fleetplan.planning.horizon.schedule import DEFAULT_GAP
     from fleetplan.planning.whatif import Vary, parse_vary, points
 
     if out is None:
