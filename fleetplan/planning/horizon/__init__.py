@@ -39,7 +39,13 @@ from fleetplan.planning.horizon.schedule import (
     periods_for,
     solve_schedule,
 )
-from fleetplan.planning.horizon.spec import HorizonSpec, Scenario, load_horizon, parse_horizon
+from fleetplan.planning.horizon.spec import (
+    HorizonSpec,
+    Scenario,
+    as_spec,
+    load_horizon,
+    parse_horizon,
+)
 from fleetplan.solvers.base import relative_gap
 
 
@@ -148,7 +154,7 @@ def plan_horizon(instance: Any, horizon: Any, *, time_limit: float | None = None
     started = time.perf_counter()
     if isinstance(instance, dict):
         instance = instance_from_data(instance, "instance")
-    spec = _spec(horizon)
+    spec = as_spec(horizon)
     if getattr(instance, "kind", None) not in horizon_kinds():
         raise InstanceError("kind", f"planning over time is built for {', '.join(horizon_kinds())}, not "
                                     f"{getattr(instance, 'kind', type(instance).__name__)}")
@@ -213,19 +219,6 @@ def plan_horizon(instance: Any, horizon: Any, *, time_limit: float | None = None
         result.marginal = horizon_marginal_values(spec, instance, result, deadline, threads, seed, mip_rel_gap)
     result.wall_s = time.perf_counter() - started
     return result
-
-
-def _spec(horizon: Any) -> HorizonSpec:
-    import os
-
-    if isinstance(horizon, HorizonSpec):
-        return horizon
-    if isinstance(horizon, dict):
-        return parse_horizon(horizon, "horizon")
-    if isinstance(horizon, (str, os.PathLike)):
-        return load_horizon(horizon)
-    raise InstanceError("horizon", f"expected a HorizonSpec, a dict or a horizon file's path, got "
-                                   f"{type(horizon).__name__}")
 
 
 def _read_schedule(result: HorizonResult, spec: HorizonSpec, kind: Any, scenarios: list[Scenario],

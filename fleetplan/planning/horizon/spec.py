@@ -380,3 +380,17 @@ def _position(text: str, path: str) -> tuple[int, int] | None:
     if found is None:
         return None
     return found.start_mark.line + 1, found.start_mark.column + 1
+
+
+def as_spec(horizon: Any) -> HorizonSpec:
+    """A horizon given as a :class:`HorizonSpec`, a dict in the file's layout, or a file's path,
+    validated."""
+
+    if isinstance(horizon, HorizonSpec):
+        return horizon
+    if isinstance(horizon, dict):
+        return parse_horizon(horizon, "horizon")
+    if isinstance(horizon, (str, os.PathLike)):
+        return load_horizon(horizon)
+    raise InstanceError("horizon", f"expected a HorizonSpec, a dict or a horizon file's path, got "
+                                   f"{type(horizon).__name__}")

@@ -132,9 +132,9 @@ def _horizon_data(horizon: Any) -> dict[str, Any]:
     """The horizon as the dict its fields are varied in: the validated spec written out, so a
     default the file left out (``buy.l4.price_decline``) is there to vary, and a CSV of options
     is read once."""
-    from fleetplan.planning.horizon import _spec
+    from fleetplan.planning.horizon.spec import as_spec
 
-    return _spec(horizon).model_dump(mode="json", exclude_none=True)
+    return as_spec(horizon).model_dump(mode="json", exclude_none=True)
 
 
 def _split(point: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
