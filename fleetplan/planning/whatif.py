@@ -43,10 +43,6 @@ TABLE_FILE = "whatif.csv"
 PARQUET_FILE = "whatif.parquet"
 PLOT_FILE = "whatif.png"
 INSTANCE_FILE = "instance.json"
-# On Dask, points go out in chains, one per worker (at most this many points each, so an
-# interrupted sweep loses little), each solved in one worker process with the instance parsed
-# once (a process per point costs an interpreter start each).
-CHAIN_POINTS = 50
 
 
 @dataclass(frozen=True)
@@ -202,10 +198,9 @@ def whatif(instance: Any, varies: Sequence[str | Vary], out: str | Path | None =
     from fleetplan.instances import instance_from_data, read_json_file
     from fleetplan.instances.outputs import atomic_write_text, check_output_folder
     from fleetplan.instances.paths import changed_instance
-    from fleetplan.runs import executors
     from fleetplan.runs.cells import Cell
-    from fleetplan.runs.progress import SweepProgress
-    from fleetplan.runs.results import ResultsWriter, read_results
+    from fleetplan.runs.points import run_points
+    from fleetplan.runs.results import read_results
     from fleetplan.solvers import get_solver
 
     if out is None:
@@ -263,36 +258,10 @@ def whatif(instance: Any, varies: Sequence[str | Vary], out: str | Path | None =
     atomic_write_text(folder / INSTANCE_FILE, json.dumps(
         {"instance": None if instance_path is None else str(instance_path), "vary": [{"path": v.path, "values": v.values} for v in parsed],
          "solver": spec.name, "options": options, "data": data}, indent=None) + "\n")
-    with ResultsWriter(folder, resume=resume) as writer:
-        done = writer.done_keys
-        todo = [cell for cell in cells if cell.key not in done]
-        stream = None if progress is None else progress
-        if stream == "auto":
-            import sys
-
-            stream = sys.stderr
-        display = SweepProgress(len(cells), len(cells) - len(todo), stream=stream)
-        with display:
-            def on_row(cell: Any, row: dict[str, Any]) -> None:
-                writer.append(row)
-                display.finish(cell, row)
-
-            imports = None
-            if executor == "local" and workers == 1:
-                _run_in_process(instance, data, todo, on_row, display.start)
-            elif executor == "local":
-                executors.run_local(todo, on_row, workers=workers, on_start=display.start)
-            else:
-                client = executors.connect_dask(address, tls, insecure=insecure) if isinstance(address, str) else address
-                chains = _chains(todo, len(client.scheduler_info().get("workers", {})))
-                imports = _import_while_waiting(plot)
-                try:
-                    executors.run_dask_chains(chains, on_row, client=client, on_start=display.start)
-                finally:
-                    if isinstance(address, str):
-                        client.close()
-    if imports is not None:
-        imports.join()
+    run_points(cells, folder, resume=resume, progress=progress, executor=executor, workers=workers, address=address,
+               tls=tls, insecure=insecure,
+               in_process=lambda todo, on_row, on_start: _run_in_process(instance, data, todo, on_row, on_start),
+               while_waiting=lambda: _import_while_waiting(plot))
     rows = read_results(folder)
     best = _frontier(instance, data, grid, metrics) if frontier else None
     unserved = _unserved(instance, data, grid, rows)
@@ -357,12 +326,6 @@ def _import_while_waiting(plot: bool) -> threading.Thread:
     return thread
 
 
-def _chains(cells: Sequence[Any], workers: int) -> list[list[Any]]:
-    """The points in about one chain per Dask worker, no chain longer than CHAIN_POINTS."""
-    size = min(CHAIN_POINTS, max(1, math.ceil(len(cells) / max(workers, 1))))
-    return [list(cells[start:start + size]) for start in range(0, len(cells), size)]
-
-
 def _run_in_process(instance: Any, data: dict[str, Any], cells: Sequence[Any], on_row: Any, on_start: Any) -> None:
     """One worker: the points in this process, one after another, the file parsed once and each
     point validated only where it changes the instance (``--workers N`` or Dask run each point in
@@ -425,10 +388,10 @@ def tabulate(folder: Path, rows: list[dict[str, Any]], grid: list[dict[str, Any]
             table.append(record)
             continue
         values = json.loads(row.get("metrics") or "{}") or (unserved or {}).get(point_label(point), {})
-        record.update(status=row["status"], objective=_float(row.get("objective")), wall_s=_float(row.get("wall_s")))
-        record.update({name: _float(values.get(name)) for name in wanted})
+        record.update(status=row["status"], objective=finite_float(row.get("objective")), wall_s=finite_float(row.get("wall_s")))
+        record.update({name: finite_float(values.get(name)) for name in wanted})
         for name, value in ((frontier or {}).get(point_label(point)) or {}).items():
-            record[f"frontier_{name}"] = _float(value)
+            record[f"frontier_{name}"] = finite_float(value)
         if row["status"] not in ("optimal", "feasible", "time_limit"):
             failed += 1
             record["message"] = row.get("message", "")
@@ -483,7 +446,7 @@ def worsening(table: Sequence[dict[str, Any]], varies: Sequence[Vary], metrics: 
             steps = worse = 0
             for members in series.values():
                 values = [(r[vary.path], r.get(metric)) for r in sorted(members, key=lambda r: r[vary.path])
-                          if _float(r.get(metric)) is not None]
+                          if finite_float(r.get(metric)) is not None]
                 for (_, before), (_, after) in zip(values, values[1:], strict=False):
                     steps += 1
                     change = after - before
@@ -496,7 +459,8 @@ def worsening(table: Sequence[dict[str, Any]], varies: Sequence[Vary], metrics: 
     return lines
 
 
-def _float(value: Any) -> float | None:
+def finite_float(value: Any) -> float | None:
+    """A table cell as a finite float, or None (empty, text, inf, nan)."""
     try:
         number = float(value)
     except (TypeError, ValueError):

@@ -237,10 +237,9 @@ def _sweep(data: dict[str, Any], instance_path: str | None, grid: list[dict[str,
     """Run the grid's cells and tabulate them (the run layer's executors, the whatif folder's files)."""
     from fleetplan.instances.outputs import atomic_write_text, check_output_folder
     from fleetplan.planning.whatif import point_label
-    from fleetplan.runs import executors
-    from fleetplan.runs.cells import Cell, run_cell
-    from fleetplan.runs.progress import SweepProgress
-    from fleetplan.runs.results import ResultsWriter, read_results
+    from fleetplan.runs.cells import Cell
+    from fleetplan.runs.points import run_points
+    from fleetplan.runs.results import read_results
 
     if resume:
         if not (folder / "results.csv").exists():
@@ -258,34 +257,8 @@ def _sweep(data: dict[str, Any], instance_path: str | None, grid: list[dict[str,
     atomic_write_text(folder / SWEEP_FILE, json.dumps(
         {"instance": instance_path, "vary": [{"path": v.path, "values": v.values} for v in varies],
          "options": options, "data": data}) + "\n")
-    with ResultsWriter(folder, resume=resume) as writer:
-        todo = [cell for cell in cells if cell.key not in writer.done_keys]
-        if progress == "auto":
-            import sys
-
-            progress = sys.stderr
-        display = SweepProgress(len(cells), len(cells) - len(todo), stream=progress)
-        with display:
-            def on_row(cell: Any, row: dict[str, Any]) -> None:
-                writer.append(row)
-                display.finish(cell, row)
-
-            if executor == "local" and workers == 1:
-                for cell in todo:
-                    display.start(cell)
-                    on_row(cell, run_cell(cell, preload=False))
-            elif executor == "local":
-                executors.run_local(todo, on_row, workers=workers, on_start=display.start)
-            else:
-                from fleetplan.planning.whatif import _chains
-
-                client = executors.connect_dask(address, tls, insecure=insecure) if isinstance(address, str) else address
-                try:
-                    chains = _chains(todo, len(client.scheduler_info().get("workers", {})))
-                    executors.run_dask_chains(chains, on_row, client=client, on_start=display.start)
-                finally:
-                    if isinstance(address, str):
-                        client.close()
+    run_points(cells, folder, resume=resume, progress=progress, executor=executor, workers=workers, address=address,
+               tls=tls, insecure=insecure)
     return tabulate(folder, read_results(folder), grid, varies, data["horizon"].get("currency", ""), plot=plot)
 
 
@@ -314,6 +287,7 @@ def tabulate(folder: Path, rows: list[dict[str, Any]], grid: list[dict[str, Any]
         PLOT_FILE,
         TABLE_FILE,
         WhatIfResult,
+        finite_float,
         point_label,
     )
 
@@ -328,7 +302,7 @@ def tabulate(folder: Path, rows: list[dict[str, Any]], grid: list[dict[str, Any]
             table.append(record)
             continue
         values = json.loads(row.get("metrics") or "{}")
-        record.update(status=row["status"], wall_s=_float(row.get("wall_s")), **values)
+        record.update(status=row["status"], wall_s=finite_float(row.get("wall_s")), **values)
         names += [name for name in values if name not in names]
         if row["status"] not in ("optimal", "feasible", "time_limit"):
             failed += 1
@@ -342,7 +316,7 @@ def tabulate(folder: Path, rows: list[dict[str, Any]], grid: list[dict[str, Any]
     # A column that is zero at every point (nothing ordered in the first period, say) says so in
     # the table; a flat panel would only crowd the picture.
     drawn = [name for name in names if name not in ("bound", "gap")
-             and any(_float(row.get(name)) not in (None, 0.0) for row in table)]
+             and any(finite_float(row.get(name)) not in (None, 0.0) for row in table)]
     if plot and drawn and any(row.get("status") in ("optimal", "feasible", "time_limit") for row in table):
         from fleetplan.plotting.planning import plot_sweep
 
@@ -362,11 +336,3 @@ def _column_order(name: str) -> tuple[int, str]:
         if name.startswith(prefix):
             return rank, name
     return 99, name
-
-
-def _float(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
