@@ -10,6 +10,8 @@ cells; this layer runs them and keeps the answers, and knows nothing of suites o
   cluster (with its TLS settings);
 - :mod:`~fleetplan.runs.results` — the results table: written row by row (a stopped run
   resumes where it stopped), read back, ranked;
+- :mod:`~fleetplan.runs.points` — the points of a sweep over one instance run into a results
+  folder (``whatif``, the horizon's what-if);
 - :mod:`~fleetplan.runs.progress` — cells done, running, failed and the time left;
 - :mod:`~fleetplan.runs.shared` — work dealt to forked processes that inherit this one's memory
   (the re-solves of marginal values);
