@@ -533,8 +533,8 @@ def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, 
         when that lowers the exact objective; under ``split_ml_demand="ignored"`` a group
         without demand costs nothing in Expressions 7-8)
     bound : bool
-        compute the instance's lower bound (:mod:`fleetplan.models.placement.bound`; about 2.4 s
-        of CPU at 10^4 tables, 3.3 s at 10^5), so the result carries ``bound`` and ``gap``
+        compute the instance's lower bound (:mod:`fleetplan.models.placement.bound`; about 1.1 s
+        of CPU at 10^4 tables, 2.4 s at 10^5), so the result carries ``bound`` and ``gap``
 
     Examples
     --------
@@ -556,7 +556,7 @@ def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, 
     deadline = Deadline(time_limit)
     started = time.perf_counter()
     state, climb, after_s = _climb(instance, True, time_limit, progress, None, True, compound_moves)
-    # Before the search, so that a time limit covers it (2.4 s of CPU at 10^4 tables, 3.3 s at 10^5).
+    # Before the search, so that a time limit covers it (1.1 s of CPU at 10^4 tables, 2.4 s at 10^5).
     lower = placement_lower_bound(instance.arrays()) if bound and climb.stopped_by != "time" else None
     start = float(sum(instance_terms_start(instance).values()))
     trace: list[tuple[float, float, int]] = []
