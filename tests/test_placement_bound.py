@@ -99,7 +99,8 @@ def test_the_default_search_carries_the_bound_and_its_gap():
     assert fleetplan.solve(instance, "lns", patience=5, bound=False).bound is None
 
 
-def independent_groups(hours: list[float], tables: list[int], priorities: list[int]) -> PlacementInstance:
+def independent_groups(hours: list[float], tables: list[int], priorities: list[int],
+                       supply: tuple[float, ...] = (60.0, 30.0, 10.0), **settings) -> PlacementInstance:
     """ML jobs reading tables of their own (none shared), one GPU type in three regions with
     unequal supply, no CPU, storage or quota limit and no storage term: the objective is the
     sum over GPU groups of Expressions 7-8 plus the traffic of the split jobs, so the optimum
@@ -112,7 +113,7 @@ def independent_groups(hours: list[float], tables: list[int], priorities: list[i
     data = {
         "kind": "placement", "name": "independent-groups", "gpu_types": ["h100"], "applications": ["app"],
         "regions": [{"id": f"r{r}", "gpu_supply": {"h100": supply}, "storage_capacity_bytes": 1e15,
-                     "cpu_capacity": {"app": 1e6}} for r, supply in enumerate([60.0, 30.0, 10.0])],
+                     "cpu_capacity": {"app": 1e6}} for r, supply in enumerate(supply)],
         "tables": {"id": names, "size_bytes": [1e9 * (k + 1) for k in range(len(names))],
                    "home": [f"r{k % 3}" for k in range(len(names))]},
         "jobs": {"id": [f"j{k}" for k in range(len(hours))], "kind": ["ml"] * len(hours), "tables": own,
@@ -120,6 +121,7 @@ def independent_groups(hours: list[float], tables: list[int], priorities: list[i
                  "priority": priorities, "application": ["app"] * len(hours), "recurring": [True] * len(hours)},
         "weights": {"traffic": 2e-11, "gpu_balance": 1.0, "storage_balance": 0.0},
         "sigmoid_scale_gpu_hours": 5.0,
+        **settings,
     }
     return PlacementInstance.model_validate(data)
 
@@ -138,3 +140,16 @@ def test_the_branch_and_bound_over_jobs_is_the_brute_force_optimum_of_independen
     best = enumerate_placements(instance).objective
     bound = placement_lower_bound(instance.arrays())
     assert bound.value == pytest.approx(best, rel=1e-7)
+
+
+def test_a_job_too_large_to_train_away_from_home_is_placed_in_a_region_with_its_type():
+    """Expression 6 in the bound: 80 of the 100 high-priority GPU-hours in one job, at most 50 %
+    may train away from home (split, or where its type has no supply), so that job is placed
+    where its type is; split, it would leave the others to match the supply shares. The bound
+    sees it, stays the brute-force optimum, and is higher than without the threshold."""
+    shape = ([80.0, 10.0, 6.0, 4.0], [2, 1, 2, 1], [0, 0, 0, 0], (60.0, 40.0, 0.0))
+    instance = independent_groups(*shape, home_training_threshold=0.5)
+    best = enumerate_placements(instance).objective
+    bound = placement_lower_bound(instance.arrays()).value
+    assert bound == pytest.approx(best, rel=1e-7)
+    assert bound > placement_lower_bound(independent_groups(*shape).arrays()).value + 0.1

@@ -43,8 +43,13 @@ The sum of minima is at most the minimum of the sum. Each piece:
   have been bounded; its bound is the group's (a large job cannot be spread, which the
   shares' relaxation would otherwise allow; with few jobs the search closes on the exact
   minimum, ``tests/test_placement_bound.py``). A group whose remaining jobs may all split may
-  be *inactive*, which costs at least their traffic; its bound is then the smaller of the two. (Under the combined overload form a job belongs to two
-  groups, so there a split counts no traffic, which would be counted twice.)
+  be *inactive*, which costs at least their traffic; its bound is then the smaller of the two.
+  (Under the combined overload form a job belongs to two groups, so there a split counts no
+  traffic, which would be counted twice.) Expression 6 narrows a job's options first: in a
+  feasible plan the high-priority GPU-hours trained away from home (split, or in a region
+  without the job's GPU type) are at most ``(1 - threshold + tolerance)`` of all high-priority
+  hours, so a high-priority job with more hours than that is never split and lies in a region
+  with its type (every plan the bound drops is infeasible).
 * *Traffic of the rest*: a Spark/Presto job reads remotely at least its pinned bytes outside its
   best region; an ML job whose tables are pinned to different regions reads all its bytes
   remotely; everything else at least 0.
@@ -53,11 +58,13 @@ The sum of minima is at most the minimum of the sum. Each piece:
   bytes plus the quota); ``sum_r (b_r - c_r)^2`` is convex, and its Lagrangian dual (closed form
   per region) is maximised by bisection. Table sizes are treated as divisible (a relaxation).
 
-What it does not see: the coupling of jobs through shared tables, the CPU and home-training rows,
+What it does not see: the coupling of jobs through shared tables, the CPU rows, the home-training
+row beyond single jobs (several smaller jobs together may also exceed what may train away),
 and the granularity of demand beyond the jobs branched on. (At 1,000 tables, seed 0, the A100
 priority-0 group's minimum, 4.23, moves a job whose tables Spark and Presto jobs also read:
 moved with it, they overload their application's CPU in its new region; the default search's
-plan keeps 4.71 there.) So it is weakest where the best plan trades GPU balance against traffic; the MIP's own bound is used instead where it is higher
+plan keeps 4.71 there.) So it is weakest where the best plan trades GPU balance against
+traffic; the MIP's own bound is used instead where it is higher
 (:mod:`fleetplan.solvers.placement.exact` reports the larger of the two). Tested against brute
 force (``tests/test_placement_bound.py``): never above the optimum, never negative.
 
@@ -93,6 +100,8 @@ GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 STORAGE_STEPS = 60
 # The judge accepts capacities and the move quota with this relative slack (evaluate.TOLERANCE).
 JUDGE_SLACK = 1e-9
+# The judge's tolerance on the home-training share (evaluate.TOLERANCE, absolute on the share).
+JUDGE_TOLERANCE = 1e-9
 # Kept off the final value against rounding in the sums (relative).
 ROUNDING = 1e-9
 # A group whose jobs all add demand is solved exactly when they can be placed in at most this
@@ -135,6 +144,19 @@ def _can_split(arrays: PlacementArrays, data: PlacementData, j: int) -> bool:
     return len(own) > 1 and any(len(data.allowed[t]) > 1 for t in own) and data.demand_mode.get(j) == "region"
 
 
+def _must_train_at_home(arrays: PlacementArrays) -> np.ndarray:
+    """High-priority ML jobs too large to train away from home: in a feasible plan the hours
+    away (split, or in a region without the job's GPU type) are at most ``1 - threshold`` of
+    all high-priority hours (the judge's tolerance added), so a job with more hours than that
+    is placed, in a region with its type."""
+    high = arrays.high_priority_ml
+    total = float(arrays.job_gpu_hours[high].sum())
+    if arrays.home_training_threshold <= 0 or total <= 0:
+        return np.zeros(arrays.num_jobs, dtype=bool)
+    away = (1.0 - arrays.home_training_threshold + JUDGE_TOLERANCE) * total
+    return high & (arrays.job_gpu_hours > away * (1 + ROUNDING) + 1e-12)
+
+
 def _group_bound(arrays: PlacementArrays, data: PlacementData, group: GpuGroup, count_split: bool) -> float:
     g = group.gpu_type
     supply = arrays.gpu_supply[:, g].astype(float)
@@ -145,6 +167,12 @@ def _group_bound(arrays: PlacementArrays, data: PlacementData, group: GpuGroup, 
     split_cost = {j: float(arrays.w_traffic * arrays.job_weight[j] * arrays.table_size[data.job_tables(j)].sum())
                   if count_split else 0.0 for j in jobs}
     regions = {j: data.demand_regions[j] for j in jobs}
+    home = _must_train_at_home(arrays)
+    supplied = arrays.gpu_supply[:, g] > 0
+    for j in jobs:
+        at_home = [r for r in regions[j] if supplied[r]]
+        if home[j] and at_home:  # (none: no feasible plan; nothing more is claimed)
+            splits[j], regions[j] = False, at_home
     fixed = np.zeros(arrays.num_regions)
     for j in jobs:  # always adds its demand, and always in the same region
         if not splits[j] and len(regions[j]) == 1:

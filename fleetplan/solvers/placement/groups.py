@@ -140,6 +140,28 @@ def _make_room(state: TetrisState, job: int, room: float, keep: np.ndarray) -> C
     return max((m for m in returns if m is not None), key=lambda m: (m.gain, -m.item), default=None)
 
 
+def _split_one(state: TetrisState, job: int, keep: np.ndarray, saved: list[tuple],
+               room_for_return: bool = True) -> list[Candidate] | None:
+    """Split ``job`` by its cheapest move, first sending a moved table home (not one of
+    ``keep``) when the quota left is too small; the moves applied, None when it cannot split
+    (a return already applied stays, saved on ``saved`` for the caller to undo)."""
+    a = state.arrays
+    move = _cheapest_split(state, job, quota_left(state))
+    moves = []
+    if move is None and np.isfinite(a.move_quota_bytes) and room_for_return:
+        back = _make_room(state, job, quota_left(state), keep)
+        if back is not None:
+            saved.append(state._save(np.array([back.item])))
+            state.apply(back)
+            moves.append(back)
+            move = _cheapest_split(state, job, quota_left(state))
+    if move is None:
+        return None
+    state.apply(move)
+    moves.append(move)
+    return moves
+
+
 def split_group(state: TetrisState, jobs: np.ndarray, max_tables: int) -> tuple[float, list[Candidate]]:
     """Split every job of ``jobs`` (one table move each, the cheapest first found); keep the
     moves when the exact objective falls and the plan stays feasible, else undo them.
@@ -166,18 +188,12 @@ def split_group(state: TetrisState, jobs: np.ndarray, max_tables: int) -> tuple[
     for j in placed.tolist():
         if state.region[j] < 0:  # split already by an earlier move (a shared table)
             continue
-        move = _cheapest_split(state, j, quota_left(state))
-        if move is None and np.isfinite(a.move_quota_bytes) and len(moves) < max_tables - 1:
-            back = _make_room(state, j, quota_left(state), tables)
-            if back is not None:
-                saved.append(state._save(np.array([back.item])))
-                state.apply(back)
-                moves.append(back)
-                move = _cheapest_split(state, j, quota_left(state))
-        if move is None or len(moves) >= max_tables:
+        steps = _split_one(state, j, tables, saved, room_for_return=len(moves) < max_tables - 1)
+        if steps is None:
             return undo()
-        state.apply(move)
-        moves.append(move)
+        moves.extend(steps)
+        if len(moves) > max_tables:
+            return undo()
     gain = objective - sum(state.objective_terms.values())
     if gain <= IMPROVEMENT * max(1.0, abs(objective)) or not feasible(state, before, quota_left(state)):
         return undo()
