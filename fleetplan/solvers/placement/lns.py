@@ -17,14 +17,12 @@ Neighbourhoods, in turn (each picked at random by the seed, so runs repeat):
 * ``pair``: tables homed in two regions — the most over-loaded (high-priority demand over
   supply) with a random other, or a random pair — each free to go to either;
 * ``overload``: the tables of ML jobs in an overloaded (region, GPU type), free to go to the
-  regions with that type and the lowest demand over supply;
-* ``group``: a GPU group (type x priority) carrying demand, picked at random weighted by its
-  cost in Expressions 7-8: when all its jobs may split, first the compound move that splits
-  them all (:mod:`fleetplan.solvers.placement.groups`, no MIP); else, or when that does not
-  gain, its jobs' tables (then tables shared with them) for the MIP.
+  regions with that type and the lowest demand over supply.
 
-Before the first neighbourhood and after the last, every group's compound split is tried in
-turn (``group_split_tables``): under ``split_ml_demand="ignored"`` a group whose jobs are all
+Before the first neighbourhood, after each kept one and after the last, every GPU group's
+compound split is tried in turn (``group_split_tables``,
+:mod:`fleetplan.solvers.placement.groups`: every job of the group split at once, a few table
+moves and no MIP): under ``split_ml_demand="ignored"`` a group whose jobs are all
 split costs nothing in Expressions 7-8, a gain no single move and no neighbourhood grown from
 one job through shared tables can see (at 1,000 tables, seed 0: the plan 28.17 before, 22.36
 after splitting the two priority-0 V100 jobs).
@@ -52,12 +50,7 @@ from fleetplan.lazy import lazy_module
 from fleetplan.models.placement.neighbourhood import Background, neighbourhood_model
 from fleetplan.solvers.deadline import Deadline
 from fleetplan.solvers.hill_climb import Candidate, ClimbResult
-from fleetplan.solvers.placement.groups import (
-    active_groups,
-    may_all_split,
-    split_group,
-    split_sweep,
-)
+from fleetplan.solvers.placement.groups import split_sweep
 from fleetplan.solvers.placement.state import TetrisState
 from fleetplan.solvers.placement.steps import (
     IMPROVEMENT,
@@ -70,7 +63,7 @@ from fleetplan.solvers.placement.steps import (
 
 highs_run = lazy_module("fleetplan.solvers.highs")
 
-KINDS = ("jobs", "pair", "overload", "group")
+KINDS = ("jobs", "pair", "overload")
 # The node limit when the whole instance is one neighbourhood (its MIP is then the exact solve).
 WHOLE_NODES = 1_000_000
 # A neighbourhood whose MIP has more binaries is not solved (its kind's size shrinks): one of
@@ -119,7 +112,7 @@ class LnsStats:
     not_exact: int = 0
     too_big: int = 0
     gain: float = 0.0
-    group_splits: int = 0  # whole-group splits kept (the sweeps' and the "group" kind's)
+    group_splits: int = 0  # whole-group splits kept by the sweeps
     lines: list[str] = field(default_factory=list)
 
 
@@ -149,8 +142,6 @@ class Search:
         self.planned = np.flatnonzero(a.planned & (np.diff(a.job_ptr) > 0))
         self.ml = self.planned[a.job_kind[self.planned] == ML]
         self.movable = a.table_size <= a.move_quota_bytes
-        # The active jobs of the group the last "group" neighbourhood picked.
-        self.group_jobs = np.zeros(0, dtype=np.int64)
 
     # --- neighbourhoods -----------------------------------------------------------------------
     def _jobs_tables(self, jobs: np.ndarray) -> np.ndarray:
@@ -252,8 +243,6 @@ class Search:
                 near = near[np.isin(s.home[near], regions) & self.movable[near]]
                 inside = np.unique(np.concatenate([seeds, rng.permutation(near)[: self.max_free - seeds.size]]))
             return inside, regions, f"region pair {a.region_ids[first]}/{a.region_ids[second]}"
-        if kind == "group":
-            return self._pick_group()
         # overload: the (region, GPU type) with the highest demand over supply
         G = len(a.gpu_types)
         demand = s.demand.reshape(R, G, -1).sum(axis=2)
@@ -269,32 +258,6 @@ class Search:
         regions = np.unique(np.concatenate([[r], cool[: max(1, self.max_regions - 1)]]))
         return tables, (None if R <= self.max_regions else regions), \
             f"overload {a.region_ids[r]} x {a.gpu_types[g]}"
-
-    def _pick_group(self) -> tuple[np.ndarray, np.ndarray | None, str]:
-        """A GPU group carrying demand, at random weighted by its cost in Expressions 7-8: its
-        active jobs' tables first (in random order), then tables shared with them."""
-        groups = active_groups(self.state)
-        if not groups:
-            self.group_jobs = np.zeros(0, dtype=np.int64)
-            return np.zeros(0, dtype=np.int64), None, "no group"
-        cost = np.array([g.cost for g in groups])
-        p = cost / cost.sum() if cost.sum() > 0 else np.full(cost.size, 1.0 / cost.size)
-        group = groups[int(self.rng.choice(len(groups), p=p))]
-        self.group_jobs = group.jobs[self.rng.permutation(group.jobs.size)]
-        tables = self._grow(self.group_jobs.tolist())
-        return tables, self._regions_for(tables), f"group {group.name}, {group.jobs.size} jobs"
-
-    def split(self, max_tables: int) -> tuple[float, int]:
-        """The picked group's compound split (:func:`split_group`) when its jobs may all split;
-        returns (exact gain kept, tables moved)."""
-        jobs = self.group_jobs
-        if max_tables <= 0 or jobs.size == 0 or jobs.size > max_tables or not may_all_split(self.state, jobs):
-            return 0.0, 0
-        gain, moves = split_group(self.state, jobs, max_tables)
-        self.applied.extend(moves)
-        self.stats.gain += gain
-        self.stats.group_splits += int(bool(moves))
-        return gain, len(moves)
 
     # --- one neighbourhood --------------------------------------------------------------------
     def solve(self, tables: np.ndarray, regions: np.ndarray | None, time_limit: float | None,
@@ -382,9 +345,9 @@ def search(instance: PlacementInstance, state: TetrisState, deadline: Deadline, 
            trace: list[tuple[float, float, int]], moves_before: int, split_tables: int = 0) -> Search:
     """Neighbourhoods until ``patience`` in a row improve nothing or the deadline; kept answers
     are polished by the climb. ``trace`` gets (seconds since ``started``, objective, moves).
-    With ``split_tables`` > 0, every GPU group's compound split is tried before and after
-    (:mod:`fleetplan.solvers.placement.groups`; at most that many tables moved per group), and
-    the "group" neighbourhoods try their group's split before its MIP."""
+    With ``split_tables`` > 0, every GPU group's compound split is tried before, after each
+    kept neighbourhood and at the end (:mod:`fleetplan.solvers.placement.groups`; at most that
+    many tables moved per group)."""
     run = Search(state, seed, max_free, max_regions, node_limit, threads)
     _sweep(run, split_tables, deadline, "before the neighbourhoods", started, trace, moves_before)
     failures = 0
@@ -419,18 +382,12 @@ def search(instance: PlacementInstance, state: TetrisState, deadline: Deadline, 
         if tables.size == 0:
             failures += 1
             continue
+        tables = with_quota(state, tables, run.max_free, run.rng)
         run.stats.tried[kind] += 1
-        # A group whose jobs may all split: the compound split first (a few table moves,
-        # no MIP); the MIP over the group's tables when it does not gain.
-        gain, moved = run.split(split_tables) if kind == "group" else (0.0, 0)
-        if moved:
-            name += " split whole"
-        else:
-            tables = with_quota(state, tables, run.max_free, run.rng)
-            # Under a time limit one neighbourhood gets at most SUB_LIMIT_S of it (a clock makes
-            # runs differ, which a time limit does anyway); without one, the node limit alone.
-            limit = None if deadline.time_limit is None else min(SUB_LIMIT_S, max(0.01, deadline.remaining()))
-            gain, moved = run.solve(tables, regions, limit)
+        # Under a time limit one neighbourhood gets at most SUB_LIMIT_S of it (a clock makes runs
+        # differ, which a time limit does anyway); without one, the node limit alone.
+        limit = None if deadline.time_limit is None else min(SUB_LIMIT_S, max(0.01, deadline.remaining()))
+        gain, moved = run.solve(tables, regions, limit)
         if moved < 0:  # too big a MIP: this kind's neighbourhoods shrink
             sizes[kind] = max(MIN_TABLES, int(sizes[kind] * 0.7))
             failures += 1
@@ -452,6 +409,9 @@ def search(instance: PlacementInstance, state: TetrisState, deadline: Deadline, 
                                    f"(+{climb.total_gain:.6g}); total {total:.6g}")
         trace.append((time.perf_counter() - started, float(sum(state.objective_terms.values())),
                       moves_before + len(run.applied)))
+        # A kept neighbourhood may have made a group's split pay (the sweep costs a few table
+        # evaluations per group whose jobs may all split).
+        _sweep(run, split_tables, deadline, f"after neighbourhood {rounds}", started, trace, moves_before)
     _sweep(run, split_tables, deadline, "after the neighbourhoods", started, trace, moves_before)
     return run
 
@@ -476,9 +436,9 @@ from fleetplan.solvers.placement import _climb, _finish, instance_terms_start  #
 
 @register("placement", "lns", exact=False, default=True,
           description="large-neighbourhood search: the Tetris hill climb, then neighbourhoods of tables "
-                      "(a few jobs', a region pair's, an overloaded region x GPU type's, a GPU group's) "
-                      "re-optimised by the placement MIP (HiGHS) with the rest fixed, and whole GPU groups "
-                      "split at once where that gains, each kept answer polished by the "
+                      "(a few jobs', a region pair's, an overloaded region x GPU type's) re-optimised by "
+                      "the placement MIP (HiGHS) with the rest fixed, and whole GPU groups split at once "
+                      "where that gains, each kept answer polished by the "
                       "climb; then §3.5 replicas. The default: never worse than the climb alone, and far "
                       "better where the climb stops on moves that must go together; it runs to the time "
                       "limit or, without one, for at most max(10 x the climb's time, 1 s) "
@@ -528,9 +488,9 @@ def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, 
         the climb also moves all tables of a split multi-table ML job to one region at once
     group_split_tables : int
         the most tables a whole-group split may move (one per job it splits); 0: no group
-        splits (:mod:`fleetplan.solvers.placement.groups`: before and after the neighbourhoods,
-        and first in each "group" neighbourhood, every job of a GPU group is split at once
-        when that lowers the exact objective; under ``split_ml_demand="ignored"`` a group
+        splits (:mod:`fleetplan.solvers.placement.groups`: before the neighbourhoods, after
+        each kept one and at the end, every job of a GPU group is split at once when that
+        lowers the exact objective; under ``split_ml_demand="ignored"`` a group
         without demand costs nothing in Expressions 7-8)
     bound : bool
         compute the instance's lower bound (:mod:`fleetplan.models.placement.bound`; about 1.1 s
