@@ -121,6 +121,9 @@ class LowerBound:
 
     value: float
     terms: dict[str, float] = field(default_factory=dict)
+    # Each GPU group's part of ``terms["gpu"]``: ((GPU type, priority, parts), bound); parts
+    # (1, 0) / (0, 1): a group of the combined overload form's two (Expression 7 / 8 only).
+    groups: list[tuple[tuple[str, int, tuple[float, float]], float]] = field(default_factory=list)
 
 
 def placement_lower_bound(arrays: PlacementArrays, data: PlacementData | None = None) -> LowerBound:
@@ -129,11 +132,12 @@ def placement_lower_bound(arrays: PlacementArrays, data: PlacementData | None = 
     if data is None:  # the storage breakpoints are not used here (w3 = 0 skips them)
         data = prepare(dataclasses.replace(arrays, w_storage=0.0), max_exact_levels=1, grid_levels=1)
     combined = arrays.overload_form == "combined_high_priority"
-    gpu = sum(_group_bound(arrays, data, group, count_split=not combined) for group in data.groups)
-    terms = {"gpu": float(gpu), "traffic": _forced_traffic(arrays, data),
+    groups = [((arrays.gpu_types[group.gpu_type], group.priority, group.parts),
+               _group_bound(arrays, data, group, count_split=not combined)) for group in data.groups]
+    terms = {"gpu": float(sum(value for _, value in groups)), "traffic": _forced_traffic(arrays, data),
              "storage_balance": float(arrays.w_storage * _storage_bound(arrays))}
     value = max(0.0, sum(terms.values()) * (1.0 - ROUNDING))
-    return LowerBound(value=value, terms=terms)
+    return LowerBound(value=value, terms=terms, groups=groups)
 
 
 # --- GPU groups -------------------------------------------------------------------------------
