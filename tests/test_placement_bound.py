@@ -100,16 +100,20 @@ def test_the_default_search_carries_the_bound_and_its_gap():
 
 
 def independent_groups(hours: list[float], tables: list[int], priorities: list[int],
-                       supply: tuple[float, ...] = (60.0, 30.0, 10.0), **settings) -> PlacementInstance:
+                       supply: tuple[float, ...] = (60.0, 30.0, 10.0), same_as: dict[int, int] | None = None,
+                       **settings) -> PlacementInstance:
     """ML jobs reading tables of their own (none shared), one GPU type in three regions with
     unequal supply, no CPU, storage or quota limit and no storage term: the objective is the
     sum over GPU groups of Expressions 7-8 plus the traffic of the split jobs, so the optimum
-    is the sum of the groups' own minima."""
-    names = [f"t{k}" for k in range(sum(tables))]
+    is the sum of the groups' own minima. ``same_as``: jobs that read another job's tables."""
     own, start = [], 0
-    for count in tables:
+    for k, count in enumerate(tables):
+        if k in (same_as or {}):  # reads the very tables of an earlier job
+            own.append(list(own[same_as[k]]))
+            continue
         own.append(list(range(start, start + count)))
         start += count
+    names = [f"t{k}" for k in range(start)]
     data = {
         "kind": "placement", "name": "independent-groups", "gpu_types": ["h100"], "applications": ["app"],
         "regions": [{"id": f"r{r}", "gpu_supply": {"h100": supply}, "storage_capacity_bytes": 1e15,
@@ -153,3 +157,14 @@ def test_a_job_too_large_to_train_away_from_home_is_placed_in_a_region_with_its_
     bound = placement_lower_bound(instance.arrays()).value
     assert bound == pytest.approx(best, rel=1e-7)
     assert bound > placement_lower_bound(independent_groups(*shape).arrays()).value + 0.1
+
+
+def test_jobs_reading_the_same_tables_count_as_one_job():
+    """Two 30-hour jobs read the same two tables: they always share R(job), so the group holds
+    one 60-hour job, not two that could be spread over two regions. The bound merges them and
+    stays the brute-force optimum."""
+    instance = independent_groups([30.0, 30.0, 20.0, 10.0], [2, 2, 1, 2], [0, 0, 0, 0], (50.0, 30.0, 20.0),
+                                  same_as={1: 0})
+    assert instance.jobs.tables[0] == instance.jobs.tables[1]
+    best = enumerate_placements(instance).objective
+    assert placement_lower_bound(instance.arrays()).value == pytest.approx(best, rel=1e-7)

@@ -49,7 +49,10 @@ The sum of minima is at most the minimum of the sum. Each piece:
   feasible plan the high-priority GPU-hours trained away from home (split, or in a region
   without the job's GPU type) are at most ``(1 - threshold + tolerance)`` of all high-priority
   hours, so a high-priority job with more hours than that is never split and lies in a region
-  with its type (every plan the bound drops is infeasible).
+  with its type (every plan the bound drops is infeasible). And jobs of a group reading exactly
+  the same tables have the same R(job) (and largest region) in every plan: they add their
+  demand to one region together or are split together, so they are one job with their summed
+  hours and traffic.
 * *Traffic of the rest*: a Spark/Presto job reads remotely at least its pinned bytes outside its
   best region; an ML job whose tables are pinned to different regions reads all its bytes
   remotely; everything else at least 0.
@@ -58,8 +61,8 @@ The sum of minima is at most the minimum of the sum. Each piece:
   bytes plus the quota); ``sum_r (b_r - c_r)^2`` is convex, and its Lagrangian dual (closed form
   per region) is maximised by bisection. Table sizes are treated as divisible (a relaxation).
 
-What it does not see: the coupling of jobs through shared tables, the CPU rows, the home-training
-row beyond single jobs (several smaller jobs together may also exceed what may train away),
+What it does not see: the coupling of jobs through shared tables (beyond jobs reading the very
+same tables), the CPU rows, the home-training row beyond single jobs (several smaller jobs together may also exceed what may train away),
 and the granularity of demand beyond the jobs branched on. (At 1,000 tables, seed 0, the A100
 priority-0 group's minimum, 4.23, moves a job whose tables Spark and Presto jobs also read:
 moved with it, they overload their application's CPU in its new region; the default search's
@@ -161,6 +164,28 @@ def _must_train_at_home(arrays: PlacementArrays) -> np.ndarray:
     return high & (arrays.job_gpu_hours > away * (1 + ROUNDING) + 1e-12)
 
 
+def _merge_same_tables(data: PlacementData, jobs: list[int], hours: dict[int, float], splits: dict[int, bool],
+                       split_cost: dict[int, float], regions: dict[int, list[int]]) -> list[int]:
+    """Jobs reading exactly the same tables have the same R(job) (and largest region) in every
+    plan, so they add their demand to the same region or are split together: each set becomes
+    its first job, with their summed hours and split traffic and the options all of them have
+    (the dicts are updated in place; the first jobs are returned)."""
+    first: dict[tuple[int, ...], int] = {}
+    kept = []
+    for j in jobs:
+        rep = first.setdefault(tuple(np.unique(data.job_tables(j)).tolist()), j)
+        if rep == j:
+            kept.append(j)
+            continue
+        common = [r for r in regions[rep] if r in set(regions[j])]
+        hours[rep] += hours[j]
+        split_cost[rep] += split_cost[j]
+        splits[rep] = splits[rep] and splits[j]
+        if common:  # (none: no feasible plan; nothing more is claimed)
+            regions[rep] = common
+    return kept
+
+
 def _group_bound(arrays: PlacementArrays, data: PlacementData, group: GpuGroup, count_split: bool) -> float:
     g = group.gpu_type
     supply = arrays.gpu_supply[:, g].astype(float)
@@ -177,6 +202,7 @@ def _group_bound(arrays: PlacementArrays, data: PlacementData, group: GpuGroup, 
         at_home = [r for r in regions[j] if supplied[r]]
         if home[j] and at_home:  # (none: no feasible plan; nothing more is claimed)
             splits[j], regions[j] = False, at_home
+    jobs = _merge_same_tables(data, jobs, hours, splits, split_cost, regions)
     fixed = np.zeros(arrays.num_regions)
     for j in jobs:  # always adds its demand, and always in the same region
         if not splits[j] and len(regions[j]) == 1:
