@@ -5,12 +5,13 @@ demand, and a group (GPU type, priority) without demand costs nothing in Express
 every job of a group has several tables, splitting them all removes the group's terms for the
 price of their traffic: at 1,000 tables (``fleetplan generate placement --regions 20 --tables
 1000 --jobs 1000 --seed 0``) splitting the only two priority-0 V100 jobs takes the search's plan
-from 28.17 to 22.32. No single move gains there — splitting one job leaves the other carrying
+from 28.17 to 22.13 (:func:`split_sweep`, its polish included). No single move gains there — splitting one job leaves the other carrying
 the group, with a worse balance — so the climb never takes it, and a neighbourhood grown from
 one job through shared tables never frees both when they share none. Here the compound move is
 tried directly: for each group whose active jobs may all split, each job is split by the one
 table move that loses least (exact gains from :class:`TetrisState`; the move must fit the byte
-quota left), the moves applied in turn, and the whole kept only when the exact objective falls
+quota left, and when it cannot, a table moved earlier is first sent home), the moves applied in
+turn, and the whole kept only when the exact objective falls
 and the hard constraints hold as the climb keeps them (:func:`feasible`); otherwise undone.
 At most ``max_tables`` tables move per group (one per job still placed), so the move stays
 cheap on groups of any size. Under ``split_ml_demand="largest_region"`` a split job's demand
