@@ -127,3 +127,9 @@ def test_the_default_is_never_worse_than_the_climb_with_group_splits(seed):
     assert result.objective <= climb.objective + 1e-9
     today = fleetplan.evaluate(instance, PlacementPlan.current(instance)).objective
     assert sum(move.gain for move in result.plan.moves) == pytest.approx(today - result.objective, abs=1e-7)
+
+
+@pytest.mark.parametrize("solver", ["lns", "hill-climb"])
+def test_a_negative_table_limit_is_refused_by_name(solver):
+    with pytest.raises(fleetplan.InstanceError, match="group_split_tables"):
+        fleetplan.solve(two_jobs_one_group(), solver, group_split_tables=-1)
