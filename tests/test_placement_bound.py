@@ -97,3 +97,74 @@ def test_the_default_search_carries_the_bound_and_its_gap():
     assert 0 < result.bound <= result.objective
     assert result.gap == pytest.approx(relative_gap(result.objective, result.bound))
     assert fleetplan.solve(instance, "lns", patience=5, bound=False).bound is None
+
+
+def independent_groups(hours: list[float], tables: list[int], priorities: list[int],
+                       supply: tuple[float, ...] = (60.0, 30.0, 10.0), same_as: dict[int, int] | None = None,
+                       **settings) -> PlacementInstance:
+    """ML jobs reading tables of their own (none shared), one GPU type in three regions with
+    unequal supply, no CPU, storage or quota limit and no storage term: the objective is the
+    sum over GPU groups of Expressions 7-8 plus the traffic of the split jobs, so the optimum
+    is the sum of the groups' own minima. ``same_as``: jobs that read another job's tables."""
+    own, start = [], 0
+    for k, count in enumerate(tables):
+        if k in (same_as or {}):  # reads the very tables of an earlier job
+            own.append(list(own[same_as[k]]))
+            continue
+        own.append(list(range(start, start + count)))
+        start += count
+    names = [f"t{k}" for k in range(start)]
+    data = {
+        "kind": "placement", "name": "independent-groups", "gpu_types": ["h100"], "applications": ["app"],
+        "regions": [{"id": f"r{r}", "gpu_supply": {"h100": supply}, "storage_capacity_bytes": 1e15,
+                     "cpu_capacity": {"app": 1e6}} for r, supply in enumerate(supply)],
+        "tables": {"id": names, "size_bytes": [1e9 * (k + 1) for k in range(len(names))],
+                   "home": [f"r{k % 3}" for k in range(len(names))]},
+        "jobs": {"id": [f"j{k}" for k in range(len(hours))], "kind": ["ml"] * len(hours), "tables": own,
+                 "gpu_type": ["h100"] * len(hours), "gpu_hours": hours, "cpu_hours": [1.0] * len(hours),
+                 "priority": priorities, "application": ["app"] * len(hours), "recurring": [True] * len(hours)},
+        "weights": {"traffic": 2e-11, "gpu_balance": 1.0, "storage_balance": 0.0},
+        "sigmoid_scale_gpu_hours": 5.0,
+        **settings,
+    }
+    return PlacementInstance.model_validate(data)
+
+
+@pytest.mark.parametrize(("hours", "tables", "priorities"), [
+    ([40.0, 25.0, 20.0, 5.0], [2, 2, 2, 1], [0, 0, 0, 0]),
+    ([50.0, 30.0, 12.0, 6.0], [2, 2, 1, 2], [1, 1, 1, 1]),
+    ([35.0, 35.0, 20.0, 9.0, 1.0], [1, 2, 2, 1, 1], [0, 0, 3, 3, 3]),
+])
+def test_the_branch_and_bound_over_jobs_is_the_brute_force_optimum_of_independent_groups(hours, tables, priorities):
+    """Groups of jobs that may split (several tables each) are not enumerated at once: the bound
+    places their jobs one by one, largest first, each in a region or split. With few jobs the
+    search closes (its lowest node is exact), and where nothing couples the groups the bound
+    is the brute-force optimum."""
+    instance = independent_groups(hours, tables, priorities)
+    best = enumerate_placements(instance).objective
+    bound = placement_lower_bound(instance.arrays())
+    assert bound.value == pytest.approx(best, rel=1e-7)
+
+
+def test_a_job_too_large_to_train_away_from_home_is_placed_in_a_region_with_its_type():
+    """Expression 6 in the bound: 80 of the 100 high-priority GPU-hours in one job, at most 50 %
+    may train away from home (split, or where its type has no supply), so that job is placed
+    where its type is; split, it would leave the others to match the supply shares. The bound
+    sees it, stays the brute-force optimum, and is higher than without the threshold."""
+    shape = ([80.0, 10.0, 6.0, 4.0], [2, 1, 2, 1], [0, 0, 0, 0], (60.0, 40.0, 0.0))
+    instance = independent_groups(*shape, home_training_threshold=0.5)
+    best = enumerate_placements(instance).objective
+    bound = placement_lower_bound(instance.arrays()).value
+    assert bound == pytest.approx(best, rel=1e-7)
+    assert bound > placement_lower_bound(independent_groups(*shape).arrays()).value + 0.1
+
+
+def test_jobs_reading_the_same_tables_count_as_one_job():
+    """Two 30-hour jobs read the same two tables: they always share R(job), so the group holds
+    one 60-hour job, not two that could be spread over two regions. The bound merges them and
+    stays the brute-force optimum."""
+    instance = independent_groups([30.0, 30.0, 20.0, 10.0], [2, 2, 1, 2], [0, 0, 0, 0], (50.0, 30.0, 20.0),
+                                  same_as={1: 0})
+    assert instance.jobs.tables[0] == instance.jobs.tables[1]
+    best = enumerate_placements(instance).objective
+    assert placement_lower_bound(instance.arrays()).value == pytest.approx(best, rel=1e-7)

@@ -274,6 +274,8 @@ _PLACEMENT: dict[str, _E] = {
     "lns_gain": _stat("objective the neighbourhood search removed after the climb", "objective"),
     "lns_mip_s": _stat("time in the neighbourhood MIPs", "s"),
     "lns_build_s": _stat("time building the neighbourhood MIPs", "s"),
+    "group_splits": _stat("GPU groups (type x priority) whose every job the search split at once, removing the "
+                          "group's Expressions 7-8", "groups"),
 }
 
 # --- reservation (RAS, MAST §2) -----------------------------------------------------------------

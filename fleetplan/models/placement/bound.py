@@ -32,14 +32,27 @@ The sum of minima is at most the minimum of the sum. Each piece:
   or ``-mu a``. The dual is concave in mu and is maximised by golden-section search; any mu it
   stops at gives a valid bound. A group whose jobs all add demand and can be placed in at most
   ``MAX_ENUMERATED`` ways is minimised exactly instead (every way scored as the judge scores
-  it). Before either, a job holding at least ``BRANCH_SHARE`` of the group's GPU-hours is
-  *branched on*: it lies in one of its regions (its hours added there to ``lo``), or it is split
-  (it adds no demand and pays its traffic); the bound is the minimum over the branches, each
-  bounded the same way, at most ``BRANCH_DEPTH`` jobs deep and ``BRANCH_LEAVES`` branches a group
-  (a large job cannot be spread, which the shares' relaxation would otherwise allow). A group
-  whose remaining jobs may all split may be *inactive*, which costs at least their traffic; its
-  bound is then the smaller of the two. (Under the combined overload form a job belongs to two
-  groups, so there a split counts no traffic, which would be counted twice.)
+  it). Both bound a *node* of a branch and bound over the group's jobs, largest first: a node
+  has placed some jobs, each in one of its regions (its hours added there to ``lo``) or split
+  (it adds no demand and pays its traffic), and bounds every way to place the others. A
+  node's children (the next job in each of its regions, or split) cover exactly its
+  placements, so a child's minimum is at least its parent's and its bound may be raised to
+  its parent's; the open nodes together cover every placement, so the least of their bounds
+  is at most the group's minimum. The search expands the open node with the least bound
+  (best first) until that node is exact (its jobs are enumerated) or ``BRANCH_NODES`` nodes
+  have been bounded; its bound is the group's (a large job cannot be spread, which the
+  shares' relaxation would otherwise allow; with few jobs the search closes on the exact
+  minimum, ``tests/test_placement_bound.py``). A group whose remaining jobs may all split may
+  be *inactive*, which costs at least their traffic; its bound is then the smaller of the two.
+  (Under the combined overload form a job belongs to two groups, so there a split counts no
+  traffic, which would be counted twice.) Expression 6 narrows a job's options first: in a
+  feasible plan the high-priority GPU-hours trained away from home (split, or in a region
+  without the job's GPU type) are at most ``(1 - threshold + tolerance)`` of all high-priority
+  hours, so a high-priority job with more hours than that is never split and lies in a region
+  with its type (every plan the bound drops is infeasible). And jobs of a group reading exactly
+  the same tables have the same R(job) (and largest region) in every plan: they add their
+  demand to one region together or are split together, so they are one job with their summed
+  hours and traffic.
 * *Traffic of the rest*: a Spark/Presto job reads remotely at least its pinned bytes outside its
   best region; an ML job whose tables are pinned to different regions reads all its bytes
   remotely; everything else at least 0.
@@ -48,9 +61,13 @@ The sum of minima is at most the minimum of the sum. Each piece:
   bytes plus the quota); ``sum_r (b_r - c_r)^2`` is convex, and its Lagrangian dual (closed form
   per region) is maximised by bisection. Table sizes are treated as divisible (a relaxation).
 
-What it does not see: the coupling of jobs through shared tables, the CPU and home-training rows,
-and the granularity of demand beyond the jobs branched on. So it is weakest where the best
-plan trades GPU balance against traffic; the MIP's own bound is used instead where it is higher
+What it does not see: the coupling of jobs through shared tables (beyond jobs reading the very
+same tables), the CPU rows, the home-training row beyond single jobs (several smaller jobs together may also exceed what may train away),
+and the granularity of demand beyond the jobs branched on. (At 1,000 tables, seed 0, the A100
+priority-0 group's minimum, 4.23, moves a job whose tables Spark and Presto jobs also read:
+moved with it, they overload their application's CPU in its new region; the default search's
+plan keeps 4.71 there.) So it is weakest where the best plan trades GPU balance against
+traffic; the MIP's own bound is used instead where it is higher
 (:mod:`fleetplan.solvers.placement.exact` reports the larger of the two). Tested against brute
 force (``tests/test_placement_bound.py``): never above the optimum, never negative.
 
@@ -67,6 +84,7 @@ Example
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import math
 from dataclasses import dataclass, field
 
@@ -85,6 +103,8 @@ GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 STORAGE_STEPS = 60
 # The judge accepts capacities and the move quota with this relative slack (evaluate.TOLERANCE).
 JUDGE_SLACK = 1e-9
+# The judge's tolerance on the home-training share (evaluate.TOLERANCE, absolute on the share).
+JUDGE_TOLERANCE = 1e-9
 # Kept off the final value against rounding in the sums (relative).
 ROUNDING = 1e-9
 # A group whose jobs all add demand is solved exactly when they can be placed in at most this
@@ -92,12 +112,9 @@ ROUNDING = 1e-9
 MAX_ENUMERATED = 10_000
 # Below the first branch (see _group_bound), fewer: there may be hundreds of branches.
 MAX_ENUMERATED_BRANCH = 512
-# A job holding at least this share of a group's GPU-hours is placed region by region (and
-# split, if it can be), at most BRANCH_DEPTH jobs deep, instead of spread continuously.
-BRANCH_SHARE = 0.05
-BRANCH_DEPTH = 2
-# At most this many branches per group (a second level only where the first is narrow).
-BRANCH_LEAVES = 512
+# Nodes of a group's branch and bound (see _group_bound): jobs are placed region by region (or
+# split), largest first, instead of spread continuously, until this many nodes were bounded.
+BRANCH_NODES = 256
 
 
 @dataclass
@@ -107,6 +124,9 @@ class LowerBound:
 
     value: float
     terms: dict[str, float] = field(default_factory=dict)
+    # Each GPU group's part of ``terms["gpu"]``: ((GPU type, priority, parts), bound); parts
+    # (1, 0) / (0, 1): a group of the combined overload form's two (Expression 7 / 8 only).
+    groups: list[tuple[tuple[str, int, tuple[float, float]], float]] = field(default_factory=list)
 
 
 def placement_lower_bound(arrays: PlacementArrays, data: PlacementData | None = None) -> LowerBound:
@@ -115,11 +135,12 @@ def placement_lower_bound(arrays: PlacementArrays, data: PlacementData | None = 
     if data is None:  # the storage breakpoints are not used here (w3 = 0 skips them)
         data = prepare(dataclasses.replace(arrays, w_storage=0.0), max_exact_levels=1, grid_levels=1)
     combined = arrays.overload_form == "combined_high_priority"
-    gpu = sum(_group_bound(arrays, data, group, count_split=not combined) for group in data.groups)
-    terms = {"gpu": float(gpu), "traffic": _forced_traffic(arrays, data),
+    groups = [((arrays.gpu_types[group.gpu_type], group.priority, group.parts),
+               _group_bound(arrays, data, group, count_split=not combined)) for group in data.groups]
+    terms = {"gpu": float(sum(value for _, value in groups)), "traffic": _forced_traffic(arrays, data),
              "storage_balance": float(arrays.w_storage * _storage_bound(arrays))}
     value = max(0.0, sum(terms.values()) * (1.0 - ROUNDING))
-    return LowerBound(value=value, terms=terms)
+    return LowerBound(value=value, terms=terms, groups=groups)
 
 
 # --- GPU groups -------------------------------------------------------------------------------
@@ -128,6 +149,41 @@ def _can_split(arrays: PlacementArrays, data: PlacementData, j: int) -> bool:
     """The rule of :func:`prepare`'s groups: a job that may be split adds demand only if it is not."""
     own = data.job_tables(j).tolist()
     return len(own) > 1 and any(len(data.allowed[t]) > 1 for t in own) and data.demand_mode.get(j) == "region"
+
+
+def _must_train_at_home(arrays: PlacementArrays) -> np.ndarray:
+    """High-priority ML jobs too large to train away from home: in a feasible plan the hours
+    away (split, or in a region without the job's GPU type) are at most ``1 - threshold`` of
+    all high-priority hours (the judge's tolerance added), so a job with more hours than that
+    is placed, in a region with its type."""
+    high = arrays.high_priority_ml
+    total = float(arrays.job_gpu_hours[high].sum())
+    if arrays.home_training_threshold <= 0 or total <= 0:
+        return np.zeros(arrays.num_jobs, dtype=bool)
+    away = (1.0 - arrays.home_training_threshold + JUDGE_TOLERANCE) * total
+    return high & (arrays.job_gpu_hours > away * (1 + ROUNDING) + 1e-12)
+
+
+def _merge_same_tables(data: PlacementData, jobs: list[int], hours: dict[int, float], splits: dict[int, bool],
+                       split_cost: dict[int, float], regions: dict[int, list[int]]) -> list[int]:
+    """Jobs reading exactly the same tables have the same R(job) (and largest region) in every
+    plan, so they add their demand to the same region or are split together: each set becomes
+    its first job, with their summed hours and split traffic and the options all of them have
+    (the dicts are updated in place; the first jobs are returned)."""
+    first: dict[tuple[int, ...], int] = {}
+    kept = []
+    for j in jobs:
+        rep = first.setdefault(tuple(np.unique(data.job_tables(j)).tolist()), j)
+        if rep == j:
+            kept.append(j)
+            continue
+        common = [r for r in regions[rep] if r in set(regions[j])]
+        hours[rep] += hours[j]
+        split_cost[rep] += split_cost[j]
+        splits[rep] = splits[rep] and splits[j]
+        if common:  # (none: no feasible plan; nothing more is claimed)
+            regions[rep] = common
+    return kept
 
 
 def _group_bound(arrays: PlacementArrays, data: PlacementData, group: GpuGroup, count_split: bool) -> float:
@@ -140,6 +196,13 @@ def _group_bound(arrays: PlacementArrays, data: PlacementData, group: GpuGroup, 
     split_cost = {j: float(arrays.w_traffic * arrays.job_weight[j] * arrays.table_size[data.job_tables(j)].sum())
                   if count_split else 0.0 for j in jobs}
     regions = {j: data.demand_regions[j] for j in jobs}
+    home = _must_train_at_home(arrays)
+    supplied = arrays.gpu_supply[:, g] > 0
+    for j in jobs:
+        at_home = [r for r in regions[j] if supplied[r]]
+        if home[j] and at_home:  # (none: no feasible plan; nothing more is claimed)
+            splits[j], regions[j] = False, at_home
+    jobs = _merge_same_tables(data, jobs, hours, splits, split_cost, regions)
     fixed = np.zeros(arrays.num_regions)
     for j in jobs:  # always adds its demand, and always in the same region
         if not splits[j] and len(regions[j]) == 1:
@@ -152,35 +215,21 @@ def _group_bound(arrays: PlacementArrays, data: PlacementData, group: GpuGroup, 
     def options(j: int) -> int:
         return len(regions[j]) + int(splits[j])
 
-    def scored(fixed: np.ndarray, rest: list[int], reach: np.ndarray, paid: float, depth: int,
-               leaves: int = 1) -> float:
-        """The group's bound with ``fixed`` placed and ``paid`` traffic of the jobs split so far;
-        ``reach``: the GPU-hours of ``rest`` that can land in each region; ``leaves``: the
-        branches open beside this one."""
+    def scored(fixed: np.ndarray, rest: list[int], reach: np.ndarray, paid: float, root: bool) -> tuple[float, bool]:
+        """The group's bound with ``fixed`` placed and ``paid`` traffic of the jobs split so far
+        (``reach``: the GPU-hours of ``rest`` that can land in each region), and whether it is
+        the exact minimum over the ways to place ``rest``."""
         t_max = float(fixed.sum()) + sum(hours[j] for j in rest)
         if t_max <= 0:
-            return paid
+            return paid, True
         certain = [j for j in rest if not splits[j]]
         maybe = [j for j in rest if splits[j]]
-        limit = MAX_ENUMERATED if depth == 0 else MAX_ENUMERATED_BRANCH
+        limit = MAX_ENUMERATED if root else MAX_ENUMERATED_BRANCH
         if not maybe and math.prod(len(regions[j]) for j in certain) <= limit:
             # Few ways to place them: each scored as the judge scores it (exact).
-            return paid + group.weight * _enumerated(certain, regions, hours, fixed, t_max, share, supply, tau, p7, p8)
-        big = max(rest, key=lambda j: hours[j])
-        if depth < BRANCH_DEPTH and hours[big] >= BRANCH_SHARE * t_max and leaves * options(big) <= BRANCH_LEAVES:
-            # A job this large cannot be spread: it lies in one of its regions, or is split.
-            others = [j for j in rest if j != big]
-            left = reach - reach_of[big]
-            wide = leaves * options(big)
-            values = []
-            for r in regions[big]:
-                placed = fixed.copy()
-                placed[r] += hours[big]
-                values.append(scored(placed, others, left, paid, depth + 1, wide))
-            if splits[big]:
-                values.append(scored(fixed, others, left, paid + split_cost[big], depth + 1, wide))
-            return min(values)
-        return paid + _continuous(fixed, certain, maybe, reach, t_max)
+            exact = _enumerated(certain, regions, hours, fixed, t_max, share, supply, tau, p7, p8)
+            return paid + group.weight * exact, True
+        return paid + _continuous(fixed, certain, maybe, reach, t_max), False
 
     def _continuous(fixed: np.ndarray, certain: list[int], maybe: list[int], reach: np.ndarray,
                     t_max: float) -> float:
@@ -197,8 +246,31 @@ def _group_bound(arrays: PlacementArrays, data: PlacementData, group: GpuGroup, 
             bound = min(bound, sum(split_cost[j] for j in maybe))
         return bound
 
+    # Best-first branch and bound over the jobs, largest first: a node places some jobs (each in
+    # one of its regions, or split); its bound covers every way to place the others, and a
+    # child's bound is at least its parent's (the child's placements are among the parent's).
+    # The lowest open node is expanded until it is exact or the budget of nodes is spent; the
+    # bound is then its value, the least over all open nodes, which together cover every
+    # placement.
     reach = sum(reach_of.values(), np.zeros(arrays.num_regions))
-    return float(scored(fixed, rest, reach, 0.0, 0))
+    order = sorted(rest, key=lambda j: (-hours[j], j))
+    value, exact = scored(fixed, order, reach, 0.0, True)
+    heap = [(value, 0, exact, fixed, order, reach, 0.0)]
+    evaluated, counter = 1, 1
+    while True:
+        value, _, exact, fixed, rest, reach, paid = heapq.heappop(heap)
+        if exact or not rest or hours[rest[0]] <= 0 or evaluated + options(rest[0]) > BRANCH_NODES:
+            return float(value)
+        big, others = rest[0], rest[1:]
+        left = reach - reach_of[big]
+        children = [(fixed + np.eye(1, arrays.num_regions, r)[0] * hours[big], paid) for r in regions[big]]
+        if splits[big]:
+            children.append((fixed, paid + split_cost[big]))
+        for placed, cost in children:
+            child, child_exact = scored(placed, others, left, cost, False)
+            heapq.heappush(heap, (max(child, value), counter, child_exact, placed, others, left, cost))
+            counter += 1
+        evaluated += len(children)
 
 
 def _enumerated(free: list[int], regions: dict[int, list[int]], hours: dict[int, float], fixed: np.ndarray,

@@ -180,7 +180,7 @@ def tetris_hill_climb(instance: PlacementInstance, *, time_limit: float | None =
                       threads: int = 1, progress: Progress, replicas: bool = True,
                       partitions_only: bool = False, hot_replica_share: float = 0.1,
                       max_moves: int | None = None, requeue_neighbours: bool = True,
-                      compound_moves: bool = False) -> SolveResult:
+                      compound_moves: bool = False, group_split_tables: int = 0) -> SolveResult:
     """Hill-climb the table homes from today's placement, then add replicas (§3.5).
 
     Parameters
@@ -189,6 +189,11 @@ def tetris_hill_climb(instance: PlacementInstance, *, time_limit: float | None =
         replicas copy only the partitions jobs read (``read_fraction``), not whole tables
     compound_moves : bool
         also move all tables of a split multi-table ML job to one region at once
+    group_split_tables : int
+        when > 0, a last move type once the climb stops: every job of a GPU group split at once
+        where that lowers the objective (at most this many tables moved per group;
+        :mod:`fleetplan.solvers.placement.groups`), then the climb again from the moved tables.
+        0 (the default) keeps §3.4's single moves only
 
     Examples
     --------
@@ -198,9 +203,28 @@ def tetris_hill_climb(instance: PlacementInstance, *, time_limit: float | None =
     >>> result.evaluation.feasible, result.objective <= fleetplan.solve(instance, "keep").objective
     (True, True)
     """
-    state, climb, _ = _climb(instance, True, time_limit, progress, max_moves, requeue_neighbours, compound_moves)
+    if group_split_tables < 0:
+        from fleetplan.instances import InstanceError
+
+        raise InstanceError("options.group_split_tables", "must be >= 0")
+    deadline = Deadline(time_limit)
+    state, climb, after_s = _climb(instance, True, time_limit, progress, max_moves, requeue_neighbours,
+                                   compound_moves)
+    splits = None
+    if group_split_tables > 0 and climb.stopped_by != "time":
+        from fleetplan.solvers.placement.groups import split_sweep
+
+        # What the climb kept back for the finish (replicas, the plan, the judge) stays kept.
+        left = None if time_limit is None else max(0.0, time_limit - deadline.elapsed() - after_s)
+        splits = split_sweep(state, group_split_tables, Deadline(left))
+        climb.applied.extend(splits.moves)
+        climb.total_gain += splits.gain
+        climb.cost_used += sum(move.cost for move in splits.moves)
     result = _finish(instance, state.home, climb.applied, climb, replicas, partitions_only,
                      hot_replica_share, climb.stopped_by == "time")
+    if splits is not None:
+        result.log[1:1] = splits.lines
+        result.stats["group_splits"] = float(splits.kept)
     result.model_objective = float(sum(state.objective_terms.values()))
     return result
 
