@@ -360,7 +360,13 @@ class ColumnAllocationInstance(ColumnBacked, AllocationInstance):
                 given, order = private.get("_throughput_given"), private.get("_throughput_order")
                 jobs = [columns.job(m, types, given=None if given is None else given[m], order=order)
                         for m in range(len(columns))]
-                self.__dict__["jobs"] = jobs
+                # In the fields' order, as a validated instance holds them: a saved file lists
+                # "jobs" where the schema puts it, not last.
+                present = dict(self.__dict__, jobs=jobs)
+                fields = type(self).model_fields
+                order = [name for name in fields if name in present] + [name for name in present if name not in fields]
+                self.__dict__.clear()
+                self.__dict__.update({name: present[name] for name in order})
                 return jobs
         return super().__getattr__(name)
 
