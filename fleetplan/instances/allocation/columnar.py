@@ -102,7 +102,7 @@ def _fast(files: dict[str, str], name: str) -> ColumnAllocationInstance:
     if n == 0 or "id" not in jobs.column_names:
         raise _Slow
     ids = _strings(jobs["id"])
-    if ids.null_count or _any(pc.equal(pc.utf8_length(ids), 0)) or len(pc.unique(ids)) != n:
+    if ids.null_count or _empty(ids).any() or len(pc.unique(ids)) != n:
         raise _Slow
     # The throughputs, in the table's column order (a job's dict lists its types in that order).
     order = [type_names.index(column[len(THROUGHPUT):]) for column in jobs.column_names
@@ -227,7 +227,9 @@ def _small_numbers(table: Any, column: str) -> list[float | None]:
 def _read(path: str, known: set[str]) -> Any:
     """A Parquet table whose columns are all in ``known``, each named once."""
     try:
-        table = pq.read_table(path)
+        # One file, read as it is (``read_table`` goes through pyarrow's dataset layer, which
+        # imports pandas: a third of a second of this command's start).
+        table = pq.ParquetFile(path).read()
     except Exception:  # noqa: BLE001 - pyarrow raises many types; from_frames names the problem
         raise _Slow from None
     names = table.column_names
@@ -240,8 +242,9 @@ def _chunk(column: Any) -> Any:
     return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
 
 
-def _any(mask: Any) -> bool:
-    return bool(pc.any(mask).as_py())
+def _empty(values: Any) -> np.ndarray:
+    """Where a text column holds "" (False where it is null)."""
+    return pc.utf8_length(values).to_numpy(zero_copy_only=False) == 0  # nulls -> NaN
 
 
 def _missing(column: Any) -> np.ndarray:
@@ -253,7 +256,7 @@ def _strings(column: Any) -> Any:
     them); nulls stay (the caller decides)."""
     column = _chunk(column)
     if pa.types.is_null(column.type):
-        return pa.array([None] * len(column), type=pa.string())
+        return pa.nulls(len(column), type=pa.string())
     if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
         raise _Slow
     if len(column) and pc.all(pc.equal(pc.utf8_trim(column, characters=_WHITESPACE), column)).as_py() is False:
@@ -267,10 +270,9 @@ def _optional_texts(table: Any, column: str) -> np.ndarray | None:
     if column not in table.column_names:
         return None
     values = _strings(table[column])
-    values = pc.if_else(pc.equal(pc.utf8_length(values), 0), pa.scalar(None, type=values.type), values)
-    if values.null_count == len(values):
+    if values.null_count + int(_empty(values).sum()) == len(values):
         return None
-    return np.array(values.to_pylist(), dtype=object)
+    return np.array([value or None for value in values.to_pylist()], dtype=object)  # "" -> None
 
 
 def _numbers(column: Any) -> np.ndarray:
@@ -299,7 +301,12 @@ def _integers(column: Any, *, default: int) -> np.ndarray:
     if pa.types.is_uint64(column.type) and column.null_count < len(column) and \
             pc.max(column).as_py() > MAX_INTEGER:
         raise _Slow
-    return column.fill_null(default).to_numpy(zero_copy_only=False).astype(np.int64)
+    if not column.null_count:
+        return column.to_numpy().astype(np.int64)
+    # Filled with numpy: a Python value handed to pyarrow (fill_null) imports pandas.
+    out = np.full(len(column), default, dtype=np.int64)
+    out[~_missing(column)] = column.drop_null().to_numpy().astype(np.int64)
+    return out
 
 
 __all__ = ["from_folder"]
