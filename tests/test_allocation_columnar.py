@@ -139,6 +139,7 @@ MUTATIONS = [
     ("jobs", _set("scale_factor", 0)),
     ("jobs", _set("scale_factor", 1.5)),
     ("jobs", _set("scale_factor", 2.0, row=0)),  # an integral float: the reader takes it
+    ("jobs", _retyped("scale_factor", lambda c: c.astype("uint64") + np.uint64(2**63), "scale factor >= 2^63")),
     ("jobs", _set("weight", 0.0)),
     ("jobs", _set("weight", None)),  # not given: the default weight
     ("jobs", _retyped("weight", lambda c: c.round().astype("int64").clip(lower=1), "integer weights")),
@@ -208,3 +209,26 @@ def test_a_csv_folder_goes_through_the_table_reader(exported, tmp_path):
     loaded = fleetplan.load_instance(tmp_path)
     assert not isinstance(loaded, ColumnAllocationInstance)
     assert loaded.model_dump() == fleetplan.load_instance(exported).model_dump() | {"name": tmp_path.name}
+
+
+def test_arrow_types_pandas_does_not_write_are_read_the_same(exported, tmp_path):
+    """Files written by other tools: several row groups, large strings, 32-bit numbers, a column
+    of nulls only, text held as a dictionary (the last goes through the table reader)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    shutil.copytree(exported, tmp_path / "tables")
+    table = pq.read_table(tmp_path / "tables" / "jobs.parquet")
+    columns = {name: table[name] for name in table.column_names}
+    columns["id"] = columns["id"].cast(pa.large_string())
+    columns["scale_factor"] = columns["scale_factor"].cast(pa.int32())
+    columns["throughput_k80"] = columns["throughput_k80"].cast(pa.float32())
+    columns["arrival_time"] = pa.nulls(table.num_rows)
+    edited = pa.table(columns)
+    pq.write_table(edited, tmp_path / "tables" / "jobs.parquet", row_group_size=5)
+    loaded = fleetplan.load_instance(tmp_path / "tables")
+    assert isinstance(loaded, ColumnAllocationInstance)
+    assert_same(loaded, table_reader(tmp_path / "tables"))
+    columns["job_type"] = columns["job_type"].dictionary_encode()
+    pq.write_table(pa.table(columns), tmp_path / "tables" / "jobs.parquet")
+    assert_same(fleetplan.load_instance(tmp_path / "tables"), table_reader(tmp_path / "tables"))
