@@ -22,6 +22,16 @@ spaces that ``from_frames`` would strip, a CSV table), the folder is read again 
 ``from_frames``, whose error names the file, row and column. So the fast path only ever accepts
 what ``from_frames`` accepts, and gives the instance it gives (``tests/test_allocation_columnar.py``
 checks both on generated instances and on mutated tables).
+
+>>> import tempfile
+>>> import fleetplan
+>>> from fleetplan.instances.allocation import frames
+>>> folder = tempfile.mkdtemp()
+>>> for table, frame in frames.to_frames(fleetplan.generate("allocation", {"jobs": 4}, seed=1)).items():
+...     frame.to_parquet(f"{folder}/{table}.parquet")
+>>> instance = fleetplan.load_instance(folder)
+>>> type(instance).__name__, instance.arrays().job_ids
+('ColumnAllocationInstance', ['job0', 'job1', 'job2', 'job3'])
 """
 
 from __future__ import annotations
