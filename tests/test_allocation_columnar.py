@@ -234,3 +234,13 @@ def test_arrow_types_pandas_does_not_write_are_read_the_same(exported, tmp_path)
     columns["job_type"] = columns["job_type"].dictionary_encode()
     pq.write_table(pa.table(columns), tmp_path / "tables" / "jobs.parquet")
     assert_same(fleetplan.load_instance(tmp_path / "tables"), table_reader(tmp_path / "tables"))
+
+
+def test_reading_a_folder_does_not_load_pandas(exported):
+    import subprocess
+    import sys
+
+    code = ("import sys, fleetplan; instance = fleetplan.load_instance(sys.argv[1]); "
+            "print(type(instance).__name__, 'pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(exported)], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["ColumnAllocationInstance", "False"]
