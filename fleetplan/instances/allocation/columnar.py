@@ -5,8 +5,8 @@ and so by ``fleetplan solve DIR``.
 
 :func:`~fleetplan.instances.allocation.frames.from_frames` turns every cell into a Python
 object, every job into a dict and then into a validated ``Job``: on a folder of 10^6 jobs that
-load took 31.9 s wall and the whole ``fleetplan solve`` 37.8 s; read here, 2-3 s and 9-11 s
-(benchmarks/results/allocation.md, "10^6 jobs from a Parquet folder"). Here the jobs' columns stay Arrow and numpy arrays: their
+load took 31.9 s wall and the whole ``fleetplan solve`` 37.8 s; read here, 1.5-3.0 s and
+7.9-11.5 s at load 3-5 (benchmarks/results/allocation.md, "10^6 jobs from a Parquet folder"). Here the jobs' columns stay Arrow and numpy arrays: their
 types are read from the Parquet schema, and every check that ``from_frames`` and the file
 schema make on a job — known columns, ids given, unique and without surrounding spaces, numbers
 finite and in range (throughputs >= 0, scale factors integers >= 1, weights, steps and SLOs
