@@ -51,6 +51,7 @@ def _allocation() -> ProblemKind:
         cli_view="fleetplan.cli.views:AllocationView",
         frames="fleetplan.instances.allocation.frames",
         folder_tables=(("jobs", "cluster"), ("entities", "colocations")),
+        folder_reader="fleetplan.instances.allocation.columnar:from_folder",
         session="fleetplan.embed.allocation:AllocationSession",
         session_operations=("add_jobs", "remove_jobs", "update_jobs", "set_workers", "forget_warm_start"),
         demo_solvers=("max-min-fairness", "max-min-fairness-agnostic"),

@@ -25,6 +25,7 @@ Example
 
 from __future__ import annotations
 
+import gc
 import itertools
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -370,6 +371,19 @@ class AllocationInstance(InstanceBase):
         return classes, table
 
 
+def _rows(matrix: np.ndarray) -> list[list[float]]:
+    """``matrix.tolist()`` with the cyclic garbage collector paused: the rows are lists of floats
+    (no cycle to find), and the collections their making triggers took three quarters of the
+    time (0.52 s against 0.14 s for 10^6 x 3)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return matrix.tolist()
+    finally:
+        if collecting:
+            gc.enable()
+
+
 def _unique(values: list[str], field: str, key: str) -> list[str]:
     seen: set[str] = set()
     for index, value in enumerate(values):
@@ -441,7 +455,7 @@ class AllocationPlan(PlanBase):
         plan = cls.model_construct(
             kind=KIND, schema_version=1, solver=solver, options=dict(options or {}), policy=policy,
             job_ids=list(arrays.job_ids), worker_types=list(arrays.worker_types),
-            allocation=clean.tolist(), pairs=pairs,
+            allocation=_rows(clean), pairs=pairs,
         )
         plan._solver_matrix = clean
         return plan

@@ -103,15 +103,20 @@ class JobColumns:
             values[name] = column
         return JobColumns(**values)
 
-    def job(self, m: int, types: list[str]) -> Job:
-        """Row ``m`` as a :class:`Job` (no validation: the columns were checked)."""
+    def job(self, m: int, types: list[str], *, given: np.ndarray | None = None,
+            order: list[int] | None = None) -> Job:
+        """Row ``m`` as a :class:`Job` (no validation: the columns were checked). Its throughput
+        dict holds the positive throughputs in ``types``' order, or the types ``given`` marks
+        (a row's mask: a table cell holding 0 is kept) in the column ``order`` given."""
         def number(values: np.ndarray) -> float | None:
             value = float(values[m])
             return None if np.isnan(value) else value
 
         row = self.throughput[m]
+        keep = row > 0 if given is None else given
         return Job.model_construct(
-            id=str(self.id[m]), throughput={name: float(row[j]) for j, name in enumerate(types) if row[j] > 0},
+            id=str(self.id[m]),
+            throughput={types[j]: float(row[j]) for j in (range(len(types)) if order is None else order) if keep[j]},
             scale_factor=int(self.scale_factor[m]), weight=float(self.weight[m]),
             job_type=None if self.job_type is None else self.job_type[m],
             entity=None if self.entity is None else self.entity[m],
@@ -327,6 +332,11 @@ class ColumnAllocationInstance(ColumnBacked, AllocationInstance):
     or :meth:`from_parts`."""
 
     _columns: JobColumns | None = None
+    # How the job objects list their throughputs when made (a Parquet folder's reader sets them
+    # so those objects are the ones the table reader makes): a (jobs, types) mask of the cells
+    # given, zeros included (None: the positive ones), and the order of the types' columns.
+    _throughput_given: np.ndarray | None = None
+    _throughput_order: list[int] | None = None
 
     @classmethod
     def from_parts(cls, worker_types: list[WorkerType], columns: JobColumns, entities: list[Entity],
@@ -346,8 +356,17 @@ class ColumnAllocationInstance(ColumnBacked, AllocationInstance):
             columns = (self.__pydantic_private__ or {}).get("_columns")
             if columns is not None:
                 types = [t.name for t in self.__dict__["worker_types"]]
-                jobs = [columns.job(m, types) for m in range(len(columns))]
-                self.__dict__["jobs"] = jobs
+                private = self.__pydantic_private__ or {}
+                given, order = private.get("_throughput_given"), private.get("_throughput_order")
+                jobs = [columns.job(m, types, given=None if given is None else given[m], order=order)
+                        for m in range(len(columns))]
+                # In the fields' order, as a validated instance holds them: a saved file lists
+                # "jobs" where the schema puts it, not last.
+                present = dict(self.__dict__, jobs=jobs)
+                fields = type(self).model_fields
+                order = [name for name in fields if name in present] + [name for name in present if name not in fields]
+                self.__dict__.clear()
+                self.__dict__.update({name: present[name] for name in order})
                 return jobs
         return super().__getattr__(name)
 
