@@ -230,7 +230,8 @@ def load_instance(path: str | os.PathLike[str]) -> InstanceBase:
     """Load and validate an instance file; raises :class:`InstanceError` naming the JSON path
     (every error found, up to a cap: ``error.lines()``). A folder is read as an instance's
     tables, as ``fleetplan export`` writes them (:func:`fleetplan.instances.frames.load_folder`;
-    a placement's Parquet read column-wise: :mod:`fleetplan.instances.placement.columnar`).
+    a placement's or an allocation's Parquet read column-wise:
+    :mod:`fleetplan.instances.placement.columnar`, :mod:`fleetplan.instances.allocation.columnar`).
 
     >>> instance = load_instance("examples/allocation-gavel-4.1.json")
     >>> instance.kind, len(instance.jobs)
