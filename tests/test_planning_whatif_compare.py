@@ -281,3 +281,12 @@ def test_size_whatif_and_compare_write_self_contained_reports(tmp_path, capsys):
     assert main(["size", inventory, "--target", "min_time_share>=0.5", "--buy", "k80",
                  "--report", str(tmp_path / "x.txt")]) == 2
     assert "--report" in capsys.readouterr().err
+
+
+def test_whatif_reads_a_folder_of_tables_as_the_file(tmp_path):
+    folder = tmp_path / "tables"
+    assert main(["export", ALLOCATION, "--format", "parquet", "-o", str(folder)]) == 0
+    vary = ["worker_types.v100.count=8,16"]
+    from_folder = whatif(str(folder), vary, progress=None)
+    from_file = whatif(ALLOCATION, vary, progress=None)
+    assert [row["objective"] for row in from_folder.rows] == [row["objective"] for row in from_file.rows]

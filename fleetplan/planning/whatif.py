@@ -163,6 +163,24 @@ def check_metrics(metrics: Sequence[str] | None, kind: str) -> None:
                                          "lists them)")
 
 
+def instance_and_data(instance: Any) -> tuple[Any, dict[str, Any], str | None]:
+    """The instance a sweep varies, its data (the file's layout, where paths point) and its path:
+    from a JSON file, a folder of tables (as ``fleetplan export`` writes them), an instance or
+    its dict."""
+    import os
+
+    from fleetplan.instances import as_instance, instance_from_data, load_instance, read_json_file
+
+    if isinstance(instance, (str, os.PathLike)):
+        if Path(instance).is_dir():
+            loaded = load_instance(instance)
+            return loaded, json.loads(loaded.model_dump_json()), str(instance)
+        data = read_json_file(instance)
+        return instance_from_data(data, str(instance)), data, str(instance)
+    instance = as_instance(instance)
+    return instance, json.loads(instance.model_dump_json()), None
+
+
 def point_label(point: dict[str, Any]) -> str:
     return ",".join(f"{path}={value}" for path, value in point.items())
 
@@ -195,7 +213,6 @@ def whatif(instance: Any, varies: Sequence[str | Vary], out: str | Path | None =
     >>> [(row["worker_types.v100.count"], row["status"]) for row in table.rows]
     [(1, 'optimal'), (2, 'optimal')]
     """
-    from fleetplan.instances import instance_from_data, read_json_file
     from fleetplan.instances.outputs import atomic_write_text, check_output_folder
     from fleetplan.instances.paths import changed_instance
     from fleetplan.runs.cells import Cell
@@ -213,15 +230,7 @@ def whatif(instance: Any, varies: Sequence[str | Vary], out: str | Path | None =
                             plot=False, frontier=frontier)
         result.files = []
         return result
-    instance_path = instance if isinstance(instance, (str, Path)) else None
-    if instance_path is not None:
-        data = read_json_file(instance_path)
-        instance = instance_from_data(data, str(instance_path))
-    else:
-        from fleetplan.instances import as_instance
-
-        instance = as_instance(instance)
-        data = json.loads(instance.model_dump_json())
+    instance, data, instance_path = instance_and_data(instance)
     from fleetplan.planning.kinds import planning_kind
 
     if frontier and not planning_kind(instance.kind).frontier:

@@ -117,15 +117,10 @@ def horizon_whatif(instance: Any, horizon: Any, varies: Sequence[Any], out: str 
 
 
 def _instance_data(instance: Any) -> tuple[dict[str, Any], str | None]:
-    import os
+    from fleetplan.planning.whatif import instance_and_data
 
-    from fleetplan.instances import as_instance, instance_from_data, read_json_file
-
-    if isinstance(instance, (str, os.PathLike)):
-        data = read_json_file(instance)
-        instance_from_data(data, str(instance))  # bad input names the file, before anything runs
-        return data, str(instance)
-    return json.loads(as_instance(instance).model_dump_json()), None
+    _, data, path = instance_and_data(instance)  # bad input names the file, before anything runs
+    return data, path
 
 
 def _horizon_data(horizon: Any) -> dict[str, Any]:
