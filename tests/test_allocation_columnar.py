@@ -5,6 +5,7 @@ the table reader's own one-line error (exit 2 from ``fleetplan solve``, no plan 
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import numpy as np
@@ -244,3 +245,16 @@ def test_reading_a_folder_does_not_load_pandas(exported):
             "print(type(instance).__name__, 'pandas' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code, str(exported)], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["ColumnAllocationInstance", "False"]
+
+
+def test_isolated_time_elapsed_survives_export_and_import(tmp_path):
+    from fleetplan.cli import main
+
+    data = fleetplan.generate("allocation", {"jobs": 6}, seed=0).model_dump()
+    data["jobs"][0]["isolated_time_elapsed"] = 123.5
+    source = tmp_path / "a.json"
+    source.write_text(json.dumps(data))
+    for fmt in ("parquet", "csv"):
+        assert main(["export", str(source), "--format", fmt, "-o", str(tmp_path / fmt)]) == 0
+        back = fleetplan.load_instance(tmp_path / fmt)
+        assert [job.isolated_time_elapsed for job in back.jobs][:2] == [123.5, None]

@@ -68,7 +68,8 @@ _WHITESPACE = "".join(chr(code) for code in range(0x3001) if chr(code).isspace()
 # Optional number columns of a job: the value when the cell is empty, and the bound a given
 # value meets (the file schema's ``gt=0`` or ``ge=0``).
 _NUMBERS = {"weight": (1.0, "positive"), "steps_left": (np.nan, "positive"), "arrival_time": (0.0, "nonnegative"),
-            "time_elapsed": (0.0, "nonnegative"), "slo_hours": (np.nan, "positive")}
+            "time_elapsed": (0.0, "nonnegative"), "isolated_time_elapsed": (np.nan, "nonnegative"),
+            "slo_hours": (np.nan, "positive")}
 
 
 class _Slow(Exception):
@@ -156,7 +157,7 @@ def _fast(files: dict[str, str], name: str) -> ColumnAllocationInstance:
     columns = JobColumns(
         id=np.array(ids.to_pylist(), dtype=object), throughput=throughput, scale_factor=scale,
         weight=numbers["weight"], steps_left=numbers["steps_left"], arrival_time=numbers["arrival_time"],
-        time_elapsed=numbers["time_elapsed"], isolated_time_elapsed=np.full(n, np.nan),
+        time_elapsed=numbers["time_elapsed"], isolated_time_elapsed=numbers["isolated_time_elapsed"],
         slo_hours=numbers["slo_hours"], job_type=job_type, entity=entity)
     instance = ColumnAllocationInstance.from_parts(types, columns, entity_list, colocation_list, name)
     # What the job objects list, when they are made: a throughput given as 0 stays in the job's

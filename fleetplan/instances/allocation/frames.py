@@ -6,7 +6,8 @@ Layouts (``docs/data-in-out.md`` has the full reference and a worked example):
 * **cluster** — one row per GPU (worker) type: ``name``, ``count``, ``cost_per_hour`` (optional).
 * **jobs** — one row per job: ``id``; ``throughput_<type>`` for each type the job can run on
   (iterations/s; empty or absent: cannot run there); optional ``scale_factor``, ``weight``,
-  ``job_type``, ``entity``, ``steps_left``, ``arrival_time``, ``time_elapsed``, ``slo_hours``.
+  ``job_type``, ``entity``, ``steps_left``, ``arrival_time``, ``time_elapsed``,
+  ``isolated_time_elapsed``, ``slo_hours``.
 * **entities** (optional) — ``id``, ``weight``, ``policy``.
 * **colocations** (optional, space sharing) — ``job_type_a``, ``job_type_b``, ``scale_factor``,
   ``throughput_<type>_a`` and ``throughput_<type>_b``.
@@ -57,7 +58,8 @@ SHARE = "share_"
 CLUSTER_COLUMNS = {"name": "str", "count": "int", "cost_per_hour": "float"}
 JOB_COLUMNS = {
     "id": "str", "scale_factor": "int", "weight": "float", "job_type": "str", "entity": "str",
-    "steps_left": "float", "arrival_time": "float", "time_elapsed": "float", "slo_hours": "float",
+    "steps_left": "float", "arrival_time": "float", "time_elapsed": "float", "isolated_time_elapsed": "float",
+    "slo_hours": "float",
 }
 ENTITY_COLUMNS = {"id": "str", "weight": "float", "policy": "str"}
 COLOCATION_COLUMNS = {"job_type_a": "str", "job_type_b": "str", "scale_factor": "int"}
