@@ -74,7 +74,7 @@ def handle_horizon(args: argparse.Namespace) -> int:
     """``fleetplan horizon``."""
     import fleetplan
     from fleetplan.cli.common import CommandError, check_outputs, print_json, stdout, working
-    from fleetplan.cli.planning import _check_pictures
+    from fleetplan.cli.planning import check_pictures
     from fleetplan.planning.horizon import load_horizon, plan_horizon
 
     if args.vary:
@@ -87,7 +87,7 @@ def handle_horizon(args: argparse.Namespace) -> int:
                                                      ("--report", args.report)])
     if args.output and not str(args.output).lower().endswith((".json", ".csv")):
         raise CommandError(f"-o {args.output}: the schedule is written as .json (everything) or .csv (its rows)")
-    _check_pictures(args)
+    check_pictures(args)
     with working(f"loading {args.file}", not args.json):
         instance = fleetplan.load_instance(args.file)
         spec = load_horizon(args.horizon)
@@ -113,7 +113,7 @@ def handle_horizon(args: argparse.Namespace) -> int:
 def handle_sweep(args: argparse.Namespace) -> int:
     """``fleetplan horizon --vary ...``: one schedule per point, tabulated and drawn."""
     from fleetplan.cli.common import CommandError, executor_security, print_json, stdout
-    from fleetplan.cli.planning import _whatif_report, render_sweep
+    from fleetplan.cli.planning import render_sweep, whatif_report
     from fleetplan.planning.horizon.sweep import horizon_whatif
 
     for flag, given in (("--plot", args.plot), ("--prices", args.prices)):
@@ -137,7 +137,7 @@ def handle_sweep(args: argparse.Namespace) -> int:
                             plot=True)
     code = 0 if result.failed < len(result.rows) else 1
     if args.report:
-        _whatif_report(args, result, question=f"how the cheapest purchase schedule and its cost move with "
+        whatif_report(args, result, question=f"how the cheapest purchase schedule and its cost move with "
                                               f"{', '.join(result.varied)}",
                        inputs={"instance": args.file, "horizon": args.horizon, "vary": " ".join(args.vary),
                                "time limit per point (s)": args.time_limit if args.time_limit is not None else 60.0,

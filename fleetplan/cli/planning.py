@@ -170,7 +170,7 @@ def handle_size(args: argparse.Namespace) -> int:
         raise CommandError("size: give the INSTANCE to size (or --targets KIND to list the metrics)")
     check_outputs([args.file, args.with_plan], files=[("-o", args.output), ("--plan", args.plan),
                                                       ("--plot", args.plot), ("--report", args.report)])
-    _check_pictures(args)
+    check_pictures(args)
     with working(f"loading {args.file}", not args.json):
         loading = time.perf_counter()
         instance = fleetplan.load_instance(args.file)
@@ -295,7 +295,7 @@ def _plural(unit: str, count: float) -> str:
     return f"{unit}s" if unit in ("GPU", "server", "machine") and count != 1 else unit
 
 
-def _check_pictures(args: argparse.Namespace) -> None:
+def check_pictures(args: argparse.Namespace) -> None:
     """--plot names a picture format, --report an HTML file: refused before any work."""
     from fleetplan.cli.common import CommandError
     from fleetplan.instances.outputs import check_figure_path
@@ -481,7 +481,7 @@ def handle_compare(args: argparse.Namespace) -> int:
                            f"({len(args.plans)} plans, {len(args.instance)} instances)")
     inputs = [*args.plans, *args.instance]
     check_outputs(inputs, files=[("-o", args.output), ("--report", args.report)])
-    _check_pictures(args)
+    check_pictures(args)
     suffix = (args.output or "").lower().rsplit(".", 1)[-1] if args.output else None
     if suffix is not None and suffix != "csv":
         check_figure_path(args.output, "-o")
@@ -602,7 +602,7 @@ def handle_whatif(args: argparse.Namespace) -> int:
 
         check_outputs([args.file], files=[("--report", args.report)])
         check_distinct_outputs([("--report", args.report)], [("-o", args.output)])
-        _check_pictures(args)
+        check_pictures(args)
     tls = executor_security(args)
     result = whatif(args.file, args.vary, args.output, solver=args.solver, options=options, metrics=metrics,
                     time_limit=args.time_limit, seed=args.seed, threads=args.threads, executor=args.executor,
@@ -610,7 +610,7 @@ def handle_whatif(args: argparse.Namespace) -> int:
                     resume=args.resume, progress=None if args.json else "auto", frontier=args.frontier, plot=True)
     code = 0 if result.failed < len(result.rows) else 1
     if args.report:
-        _whatif_report(args, result)
+        whatif_report(args, result)
         result.files.append(args.report)
     settle(code)  # the sweep's files are in place
     if args.json:
@@ -624,7 +624,7 @@ def handle_whatif(args: argparse.Namespace) -> int:
     return code
 
 
-def _whatif_report(args: argparse.Namespace, result: Any, question: str | None = None,
+def whatif_report(args: argparse.Namespace, result: Any, question: str | None = None,
                    inputs: dict[str, Any] | None = None) -> None:
     """The sweep's report; ``question`` and ``inputs`` for a sweep of another question than a
     solver's metrics (a horizon's schedules)."""

@@ -86,6 +86,13 @@ class PlanningKind:
     def objective_difference(self) -> Callable[[Any, Any], tuple[str, str]] | None:
         return _load(self.objective_difference_path) if self.objective_difference_path else None
 
+    def horizon_periods(self, instance: Any, spec: Any, scenarios: Sequence[Any]) -> Any:
+        """The kind's side of planning over time (:mod:`fleetplan.planning.horizon`)."""
+        if self.horizon_path is None:
+            raise InstanceError("kind", f"no planning over time for kind '{self.name}' (it knows: "
+                                        f"{', '.join(k for k, e in PLANNING_KINDS.items() if e.horizon_path)})")
+        return _load(self.horizon_path)(instance, spec, scenarios)
+
     def capacity_units(self, instance: Any) -> Iterator[CapacityUnit]:
         if self.capacity_units_path is None:
             raise InstanceError("kind", f"no marginal values for kind '{self.name}' yet")

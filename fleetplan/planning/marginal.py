@@ -362,7 +362,7 @@ def gpushare_units(instance: Any) -> Iterator[CapacityUnit]:
     fewer (the last such node of the list)."""
     from fleetplan.instances import instance_from_data
     from fleetplan.planning.sizing import Purchase
-    from fleetplan.planning.sizing.gpushare import _templates, with_nodes
+    from fleetplan.planning.sizing.gpushare import node_templates, with_nodes
 
     nodes = instance.nodes
 
@@ -374,7 +374,7 @@ def gpushare_units(instance: Any) -> Iterator[CapacityUnit]:
         return instance_from_data(data)
 
     for model in sorted({name for name in nodes.model if name}):
-        offer = _templates(instance, [Purchase(model)])[0]
+        offer = node_templates(instance, [Purchase(model)])[0]
         _, cpu, memory, gpus, _, _ = offer
         alike = [row for row, shape in enumerate(zip(nodes.model, nodes.cpu_milli, nodes.memory_mib, nodes.gpus,
                                                      strict=True)) if shape == (model, cpu, memory, gpus)]

@@ -195,7 +195,7 @@ class PlacementPeriods:
     def block(self, period: int, scenario: int, add_cap: np.ndarray, role: str) -> PeriodBlock:
         """The sizing LP of :mod:`fleetplan.planning.sizing.placement` on the period's existing
         fleet and demand, its purchase columns bounded by what can be in use (``add_cap``)."""
-        from fleetplan.planning.sizing.placement import _model
+        from fleetplan.planning.sizing.placement import placement_sizing_lp
 
         demand, stored = self.needs(period, scenario)
         cells = self.existing_cells(period)
@@ -209,7 +209,7 @@ class PlacementPeriods:
                                 storage_capacity=cells[self.n_gpu:] / unit)
         targets = [Target(t.metric, t.op, t.value / unit) if t.metric == "storage_over_capacity_bytes" else t
                    for t in self.targets[period]]
-        lp = _model(fleet, targets, demand, stored / unit + 1e-6, np.zeros((n_r, n_t)),
+        lp = placement_sizing_lp(fleet, targets, demand, stored / unit + 1e-6, np.zeros((n_r, n_t)),
                     cap[: self.n_gpu].reshape(n_r, n_t), np.zeros(n_r), cap[self.n_gpu:] / unit, None)
         # The LP's purchase columns are a (regions x types, row-major), then b (regions): the cells.
         return PeriodBlock(lp, self.item_cell.copy(), True, None)

@@ -40,9 +40,9 @@ class Solved:
 def periods_for(instance: Any, spec: HorizonSpec, scenarios: list[Scenario]) -> Any:
     """The kind's side of the horizon model for ``instance`` (its planning registration's
     ``horizon_path``)."""
-    from fleetplan.planning.kinds import _load, planning_kind
+    from fleetplan.planning.kinds import planning_kind
 
-    return _load(planning_kind(instance.kind).horizon_path)(instance, spec, scenarios)
+    return planning_kind(instance.kind).horizon_periods(instance, spec, scenarios)
 
 
 def solve_schedule(spec: HorizonSpec, kind: Any, probabilities: Sequence[float], shared_until: int,

@@ -44,7 +44,7 @@ from fleetplan.planning.targets import Target
 DEFAULT_MAXIMUM = 10_000
 
 
-def _templates(instance: Any, purchases: Sequence[Purchase]) -> list[tuple[str, int, int, int, float, float]]:
+def node_templates(instance: Any, purchases: Sequence[Purchase]) -> list[tuple[str, int, int, int, float, float]]:
     """Per offer: (model, cpu, memory, gpus, price, maximum) of the model's most common node."""
     a = instance.arrays()
     models = np.asarray(a.models)[a.node_model]
@@ -144,7 +144,7 @@ def size_gpushare(instance: Any, targets: Sequence[Target], purchases: Sequence[
     for target in targets:
         if target.metric != "tasks_pending" or target.value != 0:
             raise InstanceError("--target", "only tasks_pending<=0 can be sized for")
-    offers = _templates(instance, purchases)
+    offers = node_templates(instance, purchases)
     policy = policy or "offline-greedy"
     result = SizingResult(status="error", kind="gpushare", targets=list(targets), policy=policy)
     lp, n_x = _bound_model(instance, offers, budget)

@@ -67,7 +67,7 @@ def size_placement(instance: Any, targets: Sequence[Target], purchases: Sequence
     before = evaluate(instance, plan)
     demand = np.asarray(before.breakdown["region_gpu_types"]["hp_gpu_demand"]).reshape(len(regions), len(types))
     stored = np.asarray(before.breakdown["regions"]["storage_used_bytes"])
-    lp = _model(arrays, targets, demand, stored, gpu_price, gpu_cap, storage_price, storage_cap, budget)
+    lp = placement_sizing_lp(arrays, targets, demand, stored, gpu_price, gpu_cap, storage_price, storage_cap, budget)
     from fleetplan.planning.sizing.mip import solve_sizing_mip
 
     outcome = solve_sizing_mip(lp, time_left(time_limit, started), threads, seed, 1e-9)
@@ -134,9 +134,9 @@ def _index(names: list[str], name: str, what: str) -> int:
     return names.index(name)
 
 
-def _model(arrays: Any, targets: Sequence[Target], demand: np.ndarray, stored: np.ndarray, gpu_price: np.ndarray,
-           gpu_cap: np.ndarray, storage_price: np.ndarray, storage_cap: np.ndarray,
-           budget: float | None) -> LinearProgram:
+def placement_sizing_lp(arrays: Any, targets: Sequence[Target], demand: np.ndarray, stored: np.ndarray,
+                        gpu_price: np.ndarray, gpu_cap: np.ndarray, storage_price: np.ndarray,
+                        storage_cap: np.ndarray, budget: float | None) -> LinearProgram:
     n_r, n_t = demand.shape
     n_gpu = n_r * n_t
     supply = arrays.gpu_supply
