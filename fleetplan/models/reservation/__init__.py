@@ -37,8 +37,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fleetplan.instances.reservation import DC_LEVEL, FD_LEVEL, FREE, STORAGE, ReservationArrays
+from fleetplan.instances.reservation import DC_LEVEL, FD_LEVEL, FREE, ReservationArrays
 from fleetplan.lazy import lazy_module
+from fleetplan.models.reservation.rows import RowBuilder, move_rows, ratio_rows
 
 sp = lazy_module("scipy.sparse")
 
@@ -93,55 +94,6 @@ class ReservationModel:
     @property
     def num_keys(self) -> int:
         return int(self.key_res.size)
-
-
-class _Rows:
-    """COO accumulator: add blocks of (row, col, value) and row bounds."""
-
-    def __init__(self) -> None:
-        self.rows: list[np.ndarray] = []
-        self.cols: list[np.ndarray] = []
-        self.vals: list[np.ndarray] = []
-        self.lower: list[np.ndarray] = []
-        self.upper: list[np.ndarray] = []
-        self.count = 0
-
-    def block(self, num: int, lower, upper) -> int:
-        start = self.count
-        self.lower.append(np.broadcast_to(np.asarray(lower, dtype=float), (num,)).copy())
-        self.upper.append(np.broadcast_to(np.asarray(upper, dtype=float), (num,)).copy())
-        self.count += num
-        return start
-
-    def add(self, rows, cols, vals) -> None:
-        rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
-        self.rows.append(rows)
-        self.cols.append(cols)
-        self.vals.append(np.broadcast_to(np.asarray(vals, dtype=float), rows.shape).copy())
-
-
-def _move_rows(rows: _Rows, with_c0: np.ndarray, c0: np.ndarray, budget_room: float, x0: int, m0: int) -> None:
-    """``x + m >= c0`` for the keys holding servers today (``with_c0``, their counts ``c0``; m
-    the moves column of each), and ``sum m <= budget_room`` when the budget is finite."""
-    if with_c0.size:
-        start = rows.block(with_c0.size, c0, np.inf)
-        rows.add(start + np.arange(with_c0.size), x0 + with_c0, 1.0)
-        rows.add(start + np.arange(with_c0.size), m0 + np.arange(with_c0.size), 1.0)
-    if np.isfinite(budget_room):
-        start = rows.block(1, -np.inf, budget_room)
-        rows.add(np.full(with_c0.size, start), m0 + np.arange(with_c0.size), 1.0)
-
-
-def _ratio_rows(rows: _Rows, arrays, key_res: np.ndarray, key_type: np.ndarray, cap: np.ndarray,
-                chosen: np.ndarray, inverse: np.ndarray, num_pairs: int, x0: int, e0: int) -> None:
-    """``e -/+ (storage - ratio * compute) >= 0`` per (reservation, datacenter) pair: the keys
-    ``chosen`` (of reservations with a ratio) summed into their pair ``inverse``."""
-    storage = arrays.type_category[key_type[chosen]] == STORAGE
-    signed = np.where(storage, 1.0, -arrays.res_ratio[key_res[chosen]]) * cap[chosen]
-    for sign in (1.0, -1.0):
-        start = rows.block(num_pairs, 0.0, np.inf)
-        rows.add(start + np.arange(num_pairs), e0 + np.arange(num_pairs), 1.0)
-        rows.add(start + inverse, x0 + chosen, -sign * signed)
 
 
 def _pairs(first: np.ndarray, second: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -230,7 +182,7 @@ def build(arrays: ReservationArrays, groups: Groups | None = None, *, elastic: b
         cost[e0:] = arrays.w_ratio
         constant = arrays.w_moves * forced - arrays.w_buffer * float(request.sum())
 
-    rows = _Rows()
+    rows = RowBuilder()
     keys = np.arange(num_keys)
     used_groups, group_row = np.unique(key_group, return_inverse=True)
     start = rows.block(used_groups.size, -np.inf, groups.available[used_groups])
@@ -254,7 +206,7 @@ def build(arrays: ReservationArrays, groups: Groups | None = None, *, elastic: b
         rows.add(start + inverse, x0 + chosen, -cap[chosen])
         if elastic:
             rows.add(start + np.arange(pairs.size), s0 + pair_res, 1.0)
-    _move_rows(rows, with_c0, key_c0[with_c0], arrays.budget - forced, x0, m0)
+    move_rows(rows, with_c0, key_c0[with_c0], arrays.budget - forced, x0, m0)
     if general.size:  # z[r] - sum_{k in (r, f)} cap x >= 0
         chosen = np.flatnonzero(z_of[key_res] >= 0)
         pairs, inverse = _pairs(key_res[chosen], key_fd[chosen], arrays.num_fds)
@@ -266,7 +218,7 @@ def build(arrays: ReservationArrays, groups: Groups | None = None, *, elastic: b
         rows.add(start + np.arange(ml_key.size), x0 + ml_key, 1.0)
         rows.add(start + np.arange(ml_key.size), y0 + ml_inverse, -groups.available[key_group[ml_key]])
     if ratio_pairs.size:
-        _ratio_rows(rows, arrays, key_res, key_type, cap, ratio_key, ratio_inverse, ratio_pairs.size, x0, e0)
+        ratio_rows(rows, arrays, key_res, key_type, cap, ratio_key, ratio_inverse, ratio_pairs.size, x0, e0)
     matrix = sp.csr_matrix((np.concatenate(rows.vals), (np.concatenate(rows.rows), np.concatenate(rows.cols))),
                            shape=(rows.count, num_cols))
     lp = LinearProgram(cost=cost, matrix=matrix, row_lower=np.concatenate(rows.lower),

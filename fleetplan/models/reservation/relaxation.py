@@ -41,8 +41,8 @@ def datacenter_relaxation(model, arrays: ReservationArrays, cuts: bool = True):
     """The relaxation's LinearProgram (same objective constant as ``model``), built from the
     model's keys (module docstring)."""
     from fleetplan.models.linear import LinearProgram
-    from fleetplan.models.reservation import _move_rows, _ratio_rows, _Rows
     from fleetplan.models.reservation.cuts import valid_inequalities
+    from fleetplan.models.reservation.rows import RowBuilder, move_rows, ratio_rows
 
     groups, full = model.groups, model.lp
     num_res, num_dcs, num_types = arrays.num_reservations, arrays.num_dcs, arrays.num_types
@@ -83,7 +83,7 @@ def datacenter_relaxation(model, arrays: ReservationArrays, cuts: bool = True):
     integrality[x0:m0] = 1
     integrality[y0:e0] = 1
 
-    rows = _Rows()
+    rows = RowBuilder()
     keys = np.arange(num_keys)
     request = arrays.res_request
     start = rows.block(supply_code.size, -np.inf, supply)
@@ -103,7 +103,7 @@ def datacenter_relaxation(model, arrays: ReservationArrays, cuts: bool = True):
         start = rows.block(pairs.size, request[pairs // num_dcs], np.inf)
         rows.add(start + np.arange(pairs.size), t0 + pairs // num_dcs, 1.0)
         rows.add(start + inverse, x0 + chosen, -cap[chosen] * share[dc[chosen]])
-    _move_rows(rows, with_c0, c0[with_c0], arrays.budget - model.forced, x0, m0)
+    move_rows(rows, with_c0, c0[with_c0], arrays.budget - model.forced, x0, m0)
     if size["z"]:
         general = np.flatnonzero(~arrays.res_ml)
         z_of = np.full(num_res, -1)
@@ -124,7 +124,7 @@ def datacenter_relaxation(model, arrays: ReservationArrays, cuts: bool = True):
     if size["e"]:
         ratio = np.flatnonzero(~np.isnan(arrays.res_ratio[res]))
         pairs, inverse = np.unique(res[ratio] * num_dcs + dc[ratio], return_inverse=True)
-        _ratio_rows(rows, arrays, res, typ, cap, ratio, inverse, pairs.size, x0, e0)
+        ratio_rows(rows, arrays, res, typ, cap, ratio, inverse, pairs.size, x0, e0)
     found = valid_inequalities(model, arrays) if cuts else None
     if found is not None:
         matrix, bound = found
