@@ -37,7 +37,7 @@ def cluster_gpus(instance: Any, plan: Any) -> dict[str, np.ndarray]:
     """Per cluster (in the instance's order): GPUs held by running jobs that keep running, GPUs
     of the preempted jobs per priority (clusters x levels), GPUs the placed workloads take, and
     GPUs left free after the plan; with the capacity."""
-    from fleetplan.instances.binpack.evaluate import Resolved, _demand_table
+    from fleetplan.instances.binpack.evaluate import Resolved, demand_table
 
     arrays = instance.arrays()
     resolved = Resolved(instance, plan)
@@ -50,7 +50,7 @@ def cluster_gpus(instance: Any, plan: Any) -> dict[str, np.ndarray]:
         rows = arrays.holdings_of(np.array([job]))
         level = int(arrays.running_priority[job])
         np.add.at(preempted[:, level], arrays.machine_cluster[arrays.hold_machine[rows]], arrays.hold_amount[rows, 0])
-    flat, demand, _, _ = _demand_table(instance)
+    flat, demand, _, _ = demand_table(instance)
     placed = np.zeros(clusters)
     if resolved.row_machine.size:
         index = np.array([flat[(w, j)] for w, j in zip(resolved.row_workload.tolist(), resolved.row_job.tolist(),

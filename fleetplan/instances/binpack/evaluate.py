@@ -103,7 +103,7 @@ class Resolved:
         self.preempt_by_arr = np.asarray(self.preempt_by, dtype=np.int64)
 
 
-def _demand_table(instance: BinpackInstance) -> tuple[dict[tuple[int, int], int], np.ndarray, np.ndarray, np.ndarray]:
+def demand_table(instance: BinpackInstance) -> tuple[dict[tuple[int, int], int], np.ndarray, np.ndarray, np.ndarray]:
     """Flat index of every (workload, job), its per-task demand (n, 3), tasks and hardware."""
     index: dict[tuple[int, int], int] = {}
     demand, tasks, hardware = [], [], []
@@ -129,7 +129,7 @@ def evaluate(instance: BinpackInstance, plan: BinpackPlan) -> Evaluation:
     """
     arrays = instance.arrays()
     resolved = Resolved(instance, plan)
-    flat, demand, tasks_needed, job_hw = _demand_table(instance)
+    flat, demand, tasks_needed, job_hw = demand_table(instance)
     violations: list[Violation] = []
     priorities = np.array([w.priority for w in instance.workloads], dtype=np.int64)
 
