@@ -50,7 +50,7 @@ from fleetplan.service.schemas import (
     SessionList,
 )
 
-TASKS = tuple(REQUESTS)
+TASK_NAMES = tuple(REQUESTS)  # a route per task: POST /v1/NAME
 # Routes a probe or a client may call without the token: liveness and readiness only.
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 JSON_TYPES = ("application/json",)
@@ -311,7 +311,7 @@ def create_app(settings: ServiceSettings | None = None, jobs: JobManager | None 
         return JSONResponse({"id": job.id, "state": job.state, "url": f"/v1/jobs/{job.id}"}, status_code=202,
                             headers={"Location": f"/v1/jobs/{job.id}", **headers})
 
-    for task in TASKS:
+    for task in TASK_NAMES:
         app.post(f"/v1/{task}", name=task, openapi_extra=_request_body(REQUESTS[task]),
                  responses={200: {"description": f"the {task} answer",
                                   "content": {"application/json": {"schema": {"type": "object"}}}},
@@ -511,7 +511,7 @@ def _route_name(path: str) -> str:
         return "/v1/schema/{kind}"
     if path.startswith("/v1/sessions/"):
         return "/v1/sessions/{id}/solve" if path.endswith("/solve") else "/v1/sessions/{id}"
-    known = {f"/v1/{t}" for t in TASKS} | {"/v1/jobs", "/v1/sessions", "/v1/solvers", "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"}
+    known = {f"/v1/{t}" for t in TASK_NAMES} | {"/v1/jobs", "/v1/sessions", "/v1/solvers", "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"}
     return path if path in known else "other"
 
 
