@@ -33,7 +33,7 @@ SUMMARY_COLUMNS = ("trace", "policy", "seed", "wall_s", "load_average", "tasks_a
 
 
 def run_grid(data: Path, traces: list[str], policies: list[str], seeds: list[int], inflation: float, out: Path,
-             resume: bool = False, log=print, ties: str = "name") -> list[dict]:
+             resume: bool = False, log=print, ties: str = "name", node_names: str = "shuffled") -> list[dict]:
     """Run every (trace, policy, seed) not yet done; the rows of every run, done before or now."""
     from fleetplan import sim
     from fleetplan.instances.outputs import atomic_write_text
@@ -42,7 +42,7 @@ def run_grid(data: Path, traces: list[str], policies: list[str], seeds: list[int
     rows = []
     for trace in traces:
         scenario = {"nodes": str(data / NODES_FILE), "tasks": str(data / f"openb_pod_list_{trace}.csv"),
-                    "inflation": inflation, "ties": ties}
+                    "inflation": inflation, "ties": ties, "node_names": node_names}
         for policy in policies:
             for seed in seeds:
                 folder = out / trace / policy / str(seed)
@@ -294,6 +294,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inflation", type=float, default=1.3)
     parser.add_argument("--ties", choices=("name", "random"), default="name",
                         help="equal scores: the first node name (the paper's simulator) or random (stock Kubernetes)")
+    parser.add_argument("--node-names", choices=("shuffled", "trace"), default="shuffled",
+                        help="the order name ties follow: shuffled (the paper's simulator renames its nodes with "
+                             "a random prefix drawn with the seed) or trace (the trace's own names)")
     parser.add_argument("--out", required=False, help="folder for the runs, summary.csv and the pictures")
     parser.add_argument("--peak-out", default=None, metavar="FILE.csv",
                         help="instead of the grid: write the first trace's tasks alive at its peak GPU demand "
@@ -319,7 +322,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows = run_grid(data, args.traces, args.policies, args.seeds, args.inflation, out, args.resume, ties=args.ties)
+    rows = run_grid(data, args.traces, args.policies, args.seeds, args.inflation, out, args.resume, ties=args.ties,
+                    node_names=args.node_names)
     write_summary(rows, out)
     for path in draw(out, args.traces, args.policies, args.seeds):
         print(f"wrote {path}")
