@@ -126,6 +126,83 @@ def pricing_program(classes: PatternClasses, k: int, profit: np.ndarray) -> tupl
     return lp, shapes
 
 
+def packing_pricing_program(classes: PatternClasses, k: int, profit: np.ndarray
+                            ) -> tuple[LinearProgram, np.ndarray, np.ndarray, np.ndarray]:
+    """The best pattern of class ``k`` for ``profit`` (S,) packed GPU by GPU: integer counts
+    ``a[s]`` of the whole-GPU shapes, ``x[s, g]`` of the sharing shapes on GPU ``g``, and
+    ``u[g]`` = 1 when whole-GPU tasks hold GPU ``g``. Rows: CPU, memory, each shape at most as
+    often as it arrives, ``sum num_gpu * a = sum u``, every GPU within 1,000 milli (none on a
+    GPU whole tasks hold), and, against the GPUs' symmetry, GPUs ordered by what they hold
+    (``1000 u[g] + load[g]`` non-increasing). Returns the program and, per column, its shape
+    and GPU (-1 for ``a``; ``-1`` shape for ``u``)."""
+    import scipy.sparse as sp
+
+    c = classes
+    gpus = int(c.node_gpus[k])
+    keep = c.fits[:, k] & (profit > 0)
+    whole = np.flatnonzero(keep & ~c.sharing)
+    sharing = np.flatnonzero(keep & c.sharing)
+    col_shape = np.concatenate([whole, np.repeat(sharing, gpus), np.full(gpus, -1)]).astype(np.int64)
+    col_gpu = np.concatenate([np.full(whole.size, -1), np.tile(np.arange(gpus), sharing.size),
+                              np.arange(gpus)]).astype(np.int64)
+    n = col_shape.size
+    is_u = col_shape < 0
+    shape_safe = np.where(is_u, 0, col_shape)
+    rows, cols, vals, upper, lower = [], [], [], [], []
+
+    def row(col_ids: np.ndarray, values: np.ndarray, lo: float, hi: float) -> None:
+        rows.append(np.full(col_ids.size, len(upper))), cols.append(col_ids), vals.append(values.astype(float))
+        lower.append(lo), upper.append(hi)
+
+    task_cols = np.flatnonzero(~is_u)
+    row(task_cols, c.cpu[col_shape[task_cols]], -np.inf, float(c.node_cpu[k]))
+    row(task_cols, c.memory[col_shape[task_cols]], -np.inf, float(c.node_memory[k]))
+    for s in sharing:
+        row(np.flatnonzero(col_shape == s), np.ones(gpus), -np.inf, float(c.shape_count[s]))
+    whole_cols = np.arange(whole.size)
+    u_cols = np.flatnonzero(is_u)
+    row(np.concatenate([whole_cols, u_cols]), np.concatenate([c.num_gpu[whole], -np.ones(gpus)]), 0.0, 0.0)
+    for g in range(gpus):
+        on_g = np.flatnonzero((col_gpu == g) & ~is_u & (np.arange(n) >= whole.size))
+        row(np.concatenate([on_g, [u_cols[g]]]), np.concatenate([c.milli[col_shape[on_g]], [MILLI]]), -np.inf,
+            float(MILLI))
+    for g in range(gpus - 1):  # 1000 u[g] + load[g] >= 1000 u[g+1] + load[g+1]
+        here = np.flatnonzero((col_gpu == g) & ~is_u & (np.arange(n) >= whole.size))
+        there = np.flatnonzero((col_gpu == g + 1) & ~is_u & (np.arange(n) >= whole.size))
+        row(np.concatenate([here, [u_cols[g]], there, [u_cols[g + 1]]]),
+            np.concatenate([c.milli[col_shape[here]], [MILLI], -c.milli[col_shape[there]], [-MILLI]]), 0.0, np.inf)
+    matrix = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(len(upper), n))
+    col_upper = np.where(is_u, 1, np.minimum(c.shape_count[shape_safe], np.where(
+        col_shape >= 0, np.where(c.sharing[shape_safe], MILLI // np.maximum(c.milli[shape_safe], 1),
+                                 gpus // np.maximum(c.num_gpu[shape_safe], 1)), 1)))
+    cost = np.where(is_u, 0.0, profit[shape_safe])
+    lp = LinearProgram(cost=cost.astype(float), matrix=matrix, row_lower=np.asarray(lower, dtype=float),
+                       row_upper=np.asarray(upper, dtype=float), col_lower=np.zeros(n),
+                       col_upper=col_upper.astype(float), sense="max", integrality=np.ones(n, dtype=np.int64))
+    return lp, col_shape, col_gpu, is_u
+
+
+def read_packing(classes: PatternClasses, k: int, values: np.ndarray, col_shape: np.ndarray, col_gpu: np.ndarray,
+                 is_u: np.ndarray) -> tuple[np.ndarray, list[tuple[int, list[int]]]]:
+    """The counts (S,) and the tasks GPU by GPU of a solution of :func:`packing_pricing_program`."""
+    c = classes
+    taken = np.rint(values).astype(np.int64)
+    counts = np.zeros(len(c.shape_count), dtype=np.int64)
+    placed: list[tuple[int, list[int]]] = []
+    whole_gpus = [g for g in range(int(c.node_gpus[k])) if taken[np.flatnonzero(is_u)[g]] > 0]
+    for col in np.flatnonzero((taken > 0) & ~is_u).tolist():
+        s = int(col_shape[col])
+        counts[s] += taken[col]
+        for _ in range(int(taken[col])):
+            if col_gpu[col] >= 0:
+                placed.append((s, [int(col_gpu[col])]))
+            else:
+                n = int(c.num_gpu[s])
+                placed.append((s, whole_gpus[:n]))
+                whole_gpus = whole_gpus[n:]
+    return counts, placed
+
+
 def master_program(classes: PatternClasses, pattern_class: np.ndarray, counts: np.ndarray,
                    integer: bool = False) -> LinearProgram:
     """The master program over the patterns given: ``pattern_class`` (P,) and ``counts`` (S, P)."""
@@ -179,5 +256,5 @@ def pack_pattern(classes: PatternClasses, k: int, count: np.ndarray) -> list[tup
     return placed
 
 
-__all__ = ["CARDINALITY_CUTS", "PatternClasses", "master_program", "pack_pattern", "pattern_classes",
-           "pricing_program"]
+__all__ = ["CARDINALITY_CUTS", "PatternClasses", "master_program", "pack_pattern", "packing_pricing_program",
+           "pattern_classes", "pricing_program", "read_packing"]

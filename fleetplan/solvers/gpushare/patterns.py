@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
@@ -35,8 +36,10 @@ from fleetplan.models.gpushare.patterns import (
     PatternClasses,
     master_program,
     pack_pattern,
+    packing_pricing_program,
     pattern_classes,
     pricing_program,
+    read_packing,
 )
 from fleetplan.solvers.base import Progress, SolveResult, register
 from fleetplan.solvers.deadline import Deadline
@@ -64,6 +67,7 @@ class PatternBound:
     converged: bool
     wall_s: float
     log: list[str] = field(default_factory=list)
+    packings: dict[int, list] = field(default_factory=dict)
 
 
 def _solve(lp, time_limit: float | None):
@@ -90,8 +94,12 @@ def plan_patterns(classes: PatternClasses, task_node: np.ndarray, task_shape: np
 
 
 def pattern_bound(classes: PatternClasses, start_class: np.ndarray, start_counts: np.ndarray, *,
-                  deadline: Deadline, progress: Progress | None = None) -> PatternBound:
-    """Column generation from the patterns given (module docstring, "Bound")."""
+                  deadline: Deadline, progress: Progress | None = None, pricing: str = "packed",
+                  pricing_limit: float = 10.0) -> PatternBound:
+    """Column generation from the patterns given (module docstring, "Bound"). ``pricing``:
+    "packed" prices patterns GPU by GPU (:func:`packing_pricing_program`, each within
+    ``pricing_limit`` seconds, its proven bound counting when cut short), "relaxed" with the
+    cardinality cuts only (:func:`pricing_program`: faster, a looser bound)."""
     from fleetplan.solvers.highs import new_highs, pass_lp, run
 
     started = time.perf_counter()
@@ -105,6 +113,7 @@ def pattern_bound(classes: PatternClasses, start_class: np.ndarray, start_counts
     counts = np.hstack([start_counts, singles]) if S else np.zeros((0, pattern_class.size), dtype=np.int64)
     best = float(c.value @ c.shape_count)  # every GPU task placed: the trivial bound
     relaxation, rounds, converged, log = 0.0, 0, False, []
+    packings: dict[int, list] = {}
     while True:
         rounds += 1
         _, master = _solve(master_program(c, pattern_class, counts), deadline.remaining())
@@ -118,10 +127,15 @@ def pattern_bound(classes: PatternClasses, start_class: np.ndarray, start_counts
         lagrangian = float(pi @ c.shape_count)
         new_class, new_counts = [], []
         for k in range(K):
-            lp, shapes = pricing_program(c, k, profit)
+            if pricing == "packed":
+                lp, col_shape, col_gpu, is_u = packing_pricing_program(c, k, profit)
+                shapes = col_shape[col_shape >= 0]
+            else:
+                lp, shapes = pricing_program(c, k, profit)
             if shapes.size == 0:
                 continue
-            highs = new_highs(deadline.remaining(), 1, 0)
+            remaining = deadline.remaining()
+            highs = new_highs(pricing_limit if remaining is None else min(pricing_limit, max(remaining, 0.01)), 1, 0)
             pass_lp(highs, lp, "simplex")
             outcome = run(highs)
             dual = float(highs.getInfo().mip_dual_bound)
@@ -131,8 +145,12 @@ def pattern_bound(classes: PatternClasses, start_class: np.ndarray, start_counts
                 dual = max(dual, outcome.objective)
             lagrangian += float(c.node_count[k]) * max(0.0, dual)
             if outcome.values is not None and outcome.objective is not None and outcome.objective > mu[k] + ENTER:
-                column = np.zeros(S, dtype=np.int64)
-                column[shapes] = np.rint(outcome.values).astype(np.int64)
+                if pricing == "packed":
+                    column, packed = read_packing(c, k, outcome.values, col_shape, col_gpu, is_u)
+                    packings[len(pattern_class) + len(new_class)] = packed
+                else:
+                    column = np.zeros(S, dtype=np.int64)
+                    column[shapes] = np.rint(outcome.values).astype(np.int64)
                 new_class.append(k), new_counts.append(column)
         best = min(best, lagrangian)
         log.append(f"round {rounds}: relaxation {relaxation:.0f}, Lagrangian bound {lagrangian:.0f}, "
@@ -150,11 +168,21 @@ def pattern_bound(classes: PatternClasses, start_class: np.ndarray, start_counts
             break
     return PatternBound(bound_milli=max(best, relaxation), relaxation_milli=relaxation, pattern_class=pattern_class,
                         counts=counts, rounds=rounds, converged=converged, wall_s=time.perf_counter() - started,
-                        log=log)
+                        log=log, packings=packings)
 
 
-def dive(classes: PatternClasses, pattern_class: np.ndarray, counts: np.ndarray, deadline: Deadline
-         ) -> tuple[list[tuple[int, np.ndarray, list, int]], list[str]]:
+def _trim(packed: list[tuple[int, list[int]]], count: np.ndarray) -> list[tuple[int, list[int]]]:
+    """The first ``count[s]`` tasks of each shape of a packing (fewer tasks still fit)."""
+    kept, seen = [], np.zeros_like(count)
+    for s, gpus in packed:
+        if seen[s] < count[s]:
+            kept.append((s, gpus))
+            seen[s] += 1
+    return kept
+
+
+def dive(classes: PatternClasses, pattern_class: np.ndarray, counts: np.ndarray, deadline: Deadline,
+         packings: dict[int, list] | None = None) -> tuple[list[tuple[int, np.ndarray, list, int]], list[str]]:
     """Round the master's relaxation to whole nodes: solve it over what is left (tasks per shape,
     nodes per class), commit ``floor(lambda)`` copies of every pattern at 1 or more (together they
     stay within what is left), or one copy of the largest when none is, trimmed to the tasks
@@ -165,13 +193,20 @@ def dive(classes: PatternClasses, pattern_class: np.ndarray, counts: np.ndarray,
     shape_left = c.shape_count.astype(np.int64).copy()
     nodes_left = c.node_count.astype(np.int64).copy()
     banned = np.zeros(len(pattern_class), dtype=bool)
-    packing: dict[int, list | None] = {}
+    packings = packings or {}
     committed: list[tuple[int, np.ndarray, list, int]] = []
     solves = 0
 
     def commit(p: int, count: np.ndarray, copies: int) -> bool:
         k = int(pattern_class[p])
+        used = count > 0
+        # the relaxation's values carry the solver's tolerance: never past what is left
+        copies = min(copies, int(nodes_left[k]), int((shape_left[used] // count[used]).min(initial=copies)))
+        if copies <= 0 or not used.any():
+            return False
         packed = pack_pattern(c, k, count)
+        if packed is None and p in packings:
+            packed = _trim(packings[p], count)
         if packed is None:
             return False
         committed.append((k, count, packed, copies))
@@ -192,16 +227,12 @@ def dive(classes: PatternClasses, pattern_class: np.ndarray, counts: np.ndarray,
         progressed = False
         for p in whole.tolist():
             copies = int(np.floor(lam[p] + 1e-6))
-            if packing.setdefault(p, pack_pattern(c, int(pattern_class[p]), counts[:, p])) is None:
-                banned[p] = True
-                continue
             progressed |= commit(p, counts[:, p].copy(), copies)
         if not progressed:
             p = int(np.argmax(np.where(banned, -1.0, lam)))
             count = np.minimum(counts[:, p], shape_left)
             if not commit(p, count, 1):
                 banned[p] = True
-        assert (shape_left >= 0).all() and (nodes_left >= 0).all()
     placed = sum(copies * float(c.value @ count) for _, count, _, copies in committed)
     return committed, [f"rounding: {solves} relaxations, {sum(x[3] for x in committed)} nodes, "
                        f"{placed:.0f} GPU milli; {int(banned.sum())} patterns not packable GPU by GPU" if S else
@@ -219,8 +250,15 @@ def _greedy(instance: GpushareInstance, order: np.ndarray | None, seed: int):
           reference="fleetplan; configuration LP (Gilmore and Gomory 1961) for the question of Weng, Yang et al., "
                     "USENIX ATC 2023, asked offline")
 def offline_patterns(instance: GpushareInstance, *, time_limit: float | None = None, seed: int = 0, threads: int = 1,
-                     progress: Progress) -> SolveResult:
-    """A plan and a per-node upper bound with every arrival known (module docstring)."""
+                     progress: Progress, pricing: Literal["packed", "relaxed"] = "packed") -> SolveResult:
+    """A plan and a per-node upper bound with every arrival known (module docstring).
+
+    Parameters
+    ----------
+    pricing : str
+        how a node's patterns are priced: packed (GPU by GPU, exact) or relaxed (CPU, memory,
+        GPU milli and cardinality cuts only: faster, a looser bound)
+    """
     deadline = Deadline(time_limit)
     a = instance.arrays()
     classes = pattern_classes(instance)
@@ -238,9 +276,10 @@ def offline_patterns(instance: GpushareInstance, *, time_limit: float | None = N
     start_counts = np.hstack([s[1] for s in starts])
     start_value = [float(classes.value @ s[1] @ s[2]) for s in starts]
     bound_deadline = Deadline(None if time_limit is None else BOUND_SHARE * time_limit)
-    found = pattern_bound(classes, start_class, start_counts, deadline=bound_deadline, progress=progress)
+    found = pattern_bound(classes, start_class, start_counts, deadline=bound_deadline, progress=progress,
+                          pricing=pricing)
     progress(0.9, "plan: rounding the master's relaxation")
-    committed, dive_log = dive(classes, found.pattern_class, found.counts, deadline)
+    committed, dive_log = dive(classes, found.pattern_class, found.counts, deadline, found.packings)
     # realise: each committed pattern on a node of its class, its tasks from the shapes' queues
     state = ClusterState(a, instance_mix(instance))
     task_node = np.full(a.num_tasks, -1, dtype=np.int64)
