@@ -153,12 +153,27 @@ def test_a_bound_cut_short_is_still_a_bound():
     assert cut.bound_milli >= fleetplan.solve(instance, "mip-highs").objective - 1e-6
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_the_pattern_plan_and_bound_frame_every_policy_on_crowded_clusters(seed):
+@pytest.mark.parametrize(("pricing", "seed", "limit"), [("relaxed", 0, None), ("relaxed", 1, None), ("packed", 1, 4.0)])
+def test_the_pattern_plan_and_bound_frame_every_policy_on_crowded_clusters(pricing, seed, limit):
+    """Relaxed pricing converges fast here; packed pricing on eight-GPU nodes with many sharing
+    shapes is cut by the time limit, and the bound it reports is still above every plan."""
     instance = fleetplan.generate("gpushare", {"nodes": 15, "tasks": 250, "gpuspec_share": 0.2,
                                                "sharing_share": 0.6}, seed=seed)
-    result = fleetplan.solve(instance, "offline-patterns", seed=seed)
+    result = fleetplan.solve(instance, "offline-patterns", seed=seed, time_limit=limit, pricing=pricing)
     assert result.evaluation.feasible and result.objective == result.evaluation.objective
     for solver in POLICIES:
         assert fleetplan.solve(instance, solver, seed=seed).objective <= result.bound + 1e-6
     assert result.objective >= fleetplan.solve(instance, "fgd", seed=seed).objective
+
+
+def test_packed_pricing_packs_gpu_by_gpu_where_the_cuts_cannot():
+    """One node of 2 GPUs, two 650-milli and four 400-milli sharing tasks. GPU by GPU the best
+    is two 400s on each GPU, 1,600 milli (a 650 leaves room for no 400). The relaxed pricing's
+    rows allow one 650 and three 400s: 1,850 milli within 2,000, one task above 500 per GPU and
+    four above 333 within 2 per GPU each; so its bound is 1,850, the packed one 1,600."""
+    instance = tiny([(16000, 2)], [(1000, 1, 650)] * 2 + [(1000, 1, 400)] * 4)
+    assert brute_force(instance) == 1600
+    packed = fleetplan.solve(instance, "offline-patterns")
+    relaxed = fleetplan.solve(instance, "offline-patterns", pricing="relaxed")
+    assert packed.bound == pytest.approx(1600) and packed.objective == 1600 and packed.status == "optimal"
+    assert relaxed.bound == pytest.approx(1850) and relaxed.objective == 1600
