@@ -89,7 +89,8 @@ def arrival_bounds(data: Path, trace: str, seed: int, inflation: float) -> dict:
     return row
 
 
-def arrival_optimum(data: Path, trace: str, seed: int, inflation: float, time_limit: float = 600.0) -> dict:
+def arrival_optimum(data: Path, trace: str, seed: int, inflation: float, time_limit: float = 600.0,
+                    pricing: str = "packed") -> dict:
     """With the arrivals of ``seed`` known, once they reach 100 % of the cluster's GPU demand:
     ``offline-patterns``' plan and its per-node bound (% of the cluster's GPUs) and the wall time."""
     import numpy as np
@@ -102,10 +103,11 @@ def arrival_optimum(data: Path, trace: str, seed: int, inflation: float, time_li
     capacity = a.gpu_milli_capacity
     order = inflate(a.task_gpu_milli, a.task_gpu_milli_total, capacity, inflation, np.random.default_rng(seed))
     within = int(np.searchsorted(np.cumsum(a.task_gpu_milli_total[order]), capacity, side="right"))
-    result = solve(arrivals(trace_instance, order[:within]), "offline-patterns", seed=seed, time_limit=time_limit)
+    result = solve(arrivals(trace_instance, order[:within]), "offline-patterns", seed=seed, time_limit=time_limit,
+                   pricing=pricing)
     if not result.evaluation.feasible:  # a bug, never a figure
         raise RuntimeError(f"offline-patterns plan violates {result.evaluation.violations[:2]}")
-    return {"trace": trace, "seed": seed, "status": result.status,
+    return {"trace": trace, "seed": seed, "pricing": pricing, "status": result.status,
             "arrived_gpu_pct": 100.0 * float(a.task_gpu_milli_total[order[:within]].sum()) / capacity,
             "plan_gpu_pct": 100.0 * result.objective / capacity, "bound_gpu_pct": 100.0 * result.bound / capacity,
             "gap_points": 100.0 * (result.bound - result.objective) / capacity, "wall_s": round(result.wall_s, 1),
@@ -333,6 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--optimum", action="store_true",
                         help="instead of the grid: per trace and seed, offline-patterns' plan and per-node bound at "
                              "100 %% of arrivals (optimum.csv in --out)")
+    parser.add_argument("--pricing", choices=("packed", "relaxed"), default="packed",
+                        help="with --optimum: offline-patterns' pricing (packed: GPU by GPU)")
     args = parser.parse_args(argv)
     data = Path(args.data)
     missing = [name for name in [NODES_FILE, *(f"openb_pod_list_{t}.csv" for t in args.traces)]
@@ -358,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.resume and record.exists():
                     found.append(json.loads(record.read_text(encoding="utf-8")))
                 else:
-                    found.append(arrival_optimum(data, trace, seed, args.inflation))
+                    found.append(arrival_optimum(data, trace, seed, args.inflation, pricing=args.pricing))
                     record.parent.mkdir(parents=True, exist_ok=True)
                     atomic_write_text(record, json.dumps(found[-1], indent=1) + "\n")
                 row = found[-1]
