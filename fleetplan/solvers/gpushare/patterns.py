@@ -313,7 +313,7 @@ def offline_patterns(instance: GpushareInstance, *, time_limit: float | None = N
     message = (f"offline-patterns: {objective:.0f} GPU milli placed; no plan places more than {bound:.0f} "
                f"(node patterns, {found.rounds} rounds, {found.counts.shape[1]} patterns"
                f"{', converged' if found.converged else ', stopped at the time limit'})")
-    stats = {"rounds": float(found.rounds), "patterns": float(found.counts.shape[1]),
+    stats = {"pattern_rounds": float(found.rounds), "patterns": float(found.counts.shape[1]),
              "bound_s": found.wall_s, "relaxation_milli": found.relaxation_milli,
              "greedy_milli": greedy_milli, "rounded_milli": dived}
     return SolveResult(status="optimal" if proven else ("time_limit" if deadline.expired() else "feasible"),
