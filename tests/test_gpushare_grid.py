@@ -52,3 +52,12 @@ def test_the_papers_runs_beside_ours(tmp_path):
     (tmp_path / "analysis_frag_discrete.csv").write_text(f"{header}\n{line.replace('95.0', '4.5')}\n")
     rows = [{"trace": "default", "policy": "fgd", "allocated_gpu_pct": "95.5", "fragmentation_gpu_pct": "4.0"}]
     assert "| default | fgd | 95.50 | 95.00 | 4.00 | 4.50 |" in paper_table(rows, tmp_path)
+
+
+def test_the_optimum_at_100_percent_per_seed(tmp_path, capsys):
+    data, out = folder(tmp_path), tmp_path / "out"
+    assert main(["--data", str(data), "--traces", "default", "--seeds", "1", "--optimum", "--out", str(out)]) == 0
+    row = next(csv.DictReader((out / "optimum.csv").open()))
+    assert float(row["plan_gpu_pct"]) <= float(row["bound_gpu_pct"]) + 1e-9
+    assert float(row["plan_gpu_pct"]) <= float(row["arrived_gpu_pct"]) <= 100.0 + 1e-9
+    assert "| default | 1 |" in capsys.readouterr().out

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
 import fleetplan
@@ -109,3 +110,70 @@ def test_the_exact_model_bounds_every_policy(seed):
     assert exact.status == "optimal" and exact.evaluation.feasible
     for solver in POLICIES:
         assert fleetplan.solve(instance, solver, seed=seed).objective <= exact.objective
+
+
+# The node-pattern bound and plan (offline-patterns): per node, not pooled.
+
+def test_the_pattern_bound_sees_what_pooling_cannot():
+    """Two identical nodes of 4 cores and 2 GPUs, three whole-GPU tasks of 2.5 cores: pooled,
+    7.5 of 8 cores and 3 of 4 GPUs fit all three (3,000 milli); per node only one task fits
+    (two need 5 cores), so no plan places more than 2,000 and the patterns say so."""
+    instance = tiny([(4000, 2), (4000, 2)], [(2500, 1, 1000)] * 3)
+    assert allocation_bound(instance).bound_milli == 3000
+    result = fleetplan.solve(instance, "offline-patterns")
+    assert brute_force(instance) == 2000
+    assert result.bound == 2000 and result.objective == 2000 and result.status == "optimal"
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_pattern_bound_is_above_a_brute_force_and_its_plan_is_judged_feasible(seed):
+    instance = fleetplan.generate("gpushare", {"nodes": 1 + seed % 2, "tasks": 5, "sharing_share": 0.5,
+                                               "multi_gpu_share": 0.2, "gpuspec_share": 0.3}, seed=seed)
+    if instance.arrays().node_gpus.sum() > 6:
+        instance = fleetplan.generate("gpushare", {"nodes": 1, "tasks": 5, "sharing_share": 0.5}, seed=seed + 100)
+    result = fleetplan.solve(instance, "offline-patterns", seed=seed)
+    best = brute_force(instance)
+    assert result.evaluation.feasible and result.objective <= best <= result.bound + 1e-6
+    assert result.bound <= allocation_bound(instance).bound_milli + 1e-6  # never looser than pooling
+
+
+def test_a_bound_cut_short_is_still_a_bound():
+    """The Lagrangian value of any round bounds every plan: one round from single-task patterns
+    (the deadline already past) still lies above the optimum."""
+    from fleetplan.models.gpushare.patterns import pattern_classes
+    from fleetplan.solvers.deadline import Deadline
+    from fleetplan.solvers.gpushare.patterns import pattern_bound
+
+    instance = fleetplan.generate("gpushare", {"nodes": 3, "tasks": 14, "sharing_share": 0.5,
+                                               "multi_gpu_share": 0.1}, seed=1)
+    classes = pattern_classes(instance)
+    cut = pattern_bound(classes, np.zeros(0, dtype=np.int64), np.zeros((len(classes.shape_count), 0), dtype=np.int64),
+                        deadline=Deadline(0.0))
+    assert cut.rounds == 1
+    assert cut.bound_milli >= fleetplan.solve(instance, "mip-highs").objective - 1e-6
+
+
+@pytest.mark.parametrize(("pricing", "seed", "limit"), [("relaxed", 0, None), ("relaxed", 1, None), ("packed", 1, 4.0)])
+def test_the_pattern_plan_and_bound_frame_every_policy_on_crowded_clusters(pricing, seed, limit):
+    """Relaxed pricing converges fast here; packed pricing on eight-GPU nodes with many sharing
+    shapes is cut by the time limit, and the bound it reports is still above every plan."""
+    instance = fleetplan.generate("gpushare", {"nodes": 15, "tasks": 250, "gpuspec_share": 0.2,
+                                               "sharing_share": 0.6}, seed=seed)
+    result = fleetplan.solve(instance, "offline-patterns", seed=seed, time_limit=limit, pricing=pricing)
+    assert result.evaluation.feasible and result.objective == result.evaluation.objective
+    for solver in POLICIES:
+        assert fleetplan.solve(instance, solver, seed=seed).objective <= result.bound + 1e-6
+    assert result.objective >= fleetplan.solve(instance, "fgd", seed=seed).objective
+
+
+def test_packed_pricing_packs_gpu_by_gpu_where_the_cuts_cannot():
+    """One node of 2 GPUs, two 650-milli and four 400-milli sharing tasks. GPU by GPU the best
+    is two 400s on each GPU, 1,600 milli (a 650 leaves room for no 400). The relaxed pricing's
+    rows allow one 650 and three 400s: 1,850 milli within 2,000, one task above 500 per GPU and
+    four above 333 within 2 per GPU each; so its bound is 1,850, the packed one 1,600."""
+    instance = tiny([(16000, 2)], [(1000, 1, 650)] * 2 + [(1000, 1, 400)] * 4)
+    assert brute_force(instance) == 1600
+    packed = fleetplan.solve(instance, "offline-patterns")
+    relaxed = fleetplan.solve(instance, "offline-patterns", pricing="relaxed")
+    assert packed.bound == pytest.approx(1600) and packed.objective == 1600 and packed.status == "optimal"
+    assert relaxed.bound == pytest.approx(1850) and relaxed.objective == 1600

@@ -13,7 +13,13 @@ from fleetplan.instances.gpushare import GpushareInstance
 from fleetplan.instances.gpushare.fragmentation import instance_mix, node_fragmentation
 from fleetplan.solvers.gpushare.best_fit import BestFit
 from fleetplan.solvers.gpushare.dot_product import DotProduct
-from fleetplan.solvers.gpushare.engine import ClusterState, TaskShape, place_in_order, task_shapes
+from fleetplan.solvers.gpushare.engine import (
+    ClusterState,
+    TaskShape,
+    place_in_order,
+    shuffled_name_rank,
+    task_shapes,
+)
 from fleetplan.solvers.gpushare.fgd import FGD
 from fleetplan.solvers.gpushare.gpu_clustering import GpuClustering
 from fleetplan.solvers.gpushare.gpu_packing import GpuPacking
@@ -213,3 +219,59 @@ def test_gpu_packing_on_the_simulators_own_test_cases():
     assert packing.scores(state, ALL(3), shape(100, 2, 1000)).tolist() == [48, 29, 25]
     assert packing.scores(state, ALL(1), shape(100, 2, 200)).tolist() == [93]
     assert state.gpu_left[0, :4].tolist() == [200, 1000, 1000, 500]  # scoring leaves the node as it was
+
+
+def _two_models_one_cpu_hog() -> GpushareInstance:
+    """Two 2-GPU nodes of 8 cores, ``n0`` a P100 and ``n1`` a T4; a CPU-only task of 8 cores
+    arrives first, then a task of one whole P100 with 4 cores."""
+    return GpushareInstance.model_validate({
+        "kind": "gpushare",
+        "nodes": {"id": ["n0", "n1"], "cpu_milli": [8000, 8000], "memory_mib": [100, 100], "gpus": [2, 2],
+                  "model": ["P100", "T4"]},
+        "tasks": {"id": ["cpu", "p100"], "cpu_milli": [8000, 4000], "memory_mib": [1, 1], "num_gpu": [0, 1],
+                  "gpu_milli": [0, 1000], "gpu_spec": ["", "P100"]}})
+
+
+@pytest.mark.parametrize("policy", [GpuPacking(), GpuClustering()], ids=lambda p: p.name)
+def test_cpu_tasks_follow_the_tie_order_and_that_decides_what_fits(policy):
+    """Why GpuPacking and GpuClustering came out about a point below the paper's runs: both score
+    a CPU-only task 0 on every node (``gpu_packing_score.go``: ``podGpuMilli <= 0`` returns
+    MinNodeScore; ``gpu_clustering_score.go``: NoGpuTag returns MinNodeScore), so every CPU task
+    goes wherever name ties send it. The paper's simulator renamed its nodes with random prefixes
+    first (``syncClusterResourceList``), so that node is random per run; taking the trace's names
+    sends every CPU task to the trace's first nodes, all of one model, and strands their GPUs.
+
+    By hand: the CPU task scores 0 on both nodes. With the trace's names it takes n0's 8 cores
+    and the P100 task, whose only node is n0, stays pending (0 milli placed). With n1's renamed
+    name first (rank n0 1, n1 0) it takes n1 and the P100 task scores on n0 alone: 1,000 milli.
+    """
+    instance = _two_models_one_cpu_hog()
+    mix = instance_mix(instance)
+    shape_of, shapes = task_shapes(instance.arrays())
+    cpu_only = shapes[shape_of[0]]
+    assert cpu_only.num_gpu == 0
+    assert policy.scores(ClusterState(instance.arrays(), mix), ALL(2), cpu_only).tolist() == [0, 0]
+    by_trace = ClusterState(instance.arrays(), mix)
+    assert place_in_order(by_trace, policy, seed=0).task_node.tolist() == [0, -1]
+    assert by_trace.allocated_milli == 0
+    renamed = ClusterState(instance.arrays(), mix)
+    assert place_in_order(renamed, policy, seed=0, tie_rank=np.array([1, 0])).task_node.tolist() == [1, 0]
+    assert renamed.allocated_milli == 1000
+
+
+def test_the_renamed_order_is_a_permutation_over_the_sorted_names():
+    """The simulator sorts the nodes by name and gives the i-th the prefix p[i]: a node's rank is
+    the draw at its place among the sorted names, whatever the order the nodes came in."""
+    ids = ["node-c", "node-a", "node-b"]
+    p = np.random.default_rng(7).permutation(3)
+    rank = shuffled_name_rank(ids, np.random.default_rng(7))
+    assert rank.tolist() == [p[2], p[0], p[1]]  # node-c is third by name, node-a first
+    winners = {int(np.argmin(shuffled_name_rank(ids, np.random.default_rng(s)))) for s in range(20)}
+    assert winners == {0, 1, 2}
+
+
+def test_a_tie_rank_of_the_wrong_length_is_refused():
+    instance = _two_models_one_cpu_hog()
+    with pytest.raises(ValueError, match="tie_rank"):
+        place_in_order(ClusterState(instance.arrays(), instance_mix(instance)), GpuPacking(), seed=0,
+                       tie_rank=np.array([0, 1, 2]))

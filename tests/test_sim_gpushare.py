@@ -99,11 +99,36 @@ def test_simulate_gpushare_out_writes_the_curve(tmp_path, capsys):
     (["--policy", "fgd", "--scheduler", "random"], "disagree"),
     (["--nodes", "/nonexistent.csv"], "give both"),
     (["--inflation", "0"], "inflation"),
+    (["--node-names", "sorted"], "node_names"),
 ])
 def test_bad_simulator_input_is_one_line_exit_2(argv, words, capsys):
     assert main(["simulate", "gpushare", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0]
+
+
+def test_name_ties_follow_the_simulators_renamed_nodes_drawn_with_the_seed(tmp_path):
+    """The paper's simulator prefixes each node's name with a random number before the run, so
+    the node that wins name ties is random per seed. Two nodes of 8 cores, n0 a P100 and n1 a
+    T4; a CPU-only task of 8 cores (GpuPacking scores it 0 on both) arrives before a task of one
+    P100: when the tie sends the CPU task to n0 the P100 task finds no node (0 % allocated), when
+    to n1 it takes one of the cluster's 4 GPUs (25 %). The trace's names always pick n0."""
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps({
+        "schema_version": 1, "kind": "gpushare",
+        "nodes": {"id": ["n0", "n1"], "cpu_milli": [8000, 8000], "memory_mib": [100, 100], "gpus": [2, 2],
+                  "model": ["P100", "T4"]},
+        "tasks": {"id": ["cpu", "p100"], "cpu_milli": [8000, 4000], "memory_mib": [1, 1], "num_gpu": [0, 1],
+                  "gpu_milli": [0, 1000], "gpu_spec": ["", "P100"]}}))
+    scenario = {"instance": str(path), "inflation": 0.25, "shuffle": False}  # the two tasks, in file order
+
+    def allocated(names: str) -> set[float]:
+        return {sim.run("gpushare", {**scenario, "node_names": names}, "gpu-packing", seed=seed)
+                .metrics["allocated_gpu_pct"] for seed in range(20)}
+
+    assert allocated("trace") == {0.0}
+    assert allocated("shuffled") == {0.0, 25.0}
+    assert sim.get_simulator("gpushare").scenario({}).node_names == "shuffled"  # the paper's is the default
 
 
 TRACE = EXAMPLES.resolve().parent.parent.parent / "shared" / "data" / "alibaba-gpu-v2023"

@@ -489,6 +489,14 @@ _GPUSHARE: dict[str, _E] = {
     "tasks_placed": _E("tasks placed", "tasks", "higher", True),
     "tasks_pending": _E("tasks left pending (no node could take them when they arrived)", "tasks", "lower", True),
     "tasks_tried": _stat("tasks the policy tried before it stopped (all but on a time limit)", "tasks"),
+    "pattern_rounds": _stat("column-generation rounds of offline-patterns' bound", "rounds"),
+    "patterns": _stat("node patterns offline-patterns generated (its master program's columns)", "columns"),
+    "bound_s": _stat("seconds offline-patterns spent on its bound's rounds", "s"),
+    "relaxation_milli": _stat("GPU milli of the last linear relaxation of offline-patterns' master program",
+                              "milli"),
+    "greedy_milli": _stat("GPU milli of the better of offline-patterns' two greedy starting plans", "milli"),
+    "rounded_milli": _stat("GPU milli offline-patterns' rounding of the relaxation placed, before the greedy "
+                           "fills the rest", "milli"),
     "gpu_milli_capacity": _E("GPU milli of the cluster (1,000 per GPU)", "milli"),
     "gpu_milli_requested": _E("GPU milli all tasks ask for, placed or not", "milli"),
     "gpu_allocated_share": _E("GPU milli allocated as a share of the cluster's (the FGD paper's GPU allocation "

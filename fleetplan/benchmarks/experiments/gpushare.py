@@ -33,7 +33,7 @@ SUMMARY_COLUMNS = ("trace", "policy", "seed", "wall_s", "load_average", "tasks_a
 
 
 def run_grid(data: Path, traces: list[str], policies: list[str], seeds: list[int], inflation: float, out: Path,
-             resume: bool = False, log=print, ties: str = "name") -> list[dict]:
+             resume: bool = False, log=print, ties: str = "name", node_names: str = "shuffled") -> list[dict]:
     """Run every (trace, policy, seed) not yet done; the rows of every run, done before or now."""
     from fleetplan import sim
     from fleetplan.instances.outputs import atomic_write_text
@@ -42,7 +42,7 @@ def run_grid(data: Path, traces: list[str], policies: list[str], seeds: list[int
     rows = []
     for trace in traces:
         scenario = {"nodes": str(data / NODES_FILE), "tasks": str(data / f"openb_pod_list_{trace}.csv"),
-                    "inflation": inflation, "ties": ties}
+                    "inflation": inflation, "ties": ties, "node_names": node_names}
         for policy in policies:
             for seed in seeds:
                 folder = out / trace / policy / str(seed)
@@ -87,6 +87,31 @@ def arrival_bounds(data: Path, trace: str, seed: int, inflation: float) -> dict:
         row[f"bound_gpu_pct_at_{label}"] = 100.0 * result.bound / capacity
         row[f"offline_wall_s_at_{label}"] = round(result.wall_s, 3)
     return row
+
+
+def arrival_optimum(data: Path, trace: str, seed: int, inflation: float, time_limit: float = 600.0,
+                    pricing: str = "packed") -> dict:
+    """With the arrivals of ``seed`` known, once they reach 100 % of the cluster's GPU demand:
+    ``offline-patterns``' plan and its per-node bound (% of the cluster's GPUs) and the wall time."""
+    import numpy as np
+
+    from fleetplan.sim.gpushare import Scenario, arrivals, inflate, load_trace
+    from fleetplan.solvers import solve
+
+    trace_instance = load_trace(Scenario(nodes=str(data / NODES_FILE), tasks=str(data / f"openb_pod_list_{trace}.csv")))
+    a = trace_instance.arrays()
+    capacity = a.gpu_milli_capacity
+    order = inflate(a.task_gpu_milli, a.task_gpu_milli_total, capacity, inflation, np.random.default_rng(seed))
+    within = int(np.searchsorted(np.cumsum(a.task_gpu_milli_total[order]), capacity, side="right"))
+    result = solve(arrivals(trace_instance, order[:within]), "offline-patterns", seed=seed, time_limit=time_limit,
+                   pricing=pricing)
+    if not result.evaluation.feasible:  # a bug, never a figure
+        raise RuntimeError(f"offline-patterns plan violates {result.evaluation.violations[:2]}")
+    return {"trace": trace, "seed": seed, "pricing": pricing, "status": result.status,
+            "arrived_gpu_pct": 100.0 * float(a.task_gpu_milli_total[order[:within]].sum()) / capacity,
+            "plan_gpu_pct": 100.0 * result.objective / capacity, "bound_gpu_pct": 100.0 * result.bound / capacity,
+            "gap_points": 100.0 * (result.bound - result.objective) / capacity, "wall_s": round(result.wall_s, 1),
+            "load_average": round(os.getloadavg()[0], 2)}
 
 
 def peak_tasks(path: Path) -> tuple[list[str], list[list[str]], float, float]:
@@ -294,6 +319,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inflation", type=float, default=1.3)
     parser.add_argument("--ties", choices=("name", "random"), default="name",
                         help="equal scores: the first node name (the paper's simulator) or random (stock Kubernetes)")
+    parser.add_argument("--node-names", choices=("shuffled", "trace"), default="shuffled",
+                        help="the order name ties follow: shuffled (the paper's simulator renames its nodes with "
+                             "a random prefix drawn with the seed) or trace (the trace's own names)")
     parser.add_argument("--out", required=False, help="folder for the runs, summary.csv and the pictures")
     parser.add_argument("--peak-out", default=None, metavar="FILE.csv",
                         help="instead of the grid: write the first trace's tasks alive at its peak GPU demand "
@@ -304,6 +332,11 @@ def main(argv: list[str] | None = None) -> int:
                              "expected_results): print them beside ours")
     parser.add_argument("--bound", action="store_true",
                         help="also bound what any placement could allocate, per trace and seed (bounds.csv)")
+    parser.add_argument("--optimum", action="store_true",
+                        help="instead of the grid: per trace and seed, offline-patterns' plan and per-node bound at "
+                             "100 %% of arrivals (optimum.csv in --out)")
+    parser.add_argument("--pricing", choices=("packed", "relaxed"), default="packed",
+                        help="with --optimum: offline-patterns' pricing (packed: GPU by GPU)")
     args = parser.parse_args(argv)
     data = Path(args.data)
     missing = [name for name in [NODES_FILE, *(f"openb_pod_list_{t}.csv" for t in args.traces)]
@@ -319,7 +352,29 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows = run_grid(data, args.traces, args.policies, args.seeds, args.inflation, out, args.resume, ties=args.ties)
+    if args.optimum:
+        from fleetplan.instances.outputs import atomic_write_text
+
+        found = []
+        for trace in args.traces:
+            for seed in args.seeds:
+                record = out / trace / f"optimum-{seed}.json"
+                if args.resume and record.exists():
+                    found.append(json.loads(record.read_text(encoding="utf-8")))
+                else:
+                    found.append(arrival_optimum(data, trace, seed, args.inflation, pricing=args.pricing))
+                    record.parent.mkdir(parents=True, exist_ok=True)
+                    atomic_write_text(record, json.dumps(found[-1], indent=1) + "\n")
+                row = found[-1]
+                print(f"| {row['trace']} | {row['seed']} | {row['arrived_gpu_pct']:.2f} | {row['plan_gpu_pct']:.2f} | "
+                      f"{row['bound_gpu_pct']:.2f} | {row['gap_points']:.3f} | {row['status']} | {row['wall_s']} | "
+                      f"{row['load_average']} |", flush=True)
+        columns = list(found[0])
+        atomic_write_text(out / "optimum.csv", "\n".join([",".join(columns)] + [
+            ",".join(str(row[c]) for c in columns) for row in found]) + "\n")
+        return 0
+    rows = run_grid(data, args.traces, args.policies, args.seeds, args.inflation, out, args.resume, ties=args.ties,
+                    node_names=args.node_names)
     write_summary(rows, out)
     for path in draw(out, args.traces, args.policies, args.seeds):
         print(f"wrote {path}")

@@ -70,6 +70,10 @@ class Scenario(StrictModel):
     ties: Literal["name", "random"] = Field(default="name", description="equal top scores go to the node whose "
                                             "name sorts first (the paper's simulator) or to a random one (stock "
                                             "Kubernetes)")
+    node_names: Literal["shuffled", "trace"] = Field(
+        default="shuffled", description="the order name ties follow: shuffled (the paper's simulator prefixes "
+        "each node's name with a random number drawn with the seed, so ties go to a random but fixed node) or "
+        "trace (the trace's own node names)")
 
     def estimate(self) -> Estimate:
         """A fixed allowance: the trace's 1,213 nodes and about 11,000 arrivals fit in well under it."""
@@ -162,7 +166,7 @@ def simulate(scenario: Scenario, scheduler: str = "fgd", seed: int = 0,
     from fleetplan.instances.gpushare import GpusharePlan
     from fleetplan.instances.gpushare.evaluate import evaluate
     from fleetplan.instances.gpushare.fragmentation import instance_mix
-    from fleetplan.solvers.gpushare.engine import ClusterState, place_in_order
+    from fleetplan.solvers.gpushare.engine import ClusterState, place_in_order, shuffled_name_rank
 
     trace = load_trace(scenario)
     t = trace.arrays()
@@ -173,6 +177,8 @@ def simulate(scenario: Scenario, scheduler: str = "fgd", seed: int = 0,
     order = inflate(t.task_gpu_milli, t.task_gpu_milli_total, capacity, scenario.inflation, rng, scenario.shuffle)
     instance = arrivals(trace, order)
     a = instance.arrays()
+    # drawn after the arrivals, as the simulator renames its nodes after tuning the workload
+    tie_rank = shuffled_name_rank(a.node_ids, rng) if scenario.node_names == "shuffled" else None
     end = 100.0 * scenario.inflation
     state = ClusterState(a, instance_mix(instance))
     arrived = np.zeros(a.num_tasks, dtype=np.int64)
@@ -191,7 +197,8 @@ def simulate(scenario: Scenario, scheduler: str = "fgd", seed: int = 0,
         if progress is not None and k % 256 == 0:
             progress(min(100.0 * counter["arrived"] / capacity, end), end)
 
-    outcome = place_in_order(state, policy_of(scheduler), seed=seed, ties=scenario.ties, observe=observe)
+    outcome = place_in_order(state, policy_of(scheduler), seed=seed, ties=scenario.ties, observe=observe,
+                             tie_rank=tie_rank)
     if progress is not None:
         progress(end, end)
     percent = np.arange(0, math.floor(end + 1e-9) + 1, dtype=float)

@@ -12,6 +12,7 @@ solver             module
 ``gpu-packing``    :mod:`~fleetplan.solvers.gpushare.gpu_packing`
 ``best-fit``       :mod:`~fleetplan.solvers.gpushare.best_fit`
 ``offline-greedy`` :mod:`~fleetplan.solvers.gpushare.offline_greedy` (every arrival known; with a bound)
+``offline-patterns`` :mod:`~fleetplan.solvers.gpushare.patterns` (every arrival known; per-node bound)
 ``mip-highs``      :mod:`~fleetplan.solvers.gpushare.exact` (the optimum, small clusters)
 =================  =====================================================================
 """
@@ -24,6 +25,7 @@ from fleetplan.solvers.gpushare import (  # noqa: F401
     gpu_clustering,
     gpu_packing,
     offline_greedy,
+    patterns,
     random_fit,
 )
 

@@ -188,19 +188,28 @@ TIES = ("name", "random")
 
 def place_in_order(state: ClusterState, policy: Policy, *, seed: int, order: np.ndarray | None = None,
                    ties: str = "name", stop: Callable[[int], bool] | None = None,
-                   observe: Callable[[int, int], None] | None = None) -> Outcome:
+                   observe: Callable[[int, int], None] | None = None,
+                   tie_rank: np.ndarray | None = None) -> Outcome:
     """Place the instance's tasks one at a time (``order``: task rows; default arrival order).
 
     ``ties``: equal top scores go to the node whose name sorts first (``"name"``, the paper's
-    simulator) or to one drawn uniformly (``"random"``, stock Kubernetes). ``stop(k)`` is asked
+    simulator) or to one drawn uniformly (``"random"``, stock Kubernetes). ``tie_rank`` (N,)
+    replaces the names' order for ``"name"``: the node of the smallest rank wins (the paper's
+    simulator prefixes every node's name with a random number before the run, so its "first
+    name" is a random but fixed node: see :func:`shuffled_name_rank`). ``stop(k)`` is asked
     before the k-th task (a time limit); ``observe(task, node)`` is told each outcome (node -1:
     pending), after the bind."""
     if ties not in TIES:
         raise ValueError(f"ties must be one of {TIES}, got {ties!r}")
     arrays = state.arrays
     rng = np.random.default_rng(seed)
-    name_rank = np.empty(arrays.num_nodes, dtype=np.int64)
-    name_rank[np.argsort(np.array(arrays.node_ids, dtype=object), kind="stable")] = np.arange(arrays.num_nodes)
+    if tie_rank is None:
+        name_rank = np.empty(arrays.num_nodes, dtype=np.int64)
+        name_rank[np.argsort(np.array(arrays.node_ids, dtype=object), kind="stable")] = np.arange(arrays.num_nodes)
+    else:
+        name_rank = np.asarray(tie_rank, dtype=np.int64)
+        if name_rank.shape != (arrays.num_nodes,):
+            raise ValueError(f"tie_rank must have one entry per node ({arrays.num_nodes}), got shape {name_rank.shape}")
     shape_of, shapes = task_shapes(arrays)
     rows = np.arange(arrays.num_tasks) if order is None else np.asarray(order, dtype=np.int64)
     cache = np.zeros((len(shapes), arrays.num_nodes), dtype=np.int64)
@@ -244,5 +253,26 @@ def place_in_order(state: ClusterState, policy: Policy, *, seed: int, order: np.
     return Outcome(task_node, task_gpus, scheduled)
 
 
+def shuffled_name_rank(node_ids: list[str], rng: np.random.Generator) -> np.ndarray:
+    """(N,) the rank of each node's name once renamed as the paper's simulator renames them.
+
+    Before the first task its ``syncClusterResourceList`` sorts the nodes by name, draws a
+    permutation ``p`` of 0..N-1 and renames the i-th node ``"%04d-" % p[i] + name``; ties then
+    go to the smallest of these names, i.e. to the node with the smallest ``p``. So the node
+    that wins a tie is random per run (the seed) but the same all through the run. ``rng``
+    draws ``p`` (numpy's generator, not Go's ``math/rand``: the same procedure, other draws).
+
+    >>> rank = shuffled_name_rank(["b", "a", "c"], np.random.default_rng(0))
+    >>> sorted(rank.tolist())
+    [0, 1, 2]
+    """
+    n = len(node_ids)
+    by_name = np.argsort(np.array(node_ids, dtype=object), kind="stable")
+    prefix = rng.permutation(n)
+    rank = np.empty(n, dtype=np.int64)
+    rank[by_name] = prefix  # distinct 4-digit prefixes: their order is the new names' order
+    return rank
+
+
 __all__ = ["MAX_SCORE", "MIN_SCORE", "TIES", "ClusterState", "Outcome", "Policy", "TaskShape", "best_fit_gpus",
-           "place_in_order", "task_shapes"]
+           "place_in_order", "shuffled_name_rank", "task_shapes"]
