@@ -166,7 +166,7 @@ class ClimbResult:
     batch of the first pass and at most every ``trace_every_s`` while moves are applied."""
 
     applied: list[Candidate]
-    stopped_by: str  # converged | time | moves | cost
+    stopped_by: str  # converged | time | moves | cost | gain
     evaluated: int = 0
     queued: int = 0
     requeued: int = 0
@@ -186,7 +186,7 @@ class _Climb:
     def __init__(self, problem: HillClimbProblem, budget: Budget, recompute: bool, min_gain: float,
                  neighbours: Callable[[Candidate], Iterable[int]] | None,
                  progress: Callable[[float | None, str], None] | None, trace_every_s: float,
-                 estimate_batch: int = 32) -> None:
+                 estimate_batch: int = 32, stop_window: int = 0, stop_gain: float = 0.0) -> None:
         self.problem, self.recompute, self.min_gain = problem, recompute, min_gain
         self.neighbours, self.progress = neighbours, progress
         self.started = time.perf_counter()
@@ -216,6 +216,10 @@ class _Climb:
         self.visited: set[int] = {0}
         self.trace_every_s = trace_every_s
         self.last_trace = -math.inf
+        # The stopping rule on the gain of the last moves (hill_climb's stop_window, stop_gain):
+        # the total gain after each applied move, kept once the window is on.
+        self.stop_window, self.stop_gain = stop_window, stop_gain
+        self.gains_so_far: list[float] = []
 
     def time_up(self) -> bool:
         return time.perf_counter() > self.deadline
@@ -366,6 +370,11 @@ class _Climb:
             result.total_gain += move.gain
             result.applied.append(move)
             self.note()
+            if self.stop_window:
+                self.gains_so_far.append(result.total_gain)
+                if self.may_park and self.stalled():
+                    result.stopped_by = "gain"
+                    break
             if self.progress is not None and len(result.applied) % 256 == 0:
                 # The climb's end is not known in moves; with a time limit, the share of it used
                 # (after the first pass's half), else "unknown".
@@ -381,6 +390,15 @@ class _Climb:
                 else:
                     for other in others:
                         self.push(problem.best_move(other), exact=True)
+
+    def stalled(self) -> bool:
+        """Whether the last ``stop_window`` applied moves together gained less than
+        ``stop_gain`` times the total gain so far (False before that many moves)."""
+        gains, window = self.gains_so_far, self.stop_window
+        if len(gains) < window:
+            return False
+        earlier = gains[-window - 1] if len(gains) > window else 0.0
+        return gains[-1] - earlier < self.stop_gain * gains[-1]
 
     def park(self) -> None:
         """Take every entry over the budget out of the queue at once, as if each were popped and
@@ -490,7 +508,7 @@ def hill_climb(problem: HillClimbProblem, *, budget: Budget | None = None, recom
                progress: Callable[[float | None, str], None] | None = None,
                batch_s: float | None = None, trace_every_s: float = 0.25,
                estimate_batch: int = 32, batch_items: int | None = None,
-               batch_moves: int | None = None) -> ClimbResult:
+               batch_moves: int | None = None, stop_window: int = 0, stop_gain: float = 0.0) -> ClimbResult:
     """Run the queue-by-gain hill climb of MAST §3.4 on ``problem``.
 
     ``initial``: the first pass's best moves, if the problem computes them in a batch (one per
@@ -506,9 +524,17 @@ def hill_climb(problem: HillClimbProblem, *, budget: Budget | None = None, recom
     ``batch_items``/``batch_moves``: the same alternation counted instead of timed — after
     every ``batch_items`` items of the first pass, apply up to ``batch_moves`` queued moves —
     so that a climb without a time limit moves early and still repeats exactly.
+    ``stop_window``/``stop_gain``: once the first pass is done, the climb stops
+    (``stopped_by="gain"``) as soon as its last ``stop_window`` applied moves together gained
+    less than ``stop_gain`` times its total gain so far; 0 (the default) climbs until the queue
+    is empty or a budget stops it. Counted in moves, not seconds, so the plan does not depend on
+    the machine; the queue's tail is long at scale (at 10^6 tables the last 10,000 of 34,055
+    moves took 40 % of the climb's CPU for 0.07 % of its gain).
     """
+    if stop_window < 0 or stop_gain < 0:
+        raise ValueError("stop_window and stop_gain must be >= 0")
     climb = _Climb(problem, budget or Budget(), recompute, min_gain, neighbours, progress, trace_every_s,
-                   estimate_batch)
+                   estimate_batch, stop_window, stop_gain)
     result = climb.result
     count = problem.num_items()
     first = iter(initial) if initial is not None else (problem.best_move(i) for i in range(count))
