@@ -66,9 +66,10 @@ def polish(instance: PlacementInstance, home: np.ndarray, time_limit: float | No
 
 
 def instance_terms_start(instance: PlacementInstance) -> dict[str, float]:
-    """The objective terms of today's placement (the climb's starting point)."""
+    """The objective terms of today's placement (the climb's starting point), computed once
+    per instance (the climb's log and lns's trace both start from it)."""
     a = instance.arrays()
-    return objective_terms(a, a.table_home)
+    return dict(a.once("terms_start", lambda: objective_terms(a, a.table_home)))
 
 
 def _thin(trace: list[tuple[float, float, int]], count: int) -> list[tuple[float, float, int]]:
