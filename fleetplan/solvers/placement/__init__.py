@@ -44,8 +44,8 @@ FIRST_BATCH_MOVES = 1_024
 # The hill-climb solver's stopping rule (options stop_window, stop_gain): once the first pass is
 # done, stop when the last STOP_WINDOW moves together gained less than STOP_GAIN of the climb's
 # total gain. At 10^6 tables (benchmarks/results/placement.md) the queue's tail after the byte
-# quota is used is 10,000 moves of ever smaller gain: stopped here, the climb took 21.5 s of CPU
-# for 24.0547 instead of 34.2 s for 24.0509 (the plan measured before the counted batches:
+# quota is used is 10,000 moves of ever smaller gain: stopped here, the climb took 19.9 s of CPU
+# for 24.0547 instead of 33.5 s for 24.0509 (the plan measured before the counted batches:
 # 24.0596). A climb of fewer moves than the window is not changed.
 STOP_WINDOW = 1_024
 STOP_GAIN = 1e-4
@@ -210,8 +210,8 @@ def tetris_hill_climb(instance: PlacementInstance, *, time_limit: float | None =
         together gained less than ``stop_gain`` times its total gain (the log then says
         "stopped by gain"); counted in moves, so a plan does not depend on the machine. 0 climbs
         until the queue is empty or the byte quota is used, as §3.4. At 10^6 tables the
-        default stopped the climb after 24,168 of its 34,055 moves, 21.5 s of CPU instead of
-        34.2 s, for 0.016 % of the objective (benchmarks/results/placement.md)
+        default stopped the climb after 24,168 of its 34,055 moves, 19.9 s of CPU instead of
+        33.5 s, for 0.016 % of the objective (benchmarks/results/placement.md)
     stop_gain : float
         the share of the climb's total gain below which the last ``stop_window`` moves stop it
 
