@@ -255,3 +255,62 @@ def test_parked_over_budget_entries_come_back_when_a_move_frees_budget(monkeypat
         assert runs[0] == runs[1], seed
     assert any(unparked)  # some runs freed budget with entries parked
     assert any(stayed)  # and some entries stayed parked, still over the grown budget
+
+
+class Independent:
+    """Items that each move once to bin 1 with a fixed gain, whatever the others do."""
+
+    def __init__(self, gains):
+        self.gains = list(gains)
+        self.where = [0] * len(self.gains)
+
+    def num_items(self):
+        return len(self.gains)
+
+    def move_to(self, item, target):
+        return None if self.where[item] == target else Candidate(item, target, self.gains[item])
+
+    def best_move(self, item):
+        return self.move_to(item, 1)
+
+    def apply(self, move):
+        self.where[move.item] = move.target
+
+
+def test_the_climb_stops_when_its_last_moves_gain_too_little():
+    import random
+
+    rng = random.Random(3)
+    gains = [rng.lognormvariate(0, 2) for _ in range(200)]
+    order = sorted(range(len(gains)), key=lambda i: (-gains[i], i))  # the queue's order
+    full = hill_climb(Independent(gains))
+    assert [m.item for m in full.applied] == order and full.stopped_by == "converged"
+    for window, share in ((1, 0.01), (4, 0.02), (16, 0.001), (32, 0.05)):
+        # The rule as documented, on the moves in the order they are applied.
+        total, stop = 0.0, len(order)
+        totals = []
+        for k, item in enumerate(order, start=1):
+            total += gains[item]
+            totals.append(total)
+            if k >= window and total - (totals[k - window - 1] if k > window else 0.0) < share * total:
+                stop = k
+                break
+        result = hill_climb(Independent(gains), stop_window=window, stop_gain=share)
+        assert [m.item for m in result.applied] == order[:stop], (window, share)
+        assert result.stopped_by == ("gain" if stop < len(order) else "converged")
+        assert 0 < stop < len(order)  # each case stops somewhere inside the climb
+
+
+def test_the_gain_rule_waits_for_the_first_pass_and_is_off_by_default():
+    gains = [float(16 - i) for i in range(16)]
+    initial = [Candidate(i, 1, g) for i, g in enumerate(gains)]
+    # Any move stalls (window 1, share 10): the first move of the last phase stops the climb.
+    alone = hill_climb(Independent(gains), stop_window=1, stop_gain=10.0)
+    assert len(alone.applied) == 1 and alone.stopped_by == "gain"
+    # In batches (one move after every 4 items) the three batches' moves come first.
+    batched = hill_climb(Independent(gains), initial=initial, batch_items=4, batch_moves=1, stop_window=1,
+                         stop_gain=10.0)
+    assert len(batched.applied) == 4 and batched.stopped_by == "gain"
+    assert len(hill_climb(Independent(gains), initial=initial, batch_items=4, batch_moves=1).applied) == 16
+    with pytest.raises(ValueError, match="stop_window"):
+        hill_climb(Independent(gains), stop_window=-1)

@@ -243,3 +243,20 @@ def test_fidelity_metrics_read_split_jobs_per_type_and_the_constant_floor():
     # Per type: the worst type's fleet-wide ratio bounds the per-type regional maximum from below.
     assert m["hp_demand_supply_max_per_type"] + 1e-12 >= m["hp_demand_supply_total_max_type"] * (
         1 - m["hp_gpu_hours_split_share"] - 1e-9) or m["hp_gpu_hours_without_their_type"] > 0
+
+
+def test_todays_job_regions_are_computed_once_and_given_as_copies():
+    from fleetplan.instances.placement.evaluate import regions_of_jobs
+
+    instance = fleetplan.generate("placement", {"regions": 4, "tables": 200, "jobs": 200}, seed=3)
+    a = instance.arrays()
+    expected = regions_of_jobs(a.table_home, a.job_ptr, a.job_tables, a.job_kind, a.table_size, a.num_regions)
+    first = job_regions(a, a.table_home.copy())  # equal to today's, not the same array
+    first[:] = -7  # a caller changing its copy does not change the next answer
+    assert np.array_equal(job_regions(a, a.table_home), expected)
+    moved = a.table_home.copy()
+    moved[0] = (moved[0] + 1) % a.num_regions
+    assert np.array_equal(job_regions(a, moved),
+                          regions_of_jobs(moved, a.job_ptr, a.job_tables, a.job_kind, a.table_size, a.num_regions))
+    today = fleetplan.evaluate(instance, PlacementPlan.from_arrays(instance, a.table_home))
+    assert today.terms == objective_terms(a, a.table_home)

@@ -83,11 +83,9 @@ Example: spread two items over two bins to balance them.
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import itertools
 import math
-import operator
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -95,6 +93,8 @@ from operator import itemgetter
 from typing import Protocol
 
 import numpy as np
+
+from fleetplan.solvers.parked import ParkedEntries
 
 GAIN_TOLERANCE = 1e-12
 # Over-budget entries dropped one by one (and at least 1/8 of the queue) before the rest of
@@ -166,7 +166,7 @@ class ClimbResult:
     batch of the first pass and at most every ``trace_every_s`` while moves are applied."""
 
     applied: list[Candidate]
-    stopped_by: str  # converged | time | moves | cost
+    stopped_by: str  # converged | time | moves | cost | gain
     evaluated: int = 0
     queued: int = 0
     requeued: int = 0
@@ -186,7 +186,7 @@ class _Climb:
     def __init__(self, problem: HillClimbProblem, budget: Budget, recompute: bool, min_gain: float,
                  neighbours: Callable[[Candidate], Iterable[int]] | None,
                  progress: Callable[[float | None, str], None] | None, trace_every_s: float,
-                 estimate_batch: int = 32) -> None:
+                 estimate_batch: int = 32, stop_window: int = 0, stop_gain: float = 0.0) -> None:
         self.problem, self.recompute, self.min_gain = problem, recompute, min_gain
         self.neighbours, self.progress = neighbours, progress
         self.started = time.perf_counter()
@@ -207,7 +207,7 @@ class _Climb:
         self.pending: list[int] = []  # neighbours of the last move, to estimate and queue
         # Over-budget entries taken out of the queue in bulk (see park), in key order; the
         # largest key popped since (None: none); over-budget entries dropped one by one since.
-        self.parked: list[tuple[float, int, int]] = []
+        self.parked = ParkedEntries()
         self.mark: tuple[float, int, int] | None = None
         self.skips = 0
         self.may_park = False  # only once the first pass has queued every item
@@ -216,6 +216,10 @@ class _Climb:
         self.visited: set[int] = {0}
         self.trace_every_s = trace_every_s
         self.last_trace = -math.inf
+        # The stopping rule on the gain of the last moves (hill_climb's stop_window, stop_gain):
+        # the total gain after each applied move, kept once the window is on.
+        self.stop_window, self.stop_gain = stop_window, stop_gain
+        self.gains_so_far: list[float] = []
 
     def time_up(self) -> bool:
         return time.perf_counter() > self.deadline
@@ -311,7 +315,7 @@ class _Climb:
                 if self.may_park and self.skips > PARK_AFTER and self.skips > len(queue) // 8:
                     self.park()
                 if not queue:
-                    self.parked = []  # the loop would pop and drop them all now
+                    self.parked = ParkedEntries()  # the loop would pop and drop them all now
                     continue
             entry = heapq.heappop(queue)
             _, item, target = entry
@@ -366,6 +370,11 @@ class _Climb:
             result.total_gain += move.gain
             result.applied.append(move)
             self.note()
+            if self.stop_window:
+                self.gains_so_far.append(result.total_gain)
+                if self.may_park and self.stalled():
+                    result.stopped_by = "gain"
+                    break
             if self.progress is not None and len(result.applied) % 256 == 0:
                 # The climb's end is not known in moves; with a time limit, the share of it used
                 # (after the first pass's half), else "unknown".
@@ -382,6 +391,15 @@ class _Climb:
                     for other in others:
                         self.push(problem.best_move(other), exact=True)
 
+    def stalled(self) -> bool:
+        """Whether the last ``stop_window`` applied moves together gained less than
+        ``stop_gain`` times the total gain so far (False before that many moves)."""
+        gains, window = self.gains_so_far, self.stop_window
+        if len(gains) < window:
+            return False
+        earlier = gains[-window - 1] if len(gains) > window else 0.0
+        return gains[-1] - earlier < self.stop_gain * gains[-1]
+
     def park(self) -> None:
         """Take every entry over the budget out of the queue at once, as if each were popped and
         dropped now (they are counted so). With the byte quota nearly used at 10^6 tables, most
@@ -391,18 +409,19 @@ class _Climb:
         budget (negative cost) or a compound move, and :meth:`unpark` then puts back every parked
         entry the one-by-one loop would not have reached yet (key above every key popped since).
         Only after the first pass, so no item is queued again while its entry is parked."""
-        remaining, bounds, queue = self.remaining, self.min_costs, self.queue
-        over, keep = [], []
-        for entry in queue:
-            (over if bounds[entry[1]] > remaining else keep).append(entry)
-        if self.parked and self.mark is not None:
-            # Parked entries below the largest key popped since were reached, and dropped.
-            self.parked = [entry for entry in self.parked if entry > self.mark]
+        remaining, queue = self.remaining, self.queue
+        items = list(map(itemgetter(1), queue))
+        bound = np.fromiter(map(self.min_costs.__getitem__, items), dtype=float, count=len(items))
+        over = bound > remaining
+        keep = list(itertools.compress(queue, np.logical_not(over).tolist()))
+        taken = np.flatnonzero(over)
+        # Parked entries below the largest key popped since were reached, and dropped.
+        kept = self.parked.after(self.mark)
+        self.parked = kept.merged(ParkedEntries.of([queue[i] for i in taken.tolist()], bound[taken]))
         queue[:] = keep
         heapq.heapify(queue)
-        self.queued.difference_update(entry[1] for entry in over)
-        self.result.skipped_over_budget += len(over)
-        self.parked = sorted(self.parked + over)
+        self.queued.difference_update(np.asarray(items, dtype=np.int64)[taken].tolist())
+        self.result.skipped_over_budget += int(taken.size)
         self.mark = None
         self.skips = 0
 
@@ -412,9 +431,11 @@ class _Climb:
         behind it, as it would behind that entry still in the queue)."""
         head = self.queue[0] if self.queue else None
         if self.parked:
-            first = 0 if self.mark is None else bisect.bisect_right(self.parked, self.mark)
-            if first < len(self.parked) and (head is None or self.parked[first] < head):
-                return self.parked[first]
+            first = self.parked.first_after(self.mark)
+            if first < len(self.parked):
+                entry = self.parked.entry(first)
+                if head is None or entry < head:
+                    return entry
         return head
 
     def unpark(self, everything: bool = True) -> None:
@@ -423,24 +444,25 @@ class _Climb:
         fits; the others stay parked, as the one-by-one loop would still drop them when
         reached unless the budget grows again (and then this runs again). At 10^6 tables,
         putting all of them back after each move that freed a little quota, then parking them
-        again, was the engine's largest own cost."""
-        start = 0 if self.mark is None else bisect.bisect_right(self.parked, self.mark)
+        again, was the engine's largest own cost. A parked entry's bound is the one recorded
+        when it was parked: its item has not moved since (it is in no queue), and a compound
+        move, which may change other items' bounds, puts everything back."""
+        rest = self.parked.after(self.mark)
         if everything or self.min_costs is None:
-            back, stay = self.parked[start:], []
+            back, stay = rest.entries(), ParkedEntries()
         else:
-            # Which entries fit, in numpy: a loop over hundreds of thousands of parked entries
-            # after each move that frees quota took seconds at 10^6 tables.
-            rest = self.parked[start:]
-            items = np.fromiter(map(itemgetter(1), rest), dtype=np.int64, count=len(rest))
-            fits = (np.asarray(self.min_costs, dtype=float)[items] <= self.remaining).tolist()
-            back = list(itertools.compress(rest, fits))
-            stay = list(itertools.compress(rest, map(operator.not_, fits)))
-        # One heapify rather than a push each (hundreds of thousands at 10^6 tables); the keys
-        # are unique, so the order of pops is the same.
+            back, stay = rest.split(rest.bound <= self.remaining)
         if back:
-            self.queue.extend(back)
-            heapq.heapify(self.queue)
-            self.queued.update(entry[1] for entry in back)
+            # The keys are unique, so the order of pops does not depend on how they went in:
+            # a push each when they are few (after a small table goes home, a handful of
+            # hundreds of thousands), one heapify when they are many.
+            if 8 * len(back) < len(self.queue):
+                for entry in back:
+                    heapq.heappush(self.queue, entry)
+            else:
+                self.queue.extend(back)
+                heapq.heapify(self.queue)
+            self.queued.update(map(itemgetter(1), back))
             self.result.skipped_over_budget -= len(back)
         self.parked, self.mark = stay, None
 
@@ -486,7 +508,7 @@ def hill_climb(problem: HillClimbProblem, *, budget: Budget | None = None, recom
                progress: Callable[[float | None, str], None] | None = None,
                batch_s: float | None = None, trace_every_s: float = 0.25,
                estimate_batch: int = 32, batch_items: int | None = None,
-               batch_moves: int | None = None) -> ClimbResult:
+               batch_moves: int | None = None, stop_window: int = 0, stop_gain: float = 0.0) -> ClimbResult:
     """Run the queue-by-gain hill climb of MAST §3.4 on ``problem``.
 
     ``initial``: the first pass's best moves, if the problem computes them in a batch (one per
@@ -502,9 +524,17 @@ def hill_climb(problem: HillClimbProblem, *, budget: Budget | None = None, recom
     ``batch_items``/``batch_moves``: the same alternation counted instead of timed — after
     every ``batch_items`` items of the first pass, apply up to ``batch_moves`` queued moves —
     so that a climb without a time limit moves early and still repeats exactly.
+    ``stop_window``/``stop_gain``: once the first pass is done, the climb stops
+    (``stopped_by="gain"``) as soon as its last ``stop_window`` applied moves together gained
+    less than ``stop_gain`` times its total gain so far; 0 (the default) climbs until the queue
+    is empty or a budget stops it. Counted in moves, not seconds, so the plan does not depend on
+    the machine; the queue's tail is long at scale (at 10^6 tables the last 9,887 of 34,055
+    moves took 41 % of the climb's CPU for 0.05 % of its gain).
     """
+    if stop_window < 0 or stop_gain < 0:
+        raise ValueError("stop_window and stop_gain must be >= 0")
     climb = _Climb(problem, budget or Budget(), recompute, min_gain, neighbours, progress, trace_every_s,
-                   estimate_batch)
+                   estimate_batch, stop_window, stop_gain)
     result = climb.result
     count = problem.num_items()
     first = iter(initial) if initial is not None else (problem.best_move(i) for i in range(count))

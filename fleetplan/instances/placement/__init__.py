@@ -53,6 +53,7 @@ Example
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -191,6 +192,14 @@ class PlacementArrays:
     @property
     def num_jobs(self) -> int:
         return len(self.job_kind)
+
+    def once(self, name: str, make: Callable[[], Any]) -> Any:
+        """``make()``, computed the first time and kept with the arrays under ``name``: values
+        derived from the instance alone that several steps of a command read (today's job
+        regions, today's objective terms)."""
+        if name not in self._cache:
+            self._cache[name] = make()
+        return self._cache[name]
 
     @property
     def pair_job(self) -> np.ndarray:
