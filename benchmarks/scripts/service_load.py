@@ -90,7 +90,7 @@ def rss_mb(pids: list[int]) -> float:
     return total / 1024
 
 
-def solve_rate(seconds: float, workers: int) -> dict[str, float]:
+def solve_rate(seconds: float, workers: int, mix: str = "both") -> dict[str, float]:
     """Solves a second the job manager's warm workers answer when nothing else stands between
     them and the work (see the module's docstring)."""
     import asyncio
@@ -110,7 +110,7 @@ def solve_rate(seconds: float, workers: int) -> dict[str, float]:
         def submit() -> asyncio.Future:
             nonlocal number
             number += 1
-            body = ({"instance": allocation, "seed": number} if number % 2 else
+            body = ({"instance": allocation, "seed": number} if number % 2 or mix == "allocation" else
                     {"instance": binpack, "solver": "rms-greedy", "seed": number})
             job = manager.submit("solve", json.dumps(body).encode(), 60.0, "rate")
             waiter = loop.create_future()
@@ -146,7 +146,14 @@ def main() -> None:
     parser.add_argument("--kill-worker", action="store_true")
     parser.add_argument("--solve-rate", type=float, default=0.0, metavar="SECONDS",
                         help="first measure the workers' own solve rate for this long (see above)")
+    parser.add_argument("--solve-rate-only", choices=("both", "allocation"), default=None,
+                        help="only measure the solve rate, of both kinds of solve or of the allocation solves "
+                             "alone (what the Node client sends), and print it")
     args = parser.parse_args()
+    if args.solve_rate_only:
+        print(json.dumps({"solve_rate": solve_rate(args.solve_rate or 30.0, args.workers, args.solve_rate_only),
+                          "mix": args.solve_rate_only, "load": os.getloadavg()[0]}))
+        return
     rate = solve_rate(args.solve_rate, args.workers) if args.solve_rate > 0 else None
     if rate is not None:
         print(json.dumps({"solve_rate": rate, "load": os.getloadavg()[0]}), flush=True)
