@@ -63,7 +63,7 @@ from fleetplan.solvers.placement.steps import (
 
 highs_run = lazy_module("fleetplan.solvers.highs")
 
-KINDS = ("jobs", "pair", "overload")
+NEIGHBOURHOOD_KINDS = ("jobs", "pair", "overload")
 # The node limit when the whole instance is one neighbourhood (its MIP is then the exact solve).
 WHOLE_NODES = 1_000_000
 # A neighbourhood whose MIP has more binaries is not solved (its kind's size shrinks): one of
@@ -104,8 +104,8 @@ class LnsStats:
     """What the search did: neighbourhoods tried / improving per kind, MIP seconds, and the
     trace (seconds since the solve started, objective, moves)."""
 
-    tried: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
-    kept: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    tried: dict[str, int] = field(default_factory=lambda: dict.fromkeys(NEIGHBOURHOOD_KINDS, 0))
+    kept: dict[str, int] = field(default_factory=lambda: dict.fromkeys(NEIGHBOURHOOD_KINDS, 0))
     rejected: int = 0
     mip_s: float = 0.0
     build_s: float = 0.0
@@ -370,11 +370,11 @@ def search(instance: PlacementInstance, state: TetrisState, deadline: Deadline, 
         trace.append((time.perf_counter() - started, float(sum(state.objective_terms.values())),
                       moves_before + len(run.applied)))
         failures = patience  # nothing left to search
-    weights = {kind: 1.0 for kind in KINDS}
-    sizes = dict.fromkeys(KINDS, max_free)
+    weights = {kind: 1.0 for kind in NEIGHBOURHOOD_KINDS}
+    sizes = dict.fromkeys(NEIGHBOURHOOD_KINDS, max_free)
     while failures < patience and not deadline.expired():
         rounds += 1
-        kinds = list(KINDS)
+        kinds = list(NEIGHBOURHOOD_KINDS)
         p = np.array([weights[k] for k in kinds])
         kind = kinds[int(run.rng.choice(len(kinds), p=p / p.sum()))]
         run.max_free = sizes[kind]
