@@ -505,3 +505,47 @@ def test_a_purchase_schedule_over_http(service):
     assert bad.status_code == 422 and bad.json()["error"].startswith("periods")
     typo = service.post("/v1/horizon", {"instance": GAVEL, "horizon": horizon, "polcy": "x"})
     assert typo.status_code == 422 and "polcy" in typo.json()["error"]
+
+
+@pytest.mark.slow
+def test_a_job_sent_ahead_to_a_worker_is_not_lost_when_that_worker_dies():
+    # A worker gets its next job while it runs one (the round trip through the event loop no
+    # longer sets the pace); if the worker dies, that job never ran and goes back to the queue.
+    one = Service("--workers", "1")
+    try:
+        long = one.post("/v1/solve", {"instance": long_placement(), "solver": "mip-highs", "time_limit": 60,
+                                      "wait": 0}).json()["id"]
+        deadline = time.monotonic() + 30
+        while (state := one.get(f"/v1/jobs/{long}").json())["state"] != "running" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        ahead = one.post("/v1/solve", {"instance": GAVEL, "wait": 0}).json()["id"]
+        dropped = one.post("/v1/solve", {"instance": GAVEL, "wait": 0}).json()["id"]
+        assert one.get(f"/v1/jobs/{ahead}").json()["state"] == "queued"
+        assert one.delete(f"/v1/jobs/{dropped}").json()["state"] == "cancelled"
+        os.kill(state["pid"], signal.SIGKILL)
+        assert wait_final_state(one, long)["http"] == 500
+        answered = wait_final_state(one, ahead)
+        assert answered["state"] == "done" and answered["http"] == 200
+        assert one.get(f"/v1/jobs/{dropped}").json()["state"] == "cancelled"
+        assert one.get("/healthz").json()["queued"] == 0
+    finally:
+        one.stop()
+
+
+@pytest.mark.slow
+def test_a_job_cancelled_while_it_waits_at_a_worker_stays_cancelled():
+    one = Service("--workers", "1")
+    try:
+        long = one.post("/v1/solve", {"instance": long_placement(), "solver": "mip-highs", "time_limit": 60,
+                                      "wait": 0}).json()["id"]
+        deadline = time.monotonic() + 30
+        while one.get(f"/v1/jobs/{long}").json()["state"] != "running" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        ahead = one.post("/v1/solve", {"instance": GAVEL, "wait": 0}).json()["id"]
+        assert one.delete(f"/v1/jobs/{ahead}").json()["state"] == "cancelled"
+        assert one.delete(f"/v1/jobs/{long}").json()["state"] == "cancelled"  # its worker is replaced
+        assert one.post("/v1/solve", {"instance": GAVEL}).status_code == 200
+        assert one.get(f"/v1/jobs/{ahead}").json()["state"] == "cancelled"
+        assert one.get("/healthz").json() == {"ok": True, "queued": 0, "running": 0}
+    finally:
+        one.stop()

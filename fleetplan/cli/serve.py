@@ -51,7 +51,7 @@ def add_arguments(subparsers: Any) -> None:
     serve.add_argument("--port", type=bounded_int(0, 65535), default=8080, help="port (0: any free port)")
     serve.add_argument("--workers", type=bounded_int(1, 256), default=2,
                        help="worker processes (jobs computed at once), each with the solvers imported once")
-    serve.add_argument("--max-jobs-per-worker", type=bounded_int(1, 10**9), default=1000, metavar="N",
+    serve.add_argument("--max-jobs-per-worker", type=bounded_int(1, 10**9), default=10_000, metavar="N",
                        help="a worker is replaced by a fresh one after N jobs")
     serve.add_argument("--queue", type=bounded_int(0, 100_000), default=64,
                        help="jobs that may wait for a worker; beyond, 429 with Retry-After")

@@ -69,7 +69,7 @@ class ServiceSettings:
     token: str | None = None
     grace_s: float = 10.0
     scratch: str | None = None
-    max_jobs_per_worker: int = 1000
+    max_jobs_per_worker: int = 10_000
     intake_processes: int = 2
     state: str | None = None  # a folder for the jobs' database (None: jobs live in memory only)
     session_ttl_s: float = 600.0  # a session idle this long is dropped

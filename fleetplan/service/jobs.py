@@ -117,6 +117,10 @@ class Worker:
     started: float
     ready: bool = False
     job: Job | None = None
+    # The next job, sent ahead while ``job`` runs, so the worker starts it the moment it answers
+    # instead of waiting for the event loop to read the answer and send it (the round trip, not
+    # the solve, set the pace of small solves). Still ``queued``: it starts when promoted.
+    ahead: Job | None = None
     jobs_done: int = 0
     kill_timer: asyncio.TimerHandle | None = None
     stopping: bool = False  # killed or retired: takes no more jobs
@@ -146,7 +150,7 @@ class JobManager:
     """Queue, worker processes and the record of finished jobs (kept ``retention_s`` seconds)."""
 
     def __init__(self, workers: int = 2, queue_size: int = 64, scratch: str | None = None,
-                 retention_s: float = 600.0, max_kept: int = 1000, max_jobs_per_worker: int = 1000,
+                 retention_s: float = 600.0, max_kept: int = 1000, max_jobs_per_worker: int = 10_000,
                  state: str | None = None, session_ttl_s: float = 600.0):
         self.size = workers
         self.queue_size = queue_size
@@ -251,6 +255,10 @@ class JobManager:
             worker.kill_timer.cancel()
             worker.kill_timer = None
         worker.jobs_done += 1
+        if worker.ahead is not None:  # the worker is already on it
+            ahead, worker.ahead = worker.ahead, None
+            self.queued -= 1
+            self._start(worker, ahead)
         if job is not None and job.state == "running":
             code = int(header["http"])
             self._finish(job, "done" if code < 500 else "failed", code, bytes(body))
@@ -267,6 +275,7 @@ class JobManager:
         if job is not None and job.state == "running":
             self._finish(job, "failed", 500, _error_bytes(
                 f"the worker process died while answering (exit code {worker.process.exitcode})"))
+        self._requeue_ahead(worker)
         lost = "the worker process holding the session ended; create the session again"
         for session_id in worker.sessions:
             if session_id in self.sessions:
@@ -321,7 +330,12 @@ class JobManager:
         if worker is not None:
             worker.pending.append(job)
         else:
-            self._queues.setdefault(client, deque()).append(job)
+            if client not in self._queues:
+                # A client with nothing waiting goes first: the others have had their turn
+                # (their next job may already wait at a worker).
+                self._queues[client] = deque()
+                self._queues.move_to_end(client, last=False)
+            self._queues[client].append(job)
         self.queued += 1
         self._dispatch()
         return job
@@ -367,11 +381,30 @@ class JobManager:
             return job
         return None
 
+    def _can_take_ahead(self, worker: Worker) -> bool:
+        """A busy worker that may be sent its next job: not one holding sessions (their jobs keep
+        their order at the worker) and not one about to be retired (its pipe closes then)."""
+        return (worker.ready and not worker.stopping and worker.job is not None and worker.ahead is None
+                and worker.job.session is None and not worker.pending and not worker.sessions
+                and worker.jobs_done + 2 < self.max_jobs_per_worker)
+
+    def _requeue_ahead(self, worker: Worker) -> None:
+        """A job sent ahead to a worker that will not run it goes back to the front of its queue."""
+        job, worker.ahead = worker.ahead, None
+        if job is None:
+            return
+        if job.state in FINAL:  # cancelled while it waited there: it leaves the count
+            self.queued -= 1
+            return
+        queue = self._queues.setdefault(job.client, deque())  # still counted in `queued`
+        queue.appendleft(job)
+        self._queues.move_to_end(job.client, last=False)
+
     def _dispatch(self) -> None:
         if self.closing:
             return
         now = time.time()
-        for worker in self._idle():
+        for worker in [*self._idle(), *(w for w in self.workers if self._can_take_ahead(w))]:
             job = self._next(worker)
             while job is not None and job.deadline <= now:
                 self._finish(job, "failed", 504, _error_bytes(
@@ -382,18 +415,45 @@ class JobManager:
             self._launch(worker, job)
 
     def _launch(self, worker: Worker, job: Job) -> None:
-        job.state, job.started, job.pid = "running", time.time(), worker.process.pid
-        job.attempts += 1
-        worker.job = job
-        if self.store is not None:
-            self._write(self.store.started, job.id, job.started)
-        self.running[job.id] = job
+        """Send ``job`` to ``worker``: it starts now if the worker is free, else it waits there as
+        the worker's next job (``ahead``; small requests only, so one a worker will not run can go
+        back to the queue whole)."""
         message = pack({"task": job.task, "deadline": job.deadline, "id": job.id, "session": job.session}, job.raw)
-        job.raw = b""  # the worker holds it now; a large instance is not kept twice
+        if worker.job is not None:
+            if len(message) > LARGE_BODY:  # not worth holding twice: it waits in the queue instead
+                self._queues.setdefault(job.client, deque()).appendleft(job)
+                self._queues.move_to_end(job.client, last=False)
+                self.queued += 1
+                return
+            worker.ahead = job
+            self.queued += 1  # still waiting, at the worker: it counts against the queue's size
+            self._send(worker, message)
+            return
         if len(message) > LARGE_BODY:
             self._loop.run_in_executor(None, self._send, worker, message)
         else:
             self._send(worker, message)
+        self._start(worker, job)
+
+    def _start(self, worker: Worker, job: Job) -> None:
+        """The worker runs ``job`` from now: its state, the store, the kill timer."""
+        worker.job = job
+        now = time.time()
+        if job.state not in FINAL and job.deadline <= now:
+            self._finish(job, "failed", 504, _error_bytes(
+                f"the time limit ({job.time_limit:g} s) ran out while the job waited in the queue", "time_limit"))
+        if job.state in FINAL:
+            # Cancelled (or out of time) while it waited at the worker, which runs it anyway: its
+            # answer is dropped, and the worker is stopped only if it outlives the grace.
+            worker.kill_timer = self._loop.call_later(KILL_GRACE_S + max(job.deadline - now, 0.0),
+                                                      self._overtime, worker, job)
+            return
+        job.state, job.started, job.pid = "running", now, worker.process.pid
+        job.attempts += 1
+        job.raw = b""  # the worker holds it now; a large instance is not kept twice
+        if self.store is not None:
+            self._write(self.store.started, job.id, job.started)
+        self.running[job.id] = job
         delay = job.deadline + KILL_GRACE_S - time.time()
         worker.kill_timer = self._loop.call_later(max(delay, 0.0), self._overtime, worker, job)
 
@@ -406,9 +466,10 @@ class JobManager:
 
     def _overtime(self, worker: Worker, job: Job) -> None:
         if worker.job is job:
-            self._finish(job, "failed", 504, _error_bytes(
-                f"the job ran {KILL_GRACE_S:g} s past its time limit ({job.time_limit:g} s) and was stopped",
-                "time_limit"))
+            if job.state not in FINAL:
+                self._finish(job, "failed", 504, _error_bytes(
+                    f"the job ran {KILL_GRACE_S:g} s past its time limit ({job.time_limit:g} s) and was stopped",
+                    "time_limit"))
             self._kill(worker)
 
     def _finish(self, job: Job, state: str, http: int, body: bytes) -> None:
@@ -531,7 +592,7 @@ class JobManager:
         self.draining = True
         message = "the service is shutting down; the job was not run"
         for worker in self.workers:
-            for job in list(worker.pending):
+            for job in [*worker.pending, *([worker.ahead] if worker.ahead is not None else [])]:
                 self.cancel(job, 503, message)
         for client in list(self._queues):
             for job in list(self._queues.get(client, ())):
