@@ -68,7 +68,7 @@ def test_space_sharing_has_no_gavel_baseline():
         fleetplan.solve(instance, "max-min-fairness-agnostic", baseline="gavel", space_sharing=True)
 
 
-# --- ties (issue 23 item 1) -------------------------------------------------------------------
+# --- ties -------------------------------------------------------------------
 
 EVERY_AGNOSTIC = sorted(spec.name for spec in fleetplan.list_solvers("allocation") if spec.name.endswith("-agnostic"))
 GAVEL_TYPES = {"v100": 3.0, "p100": 2.0, "k80": 1.0}

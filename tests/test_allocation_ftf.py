@@ -1,5 +1,5 @@
-"""Finish-time fairness (Gavel §4.2, Themis): regressions of issue 15 item 3 and the paper's rho
-with history (issue 14 §2), each against an independent bisection with scipy's linprog."""
+"""Finish-time fairness (Gavel §4.2, Themis): regressions of a reported case and the paper's rho
+with history, each against an independent bisection with scipy's linprog."""
 
 from dataclasses import replace
 
@@ -97,7 +97,7 @@ def test_ftf_single_type_with_a_job_too_big_for_one_type_matches_bisection():
     assert result.objective == pytest.approx(ftf_by_bisection(arrays, finish_isolated), rel=1e-6)
 
 
-# --- the paper's rho with history (issue 14 §2) ------------------------------------------------
+# --- the paper's rho with history ------------------------------------------------
 
 def _two_jobs(isolated_times):
     """One GPU, two jobs of throughput 1 and 10 steps left each (X_isolated: 1/2 each, 20 s).

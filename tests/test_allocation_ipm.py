@@ -1,4 +1,4 @@
-"""The structured interior-point method that prices Gavel's max-min LP (issue 14 §3): its level
+"""The structured interior-point method that prices Gavel's max-min LP: its level
 equals the full LP's optimum (HiGHS) on random instances with runnable masks, offsets and free
 levels, and the decomposition it starts is certified in few rounds with a small reduced LP."""
 
@@ -175,7 +175,7 @@ def test_restricted_linear_prices_give_the_lp_optimum(seed, scarcity, restricted
     # Linear forms above RESTRICT_ABOVE jobs: sample prices, then the method on the jobs whose
     # best type does not win clearly. Where the sample's prices are too far off (scarcity 8: the
     # held jobs alone overfill a type, and the path used to decline and price every job) the
-    # held jobs of that type that win by least are released first (issue 27 item 5): either way
+    # held jobs of that type that win by least are released first: either way
     # the Lagrangian bound closes on the LP's optimum and the decomposition reaches it.
     from fleetplan.solvers.allocation import ipm
 

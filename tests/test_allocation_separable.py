@@ -1,4 +1,4 @@
-"""The price decomposition (issue 14 §3) against the full LP, which stays the reference: on
+"""The price decomposition against the full LP, which stays the reference: on
 distinct jobs (per-job throughput noise) every form it takes reaches the LP's optimum, its plan
 passes the judge, and hand-solved cases come out exactly."""
 

@@ -1,4 +1,4 @@
-"""One clock per solve (issue 15, item 4): every LP of an allocation solver draws from what is
+"""One clock per solve: every LP of an allocation solver draws from what is
 left of the time limit — the binary search's probes, finish-time fairness's LP sequence, water
 filling's iterations, POP's parts — and a solve stopped by the clock returns the best plan it
 has (X_isolated when no LP answered) with status ``time_limit``."""

@@ -1,4 +1,4 @@
-"""The Python API behaves as scikit-learn's and scipy's do (issue 24 §3): input errors are
+"""The Python API behaves as scikit-learn's and scipy's do: input errors are
 ValueErrors, every function taking an instance or a plan takes a plain dict as solve does,
 solvers are named ``kind/name`` or bare where the instance fixes the kind, and the DataFrame
 helpers are at the top level."""

@@ -74,7 +74,7 @@ def test_the_child_process_gives_the_in_process_answer():
 
 
 def test_a_failing_cell_is_a_row_not_a_crash(tmp_path):
-    # A bad option value is refused when the suite loads (issue 25 item 18), so provoke a
+    # A bad option value is refused when the suite loads, so provoke a
     # solver-side error with a value of the right type that this instance cannot take.
     with pytest.raises(InstanceError, match="options.backend"):
         parse_suite("name: f\ngroups: [{kind: allocation, generator: {jobs: 4}, "

@@ -1,6 +1,6 @@
 """The results table's format versions: every older table is read (migrated, never refused),
 the committed standard report re-renders, run.json records the git state, a run that ends
-without a plan counts as failed, and memory is the solve's own (issue 14, part 1)."""
+without a plan counts as failed, and memory is the solve's own."""
 
 from __future__ import annotations
 

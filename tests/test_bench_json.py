@@ -1,5 +1,5 @@
 """`--json` on `bench` and `bench report`: the result summary on stdout; errors as a JSON object
-on stdout plus one line on stderr, exit code 2 for bad suite files and flags (issue 8, item 3)."""
+on stdout plus one line on stderr, exit code 2 for bad suite files and flags."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Unsafe inputs to `fleetplan bench` (issue 15, items 9-11): a YAML alias bomb, a suite name
+"""Unsafe inputs to `fleetplan bench`: a YAML alias bomb, a suite name
 that is a path, a sweep that fails to start, and who the Dask executor trusts."""
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""``python -m fleetplan.benchmarks.experiments.binpack --plot FILE.png`` (issue 9: the greedy's gap to
-CP-SAT and the batch model's gain, MAST §4.3 and Table 1, as a plot)."""
+"""``python -m fleetplan.benchmarks.experiments.binpack --plot FILE.png``."""
 
 from __future__ import annotations
 

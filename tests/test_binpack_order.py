@@ -1,4 +1,4 @@
-"""binpack plans are ranked by the exact key wherever they are compared (issue 24 §1): the RMS
+"""binpack plans are ranked by the exact key wherever they are compared: the RMS
 score is a float encoding that loses the youth tie-break from about 31 waiting workloads and a
 whole priority-6 preemption from about 2,048, and printed to four digits a plan with five
 preemptions looks like one with one."""

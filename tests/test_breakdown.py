@@ -1,4 +1,4 @@
-"""Evaluations carry per-item breakdowns (issue 8 item 5): allocation per job and worker type,
+"""Evaluations carry per-item breakdowns: allocation per job and worker type,
 placement per region, per (region, GPU type) and per job. Checked against hand-solved cases and
 against the aggregates the judges report."""
 
@@ -132,7 +132,7 @@ def test_unknown_breakdown_table_names_the_known_ones():
         verdict.table("regions")
 
 
-# --- one id scheme per placement plan (issue 8 item 5) -------------------------------------
+# --- one id scheme per placement plan -------------------------------------
 
 def test_placement_plan_names_tables_by_id_and_reads_any_order():
     instance = fleetplan.generate("placement", {"regions": 3, "tables": 40, "jobs": 40, "storage_headroom": 20.0},

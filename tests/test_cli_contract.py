@@ -1,4 +1,4 @@
-"""The command line's contract (issue 8, issue 15 items 5, 7, 8): exit codes 0/1/2, one line per
+"""The command line's contract: exit codes 0/1/2, one line per
 error naming the file, path or option, JSON errors under --json, options checked by type,
 every validation error at once, and no half-written file whatever happens."""
 
@@ -179,7 +179,7 @@ def test_unwritable_output_directory(tmp_path, capsys):
     assert main(["solve", GAVEL, "-o", str(locked / "plan.json")]) == 2
 
 
-# --- the bad-input sweep (issue 8 item 8): each a clear line and exit 2 ----------------------
+# --- the bad-input sweep: each a clear line and exit 2 ----------------------
 
 def _allocation(**changes):
     data = json.loads(Path(GAVEL).read_text())

@@ -1,5 +1,4 @@
-"""`fleetplan simulate`: --list, --out DIR (all or nothing), the progress hook and its bar
-(issue 12 item 4, generic over simulators; run here on tiny parsync and cluster scenarios)."""
+"""`fleetplan simulate`: --list, --out DIR (all or nothing), the progress hook and its bar."""
 
 from __future__ import annotations
 
@@ -70,7 +69,7 @@ def test_out_dir_holds_the_result_and_the_plot(tmp_path, capsys):
 
 
 def test_cluster_out_dir_writes_its_pngs_and_plot_works(tmp_path, capsys):
-    # `simulate cluster --out DIR` promised PNGs and wrote none; --plot was refused (issue 24 §2).
+    # `simulate cluster --out DIR` promised PNGs and wrote none; --plot was refused.
     out = tmp_path / "empty"
     out.mkdir()
     assert main(["simulate", *CLUSTER, "--out", str(out)]) == 0
@@ -169,7 +168,7 @@ def test_progress_reaches_only_simulators_that_take_it():
     assert calls == [(1.0, 2.0), (2.0, 2.0)]
     new.run()  # no callback: still runs
     # Every simulator reports progress now (cluster's is what its time limit checks off the
-    # main thread: issue 25 item 8).
+    # main thread).
     assert all(sim.get_simulator(name).takes_progress for name in sim.names())
 
 

@@ -1,4 +1,4 @@
-"""Ctrl-C during a CP-SAT solve ends the command with our one line and exit 130 (issue 8 item 3):
+"""Ctrl-C during a CP-SAT solve ends the command with our one line and exit 130:
 CP-SAT's own SIGINT handler is off and the solve runs where a signal can stop it."""
 
 import subprocess

@@ -1,4 +1,4 @@
-"""Per-round re-solves of allocation problems (issue 26): column-built instances and
+"""Per-round re-solves of allocation problems: column-built instances and
 :class:`fleetplan.embed.AllocationSession`.
 
 The central property: after any sequence of changes (jobs arriving, leaving, re-measured;

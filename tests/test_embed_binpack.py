@@ -1,4 +1,4 @@
-"""Per-call re-solves of a binpack region (issue 26): :class:`fleetplan.embed.BinpackSession`,
+"""Per-call re-solves of a binpack region: :class:`fleetplan.embed.BinpackSession`,
 MAST's RMS called one workload at a time against a region that changes between calls.
 
 The property: after any sequence of placements, finished jobs, failed and restored machines

@@ -1,4 +1,4 @@
-"""Re-solves of a RAS region between events (issue 26): :class:`fleetplan.embed.ReservationSession`.
+"""Re-solves of a RAS region between events: :class:`fleetplan.embed.ReservationSession`.
 
 The property: after any sequence of maintenance, requests that grow or shrink, generator events
 and applied plans, each re-solve's objective is a cold ``fleetplan.solve`` of the same instance

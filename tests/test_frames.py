@@ -1,4 +1,4 @@
-"""Tables in and out (issue 8 item 5): CSV/Parquet/DataFrame round trips give instances equal to
+"""Tables in and out: CSV/Parquet/DataFrame round trips give instances equal to
 the JSON ones, exported plans read back evaluate the same, bad cells name file, row and column,
 and the import/export/plot commands (fleetplan.cli.tables) behave as documented."""
 

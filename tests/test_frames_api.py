@@ -1,4 +1,4 @@
-"""The Python API of tables in and out (issue 8 item 5): ``Instance.from_frames(...)`` and
+"""The Python API of tables in and out: ``Instance.from_frames(...)`` and
 ``plan.to_frame(instance)`` on each kind with frames support give what the module functions give."""
 
 import doctest

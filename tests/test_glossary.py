@@ -1,5 +1,5 @@
 """Every number the command line prints has a glossary entry — meaning, unit, better direction
-— in its kind's or simulator's scope (issue 24 §1), ``docs/metrics.md`` is the glossary's
+— in its kind's or simulator's scope, ``docs/metrics.md`` is the glossary's
 output, and a value prints in its unit's one format whatever it is."""
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def test_planning_tables_read_the_glossary():
 
 
 def test_one_format_per_unit_never_from_the_value():
-    # buffer_share was "1.0956938" above 1 and "67.94%" below (issue 24 §1).
+    # buffer_share was "1.0956938" above 1 and "67.94%" below.
     assert glossary.format_value("buffer_share", 1.0956938) == "109.57%"
     assert glossary.format_value("buffer_share", 0.6794) == "67.94%"
     assert glossary.format_value("collocation_rate_first_time", 0.96288455) == "96.29%"

@@ -123,7 +123,7 @@ def test_matches_exhaustive_optimum_on_tiny_instances():
 
 def test_a_move_that_undoes_the_previous_one_is_refused_without_progress():
     # Gains off by rounding: both directions of one item claim a positive gain. Without the
-    # undo rule the climb moves the item back and forth until the time limit (issue 15 item 1).
+    # undo rule the climb moves the item back and forth until the time limit.
     class Liar:
         def __init__(self):
             self.where = [0]

@@ -44,7 +44,7 @@ def test_list_solvers_is_a_function_and_the_old_call_warns():
 
 
 # `import fleetplan` and building the CLI's parser (what `--help` costs) load no back-end:
-# the heavy libraries load when a solver, plot or report that needs them runs (issue 8).
+# the heavy libraries load when a solver, plot or report that needs them runs.
 LOADED_HEAVY = """
 import sys
 import fleetplan

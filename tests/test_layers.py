@@ -1,7 +1,6 @@
 """The house's layers (docs/architecture.md): imports point one way, from the command line down
 to the problem data. Every ``import`` in the package — at module level or inside a function — is
-checked, so a lazy import cannot go upward either (issue 24 §2, §4: the simulators import no
-plotting; plotting sits above the simulators and below the benchmarks)."""
+checked, so a lazy import cannot go upward either."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What the screen says agrees with the numbers (issue 24 §1): an exact placement solver's plan
+"""What the screen says agrees with the numbers: an exact placement solver's plan
 lists its moves, an imported placement instance keeps its objective's terms comparable and has
 a name, a job below its isolated share is flagged."""
 

@@ -1,5 +1,4 @@
-"""The exact placement solvers never report an optimum or a bound that is not proven
-(issue 15 item 6): claims cross-checked against enumeration and CP-SAT on small instances,
+"""The exact placement solvers never report an optimum or a bound that is not proven: claims cross-checked against enumeration and CP-SAT on small instances,
 and a false claim (a MIP start certified optimal) caught by the judge."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A placement instance's exported folder read directly (issue 27 item 4): the columnar fast path
+"""A placement instance's exported folder read directly: the columnar fast path
 gives the JSON file's instance, and on any bad table the same error as the ``import`` reader."""
 
 from __future__ import annotations

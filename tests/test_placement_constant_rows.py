@@ -1,5 +1,5 @@
 """Rows of the placement MIP (MAST Figure 4) that pinned tables and decided jobs make constant
-are skipped when true and reported when false, never handed to Pyomo (issue 15 item 2)."""
+are skipped when true and reported when false, never handed to Pyomo."""
 
 from __future__ import annotations
 

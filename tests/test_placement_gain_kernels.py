@@ -1,4 +1,4 @@
-"""The compiled per-table gains of Tetris's hill climb (``placement/gain_kernels.py``, issue 14
+"""The compiled per-table gains of Tetris's hill climb (``placement/gain_kernels.py``)
 §4) against the numpy code they replace (``first_pass.table_gains_numpy``): the same bits on
 random states, under every reading of Figure 4 (split ML jobs' demand, combined overload), with
 Expression 6's floor and the CPU capacities at today's use so the full checks run; and the

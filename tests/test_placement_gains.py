@@ -1,4 +1,4 @@
-"""Tetris's incremental gains against the judge (MAST §3.4, issue 15 item 1): for random moves
+"""Tetris's incremental gains against the judge (MAST §3.4): for random moves
 on small generated instances, each candidate's gain equals evaluate()'s objective difference,
 also after a random walk that empties and refills demand cells; and the 3-table instance on
 which the climb once moved one table back and forth forever now converges."""
@@ -12,7 +12,7 @@ import fleetplan
 from fleetplan.instances.placement import PlacementPlan
 from fleetplan.solvers.placement.state import TetrisState
 
-# The instance of issue 15 item 1 (2 regions, 3 tables, 27 ML jobs).
+# The reported instance (2 regions, 3 tables, 27 ML jobs).
 CYCLING = {"regions": 2, "tables": 3, "jobs": 27, "gpu_types": 2, "applications": 4, "ml_share": 1.0,
            "first_time_share": 0.7, "popularity_skew": 1.2, "load": 1.2, "storage_headroom": 3.0,
            "move_quota_share": 0.05, "dr_policy": "largest_gpu_supply"}

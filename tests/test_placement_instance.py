@@ -217,7 +217,7 @@ def test_generator_parameters_are_validated():
 
 
 def test_fidelity_metrics_read_split_jobs_per_type_and_the_constant_floor():
-    # Issue 14 §4: what the objective can hide, reported next to it.
+    # What the objective can hide, reported next to it.
     import numpy as np
 
     import fleetplan

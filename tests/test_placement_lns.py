@@ -1,4 +1,4 @@
-"""Large-neighbourhood search for Tetris (issue 27 item 1): the neighbourhood sub-MIP against the
+"""Large-neighbourhood search for Tetris: the neighbourhood sub-MIP against the
 judge and brute force, the search never worse than its start, its plans through the judge, the
 brute-force optimum on tiny instances."""
 

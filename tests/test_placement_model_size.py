@@ -1,4 +1,4 @@
-"""The memory of the exact placement models, estimated before they are built (issue 25 item 6):
+"""The memory of the exact placement models, estimated before they are built:
 the count of variables and rows against what the CP-SAT builder makes, and an instance whose
 model cannot fit refused in one line naming the figure, before any work on a plan.
 """

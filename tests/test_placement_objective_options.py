@@ -1,5 +1,4 @@
-"""The two readings of Figure 4 that are settings of a placement instance (issue 14 §4, "fidelity
-of the placement judge"; MAST §3.3 Expressions 2, 7, 8 and §5.6): ``split_ml_demand`` (a split ML
+"""The two readings of Figure 4 that are settings of a placement instance: ``split_ml_demand`` (a split ML
 job's GPU demand ignored, or counted in the region holding most of its bytes) and
 ``overload_form`` (Expression 8 per priority level, or on the high levels' summed demand).
 

@@ -1,4 +1,4 @@
-"""The fast paths of Tetris's hill climb at scale (MAST §3.4, issue 14 §4): the vectorised
+"""The fast paths of Tetris's hill climb at scale (MAST §3.4): the vectorised
 first pass and batch estimates equal the per-table gains, over-quota items are skipped before
 they are evaluated, fresh moves are not recomputed, and the climb's applied gains stay the
 judge's."""

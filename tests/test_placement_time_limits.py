@@ -1,5 +1,4 @@
-"""Placement solvers honour --time-limit for their whole run, model building included
-(issue 15 item 4): one Deadline; a build that cannot finish returns the best plan known."""
+"""Placement solvers honour --time-limit for their whole run, model building included: one Deadline; a build that cannot finish returns the best plan known."""
 
 from __future__ import annotations
 
@@ -74,7 +73,7 @@ def _on_a_reading_clock(monkeypatch) -> None:
 
 
 def test_the_hill_climb_improves_before_its_first_pass_ends(monkeypatch):
-    # Anytime (issue 14 §4): with a limit shorter than the climb, moves are applied as they are
+    # Anytime: with a limit shorter than the climb, moves are applied as they are
     # found, and the log reports the objective against time. The limit, 0.6 of the whole
     # climb's seconds + 0.3, was set from a wall-clock run, which a change of load between the
     # two runs could leave no time to climb; on the reading clock it stops the climb part-way

@@ -1,4 +1,4 @@
-"""Plots of plans (issue 8 item 6): they draw, carry labels with units, keep legends off the data,
+"""Plots of plans: they draw, carry labels with units, keep legends off the data,
 and stay a sensible size from a handful of jobs or regions to hundreds."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The progress contract (issue 24 §3), kept by every solver and every simulator: a fraction
+"""The progress contract, kept by every solver and every simulator: a fraction
 that is None or in [0, 1], never decreasing, a last call at 1.0, at least one call a second on
 a long run. Every registered solver runs here on a small instance of its kind; it also writes
 nothing on stderr (no back-end's log lines) and every statistic it returns has a glossary entry."""
@@ -70,7 +70,7 @@ for kind, name in {cases!r}:
 
 
 def test_back_ends_write_nothing_on_stderr():
-    # HiGHS, CP-SAT and OR-Tools' logs stay inside (issue 24 §1): the exact solvers of every
+    # HiGHS, CP-SAT and OR-Tools' logs stay inside: the exact solvers of every
     # kind and the LP back-ends, in one fresh process (file descriptors, not sys.stderr).
     cases = [(spec.kind, spec.name) for spec in fleetplan.list_solvers() if spec.exact][:12]
     code = QUIET.format(cases=cases, examples=str(EXAMPLES), small=SMALL)

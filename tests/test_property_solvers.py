@@ -1,4 +1,4 @@
-"""Property test across every kind and every registered solver (issue 15, "done when"):
+"""Property test across every kind and every registered solver:
 small generated instances with random parameters, each solved by every solver of its kind
 under a short limit; every plan is written to JSON, read back and judged again.
 
@@ -7,7 +7,7 @@ reported optimal or feasible has no violations; the reported objective is the ju
 and after the JSON round trip; a bound never contradicts a plan another solver of the same
 instance found (a minimisation's proven lower bound is not above any feasible plan's objective).
 
-Reservation regions are sometimes *confined* (issue 25 item 11): one reservation with a
+Reservation regions are sometimes *confined*: one reservation with a
 fault-domain guarantee is left with the servers it accepts in a single fault domain, an
 infeasible region whose buffer-tangent family is empty; the exact solvers must say
 ``infeasible`` naming a reservation (they crashed in ``cuts._tangents``).

@@ -1,5 +1,4 @@
-"""Generators: every accepted parameter set gives an instance the validator accepts (issue 25
-item 20), and a size that cannot fit in memory is refused before generating, with the figure
+"""Generators: every accepted parameter set gives an instance the validator accepts, and a size that cannot fit in memory is refused before generating, with the figure
 (item 9).
 
 The property test draws every parameter over its whole accepted range (sizes kept small, so

@@ -1,4 +1,4 @@
-"""In-process callers get the CLI's answer for any sequence of calls (issue 25 item 14).
+"""In-process callers get the CLI's answer for any sequence of calls.
 
 HiGHS sizes one thread pool per process at its first run; a later solve asking for another
 number of threads returned status ``error`` ("HiGHS: Not Set"). Each solver here solves one

@@ -1,4 +1,4 @@
-"""Time limits that slipped (issue 25 items 6, 7, 8): the reproductions, each asserting the
+"""Time limits that slipped: the reproductions, each asserting the
 limit within a generous margin, not a benchmark; benchmarks/RESULTS.md has the measured figures.
 The margins are on CPU seconds (the command's, children included): the commands watch the wall
 clock, so they spend at most about their limit of CPU however loaded the machine, while a

@@ -1,4 +1,4 @@
-"""Signals (issue 25 items 15 and 16): Ctrl-C and SIGTERM end the command with one line and
+"""Signals: Ctrl-C and SIGTERM end the command with one line and
 130 / 143 at any moment fleetplan's code runs, start-up included; during ``bench`` the children
 are stopped first, then their folders removed, within seconds and without a child's traceback.
 """

@@ -1,4 +1,4 @@
-"""The hostile sweep's classes of bad input (issue 25), as parametrised cases: each ends in one
+"""The hostile sweep's classes of bad input, as parametrised cases: each ends in one
 line on stderr naming what is wrong, the documented exit code, no traceback, no "internal
 error", and nothing written. ``make test`` runs a sample of every class (the first cases of
 each); ``make test-slow`` runs them all.

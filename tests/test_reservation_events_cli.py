@@ -1,5 +1,5 @@
 """``fleetplan generate reservation --from FILE --event EVENT [--plan PLAN] -o NEXT.json``: the
-next RAS instance after an event (MAST §2 "Dynamic clusters"; issue 10 item 7)."""
+next RAS instance after an event (MAST §2 "Dynamic clusters")."""
 
 from __future__ import annotations
 

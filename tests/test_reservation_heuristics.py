@@ -99,7 +99,7 @@ def test_hill_climb_log_explains_every_move():
 
 
 def tiny_region(seed: int) -> dict:
-    """Issue 27's class: 3 datacenters x 2 fault domains, 8 servers of three types, 3
+    """The property test's class: 3 datacenters x 2 fault domains, 8 servers of three types, 3
     reservations with mixed guarantees (fault domain, datacenter, none; one ML), today's
     assignment, sometimes a server in maintenance and a disruption budget."""
     rng = np.random.default_rng(seed)
@@ -134,9 +134,9 @@ def tiny_region(seed: int) -> dict:
 
 @pytest.mark.parametrize("seed", range(40))
 def test_heuristics_find_a_plan_on_every_tiny_region_that_has_one(seed):
-    """Feasibility first (issue 27 item 2): wherever the exact MIP finds a plan, both
+    """Feasibility first: wherever the exact MIP finds a plan, both
     heuristics find one the judge accepts; where it proves none, they say infeasible and name
-    the shortfall (never status error, issue 25 item 17)."""
+    the shortfall (never status error)."""
     try:
         instance = instance_from_data(tiny_region(seed))
     except fleetplan.InstanceError:

@@ -1,4 +1,4 @@
-"""The large-neighbourhood search of ``mip-highs`` above LARGE_COLUMNS (issue 27 item 3): never
+"""The large-neighbourhood search of ``mip-highs`` above LARGE_COLUMNS: never
 worse than its start, every plan passes the judge, never below the exact optimum, and the large
 path (forced here on a small region by ``large_columns``) returns it with the better of the
 datacenter relaxation's and the Lagrangian pass's bounds; the Lagrangian bound is checked

@@ -1,4 +1,4 @@
-"""Relax-and-fix warm start of the reservation MIP (MAST §2; issue 10's speed targets):
+"""Relax-and-fix warm start of the reservation MIP (MAST §2):
 its plan passes the judge, and ``mip-highs`` started from it still proves the enumerated
 optimum on tiny regions."""
 

@@ -1,4 +1,4 @@
-"""Cluster simulator (issue 11): hand-checked traces, Gavel's mechanism against its LP, the LTGF
+"""Cluster simulator: hand-checked traces, Gavel's mechanism against its LP, the LTGF
 formulas on Astraea's Figure 6, determinism, capacity, bad input."""
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def test_fifo_head_of_line_blocking_and_checkpoint_cost():
 
 
 def test_tiresias_order_keeps_a_backfilled_job_ahead_of_an_earlier_waiting_one():
-    # Issue 23 item 2, by hand. 4 GPUs, 10 s leases, one queue in reach (attained << 3,250 GPU-s).
+    # By hand: 4 GPUs, 10 s leases, one queue in reach (attained << 3,250 GPU-s).
     # x (2 GPUs, 100 s) runs from 0. b (4 GPUs, 50 s) arrives at 10 and does not fit (2 free).
     # c (2 GPUs, 200 s) arrives at 20 and is backfilled into the 2 free GPUs.
     trace = generic_trace([2, 4, 2], [100, 50, 200], submit=[0, 10, 20])
@@ -239,7 +239,7 @@ def test_gavel_runs_other_policies_and_rejects_unknown_ones():
 
 def test_coinciding_jct_curves_stay_visible():
     # Two schedulers that give every job the same JCT draw the same curve: each keeps its
-    # marker and dash, and the figure says they coincide (issue 24 §2).
+    # marker and dash, and the figure says they coincide.
     from fleetplan.plotting.cluster import plot_jct_cdf
     from fleetplan.sim.cluster import run_cluster
 

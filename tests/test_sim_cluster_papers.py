@@ -8,7 +8,7 @@ from fleetplan.sim.cluster import run_cluster
 
 SMALL_GAVEL = {"generate": "gavel", "jobs": 10, "rate_per_hour": 2.0, "multi_gpu": False,
                "cluster": {"v100": 2, "p100": 2, "k80": 2}, "server_size": 4, "round_s": 1200.0}
-# Running times independent of GPU demand (the generator before issue 23's calibration): at this
+# Running times independent of GPU demand (the generator before its calibration): at this
 # size the calibrated trace (longer jobs for larger demands) offers 1.5x more GPU-time to 32 GPUs.
 SMALL_VENUS = {"generate": "venus", "jobs": 150, "span_days": 0.5, "tenants": 4, "cluster": {"gpu": 32},
                "duration_gpu_correlation": 0.0}
@@ -21,7 +21,7 @@ def test_heterogeneity_aware_las_beats_agnostic_and_tracks_the_ideal(seed):
     aware = run_cluster(SMALL_GAVEL, "gavel", seed).result.metrics["avg_jct_s"]
     agnostic = run_cluster(SMALL_GAVEL, "gavel-agnostic", seed).result.metrics["avg_jct_s"]
     ideal = run_cluster(SMALL_GAVEL, "gavel-ideal", seed).result.metrics["avg_jct_s"]
-    # With the agnostic plan's ties spread over the types (issue 23), agnostic / aware is
+    # With the agnostic plan's ties spread over the types, agnostic / aware is
     # 1.25 / 1.50 on seeds 1 / 2 here (Gavel's own simulator: 1.3-1.5x on its §7.1 traces).
     assert aware < 0.85 * agnostic
     assert ideal * 0.9 < aware < ideal * 1.1
@@ -46,7 +46,7 @@ def test_astraea_against_themis_and_yarn_on_a_venus_like_trace():
     loss = {s: m["sharing_loss_fraction"] for s, m in runs.items()}
     assert loss["astraea"] < loss["themis-ftf"] < loss["yarn-cs"]
     # Tenant unfairness: Astraea below YARN-CS, but not below Themis on the calibrated trace
-    # (35.1% against 32.2%, issue 23: benchmarks/RESULTS.md), unlike the paper's 5.2%.
+    # (35.1% against 32.2%, benchmarks/RESULTS.md), unlike the paper's 5.2%.
     unfair = {s: m["tenant_unfairness_ratio"] for s, m in runs.items()}
     assert unfair["astraea"] < unfair["yarn-cs"]
 

@@ -1,4 +1,4 @@
-"""MAST fast-path simulator (issue 12 items 2-3): a hand-worked case under both schedulers,
+"""MAST fast-path simulator: a hand-worked case under both schedulers,
 determinism, GPU-hour conservation, §5.1's trace quantiles and bad input."""
 
 from __future__ import annotations

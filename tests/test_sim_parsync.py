@@ -1,4 +1,4 @@
-"""ParSync simulator (issue 13): determinism, the §4.1 analytic model, §5.1 staleness and the
+"""ParSync simulator: determinism, the §4.1 analytic model, §5.1 staleness and the
 qualitative findings of §5.2 and §6, scaled down so the default tests take seconds."""
 
 from __future__ import annotations

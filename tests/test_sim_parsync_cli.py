@@ -1,4 +1,4 @@
-"""`fleetplan simulate parsync` with issue 13 item 6's flags: --sync-gap, --duration, --tau,
+"""`fleetplan simulate parsync` with its flags: --sync-gap, --duration, --tau,
 --strategy, --sync, --partitions, --phases, --json, --out; bad input is one line and exit 2."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The simulators' time limit in the Python API (issue 25 item 8): ``fleetplan.sim.run(...,
+"""The simulators' time limit in the Python API: ``fleetplan.sim.run(...,
 time_limit=S)`` and :meth:`SimulatorSpec.run` stop a simulation that would run longer, with
 :class:`SimulationTimeLimit` (how far it got, no result), as ``fleetplan simulate --time-limit``
 does; on the main thread and off it (where no signal can be armed), and without touching a

@@ -1,4 +1,4 @@
-"""Start-up (issue 8 item 1): `fleetplan --help` builds its parser without numpy, pydantic or any
+"""Start-up: `fleetplan --help` builds its parser without numpy, pydantic or any
 kind, and the light copies the parser reads agree with the modules they stand in for."""
 
 import subprocess

@@ -1,4 +1,4 @@
-"""Water filling keeps the judge's time back (issue 15 item 4): at 16,384 distinct jobs the judge
+"""Water filling keeps the judge's time back: at 16,384 distinct jobs the judge
 re-proves every job's bottleneck with LPs of its own (2.9-3.9 s of CPU, plus 0.7 s to import
 scipy.optimize), after the solver had used the whole limit (6.5-7.6 s at a 2 s limit). The
 iterations now stop :func:`judge_reserve` seconds early, and the judge hands the same LP to

@@ -1,4 +1,4 @@
-"""Binpack exact solvers honour --time-limit for their whole run (issue 15 item 4): at MAST size
+"""Binpack exact solvers honour --time-limit for their whole run: at MAST size
 ``batch-cpsat`` ignored a 2 s limit and was killed after 382 s, building a CP-SAT model of 7.3
 million (job, machine) cells without looking at the clock. Now a model too large for the time
 left is not started, a build checks the deadline, and the greedy's plan is returned."""

@@ -161,7 +161,7 @@ def test_level_lps_by_the_decomposition_equal_the_plain_procedure(monkeypatch, s
 
 @pytest.mark.slow
 def test_shortcuts_equal_the_plain_procedure_at_2048_distinct_jobs():
-    """The benchmark's instance (issue 14 §3: 2,048 distinct multi-GPU jobs, 5 entities): 113
+    """The benchmark's instance: 113
     iterations, the same in both; the plain procedure needs about two minutes of CPU."""
     instance = distinct(2048, 5, 0)
     classes, reference = hierarchical_run(instance, shortcuts=False)

@@ -1,4 +1,4 @@
-"""Astraea §6.3 on the Venus-like trace (issue 23 item 4): the schedulers at 0.5x to 1.5x the
+"""Astraea §6.3 on the Venus-like trace: the schedulers at 0.5x to 1.5x the
 arrival rate (the same 11,304 jobs submitted over 14 / k days), and two checks at 1x: the
 generator before calibration (running time independent of GPU demand) and Tiresias-LAS with
 submit-time order inside its queues.

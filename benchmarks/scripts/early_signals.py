@@ -1,5 +1,4 @@
-"""Signal a command at every moment of its start-up and say what each run ended with (issue 25
-item 16): exit code, and one line / a traceback / nothing on stderr.
+"""Signal a command at every moment of its start-up and say what each run ended with: exit code, and one line / a traceback / nothing on stderr.
 
     .venv/bin/python benchmarks/scripts/early_signals.py SIGINT 600 .venv/bin/fleetplan solve FILE
 

@@ -3,7 +3,7 @@
 
     .venv/bin/python benchmarks/scripts/evaluate_speed.py [--runs 5]
 
-Used to check that the per-job and per-region breakdowns (issue 8 item 5) cost little.
+Used to check that the per-job and per-region breakdowns cost little.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""fleetplan against Gavel's own policy code in the same run, timing what a user pays (issue 23
-item 6): from a validated instance to a judged plan.
+"""fleetplan against Gavel's own policy code in the same run, timing what a user pays: from a validated instance to a judged plan.
 
 For each size the script writes the instance the ``gavel-distinct`` suite generates
 (``throughput_noise`` 0.1, seed 0) as a fleetplan JSON file and as Gavel's dictionaries

@@ -1,10 +1,10 @@
 """Time of one GMS-scan pass (MAST §4.2, §5.4: about 34 s in Python for 6,000-10,000 workloads;
-issue 12's goal here: under 0.1 s for 10,000 pending workloads across 200 tenants).
+the goal here: under 0.1 s for 10,000 pending workloads across 200 tenants).
 
     .venv/bin/python benchmarks/scripts/gms_scan.py [--workloads 10000] [--tenants 200] [--runs 7] [--seed 0]
 
 The queue: tenants of Zipf-like sizes (a few tenants own most workloads), GPUs per workload 16 /
-64 / 128 at P50 / P90 / P99 (issue 12's trace), 4 to 12 CPUs per GPU, exponential ages, quotas
+64 / 128 at P50 / P90 / P99, 4 to 12 CPUs per GPU, exponential ages, quotas
 drawn so that a good share of tenants run out (over-quota workloads and refusals followed by
 fits). Prints the median CPU and wall time of ``--runs`` scans, and the same for the plain
 one-workload-at-a-time quota scan (:func:`fleetplan.sim.mast.gms.sequential_quota_scan`) on the

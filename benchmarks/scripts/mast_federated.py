@@ -1,5 +1,5 @@
 """MAST §5.6 against a federated scheduler modelled as the paper describes early binding, over many
-seeds with confidence intervals, and which mechanism makes the difference (issue 23 item 3).
+seeds with confidence intervals, and which mechanism makes the difference.
 
 Variants (each a scheduler plus scenario fields):
 

@@ -1,4 +1,4 @@
-"""Issue 14 §4: the Tetris hill climb as a planner runs it, objective against time under several
+"""The Tetris hill climb as a planner runs it, objective against time under several
 time limits, from the solver's own trace (the "objective against time" line of its log).
 
     .venv/bin/fleetplan generate placement --regions 20 --tables 100000 --jobs 100000 --seed 2 -o big.json

@@ -1,6 +1,6 @@
 """Per instance, how far Tetris's hill climb (MAST §3.4) is from the Figure 4 MIP's proven bound
 and from the best plan known, and how long the MIP, warm-started from the hill climb, takes to
-find that plan (issue 14 §4, "Quality").
+find that plan.
 
     nice -n 10 .venv/bin/python benchmarks/scripts/placement_gaps.py --seeds 0-19 --cpu-limit 30 --jsonl gaps.jsonl
     .venv/bin/python benchmarks/scripts/placement_gaps.py --table-from gaps.jsonl

@@ -1,4 +1,4 @@
-"""Issue 27 item 1: the large-neighbourhood search (``lns``) against the hill climb.
+"""The large-neighbourhood search (``lns``) against the hill climb.
 
     # the ten 100-table seeds: hill climb and lns (20 s limit), one process per solve
     .venv/bin/python benchmarks/scripts/placement_lns.py seeds --limit 20

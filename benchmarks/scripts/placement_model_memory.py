@@ -1,4 +1,4 @@
-"""Peak memory of building the exact placement models (issue 25 item 6), beside the count of
+"""Peak memory of building the exact placement models, beside the count of
 variables and rows that fleetplan/models/placement/size.py estimates before building; as in
 benchmarks/results/reliability.md ("Memory of the exact placement models"). One size per process:
 

@@ -1,4 +1,4 @@
-"""What listing an exact placement plan's moves costs (issue 24 §1): ``moves_between`` replays
+"""What listing an exact placement plan's moves costs: ``moves_between`` replays
 the tables that moved, largest first, on the hill climb's incremental state. Run:
 ``.venv/bin/python benchmarks/scripts/placement_moves_cost.py TABLES`` (a generated instance of
 20 regions and TABLES tables and jobs, seed 1; the hill climb's plan; median of 3 replays)."""

@@ -1,5 +1,5 @@
 """The Tetris hill climb (MAST §3.4) under each reading of Figure 4 that is a setting of the
-instance (issue 14 §4, "fidelity of the placement judge"): ``split_ml_demand`` and
+instance: ``split_ml_demand`` and
 ``overload_form``. One JSON line per setting: the climb's own objective, the plan scored by the
 default judge, and the readings the settings are about (split ML jobs, the high-priority GPU-hours
 in them, §5.6's maximum demand/supply overall and per GPU type).

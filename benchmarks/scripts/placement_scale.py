@@ -1,5 +1,5 @@
 """Time one Tetris hill climb (MAST §3.4) on a placement file: wall and CPU seconds, peak memory,
-the load average, the objective and the climb's counters, as one JSON line (issue 14 §4).
+the load average, the objective and the climb's counters, as one JSON line.
 
     .venv/bin/fleetplan generate placement --regions 20 --tables 1000000 --jobs 1000000 --seed 0 -o p1m.json
     .venv/bin/python benchmarks/scripts/placement_scale.py p1m.json [--profile out.prof] [--source DIR]

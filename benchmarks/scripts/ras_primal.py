@@ -1,4 +1,4 @@
-"""Issue 27 item 3, the primal side at 10^6 servers, continued from ras_split.py: what remains
+"""The primal side at 10^6 servers, continued from ras_split.py: what remains
 of the split's plan once it is made feasible, why its fix step stays short, and a
 large-neighbourhood search from the greedy's feasible plan. An experiment, not a solver:
 benchmarks/results/reservation.md ("RAS at 10^6: what the primal side tried") has what it gave.

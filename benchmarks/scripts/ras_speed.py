@@ -1,4 +1,4 @@
-"""Issue 10's speed measurements on RAS regions (MAST §2), as in benchmarks/results/reservation.md's RAS
+"""Speed measurements on RAS regions (MAST §2), as in benchmarks/results/reservation.md's RAS
 section. Each prints CPU and wall seconds and the load average.
 
     .venv/bin/python benchmarks/scripts/ras_speed.py solve 100000 cpsat 120 warm_start=relax-and-fix

@@ -1,4 +1,4 @@
-"""Issue 27 item 3, the primal side at 10^6 servers: a plan from a per-datacenter split of the
+"""The primal side at 10^6 servers: a plan from a per-datacenter split of the
 datacenter relaxation (fleetplan/models/reservation/relaxation.py), measured against that
 relaxation's bound. An experiment, not a solver: benchmarks/results/reservation.md ("RAS at
 10^6: what the primal side tried") has what it gave.

@@ -1,4 +1,4 @@
-"""Issue 27 item 2: the RAS heuristics on tiny regions of the property test's class (3
+"""The RAS heuristics on tiny regions of the property test's class (3
 datacenters x 2 fault domains, 8 servers, 3 reservations with mixed guarantees; the generator is
 ``tests/test_reservation_heuristics.py``'s ``tiny_region``), against the exact MIP.
 

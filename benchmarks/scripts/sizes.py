@@ -1,5 +1,5 @@
 """Peak memory and time of generating (and saving) instances and of running simulators, at the
-sizes the estimates of fleetplan.instances.resources were fitted to (issue 25 items 8, 9).
+sizes the estimates of fleetplan.instances.resources were fitted to.
 
     .venv/bin/python benchmarks/scripts/sizes.py [--quick]
 

@@ -1,4 +1,4 @@
-"""Tetris past one day (MAST §3.4, §5.6; issue 23 item 5): the hill climb run day after day, each
+"""Tetris past one day (MAST §3.4, §5.6): the hill climb run day after day, each
 day's plan becoming the next day's current placement, with the same daily move quota in bytes.
 
 From V0 on the generated 20-region, 10^4-table instances one day's climb uses the whole quota;

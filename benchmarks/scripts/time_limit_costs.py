@@ -1,5 +1,4 @@
-"""CPU cost of the steps the time-limit budgets estimate (issue 15 item 4; benchmarks/results/reliability.md,
-"Time limits"): building the binpack models per (job, machine) cell, translating the reservation
+"""CPU cost of the steps the time-limit budgets estimate: building the binpack models per (job, machine) cell, translating the reservation
 model for CP-SAT per row, and the water-filling judge's bottleneck LP at 16,384 distinct jobs.
 
     .venv/bin/python benchmarks/scripts/time_limit_costs.py [--skip-judge] [--mast] [--judge-algorithms]

@@ -1,6 +1,5 @@
 """Whole-process wall time of `fleetplan solve --time-limit S` for every solver, on instances
-large enough to need longer (issue 15: within 10% or 1 s of the limit, loading and writing
-included).
+large enough to need longer.
 
     .venv/bin/python benchmarks/scripts/time_limits.py [--limits 2 5 20] [--kinds allocation ...]
         [--solvers NAME ...] [--simulators cluster ...] [--repeats 3] [--long 20] [--jsonl runs.jsonl]
@@ -38,7 +37,7 @@ INSTANCES = {
 }
 
 
-# Scenarios each simulator takes minutes to finish (issue 25 item 8).
+# Scenarios each simulator takes minutes to finish.
 SIMULATIONS = {
     "cluster": ["--jobs", "3000", "--rate_per_hour", "30"],
     "parsync": ["--slots", "2000000", "--partitions", "20", "--duration_s", "300"],
