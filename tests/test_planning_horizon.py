@@ -262,3 +262,36 @@ def test_every_period_is_also_solved_by_the_policy_that_runs():
     with pytest.raises(InstanceError, match="unknown solver 'teleport'") as error:
         plan_horizon(one_type(2), horizon, policy="teleport")
     assert error.value.path == "policy"
+
+
+def test_demand_stated_per_period_plans_as_the_same_demand_grown(tmp_path):
+    import json
+
+    # 2, 3 and 4 one-GPU jobs: stated outright per period, or the base's 2 jobs at multipliers
+    # 1, 1.5, 2 — the same demand, so the same schedule.
+    grown = {"periods": 3, "targets": ["min_time_share>=1"], "demand": {"multipliers": [1, 1.5, 2]},
+             "buy": {"g": {"price": 1.0, "price_decline": 0.1, "lead_time": 1}}}
+    jobs = [[{"id": f"j{m}", "throughput": {"g": 1.0}} for m in range(count)] for count in (2, 3, 4)]
+    stated = {**grown, "demand": {"jobs_by_period": jobs}}
+    a, b = plan_horizon(one_type(2), grown), plan_horizon(one_type(2), stated)
+    assert b.status == "optimal" and b.orders() == a.orders() and b.cost == pytest.approx(a.cost)
+    assert [row["demand"] for row in b.periods] == [2.0, 3.0, 4.0]
+    assert all(all(row["checks"].values()) for row in b.periods)
+    assert b.plans[("base", 3)]["instance"].jobs[3].id == "j3"  # the reader's ids, not the pool's
+    # the same from instance files named in the horizon file, one per period
+    for t, period_jobs in enumerate(jobs):
+        (tmp_path / f"q{t + 1}.json").write_text(json.dumps({"kind": "allocation", "worker_types": [
+            {"name": "g", "count": 2}], "jobs": period_jobs}))
+    (tmp_path / "h.yaml").write_text("periods: 3\ntargets: ['min_time_share>=1']\n"
+                                     "demand: {instances: [q1.json, q2.json, q3.json]}\n"
+                                     "buy: {g: {price: 1, price_decline: 0.1, lead_time: 1}}\n")
+    c = plan_horizon(one_type(2), load_horizon(tmp_path / "h.yaml"))
+    assert c.orders() == a.orders()
+    # stated per period and grown at once, or the wrong number of periods: named
+    with pytest.raises(InstanceError, match="demand.growth"):
+        plan_horizon(one_type(2), {**stated, "demand": {"jobs_by_period": jobs, "growth": 0.1}})
+    with pytest.raises(InstanceError, match="demand.jobs_by_period"):
+        plan_horizon(one_type(2), {**stated, "demand": {"jobs_by_period": jobs[:2]}})
+    with pytest.raises(InstanceError, match=r"demand.instances\[1\]"):
+        plan_horizon(one_type(2), {**stated, "demand": {"instances": [{"jobs": jobs[0]}, {"kind": "x"},
+                                                                      {"jobs": jobs[2]}]}})

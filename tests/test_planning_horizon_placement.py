@@ -254,3 +254,12 @@ def test_the_example_horizon_plans_on_the_command_line(tmp_path, capsys):
     bad.write_text("periods: 2\ntargets: ['hp_demand_supply_max<=1']\nbuy:\n  region9/h100: {price: 1}\n")
     assert main(["horizon", str(EXAMPLES / "placement-small.json"), str(bad)]) == 2
     assert "buy.region9/h100: unknown region 'region9'" in capsys.readouterr().err
+
+
+def test_jobs_stated_per_period_are_for_the_allocation_kind():
+    import fleetplan
+
+    horizon = {"periods": 2, "targets": ["hp_demand_supply_max<=10"],
+               "demand": {"jobs_by_period": [[], []]}, "buy": {"region0/h100": {"price": 1.0}}}
+    with pytest.raises(InstanceError, match="demand.jobs_by_period"):
+        plan_horizon(fleetplan.load_instance("examples/placement-small.json"), horizon)

@@ -19,7 +19,7 @@ def add_arguments(subparsers: Any) -> None:
                     "retirements, falling prices, budgets and demand scenarios (two-stage or robust). One exact "
                     "HiGHS MIP over every period and scenario, with its bound; every period's plan is judged.",
         epilog="The horizon file (YAML or JSON; docs/planning.md, 'Planning over time'): periods, targets, "
-               "demand (growth, multipliers, classes, new_jobs), buy (price, price_decline, lead_time, min_order, "
+               "demand (growth, multipliers, classes, new_jobs; or instances, one file a period), buy (price, price_decline, lead_time, min_order, "
                "max_order, lifetime, salvage, opex_per_hour; or a CSV table), existing, budget, scenarios. "
                "Example: fleetplan horizon fleet.json horizon.yaml --plot horizon.png. What if: --vary FIELD=START:STOP:STEP "
                "(a horizon field such as demand.growth, budget, buy.h100.lead_time, buy.*.price_decline, "

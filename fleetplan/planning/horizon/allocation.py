@@ -70,7 +70,7 @@ class AllocationPeriods:
         self.items = list(spec.buy)
         self.item_type = np.array([self.types.index(name) for name in self.items], dtype=int)
         self.targets = [_period_targets(spec, t) for t in range(spec.periods)]
-        self.pool_instance, self.pool_start = _job_pool(instance, scenarios)
+        self.pool_instance, self.pool_start, self.stated, self.display_ids = _job_pool(instance, scenarios)
         self.pool = self.pool_instance.arrays()
         self.pool_class = [job.job_type for job in self.pool_instance.jobs]
         self.base_jobs = len(instance.jobs)
@@ -173,8 +173,7 @@ class AllocationPeriods:
         jobs = []
         for job, copy in zip(index, copy_number, strict=True):
             entry = dict(pool_jobs[job])
-            if copy:
-                entry["id"] = f"{entry['id']}~{copy}"
+            entry["id"] = self.display_ids[job] if not copy else f"{self.display_ids[job]}~{copy}"
             jobs.append(entry)
         data["jobs"] = jobs
         for entry, count in zip(data["worker_types"], counts, strict=True):
@@ -205,6 +204,9 @@ class AllocationPeriods:
     def _period_jobs(self, period: int, scenario: Scenario) -> tuple[np.ndarray, np.ndarray]:
         """(pool index, copy number) of every job in the period under ``scenario``."""
         demand: Demand = scenario.demand
+        if demand.jobs_by_period is not None:  # stated outright: the jobs of that period, once each
+            stated = self.stated[scenario.name][period]
+            return stated, np.zeros(len(stated), dtype=int)
         index: list[np.ndarray] = []
         copy_number: list[np.ndarray] = []
         new_start = self.pool_start.get(scenario.name, {})
@@ -228,7 +230,7 @@ class AllocationPeriods:
 
     def _ids(self, period: int, scenario: int) -> list[str]:
         index, copy_number = self.jobs[period][scenario]
-        ids = self.pool.job_ids
+        ids = self.display_ids
         return [ids[j] if c == 0 else f"{ids[j]}~{c}" for j, c in zip(index, copy_number, strict=True)]
 
     def _pool_dumps(self) -> list[dict[str, Any]]:
@@ -237,12 +239,17 @@ class AllocationPeriods:
         return self._dumps
 
 
-def _job_pool(instance: AllocationInstance, scenarios: list[Scenario]) -> tuple[AllocationInstance, dict]:
-    """Every job any period may hold — the instance's, then each scenario's new jobs — as one
-    validated instance; per scenario, the first period of each of its new jobs (by pool index)."""
+def _job_pool(instance: AllocationInstance, scenarios: list[Scenario]) -> tuple[AllocationInstance, dict, dict, list]:
+    """Every job any period may hold — the instance's, each scenario's new jobs, and the jobs a
+    scenario states per period — as one validated instance; per scenario, the first period of
+    each of its new jobs (by pool index) and the pool indices of each period's stated jobs; and
+    each pool job's id as the reader knows it (a stated job is in the pool once per period and
+    scenario, under an id of its own there)."""
     data = instance.model_dump()
     jobs = list(data["jobs"])
+    display = [job["id"] for job in jobs]
     start_of: dict[str, dict[int, int]] = {}
+    stated: dict[str, list[np.ndarray]] = {}
     seen_ids = {job["id"] for job in jobs}
     for s, scenario in enumerate(scenarios):
         where = "demand" if scenario.name == "base" and len(scenarios) == 1 else f"scenarios.cases[{s}].demand"
@@ -255,13 +262,29 @@ def _job_pool(instance: AllocationInstance, scenarios: list[Scenario]) -> tuple[
                 seen_ids.add(job["id"])
                 starts[len(jobs)] = group.from_period
                 jobs.append(job)
+                display.append(job["id"])
         start_of[scenario.name] = starts
+        if scenario.demand.jobs_by_period is not None:
+            per_period = []
+            for t, period_jobs in enumerate(scenario.demand.jobs_by_period):
+                ids_here: set[str] = set()
+                first = len(jobs)
+                for j, job in enumerate(period_jobs):
+                    name = job.get("id") if isinstance(job, dict) else None
+                    if not isinstance(name, str) or name in ids_here:
+                        raise InstanceError(f"{where}.jobs_by_period[{t}][{j}].id",
+                                            "each job of a period needs an id of its own")
+                    ids_here.add(name)
+                    jobs.append({**job, "id": f"{name}@{s}.{t}"})
+                    display.append(name)
+                per_period.append(np.arange(first, len(jobs), dtype=int))
+            stated[scenario.name] = per_period
     data["jobs"] = jobs
     try:
         pool = AllocationInstance.model_validate(data)
     except InstanceError as error:
-        raise InstanceError(f"new_jobs ({error.path})", error.reason) from None
-    return pool, start_of
+        raise InstanceError(f"demand ({error.path})", error.reason) from None
+    return pool, start_of, stated, display
 
 
 def _period_targets(spec: HorizonSpec, period: int) -> list[Target]:

@@ -95,6 +95,10 @@ class PlacementPeriods:
             if scenario.demand.new_jobs:
                 raise InstanceError(f"{where}.new_jobs", "placement grows its jobs per region (demand.classes keyed "
                                                          "by region id); new jobs are for the allocation kind")
+            if scenario.demand.jobs_by_period is not None:
+                raise InstanceError(f"{where}.jobs_by_period", "placement grows its jobs per region (demand.classes "
+                                                               "keyed by region id); jobs stated per period are for "
+                                                               "the allocation kind")
             for name in scenario.demand.classes:
                 if name not in self.regions:
                     raise InstanceError(f"{where}.classes.{name}", f"unknown region (placement's classes are "

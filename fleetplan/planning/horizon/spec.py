@@ -91,6 +91,9 @@ class Demand(StrictModel):
                                                     "(allocation: job_type; placement: region) a growth rate "
                                                     "or a list of multipliers, overriding the above")
     new_jobs: list[NewJobs] = Field(default_factory=list)
+    jobs_by_period: list[list[dict[str, Any]]] | None = Field(
+        default=None, description="allocation: each period's jobs stated outright (in a file: `instances`, a "
+        "list of instance files, one per period, whose jobs are read), instead of the base instance's grown")
 
     @field_validator("multipliers")
     @classmethod
@@ -207,6 +210,16 @@ class HorizonSpec(StrictModel):
             for name, entry in demand.classes.items():
                 if isinstance(entry, list) and len(entry) != T:
                     problems.append((f"{where}.classes.{name}", f"{len(entry)} multipliers for {T} periods"))
+            if demand.jobs_by_period is not None:
+                if len(demand.jobs_by_period) != T:
+                    problems.append((f"{where}.jobs_by_period", f"{len(demand.jobs_by_period)} periods of jobs for "
+                                                                f"{T} periods"))
+                stated = [name for name, value in (("growth", demand.growth), ("multipliers", demand.multipliers),
+                                                   ("classes", demand.classes), ("new_jobs", demand.new_jobs))
+                          if value]
+                if stated:
+                    problems.append((f"{where}.{stated[0]}", "demand is stated per period (jobs_by_period or "
+                                                             "instances): it does not also grow"))
             for i, group in enumerate(demand.new_jobs):
                 if group.from_period > T:
                     problems.append((f"{where}.new_jobs[{i}].from_period", f"period {group.from_period} is past the "
@@ -266,6 +279,7 @@ def parse_horizon(data: Any, source: str | None = None, base_folder: str | os.Pa
     data = dict(data)
     if isinstance(data.get("buy"), str):
         data["buy"] = read_buy_table(Path(base_folder or ".") / data["buy"])
+    data = _read_instances(data, Path(base_folder or "."))
     try:
         return HorizonSpec.model_validate(data)
     except InstanceError as error:
@@ -274,6 +288,45 @@ def parse_horizon(data: Any, source: str | None = None, base_folder: str | os.Pa
         from fleetplan.instances.base import _from_validation_error
 
         raise _located(_from_validation_error(error, None), source, text) from None
+
+
+def _read_instances(data: dict[str, Any], base_folder: Path) -> dict[str, Any]:
+    """``demand.instances`` (and each scenario's): one instance file a period (relative to the
+    horizon file), read into ``jobs_by_period``; an entry may also be an instance's dict."""
+    from fleetplan.instances import read_json_file
+
+    def read(demand: Any, where: str) -> Any:
+        if not isinstance(demand, dict) or "instances" not in demand:
+            return demand
+        demand = dict(demand)
+        entries = demand.pop("instances")
+        if "jobs_by_period" in demand:
+            raise InstanceError(f"{where}.instances", "give the jobs of each period once: instances or jobs_by_period")
+        if not isinstance(entries, list) or not entries:
+            raise InstanceError(f"{where}.instances", "a list of instance files, one per period")
+        periods = []
+        for index, entry in enumerate(entries):
+            try:
+                loaded = entry if isinstance(entry, dict) else read_json_file(base_folder / str(entry))
+            except InstanceError as error:
+                raise InstanceError(f"{where}.instances[{index}]", error.reason) from None
+            if not isinstance(loaded, dict) or not isinstance(loaded.get("jobs"), list):
+                raise InstanceError(f"{where}.instances[{index}]", "not an allocation instance (no list of jobs)")
+            periods.append(loaded["jobs"])
+        demand["jobs_by_period"] = periods
+        return demand
+
+    data["demand"] = read(data.get("demand", {}), "demand") if "demand" in data else data.get("demand")
+    if data["demand"] is None:
+        data.pop("demand")
+    scenarios = data.get("scenarios")
+    if isinstance(scenarios, dict) and isinstance(scenarios.get("cases"), list):
+        scenarios = dict(scenarios)
+        scenarios["cases"] = [dict(case, demand=read(case["demand"], f"scenarios.cases[{i}].demand"))
+                              if isinstance(case, dict) and "demand" in case else case
+                              for i, case in enumerate(scenarios["cases"])]
+        data["scenarios"] = scenarios
+    return data
 
 
 def load_horizon(path: str | os.PathLike[str]) -> HorizonSpec:
