@@ -28,3 +28,28 @@ def gavel_example_data() -> dict:
 @pytest.fixture
 def gavel_example():
     return instance_from_data(gavel_example_data())
+
+
+def write_frames(frames: dict, folder: Path, fmt: str) -> dict[str, Path]:
+    """A kind's tables (``to_frames``) written to ``folder`` as ``fmt`` files, settings as YAML:
+    name -> path, as ``from_frames`` takes them."""
+    import yaml
+
+    from fleetplan.instances.frames import write_table
+
+    paths = {}
+    for name, frame in frames.items():
+        if name == "settings":
+            paths[name] = folder / "settings.yaml"
+            paths[name].write_text(yaml.safe_dump(frame))
+        else:
+            paths[name] = write_table(frame, folder / f"{name}.{fmt}")
+    return paths
+
+
+def edit_line(path: Path, line: int, old: str, new: str) -> None:
+    """Replace ``old`` by ``new`` on line ``line`` (1-based) of a text table, which must hold it."""
+    lines = path.read_text().splitlines()
+    assert old in lines[line - 1], (old, lines[line - 1])
+    lines[line - 1] = lines[line - 1].replace(old, new, 1)
+    path.write_text("\n".join(lines) + "\n")

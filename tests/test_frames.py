@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
+from conftest import edit_line, write_frames
 
 import fleetplan
 from fleetplan.cli.tables import add_arguments
@@ -26,17 +26,6 @@ ROOT = Path(__file__).resolve().parent.parent
 ALLOCATION = ROOT / "examples" / "allocation-64-jobs.json"
 PLACEMENT = ROOT / "examples" / "placement-small.json"
 FORMATS = ("csv", "parquet")
-
-
-def write_frames(frames: dict, folder: Path, fmt: str) -> dict[str, Path]:
-    paths = {}
-    for name, frame in frames.items():
-        if name == "settings":
-            paths[name] = folder / "settings.yaml"
-            paths[name].write_text(yaml.safe_dump(frame))
-        else:
-            paths[name] = write_table(frame, folder / f"{name}.{fmt}")
-    return paths
 
 
 def space_sharing_instance():
@@ -203,13 +192,6 @@ def _alloc_csvs(tmp_path):
     return {name: write_table(frame, tmp_path / f"{name}.csv") for name, frame in frames.items()}
 
 
-def _edit(path: Path, line: int, old: str, new: str) -> None:
-    lines = path.read_text().splitlines()
-    assert old in lines[line - 1], (old, lines[line - 1])
-    lines[line - 1] = lines[line - 1].replace(old, new, 1)
-    path.write_text("\n".join(lines) + "\n")
-
-
 @pytest.mark.parametrize("file, line, old, new, where", [
     ("jobs", 3, ",2,1.0,", ",two,1.0,", "row 2 (line 3), column 'scale_factor'"),
     ("jobs", 4, "job2,7.922054367597505", "job2,-7.9", "row 3 (line 4), column 'throughput_v100'"),
@@ -225,7 +207,7 @@ def _edit(path: Path, line: int, old: str, new: str) -> None:
 ])
 def test_bad_allocation_csv_names_file_row_and_column(tmp_path, file, line, old, new, where):
     paths = _alloc_csvs(tmp_path)
-    _edit(paths[file], line, old, new)
+    edit_line(paths[file], line, old, new)
     with pytest.raises(InstanceError) as caught:
         af.from_frames(jobs=paths["jobs"], cluster=paths["cluster"])
     message = str(caught.value)
@@ -235,7 +217,7 @@ def test_bad_allocation_csv_names_file_row_and_column(tmp_path, file, line, old,
 
 def test_job_that_can_run_nowhere_names_its_row(tmp_path):
     paths = _alloc_csvs(tmp_path)
-    _edit(paths["jobs"], 2, "job0,4.426088263367452,2.4026681703106223,0.5047705689725351", "job0,,,")
+    edit_line(paths["jobs"], 2, "job0,4.426088263367452,2.4026681703106223,0.5047705689725351", "job0,,,")
     with pytest.raises(InstanceError, match=r"jobs\.csv: row 1 \(line 2\): job 'job0' can run on no worker type"):
         af.from_frames(jobs=paths["jobs"], cluster=paths["cluster"])
 
@@ -263,7 +245,7 @@ def _place_csvs(tmp_path):
 ])
 def test_bad_placement_csv_names_file_row_and_column(tmp_path, file, line, old, new, where):
     paths = _place_csvs(tmp_path)
-    _edit(paths[file], line, old, new)
+    edit_line(paths[file], line, old, new)
     with pytest.raises(InstanceError) as caught:
         pf.from_frames(tables=paths["tables"], jobs=paths["jobs"], regions=paths["regions"])
     message = str(caught.value)
@@ -285,7 +267,7 @@ def test_bad_plan_tables_name_row_and_column(tmp_path):
     instance = load_instance(PLACEMENT)
     frame = plan_to_frame(instance, fleetplan.solve(instance, "hill-climb").plan)
     path = write_table(frame, tmp_path / "plan.csv")
-    _edit(path, 5, "home,t3,region1,", "home,t3,region9,")
+    edit_line(path, 5, "home,t3,region1,", "home,t3,region9,")
     with pytest.raises(InstanceError, match=r"plan\.csv: row 4 \(line 5\), column 'region': unknown region 'region9'"):
         plan_from_frame(instance, path)
     cut = frame[~((frame["role"] == "home") & (frame["table"] == "t7"))]
@@ -407,8 +389,8 @@ def test_heavy_libraries_load_only_when_used():
 
 def test_several_bad_cells_are_all_listed(tmp_path):
     paths = _alloc_csvs(tmp_path)
-    _edit(paths["jobs"], 3, ",2,1.0,", ",-2,1.0,")
-    _edit(paths["jobs"], 5, ",1,1.0,", ",0,1.0,")
+    edit_line(paths["jobs"], 3, ",2,1.0,", ",-2,1.0,")
+    edit_line(paths["jobs"], 5, ",1,1.0,", ",0,1.0,")
     with pytest.raises(InstanceError) as caught:
         af.from_frames(jobs=paths["jobs"], cluster=paths["cluster"])
     lines = caught.value.lines()

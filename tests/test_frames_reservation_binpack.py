@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
+from conftest import edit_line, write_frames
 
 import fleetplan
 from fleetplan.cli.app import main
@@ -26,24 +26,6 @@ from fleetplan.instances.reservation import frames as rf
 ROOT = Path(__file__).resolve().parent.parent
 RESERVATION = ROOT / "examples" / "reservation-small.json"
 BINPACK = ROOT / "examples" / "binpack-small.json"
-
-
-def write_frames(frames: dict, folder: Path, fmt: str) -> dict[str, Path]:
-    paths = {}
-    for name, frame in frames.items():
-        if name == "settings":
-            paths[name] = folder / "settings.yaml"
-            paths[name].write_text(yaml.safe_dump(frame))
-        else:
-            paths[name] = write_table(frame, folder / f"{name}.{fmt}")
-    return paths
-
-
-def _edit(path: Path, line: int, old: str, new: str) -> None:
-    lines = path.read_text().splitlines()
-    assert old in lines[line - 1], (old, lines[line - 1])
-    lines[line - 1] = lines[line - 1].replace(old, new, 1)
-    path.write_text("\n".join(lines) + "\n")
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
@@ -123,7 +105,7 @@ def _csvs(tmp_path, path):
 ])
 def test_bad_reservation_cells_name_file_row_and_column(tmp_path, file, line, old, new, where):
     paths = _csvs(tmp_path, RESERVATION)
-    _edit(paths[file], line, old, new)
+    edit_line(paths[file], line, old, new)
     with pytest.raises(InstanceError) as caught:
         from_frames("reservation", **paths)
     message = str(caught.value)
@@ -146,7 +128,7 @@ def test_bad_reservation_cells_name_file_row_and_column(tmp_path, file, line, ol
 ])
 def test_bad_binpack_cells_name_file_row_and_column(tmp_path, file, line, old, new, where):
     paths = _csvs(tmp_path, BINPACK)
-    _edit(paths[file], line, old, new)
+    edit_line(paths[file], line, old, new)
     with pytest.raises(InstanceError) as caught:
         from_frames("binpack", **paths)
     message = str(caught.value)
@@ -157,7 +139,7 @@ def test_bad_binpack_cells_name_file_row_and_column(tmp_path, file, line, old, n
 def test_bad_plan_rows_name_row_and_column(tmp_path):
     instance = load_instance(RESERVATION)
     path = write_table(plan_to_frame(instance, fleetplan.solve(instance).plan), tmp_path / "plan.csv")
-    _edit(path, 3, ",res0004,res0004", ",res0004,res0404")
+    edit_line(path, 3, ",res0004,res0004", ",res0004,res0404")
     with pytest.raises(InstanceError, match=r"plan\.csv: row 2 \(line 3\), column 'reservation': unknown reservation"):
         plan_from_frame(instance, path)
     frame = plan_to_frame(instance, fleetplan.solve(instance).plan).iloc[:-1]
@@ -208,7 +190,7 @@ def test_cli_export_and_import_reservation_and_binpack(tmp_path, capsys, fmt):
 
 def test_cli_bad_cell_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys):
     paths = _csvs(tmp_path, BINPACK)
-    _edit(paths["machines"], 3, ",8,192,", ",eight,192,")
+    edit_line(paths["machines"], 3, ",8,192,", ",eight,192,")
     out = tmp_path / "b.json"
     code = main(["import", "binpack", "--machines", str(paths["machines"]), "--workloads", str(paths["workloads"]),
                  "-o", str(out)])
