@@ -112,8 +112,8 @@ def handle_horizon(args: argparse.Namespace) -> int:
 
 def handle_sweep(args: argparse.Namespace) -> int:
     """``fleetplan horizon --vary ...``: one schedule per point, tabulated and drawn."""
-    from fleetplan.cli.common import CommandError, executor_security, print_json, stdout
-    from fleetplan.cli.planning import render_sweep, whatif_report
+    from fleetplan.cli.common import CommandError, executor_security
+    from fleetplan.cli.planning import SWEEP_FIELDS, check_sweep_report, finish_sweep
     from fleetplan.planning.horizon.sweep import horizon_whatif
 
     for flag, given in (("--plot", args.plot), ("--prices", args.prices)):
@@ -123,35 +123,19 @@ def handle_sweep(args: argparse.Namespace) -> int:
     if not args.output:
         raise CommandError("-o DIR: a sweep writes its results folder (whatif.csv, .parquet, .png)")
     if args.report:
-        from fleetplan.cli.common import check_outputs
-        from fleetplan.instances.outputs import check_distinct_outputs
-
-        check_outputs([args.file, args.horizon], files=[("--report", args.report)])
-        check_distinct_outputs([("--report", args.report)], [("-o", args.output)])
+        check_sweep_report(args, [args.file, args.horizon])
     tls = executor_security(args)
-    result = horizon_whatif(args.file, args.horizon, args.vary, args.output,
-                            time_limit=args.time_limit if args.time_limit is not None else 60.0, seed=args.seed,
+    per_point = 60.0 if args.time_limit is None else args.time_limit
+    result = horizon_whatif(args.file, args.horizon, args.vary, args.output, time_limit=per_point, seed=args.seed,
                             threads=args.threads, mip_rel_gap=args.gap, stochastic=not args.no_stochastic,
-                            policy=None if args.policy == "none" else args.policy, executor=args.executor, workers=args.workers, address=args.address, tls=tls,
-                            insecure=args.insecure, resume=args.resume, progress=None if args.json else "auto",
-                            plot=True)
-    code = 0 if result.failed < len(result.rows) else 1
-    if args.report:
-        whatif_report(args, result, question=f"how the cheapest purchase schedule and its cost move with "
-                                              f"{', '.join(result.varied)}",
-                       inputs={"instance": args.file, "horizon": args.horizon, "vary": " ".join(args.vary),
-                               "time limit per point (s)": args.time_limit if args.time_limit is not None else 60.0,
-                               "results folder": args.output})
-        result.files.append(args.report)
-    settle(code)
-    if args.json:
-        print_json({"rows": result.rows, "varied": result.varied, "metrics": result.metrics,
-                    "failed": result.failed, "files": result.files})
-    else:
-        render_sweep(stdout, result)
-        for path in result.files:
-            stdout.print(f"wrote {path}", markup=False)
-    return code
+                            policy=None if args.policy == "none" else args.policy, executor=args.executor,
+                            workers=args.workers, address=args.address, tls=tls, insecure=args.insecure,
+                            resume=args.resume, progress=None if args.json else "auto", plot=True)
+    return finish_sweep(args, result, SWEEP_FIELDS,
+                        question=f"how the cheapest purchase schedule and its cost move with {', '.join(result.varied)}",
+                        inputs={"instance": args.file, "horizon": args.horizon, "vary": " ".join(args.vary),
+                                "time limit per point (s)": per_point,
+                                "results folder": args.output})
 
 
 def _write(args: argparse.Namespace, result: Any, spec: Any) -> None:

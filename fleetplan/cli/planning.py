@@ -591,32 +591,48 @@ def render_comparison(console: Any, table: Any) -> None:
 
 def handle_whatif(args: argparse.Namespace) -> int:
     """``fleetplan whatif``."""
-    from fleetplan.cli.common import executor_security, parse_assignments, print_json, stdout
+    from fleetplan.cli.common import executor_security, parse_assignments
     from fleetplan.planning.whatif import whatif
 
     options = parse_assignments(args.option, "--option")
     metrics = [name.strip() for name in args.metrics.split(",") if name.strip()] if args.metrics else None
     if args.report:
-        from fleetplan.cli.common import check_outputs
-        from fleetplan.instances.outputs import check_distinct_outputs
-
-        check_outputs([args.file], files=[("--report", args.report)])
-        check_distinct_outputs([("--report", args.report)], [("-o", args.output)])
+        check_sweep_report(args, [args.file])
         check_pictures(args)
     tls = executor_security(args)
     result = whatif(args.file, args.vary, args.output, solver=args.solver, options=options, metrics=metrics,
                     time_limit=args.time_limit, seed=args.seed, threads=args.threads, executor=args.executor,
                     workers=args.workers, address=args.address, tls=tls, insecure=args.insecure,
                     resume=args.resume, progress=None if args.json else "auto", frontier=args.frontier, plot=True)
+    return finish_sweep(args, result, SWEEP_FIELDS + ("solver", "warnings", "frontier"))
+
+
+# What a sweep's --json prints of its result (whatif adds its solver, warnings and frontier).
+SWEEP_FIELDS = ("rows", "varied", "metrics", "failed", "files")
+
+
+def check_sweep_report(args: argparse.Namespace, inputs: list[str]) -> None:
+    """A sweep's ``--report`` checked before anything runs: not an input, not inside ``-o DIR``."""
+    from fleetplan.cli.common import check_outputs
+    from fleetplan.instances.outputs import check_distinct_outputs
+
+    check_outputs(inputs, files=[("--report", args.report)])
+    check_distinct_outputs([("--report", args.report)], [("-o", args.output)])
+
+
+def finish_sweep(args: argparse.Namespace, result: Any, fields: tuple[str, ...], **report: Any) -> int:
+    """A finished sweep's report (``report``: :func:`whatif_report`'s question and inputs), exit
+    code, and its table on stdout (``fields`` of the result with ``--json``); 1 when no point
+    has a plan."""
+    from fleetplan.cli.common import print_json, stdout
+
     code = 0 if result.failed < len(result.rows) else 1
     if args.report:
-        whatif_report(args, result)
+        whatif_report(args, result, **report)
         result.files.append(args.report)
     settle(code)  # the sweep's files are in place
     if args.json:
-        print_json({"rows": result.rows, "varied": result.varied, "metrics": result.metrics,
-                    "failed": result.failed, "files": result.files, "solver": result.solver,
-                    "warnings": result.warnings, "frontier": result.frontier})
+        print_json({name: getattr(result, name) for name in fields})
     else:
         render_sweep(stdout, result)
         for path in result.files:
