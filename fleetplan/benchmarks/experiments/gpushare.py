@@ -19,6 +19,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 # The paper's 17 trace variants (generate_run_scripts.py's FileList).
@@ -353,25 +354,13 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.optimum:
-        from fleetplan.instances.outputs import atomic_write_text
+        def show(row: dict) -> None:
+            print(f"| {row['trace']} | {row['seed']} | {row['arrived_gpu_pct']:.2f} | {row['plan_gpu_pct']:.2f} | "
+                  f"{row['bound_gpu_pct']:.2f} | {row['gap_points']:.3f} | {row['status']} | {row['wall_s']} | "
+                  f"{row['load_average']} |", flush=True)
 
-        found = []
-        for trace in args.traces:
-            for seed in args.seeds:
-                record = out / trace / f"optimum-{seed}.json"
-                if args.resume and record.exists():
-                    found.append(json.loads(record.read_text(encoding="utf-8")))
-                else:
-                    found.append(arrival_optimum(data, trace, seed, args.inflation, pricing=args.pricing))
-                    record.parent.mkdir(parents=True, exist_ok=True)
-                    atomic_write_text(record, json.dumps(found[-1], indent=1) + "\n")
-                row = found[-1]
-                print(f"| {row['trace']} | {row['seed']} | {row['arrived_gpu_pct']:.2f} | {row['plan_gpu_pct']:.2f} | "
-                      f"{row['bound_gpu_pct']:.2f} | {row['gap_points']:.3f} | {row['status']} | {row['wall_s']} | "
-                      f"{row['load_average']} |", flush=True)
-        columns = list(found[0])
-        atomic_write_text(out / "optimum.csv", "\n".join([",".join(columns)] + [
-            ",".join(str(row[c]) for c in columns) for row in found]) + "\n")
+        _per_seed(out, args, "optimum",
+                  lambda trace, seed: arrival_optimum(data, trace, seed, args.inflation, pricing=args.pricing), show)
         return 0
     rows = run_grid(data, args.traces, args.policies, args.seeds, args.inflation, out, args.resume, ties=args.ties,
                     node_names=args.node_names)
@@ -385,22 +374,33 @@ def main(argv: list[str] | None = None) -> int:
     if args.paper_results is not None:
         print(paper_table(rows, Path(args.paper_results)))
     if args.bound:
-        from fleetplan.instances.outputs import atomic_write_text
-
-        found = []
-        for trace in args.traces:
-            for seed in args.seeds:
-                record = out / trace / f"bounds-{seed}.json"
-                if args.resume and record.exists():
-                    found.append(json.loads(record.read_text(encoding="utf-8")))
-                    continue
-                found.append(arrival_bounds(data, trace, seed, args.inflation))
-                atomic_write_text(record, json.dumps(found[-1], indent=1) + "\n")
-        columns = list(found[0])
-        atomic_write_text(out / "bounds.csv", "\n".join([",".join(columns)] + [
-            ",".join(str(row[c]) for c in columns) for row in found]) + "\n")
+        found = _per_seed(out, args, "bounds", lambda trace, seed: arrival_bounds(data, trace, seed, args.inflation))
         print(bound_table(found, rows))
     return 0
+
+
+def _per_seed(out: Path, args: argparse.Namespace, name: str, compute: Callable[[str, int], dict],
+              show: Callable[[dict], None] | None = None) -> list[dict]:
+    """``compute(trace, seed)`` for every trace and seed of the run, each answer kept as
+    ``OUT/TRACE/NAME-SEED.json`` (read back with ``--resume``) and all of them as ``OUT/NAME.csv``."""
+    from fleetplan.instances.outputs import atomic_write_text
+
+    found = []
+    for trace in args.traces:
+        for seed in args.seeds:
+            record = out / trace / f"{name}-{seed}.json"
+            if args.resume and record.exists():
+                found.append(json.loads(record.read_text(encoding="utf-8")))
+            else:
+                found.append(compute(trace, seed))
+                record.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(record, json.dumps(found[-1], indent=1) + "\n")
+            if show is not None:
+                show(found[-1])
+    columns = list(found[0])
+    atomic_write_text(out / f"{name}.csv", "\n".join([",".join(columns)] + [
+        ",".join(str(row[c]) for c in columns) for row in found]) + "\n")
+    return found
 
 
 if __name__ == "__main__":
