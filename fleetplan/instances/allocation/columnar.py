@@ -55,12 +55,12 @@ from fleetplan.instances.allocation.frames import (
     THROUGHPUT,
     from_frames,
 )
+from fleetplan.instances.arrow import Undecided, one_chunk, read_known
 from fleetplan.instances.base import MAX_INTEGER, InstanceError
 from fleetplan.lazy import lazy_module
 
 pa = lazy_module("pyarrow")
 pc = lazy_module("pyarrow.compute")
-pq = lazy_module("pyarrow.parquet")
 
 # What ``str.strip`` removes (the table reader strips every text cell): an id with one of these
 # around it is a different id once read, so the fast path leaves such a table to ``from_frames``.
@@ -70,10 +70,6 @@ _WHITESPACE = "".join(chr(code) for code in range(0x3001) if chr(code).isspace()
 _NUMBERS = {"weight": (1.0, "positive"), "steps_left": (np.nan, "positive"), "arrival_time": (0.0, "nonnegative"),
             "time_elapsed": (0.0, "nonnegative"), "isolated_time_elapsed": (np.nan, "nonnegative"),
             "slo_hours": (np.nan, "positive")}
-
-
-class _Slow(Exception):
-    """The fast path cannot decide: ``from_frames`` reads the folder and names any error."""
 
 
 def from_folder(folder: str | Path, tables: dict[str, str], settings: str | None) -> AllocationInstance:
@@ -86,16 +82,16 @@ def from_folder(folder: str | Path, tables: dict[str, str], settings: str | None
     if all(str(path).endswith(".parquet") for path in tables.values()):
         try:
             return _fast(tables, name)
-        except _Slow:
+        except Undecided:
             pass
     return from_frames(**tables, name=name)
 
 
 def _fast(files: dict[str, str], name: str) -> ColumnAllocationInstance:
-    cluster = _read(files["cluster"], set(CLUSTER_COLUMNS))
+    cluster = read_known(files["cluster"], set(CLUSTER_COLUMNS))
     type_names = _texts(cluster, "name", required=True)
     if not type_names or len(set(type_names)) != len(type_names):
-        raise _Slow
+        raise Undecided
     counts = _small_integers(cluster, "count", required=True)
     prices = _small_numbers(cluster, "cost_per_hour")
     worker_types = [{"name": type_name, "count": count, **({} if price is None else {"cost_per_hour": price})}
@@ -105,16 +101,16 @@ def _fast(files: dict[str, str], name: str) -> ColumnAllocationInstance:
     try:
         types, entity_list, colocation_list = cluster_parts(worker_types, entities, colocations)
     except InstanceError:
-        raise _Slow from None
+        raise Undecided from None
 
     known = set(JOB_COLUMNS) | {THROUGHPUT + type_name for type_name in type_names}
-    jobs = _read(files["jobs"], known)
+    jobs = read_known(files["jobs"], known)
     n = jobs.num_rows
     if n == 0 or "id" not in jobs.column_names:
-        raise _Slow
+        raise Undecided
     ids = _strings(jobs["id"])
     if ids.null_count or _empty(ids).any() or len(pc.unique(ids)) != n:
-        raise _Slow
+        raise Undecided
     # The throughputs, in the table's column order (a job's dict lists its types in that order).
     order = [type_names.index(column[len(THROUGHPUT):]) for column in jobs.column_names
              if column.startswith(THROUGHPUT)]
@@ -124,13 +120,13 @@ def _fast(files: dict[str, str], name: str) -> ColumnAllocationInstance:
         values = _numbers(jobs[THROUGHPUT + type_names[j]])
         present = ~np.isnan(values)
         if (values[present] < 0).any():
-            raise _Slow
+            raise Undecided
         throughput[present, j] = values[present]
         given[:, j] = present
     scale = _integers(jobs["scale_factor"], default=1) if "scale_factor" in jobs.column_names \
         else np.ones(n, dtype=np.int64)
     if (scale < 1).any():
-        raise _Slow
+        raise Undecided
     numbers: dict[str, np.ndarray] = {}
     for column, (default, sign) in _NUMBERS.items():
         if column not in jobs.column_names:
@@ -140,19 +136,19 @@ def _fast(files: dict[str, str], name: str) -> ColumnAllocationInstance:
         present = ~np.isnan(values)
         bad = values[present] <= 0 if sign == "positive" else values[present] < 0
         if bad.any():
-            raise _Slow
+            raise Undecided
         numbers[column] = np.where(present, values, default) if not np.isnan(default) else values
     if (~np.isnan(numbers["slo_hours"]) & np.isnan(numbers["steps_left"])).any():
-        raise _Slow
+        raise Undecided
     job_type = _optional_texts(jobs, "job_type")
     entity = _optional_texts(jobs, "entity")
     if entity is not None:
         named = {e.id for e in entity_list}
         if any(value is not None and value not in named for value in set(entity.tolist())):
-            raise _Slow
+            raise Undecided
     counts_array = np.array([t.count for t in types], dtype=float)
     if not ((throughput > 0) & (counts_array[None, :] >= scale[:, None])).any(axis=1).all():
-        raise _Slow
+        raise Undecided
 
     columns = JobColumns(
         id=np.array(ids.to_pylist(), dtype=object), throughput=throughput, scale_factor=scale,
@@ -172,7 +168,7 @@ def _fast(files: dict[str, str], name: str) -> ColumnAllocationInstance:
 # --- the small tables -------------------------------------------------------------------------
 
 def _entities(path: str) -> list[dict[str, Any]]:
-    table = _read(path, set(ENTITY_COLUMNS))
+    table = read_known(path, set(ENTITY_COLUMNS))
     ids = _texts(table, "id", required=True)
     weights = _small_numbers(table, "weight")
     policies = _texts(table, "policy", required=False)
@@ -183,7 +179,7 @@ def _entities(path: str) -> list[dict[str, Any]]:
 
 def _colocations(path: str, type_names: list[str]) -> list[dict[str, Any]]:
     pairs = {f"{THROUGHPUT}{name}_{side}": (name, side) for name in type_names for side in "ab"}
-    table = _read(path, set(COLOCATION_COLUMNS) | set(pairs))
+    table = read_known(path, set(COLOCATION_COLUMNS) | set(pairs))
     first = _texts(table, "job_type_a", required=True)
     second = _texts(table, "job_type_b", required=True)
     scales = _small_integers(table, "scale_factor", required=False)
@@ -195,7 +191,7 @@ def _colocations(path: str, type_names: list[str]) -> list[dict[str, Any]]:
         b_values = _small_numbers(table, f"{THROUGHPUT}{name}_b")
         for row, a, b in zip(rows, a_values, b_values, strict=True):
             if (a is None) != (b is None):
-                raise _Slow
+                raise Undecided
             if a is not None:
                 row["throughput"][name] = [a, b]
     return rows
@@ -205,23 +201,23 @@ def _texts(table: Any, column: str, *, required: bool) -> list[str | None]:
     """A text column of a small table as a list (None where empty and not required)."""
     if column not in table.column_names:
         if required:
-            raise _Slow
+            raise Undecided
         return [None] * table.num_rows
     values = _strings(table[column])
     out = [None if value == "" else value for value in values.to_pylist()]
     if required and None in out:
-        raise _Slow
+        raise Undecided
     return out
 
 
 def _small_integers(table: Any, column: str, *, required: bool) -> list[int | None]:
     if column not in table.column_names:
         if required:
-            raise _Slow
+            raise Undecided
         return [None] * table.num_rows
     values = table[column]
     if required and values.null_count:
-        raise _Slow
+        raise Undecided
     numbers = _integers(values, default=0)
     return [None if missing else int(number) for number, missing in
             zip(numbers.tolist(), _missing(values).tolist(), strict=True)]
@@ -235,24 +231,6 @@ def _small_numbers(table: Any, column: str) -> list[float | None]:
 
 # --- columns ----------------------------------------------------------------------------------
 
-def _read(path: str, known: set[str]) -> Any:
-    """A Parquet table whose columns are all in ``known``, each named once."""
-    try:
-        # One file, read as it is (``read_table`` goes through pyarrow's dataset layer, which
-        # imports pandas: a third of a second of this command's start).
-        table = pq.ParquetFile(path).read()
-    except Exception:  # noqa: BLE001 - pyarrow raises many types; from_frames names the problem
-        raise _Slow from None
-    names = table.column_names
-    if len(set(names)) != len(names) or not set(names) <= known:
-        raise _Slow
-    return table.combine_chunks()
-
-
-def _chunk(column: Any) -> Any:
-    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-
-
 def _empty(values: Any) -> np.ndarray:
     """Where a text column holds "" (False where it is null)."""
     lengths = pc.utf8_length(values)
@@ -260,7 +238,7 @@ def _empty(values: Any) -> np.ndarray:
 
 
 def _missing(column: Any) -> np.ndarray:
-    return ~_valid(_chunk(column))
+    return ~_valid(one_chunk(column))
 
 
 # Arrow's number types as numpy's. The columns' values are read from their Arrow buffers:
@@ -275,7 +253,7 @@ def _values(array: Any) -> np.ndarray:
     is undefined (:func:`_valid` says which slots hold values)."""
     dtype = _NUMPY_TYPES.get(str(array.type))
     if dtype is None:
-        raise _Slow
+        raise Undecided
     data = np.frombuffer(array.buffers()[1], dtype=dtype)
     return data[array.offset:array.offset + len(array)]
 
@@ -292,13 +270,13 @@ def _valid(array: Any) -> np.ndarray:
 def _strings(column: Any) -> Any:
     """A text column whose cells read back as they are: no spaces around (the reader strips
     them); nulls stay (the caller decides)."""
-    column = _chunk(column)
+    column = one_chunk(column)
     if pa.types.is_null(column.type):
         return pa.nulls(len(column), type=pa.string())
     if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
-        raise _Slow
+        raise Undecided
     if len(column) and pc.all(pc.equal(pc.utf8_trim(column, characters=_WHITESPACE), column)).as_py() is False:
-        raise _Slow
+        raise Undecided
     return column
 
 
@@ -317,29 +295,29 @@ def _numbers(column: Any) -> np.ndarray:
     """A number column (floats or integers; not booleans, not text) as floats, NaN where empty
     (the table reader reads a null and a NaN cell alike: not given); an infinity is left to
     ``from_frames`` to refuse."""
-    column = _chunk(column)
+    column = one_chunk(column)
     if pa.types.is_null(column.type):
         return np.full(len(column), np.nan)
     if not (pa.types.is_floating(column.type) or pa.types.is_integer(column.type)):
-        raise _Slow
+        raise Undecided
     values = _values(column).astype(float)
     values[~_valid(column)] = np.nan  # as NaN cells are
     if np.isinf(values).any():
-        raise _Slow
+        raise Undecided
     return values
 
 
 def _integers(column: Any, *, default: int) -> np.ndarray:
     """An integer column as int64, ``default`` where empty; a float, text or boolean column is
     left to ``from_frames`` (it converts integral floats, and names anything else)."""
-    column = _chunk(column)
+    column = one_chunk(column)
     if pa.types.is_null(column.type):
         return np.full(len(column), default, dtype=np.int64)
     if not pa.types.is_integer(column.type):
-        raise _Slow
+        raise Undecided
     values, valid = _values(column), _valid(column)
     if values.dtype == np.uint64 and (values[valid] > MAX_INTEGER).any():
-        raise _Slow
+        raise Undecided
     return np.where(valid, values, default).astype(np.int64)
 
 

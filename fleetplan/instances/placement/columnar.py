@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fleetplan.instances.arrow import Undecided, one_chunk, read_known
 from fleetplan.instances.base import InstanceError
 from fleetplan.instances.placement import (
     JOB_KINDS,
@@ -39,13 +40,8 @@ from fleetplan.lazy import lazy_module
 
 pa = lazy_module("pyarrow")
 pc = lazy_module("pyarrow.compute")
-pq = lazy_module("pyarrow.parquet")
 
 NAMES = ("regions", "tables", "jobs")
-
-
-class _Slow(Exception):
-    """The fast path cannot decide: ``from_frames`` reads the folder and names any error."""
 
 
 def folder_files(folder: Path) -> dict[str, Path] | None:
@@ -92,7 +88,7 @@ def load_folder(folder: str | Path) -> PlacementInstance:
     gc.disable()
     try:
         return _fast(files)
-    except _Slow:
+    except Undecided:
         pass
     finally:
         if collecting:
@@ -106,17 +102,17 @@ def _fast(files: dict[str, Path]) -> PlacementInstance:
     try:
         skeleton, gpu_types, apps = region_part(str(files["regions"]), files.get("settings"))
     except InstanceError:
-        raise _Slow from None
+        raise Undecided from None
     region_ids = pa.array(skeleton.arrays().region_ids)
-    tables = _read(files["tables"], {"id", "size_bytes", "home"})
-    jobs = _read(files["jobs"], {"id", "kind", "tables", "gpu_type", "gpu_hours", "cpu_hours", "priority",
+    tables = read_known(files["tables"], {"id", "size_bytes", "home"})
+    jobs = read_known(files["jobs"], {"id", "kind", "tables", "gpu_type", "gpu_hours", "cpu_hours", "priority",
                                  "application", "recurring", "weight", "read_fraction"})
     for column in ("id", "size_bytes", "home"):
         if column not in tables.column_names:
-            raise _Slow
+            raise Undecided
     for column in ("id", "kind", "tables", "priority", "application"):
         if column not in jobs.column_names:
-            raise _Slow
+            raise Undecided
 
     table_ids = _ids(tables["id"])
     num_tables = len(table_ids)
@@ -124,7 +120,7 @@ def _fast(files: dict[str, Path]) -> PlacementInstance:
     size = _numbers(tables["size_bytes"], required=True)
     home = _lookup(_ids(tables["home"]), region_ids)
     if (size < 0).any():
-        raise _Slow
+        raise Undecided
 
     job_ids = _ids(jobs["id"])
     num_jobs = len(job_ids)
@@ -135,13 +131,13 @@ def _fast(files: dict[str, Path]) -> PlacementInstance:
     pair_job = np.repeat(np.arange(num_jobs, dtype=np.int64), np.diff(ptr))
     keys = np.sort(pair_job * max(num_tables, 1) + flat)
     if (keys[1:] == keys[:-1]).any():
-        raise _Slow  # a table listed twice
+        raise Undecided  # a table listed twice
     gpu_type = np.full(num_jobs, NO_REGION, dtype=np.int64)
     if "gpu_type" in jobs.column_names:
         column = jobs["gpu_type"]
         if not pa.types.is_string(column.type) and not pa.types.is_large_string(column.type) \
                 and not pa.types.is_null(column.type):
-            raise _Slow
+            raise Undecided
         given = column.is_valid().to_numpy(zero_copy_only=False) if not pa.types.is_null(column.type) \
             else np.zeros(num_jobs, dtype=bool)
         if given.any():
@@ -150,22 +146,22 @@ def _fast(files: dict[str, Path]) -> PlacementInstance:
             gpu_type[given] = _lookup(names, pa.array(gpu_types))
     is_ml = job_kind == ML
     if (is_ml & (gpu_type < 0)).any() or (~is_ml & (gpu_type >= 0)).any():
-        raise _Slow
+        raise Undecided
     gpu_hours = _numbers(jobs["gpu_hours"], default=0.0) if "gpu_hours" in jobs.column_names else np.zeros(num_jobs)
     cpu_hours = _numbers(jobs["cpu_hours"], default=0.0) if "cpu_hours" in jobs.column_names else np.zeros(num_jobs)
     if (gpu_hours < 0).any() or (cpu_hours < 0).any() or (~is_ml & (gpu_hours > 0)).any():
-        raise _Slow
+        raise Undecided
     priority = _integers(jobs["priority"])
     if ((priority < 0) | (priority >= PRIORITY_LEVELS)).any():
-        raise _Slow
+        raise Undecided
     app = _lookup(_ids(jobs["application"]), pa.array(apps))
     recurring = _booleans(jobs["recurring"]) if "recurring" in jobs.column_names else np.ones(num_jobs, dtype=bool)
     weight = _numbers(jobs["weight"], default=1.0) if "weight" in jobs.column_names else None
     fraction = _numbers(jobs["read_fraction"], default=1.0) if "read_fraction" in jobs.column_names else None
     if weight is not None and (weight < 0).any():
-        raise _Slow
+        raise Undecided
     if fraction is not None and ((fraction <= 0) | (fraction > 1)).any():
-        raise _Slow
+        raise Undecided
 
     base = skeleton.arrays()
     table_id_list = table_ids.to_pylist()
@@ -208,98 +204,83 @@ def _rows(flat: np.ndarray, ptr: np.ndarray) -> list[list[int]]:
     return [values[a:b] for a, b in zip(starts[:-1], starts[1:], strict=True)]
 
 
-def _read(path: Path, known: set[str]):
-    try:
-        table = pq.read_table(path)
-    except Exception:  # noqa: BLE001 - pyarrow raises many types; from_frames names the problem
-        raise _Slow from None
-    names = table.column_names
-    if len(set(names)) != len(names) or not set(names) <= known:
-        raise _Slow
-    return table.combine_chunks()
-
-
-def _chunk(column):
-    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-
-
 def _plain(values) -> None:
     """Strings as ``from_frames`` keeps them: none empty, none with spaces around (it strips)."""
     if values.null_count:
-        raise _Slow
+        raise Undecided
     if len(values) and (pc.any(pc.equal(pc.utf8_length(values), 0)).as_py()
                         or not pc.all(pc.equal(pc.utf8_trim_whitespace(values), values)).as_py()):
-        raise _Slow
+        raise Undecided
 
 
 def _ids(column, lower: bool = False):
-    column = _chunk(column)
+    column = one_chunk(column)
     if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
-        raise _Slow
+        raise Undecided
     _plain(column)
     return pc.utf8_lower(column) if lower else column
 
 
 def _unique(values) -> None:
     if len(pc.unique(values)) != len(values):
-        raise _Slow
+        raise Undecided
 
 
 def _lookup(values, known) -> np.ndarray:
     index = pc.index_in(values, value_set=known)
     if index.null_count:
-        raise _Slow
+        raise Undecided
     return index.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def _numbers(column, default: float | None = None, required: bool = False) -> np.ndarray:
-    column = _chunk(column)
+    column = one_chunk(column)
     if not (pa.types.is_floating(column.type) or pa.types.is_integer(column.type)):
-        raise _Slow
+        raise Undecided
     values = column.to_numpy(zero_copy_only=False).astype(float)  # nulls -> NaN
     missing = np.isnan(values)
     if missing.any():
         if required or default is None:
-            raise _Slow
+            raise Undecided
         values[missing] = default
     if not np.isfinite(values).all():
-        raise _Slow
+        raise Undecided
     return values
 
 
 def _integers(column) -> np.ndarray:
-    column = _chunk(column)
+    column = one_chunk(column)
     if not pa.types.is_integer(column.type) or column.null_count:
-        raise _Slow
+        raise Undecided
     return column.to_numpy().astype(np.int64)
 
 
 def _booleans(column) -> np.ndarray:
-    column = _chunk(column)
+    column = one_chunk(column)
     if not pa.types.is_boolean(column.type):
-        raise _Slow
+        raise Undecided
     values = column.fill_null(True).to_numpy(zero_copy_only=False)
     return values.astype(bool)
 
 
 def _job_tables(column, table_ids) -> tuple[np.ndarray, np.ndarray]:
     """Each job's tables (``t1;t2`` text, or a list of ids) as CSR rows of ``table_ids``."""
-    column = _chunk(column)
+    column = one_chunk(column)
     if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
         if column.null_count:
-            raise _Slow
+            raise Undecided
         column = pc.split_pattern(column, ";")
     elif not (pa.types.is_list(column.type) or pa.types.is_large_list(column.type)):
-        raise _Slow
+        raise Undecided
     if column.null_count:
-        raise _Slow
+        raise Undecided
     parts = pc.list_flatten(column)
     if not (pa.types.is_string(parts.type) or pa.types.is_large_string(parts.type)):
-        raise _Slow
+        raise Undecided
     _plain(parts)
     counts = pc.list_value_length(column).to_numpy(zero_copy_only=False).astype(np.int64)
     if (counts == 0).any():
-        raise _Slow
+        raise Undecided
     flat = _lookup(parts, table_ids)
     ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     return ptr, flat
