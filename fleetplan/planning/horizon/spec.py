@@ -316,9 +316,8 @@ def _read_instances(data: dict[str, Any], base_folder: Path) -> dict[str, Any]:
         demand["jobs_by_period"] = periods
         return demand
 
-    data["demand"] = read(data.get("demand", {}), "demand") if "demand" in data else data.get("demand")
-    if data["demand"] is None:
-        data.pop("demand")
+    if "demand" in data:
+        data["demand"] = read(data["demand"], "demand")
     scenarios = data.get("scenarios")
     if isinstance(scenarios, dict) and isinstance(scenarios.get("cases"), list):
         scenarios = dict(scenarios)

@@ -38,8 +38,9 @@ GROUP = "horizon"
 RUNNER = "fleetplan.planning.horizon.sweep:run_point"
 INSTANCE_PREFIX = "instance."
 SWEEP_FILE = "horizon-sweep.json"
-# The last instance and horizon a process parsed, by their text: the points of one sweep that
-# run in one process (in this one, or a chain on a Dask worker) parse them once.
+# The last instance and horizon a process parsed (and the instance validated), by their text: the
+# points of one sweep that run in one process (in this one, or a chain on a Dask worker) parse
+# and validate them once.
 _parsed: dict[str, Any] = {}
 
 
@@ -88,7 +89,9 @@ def horizon_whatif(instance: Any, horizon: Any, varies: Sequence[Any], out: str 
                                     insecure=insecure, progress=progress, plot=False)
         result.files = []
         return result
-    instance_data, instance_path = _instance_data(instance)
+    from fleetplan.planning.whatif import instance_and_data
+
+    base, instance_data, instance_path = instance_and_data(instance)  # bad input names the file, at once
     horizon_data = _horizon_data(horizon)
     parsed = [v if isinstance(v, Vary) else parse_vary(v) for v in varies]
     if not parsed:
@@ -99,7 +102,7 @@ def horizon_whatif(instance: Any, horizon: Any, varies: Sequence[Any], out: str 
         raise InstanceError("mip_rel_gap", f"{gap!r}: a fraction from 0 to 1")
     grid = points(parsed)
     for point in {0: grid[0], len(grid) - 1: grid[-1]}.values():
-        _point_problem(instance_data, horizon_data, point)  # an impossible range fails before anything runs
+        _point_problem(base, instance_data, horizon_data, point)  # an impossible range fails before anything runs
     if policy is not None and not isinstance(policy, str):
         raise InstanceError("policy", f"expected a solver name, got {type(policy).__name__}")
     if policy not in (None, "default"):  # a misspelt policy fails here, not once per point
@@ -114,13 +117,6 @@ def horizon_whatif(instance: Any, horizon: Any, varies: Sequence[Any], out: str 
     return _sweep(data, instance_path, grid, parsed, Path(out), options, time_limit=time_limit, seed=seed,
                   threads=threads, executor=executor, workers=workers, address=address, tls=tls, insecure=insecure,
                   resume=resume, progress=progress, plot=plot)
-
-
-def _instance_data(instance: Any) -> tuple[dict[str, Any], str | None]:
-    from fleetplan.planning.whatif import instance_and_data
-
-    _, data, path = instance_and_data(instance)  # bad input names the file, before anything runs
-    return data, path
 
 
 def _horizon_data(horizon: Any) -> dict[str, Any]:
@@ -163,16 +159,17 @@ def _check_paths(instance_data: dict[str, Any], horizon_data: dict[str, Any], va
                 raise InstanceError("--vary", f"{vary.path} names a {type(value).__name__}, not a number")
 
 
-def _point_problem(instance_data: dict[str, Any], horizon_data: dict[str, Any], point: dict[str, Any]) -> tuple[Any, Any]:
-    """The point's instance and horizon, validated (a bad point names itself)."""
-    from fleetplan.instances import instance_from_data
-    from fleetplan.instances.paths import apply_changes
+def _point_problem(base: Any, instance_data: dict[str, Any], horizon_data: dict[str, Any],
+                   point: dict[str, Any]) -> tuple[Any, Any]:
+    """The point's instance (``base``, validated from ``instance_data``, changed where the point
+    says) and horizon, validated (a bad point names itself)."""
+    from fleetplan.instances.paths import apply_changes, changed_instance
     from fleetplan.planning.horizon.spec import parse_horizon
     from fleetplan.planning.whatif import point_label
 
     on_instance, on_horizon = _split(point)
     try:
-        instance = instance_from_data(apply_changes(instance_data, on_instance), "instance")
+        instance = changed_instance(base, instance_data, on_instance) if on_instance else base
         spec = parse_horizon(apply_changes(horizon_data, on_horizon), "horizon")
     except InstanceError as error:
         raise InstanceError(error.path, error.reason, f"the point {point_label(point)}") from None
@@ -186,10 +183,13 @@ def run_point(cell: Any) -> dict[str, Any]:
 
     text = cell.instance_data or "{}"
     if _parsed.get("text") != text:
+        from fleetplan.instances import instance_from_data
+
         _parsed.clear()
-        _parsed.update(text=text, data=json.loads(text))
+        data = json.loads(text)
+        _parsed.update(text=text, data=data, base=instance_from_data(data["instance"], "instance"))
     data = _parsed["data"]
-    instance, spec = _point_problem(data["instance"], data["horizon"], cell.params)
+    instance, spec = _point_problem(_parsed["base"], data["instance"], data["horizon"], cell.params)
     result = plan_horizon(instance, spec, time_limit=cell.time_limit, threads=cell.threads, seed=cell.seed,
                           mip_rel_gap=cell.options.get("mip_rel_gap", 0.01),
                           stochastic=bool(cell.options.get("stochastic", True)),
