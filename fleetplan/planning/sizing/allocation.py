@@ -44,7 +44,9 @@ from fleetplan.planning.sizing import (
     seconds_until,
     time_left,
 )
+from fleetplan.planning.sizing.boxes import search_boxes
 from fleetplan.planning.sizing.lattice import LatticeOutcome, search_lattice
+from fleetplan.planning.sizing.max_min_face import MaxMinFaceTest
 from fleetplan.planning.sizing.mip import solve_sizing_mip
 from fleetplan.planning.targets import Target
 
@@ -116,7 +118,7 @@ def size_allocation(instance: AllocationInstance, targets: Sequence[Target], pur
                               "bound": answer.bound, "proven": answer.proven}
         add, proven, sized, plan, metrics, checks = _under_policy(
             instance, arrays, targets, policy, price, cap, budget, answer, result, deadline, time_limit, started,
-            threads, seed, max_points, repair)
+            threads, seed, max_points, repair, mip_rel_gap)
         chosen = policy if add is not None and all(checks.values()) else None
         if chosen is None:
             result.status = "time_limit" if result.stats.get("stopped_by_clock") else (
@@ -228,7 +230,7 @@ def _note_search(result: SizingResult, search: LatticeOutcome) -> None:
 def _under_policy(instance: AllocationInstance, arrays: AllocationArrays, targets: Sequence[Target], policy: str,
                   price: np.ndarray, cap: np.ndarray, budget: float | None, answer: _Answer, result: SizingResult,
                   deadline: float | None, time_limit: float | None, started: float, threads: int, seed: int,
-                  max_points: int, repair: bool) -> tuple:
+                  max_points: int, repair: bool, mip_rel_gap: float) -> tuple:
     """The cheapest purchase under which ``policy``'s allocation meets every target (module
     docstring): the policy-free answer when it passes and is proven, else the lattice from the
     policy-free bound, else the ray and the trim (not proven)."""
@@ -253,14 +255,27 @@ def _under_policy(instance: AllocationInstance, arrays: AllocationArrays, target
         return bool(outcome[1] is not None and all(outcome[3].values())), outcome
 
     incumbent = float(price @ answer.add) if all(checks.values()) else None
-    search = search_lattice(price, _lattice_cap(cap), passes, lower_bound=answer.bound or 0.0,
-                            incumbent_cost=incumbent, max_cost=budget, max_points=max_points, deadline=deadline)
+    if _face_applies(policy, arrays):
+        def policy_passes(add: np.ndarray) -> tuple[bool, Any]:
+            outcome = judge(add)
+            return bool(outcome[1] is not None and all(outcome[3].values())), outcome
+
+        face = MaxMinFaceTest(arrays, targets, price)
+        search = search_boxes(price, _lattice_cap(cap), face, policy_passes, lower_bound=answer.bound or 0.0,
+                              incumbent=None if incumbent is None else (answer.add, incumbent, judge(answer.add)),
+                              max_cost=budget, gap=mip_rel_gap, max_points=max_points, deadline=deadline)
+        result.stats["boxes_tested"] = float(face.tests)
+        if search.found is not None and incumbent is not None and search.cost >= incumbent:
+            search.found = None  # the incumbent itself: reported below as it was
+    else:
+        search = search_lattice(price, _lattice_cap(cap), passes, lower_bound=answer.bound or 0.0,
+                                incumbent_cost=incumbent, max_cost=budget, max_points=max_points, deadline=deadline)
     _note_search(result, search)
     result.stats["policy_solves"] = float(len(judged))
     result.bound = search.bound if not search.exhausted else result.bound
     if search.found is not None:
         sized, plan, metrics, checks = search.payload
-        return search.found, True, sized, plan, metrics, checks
+        return search.found, search.proven, sized, plan, metrics, checks
     if incumbent is not None:
         return answer.add, search.proven, sized, plan, metrics, checks
     if search.exhausted:
@@ -274,6 +289,12 @@ def _under_policy(instance: AllocationInstance, arrays: AllocationArrays, target
         return None, False, sized, plan, metrics, checks
     sized, plan, metrics, checks = judge(found)
     return found, False, sized, plan, metrics, checks
+
+
+def _face_applies(policy: str, arrays: AllocationArrays) -> bool:
+    """Whether :class:`MaxMinFaceTest` bounds ``policy``'s allocations here: max-min fairness
+    (heterogeneity-aware, weighted) without colocation pairs, whose shared GPUs its rows omit."""
+    return policy == "max-min-fairness" and not bool((np.asarray(arrays.colocation_class) >= 0).any())
 
 
 def _ray_and_trim(start: np.ndarray, cap: np.ndarray, price: np.ndarray, budget: float | None,

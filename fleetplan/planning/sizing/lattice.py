@@ -66,6 +66,7 @@ class LatticeOutcome:
     exhausted: bool = False
     checked: int = 0
     skipped: int = 0
+    probes: int = 0
     stopped: str = ""
     log: list[str] = field(default_factory=list)
 
