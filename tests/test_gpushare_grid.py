@@ -61,3 +61,16 @@ def test_the_optimum_at_100_percent_per_seed(tmp_path, capsys):
     assert float(row["plan_gpu_pct"]) <= float(row["bound_gpu_pct"]) + 1e-9
     assert float(row["plan_gpu_pct"]) <= float(row["arrived_gpu_pct"]) <= 100.0 + 1e-9
     assert "| default | 1 |" in capsys.readouterr().out
+
+
+def test_the_optimum_at_the_end_of_the_arrivals_places_no_less_than_at_100_percent(tmp_path):
+    data = folder(tmp_path)
+    rows = {}
+    for at in ("100", "end"):
+        out = tmp_path / at
+        assert main(["--data", str(data), "--traces", "default", "--seeds", "1", "--optimum", "--optimum-at", at,
+                     "--out", str(out)]) == 0
+        rows[at] = next(csv.DictReader((out / "optimum.csv").open()))
+    assert rows["end"]["at"] == "end" and float(rows["end"]["arrived_gpu_pct"]) > 100.0
+    assert float(rows["end"]["plan_gpu_pct"]) >= float(rows["100"]["plan_gpu_pct"]) - 1e-9
+    assert float(rows["end"]["plan_gpu_pct"]) <= float(rows["end"]["bound_gpu_pct"]) + 1e-9 <= 100.0 + 1e-6

@@ -91,8 +91,9 @@ def arrival_bounds(data: Path, trace: str, seed: int, inflation: float) -> dict:
 
 
 def arrival_optimum(data: Path, trace: str, seed: int, inflation: float, time_limit: float = 600.0,
-                    pricing: str = "packed") -> dict:
-    """With the arrivals of ``seed`` known, once they reach 100 % of the cluster's GPU demand:
+                    pricing: str = "packed", at: str = "100") -> dict:
+    """With the arrivals of ``seed`` known, once they reach 100 % of the cluster's GPU demand
+    (``at="100"``) or all of them (``at="end"``: ``inflation`` times the cluster's GPUs):
     ``offline-patterns``' plan and its per-node bound (% of the cluster's GPUs) and the wall time."""
     import numpy as np
 
@@ -103,12 +104,13 @@ def arrival_optimum(data: Path, trace: str, seed: int, inflation: float, time_li
     a = trace_instance.arrays()
     capacity = a.gpu_milli_capacity
     order = inflate(a.task_gpu_milli, a.task_gpu_milli_total, capacity, inflation, np.random.default_rng(seed))
-    within = int(np.searchsorted(np.cumsum(a.task_gpu_milli_total[order]), capacity, side="right"))
+    within = len(order) if at == "end" else \
+        int(np.searchsorted(np.cumsum(a.task_gpu_milli_total[order]), capacity, side="right"))
     result = solve(arrivals(trace_instance, order[:within]), "offline-patterns", seed=seed, time_limit=time_limit,
                    pricing=pricing)
     if not result.evaluation.feasible:  # a bug, never a figure
         raise RuntimeError(f"offline-patterns plan violates {result.evaluation.violations[:2]}")
-    return {"trace": trace, "seed": seed, "pricing": pricing, "status": result.status,
+    return {"trace": trace, "seed": seed, "pricing": pricing, "at": at, "status": result.status,
             "arrived_gpu_pct": 100.0 * float(a.task_gpu_milli_total[order[:within]].sum()) / capacity,
             "plan_gpu_pct": 100.0 * result.objective / capacity, "bound_gpu_pct": 100.0 * result.bound / capacity,
             "gap_points": 100.0 * (result.bound - result.objective) / capacity, "wall_s": round(result.wall_s, 1),
@@ -338,6 +340,9 @@ def main(argv: list[str] | None = None) -> int:
                              "100 %% of arrivals (optimum.csv in --out)")
     parser.add_argument("--pricing", choices=("packed", "relaxed"), default="packed",
                         help="with --optimum: offline-patterns' pricing (packed: GPU by GPU)")
+    parser.add_argument("--optimum-at", choices=("100", "end"), default="100",
+                        help="with --optimum: the arrivals up to 100 %% of the cluster's GPU demand, or all of "
+                             "them (--inflation's share, 130 %% by default)")
     args = parser.parse_args(argv)
     data = Path(args.data)
     missing = [name for name in [NODES_FILE, *(f"openb_pod_list_{t}.csv" for t in args.traces)]
@@ -360,7 +365,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{row['load_average']} |", flush=True)
 
         _per_seed(out, args, "optimum",
-                  lambda trace, seed: arrival_optimum(data, trace, seed, args.inflation, pricing=args.pricing), show)
+                  lambda trace, seed: arrival_optimum(data, trace, seed, args.inflation, pricing=args.pricing,
+                                                      at=args.optimum_at), show)
         return 0
     rows = run_grid(data, args.traces, args.policies, args.seeds, args.inflation, out, args.resume, ties=args.ties,
                     node_names=args.node_names)
