@@ -111,7 +111,9 @@ def pattern_bound(classes: PatternClasses, start_class: np.ndarray, start_counts
     singles[single_s, np.arange(single_s.size)] = 1
     pattern_class = np.concatenate([start_class, single_k]).astype(np.int64)
     counts = np.hstack([start_counts, singles]) if S else np.zeros((0, pattern_class.size), dtype=np.int64)
-    best = float(c.value @ c.shape_count)  # every GPU task placed: the trivial bound
+    # The trivial bounds: every GPU task placed, or every GPU of a class some task fits full.
+    usable = c.fits.any(axis=0) if S else np.zeros(K, dtype=bool)
+    best = min(float(c.value @ c.shape_count), 1000.0 * float((c.node_count * c.node_gpus)[usable].sum()))
     relaxation, rounds, converged, log = 0.0, 0, False, []
     packings: dict[int, list] = {}
     while True:
