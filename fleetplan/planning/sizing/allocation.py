@@ -16,6 +16,10 @@ minimum (a proven lower bound: the policy's allocation is one allocation), each 
 checked by the LP (an allocation must exist) and then by the policy. When the search stops at
 its limit, a search along the ray from the policy-free purchase to every MAX, then trimmed
 type by type, gives a purchase that passes, reported ``feasible`` with the lattice's proven bound.
+Under max-min fairness (the default policy) the lattice is searched by boxes instead
+(:mod:`.boxes`): a box of purchases is ruled out, or its cheapest passing purchase bounded, by an
+LP over the policy's optimal face (:mod:`.max_min_face`), so the bound rises past purchases no
+one checked.
 
 Without a named policy the sized instance is solved by the candidates (:data:`CANDIDATE_POLICIES`)
 and judged; the message says when the kind's default policy misses a target there.

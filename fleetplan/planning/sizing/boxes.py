@@ -33,7 +33,9 @@ from fleetplan.planning.sizing.lattice import COST_TOLERANCE, LatticeOutcome
 
 # A box survives its test but holds more than one purchase: checked boxes per point check allowed
 # by default (the box tests are LPs of about a point check's size).
-BOXES_PER_POINT = 25
+BOXES_PER_POINT = 2
+# At most this share of the checks go to probes (below): the rest to boxes of one purchase.
+PROBE_SHARE = 0.25
 # A surviving box this narrow (its dearest corner at most this much dearer than its cheapest)
 # has its dearest corner checked: the purchase in the box most likely to pass.
 PROBE_WIDTH = 0.25
@@ -55,7 +57,8 @@ def search_boxes(price: Sequence[float], cap: Sequence[int], box_bound: Callable
     (``time.perf_counter()``) end the search early; ``bound`` is then the least bound of the
     boxes left. A box that survives its test and whose dearest corner costs at most
     ``1 + probe_width`` times its bound, and less than the best purchase known, has that corner
-    checked (a purchase found early lets the search end within ``gap``). The outcome's
+    checked (a purchase found early lets the search end within ``gap``), at most
+    ``PROBE_SHARE * max_points`` times. The outcome's
     ``found`` is the best purchase known to pass (the incumbent if nothing cheaper was found)
     and ``proven`` says it is within ``gap`` of ``bound``.
     """
@@ -111,7 +114,8 @@ def search_boxes(price: Sequence[float], cap: Sequence[int], box_bound: Callable
             continue
         high_cost = float(price_array @ hi)
         affordable = max_cost is None or high_cost <= max_cost + COST_TOLERANCE * max(1.0, max_cost)
-        if probe_width > 0 and affordable and (outcome.cost is None or high_cost < outcome.cost) \
+        if probe_width > 0 and affordable and outcome.probes < PROBE_SHARE * max_points \
+                and (outcome.cost is None or high_cost < outcome.cost) \
                 and high_cost <= (1 + probe_width) * cost + COST_TOLERANCE:
             outcome.checked += 1
             outcome.probes += 1

@@ -52,6 +52,8 @@ FACE_SLACK = 1e-5
 # Above this many types whose counts vary in a box, E_m's bounds are the slowest and fastest
 # of its types instead of the corners' (2^k of them).
 MAX_CORNER_TYPES = 10
+# Above this many jobs the refinement's row is left out (it compares every pair of jobs).
+MAX_RATIO_JOBS = 2000
 
 
 class MaxMinFaceTest:
@@ -124,30 +126,66 @@ class MaxMinFaceTest:
         pass; ``inf`` when none can."""
         self.tests += 1
         smallest, largest = self.base + lo, self.base + hi
-        low_share, high_share = self._equal_share_bounds(smallest, largest)
+        shares = self._corner_shares(smallest, largest)
+        low_share, high_share = shares.min(axis=1), shares.max(axis=1)
         points = self._level_points(smallest, largest)
         levels = self._levels(smallest, points, self.demand_per_level * high_share)
         fastest = np.where(self._runnable(smallest), self.throughput, 0.0).max(axis=1)
         need = np.maximum(self.floor, self.per_fastest * fastest)
         per_level = (1 - FACE_SLACK) * self.demand_per_level * low_share
-        return self._cheapest(smallest, largest, need, per_level, points, levels)
+        refined = self._refined_least(smallest, largest, shares, high_share)
+        return self._cheapest(smallest, largest, need, per_level, points, levels,
+                              (refined, self.demand_per_level * low_share))
 
     def _runnable(self, cluster: np.ndarray) -> np.ndarray:
         return (self.throughput > 0) & (cluster[None, :] >= self.scale[:, None])
 
-    def _equal_share_bounds(self, smallest: np.ndarray, largest: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per job, the least and the most ``E_m(N)`` over the box (the corners' extremes)."""
+    def _corner_shares(self, smallest: np.ndarray, largest: np.ndarray) -> np.ndarray:
+        """``E_m(N)`` at the box's corners, (jobs, corners): a ratio of linear functions of ``N``
+        (as is ``E_m / E_i``), so its extremes over the box are among them. With more varying
+        types than :data:`MAX_CORNER_TYPES`, each job's slowest and fastest type present instead
+        (bounds, not corners)."""
         varying = np.flatnonzero(largest > smallest)
         if len(varying) > MAX_CORNER_TYPES:
-            present = largest > 0
-            speeds = np.where(present[None, :], self.throughput, np.nan)
-            return np.nanmin(speeds, axis=1), np.nanmax(speeds, axis=1)
+            speeds = np.where((largest > 0)[None, :], self.throughput, np.nan)
+            return np.column_stack([np.nanmin(speeds, axis=1), np.nanmax(speeds, axis=1)])
         corners = np.repeat(smallest[None, :], 2 ** len(varying), axis=0)
         for row, choice in enumerate(itertools.product((False, True), repeat=len(varying))):
             corners[row, varying[list(choice)]] = largest[varying[list(choice)]]
         corners = corners[corners.sum(axis=1) > 0]
-        shares = self.throughput @ (corners / corners.sum(axis=1, keepdims=True)).T
-        return shares.min(axis=1), shares.max(axis=1)
+        return self.throughput @ (corners / corners.sum(axis=1, keepdims=True)).T
+
+    def _refined_least(self, smallest: np.ndarray, largest: np.ndarray, shares: np.ndarray,
+                       high_share: np.ndarray) -> float:
+        """A lower bound, over the box, on the refinement's optimum: the sum of the scores
+        ``T_m @ x_m / d_m(N)`` (``d_m = w_m E_m / s_m``) that max-min fairness maximizes once its
+        level ``t*`` is kept. No job runs faster than alone on its fastest type, so
+        ``t* d_m(N) <= min_i F_i(N) d_m(N) / d_i(N)``; an allocation on the smallest cluster that
+        gives every job that much at the box's worst ratio ``E_m / E_i`` keeps the level on every
+        cluster of the box, and its sum of scores against the largest ``E`` is below the
+        refinement's there. -inf when there is none (or the jobs are too many for the pairs)."""
+        from fleetplan.solvers import highs as runner
+
+        jobs, types = self.throughput.shape
+        if jobs > MAX_RATIO_JOBS or shares.shape[1] < 1 or not np.all(shares > 0):
+            return -INF
+        ratio = (shares[:, None, :] / shares[None, :, :]).max(axis=2)  # max over corners of E_m / E_i
+        fastest = np.where(self._runnable(largest), self.throughput, 0.0).max(axis=1)
+        per = self.demand_per_level
+        ceiling = (fastest[None, :] / per[None, :] * per[:, None] * ratio).min(axis=1)
+        cells = jobs * types
+        rows, cols, values = self._cells
+        demand = per * high_share
+        lp = LinearProgram(
+            cost=(self.throughput / demand[:, None]).ravel(), sense="max",
+            matrix=sp.csr_matrix((values, (rows, cols)), shape=(2 * jobs + types, cells)),
+            row_lower=np.concatenate([ceiling * (1 + FACE_SLACK), np.zeros(jobs), np.full(types, -INF)]),
+            row_upper=np.concatenate([np.full(jobs, INF), np.ones(jobs), smallest]),
+            col_lower=np.zeros(cells), col_upper=self._runnable(smallest).ravel().astype(float))
+        outcome = runner.solve_lp(lp, algorithm="simplex")
+        if outcome.status != "optimal" or outcome.objective is None:
+            return -INF
+        return float(outcome.objective) * (1 - FACE_SLACK) - FACE_SLACK
 
     @staticmethod
     def _level_points(smallest: np.ndarray, largest: np.ndarray) -> np.ndarray:
@@ -187,7 +225,7 @@ class MaxMinFaceTest:
         return levels
 
     def _cheapest(self, smallest: np.ndarray, largest: np.ndarray, need: np.ndarray, per_level: np.ndarray,
-                  points: np.ndarray, levels: np.ndarray) -> float:
+                  points: np.ndarray, levels: np.ndarray, refined: tuple[float, np.ndarray]) -> float:
         """The least ``price @ (N - N0)`` over clusters ``smallest <= N <= largest`` (continuous) on
         which an allocation gives every job its ``need`` and ``per_level`` times a level below
         max-min fairness's there, and meets the time and total rows. The level is
@@ -221,6 +259,11 @@ class MaxMinFaceTest:
         if self.total is not None:
             parts.append((np.full(cells, num_rows), np.arange(cells), self.throughput.ravel()))
             row_lower, row_upper = np.append(row_lower, self.total), np.append(row_upper, INF)
+            num_rows += 1
+        least_sum, least_demand = refined
+        if least_sum > -INF:  # the refinement's sum of scores, every job against its least E
+            parts.append((np.full(cells, num_rows), np.arange(cells), (self.throughput / least_demand[:, None]).ravel()))
+            row_lower, row_upper = np.append(row_lower, least_sum), np.append(row_upper, INF)
             num_rows += 1
         num_cols = level_col + 1
         matrix = sp.csr_matrix((np.concatenate([np.asarray(p[2], dtype=float) for p in parts]),
