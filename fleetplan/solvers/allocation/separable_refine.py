@@ -140,11 +140,14 @@ def smoothed_prices(A: np.ndarray, need: np.ndarray, mult: np.ndarray, usage: np
     exists = np.isfinite(values)
     idle = 2 * K + K * (K - 1) // 2  # all zeros: where a kept column has no vertex
     X = np.stack([vertex_allocation(A, need, np.where(exists[:, i], keep[:, i], idle))
-                  for i in range(keep.shape[1])], axis=1)
-    profit = np.where(exists, mult[:, None] * np.einsum("nk,nvk->nv", A, X), -np.inf)
-    # Per type, each vertex's workers (n, V): K small arrays, so the passes below are plain
+                  for i in range(keep.shape[1])], axis=0)
+    # Vertex-major (V, n): a job's maximum or sum over its vertices is then V - 1 element-wise
+    # passes over rows of n (along a short last axis numpy's reductions took 30 times as long:
+    # 0.7 ms against 0.02 for a maximum at 16,384 jobs).
+    profit = np.where(exists.T, mult * np.einsum("nk,vnk->vn", A, X), -np.inf)
+    # Per type, each vertex's workers (V, n): K small arrays, so the passes below are plain
     # element-wise products (a three-operand einsum over (n, V, K) took 30 times as long).
-    U = [np.ascontiguousarray(usage[:, None] * X[:, :, k]) for k in range(K)]
+    U = [np.ascontiguousarray(usage * X[:, :, k]) for k in range(K)]
     inv_scale = 1.0 / np.maximum(mult * A.max(axis=1), 1e-300)
 
     def value(lam, mu):
@@ -152,10 +155,10 @@ def smoothed_prices(A: np.ndarray, need: np.ndarray, mult: np.ndarray, usage: np
         for k in range(K):
             if lam[k]:
                 values -= lam[k] * U[k]
-        top = values.max(axis=1)
-        z = np.exp((values - top[:, None]) * (inv_scale / mu)[:, None])
-        total = z.sum(axis=1)
-        return float(lam @ W + top.sum() + mu * (np.log(total) / inv_scale).sum()), z / total[:, None]
+        top = values.max(axis=0)
+        z = np.exp((values - top) * (inv_scale / mu))
+        total = z.sum(axis=0)
+        return float(lam @ W + top.sum() + mu * (np.log(total) / inv_scale).sum()), z / total
 
     # The price of a worker when every job's best profit is spread over all workers: the
     # trust region's size while the prices are still near 0.
@@ -164,14 +167,16 @@ def smoothed_prices(A: np.ndarray, need: np.ndarray, mult: np.ndarray, usage: np
     g, p = value(lam, mu)
     total_scale = float((1.0 / inv_scale).sum())
     for _ in range(steps):
-        weight = p * (inv_scale / mu)[:, None]
-        mean_u = [(p * U[k]).sum(axis=1) for k in range(K)]
+        sharpness = inv_scale / mu
+        weight = p * sharpness
+        mean_u = [(p * U[k]).sum(axis=0) for k in range(K)]
         gradient = W - np.array([m.sum() for m in mean_u])
         hessian = np.empty((K, K))
         for k in range(K):
+            weighted = weight * U[k]
+            spread = sharpness * mean_u[k]
             for j in range(k, K):
-                hessian[k, j] = hessian[j, k] = float((weight * U[k] * U[j]).sum()) - float(
-                    (inv_scale / mu * mean_u[k] * mean_u[j]).sum())
+                hessian[k, j] = hessian[j, k] = float((weighted * U[j]).sum()) - float((spread * mean_u[j]).sum())
         hessian += 1e-12 * max(float(np.trace(hessian)), 1e-300) * np.eye(K)
         try:
             direction = -np.linalg.solve(hessian, gradient)
