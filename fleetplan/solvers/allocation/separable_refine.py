@@ -319,7 +319,7 @@ def _bucket_prices(A, need, mult, scale, W, deadline, threads, seed):
 
 def refine(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarray, W: np.ndarray, *,
            level: float, slack: float = 1e-7, deadline: Deadline | None = None, threads: int = 1,
-           seed: int = 0, start: np.ndarray | None = None) -> SeparableResult:
+           seed: int = 0, start: np.ndarray | None = None, guess: bool = False) -> SeparableResult:
     """The refinement LP (module docstring) at ``level``, each job's need ``level (1 - slack)
     + offset`` (the slack the full refinement LP gives, so that the max-min LP's own rounding
     cannot make it infeasible). Status ``optimal`` with the allocation (``level``: the sum of
@@ -329,7 +329,10 @@ def refine(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarra
     the refinement has almost no room, and jobs fixed at their best vertices at prices a little
     off can overfill a type (the reduced LP is then infeasible); from then on the fixed jobs keep
     their share of ``start`` instead, which the certificate accepts where it is a best answer of
-    the job's own LP at the prices, and which always leaves the reduced LP feasible."""
+    the job's own LP at the prices, and which always leaves the reduced LP feasible.
+
+    ``guess``: ``level`` is not known to be reachable (a bound tried first): the first
+    infeasible reduced LP ends the method (``fallback``) instead of freeing more jobs."""
     deadline = deadline or Deadline(None)
     started = time.perf_counter()
     n, K = A.shape
@@ -385,6 +388,9 @@ def refine(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarra
         stats.update(refine_rounds=float(rounds), refine_free=float(free.sum()))
         log.append(f"refinement round {rounds}: {int(free.sum())} free jobs"
                    f"{' (the rest keep the start)' if anchored else ''}, reduced LP {status}")
+        if status == "infeasible" and guess:
+            return SeparableResult("fallback", log=log + ["refinement: the level may be out of reach (the reduced "
+                                                          "LP is infeasible); not pursued"], stats=stats)
         if status == "infeasible" and rounds < MAX_ROUNDS:
             # The fixed jobs alone overfill a type: the prices were off.
             if start is not None:
