@@ -12,7 +12,9 @@
    model through HiGHS, or OR-Tools GLOP / PDLP;
 4. for ``max_min`` forms, *refine*: a second LP keeps the max-min level and maximizes the sum of
    the same scores, so capacity the minimum does not need is not left idle (after the price
-   decomposition, the refinement is decomposed too: :mod:`fleetplan.solvers.allocation.separable_refine`);
+   decomposition, the refinement is decomposed too: :mod:`fleetplan.solvers.allocation.separable_refine`;
+   where the jobs' best-score bound is within the workers' reach, as priority weights make it,
+   the refinement at that bound is tried before the max-min LP, and its plan proves the level);
 5. expand classes back to jobs and Charnes-Cooper's y / s back to X.
 """
 
