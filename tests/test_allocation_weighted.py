@@ -149,22 +149,26 @@ def test_a_level_at_the_best_score_bound_is_proven_without_the_max_min_lp():
     assert not any("interior-point" in line for line in result.log), result.log
 
 
-@pytest.mark.parametrize("only_k80,weight,tried", [
-    # The bound passes the workers' check but a level just below it is the optimum: the try
-    # stops and the max-min decomposition decides.
-    (0.5, 4.0, True),
+@pytest.mark.parametrize("only_k80,weight,how", [
+    # The bound passes the workers' check but the optimum is a level just below it: the try
+    # stops at its first infeasible reduced LP and the max-min method decides.
+    (0.5, 2.0, "guess"),
+    # Every job fits on its fastest type at the bound, so it is the level; the refinement
+    # (started from that plan) does not certify here, and the full LP is solved once for it.
+    (0.5, 4.0, "proven"),
     # The jobs that run only on k80 need more of them than there are at the bound: not tried.
-    (0.7, 2.0, False),
+    (0.7, 2.0, "not tried"),
 ])
-def test_a_best_score_bound_out_of_reach_leaves_the_answer_to_the_max_min_lp(only_k80, weight, tried):
+def test_a_bound_the_refinement_cannot_certify_leaves_the_answer_to_the_lp(only_k80, weight, how):
     instance = _with_unusable_types(400, 3, only_k80, weight)
     result = fleetplan.solve(instance, "max-min-fairness", decomposition="prices")
     reference = fleetplan.solve(instance, "max-min-fairness", decomposition="none")
     assert result.status == reference.status == "optimal" and result.evaluation.violations == []
     assert result.objective == pytest.approx(reference.objective, rel=2e-7)
-    assert any("tried first" in line for line in result.log) is tried
-    if tried:
-        assert any("no certified plan there" in line for line in result.log)
+    assert any("tried first" in line for line in result.log) is (how != "not tried")
+    assert any("no certified plan there" in line for line in result.log) is (how == "guess")
+    if how == "proven":
+        assert sum("buckets for the first prices" in line for line in result.log) == 1, result.log
 
 
 def test_a_try_at_the_bound_stopped_by_the_clock_says_so(monkeypatch):

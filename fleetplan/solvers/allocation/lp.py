@@ -244,19 +244,27 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
         hint = warm.take(key)
         start = None if hint is None else (hint[0] * scale, hint[1] * scale) if spec.form == "max_min" else hint[1]
         ceiling_log: list[str] = []
+        result = None
         if spec.form == "max_min" and options.refine and start is None:
             tried = _refine_at_ceiling(work_arrays, work_spec, multiplicity, options)
             if tried is not None:
-                ceiling, refined = tried
+                ceiling, refined, proven = tried
                 if refined.status == "optimal":
                     warm.give(key, (ceiling / scale, np.zeros(len(work_arrays.worker_types))))
                     return _refined_outcome(refined, ceiling / scale, inverse, len(work_arrays.job_ids), {}, None,
                                             refined.log)
                 if refined.status == "time_limit":
                     return SpecOutcome(status="time_limit", log=refined.log, stats=refined.stats)
-                ceiling_log = refined.log + ["refinement at the best-score bound: no certified plan there, so "
-                                             "the max-min LP decides the level"]
-        result = _solve_separable(work_arrays, work_spec, multiplicity, options, start)
+                if proven:
+                    # The max-min method would find that same plan and run this same refinement.
+                    from fleetplan.solvers.allocation.separable import SeparableResult
+
+                    result = SeparableResult("fallback", log=refined.log)
+                else:
+                    ceiling_log = refined.log + ["refinement at the best-score bound: no certified plan there, so "
+                                                 "the max-min LP decides the level"]
+        if result is None:
+            result = _solve_separable(work_arrays, work_spec, multiplicity, options, start)
         if result.status == "optimal" and result.prices is not None:
             # The interior-point prices the answer was picked at (centred) where there are some.
             level, prices = result.anchor if result.anchor is not None else (result.level, result.prices)
@@ -430,17 +438,19 @@ def _refined_outcome(refined, level: float, inverse, lp_jobs: int, first_stats: 
 
 
 def _refine_at_ceiling(arrays: AllocationArrays, spec: PolicySpec, multiplicity, options: LpOptions):
-    """(ceiling, the refinement at it) when the max-min level is likely the *ceiling* — the
-    lowest of the jobs' best scores (a job's best type with all its time), which no plan can
-    beat — else None. A refinement plan that reaches the ceiling proves it the max-min optimum,
-    so the max-min LP (its interior-point prices: 100 ms of a 200 ms weighted LAS solve at
-    16,384 distinct jobs) is skipped. Priority weights put it there: a heavily weighted job's
-    share counts 1/weight, so its best score is low. Tried only where every job at the ceiling,
-    each on its type of fewest workers per unit of score, needs at most CEILING_FIRST_SHARE of
-    the workers, and of each set of types for the jobs that run only there (necessary
-    conditions, with room to spare); where capacity sets the level (unweighted LAS: 1.03 of the
-    workers on Gavel's mix) nothing is spent. Where the try fails (a level just below the
-    ceiling), the refinement stops at its first infeasible reduced LP."""
+    """(ceiling, the refinement at it, whether the ceiling is known reachable) when the max-min
+    level is likely the *ceiling* — the lowest of the jobs' best scores (a job's best type with
+    all its time), which no plan can beat — else None. A refinement plan that reaches the
+    ceiling proves it the max-min optimum, so the max-min LP (its interior-point prices: 100 ms
+    of a 200 ms weighted LAS solve at 16,384 distinct jobs) is skipped. Priority weights put it
+    there: a heavily weighted job's share counts 1/weight, so its best score is low. Tried only
+    where every job at the ceiling, each on its type of fewest workers per unit of score, needs
+    at most CEILING_FIRST_SHARE of the workers, and of each set of types for the jobs that run
+    only there (necessary conditions, with room to spare); where capacity sets the level
+    (unweighted LAS: 1.03 of the workers on Gavel's mix) nothing is spent. Where every job fits
+    on its fastest type the ceiling is reachable and that plan starts the refinement; otherwise
+    the try is a guess and stops at its first infeasible reduced LP (a level just below the
+    ceiling)."""
     throughput = np.where(arrays.runnable, model_throughput(arrays, options.heterogeneity_aware), 0.0)
     A = spec.coefficient[:, None] * throughput
     offset = np.zeros(len(A)) if spec.offset is None else np.asarray(spec.offset, dtype=float)
@@ -453,13 +463,20 @@ def _refine_at_ceiling(arrays: AllocationArrays, spec: PolicySpec, multiplicity,
     mult = np.ones(len(A)) if multiplicity is None else np.asarray(multiplicity, dtype=float)
     demand = mult * arrays.scale_factor * np.maximum(ceiling + offset, 0.0) / best
     workers = float(demand.sum())
-    if workers > CEILING_FIRST_SHARE * float(arrays.num_workers.sum()) or not _sets_of_types_fit(A > 0, demand, arrays.num_workers):
+    if workers > CEILING_FIRST_SHARE * float(arrays.num_workers.sum()) or \
+            not _sets_of_types_fit(A > 0, demand, arrays.num_workers):
         return None
-    refined = _refine_separable(arrays, spec, multiplicity, options, ceiling, guess=True)
+    from fleetplan.solvers.allocation.separable import _no_capacity_binds
+
+    # Where every job fits on its fastest type at the ceiling, that plan proves the level
+    # reachable: the refinement starts from it (as after the max-min method) and is no guess.
+    fits = _no_capacity_binds(A, offset, mult * arrays.scale_factor, arrays.num_workers, spec.offset is not None)
+    refined = _refine_separable(arrays, spec, multiplicity, options, ceiling, None if fits is None else fits[1],
+                                guess=fits is None)
     refined.log = [f"separable: the jobs' best scores cap the level at {ceiling:.9g}, and the workers could hold "
                    f"every job there ({workers:.4g} of {float(arrays.num_workers.sum()):.4g}): the refinement at "
                    "that level is tried first (its plan proves the level)"] + refined.log
-    return ceiling, refined
+    return ceiling, refined, fits is not None
 
 
 def _sets_of_types_fit(runnable: np.ndarray, demand: np.ndarray, W: np.ndarray) -> bool:
