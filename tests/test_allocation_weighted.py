@@ -235,3 +235,23 @@ def test_buckets_tried_on_a_sample_first_are_the_same_buckets(monkeypatch):
     everyone = separable.bucket_of(columns, 100)
     assert np.array_equal(sampled[0], everyone[0]) and np.array_equal(sampled[1], everyone[1])
     assert len(sampled[0]) <= 100
+
+
+def test_a_schedulers_next_round_at_the_bound_tries_it_first_again():
+    from fleetplan.solvers import warm
+
+    instance = _weighted(1100, 12, 0.1, (4.0,))
+    data = instance.model_dump()
+    data["jobs"] = data["jobs"][5:]  # a few jobs finished
+    following = type(instance).model_validate(data)
+    state = warm.WarmStart()
+    with warm.hints(state):
+        first = fleetplan.solve(instance, "max-min-fairness")
+    with warm.hints(state):
+        second = fleetplan.solve(following, "max-min-fairness")
+    # The first round's hint has no prices (its level was the ceiling): the next round tries
+    # the ceiling before the max-min LP too, and still equals a cold solve.
+    assert any("tried first" in line for line in first.log) and any("tried first" in line for line in second.log)
+    assert state.offered == 1
+    cold = fleetplan.solve(following, "max-min-fairness", decomposition="none")
+    assert second.evaluation.violations == [] and second.objective == pytest.approx(cold.objective, rel=2e-7)

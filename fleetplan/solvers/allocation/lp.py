@@ -245,7 +245,8 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
         start = None if hint is None else (hint[0] * scale, hint[1] * scale) if spec.form == "max_min" else hint[1]
         ceiling_log: list[str] = []
         result = None
-        if spec.form == "max_min" and options.refine and start is None:
+        # A hint without prices is a previous round's level at the ceiling (or no capacity bound).
+        if spec.form == "max_min" and options.refine and (start is None or not np.any(start[1])):
             tried = _refine_at_ceiling(work_arrays, work_spec, multiplicity, options)
             if tried is not None:
                 ceiling, refined, proven = tried
