@@ -442,13 +442,14 @@ def _refine_at_ceiling(arrays: AllocationArrays, spec: PolicySpec, multiplicity,
     """(ceiling, the refinement at it, whether the ceiling is known reachable) when the max-min
     level is likely the *ceiling* — the lowest of the jobs' best scores (a job's best type with
     all its time), which no plan can beat — else None. A refinement plan that reaches the
-    ceiling proves it the max-min optimum, so the max-min LP (its interior-point prices: 100 ms
-    of a 200 ms weighted LAS solve at 16,384 distinct jobs) is skipped. Priority weights put it
+    ceiling proves it the max-min optimum, so the max-min LP and its interior-point prices are
+    skipped (weighted LAS, 16,384 distinct jobs, half at weight 8: 0.24 s before, 0.09 s after;
+    benchmarks/results/allocation.md, "Weighted max-min fairness, part 2"). Priority weights put it
     there: a heavily weighted job's share counts 1/weight, so its best score is low. Tried only
     where every job at the ceiling, each on its type of fewest workers per unit of score, needs
     at most CEILING_FIRST_SHARE of the workers, and of each set of types for the jobs that run
     only there (necessary conditions, with room to spare); where capacity sets the level
-    (unweighted LAS: 1.03 of the workers on Gavel's mix) nothing is spent. Where every job fits
+    (unweighted LAS on Gavel's mix needs more workers than there are) nothing is spent. Where every job fits
     on its fastest type the ceiling is reachable and that plan starts the refinement; otherwise
     the try is a guess and stops at its first infeasible reduced LP (a level just below the
     ceiling)."""
