@@ -110,14 +110,148 @@ def test_identical_jobs_merged_into_classes_refine_to_the_same_optimum():
 
 def test_a_refinement_stopped_by_the_clock_keeps_the_max_min_plan(monkeypatch):
     import fleetplan.solvers.allocation.separable_refine as refinement
+    from fleetplan.solvers.allocation import lp
 
     arrays = _weighted(1200, 9, 0.5, (2.0,)).arrays()
     spec = _las(arrays)
     monkeypatch.setattr(refinement, "refine", lambda *args, **kwargs: separable.SeparableResult(
         "time_limit", log=["time limit in the refinement"]))
+    # Without the try at the best-score bound, the max-min decomposition certifies this level.
+    monkeypatch.setattr(lp, "CEILING_FIRST_SHARE", 0.0)
     outcome = solve_spec(arrays, spec, LpOptions(decomposition="prices", aggregate=False))
     full = solve_spec(arrays, spec, LpOptions(decomposition="none", aggregate=False, refine=False))
-    # Capacity sets this level (the max-min decomposition certified it), so its plan stands.
+    # The max-min decomposition certified its plan, so that plan stands.
     assert not any("ceiling" in line for line in outcome.log)
     assert outcome.status == "optimal" and outcome.objective == pytest.approx(full.objective, rel=1e-7)
     assert "the max-min plan is kept unrefined" in outcome.log[-1]
+
+
+def _with_unusable_types(jobs: int, seed: int, only_k80: float, weight: float):
+    """Gavel's mix with ``only_k80`` of the jobs unable to run on v100 or p100, job 0 at ``weight``."""
+    instance = fleetplan.generate("allocation", {"jobs": jobs, "throughput_noise": 0.1}, seed=seed)
+    data = instance.model_dump()
+    for m in np.random.default_rng(seed).choice(jobs, size=int(only_k80 * jobs), replace=False).tolist():
+        data["jobs"][m]["throughput"].update(v100=0.0, p100=0.0)
+    data["jobs"][0]["weight"] = weight
+    return type(instance).model_validate(data)
+
+
+def test_a_level_at_the_best_score_bound_is_proven_without_the_max_min_lp():
+    # Half the jobs at weight 8: their best scores cap the level, and the workers could hold
+    # every job there, so the refinement at that bound is tried first and its plan proves it.
+    instance = _weighted(1100, 11, 0.5, (8.0,))
+    result = fleetplan.solve(instance, "max-min-fairness", decomposition="prices")
+    reference = fleetplan.solve(instance, "max-min-fairness", decomposition="none")
+    assert result.status == reference.status == "optimal" and result.evaluation.violations == []
+    assert result.objective == pytest.approx(reference.objective, rel=2e-7)
+    assert any("tried first" in line for line in result.log)
+    assert any("refinement: certified optimal" in line for line in result.log)
+    assert not any("interior-point" in line for line in result.log), result.log
+
+
+@pytest.mark.parametrize("only_k80,weight,how", [
+    # The bound passes the workers' check but the optimum is a level just below it: the try
+    # stops at its first infeasible reduced LP and the max-min method decides.
+    (0.5, 2.0, "guess"),
+    # Every job fits on its fastest type at the bound, so it is the level; the refinement
+    # (started from that plan) does not certify here, and the full LP is solved once for it.
+    (0.5, 4.0, "proven"),
+    # The jobs that run only on k80 need more of them than there are at the bound: not tried.
+    (0.7, 2.0, "not tried"),
+])
+def test_a_bound_the_refinement_cannot_certify_leaves_the_answer_to_the_lp(only_k80, weight, how):
+    instance = _with_unusable_types(400, 3, only_k80, weight)
+    result = fleetplan.solve(instance, "max-min-fairness", decomposition="prices")
+    reference = fleetplan.solve(instance, "max-min-fairness", decomposition="none")
+    assert result.status == reference.status == "optimal" and result.evaluation.violations == []
+    assert result.objective == pytest.approx(reference.objective, rel=2e-7)
+    assert any("tried first" in line for line in result.log) is (how != "not tried")
+    assert any("no certified plan there" in line for line in result.log) is (how == "guess")
+    if how == "proven":
+        assert sum("buckets for the first prices" in line for line in result.log) == 1, result.log
+
+
+def test_a_try_at_the_bound_stopped_by_the_clock_says_so(monkeypatch):
+    import fleetplan.solvers.allocation.separable_refine as refinement
+
+    arrays = _weighted(1100, 11, 0.5, (8.0,)).arrays()
+    monkeypatch.setattr(refinement, "refine", lambda *args, **kwargs: separable.SeparableResult(
+        "time_limit", log=["time limit in the refinement"]))
+    outcome = solve_spec(arrays, _las(arrays), LpOptions(decomposition="prices", aggregate=False))
+    assert outcome.status == "time_limit" and outcome.matrix is None
+    assert any("tried first" in line for line in outcome.log)
+
+
+@pytest.mark.parametrize("seed", [21, 22, 23])
+def test_random_weighted_instances_with_ties_and_unusable_types_equal_the_full_lp(seed):
+    # Repeated jobs (exact ties between jobs, kept apart: aggregate=False), Gavel's scale
+    # factors 1-8, some types a job cannot use, and 1/2/4/8 priority weights on a random share.
+    rng = np.random.default_rng(seed)
+    instance = fleetplan.generate("allocation", {"jobs": 360}, seed=seed)
+    data = instance.model_dump()
+    for m in rng.choice(360, size=60, replace=False).tolist():
+        data["jobs"][m]["throughput"][["v100", "p100", "k80"][int(rng.integers(3))]] = 0.0
+    for m in rng.choice(360, size=int(rng.choice([4, 36, 180])), replace=False).tolist():
+        data["jobs"][m]["weight"] = float(rng.choice([2.0, 4.0, 8.0]))
+    arrays = type(instance).model_validate(data).arrays()
+    spec = _las(arrays)
+    full = solve_spec(arrays, spec, LpOptions(decomposition="none", aggregate=False))
+    split = solve_spec(arrays, spec, LpOptions(decomposition="prices", aggregate=False))
+    assert full.status == split.status == "optimal"
+    assert not any("full LP" in line for line in split.log), split.log
+    full_scores, split_scores = _scores(arrays, spec, full.matrix), _scores(arrays, spec, split.matrix)
+    assert split_scores.min() == pytest.approx(full_scores.min(), rel=2e-7)
+    assert split_scores.sum() == pytest.approx(full_scores.sum(), rel=1e-6)
+    assert split.matrix.min() >= 0 and split.matrix.sum(axis=1).max() <= 1 + 1e-7
+    assert np.all(split.matrix[~arrays.runnable] == 0)
+    used = (split.matrix * arrays.scale_factor[:, None]).sum(axis=0)
+    assert np.all(used <= arrays.num_workers * (1 + 1e-7) + 1e-9)
+
+
+def test_picks_find_each_jobs_best_vertex_and_its_lead():
+    # The in-place pass over the vertex rows against argmax and a sort of each job's values.
+    from fleetplan.solvers.allocation import separable_refine as refinement
+
+    rng = np.random.default_rng(5)
+    A = np.where(rng.random((500, 3)) < 0.2, 0.0, rng.random((500, 3)) + 0.1)
+    A[A.max(axis=1) == 0, 0] = 1.0
+    A[:50] = A[50:100]  # repeated jobs
+    need = rng.random(500) * A.max(axis=1)
+    mult, usage, lam = np.ones(500), rng.choice([1.0, 2.0, 4.0, 8.0], size=500), rng.random(3)
+    choice, best, lead = refinement._picks(A, need, mult, usage, lam)
+    values = refinement.vertex_values(A, need, np.where(A > 0, A - lam * usage[:, None], -np.inf))
+    ordered = np.sort(values, axis=1)
+    assert np.array_equal(choice, np.argmax(values, axis=1)) and np.array_equal(best, ordered[:, -1])
+    expected = np.where(np.isfinite(ordered[:, -2]), (ordered[:, -1] - ordered[:, -2]) / A.max(axis=1), np.inf)
+    assert np.allclose(lead, expected, rtol=0, atol=1e-15)
+
+
+def test_buckets_tried_on_a_sample_first_are_the_same_buckets(monkeypatch):
+    rng = np.random.default_rng(2)
+    columns = np.log(rng.random((6000, 4)) + 0.01)
+    columns[rng.random(6000) < 0.1, 1] = -np.inf
+    sampled = separable.bucket_of(columns, 100)
+    monkeypatch.setattr(separable, "BUCKET_SAMPLE", 10**9)
+    everyone = separable.bucket_of(columns, 100)
+    assert np.array_equal(sampled[0], everyone[0]) and np.array_equal(sampled[1], everyone[1])
+    assert len(sampled[0]) <= 100
+
+
+def test_a_schedulers_next_round_at_the_bound_tries_it_first_again():
+    from fleetplan.solvers import warm
+
+    instance = _weighted(1100, 12, 0.1, (4.0,))
+    data = instance.model_dump()
+    data["jobs"] = data["jobs"][5:]  # a few jobs finished
+    following = type(instance).model_validate(data)
+    state = warm.WarmStart()
+    with warm.hints(state):
+        first = fleetplan.solve(instance, "max-min-fairness")
+    with warm.hints(state):
+        second = fleetplan.solve(following, "max-min-fairness")
+    # The first round's hint has no prices (its level was the ceiling): the next round tries
+    # the ceiling before the max-min LP too, and still equals a cold solve.
+    assert any("tried first" in line for line in first.log) and any("tried first" in line for line in second.log)
+    assert state.offered == 1
+    cold = fleetplan.solve(following, "max-min-fairness", decomposition="none")
+    assert second.evaluation.violations == [] and second.objective == pytest.approx(cold.objective, rel=2e-7)

@@ -41,6 +41,8 @@ def weighted(instance, share: float, weight: float):
 
 def how(result) -> str:
     log = " ".join(result.log)
+    if "refinement: certified" in log and "tried first" in log:
+        return "refinement at the best-score bound"
     if "refinement: certified" in log:
         return "decomposed refinement"
     if "refinement skipped" in log:

@@ -104,7 +104,11 @@ GLOSSARY: dict[str, GlossaryEntry] = {
         "sharpened by Newton's method on the Lagrangian dual smoothed by a soft maximum, then a "
         "reduced LP of the jobs near a tie and the certificate), so priority weights, which leave "
         "most jobs above the level, need no full LP; a level set by one job's own best score (a "
-        "heavily weighted job) is proven by that refinement's plan"),
+        "heavily weighted job) is proven by that refinement's plan, and where that bound is within "
+        "the workers' reach (every job at it needs at most 0.9 of the workers, and of each set of "
+        "types for the jobs that run only there) the refinement at the bound is tried before the "
+        "max-min LP, whose prices are then not computed (times: benchmarks/results/allocation.md, "
+        "'Weighted max-min fairness, part 2')"),
     "priorities": GlossaryEntry("weight each job's share by its priority weight (Gavel §4.1)"),
     "method": GlossaryEntry("finish-time fairness method: dinkelbach (a Dinkelbach-type iteration "
                             "with a certified bound, 2-3 LPs) or levels (a sequence of max-min LPs)"),

@@ -12,7 +12,9 @@
    model through HiGHS, or OR-Tools GLOP / PDLP;
 4. for ``max_min`` forms, *refine*: a second LP keeps the max-min level and maximizes the sum of
    the same scores, so capacity the minimum does not need is not left idle (after the price
-   decomposition, the refinement is decomposed too: :mod:`fleetplan.solvers.allocation.separable_refine`);
+   decomposition, the refinement is decomposed too: :mod:`fleetplan.solvers.allocation.separable_refine`;
+   where the jobs' best-score bound is within the workers' reach, as priority weights make it,
+   the refinement at that bound is tried before the max-min LP, and its plan proves the level);
 5. expand classes back to jobs and Charnes-Cooper's y / s back to X.
 """
 
@@ -49,6 +51,9 @@ Backend = Literal["highspy", "pyomo", "ortools-glop", "ortools-pdlp"]
 Decomposition = Literal["auto", "prices", "none"]
 # Below this many LP jobs the full LP is as fast as the decomposition's own LPs.
 SEPARABLE_MIN_JOBS = 1_000
+# The max-min level is first tried at the jobs' best-score bound when holding every job there
+# needs at most this share of the workers (_refine_at_ceiling).
+CEILING_FIRST_SHARE = 0.9
 BACKENDS: tuple[str, ...] = typing.get_args(Backend)
 
 
@@ -238,7 +243,29 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
         key = warm.slot(("allocation-separable", spec.form, options.heterogeneity_aware))
         hint = warm.take(key)
         start = None if hint is None else (hint[0] * scale, hint[1] * scale) if spec.form == "max_min" else hint[1]
-        result = _solve_separable(work_arrays, work_spec, multiplicity, options, start)
+        ceiling_log: list[str] = []
+        result = None
+        # A hint without prices is a previous round's level at the ceiling (or no capacity bound).
+        if spec.form == "max_min" and options.refine and (start is None or not np.any(start[1])):
+            tried = _refine_at_ceiling(work_arrays, work_spec, multiplicity, options)
+            if tried is not None:
+                ceiling, refined, proven = tried
+                if refined.status == "optimal":
+                    warm.give(key, (ceiling / scale, np.zeros(len(work_arrays.worker_types))))
+                    return _refined_outcome(refined, ceiling / scale, inverse, len(work_arrays.job_ids), {}, None,
+                                            refined.log)
+                if refined.status == "time_limit":
+                    return SpecOutcome(status="time_limit", log=refined.log, stats=refined.stats)
+                if proven:
+                    # The max-min method would find that same plan and run this same refinement.
+                    from fleetplan.solvers.allocation.separable import SeparableResult
+
+                    result = SeparableResult("fallback", log=refined.log)
+                else:
+                    ceiling_log = refined.log + ["refinement at the best-score bound: no certified plan there, so "
+                                                 "the max-min LP decides the level"]
+        if result is None:
+            result = _solve_separable(work_arrays, work_spec, multiplicity, options, start)
         if result.status == "optimal" and result.prices is not None:
             # The interior-point prices the answer was picked at (centred) where there are some.
             level, prices = result.anchor if result.anchor is not None else (result.level, result.prices)
@@ -247,7 +274,7 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
             # A job's own best score set the level and no capacity has a price: that is the hint
             # (the next round starts from it; its certificate decides, as for any hint).
             warm.give(key, (result.level / scale, np.zeros(len(work_arrays.worker_types))))
-        pre_log = result.log
+        pre_log = ceiling_log + result.log
         if spec.form == "max_min" and (result.status == "capped" or (
                 result.status == "optimal" and options.refine and not result.all_bottlenecked)):
             # The refinement by price decomposition (separable_refine): weighted max-min
@@ -257,16 +284,11 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
                                         result.matrix if result.status == "optimal" else None)
             pre_log = pre_log + refined.log
             if refined.status == "optimal":
-                matrix = np.minimum(refined.matrix, 1.0)
-                if inverse is not None:
-                    matrix = matrix[inverse]
-                stats = {"lp_jobs": float(len(work_arrays.job_ids)), **result.stats, **refined.stats}
-                stats.update(build_s=0.0, solve_s=result.stats.get("separable_s", 0.0) + refined.stats.get("refine_s", 0.0))
                 prices = None
                 if result.status == "optimal" and result.prices is not None:
                     prices = np.asarray(result.prices, dtype=float) / scale
-                return SpecOutcome(status="optimal", matrix=matrix, objective=result.level / scale, log=pre_log,
-                                   stats=stats, capacity_prices=prices)
+                return _refined_outcome(refined, result.level / scale, inverse, len(work_arrays.job_ids),
+                                        result.stats, prices, pre_log)
             if refined.status == "time_limit" and result.status == "optimal":
                 # As after the full LP: the max-min plan is an optimum, only not refined.
                 matrix = np.minimum(result.matrix, 1.0)
@@ -405,8 +427,77 @@ def _solve_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, o
         deadline=deadline, threads=options.threads, seed=options.seed, start=start)
 
 
+def _refined_outcome(refined, level: float, inverse, lp_jobs: int, first_stats: dict[str, float], prices,
+                     log: list[str]) -> SpecOutcome:
+    """The outcome of a decomposed refinement's plan (``level``: the max-min level it keeps)."""
+    matrix = np.minimum(refined.matrix, 1.0)
+    if inverse is not None:
+        matrix = matrix[inverse]
+    stats = {"lp_jobs": float(lp_jobs), **first_stats, **refined.stats}
+    stats.update(build_s=0.0, solve_s=first_stats.get("separable_s", 0.0) + refined.stats.get("refine_s", 0.0))
+    return SpecOutcome(status="optimal", matrix=matrix, objective=level, log=log, stats=stats, capacity_prices=prices)
+
+
+def _refine_at_ceiling(arrays: AllocationArrays, spec: PolicySpec, multiplicity, options: LpOptions):
+    """(ceiling, the refinement at it, whether the ceiling is known reachable) when the max-min
+    level is likely the *ceiling* — the lowest of the jobs' best scores (a job's best type with
+    all its time), which no plan can beat — else None. A refinement plan that reaches the
+    ceiling proves it the max-min optimum, so the max-min LP and its interior-point prices are
+    skipped (weighted LAS, 16,384 distinct jobs, half at weight 8: 0.24 s before, 0.09 s after;
+    benchmarks/results/allocation.md, "Weighted max-min fairness, part 2"). Priority weights put it
+    there: a heavily weighted job's share counts 1/weight, so its best score is low. Tried only
+    where every job at the ceiling, each on its type of fewest workers per unit of score, needs
+    at most CEILING_FIRST_SHARE of the workers, and of each set of types for the jobs that run
+    only there (necessary conditions, with room to spare); where capacity sets the level
+    (unweighted LAS on Gavel's mix needs more workers than there are) nothing is spent. Where every job fits
+    on its fastest type the ceiling is reachable and that plan starts the refinement; otherwise
+    the try is a guess and stops at its first infeasible reduced LP (a level just below the
+    ceiling)."""
+    throughput = np.where(arrays.runnable, model_throughput(arrays, options.heterogeneity_aware), 0.0)
+    A = spec.coefficient[:, None] * throughput
+    offset = np.zeros(len(A)) if spec.offset is None else np.asarray(spec.offset, dtype=float)
+    best = A.max(axis=1)
+    if len(A) == 0 or np.any(best <= 0):
+        return None
+    ceiling = float((best - offset).min())
+    if ceiling < 0 and spec.offset is None:
+        return None
+    mult = np.ones(len(A)) if multiplicity is None else np.asarray(multiplicity, dtype=float)
+    demand = mult * arrays.scale_factor * np.maximum(ceiling + offset, 0.0) / best
+    workers = float(demand.sum())
+    if workers > CEILING_FIRST_SHARE * float(arrays.num_workers.sum()) or \
+            not _sets_of_types_fit(A > 0, demand, arrays.num_workers):
+        return None
+    from fleetplan.solvers.allocation.separable import _no_capacity_binds
+
+    # Where every job fits on its fastest type at the ceiling, that plan proves the level
+    # reachable: the refinement starts from it (as after the max-min method) and is no guess.
+    fits = _no_capacity_binds(A, offset, mult * arrays.scale_factor, arrays.num_workers, spec.offset is not None)
+    refined = _refine_separable(arrays, spec, multiplicity, options, ceiling, None if fits is None else fits[1],
+                                guess=fits is None)
+    refined.log = [f"separable: the jobs' best scores cap the level at {ceiling:.9g}, and the workers could hold "
+                   f"every job there ({workers:.4g} of {float(arrays.num_workers.sum()):.4g}): the refinement at "
+                   "that level is tried first (its plan proves the level)"] + refined.log
+    return ceiling, refined, fits is not None
+
+
+def _sets_of_types_fit(runnable: np.ndarray, demand: np.ndarray, W: np.ndarray) -> bool:
+    """Whether each set of worker types has CEILING_FIRST_SHARE of its workers for the
+    ``demand`` of the jobs that run on no other type (a necessary condition, with room, for
+    every job to get its demand; checked for up to 8 types, 255 sets)."""
+    K = runnable.shape[1]
+    if K > 8:
+        return True
+    codes = runnable.astype(np.int64) @ (1 << np.arange(K))
+    per_code = np.bincount(codes, weights=demand, minlength=1 << K)
+    sets = np.arange(1 << K)
+    inside = (sets[None, :] & ~sets[:, None]) == 0  # [S, c]: the types of c are among S's
+    members = ((sets[:, None] >> np.arange(K)) & 1).astype(float)
+    return bool(np.all(inside @ per_code <= CEILING_FIRST_SHARE * (members @ W) + 1e-12))
+
+
 def _refine_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, options: LpOptions, level: float,
-                      start: np.ndarray | None = None):
+                      start: np.ndarray | None = None, guess: bool = False):
     """The max-min refinement LP at ``level`` (in the spec's scaled units) by price decomposition."""
     from fleetplan.solvers.allocation.separable_refine import refine
 
@@ -415,7 +506,7 @@ def _refine_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, 
     offset = np.zeros(len(mult)) if spec.offset is None else np.asarray(spec.offset, dtype=float)
     deadline = Deadline(options.deadline.remaining(options.reserve), started=None)
     return refine(spec.coefficient[:, None] * throughput, offset, mult, arrays.scale_factor, arrays.num_workers,
-                  level=level, deadline=deadline, threads=options.threads, seed=options.seed, start=start)
+                  level=level, deadline=deadline, threads=options.threads, seed=options.seed, start=start, guess=guess)
 
 
 def effective_model_throughput(arrays: AllocationArrays, outcome: SpecOutcome, heterogeneity_aware: bool = True) -> np.ndarray:

@@ -87,6 +87,8 @@ TIE = 1e-4
 REDUCED_LP_TOLERANCE = 1e-9
 # The first prices come from an LP over at most this many buckets of similar jobs.
 BUCKETS = 300
+# bucket_of tries each grid on every n // BUCKET_SAMPLE-th row before sorting all of them.
+BUCKET_SAMPLE = 2048
 
 
 @dataclass
@@ -213,14 +215,20 @@ def bucket_of(columns: np.ndarray, target: int = BUCKETS) -> tuple[np.ndarray, n
     rng = np.random.default_rng(0)
     multipliers = rng.integers(1, 2**61, size=columns.shape[1], dtype=np.int64) | 1
     finite = np.isfinite(columns)
-    step = 0.05
-    while True:
-        grid = np.where(finite, np.round(np.where(finite, columns, 0.0) / step), -(2**40)).astype(np.int64)
+    filled = np.where(finite, columns, 0.0)
+
+    def keys(rows, step):
+        grid = np.where(finite[rows], np.round(filled[rows] / step), -(2**40)).astype(np.int64)
         with np.errstate(over="ignore"):
-            keys = (grid * multipliers).sum(axis=1)
-        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        if len(first) <= target or step > 64:
-            return first, inverse.reshape(n)
+            return (grid * multipliers).sum(axis=1)
+    # A sample of the rows has at most all rows' buckets: a grid whose sample has too many is
+    # coarsened without sorting every row (the same grid wins; 16,384 rows: 5 sorts became 1).
+    sample, step = slice(None, None, max(1, n // BUCKET_SAMPLE)), 0.05
+    while True:
+        if not (n > BUCKET_SAMPLE and step <= 64 and len(np.unique(keys(sample, step))) > target):
+            _, first, inverse = np.unique(keys(slice(None), step), return_index=True, return_inverse=True)
+            if len(first) <= target or step > 64:
+                return first, inverse.reshape(n)
         step *= 2.0
 
 
