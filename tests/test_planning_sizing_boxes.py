@@ -27,7 +27,7 @@ def cheapest_by_brute_force(price, cap, passes):
 def exact_box_bound(price, passes):
     """The cheapest passing purchase of the box, by enumeration: the tightest valid bound."""
     def bound(lo, hi):
-        costs = [float(np.dot(price, point)) for point in itertools.product(*(range(a, b + 1) for a, b in zip(lo, hi)))
+        costs = [float(np.dot(price, point)) for point in itertools.product(*(range(a, b + 1) for a, b in zip(lo, hi, strict=True)))
                  if passes(np.array(point))]
         return min(costs) if costs else float("inf")
     return bound
