@@ -174,9 +174,9 @@ def test_shortcuts_equal_the_plain_procedure_at_2048_distinct_jobs():
 @pytest.mark.parametrize("declined", [3, 2])
 def test_a_declined_decomposition_falls_back_without_changing_the_run(monkeypatch, declined):
     """Where the decomposition declines (its prices too far off), the first probe moves to the
-    first event's state, a search probe to the state before it, and only then does HiGHS solve
-    the LP: the run is still the plain procedure's. Declined here: the first probe and every
-    third call, or two calls in three (then some LPs reach HiGHS)."""
+    first event's state, a search probe goes to HiGHS (a bisection's to the state before it), and
+    so do the batch's later probes: the run is still the plain procedure's. Declined here: the
+    first probe and every third call, or two calls in three."""
     from fleetplan.solvers.allocation import water_filling
 
     instance = distinct(256, 5, 0)
@@ -192,6 +192,6 @@ def test_a_declined_decomposition_falls_back_without_changing_the_run(monkeypatc
     monkeypatch.setattr(water_filling, "SEPARABLE_CLASSES", 0)
     monkeypatch.setattr(water_filling, "_separable_level", sometimes)
     _, fast = hierarchical_run(instance, aggregate=False, shortcuts=True)
-    assert len(calls) > 3 and fast.separable_probes > 0
-    assert declined == 3 or fast.lp_solves > 0
+    assert len(calls) >= 3 and fast.lp_solves > 0
+    assert declined == 2 or fast.separable_probes > 0
     assert_same_run(reference, fast)
