@@ -205,7 +205,8 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
     run = WaterFillingRun("optimal", None, levels, None, done)
     shortcuts = shortcuts and bottleneck_test == "lp"
     caps = individual_caps(classes) if shortcuts else None
-    pending = None  # the next iteration's level LP, already solved by the last batch's probe
+    pending = None  # the next iteration's level LP, already solved (a batch's probe, a witness)
+    plain_next = False  # a batch handed over the LP where the capacity binds: a plain iteration next
     hints = LevelHints(warm=shortcuts and lp_algorithm in ("auto", "simplex"))
     try_events = shortcuts
     while not done.all():
@@ -217,12 +218,13 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
             run.log.append(f"time limit after {run.iterations} iterations: {int((~done).sum())} classes "
                            "not yet bottlenecked")
             break
-        if try_events and pending is None:
+        if try_events and not plain_next:
             before = run.iterations
             batch = _cap_events(classes, caps, rates, levels, done, run, deadline, threads, seed,
-                                lp_algorithm, reserve, hints)
+                                lp_algorithm, reserve, hints, pending)
             if batch is not None:
                 levels, done, pending = batch
+                plain_next = pending is not None
                 run.levels, run.bottlenecked = levels, done
                 if progress is not None and run.iterations > before:
                     progress(float(classes.count[done].sum() / classes.count.sum()),
@@ -230,24 +232,17 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
                              "jobs bottlenecked")
                 continue
         try_events = shortcuts  # a batch that commits nothing is followed by one plain iteration
+        plain_next = False
         rate = np.where(done, 0.0, rates(done))
-        if pending is None and shortcuts and n >= SEPARABLE_CLASSES:
-            answer = _separable_level(classes, levels, rate, deadline, threads, seed)
-            if answer is not None:
-                pending = answer[2]
-                run.separable_probes += 1
         if pending is not None:
             (outcome, row_dual), pending = pending, None
         else:
-            outcome, row_dual = _solve(level_lp(classes, levels, rate), deadline, threads, seed, lp_algorithm,
-                                       reserve=reserve, duals=True, hints=hints)
-            run.lp_solves += 1
+            outcome, row_dual = _level(classes, levels, rate, run, hints, deadline, threads, seed, lp_algorithm,
+                                       reserve, shortcuts)
         if outcome.values is None or outcome.status not in ("optimal",):
             run.status = outcome.status if outcome.status == "time_limit" else "error"
             run.log += outcome.log + [f"iteration {run.iterations}: level LP ended {outcome.status}"]
             break
-        if shortcuts:
-            hints.learn(classes, row_dual)
         step = max(0.0, outcome.objective)
         if run.first_level is None:
             run.first_level = float(outcome.objective)
@@ -260,11 +255,25 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
         if bottleneck_test == "milp":
             stuck, solves = _milp_test(classes, levels, tested, deadline, threads, seed, reserve)
         else:
-            proven = None
+            proven = free = None
             if shortcuts and row_dual is not None:
                 proven = dual_stuck(classes, levels, row_dual, tolerance(levels))[tested]
+            if proven is not None and not proven.all():
+                # The next iteration's level LP with the classes the duals leave taken as free:
+                # each it lifts by more than the tolerance is free (its solution the witness, the
+                # rise LP's own criterion); only the others go to the rise LP, and when it finds
+                # none bottlenecked, this LP is the next iteration's.
+                after = done.copy()
+                after[tested[proven]] = True
+                witness = _level(classes, levels, np.where(after, 0.0, rates(after)), run, hints, deadline,
+                                 threads, seed, lp_algorithm, reserve, shortcuts)
+                if witness[0].status == "optimal" and witness[0].values is not None:
+                    scores = classes.scores(classes.feasible_part(witness[0].values[: len(classes.cell_class)]))
+                    free = ~proven & ((classes.count * (scores - levels))[tested] > tolerance(levels))
             stuck, solves = _lp_test(classes, levels, tested, deadline, threads, seed, lp_algorithm, reserve,
-                                     proven)
+                                     proven, free)
+            if free is not None and stuck is not None and np.array_equal(stuck, proven):
+                pending = witness
         run.lp_solves += solves
         if stuck is None:
             run.status = "time_limit" if deadline.expired(reserve) else "error"
@@ -292,7 +301,8 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
     return run
 
 
-def _cap_events(classes, caps, rates, levels, done, run, deadline, threads, seed, algorithm, reserve, hints):
+def _cap_events(classes, caps, rates, levels, done, run, deadline, threads, seed, algorithm, reserve, hints,
+                known=None):
     """Commit the iterations that cap events decide (Gavel §4.3 iterations, outcomes proven as
     :mod:`~fleetplan.solvers.allocation.water_filling_events` explains).
 
@@ -304,7 +314,7 @@ def _cap_events(classes, caps, rates, levels, done, run, deadline, threads, seed
     iteration after them. (Simulating ahead to the usage bound instead cost one weights call per
     event, 60% of them past the capacity point: 24 s of 67 s at 16,384 distinct jobs.) Returns
     (levels, done, the next iteration's level LP outcome or None), or None when nothing was
-    learnt."""
+    learnt. ``known``: the level LP at the current state, when the last iteration solved it."""
     bound = usage_bound(classes)
     # Each worker type alone (unit prices) bounds the events too: the levels need at least the
     # workers of that type each class cannot do without. With the last level LP's prices these
@@ -347,6 +357,10 @@ def _cap_events(classes, caps, rates, levels, done, run, deadline, threads, seed
         "infeasible" (t < 0: state ``k``'s levels are not; its prices are kept), or "declined"
         / "failed"."""
         state = states[k]
+        if k == 0 and known is not None and known[0].status == "optimal" and known[0].values is not None:
+            outcome = known[0]
+            probes[k] = (outcome.objective, outcome.values[: len(classes.cell_class)], known)
+            return "beyond" if outcome.objective >= state.next_t * (1 - 1e-9) else "feasible"
         if separable_probes and not declined and np.isfinite(state.next_t):
             answer = _separable_level(classes, state.levels, state.next_rate, deadline, threads, seed)
             if answer is not None:
@@ -481,14 +495,33 @@ def _separable_level(classes: JobClasses, levels: np.ndarray, rate: np.ndarray, 
     return float(result.level), values, (outcome, row_dual)
 
 
-def _lp_test(classes, levels, tested, deadline, threads, seed, algorithm,
-             reserve: float = 0.0, proven: np.ndarray | None = None) -> tuple[np.ndarray | None, int]:
+def _level(classes, levels, rate, run, hints, deadline, threads, seed, algorithm, reserve, shortcuts):
+    """The level LP at ``levels`` and ``rate``: (outcome, row duals), by the price
+    decomposition first from SEPARABLE_CLASSES classes (with ``shortcuts``), else by HiGHS from
+    the last basis; its prices are kept in ``hints``."""
+    if shortcuts and classes.num_classes >= SEPARABLE_CLASSES:
+        answer = _separable_level(classes, levels, rate, deadline, threads, seed)
+        if answer is not None:
+            run.separable_probes += 1
+            hints.learn(classes, answer[2][1])
+            return answer[2]
+    outcome, row_dual = _solve(level_lp(classes, levels, rate), deadline, threads, seed, algorithm, reserve=reserve,
+                               duals=True, hints=hints)
+    run.lp_solves += 1
+    if shortcuts and outcome.status == "optimal":
+        hints.learn(classes, row_dual)
+    return outcome, row_dual
+
+
+def _lp_test(classes, levels, tested, deadline, threads, seed, algorithm, reserve: float = 0.0,
+             proven: np.ndarray | None = None, free: np.ndarray | None = None) -> tuple[np.ndarray | None, int]:
     """Rounds of the rise LP; returns the mask over ``tested`` of bottlenecked classes. Those in
-    ``proven`` (a mask over ``tested``) are bottlenecked already and not tested again."""
+    ``proven`` (a mask over ``tested``) are bottlenecked already, those in ``free`` free already:
+    neither is tested again."""
     tol = tolerance(levels)
     cap = RISE_CAP * max(1.0, float(levels.max(initial=0.0))) * classes.count
     proven = np.zeros(len(tested), dtype=bool) if proven is None else proven
-    undecided = ~proven
+    undecided = ~proven if free is None else ~proven & ~free
     solves = 0
     while undecided.any():
         if deadline.expired(reserve):
