@@ -2,12 +2,19 @@
 
     .venv/bin/python -m fleetplan bench allocation-mixes -o DIR      # the suite (all policies)
     .venv/bin/python benchmarks/scripts/allocation_mixes.py report DIR [--limit 5]
+    .venv/bin/python benchmarks/scripts/allocation_mixes.py cells --policy water-filling \
+        --mix "priorities 50% at 8" [--repeats 3]                         # a few cells, in-process
 
 The suite (fleetplan/benchmarks/suites/allocation-mixes.yaml) solves each policy on the plain
 instance (distinct single-GPU jobs, every type usable, no priorities, no SLO) and on the same
 instance with one thing added. This prints, per policy and mix, the solve's CPU seconds (the
 cell's ``stats.cpu_s``: arrays, solve, plan and judge) divided by the plain twin's, marks every
 ratio above ``--limit`` and every cell without a plan, and ends with the worst ratio per mix.
+
+``cells`` solves the named policies on the suite's plain instance and one mix, ``--repeats``
+times each in this process (after one warm-up solve), and prints the median CPU seconds of
+each (the suite's ``cpu_s``: ``fleetplan.solve`` with its judge) and their ratio: a figure for a
+cell one change touches, steadier on a shared machine than the suite's single run.
 
 Nothing here is imported by fleetplan.
 """
@@ -75,13 +82,60 @@ def report(folder: Path, limit: float) -> int:
     return 0
 
 
+def cells(policies: list[str], mix: str, repeats: int) -> int:
+    import statistics
+    import time
+
+    import fleetplan
+    from fleetplan.benchmarks.suite import expand_cells, load_suite
+
+    def name_of(cell) -> str:
+        return mix_name({"group": cell.group, "params": json.dumps(cell.params)})
+
+    chosen = [cell for cell in expand_cells(load_suite("allocation-mixes"))
+              if cell.label in policies and name_of(cell) in ("plain", mix)]
+    if not any(name_of(cell) == mix for cell in chosen):
+        names = sorted({name_of(cell) for cell in expand_cells(load_suite("allocation-mixes"))})
+        print(f"error: --mix: no mix {mix!r} (one of: {', '.join(names)})", file=sys.stderr)
+        return 2
+    instances: dict[str, object] = {}
+    median: dict[tuple[str, str], float] = {}
+    for cell in chosen:
+        instance = instances.setdefault(cell.instance, fleetplan.generate(cell.kind, cell.params, seed=cell.seed))
+        fleetplan.solve(instance, cell.solver, seed=cell.seed)  # imports and caches are not the cell's
+        spent = []
+        for _ in range(repeats):
+            started = time.process_time()
+            fleetplan.solve(instance, cell.solver, time_limit=cell.time_limit, seed=cell.seed)
+            spent.append(time.process_time() - started)
+        median[(cell.label, name_of(cell))] = statistics.median(spent)
+        print(f"{cell.label} on {name_of(cell)}: CPU s {', '.join(f'{s:.3f}' for s in spent)}", flush=True)
+    print()
+    print(f"| policy | plain (CPU s, median of {repeats}) | {mix} (CPU s) | ratio |")
+    print("|---|---:|---:|---:|")
+    for policy in policies:
+        twin, value = median.get((policy, "plain")), median.get((policy, mix))
+        if twin is not None and value is not None:
+            print(f"| {policy} | {twin:.3f} | {value:.3f} | {value / twin:.1f}x |")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     show = sub.add_parser("report", help="the ratio table of a finished (or partial) suite run")
     show.add_argument("folder", type=Path)
     show.add_argument("--limit", type=float, default=5.0)
+    some = sub.add_parser("cells", help="median CPU seconds of a few policies on one mix and its plain twin")
+    some.add_argument("--policy", action="append", required=True)
+    some.add_argument("--mix", required=True, help='as the report names it, e.g. "priorities 50%% at 8"')
+    some.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    if args.command == "cells":
+        if args.repeats < 1:
+            print("error: --repeats must be at least 1", file=sys.stderr)
+            return 2
+        return cells(args.policy, args.mix, args.repeats)
     if not (args.folder / "results.csv").is_file():
         print(f"error: {args.folder}/results.csv not found (run the suite first)", file=sys.stderr)
         return 2
