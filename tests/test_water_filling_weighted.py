@@ -59,18 +59,18 @@ def test_weighted_runs_with_the_decomposition_equal_the_plain_procedure(monkeypa
     """From SEPARABLE_CLASSES classes the probes go to the price decomposition first; forced on
     at a small size, the run is the same where it certifies them (its prices feeding the cuts)
     and where it declines (after two declines a batch's probes go to HiGHS)."""
-    from fleetplan.solvers.allocation import water_filling
+    from fleetplan.solvers.allocation import water_filling_batches as batches
 
     instance = weighted(jobs, share, weight, seed)
     _, reference = single_level_run(instance, aggregate=False, shortcuts=False)
-    monkeypatch.setattr(water_filling, "SEPARABLE_CLASSES", 0)
-    decompose, calls = water_filling._separable_level, []
+    monkeypatch.setattr(batches, "SEPARABLE_CLASSES", 0)
+    decompose, calls = batches.separable_level, []
 
     def counted(*args):
         calls.append(args)
         return decompose(*args)
 
-    monkeypatch.setattr(water_filling, "_separable_level", counted)
+    monkeypatch.setattr(batches, "separable_level", counted)
     _, fast = single_level_run(instance, aggregate=False, shortcuts=True)
     assert calls
     assert (fast.separable_probes > 0) == certified
