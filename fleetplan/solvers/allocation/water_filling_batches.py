@@ -178,20 +178,23 @@ def cap_event_batch(classes: JobClasses, caps: np.ndarray, rates: Callable[[np.n
     # and a HiGHS probe far from the last basis 0.27 s against 0.02-0.13 s along a chain.
     declines = 0
 
-    def probe(k: int, by_highs: bool = True, guess: bool = False) -> str:
+    def probe(k: int, by_highs: bool = True, far: bool = False) -> str:
         """The level LP at state ``k`` with t free: "beyond" (it reaches the next event, whose
         levels are then feasible too), "feasible" (it stops short: the next state is not),
         "infeasible" (t < 0: state ``k``'s levels are not; its prices are kept), or "declined"
-        / "failed". A ``guess`` asks the decomposition even after declines: its LP is where the
-        capacity binds, often a long step from HiGHS's last basis (2,048 distinct jobs, 1% at
-        weight 8: 0.34 s by HiGHS from there, 0.01 s by the decomposition)."""
+        / "failed". A ``far`` probe asks the decomposition even after declines: the batch's
+        last state when its events ran out before any probe or price stopped them, whose LP can
+        be a long step from HiGHS's last basis (2,048 distinct jobs, 1% at weight 8: 0.33 s by
+        HiGHS from there, 0.01 s by the decomposition). A guess the prices made lies just past
+        the probes HiGHS followed: HiGHS from its basis (0.02 s at the 50% mix's capacity
+        point, where the decomposition declined in 0.09 s)."""
         state = states[k]
         if k == 0 and known is not None and known[0].status == "optimal" and known[0].values is not None:
             outcome = known[0]
             probes[k] = (outcome.objective, outcome.values[: len(classes.cell_class)], known)
             return "beyond" if outcome.objective >= state.next_t * (1 - 1e-9) else "feasible"
         nonlocal declines
-        if separable_probes and (declines < 2 or guess) and np.isfinite(state.next_t):
+        if separable_probes and (declines < 2 or far) and np.isfinite(state.next_t):
             answer = separable_level(classes, state.levels, state.next_rate, deadline, threads, seed)
             if answer is not None:
                 level, values, solved = answer
@@ -240,7 +243,7 @@ def cap_event_batch(classes: JobClasses, caps: np.ndarray, rates: Callable[[np.n
         still above ``low``, a bisection learns nearly as much; not for an ``exact`` guess) by
         HiGHS."""
         nonlocal declines
-        answer = probe(k, by_highs=False, guess=exact)
+        answer = probe(k, by_highs=False)
         if answer != "declined":
             return k, answer
         declines = 2
@@ -284,7 +287,7 @@ def cap_event_batch(classes: JobClasses, caps: np.ndarray, rates: Callable[[np.n
             low = high = k
         else:
             low = min(k + 1, high) if answer == "beyond" and k < high else k
-    if low not in probes and (deadline.expired(reserve) or probe(low, guess=True) not in ("feasible", "beyond")):
+    if low not in probes and (deadline.expired(reserve) or probe(low, far=True) not in ("feasible", "beyond")):
         return None
     _, values, solved = probes[low]
     values = classes.feasible_part(values)
