@@ -4,6 +4,8 @@
     .venv/bin/python benchmarks/scripts/allocation_mixes.py report DIR [--limit 5]
     .venv/bin/python benchmarks/scripts/allocation_mixes.py cells --policy water-filling \
         --mix "priorities 50% at 8" [--repeats 3]                         # a few cells, in-process
+    .venv/bin/python benchmarks/scripts/allocation_mixes.py profile --policy water-filling \
+        --mix "priorities 50% at 8"                                       # where one cell's time goes
 
 The suite (fleetplan/benchmarks/suites/allocation-mixes.yaml) solves each policy on the plain
 instance (distinct single-GPU jobs, every type usable, no priorities, no SLO) and on the same
@@ -15,6 +17,9 @@ ratio above ``--limit`` and every cell without a plan, and ends with the worst r
 times each in this process (after one warm-up solve), and prints the median CPU seconds of
 each (the suite's ``cpu_s``: ``fleetplan.solve`` with its judge) and their ratio: a figure for a
 cell one change touches, steadier on a shared machine than the suite's single run.
+``profile`` runs one such solve under cProfile (after a warm-up solve) and prints the seconds
+of its parts: every HiGHS run (the solver's LPs, the decomposition's reduced LPs, the judge's
+LP), the price decomposition's calls, the simulation of cap events, the judge.
 
 Nothing here is imported by fleetplan.
 """
@@ -87,29 +92,24 @@ def cells(policies: list[str], mix: str, repeats: int) -> int:
     import time
 
     import fleetplan
-    from fleetplan.benchmarks.suite import expand_cells, load_suite
 
-    def name_of(cell) -> str:
-        return mix_name({"group": cell.group, "params": json.dumps(cell.params)})
-
-    chosen = [cell for cell in expand_cells(load_suite("allocation-mixes"))
-              if cell.label in policies and name_of(cell) in ("plain", mix)]
-    if not any(name_of(cell) == mix for cell in chosen):
-        names = sorted({name_of(cell) for cell in expand_cells(load_suite("allocation-mixes"))})
-        print(f"error: --mix: no mix {mix!r} (one of: {', '.join(names)})", file=sys.stderr)
+    chosen = suite_cells(policies, mix)
+    if chosen is None:
         return 2
     instances: dict[str, object] = {}
     median: dict[tuple[str, str], float] = {}
-    for cell in chosen:
-        instance = instances.setdefault(cell.instance, fleetplan.generate(cell.kind, cell.params, seed=cell.seed))
+    for name, cell in chosen:
+        if cell.instance not in instances:
+            instances[cell.instance] = fleetplan.generate(cell.kind, cell.params, seed=cell.seed)
+        instance = instances[cell.instance]
         fleetplan.solve(instance, cell.solver, seed=cell.seed)  # imports and caches are not the cell's
         spent = []
         for _ in range(repeats):
             started = time.process_time()
             fleetplan.solve(instance, cell.solver, time_limit=cell.time_limit, seed=cell.seed)
             spent.append(time.process_time() - started)
-        median[(cell.label, name_of(cell))] = statistics.median(spent)
-        print(f"{cell.label} on {name_of(cell)}: CPU s {', '.join(f'{s:.3f}' for s in spent)}", flush=True)
+        median[(cell.label, name)] = statistics.median(spent)
+        print(f"{cell.label} on {name}: CPU s {', '.join(f'{s:.3f}' for s in spent)}", flush=True)
     print()
     print(f"| policy | plain (CPU s, median of {repeats}) | {mix} (CPU s) | ratio |")
     print("|---|---:|---:|---:|")
@@ -117,6 +117,58 @@ def cells(policies: list[str], mix: str, repeats: int) -> int:
         twin, value = median.get((policy, "plain")), median.get((policy, mix))
         if twin is not None and value is not None:
             print(f"| {policy} | {twin:.3f} | {value:.3f} | {value / twin:.1f}x |")
+    return 0
+
+
+def suite_cells(policies: list[str], mix: str) -> list | None:
+    """The suite's cells of ``policies`` on the plain instance and ``mix``; None (after a
+    one-line error) when the suite has no such mix."""
+    from fleetplan.benchmarks.suite import expand_cells, load_suite
+
+    every = expand_cells(load_suite("allocation-mixes"))
+    names = {id(cell): mix_name({"group": cell.group, "params": json.dumps(cell.params)}) for cell in every}
+    if mix not in names.values():
+        print(f"error: --mix: no mix {mix!r} (one of: {', '.join(sorted(set(names.values())))})", file=sys.stderr)
+        return None
+    unknown = sorted(set(policies) - {cell.label for cell in every})
+    if unknown:
+        print(f"error: --policy: not in the suite: {', '.join(unknown)}", file=sys.stderr)
+        return None
+    return [(names[id(cell)], cell) for cell in every
+            if cell.label in policies and names[id(cell)] in ("plain", mix)]
+
+
+def profile(policy: str, mix: str) -> int:
+    import cProfile
+    import pstats
+
+    import fleetplan
+
+    chosen = suite_cells([policy], mix)
+    if chosen is None:
+        return 2
+    _, cell = next((name, cell) for name, cell in chosen if name == mix)
+    instance = fleetplan.generate(cell.kind, cell.params, seed=cell.seed)
+    fleetplan.solve(instance, cell.solver, seed=cell.seed)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    result = fleetplan.solve(instance, cell.solver, seed=cell.seed)
+    profiler.disable()
+    stats = pstats.Stats(profiler).stats
+    parts: dict[str, list[float]] = {}
+    for (file, _, name), (_, calls, _, cumulative, _) in stats.items():
+        key = ("HiGHS runs" if "highspy._core.run" in name
+               else "price decomposition" if name == "max_min" and file.endswith("separable.py")
+               else "simulating cap events" if name == "simulate_events"
+               else "the judge (evaluate)" if name == "_judge" and file.endswith("base.py") else None)
+        if key:
+            parts.setdefault(key, [0, 0.0])
+            parts[key][0] += calls
+            parts[key][1] += cumulative
+    total = max(cumulative for (_, _, _, cumulative, _) in stats.values())
+    print(f"{policy} on {mix}: {total:.3f} s profiled; stats {json.dumps(result.stats)}")
+    for key, (calls, seconds) in sorted(parts.items()):
+        print(f"  {key}: {int(calls)} calls, {seconds:.3f} s")
     return 0
 
 
@@ -130,7 +182,12 @@ def main() -> int:
     some.add_argument("--policy", action="append", required=True)
     some.add_argument("--mix", required=True, help='as the report names it, e.g. "priorities 50%% at 8"')
     some.add_argument("--repeats", type=int, default=3)
+    one = sub.add_parser("profile", help="where one policy's solve on one mix spends its time (cProfile)")
+    one.add_argument("--policy", required=True)
+    one.add_argument("--mix", required=True)
     args = parser.parse_args()
+    if args.command == "profile":
+        return profile(args.policy, args.mix)
     if args.command == "cells":
         if args.repeats < 1:
             print("error: --repeats must be at least 1", file=sys.stderr)
