@@ -169,6 +169,12 @@ def profile(policy: str, mix: str) -> int:
     print(f"{policy} on {mix}: {total:.3f} s profiled; stats {json.dumps(result.stats)}")
     for key, (calls, seconds) in sorted(parts.items()):
         print(f"  {key}: {int(calls)} calls, {seconds:.3f} s")
+    # Who asked HiGHS: the callers of fleetplan.solvers.highs.run.
+    runner = next((value for (file, _, name), value in stats.items()
+                   if name == "run" and file.endswith("solvers/highs.py")), None)
+    if runner is not None:
+        for (file, _, name), (_, calls, _, seconds) in sorted(runner[4].items(), key=lambda item: -item[1][3]):
+            print(f"    HiGHS for {Path(file).stem}.{name}: {calls} calls, {seconds:.3f} s")
     return 0
 
 
