@@ -21,15 +21,19 @@ bottlenecked jobs with one of two exact tests (option ``bottleneck_test``):
   proves each of them bottlenecked (a single job's rise would already give a better total).
   About two or three LPs per iteration on the generated instances (benchmarks/RESULTS.md).
 
-With the LP test, three shortcuts keep those answers at a fraction of the LPs
-(:mod:`~fleetplan.solvers.allocation.water_filling_events`; ``water_fill(shortcuts=False)`` is
+With the LP test, shortcuts keep those answers at a fraction of the LPs
+(:mod:`~fleetplan.solvers.allocation.water_filling_events`,
+:mod:`~fleetplan.solvers.allocation.water_filling_batches`; ``water_fill(shortcuts=False)`` is
 the reference the tests compare them with): iterations whose level is set by a job reaching its
-own best score (*cap events*: 112 of 113 at 2,048 distinct jobs) are computed in closed form and
-proven in batches by one feasible allocation each; the level LP's prices prove bottlenecks by
-weak duality before any rise LP; and from ``SEPARABLE_CLASSES`` classes each level LP goes to
-the price decomposition (:func:`fleetplan.solvers.allocation.separable.max_min`, bottlenecked
-jobs as floors), HiGHS only where it declines (the iterations and times at 2,048 and 8,192
-distinct jobs: benchmarks/results/allocation.md, "Gavel on distinct jobs: price decomposition").
+own best score (*cap events*: 112 of 113 at 2,048 distinct jobs, 379 of 381 when half of them
+weigh 8) are computed in closed form and proven in batches by one feasible allocation each,
+the batch's end found with capacity prices and level LPs warm-started from each other; the
+level LP's prices prove bottlenecks by weak duality before any rise LP, and the next level LP
+witnesses the classes that can still rise; and from ``SEPARABLE_CLASSES`` classes each level LP
+goes to the price decomposition (:func:`fleetplan.solvers.allocation.separable.max_min`,
+bottlenecked jobs as floors), HiGHS only where it declines (the iterations and times at 2,048
+and 8,192 distinct jobs: benchmarks/results/allocation.md, "Gavel on distinct jobs: price
+decomposition").
 
 Jobs not yet bottlenecked but of zero weight (FIFO jobs behind their entity's head) are tested
 too: one that cannot rise now never will (the other jobs' levels only grow), so marking it now
@@ -60,26 +64,25 @@ from fleetplan.models.allocation.water_filling import (
     JobClasses,
     bottleneck_milp,
     job_classes,
-    level_lp,
     rise_lp,
 )
 from fleetplan.solvers import highs as highs_runner
-from fleetplan.solvers.allocation import separable
 from fleetplan.solvers.allocation.lp import load_backend
+from fleetplan.solvers.allocation.water_filling_batches import (
+    LevelHints,
+    cap_event_batch,
+    level_answer,
+    solve_highs,
+)
 from fleetplan.solvers.allocation.water_filling_events import (
-    State,
     dual_stuck,
     individual_caps,
-    simulate_events,
     tolerance,
-    usage_bound,
-    witnessed_prefix,
 )
 from fleetplan.solvers.base import Progress, SolveResult, register
 from fleetplan.solvers.deadline import Deadline
 
 BottleneckTest = Literal["lp", "milp"]
-MILP_TOLERANCE = 1e-9
 # Kept back from the iterations for expanding the plan.
 JUDGE_RESERVE_S = 0.05
 # The judge (``bottlenecked_jobs``) re-proves every job's bottleneck with LP rounds of its own,
@@ -87,17 +90,6 @@ JUDGE_RESERVE_S = 0.05
 # isolated allocation (49,152 cells; benchmarks/results/reliability.md, "Time limits"). The iterations keep
 # that much back. (The judge uses highspy, which the solver has loaded already.)
 JUDGE_S_PER_CELL = 70e-6
-# Cap events simulated in one batch: first FIRST_EVENTS, then doubling while the last one is
-# feasible, up to MAX_EVENTS (each costs one call of the weights; the search over them about
-# twice log2 of their number in level LPs).
-FIRST_EVENTS = 64
-MAX_EVENTS = 1 << 16
-# From this many classes the level LPs try the price decomposition before HiGHS.
-SEPARABLE_CLASSES = 1000
-# Its reduced LP's feasibility tolerances: with HiGHS's default 1e-7 the worker prices are off by
-# about that much, and the dual proof of a bottleneck (rise <= gap / u, u ~ 5e-5 at 8,192 jobs)
-# then fails by three orders of magnitude; at 1e-10 the gap is at rounding level.
-REDUCED_LP_TOLERANCE = 1e-10
 
 
 def judge_reserve(classes: JobClasses) -> float:
@@ -122,26 +114,6 @@ class WaterFillingRun:
     lp_solves: int = 0
     log: list[str] = field(default_factory=list)
     history: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)  # (levels, bottlenecked)
-
-
-def _solve(lp, deadline: Deadline, threads: int, seed: int, algorithm, mip: bool = False, reserve: float = 0.0,
-           duals: bool = False):
-    highs = highs_runner.new_highs(deadline.remaining(reserve), threads, seed)
-    highs_runner.pass_lp(highs, lp, "simplex" if mip else algorithm)
-    if mip:
-        # Big-M rows: an integrality slack of 1e-6 times Y would fake a rise larger than the
-        # test's epsilon, so the MILP runs with tight tolerances. With those, HiGHS 1.14's MIP
-        # presolve returned a wrong "optimal" count here (2 instead of 46 on a 48-job
-        # instance), so presolve is off: the MILPs are small.
-        highs.setOptionValue("presolve", "off")
-        highs.setOptionValue("mip_rel_gap", 0.0)
-        highs.setOptionValue("mip_feasibility_tolerance", MILP_TOLERANCE)
-        highs.setOptionValue("primal_feasibility_tolerance", MILP_TOLERANCE)
-    outcome = highs_runner.run(highs)
-    if not duals:
-        return outcome
-    solution = highs.getSolution()
-    return outcome, (np.asarray(solution.row_dual, dtype=float) if solution.dual_valid else None)
 
 
 def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *,
@@ -173,7 +145,9 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
     run = WaterFillingRun("optimal", None, levels, None, done)
     shortcuts = shortcuts and bottleneck_test == "lp"
     caps = individual_caps(classes) if shortcuts else None
-    pending = None  # the next iteration's level LP, already solved by the last batch's probe
+    pending = None  # the next iteration's level LP, already solved (a batch's probe, a witness)
+    plain_next = False  # a batch handed over the LP where the capacity binds: a plain iteration next
+    hints = LevelHints(warm=shortcuts and lp_algorithm in ("auto", "simplex"))
     try_events = shortcuts
     while not done.all():
         if fixed is None:
@@ -184,12 +158,13 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
             run.log.append(f"time limit after {run.iterations} iterations: {int((~done).sum())} classes "
                            "not yet bottlenecked")
             break
-        if try_events and pending is None:
+        if try_events and not plain_next:
             before = run.iterations
-            batch = _cap_events(classes, caps, rates, levels, done, run, deadline, threads, seed,
-                                lp_algorithm, reserve)
+            batch = cap_event_batch(classes, caps, rates, levels, done, run, deadline, threads, seed,
+                                lp_algorithm, reserve, hints, pending)
             if batch is not None:
                 levels, done, pending = batch
+                plain_next = pending is not None
                 run.levels, run.bottlenecked = levels, done
                 if progress is not None and run.iterations > before:
                     progress(float(classes.count[done].sum() / classes.count.sum()),
@@ -197,18 +172,13 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
                              "jobs bottlenecked")
                 continue
         try_events = shortcuts  # a batch that commits nothing is followed by one plain iteration
+        plain_next = False
         rate = np.where(done, 0.0, rates(done))
-        if pending is None and shortcuts and n >= SEPARABLE_CLASSES:
-            answer = _separable_level(classes, levels, rate, deadline, threads, seed)
-            if answer is not None:
-                pending = answer[2]
-                run.separable_probes += 1
         if pending is not None:
             (outcome, row_dual), pending = pending, None
         else:
-            outcome, row_dual = _solve(level_lp(classes, levels, rate), deadline, threads, seed, lp_algorithm,
-                                       reserve=reserve, duals=True)
-            run.lp_solves += 1
+            outcome, row_dual = level_answer(classes, levels, rate, run, hints, deadline, threads, seed, lp_algorithm,
+                                       reserve, shortcuts)
         if outcome.values is None or outcome.status not in ("optimal",):
             run.status = outcome.status if outcome.status == "time_limit" else "error"
             run.log += outcome.log + [f"iteration {run.iterations}: level LP ended {outcome.status}"]
@@ -225,11 +195,25 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
         if bottleneck_test == "milp":
             stuck, solves = _milp_test(classes, levels, tested, deadline, threads, seed, reserve)
         else:
-            proven = None
+            proven = free = None
             if shortcuts and row_dual is not None:
                 proven = dual_stuck(classes, levels, row_dual, tolerance(levels))[tested]
+            if proven is not None and not proven.all():
+                # The next iteration's level LP with the classes the duals leave taken as free:
+                # each it lifts by more than the tolerance is free (its solution the witness, the
+                # rise LP's own criterion); only the others go to the rise LP, and when it finds
+                # none bottlenecked, this LP is the next iteration's.
+                after = done.copy()
+                after[tested[proven]] = True
+                witness = level_answer(classes, levels, np.where(after, 0.0, rates(after)), run, hints, deadline,
+                                 threads, seed, lp_algorithm, reserve, shortcuts)
+                if witness[0].status == "optimal" and witness[0].values is not None:
+                    scores = classes.scores(classes.feasible_part(witness[0].values[: len(classes.cell_class)]))
+                    free = ~proven & ((classes.count * (scores - levels))[tested] > tolerance(levels))
             stuck, solves = _lp_test(classes, levels, tested, deadline, threads, seed, lp_algorithm, reserve,
-                                     proven)
+                                     proven, free)
+            if free is not None and stuck is not None and np.array_equal(stuck, proven):
+                pending = witness
         run.lp_solves += solves
         if stuck is None:
             run.status = "time_limit" if deadline.expired(reserve) else "error"
@@ -257,159 +241,21 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
     return run
 
 
-def _cap_events(classes, caps, rates, levels, done, run, deadline, threads, seed, algorithm, reserve):
-    """Commit the iterations that cap events decide (Gavel §4.3 iterations, outcomes proven as
-    :mod:`~fleetplan.solvers.allocation.water_filling_events` explains).
-
-    The first probe is the next iteration's own level LP: if the capacity binds before the
-    first cap event, that LP is the plain iteration's and nothing else is solved. Otherwise the
-    events are simulated in doubling chunks (FIRST_EVENTS, then as many again) while the last one
-    probes feasible, and a binary search of level LPs over them finds the last state whose levels
-    are feasible; its LP's solution witnesses the events before it and is the level LP of the
-    iteration after them. (Simulating ahead to the usage bound instead cost one weights call per
-    event, 60% of them past the capacity point: 24 s of 67 s at 16,384 distinct jobs.) Returns
-    (levels, done, the next iteration's level LP outcome or None), or None when nothing was
-    learnt."""
-    bound = usage_bound(classes)
-
-    def simulate(start: State, count: int) -> tuple[list[State], bool]:
-        """Up to ``count`` events after ``start``, and whether more may follow."""
-        more = simulate_events(start.levels, start.done, caps, classes.count, rates, bound, count,
-                               lambda: deadline.expired(reserve))
-        return more, len(more) - 1 == count
-
-    states, open_ended = simulate(State(levels, done, np.zeros(0), 0.0), FIRST_EVENTS)
-    last = len(states) - 1
-    probes = {}  # state -> (t, cell values, the HiGHS outcome and duals when HiGHS solved it)
-    separable_probes = classes.num_classes >= SEPARABLE_CLASSES
-
-    def probe(k: int, by_highs: bool = True) -> str:
-        state = states[k]
-        if separable_probes and np.isfinite(state.next_t):
-            answer = _separable_level(classes, state.levels, state.next_rate, deadline, threads, seed)
-            if answer is not None:
-                level, values, solved = answer
-                run.separable_probes += 1
-                probes[k] = (level, values, solved)
-                if level < 0:
-                    return "infeasible"
-                return "beyond" if level >= state.next_t * (1 - 1e-9) else "feasible"
-            if not by_highs:
-                return "declined"
-        lp = level_lp(classes, state.levels, state.next_rate)
-        # The caps bound t by next_t anyway; written out, it keeps an all-capped state bounded.
-        lp.col_upper[-1] = state.next_t if np.isfinite(state.next_t) else 0.0
-        outcome, row_dual = _solve(lp, deadline, threads, seed, algorithm, reserve=reserve, duals=True)
-        run.lp_solves += 1
-        if outcome.status == "optimal" and outcome.values is not None:
-            probes[k] = (outcome.objective, outcome.values[: len(classes.cell_class)], (outcome, row_dual))
-            # Reaching the bound proves the next state's levels feasible too.
-            return "beyond" if outcome.objective >= state.next_t * (1 - 1e-9) else "feasible"
-        return "infeasible" if outcome.status == "infeasible" else "failed"
-
-    if last == 0 or not np.isfinite(states[0].next_t):
-        return None
-    first = probe(0, by_highs=False)
-    if first == "declined" and last >= 1:
-        # State 0's level LP is set by one job's cap and can be degenerate for the interior-point
-        # prices (8,192 distinct jobs: declined, 3 s by HiGHS). Whether the capacity binds first
-        # is also whether state 1 is feasible; if it is not, the plain iteration follows.
-        second = probe(1)
-        first = "beyond" if second in ("beyond", "feasible") else "failed"
-    if first in ("failed", "declined"):
-        return None
-    if first != "beyond":
-        return levels, done, probes[0][2]  # the capacity binds first: a plain iteration
-    def search_probe(k: int, low: int) -> tuple[int, str]:
-        """Probe state ``k``; where the decomposition declines, the state before it (if that is
-        still above ``low``, the search learns nearly as much), and only then HiGHS at ``k``."""
-        answer = probe(k, by_highs=False)
-        if answer == "declined" and k - 1 > low:
-            k, answer = k - 1, probe(k - 1, by_highs=False)
-            if answer == "declined":
-                k += 1
-        return (k, probe(k)) if answer == "declined" else (k, answer)
-
-    low, high = 1, last  # state ``low`` is feasible, every state past ``high`` infeasible
-    while open_ended and low < high and len(states) - 1 < MAX_EVENTS and not deadline.expired(reserve):
-        at, answer = search_probe(high, low)
-        if answer == "failed":
-            return None
-        if answer == "infeasible":
-            high = at - 1
-            break
-        low = at
-        more, open_ended = simulate(states[-1], len(states) - 1)
-        states += more[1:]
-        high = len(states) - 1
-    while low < high:
-        mid = (low + high + 1) // 2
-        if deadline.expired(reserve):
-            return None
-        mid, answer = search_probe(mid, low)
-        if answer == "failed":
-            return None
-        if answer == "infeasible":
-            high = mid - 1
-        else:
-            low = min(mid + 1, high) if answer == "beyond" and mid < high else mid
-    if low not in probes and (deadline.expired(reserve) or probe(low) not in ("feasible", "beyond")):
-        return None
-    _, values, solved = probes[low]
-    values = classes.feasible_part(values)
-    proven = witnessed_prefix(states, low, classes.scores(values), classes.count)
-    if proven == 0:
-        return None
-    if run.first_level is None:
-        run.first_level = float(states[0].next_t)
-    for state in states[1: proven + 1]:
-        run.iterations += 1
-        run.event_iterations += 1
-        run.history.append((state.levels, state.done))
-    run.values = values
-    reusable = proven == low and np.isfinite(states[low].next_t)
-    return states[proven].levels, states[proven].done, solved if reusable else None
-
-
-def _separable_level(classes: JobClasses, levels: np.ndarray, rate: np.ndarray, deadline: Deadline, threads: int,
-                     seed: int):
-    """:func:`level_lp` by the price decomposition (:func:`fleetplan.solvers.allocation.separable.max_min`:
-    rows divided by their rates, classes of rate 0 as floors, t free): (t, cell values, the LP's
-    outcome and row duals in :func:`level_lp`'s layout) of a certified optimum, or None when it
-    does not certify (the caller solves the LP). A negative t means the levels are infeasible."""
-    live = rate > 0
-    if not live.any():
-        return None
-    rate = np.where(live, rate, 1.0)[:, None]
-    result = separable.max_min(classes.coefficient / rate, levels / rate[:, 0], classes.count,
-                               classes.scale_factor, classes.num_workers, free_level=True, floor=~live,
-                               deadline=deadline, threads=threads, seed=seed, lp_tolerance=REDUCED_LP_TOLERANCE)
-    if result.status != "optimal":
-        return None
-    values = result.matrix[classes.cell_class, classes.cell_type]
-    outcome = highs_runner.LpOutcome("optimal", np.concatenate([values, [result.level]]), float(result.level),
-                                     log=result.log[-1:])
-    # Rows of level_lp: scores (the scaled row's dual over the rate), job times, workers (<=, so
-    # their duals enter with the opposite sign); dual_stuck checks whatever it is given.
-    n = classes.num_classes
-    row_dual = np.concatenate([result.score_duals / rate[:, 0], np.zeros(n), -result.prices])
-    return float(result.level), values, (outcome, row_dual)
-
-
-def _lp_test(classes, levels, tested, deadline, threads, seed, algorithm,
-             reserve: float = 0.0, proven: np.ndarray | None = None) -> tuple[np.ndarray | None, int]:
+def _lp_test(classes, levels, tested, deadline, threads, seed, algorithm, reserve: float = 0.0,
+             proven: np.ndarray | None = None, free: np.ndarray | None = None) -> tuple[np.ndarray | None, int]:
     """Rounds of the rise LP; returns the mask over ``tested`` of bottlenecked classes. Those in
-    ``proven`` (a mask over ``tested``) are bottlenecked already and not tested again."""
+    ``proven`` (a mask over ``tested``) are bottlenecked already, those in ``free`` free already:
+    neither is tested again."""
     tol = tolerance(levels)
     cap = RISE_CAP * max(1.0, float(levels.max(initial=0.0))) * classes.count
     proven = np.zeros(len(tested), dtype=bool) if proven is None else proven
-    undecided = ~proven
+    undecided = ~proven if free is None else ~proven & ~free
     solves = 0
     while undecided.any():
         if deadline.expired(reserve):
             return None, solves
         subset = tested[undecided]
-        outcome = _solve(rise_lp(classes, levels, subset, cap[subset]), deadline, threads, seed, algorithm,
+        outcome = solve_highs(rise_lp(classes, levels, subset, cap[subset]), deadline, threads, seed, algorithm,
                          reserve=reserve)
         solves += 1
         if outcome.status != "optimal" or outcome.values is None:
@@ -427,7 +273,7 @@ def _milp_test(classes, levels, tested, deadline, threads, seed,
                reserve: float = 0.0) -> tuple[np.ndarray | None, int]:
     """The paper's MILP; returns the mask over ``tested`` of bottlenecked classes (z = 0)."""
     epsilon = np.full(len(tested), tolerance(levels)) / classes.count[tested]
-    outcome = _solve(bottleneck_milp(classes, levels, tested, epsilon), deadline, threads, seed, "simplex",
+    outcome = solve_highs(bottleneck_milp(classes, levels, tested, epsilon), deadline, threads, seed, "simplex",
                      mip=True, reserve=reserve)
     if outcome.status != "optimal" or outcome.values is None:
         return None, 1

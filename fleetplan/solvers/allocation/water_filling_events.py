@@ -35,6 +35,7 @@ import numpy as np
 
 from fleetplan.instances.allocation.hierarchical import RISE_TOLERANCE
 from fleetplan.models.allocation.water_filling import JobClasses
+from fleetplan.solvers.allocation.vertices import best_vertices
 
 
 def tolerance(levels: np.ndarray) -> float:
@@ -162,6 +163,37 @@ def _best_multipliers(classes: JobClasses, levels: np.ndarray, lam: np.ndarray) 
     pick = np.where(h <= low + 1e-15 * (1.0 + np.abs(low)), u, -1.0).argmax(axis=1)
     rows = np.arange(len(a))
     return u[rows, pick], h[rows, pick]
+
+
+def capacity_prices(classes: JobClasses, row_dual: np.ndarray) -> list[np.ndarray]:
+    """The worker rows' prices (>= 0, per worker of each type) a level LP's row duals give, in
+    both sign conventions (HiGHS's and the decomposition's differ); the zero ones dropped, as
+    they prove nothing."""
+    n, K = classes.num_classes, len(classes.num_workers)
+    duals = np.asarray(row_dual, dtype=float)[2 * n: 2 * n + K]
+    candidates = (np.maximum(-duals, 0.0), np.maximum(duals, 0.0))
+    return [lam for lam in candidates if float((lam * classes.num_workers).sum()) > 0]
+
+
+def priced_out(classes: JobClasses, levels: np.ndarray, prices: list[np.ndarray]) -> bool:
+    """Whether capacity ``prices`` prove ``levels`` infeasible (weak duality of the level LP).
+
+    At prices ``lam >= 0`` every class's cheapest way to reach its level (its own LP: the level
+    at least, time at most 1) costs at least ``cost_m``, a vertex of that LP
+    (:func:`fleetplan.solvers.allocation.vertices.best_vertices`; infinite above the class's
+    best score); any feasible allocation pays ``sum_m cost_m <= lam . W``. Levels whose costs
+    exceed the workers' value by more than rounding cannot be met. Prices near the optimum's
+    (the last level LP's, or those of a probe past the capacity point) refute every state of a
+    batch of cap events past the capacity point, so the search probes the last state they
+    leave."""
+    usage = classes.count * classes.scale_factor
+    for lam in prices:
+        _, best, _, _ = best_vertices(classes.coefficient, levels, 0.0, lam, usage)
+        cost = np.where(levels <= 0, 0.0, best)
+        budget = float((lam * classes.num_workers).sum())
+        if float(cost.sum()) > budget * (1 + 1e-9) + 1e-12:
+            return True
+    return False
 
 
 def usage_bound(classes: JobClasses) -> Callable[[np.ndarray], bool]:
