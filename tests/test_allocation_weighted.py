@@ -48,24 +48,9 @@ def test_refinement_by_hand():
 ])
 def test_weighted_las_equals_the_full_lp_and_its_refinement(seed, share, weights):
     arrays = _weighted(400, seed, share, weights).arrays()
-    spec = _las(arrays)
-    full = solve_spec(arrays, spec, LpOptions(decomposition="none", aggregate=False))
-    split = solve_spec(arrays, spec, LpOptions(decomposition="prices", aggregate=False))
-    assert full.status == split.status == "optimal"
+    split = _decomposed_equals_full_lp(arrays)
     # Decomposed throughout: the refinement certified, or not needed (every job a bottleneck).
     assert any("refinement: certified optimal" in line or "refinement skipped" in line for line in split.log)
-    assert not any("full LP" in line for line in split.log), split.log
-    # The same optimum: the level (both keep it to the refinement's relative 1e-7) and the
-    # refinement's objective, the sum of the scores (where the refinement is skipped, the full
-    # LP's may be larger by what the 1e-7 slack on every job frees).
-    full_scores, split_scores = _scores(arrays, spec, full.matrix), _scores(arrays, spec, split.matrix)
-    assert split_scores.min() == pytest.approx(full_scores.min(), rel=2e-7)
-    assert split_scores.sum() == pytest.approx(full_scores.sum(), rel=1e-6)
-    # Feasible: time shares, runnable types, workers.
-    assert split.matrix.min() >= 0 and split.matrix.sum(axis=1).max() <= 1 + 1e-7
-    assert np.all(split.matrix[~arrays.runnable] == 0)
-    used = (split.matrix * arrays.scale_factor[:, None]).sum(axis=0)
-    assert np.all(used <= arrays.num_workers * (1 + 1e-7) + 1e-9)
 
 
 def test_a_level_set_by_one_job_is_found_without_the_full_lp():
@@ -194,18 +179,7 @@ def test_random_weighted_instances_with_ties_and_unusable_types_equal_the_full_l
     for m in rng.choice(360, size=int(rng.choice([4, 36, 180])), replace=False).tolist():
         data["jobs"][m]["weight"] = float(rng.choice([2.0, 4.0, 8.0]))
     arrays = type(instance).model_validate(data).arrays()
-    spec = _las(arrays)
-    full = solve_spec(arrays, spec, LpOptions(decomposition="none", aggregate=False))
-    split = solve_spec(arrays, spec, LpOptions(decomposition="prices", aggregate=False))
-    assert full.status == split.status == "optimal"
-    assert not any("full LP" in line for line in split.log), split.log
-    full_scores, split_scores = _scores(arrays, spec, full.matrix), _scores(arrays, spec, split.matrix)
-    assert split_scores.min() == pytest.approx(full_scores.min(), rel=2e-7)
-    assert split_scores.sum() == pytest.approx(full_scores.sum(), rel=1e-6)
-    assert split.matrix.min() >= 0 and split.matrix.sum(axis=1).max() <= 1 + 1e-7
-    assert np.all(split.matrix[~arrays.runnable] == 0)
-    used = (split.matrix * arrays.scale_factor[:, None]).sum(axis=0)
-    assert np.all(used <= arrays.num_workers * (1 + 1e-7) + 1e-9)
+    _decomposed_equals_full_lp(arrays)
 
 
 def test_picks_find_each_jobs_best_vertex_and_its_lead():
@@ -255,3 +229,23 @@ def test_a_schedulers_next_round_at_the_bound_tries_it_first_again():
     assert state.offered == 1
     cold = fleetplan.solve(following, "max-min-fairness", decomposition="none")
     assert second.evaluation.violations == [] and second.objective == pytest.approx(cold.objective, rel=2e-7)
+
+
+def _decomposed_equals_full_lp(arrays):
+    """The decomposed solve against the full LP: no fall-back to the full LP, the same optimum (the
+    level, which both keep to the refinement's relative 1e-7, and the refinement's sum of scores:
+    where the refinement is skipped the full LP's may be larger by what that slack frees), and a
+    feasible plan (time shares, runnable types, workers). Returns the decomposed outcome."""
+    spec = _las(arrays)
+    full = solve_spec(arrays, spec, LpOptions(decomposition="none", aggregate=False))
+    split = solve_spec(arrays, spec, LpOptions(decomposition="prices", aggregate=False))
+    assert full.status == split.status == "optimal"
+    assert not any("full LP" in line for line in split.log), split.log
+    full_scores, split_scores = _scores(arrays, spec, full.matrix), _scores(arrays, spec, split.matrix)
+    assert split_scores.min() == pytest.approx(full_scores.min(), rel=2e-7)
+    assert split_scores.sum() == pytest.approx(full_scores.sum(), rel=1e-6)
+    assert split.matrix.min() >= 0 and split.matrix.sum(axis=1).max() <= 1 + 1e-7
+    assert np.all(split.matrix[~arrays.runnable] == 0)
+    used = (split.matrix * arrays.scale_factor[:, None]).sum(axis=0)
+    assert np.all(used <= arrays.num_workers * (1 + 1e-7) + 1e-9)
+    return split
