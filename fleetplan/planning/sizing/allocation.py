@@ -16,7 +16,7 @@ minimum (a proven lower bound: the policy's allocation is one allocation), each 
 checked by the LP (an allocation must exist) and then by the policy. When the search stops at
 its limit, a search along the ray from the policy-free purchase to every MAX, then trimmed
 type by type, gives a purchase that passes, reported ``feasible`` with the lattice's proven bound.
-Under max-min fairness (the default policy) the lattice is searched by boxes instead
+Under max-min fairness (the default policy, up to 2,000 jobs) the lattice is searched by boxes instead
 (:mod:`.boxes`): a box of purchases is ruled out, or its cheapest passing purchase bounded, by an
 LP over the policy's optimal face (:mod:`.max_min_face`), so the bound rises past purchases no
 one checked.
@@ -295,10 +295,17 @@ def _under_policy(instance: AllocationInstance, arrays: AllocationArrays, target
     return found, False, sized, plan, metrics, checks
 
 
+# Above this many jobs a box test (several LPs over every job and type) costs more than the
+# policy solves it saves: the purchases are checked one by one.
+FACE_MAX_JOBS = 2000
+
+
 def _face_applies(policy: str, arrays: AllocationArrays) -> bool:
     """Whether :class:`MaxMinFaceTest` bounds ``policy``'s allocations here: max-min fairness
-    (heterogeneity-aware, weighted) without colocation pairs, whose shared GPUs its rows omit."""
-    return policy == "max-min-fairness" and not bool((np.asarray(arrays.colocation_class) >= 0).any())
+    (heterogeneity-aware, weighted) without colocation pairs, whose shared GPUs its rows omit, on
+    at most :data:`FACE_MAX_JOBS` jobs."""
+    return policy == "max-min-fairness" and len(arrays.job_ids) <= FACE_MAX_JOBS \
+        and not bool((np.asarray(arrays.colocation_class) >= 0).any())
 
 
 def _ray_and_trim(start: np.ndarray, cap: np.ndarray, price: np.ndarray, budget: float | None,
