@@ -46,3 +46,37 @@ def test_large_requests_reach_a_worker_whole_on_uvloop():
     answers = _solve_on(uvloop.new_event_loop, raws)
     assert [code for code, _ in answers] == [200, 200, 200]
     assert all(answer["plan"]["options"]["seed"] == 7 for _, answer in answers)
+
+
+class _CountingPool:
+    """Stands for the intake processes: runs the check in this thread and counts the calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def submit(self, function, *args):
+        from concurrent.futures import Future
+
+        self.calls += 1
+        future: Future = Future()
+        future.set_result(function(*args))
+        return future
+
+
+@pytest.mark.parametrize("task,body,inline,expected", [
+    ("solve", {"instance": GAVEL, "seed": 3}, True, 200),
+    ("solve", {"instance": GAVEL, "solvr": "max-min-fairness"}, True, 422),
+    ("solve", {"instance": GAVEL, "solvr": "max-min-fairness", "pad": "x" * 9000}, False, 422),
+    ("whatif", {"instance": GAVEL, "vary": []}, False, 200),  # its checks can take long: never in the loop
+])
+def test_small_requests_are_checked_in_the_loops_process_with_the_same_answer(task, body, inline, expected):
+    from fleetplan.service.app import Service, ServiceSettings
+    from fleetplan.service.schemas import intake
+
+    service = Service(ServiceSettings())
+    service.intake = pool = _CountingPool()
+    raw = json.dumps(body).encode()
+    code, answer = asyncio.run(service.check(task, raw))
+    assert pool.calls == (0 if inline else 1)
+    assert (code, answer) == intake(task, raw, service.settings.max_time_limit_s)
+    assert code == expected
