@@ -57,11 +57,11 @@ TASK_NAMES = tuple(REQUESTS)  # a route per task: POST /v1/NAME
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 JSON_TYPES = ("application/json",)
 # A request this small of these tasks (a scheduler's round) is checked in the event loop's own
-# process. Handing a body to an intake process and back costs the loop about 0.27 ms of CPU (on
-# top of the intake's own); checking it costs about 0.11 ms per KiB (0.10 ms for the 0.75 KiB
-# allocation example, 0.39 ms for the 3.4 KiB binpack one): below 2 KiB the check is the
-# cheaper, for the loop and in all. A larger body, or a task whose checks can take long (size,
-# whatif, horizon), goes to an intake process, so it never holds up the loop.
+# process. Handing a body to an intake process and back costs the loop 0.14-0.27 ms of CPU (on
+# top of the intake's own); checking it about 0.1 ms per KiB (0.10 ms for the 0.75 KiB
+# allocation example, 0.4 ms for the 3.4 KiB binpack one; benchmarks/scripts/service_check_cost.py):
+# below 2 KiB the check is the cheaper. A larger body, or a task whose checks can take long
+# (size, whatif, horizon), goes to an intake process, so it never holds up the loop.
 INLINE_CHECK_BYTES = 2 * 1024
 INLINE_CHECK_TASKS = frozenset({"solve", "evaluate", "session_create", "session_patch", "session_solve"})
 
