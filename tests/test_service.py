@@ -467,11 +467,17 @@ def test_health_answers_while_a_large_body_is_checked():
 def test_the_queue_takes_turns_between_clients():
     one = Service("--workers", "1")
     try:
-        # The first job holds the only worker for its 3 s while the rest queue behind it.
-        body = {"instance": long_placement(), "solver": "mip-highs", "time_limit": 3, "wait": 0}
-        burst = [one.post("/v1/solve", body, headers={"X-Client-Id": "busy"}).json()["id"] for _ in range(4)]
-        single = one.post("/v1/solve", body, headers={"X-Client-Id": "other"}).json()["id"]
+        # The first job holds the only worker for its 3 s while the rest queue behind it. The
+        # rest are quick solves with the default time limit, so each of them does start (one
+        # with the blocker's 3 s, counted from its arrival, could run out of time in the queue,
+        # and its "start" would then be the moment it was dropped).
+        blocker = {"instance": long_placement(), "solver": "mip-highs", "time_limit": 3, "wait": 0}
+        quick = {"instance": GAVEL, "wait": 0}
+        burst = [one.post("/v1/solve", body, headers={"X-Client-Id": "busy"}).json()["id"]
+                 for body in (blocker, quick, quick, quick)]
+        single = one.post("/v1/solve", quick, headers={"X-Client-Id": "other"}).json()["id"]
         states = {job: wait_final_state(one, job) for job in [*burst, single]}
+        assert [states[job]["http"] for job in [*burst, single]] == [200] * 5
         arrived = {row["id"]: row["arrived"] for row in one.get("/v1/jobs").json()["jobs"]}
         started = {job: arrived[job] + state["queued_s"] for job, state in states.items()}
         # First come, first served would start it last; taking turns starts it before the

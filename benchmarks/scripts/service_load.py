@@ -19,6 +19,10 @@ own seed) straight, no HTTP, no intake checks, no clients, enough in flight to k
 busy — once before the load and once after it (the machine is shared: the mean of the two is the
 rate). The JSON line then holds ``solve_rate_per_s`` and ``valid_throughput_vs_solve_rate``: the
 valid solves answered 200 a second over HTTP, divided by that rate.
+
+The JSON line also holds the CPU seconds the service's own process (its event loop and threads)
+used over the load, per answer, and those of the processes under it (fork server, workers,
+intake processes; a process replaced meanwhile counts only from its start).
 """
 
 from __future__ import annotations
@@ -88,6 +92,15 @@ def rss_mb(pids: list[int]) -> float:
         except OSError:
             continue
     return total / 1024
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU of one process so far (0 once it has ended)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def solve_rate(seconds: float, workers: int, mix: str = "both") -> dict[str, float]:
@@ -232,12 +245,19 @@ def main() -> None:
 
         threads = [threading.Thread(target=client, args=(seed,)) for seed in range(args.clients)]
         watcher = threading.Thread(target=watch)
+        # The CPU of the service's process (the event loop, its threads) and of the processes
+        # under it (fork server, workers, intake) over the load.
+        others = [pid for pid in tree(service.pid) if pid != service.pid]
+        cpu_before = cpu_seconds(service.pid), {pid: cpu_seconds(pid) for pid in others}
         began = time.monotonic()
         for thread in [*threads, watcher]:
             thread.start()
         for thread in [*threads, watcher]:
             thread.join()
         elapsed = time.monotonic() - began
+        service_cpu = cpu_seconds(service.pid) - cpu_before[0]
+        others_cpu = sum(cpu_seconds(pid) - cpu_before[1].get(pid, 0.0) for pid in tree(service.pid)
+                         if pid != service.pid)
         ids = Counter(number for kind, _, _, number in results if kind in ("allocation", "binpack"))
         sent = next(counter)
         codes = Counter(code for _, code, _, _ in results)
@@ -262,6 +282,9 @@ def main() -> None:
             "duplicated": sum(count - 1 for count in ids.values() if count > 1), "codes": dict(codes),
             "throughput_per_s": round(len(results) / elapsed, 2), "latency": latency,
             "valid_5xx": valid_5xx, "workers_killed": killed[0], **measured,
+            "service_process_cpu_s": round(service_cpu, 2),
+            "service_process_cpu_ms_per_answer": round(1000 * service_cpu / max(len(results), 1), 3),
+            "other_service_processes_cpu_s": round(others_cpu, 2),
             # every 10th one-second sample of the service's tree (service, fork server, job processes)
             "rss_mb_samples": [round(value, 1) for value in memory[::10]],
         }))

@@ -16,8 +16,10 @@ Endpoints (JSON in and out; every error is one shape, the command line's ``--jso
     GET    /v1/schema/{kind}  the JSON Schema of a kind's instances (?plan=true: plans)
     GET    /healthz         liveness;  GET /readyz: workers and scratch folder;  GET /metrics
 
-A computing request is checked in full before it is queued (:mod:`fleetplan.service.schemas`,
-in an intake process: the event loop never parses a body), then waits up to ``wait`` seconds
+A computing request is checked in full before it is queued (:mod:`fleetplan.service.schemas`:
+a small solve, evaluate or session request in the event loop's process, where its checks cost
+less than the trip to another process; any other in an intake process, so a large body is never
+parsed on the event loop), then waits up to ``wait`` seconds
 (default the service's ``sync_wait_s``, which fits a 5 s caller budget) for its answer: done by
 then, the answer comes back; otherwise 202 with the job's id to poll. Every answer to a queued
 job carries its id in the ``X-Job-Id`` header, and a client that disconnects while it waits
@@ -54,6 +56,14 @@ TASK_NAMES = tuple(REQUESTS)  # a route per task: POST /v1/NAME
 # Routes a probe or a client may call without the token: liveness and readiness only.
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 JSON_TYPES = ("application/json",)
+# A request this small of these tasks (a scheduler's round) is checked in the event loop's own
+# process. Handing a body to an intake process and back costs the loop 0.14-0.27 ms of CPU (on
+# top of the intake's own); checking it about 0.1 ms per KiB (0.10 ms for the 0.75 KiB
+# allocation example, 0.4 ms for the 3.4 KiB binpack one; benchmarks/scripts/service_check_cost.py):
+# below 2 KiB the check is the cheaper. A larger body, or a task whose checks can take long
+# (size, whatif, horizon), goes to an intake process, so it never holds up the loop.
+INLINE_CHECK_BYTES = 2 * 1024
+INLINE_CHECK_TASKS = frozenset({"solve", "evaluate", "session_create", "session_patch", "session_solve"})
 
 
 @dataclass
@@ -169,6 +179,7 @@ class Service:
         self.intake = self._new_intake()
         loop = asyncio.get_running_loop()
         warming = [loop.run_in_executor(self.intake, _nothing) for _ in range(self.settings.intake_processes)]
+        warming.append(asyncio.to_thread(_load_checks))  # what the checks in this process import
         await self.jobs.start()
         await asyncio.gather(*warming)
 
@@ -191,6 +202,8 @@ class Service:
 
         from fleetplan.service.schemas import intake
 
+        if len(raw) <= INLINE_CHECK_BYTES and task in INLINE_CHECK_TASKS:
+            return intake(task, raw, self.settings.max_time_limit_s)
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self.intake, intake, task, raw, self.settings.max_time_limit_s)
@@ -210,6 +223,12 @@ class Service:
 
 def _nothing() -> None:
     """A task for each intake process, so they start (and import) before the first request."""
+
+
+def _load_checks() -> None:
+    from fleetplan.solvers import load_kind
+
+    load_kind()
 
 
 def create_app(settings: ServiceSettings | None = None, jobs: JobManager | None = None) -> Any:

@@ -218,6 +218,10 @@ class JobManager:
         self.workers.append(worker)
         self._loop.add_reader(worker.connection.fileno(), self._on_message, worker)
         self._loop.add_reader(worker.process.sentinel, self._on_exit, worker)
+        # uvloop's add_reader (a libuv poll handle) makes the descriptor non-blocking; the pipe's
+        # Connection sends and reads whole messages and needs it blocking, or a message larger
+        # than the socket's buffer fails half-sent or half-read.
+        os.set_blocking(worker.connection.fileno(), True)
 
     def _replace(self, delay: float = 0.0) -> None:
         if self.closing:
