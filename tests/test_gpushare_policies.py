@@ -21,11 +21,12 @@ from fleetplan.solvers.gpushare.engine import (
     task_shapes,
 )
 from fleetplan.solvers.gpushare.fgd import FGD
+from fleetplan.solvers.gpushare.fgd_cpu_aware import FGDCpuAware
 from fleetplan.solvers.gpushare.gpu_clustering import GpuClustering
 from fleetplan.solvers.gpushare.gpu_packing import GpuPacking
 from fleetplan.solvers.gpushare.random_fit import RandomFit
 
-SOLVERS = ["fgd", "random", "dot-product", "gpu-clustering", "gpu-packing", "best-fit"]
+SOLVERS = ["fgd", "random", "dot-product", "gpu-clustering", "gpu-packing", "best-fit", "fgd-cpu-aware"]
 
 
 def state_of(nodes: list[tuple[int, int, list[int]]], mix: list[dict] | None = None) -> ClusterState:
@@ -175,7 +176,7 @@ def _uncached(state: ClusterState, policy, seed: int) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("policy", [FGD(), DotProduct(), BestFit(), GpuPacking(), GpuClustering()],
+@pytest.mark.parametrize("policy", [FGD(), DotProduct(), BestFit(), GpuPacking(), GpuClustering(), FGDCpuAware()],
                          ids=lambda p: p.name)
 def test_the_score_cache_changes_nothing(policy):
     instance = fleetplan.generate("gpushare", {"nodes": 10, "tasks": 150, "gpuspec_share": 0.2}, seed=5)

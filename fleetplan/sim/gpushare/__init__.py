@@ -50,7 +50,7 @@ from fleetplan.sim.engine import ProgressCallback, SimResult, SimulatorSpec
 
 POLICIES = ("fgd", "random", "dot-product", "gpu-clustering", "gpu-packing", "best-fit")
 # fleetplan's variants beside the paper's six (docs/gpushare.md)
-VARIANTS = ("fgd-best-fit-ties",)
+VARIANTS = ("fgd-best-fit-ties", "fgd-cpu-aware")
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gpushare-small.json"
 CURVE_COLUMNS = ("arrived_pct", "allocated_gpu_pct", "fragmentation_gpu_pct")
 
@@ -156,6 +156,10 @@ def policy_of(name: str):  # -> Policy
 
     if name == "fgd-best-fit-ties":
         return FGD(ties="best-fit")
+    if name == "fgd-cpu-aware":
+        from fleetplan.solvers.gpushare.fgd_cpu_aware import FGDCpuAware
+
+        return FGDCpuAware()
     return {"fgd": FGD, "random": RandomFit, "dot-product": DotProduct, "gpu-clustering": GpuClustering,
             "gpu-packing": GpuPacking, "best-fit": BestFit}[name]()
 

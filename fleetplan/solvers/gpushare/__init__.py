@@ -6,6 +6,7 @@ placing tasks one at a time in arrival order through one filter-score-bind loop
 solver             module
 =================  =====================================================================
 ``fgd``            :mod:`~fleetplan.solvers.gpushare.fgd` (the default)
+``fgd-cpu-aware``  :mod:`~fleetplan.solvers.gpushare.fgd_cpu_aware` (fleetplan's variant: CPU-aware ties)
 ``random``         :mod:`~fleetplan.solvers.gpushare.random_fit`
 ``dot-product``    :mod:`~fleetplan.solvers.gpushare.dot_product`
 ``gpu-clustering`` :mod:`~fleetplan.solvers.gpushare.gpu_clustering`
@@ -22,6 +23,7 @@ from fleetplan.solvers.gpushare import (  # noqa: F401
     dot_product,
     exact,
     fgd,
+    fgd_cpu_aware,
     gpu_clustering,
     gpu_packing,
     offline_greedy,
