@@ -185,12 +185,20 @@ def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, 
 
     t_col = n_cells
     lifted = np.arange(n_free) if floor is None else np.flatnonzero(~floor[free_jobs])
-    rows = np.concatenate([cell_job, n_free + cell_job, 2 * n_free + cell_type,
-                           lifted, 2 * n_free + np.arange(K)])
-    cols = np.concatenate([np.arange(n_cells)] * 3 + [np.full(len(lifted), t_col), np.full(K, t_col)])
-    vals = np.concatenate([A[free_jobs[cell_job], cell_type], np.ones(n_cells),
-                           usage[free_jobs[cell_job]], -np.ones(len(lifted)), gamma])
-    matrix = sp.csr_matrix((vals, (rows, cols)), shape=(2 * n_free + K, n_cells + 1))
+    # Built column-wise, as HiGHS takes it: a cell's rows (its score, its time, its type's
+    # capacity) and then t's (the lifted score rows, every capacity row) are in order already,
+    # so no conversion sorts them.
+    indices = np.empty(3 * n_cells + len(lifted) + K, dtype=np.int32)
+    values = np.empty(len(indices))
+    cells = indices[:3 * n_cells].reshape(n_cells, 3)
+    cells[:, 0], cells[:, 1], cells[:, 2] = cell_job, n_free + cell_job, 2 * n_free + cell_type
+    cell_values = values[:3 * n_cells].reshape(n_cells, 3)
+    cell_values[:, 0], cell_values[:, 1], cell_values[:, 2] = A[free_jobs[cell_job], cell_type], 1.0, \
+        usage[free_jobs[cell_job]]
+    indices[3 * n_cells:] = np.concatenate([lifted, 2 * n_free + np.arange(K)])
+    values[3 * n_cells:] = np.concatenate([-np.ones(len(lifted)), gamma])
+    starts = np.append(np.arange(0, 3 * n_cells + 1, 3), len(indices)).astype(np.int32)
+    matrix = sp.csc_matrix((values, indices, starts), shape=(2 * n_free + K, n_cells + 1))
     low = max(float(t_low.max(initial=-INF)), -INF if free_level else 0.0)
     high = float(t_high.min(initial=INF))
     cost = np.zeros(n_cells + 1)
