@@ -82,7 +82,7 @@ LINEAR_IPM_FIRST = 100_000
 TIE = 1e-4
 # The interior-point method's tolerance for max-min prices over every job (no warm start, below
 # its sampled sizes): a tenth of TIE, since every job within TIE of a tie is freed anyway and
-# the certificate decides the rest. Its default 1e-8 took 1-3 more iterations for the same plans
+# the certificate decides the rest. Its default 1e-8 took 1-5 more iterations for the same plans
 # (LAS at 2,048 distinct jobs, seeds 0-7, with and without multi-GPU jobs: 15-18 iterations
 # instead of 17-21, one round each, levels within 4e-16 of each other; at 4,096 jobs one of
 # the 16 took a second round, and the certified levels agreed within 2e-11).
