@@ -194,3 +194,22 @@ def test_restricted_linear_prices_give_the_lp_optimum(seed, scarcity, restricted
     assert optimum <= bound * (1 + 1e-9) and bound == pytest.approx(optimum, rel=1e-6)
     result = allocation_separable.linear(A, np.ones(len(A)), usage, W, prices="ipm")
     assert result.status == "optimal" and result.level == pytest.approx(optimum, rel=1e-7)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_loose_run_refines_late_and_still_prices_the_lp(seed, monkeypatch):
+    """At LOOSE_TOLERANCE the method refines only near its tolerance: the level is the full
+    LP's to that tolerance, in no more iterations than refining from REFINE_BELOW."""
+    from fleetplan.solvers.allocation import ipm
+
+    rng = np.random.default_rng(seed)
+    A = rng.uniform(0.5, 3.0, (400, 3))
+    A[rng.random((400, 3)) < 0.2] = 0.0
+    A[A.max(axis=1) == 0, 0] = 1.0
+    usage, W = rng.choice([1.0, 2.0], 400), np.full(3, 40.0)
+    loose = max_min_prices(A, np.zeros(400), usage, W, free_level=False, tolerance=ipm.LOOSE_TOLERANCE)
+    assert ipm._refine_below(ipm.LOOSE_TOLERANCE) < ipm.REFINE_BELOW == ipm._refine_below(ipm.TOLERANCE)
+    monkeypatch.setattr(ipm, "_refine_below", lambda tolerance: ipm.REFINE_BELOW)
+    early = max_min_prices(A, np.zeros(400), usage, W, free_level=False, tolerance=ipm.LOOSE_TOLERANCE)
+    assert loose.status == early.status == "optimal" and loose.iterations <= early.iterations
+    assert loose.level == pytest.approx(_lp_level(A, np.zeros(400), usage, W, False), rel=1e-4)

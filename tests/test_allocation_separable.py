@@ -221,3 +221,39 @@ def test_max_min_with_random_floors_is_the_lp_or_declines(seed, prices):
     assert full.status == "optimal" and result.status in ("optimal", "fallback")
     if result.status == "optimal":
         _check_level_solution(classes, levels, rate, result, full)
+
+
+def test_first_prices_stop_early_and_price_again_at_the_ceiling(monkeypatch):
+    """The first prices stop at FIRST_PRICES_TOLERANCE, and the certified level is the one
+    prices at the method's own tolerance give; a level near the ceiling (a job's best score)
+    is priced again at that tolerance before the ceiling test."""
+    from fleetplan.solvers.allocation import ipm
+
+    calls = []
+    original = ipm.max_min_prices
+
+    def recording(*args, **kwargs):
+        calls.append(kwargs["tolerance"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ipm, "max_min_prices", recording)
+    rng = np.random.default_rng(3)
+    A = rng.uniform(0.5, 3.0, (300, 3))
+    usage, W = rng.choice([1.0, 2.0], 300), np.full(3, 20.0)
+    loose = allocation_separable.max_min(A, np.zeros(300), np.ones(300), usage, W, free_level=False)
+    assert loose.status == "optimal" and calls == [allocation_separable.FIRST_PRICES_TOLERANCE]
+    monkeypatch.setattr(allocation_separable, "FIRST_PRICES_TOLERANCE", ipm.TOLERANCE)
+    tight = allocation_separable.max_min(A, np.zeros(300), np.ones(300), usage, W, free_level=False)
+    assert tight.status == "optimal" and tight.level == pytest.approx(loose.level, rel=1e-12)
+    assert loose.stats["ipm_iterations"] < tight.stats["ipm_iterations"]
+    monkeypatch.undo()
+    monkeypatch.setattr(ipm, "max_min_prices", recording)
+    calls.clear()
+    # 64 jobs fastest on type 0 (one worker), type 1 holds them all; job 0's best score, 0.1,
+    # caps the level, which the workers reach: the ceiling.
+    A = np.column_stack([np.full(64, 2.0), np.full(64, 1.9)])
+    A[0] = [0.1, 0.095]
+    capped = allocation_separable.max_min(A, np.zeros(64), np.ones(64), np.ones(64), np.array([1.0, 64.0]),
+                                          free_level=False, capped=True)
+    assert capped.status == "capped" and capped.level == pytest.approx(0.1, rel=1e-12)
+    assert calls == [allocation_separable.FIRST_PRICES_TOLERANCE, ipm.TOLERANCE]

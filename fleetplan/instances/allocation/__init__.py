@@ -29,6 +29,7 @@ import gc
 import itertools
 from dataclasses import dataclass, replace
 from functools import cached_property
+from operator import attrgetter
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -322,28 +323,34 @@ class AllocationInstance(InstanceBase):
         """The instance as numpy arrays (computed once)."""
         if self._arrays is None:
             types = [t.name for t in self.worker_types]
+            # One pass over the jobs reads every field (a pass per column read each job object
+            # anew: 2.45 ms against 2.04 for 2,048 freshly loaded jobs, where the arrays are
+            # about a fifth of a max-min solve). The schema forbids NaN, so NaN here is a
+            # missing value (None).
+            columns = zip(*map(_JOB_FIELDS, self.jobs), strict=True) if self.jobs else ((),) * 9
+            ids, throughputs, scale, weight, steps, arrival, elapsed, isolated, slo = columns
             # One column per type: a comprehension per job (a frame each) took 3.3 s at 10^6 jobs.
-            throughput = np.empty((len(self.jobs), len(types)))
+            throughput = np.empty((len(ids), len(types)))
             for column, name in enumerate(types):
-                throughput[:, column] = [job.throughput.get(name, 0.0) for job in self.jobs]
-            arrival = np.array([job.arrival_time for job in self.jobs], dtype=float)
-            rank = np.empty(len(self.jobs), dtype=int)
-            rank[np.argsort(arrival, kind="stable")] = np.arange(len(self.jobs))
+                throughput[:, column] = [values.get(name, 0.0) for values in throughputs]
+            arrival = np.array(arrival, dtype=float)
+            rank = np.empty(len(ids), dtype=int)
+            rank[np.argsort(arrival, kind="stable")] = np.arange(len(ids))
+            elapsed = np.array(elapsed, dtype=float)
+            isolated, slo = np.array(isolated, dtype=float), np.array(slo, dtype=float)
             colocation_class, colocation_throughput = self._colocation_arrays(types)
             self._arrays = AllocationArrays(
-                job_ids=[job.id for job in self.jobs],
+                job_ids=list(ids),
                 worker_types=types,
                 throughput=throughput,
-                scale_factor=np.array([job.scale_factor for job in self.jobs], dtype=float),
-                weight=np.array([job.weight for job in self.jobs], dtype=float),
+                scale_factor=np.array(scale, dtype=float),
+                weight=np.array(weight, dtype=float),
                 num_workers=np.array([t.count for t in self.worker_types], dtype=float),
                 cost_per_hour=np.array([t.cost_per_hour for t in self.worker_types], dtype=float),
-                steps_left=np.array([np.nan if job.steps_left is None else job.steps_left for job in self.jobs]),
-                time_elapsed=np.array([job.time_elapsed for job in self.jobs], dtype=float),
-                isolated_time_elapsed=np.array([job.time_elapsed if job.isolated_time_elapsed is None
-                                                else job.isolated_time_elapsed for job in self.jobs], dtype=float),
-                slo_seconds=np.array([np.inf if job.slo_hours is None else job.slo_hours * 3600.0
-                                      for job in self.jobs]),
+                steps_left=np.array(steps, dtype=float),
+                time_elapsed=elapsed,
+                isolated_time_elapsed=np.where(np.isnan(isolated), elapsed, isolated),
+                slo_seconds=np.where(np.isnan(slo), np.inf, slo * 3600.0),
                 arrival_rank=rank,
                 colocation_class=colocation_class,
                 colocation_throughput=colocation_throughput,
@@ -369,6 +376,11 @@ class AllocationInstance(InstanceBase):
             return np.full(len(self.jobs), -1), table
         classes = np.array([class_of.get((job.job_type, job.scale_factor), -1) for job in self.jobs], dtype=int)
         return classes, table
+
+
+# The fields of a job that AllocationInstance.arrays reads, in its order.
+_JOB_FIELDS = attrgetter("id", "throughput", "scale_factor", "weight", "steps_left", "arrival_time", "time_elapsed",
+                         "isolated_time_elapsed", "slo_hours")
 
 
 def _rows(matrix: np.ndarray) -> list[list[float]]:

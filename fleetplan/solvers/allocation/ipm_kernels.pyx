@@ -316,8 +316,8 @@ def iterate(int form, const double[:, ::1] profit, const double[:, ::1] cap, con
     cdef Py_ssize_t size = K + 1 if form == FORM_MAX_MIN else K
     cdef Py_ssize_t i, j, k, done, corrector
     cdef double primal_inf, dual_inf, gap, objective, error, mu, alpha_p = 1.0, alpha_d = 1.0
-    cdef double gap_affine, sigma
-    cdef bint refine
+    cdef double gap_affine, sigma, value, step_s, step_z, ratio, steepest_p, steepest_d
+    cdef bint refine, finite
     cdef double[::1] primal_res = np.empty(num_rows), dual_res = np.empty(num_primal)
     cdef double[::1] i11 = np.empty(n), i12 = np.empty(n), i22 = np.empty(n)
     cdef double[:, ::1] g_score = np.empty((K, n)), g_time = np.empty((K, n))
@@ -329,23 +329,29 @@ def iterate(int form, const double[:, ::1] profit, const double[:, ::1] cap, con
     cdef double[::1] rows = np.empty(num_rows), rhs_dir = np.empty(num_rows), dy = np.empty(num_rows)
     cdef double[::1] fix = np.empty(num_rows), dz = np.empty(num_primal), ds = np.empty(num_primal)
     for done in range(1, iterations + 1):
-        # Residuals and the error of the current point.
+        # Residuals and the error of the current point. The passes below are fused where one
+        # element's values do not depend on another's (each element's arithmetic and every
+        # sum's order are the unfused code's, so the iterates are the same to the bit): at a
+        # few thousand jobs these loops, not the factors, were most of an iteration.
         _apply(form, profit, cap, rate, level_usage, z, rows)
         primal_inf = 0.0
         for i in range(num_rows):
             primal_res[i] = rhs[i] - rows[i]
             primal_inf = max(primal_inf, fabs(primal_res[i]))
         _apply_transpose(form, profit, cap, mask, rate, level_usage, y, bt)
+        dual_inf = 0.0
+        gap = 0.0
         for k in range(K):
             for j in range(n):
                 i = k * n + j
-                dual_res[i] = (cost[i] - bt[i] - s[i]) * mask[k, j]
+                value = (cost[i] - bt[i] - s[i]) * mask[k, j]
+                dual_res[i] = value
+                dual_inf = max(dual_inf, fabs(value))
+                gap += z[i] * s[i]
         for i in range(cells, num_primal):
-            dual_res[i] = cost[i] - bt[i] - s[i]
-        dual_inf = 0.0
-        gap = 0.0
-        for i in range(num_primal):
-            dual_inf = max(dual_inf, fabs(dual_res[i]))
+            value = cost[i] - bt[i] - s[i]
+            dual_res[i] = value
+            dual_inf = max(dual_inf, fabs(value))
             gap += z[i] * s[i]
         if form == FORM_MAX_MIN:
             objective = z[level]
@@ -365,20 +371,20 @@ def iterate(int form, const double[:, ::1] profit, const double[:, ::1] cap, con
             return STOPPED, done
         mu = gap / count
         refine = error < refine_below
+        # The scaling, the predictor's target products and its v = S^-1 (comp - Z r_d).
         for i in range(num_primal):
             inv_s[i] = 1.0 / s[i]
             inv_z[i] = 1.0 / z[i] if z[i] > 0.0 else 0.0
             d[i] = z[i] * inv_s[i]
+            comp[i] = -z[i] * s[i]
+            v[i] = (comp[i] - z[i] * dual_res[i]) * inv_s[i]
         if not _factor(form, profit, cap, rate, level_usage, d, i11, i12, i22, g_score, g_time, schur,
                        schur_inverse, f_score, f_time):
             return SINGULAR, done
         # Predictor (affine scaling), then Mehrotra's centring and second-order corrector.
-        for i in range(num_primal):
-            comp[i] = -z[i] * s[i]
+        finite = True
         for corrector in range(2):
-            # v = S^-1 (comp - Z r_d); rhs = r_p - B v; dy; ds = r_d - B^T dy; dz = S^-1 (comp - Z ds)
-            for i in range(num_primal):
-                v[i] = (comp[i] - z[i] * dual_res[i]) * inv_s[i]
+            # rhs = r_p - B v; dy; ds = r_d - B^T dy; dz = S^-1 (comp - Z ds)
             _apply(form, profit, cap, rate, level_usage, v, rows)
             for i in range(num_rows):
                 rhs_dir[i] = primal_res[i] - rows[i]
@@ -396,21 +402,35 @@ def iterate(int form, const double[:, ::1] profit, const double[:, ::1] cap, con
                 for i in range(num_rows):
                     dy[i] += fix[i]
                 _apply_transpose(form, profit, cap, mask, rate, level_usage, dy, bt)
+            # The direction and, in the same pass, both step lengths (:func:`_max_step`).
+            steepest_p = 0.0
+            steepest_d = 0.0
             for i in range(num_primal):
-                ds[i] = dual_res[i] - bt[i]
-                dz[i] = (comp[i] - z[i] * ds[i]) * inv_s[i]
-            alpha_p = _max_step(inv_z, dz)
-            alpha_d = _max_step(inv_s, ds)
+                step_s = dual_res[i] - bt[i]
+                step_z = (comp[i] - z[i] * step_s) * inv_s[i]
+                ds[i] = step_s
+                dz[i] = step_z
+                ratio = step_z * inv_z[i]
+                if ratio < steepest_p:
+                    steepest_p = ratio
+                ratio = step_s * inv_s[i]
+                if ratio < steepest_d:
+                    steepest_d = ratio
+                if corrector == 1 and not (isfinite(step_z) and isfinite(step_s)):
+                    finite = False
+            alpha_p = 1.0 if steepest_p >= -1.0 else -1.0 / steepest_p
+            alpha_d = 1.0 if steepest_d >= -1.0 else -1.0 / steepest_d
             if corrector == 0:
                 gap_affine = 0.0
                 for i in range(num_primal):
                     gap_affine += (z[i] + alpha_p * dz[i]) * (s[i] + alpha_d * ds[i])
                 sigma = (gap_affine / gap) ** 3
+                # The corrector's target products and its v.
                 for i in range(num_primal):
                     comp[i] = sigma * mu * active[i] - z[i] * s[i] - dz[i] * ds[i]
-        for i in range(num_primal):
-            if not (isfinite(dz[i]) and isfinite(ds[i])):
-                return STOPPED, done
+                    v[i] = (comp[i] - z[i] * dual_res[i]) * inv_s[i]
+        if not finite:
+            return STOPPED, done
         for i in range(num_rows):
             if not isfinite(dy[i]):
                 return STOPPED, done

@@ -80,6 +80,13 @@ CONVERGED_WORKING_SET = 16
 # ms with bucket prices first, one round instead of 3-4).
 LINEAR_IPM_FIRST = 100_000
 TIE = 1e-4
+# The interior-point method's tolerance for max-min prices over every job (no warm start, below
+# its sampled sizes): a tenth of TIE, since every job within TIE of a tie is freed anyway and
+# the certificate decides the rest. Its default 1e-8 took 1-5 more iterations for the same plans
+# (LAS at 2,048 distinct jobs, seeds 0-7, with and without multi-GPU jobs: 15-18 iterations
+# instead of 17-21, one round each, levels within 4e-16 of each other; at 4,096 jobs one of
+# the 16 took a second round, and the certified levels agreed within 2e-11).
+FIRST_PRICES_TOLERANCE = TIE / 10
 # The reduced LP's primal and dual feasibility tolerances. HiGHS's default 1e-7 let the dual
 # simplex stop with the level short of the full LP's optimum: LAS at 16,384 / 65,536 distinct
 # jobs 3.9e-7 / 1.8e-7 below it, with 128 jobs free, measured against the full LP and Gavel's
@@ -178,12 +185,20 @@ def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, 
 
     t_col = n_cells
     lifted = np.arange(n_free) if floor is None else np.flatnonzero(~floor[free_jobs])
-    rows = np.concatenate([cell_job, n_free + cell_job, 2 * n_free + cell_type,
-                           lifted, 2 * n_free + np.arange(K)])
-    cols = np.concatenate([np.arange(n_cells)] * 3 + [np.full(len(lifted), t_col), np.full(K, t_col)])
-    vals = np.concatenate([A[free_jobs[cell_job], cell_type], np.ones(n_cells),
-                           usage[free_jobs[cell_job]], -np.ones(len(lifted)), gamma])
-    matrix = sp.csr_matrix((vals, (rows, cols)), shape=(2 * n_free + K, n_cells + 1))
+    # Built column-wise, as HiGHS takes it: a cell's rows (its score, its time, its type's
+    # capacity) and then t's (the lifted score rows, every capacity row) are in order already,
+    # so no conversion sorts them.
+    indices = np.empty(3 * n_cells + len(lifted) + K, dtype=np.int32)
+    values = np.empty(len(indices))
+    cells = indices[:3 * n_cells].reshape(n_cells, 3)
+    cells[:, 0], cells[:, 1], cells[:, 2] = cell_job, n_free + cell_job, 2 * n_free + cell_type
+    cell_values = values[:3 * n_cells].reshape(n_cells, 3)
+    cell_values[:, 0], cell_values[:, 1], cell_values[:, 2] = A[free_jobs[cell_job], cell_type], 1.0, \
+        usage[free_jobs[cell_job]]
+    indices[3 * n_cells:] = np.concatenate([lifted, 2 * n_free + np.arange(K)])
+    values[3 * n_cells:] = np.concatenate([-np.ones(len(lifted)), gamma])
+    starts = np.append(np.arange(0, 3 * n_cells + 1, 3), len(indices)).astype(np.int32)
+    matrix = sp.csc_matrix((values, indices, starts), shape=(2 * n_free + K, n_cells + 1))
     low = max(float(t_low.max(initial=-INF)), -INF if free_level else 0.0)
     high = float(t_high.min(initial=INF))
     cost = np.zeros(n_cells + 1)
@@ -334,23 +349,31 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
     status, level, lam, anchor, picks = "not_converged", None, None, None, None
     converged = False
     if prices == "ipm" or start is not None:
-        from fleetplan.solvers.allocation.ipm import max_min_prices
+        from fleetplan.solvers.allocation.ipm import RESTRICT_ABOVE, TOLERANCE, max_min_prices
 
         if start is not None:
             log.append("separable: interior-point prices warm-started from the previous round's")
-        if floor is None:
-            compute = lambda: max_min_prices(A, offset, usage, W, free_level=free_level, deadline=deadline,  # noqa: E731
-                                             start=start)
-        else:
-            compute = lambda: _reserved_prices(max_min_prices, A, offset, usage, W, floor, free_level, deadline)  # noqa: E731
-        first = _interior_point_prices(compute, log, stats)
+        ceiling = float((A.max(axis=1) - offset).min()) if capped and floor is None else None
+        # Over every job (below the sampled sizes, no warm start) the method stops at
+        # FIRST_PRICES_TOLERANCE; a level that close to the ceiling is priced again at the
+        # method's own tolerance, which the ceiling test below was made for.
+        loose = floor is None and start is None and n < RESTRICT_ABOVE
+        for tolerance in (FIRST_PRICES_TOLERANCE, TOLERANCE) if loose else (TOLERANCE,):
+            if floor is None:
+                compute = lambda: max_min_prices(A, offset, usage, W, free_level=free_level,  # noqa: E731
+                                                 deadline=deadline, start=start, tolerance=tolerance)  # noqa: B023
+            else:
+                compute = lambda: _reserved_prices(max_min_prices, A, offset, usage, W, floor, free_level, deadline)  # noqa: E731
+            first = _interior_point_prices(compute, log, stats)
+            if first is None or ceiling is None or \
+                    first.level < ceiling - 10 * tolerance * max(1.0, abs(ceiling)):
+                break
         if first is not None:
             status, level, lam = "optimal", first.level, first.lam
             anchor = (level, lam)
             converged = first.status == "optimal"
             picks = first.picks if floor is None else None
-            if capped and floor is None:
-                ceiling = float((A.max(axis=1) - offset).min())
+            if ceiling is not None:
                 if level >= ceiling - CEILING_CLOSE * max(1.0, abs(ceiling)) and (free_level or ceiling >= 0):
                     stats["separable_s"] = time.perf_counter() - started
                     return SeparableResult("capped", level=ceiling, stats=stats, log=log + [
