@@ -196,10 +196,29 @@ def aggregate_jobs(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
             everyone = np.arange(n)
             return everyone, everyone, np.ones(n, dtype=int)
     table = np.column_stack(blocks)
-    table = np.where(np.isnan(table), -1.2345e300, table)
-    _, representative, inverse, count = np.unique(table, axis=0, return_index=True, return_inverse=True,
-                                                  return_counts=True)
-    return representative, inverse.reshape(-1), count
+    return group_rows(np.where(np.isnan(table), -1.2345e300, table))
+
+
+def group_rows(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Equal rows of a 2-D float table, as ``np.unique(table, axis=0, return_index=True,
+    return_inverse=True, return_counts=True)`` gives them (rows in lexicographic order, each
+    group's first row), by a stable lexicographic sort: np.unique compares rows through a
+    structured view, which numpy now and then refused mid-simulation ("Cannot compare structured
+    arrays unless they have a common dtype").
+
+    >>> group_rows(np.array([[1.0, 2.0], [0.0, 5.0], [1.0, 2.0]]))
+    (array([1, 0]), array([1, 0, 1]), array([1, 2]))
+    """
+    n = len(table)
+    if n == 0:
+        return np.zeros(0, dtype=int), np.zeros(0, dtype=int), np.zeros(0, dtype=int)
+    order = np.lexsort(table.T[::-1]) if table.shape[1] else np.arange(n)
+    ordered_rows = table[order]
+    new_group = np.concatenate([[True], np.any(ordered_rows[1:] != ordered_rows[:-1], axis=1)])
+    starts = np.flatnonzero(new_group)
+    inverse = np.empty(n, dtype=int)
+    inverse[order] = np.cumsum(new_group) - 1
+    return order[starts], inverse, np.diff(np.append(starts, n))
 
 
 def _floor_rows(space: AllocationSpace, spec: PolicySpec, scale_column: int | None):
