@@ -194,6 +194,7 @@ def test_schema_1_plans_still_load_and_judge_the_same(tmp_path):
     assert main(["evaluate", str(instance_file), str(old_file), "--json"]) == 0
 
 
+@pytest.mark.slow  # about 10 s: run by `make test-slow`
 def test_reservation_and_binpack_breakdowns_agree_with_the_aggregates():
     instance = fleetplan.generate("reservation", {}, seed=1)
     verdict = fleetplan.solve(instance).evaluation

@@ -171,6 +171,7 @@ def test_a_cycle_through_other_items_is_refused_too():
     assert result.stopped_by == "converged" and len(result.applied) == 3 and result.refused_undo >= 1
 
 
+@pytest.mark.slow  # about 10 s: run by `make test-slow`
 def test_anytime_batches_apply_moves_before_the_first_pass_ends():
     problem = Bins([1.0] * 400, bins=4)
     result = hill_climb(problem, batch_s=0.0)

@@ -181,6 +181,7 @@ def test_lagrangian_pass_bounds_the_generated_region_tighter_than_the_relaxation
     assert result.bound <= result.objective
 
 
+@pytest.mark.slow  # about 10 s: run by `make test-slow`
 def test_lagrangian_pass_on_its_own_core(region, large_path):
     """With two threads the Lagrangian pass runs in a child process beside the search's own
     passes: every reservation's bound comes back, the plan is judged feasible and better than
