@@ -252,18 +252,17 @@ def _under_policy(instance: AllocationInstance, arrays: AllocationArrays, target
     if all(checks.values()) and answer.proven:
         return answer.add, True, sized, plan, metrics, checks
 
-    def passes(add: np.ndarray) -> tuple[bool, Any]:
-        if not allocation_exists(arrays, add, targets)[0]:
-            return False, None
+    def policy_passes(add: np.ndarray) -> tuple[bool, Any]:
         outcome = judge(add)
         return bool(outcome[1] is not None and all(outcome[3].values())), outcome
 
+    def passes(add: np.ndarray) -> tuple[bool, Any]:
+        if not allocation_exists(arrays, add, targets)[0]:
+            return False, None
+        return policy_passes(add)
+
     incumbent = float(price @ answer.add) if all(checks.values()) else None
     if _face_applies(policy, arrays):
-        def policy_passes(add: np.ndarray) -> tuple[bool, Any]:
-            outcome = judge(add)
-            return bool(outcome[1] is not None and all(outcome[3].values())), outcome
-
         face = MaxMinFaceTest(arrays, targets, price)
         search = search_boxes(price, _lattice_cap(cap), face, policy_passes, lower_bound=answer.bound or 0.0,
                               incumbent=None if incumbent is None else (answer.add, incumbent, judge(answer.add)),
@@ -286,8 +285,7 @@ def _under_policy(instance: AllocationInstance, arrays: AllocationArrays, target
         return None, True, sized, plan, metrics, checks
     if not repair:
         return None, False, sized, plan, metrics, checks
-    found = _ray_and_trim(answer.add, cap, price, budget, lambda add: judge(add)[1] is not None and all(judge(add)[3].values()),
-                          deadline, result.log)
+    found = _ray_and_trim(answer.add, cap, price, budget, lambda add: policy_passes(add)[0], deadline, result.log)
     result.stats["policy_solves"] = float(len(judged))
     if found is None:
         return None, False, sized, plan, metrics, checks

@@ -4,26 +4,32 @@ Max-min fairness (Gavel §4.1) gives every job ``m`` at least ``t*(N) w_m E_m(N)
 throughput, where ``t*(N)`` is its optimal level on the cluster ``N``, ``E_m(N) = T_m @ N / sum(N)``
 the job's throughput under the equal share, ``w_m`` its weight and ``s_m`` its scale factor. Which
 of its many optimal allocations the policy returns is its solver's choice, but every one of them
-lies on that *optimal face*. So a purchase can pass only if some allocation on the face meets the
-targets, and for a box ``a <= N <= b`` of clusters (``a = N0 + lo``, ``b = N0 + hi``) that is
-relaxed to one feasibility LP at the box's largest cluster:
+lies on that *optimal face*: each job at least the level times its reference, and, once the level
+is kept, the largest sum of the scores (the policy's refinement). So a purchase can pass only if
+some allocation on the face meets the targets, and for a box ``a <= N <= b`` of clusters
+(``a = N0 + lo``, ``b = N0 + hi``) that is relaxed to one LP whose cluster ``N`` is a variable
+between the corners and whose objective is the purchase's cost:
 
-- the level is at least ``t_low``, max-min fairness's optimum on the smallest cluster ``a`` with
-  every job normalised by the largest ``E_m`` the box allows (an LP; more capacity and a smaller
-  reference only raise the level), and ``E_m(N) >= E_min`` over the box (a ratio of linear
-  functions: its extremes lie at the box's corners);
+- the level is at least ``sum_v theta_v t_v``, the levels ``t_v`` of max-min fairness measured at
+  points ``v`` of the box (the smallest cluster, it with one type at its largest, the largest) on
+  the smallest cluster's columns with every job against the largest ``E_m`` the box allows:
+  concave and nondecreasing in the cluster, so no more than the level at ``N`` for any weights
+  ``theta`` with ``sum_v theta_v v <= N``; each job's reference is its least ``E_m`` over the box
+  (a ratio of linear functions: its extremes lie at the box's corners);
+- the sum of the scores is at least what an allocation on the smallest cluster reaches while
+  giving every job the most the level can ask of it anywhere in the box (no job runs faster than
+  alone on its fastest type, which caps the level);
 - every target that fixes a job's throughput or time from below holds with references the box
   cannot undercut: the fastest type among those the smallest cluster already fits (more types
   only raise it), makespan and SLO rows (fixed), the time share and the total throughput; a
   target whose reference can fall as the cluster grows (the isolated share) is left out, which
   only weakens the test.
 
-If that LP is infeasible, no purchase in the box passes under max-min fairness; with the cluster a
-variable between the corners and the purchase's cost as its objective, its optimum bounds what any
-passing purchase in the box costs. On a box of one
-purchase it is the face itself (when every job is a bottleneck), so boxes shrink to the policy's
-own answer. The test holds for any solver that returns *an* optimum of the max-min LP; allocations
-that mix jobs on shared GPUs (colocation pairs) are outside it (the caller does not use it there).
+If that LP is infeasible, no purchase in the box passes under max-min fairness; otherwise its
+optimum bounds what any passing purchase in the box costs. On a box of one purchase it is the
+face itself, so boxes shrink to the policy's own answer (up to its ties). The test holds for any
+solver that returns *an* optimum of the max-min LP, refined; allocations that mix jobs on shared
+GPUs (colocation pairs) are outside it (the caller does not use it there).
 
 >>> import fleetplan
 >>> instance = fleetplan.load_instance("examples/allocation-gavel-4.1.json")
@@ -132,10 +138,9 @@ class MaxMinFaceTest:
         levels = self._levels(smallest, points, self.demand_per_level * high_share)
         fastest = np.where(self._runnable(smallest), self.throughput, 0.0).max(axis=1)
         need = np.maximum(self.floor, self.per_fastest * fastest)
-        per_level = (1 - FACE_SLACK) * self.demand_per_level * low_share
+        low_demand = self.demand_per_level * low_share
         refined = self._refined_least(smallest, largest, shares, high_share)
-        return self._cheapest(smallest, largest, need, per_level, points, levels,
-                              (refined, self.demand_per_level * low_share))
+        return self._cheapest(smallest, largest, need, low_demand, points, levels, refined)
 
     def _runnable(self, cluster: np.ndarray) -> np.ndarray:
         return (self.throughput > 0) & (cluster[None, :] >= self.scale[:, None])
@@ -201,17 +206,17 @@ class MaxMinFaceTest:
             points.append(largest)
         return np.array(points)
 
-    def _levels(self, columns: np.ndarray, points: np.ndarray, demand: np.ndarray) -> np.ndarray:
-        """Max-min fairness's level at each point (capacity), on the columns the cluster
-        ``columns`` fits, job m needing ``demand_m`` times the level. With the box's smallest
-        cluster's columns and every job against its largest ``E``: a concave, nondecreasing
-        function of the cluster below the level of every cluster of the box."""
+    def _levels(self, smallest: np.ndarray, points: np.ndarray, demand: np.ndarray) -> np.ndarray:
+        """Max-min fairness's level at each point (capacity), on the columns the smallest
+        cluster fits, job m needing ``demand_m`` times the level: with every job against its
+        largest ``E``, a concave, nondecreasing function of the cluster below the level of every
+        cluster of the box."""
         from fleetplan.solvers import highs as runner
 
         highs = self._level_lp
         jobs, types = self.throughput.shape
         cells = jobs * types
-        upper = self._runnable(columns).ravel().astype(float)
+        upper = self._runnable(smallest).ravel().astype(float)
         highs.changeColsBounds(cells, np.arange(cells, dtype=np.int32), np.zeros(cells), upper)
         for job, coefficient in enumerate(demand.tolist()):
             highs.changeCoeff(job, cells, -coefficient)
@@ -224,11 +229,12 @@ class MaxMinFaceTest:
                 levels[index] = max(float(outcome.objective), 0.0)
         return levels
 
-    def _cheapest(self, smallest: np.ndarray, largest: np.ndarray, need: np.ndarray, per_level: np.ndarray,
-                  points: np.ndarray, levels: np.ndarray, refined: tuple[float, np.ndarray]) -> float:
+    def _cheapest(self, smallest: np.ndarray, largest: np.ndarray, need: np.ndarray, low_demand: np.ndarray,
+                  points: np.ndarray, levels: np.ndarray, refined: float) -> float:
         """The least ``price @ (N - N0)`` over clusters ``smallest <= N <= largest`` (continuous) on
-        which an allocation gives every job its ``need`` and ``per_level`` times a level below
-        max-min fairness's there, and meets the time and total rows. The level is
+        which an allocation gives every job its ``need`` and ``low_demand`` times a level below
+        max-min fairness's there, keeps the scores' sum (against ``low_demand``) at least
+        ``refined``, and meets the time and total rows. The level is
         ``sum_v theta_v levels_v`` for weights ``theta`` with ``sum_v theta_v points_v <= N``: by
         concavity and monotonicity no more than the level at ``N``, whichever weights the LP picks."""
         from fleetplan.solvers import highs as runner
@@ -243,7 +249,7 @@ class MaxMinFaceTest:
         job_of = np.repeat(np.arange(jobs), types)
         parts = [
             (rows, cols, values),
-            (np.arange(jobs), np.full(jobs, level_col), -per_level),  # T_m @ x_m - per_level_m * level >= 0
+            (np.arange(jobs), np.full(jobs, level_col), -(1 - FACE_SLACK) * low_demand),  # T_m @ x_m >= d_m level
             (capacity_rows, n_col + np.arange(types), -np.ones(types)),  # capacity <= N
             (np.repeat(mix_rows, count), np.tile(theta_col + np.arange(count), types), points.T.ravel()),
             (mix_rows, n_col + np.arange(types), -np.ones(types)),  # sum theta_v points_v <= N
@@ -260,10 +266,9 @@ class MaxMinFaceTest:
             parts.append((np.full(cells, num_rows), np.arange(cells), self.throughput.ravel()))
             row_lower, row_upper = np.append(row_lower, self.total), np.append(row_upper, INF)
             num_rows += 1
-        least_sum, least_demand = refined
-        if least_sum > -INF:  # the refinement's sum of scores, every job against its least E
-            parts.append((np.full(cells, num_rows), np.arange(cells), (self.throughput / least_demand[:, None]).ravel()))
-            row_lower, row_upper = np.append(row_lower, least_sum), np.append(row_upper, INF)
+        if refined > -INF:  # the refinement's sum of scores, every job against its least E
+            parts.append((np.full(cells, num_rows), np.arange(cells), (self.throughput / low_demand[:, None]).ravel()))
+            row_lower, row_upper = np.append(row_lower, refined), np.append(row_upper, INF)
             num_rows += 1
         num_cols = level_col + 1
         matrix = sp.csr_matrix((np.concatenate([np.asarray(p[2], dtype=float) for p in parts]),
