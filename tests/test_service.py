@@ -97,6 +97,17 @@ def long_placement() -> dict:
     return fleetplan.generate("placement", {"regions": 5, "tables": 300, "jobs": 300}, seed=5).model_dump()
 
 
+def start_long_job(service: Service) -> dict:
+    """Post a long placement MIP (``long_placement``) and wait (at most 30 s) until a worker runs
+    it; its last state (with ``id`` and, once running, ``pid``)."""
+    job = service.post("/v1/solve", {"instance": long_placement(), "solver": "mip-highs", "time_limit": 60,
+                                     "wait": 0}).json()["id"]
+    deadline = time.monotonic() + 30
+    while (state := service.get(f"/v1/jobs/{job}").json())["state"] != "running" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return {**state, "id": job}
+
+
 def test_solve_evaluate_and_size_answer_like_the_library(service):
     answer = service.post("/v1/solve", {"instance": GAVEL})
     assert answer.status_code == 200
@@ -358,11 +369,8 @@ def _children(pid: int) -> list[int]:
 def test_a_killed_worker_loses_one_request_not_the_service():
     one = Service("--workers", "1")
     try:
-        started = one.post("/v1/solve", {"instance": long_placement(), "solver": "mip-highs", "time_limit": 60,
-                                         "wait": 0}).json()["id"]
-        deadline = time.monotonic() + 30
-        while (state := one.get(f"/v1/jobs/{started}").json())["state"] != "running" and time.monotonic() < deadline:
-            time.sleep(0.05)
+        state = start_long_job(one)
+        started = state["id"]
         os.kill(state["pid"], signal.SIGKILL)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -519,11 +527,8 @@ def test_a_job_sent_ahead_to_a_worker_is_not_lost_when_that_worker_dies():
     # longer sets the pace); if the worker dies, that job never ran and goes back to the queue.
     one = Service("--workers", "1")
     try:
-        long = one.post("/v1/solve", {"instance": long_placement(), "solver": "mip-highs", "time_limit": 60,
-                                      "wait": 0}).json()["id"]
-        deadline = time.monotonic() + 30
-        while (state := one.get(f"/v1/jobs/{long}").json())["state"] != "running" and time.monotonic() < deadline:
-            time.sleep(0.05)
+        state = start_long_job(one)
+        long = state["id"]
         ahead = one.post("/v1/solve", {"instance": GAVEL, "wait": 0}).json()["id"]
         dropped = one.post("/v1/solve", {"instance": GAVEL, "wait": 0}).json()["id"]
         assert one.get(f"/v1/jobs/{ahead}").json()["state"] == "queued"
@@ -542,11 +547,7 @@ def test_a_job_sent_ahead_to_a_worker_is_not_lost_when_that_worker_dies():
 def test_a_job_cancelled_while_it_waits_at_a_worker_stays_cancelled():
     one = Service("--workers", "1")
     try:
-        long = one.post("/v1/solve", {"instance": long_placement(), "solver": "mip-highs", "time_limit": 60,
-                                      "wait": 0}).json()["id"]
-        deadline = time.monotonic() + 30
-        while one.get(f"/v1/jobs/{long}").json()["state"] != "running" and time.monotonic() < deadline:
-            time.sleep(0.05)
+        long = start_long_job(one)["id"]
         ahead = one.post("/v1/solve", {"instance": GAVEL, "wait": 0}).json()["id"]
         assert one.delete(f"/v1/jobs/{ahead}").json()["state"] == "cancelled"
         assert one.delete(f"/v1/jobs/{long}").json()["state"] == "cancelled"  # its worker is replaced
