@@ -65,20 +65,29 @@ def run_grid(data: Path, traces: list[str], policies: list[str], seeds: list[int
     return rows
 
 
-def arrival_bounds(data: Path, trace: str, seed: int, inflation: float) -> dict:
-    """With the arrivals of ``seed`` known, once they reach 100 % of the cluster's GPU demand and
-    at their end: the offline greedy's plan and the upper bound on any placement (% of the
-    cluster's GPUs; :mod:`fleetplan.solvers.gpushare.offline_greedy`)."""
+def _seeded_arrivals(data: Path, trace: str, seed: int, inflation: float):
+    """The trace's instance, the cluster's GPU milli, the arrival order the grid's ``seed`` draws
+    (inflated to ``inflation`` times the cluster's GPUs) and how many of them reach 100 % of it."""
     import numpy as np
 
-    from fleetplan.sim.gpushare import Scenario, arrivals, inflate, load_trace
-    from fleetplan.solvers import solve
+    from fleetplan.sim.gpushare import Scenario, inflate, load_trace
 
     trace_instance = load_trace(Scenario(nodes=str(data / NODES_FILE), tasks=str(data / f"openb_pod_list_{trace}.csv")))
     a = trace_instance.arrays()
     capacity = a.gpu_milli_capacity
     order = inflate(a.task_gpu_milli, a.task_gpu_milli_total, capacity, inflation, np.random.default_rng(seed))
     within = int(np.searchsorted(np.cumsum(a.task_gpu_milli_total[order]), capacity, side="right"))
+    return trace_instance, capacity, order, within
+
+
+def arrival_bounds(data: Path, trace: str, seed: int, inflation: float) -> dict:
+    """With the arrivals of ``seed`` known, once they reach 100 % of the cluster's GPU demand and
+    at their end: the offline greedy's plan and the upper bound on any placement (% of the
+    cluster's GPUs; :mod:`fleetplan.solvers.gpushare.offline_greedy`)."""
+    from fleetplan.sim.gpushare import arrivals
+    from fleetplan.solvers import solve
+
+    trace_instance, capacity, order, within = _seeded_arrivals(data, trace, seed, inflation)
     row = {"trace": trace, "seed": seed}
     for label, rows in (("100", order[:within]), ("end", order)):
         result = solve(arrivals(trace_instance, rows), "offline-greedy", seed=seed)
@@ -95,17 +104,13 @@ def arrival_optimum(data: Path, trace: str, seed: int, inflation: float, time_li
     """With the arrivals of ``seed`` known, once they reach 100 % of the cluster's GPU demand
     (``at="100"``) or all of them (``at="end"``: ``inflation`` times the cluster's GPUs):
     ``offline-patterns``' plan and its per-node bound (% of the cluster's GPUs) and the wall time."""
-    import numpy as np
-
-    from fleetplan.sim.gpushare import Scenario, arrivals, inflate, load_trace
+    from fleetplan.sim.gpushare import arrivals
     from fleetplan.solvers import solve
 
-    trace_instance = load_trace(Scenario(nodes=str(data / NODES_FILE), tasks=str(data / f"openb_pod_list_{trace}.csv")))
+    trace_instance, capacity, order, within = _seeded_arrivals(data, trace, seed, inflation)
     a = trace_instance.arrays()
-    capacity = a.gpu_milli_capacity
-    order = inflate(a.task_gpu_milli, a.task_gpu_milli_total, capacity, inflation, np.random.default_rng(seed))
-    within = len(order) if at == "end" else \
-        int(np.searchsorted(np.cumsum(a.task_gpu_milli_total[order]), capacity, side="right"))
+    if at == "end":
+        within = len(order)
     result = solve(arrivals(trace_instance, order[:within]), "offline-patterns", seed=seed, time_limit=time_limit,
                    pricing=pricing)
     if not result.evaluation.feasible:  # a bug, never a figure
