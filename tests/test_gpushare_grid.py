@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import csv
 
-from fleetplan.benchmarks.experiments.gpushare import main, paper_table
+from fleetplan.benchmarks.experiments.gpushare import (
+    draw_sensitivity,
+    main,
+    paper_table,
+    sensitivity_table,
+)
 
 NODES = "sn,cpu_milli,memory_mib,gpu,model\n" + "".join(
     f"n{i},{32000 if i % 2 else 96000},262144,{2 if i % 2 else 8},{'T4' if i % 2 else 'G2'}\n" for i in range(4))
@@ -52,6 +57,21 @@ def test_the_papers_runs_beside_ours(tmp_path):
     (tmp_path / "analysis_frag_discrete.csv").write_text(f"{header}\n{line.replace('95.0', '4.5')}\n")
     rows = [{"trace": "default", "policy": "fgd", "allocated_gpu_pct": "95.5", "fragmentation_gpu_pct": "4.0"}]
     assert "| default | fgd | 95.50 | 95.00 | 4.00 | 4.50 |" in paper_table(rows, tmp_path)
+
+
+def test_the_sensitivity_figures_read_the_unallocated_gpus_at_100_percent(tmp_path):
+    # The paper's Figures 11-14 plot 100 - allocation at column "100" (not "130").
+    header = "workload,sc_policy,tune,seed," + ",".join(str(p) for p in range(131))
+    lines = [f"openb_pod_list_gpushare40,06-FGD,1.3,{seed}," + ",".join(
+        "90.0" if p != 100 else allocated for p in range(131)) for seed, allocated in ((42, "97.0"), (43, "95.0"))]
+    (tmp_path / "analysis_allo_discrete.csv").write_text("\n".join([header, *lines]) + "\n")
+    rows = [{"trace": "gpushare40", "policy": "fgd", "seed": seed, "allocated_gpu_pct_at_100": allocated}
+            for seed, allocated in ((1, "96.5"), (2, "96.0"))]
+    table = sensitivity_table(rows, tmp_path)
+    assert "| gpushare40 (40%) | 3.75 / 4.00 |" in table  # ours 100 - 96.25, theirs 100 - 96
+    assert "| fgd | 1 | 0.25 | 0.25 | -0.25 |" in table
+    assert "| gpushare60 (60%) | - / - |" in table
+    assert draw_sensitivity(tmp_path, rows, tmp_path).stat().st_size > 0
 
 
 def test_the_optimum_at_100_percent_per_seed(tmp_path, capsys):

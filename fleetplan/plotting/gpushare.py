@@ -5,6 +5,8 @@ as the arrived GPU demand grows to 130 % of the cluster's.
 * :func:`plot_run` — one run (one policy): both curves.
 * :func:`plot_policies` — several policies on one trace: allocation and fragmentation side by
   side, one line per policy (the mean over seeds when several are given).
+* :func:`plot_sensitivity` — Figures 11-14: per trace family the GPUs left unallocated at 100 % of
+  arrivals, one bar per policy and trace variant, the paper's own runs marked beside.
 * :func:`plot_gpushare` — a plan (``fleetplan plot``): per GPU model the GPU milli allocated,
   idle but fragmented and idle and usable; per task class (CPU, sharing, one GPU, several)
   the tasks placed and pending.
@@ -57,6 +59,42 @@ def plot_policies(runs: Mapping[str, Sequence[SimResult | Mapping[str, Any]]], p
     axes[0].plot([0, 100], [0, 100], color="0.7", lw=0.8, ls=":", label="all placed")
     axes[0].legend(fontsize=LEGEND_SIZE, loc="upper left")
     suptitle(figure, title)
+    save(figure, path)
+    return figure
+
+
+def plot_sensitivity(families: Sequence[tuple[str, str, Sequence[tuple[str, str]]]],
+                     ours: Mapping[tuple[str, str], Sequence[float]],
+                     paper: Mapping[tuple[str, str], Sequence[float]] | None = None,
+                     path: str | Path | None = None, *, title: str | None = None) -> Any:
+    """Figures 11-14: one panel per ``(figure, axis label, ((trace, tick label), ...))`` of
+    ``families``; per trace one bar per policy, the mean over seeds of ``ours[(trace, policy)]``
+    (GPUs unallocated at 100 % of arrivals, % of the cluster's) with its standard deviation, and
+    a black mark at the mean of ``paper[(trace, policy)]`` where the paper's runs have one."""
+    policies = list(dict.fromkeys(policy for _, policy in ours))
+    figure, axes = new_figure(12, 7.2, 2, 2)
+    width = 0.8 / max(len(policies), 1)
+    for ax, (name, axis, traces) in zip(np.ravel(axes), families, strict=False):
+        x = np.arange(len(traces))
+        for index, policy in enumerate(policies):
+            values = [np.asarray(ours.get((trace, policy), []), dtype=float) for trace, _ in traces]
+            means = [v.mean() if v.size else np.nan for v in values]
+            spread = [v.std(ddof=1) if v.size > 1 else 0.0 for v in values]
+            at = x - 0.4 + width * (index + 0.5)
+            ax.bar(at, means, width, yerr=spread, color=colour(index), label=policy, capsize=1.5,
+                   error_kw={"lw": 0.7})
+            if paper:
+                theirs = [np.mean(paper[(trace, policy)]) if paper.get((trace, policy)) else np.nan
+                          for trace, _ in traces]
+                ax.plot(at, theirs, ls="none", marker="_", markersize=9, mew=2, color="black",
+                        label="the paper's runs" if index == 0 else None)
+        ax.set_xticks(x, [label for _, label in traces])
+        ax.set_xlabel(axis)
+        ax.set_ylabel("GPUs unallocated [%]")
+        ax.set_title(name, fontsize=PANEL_TITLE_SIZE)
+        grid(ax, "y")
+    np.ravel(axes)[0].legend(fontsize=LEGEND_SIZE, ncol=2, loc="upper left")
+    suptitle(figure, title or "GPUs unallocated when the arrived demand reaches 100 % of the cluster's")
     save(figure, path)
     return figure
 

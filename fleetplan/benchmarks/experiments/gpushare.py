@@ -27,6 +27,18 @@ TRACES = ("default", "cpu050", "cpu100", "cpu200", "cpu250", "gpushare100", "gpu
           "gpushare80", "gpuspec10", "gpuspec20", "gpuspec25", "gpuspec33", "multigpu20", "multigpu30",
           "multigpu40", "multigpu50")
 SEEDS = tuple(range(42, 52))
+# The paper's sensitivity figures (its plot scripts' workload lists and axis labels): the GPUs left
+# unallocated when the arrived demand reaches 100 % of the cluster's, per trace family.
+SENSITIVITY = (
+    ("Figure 11", "GPU-sharing tasks' share of the GPU requests",
+     (("gpushare40", "40%"), ("gpushare60", "60%"), ("gpushare80", "80%"), ("gpushare100", "100%"))),
+    ("Figure 12", "multi-GPU tasks' share of the GPU requests",
+     (("multigpu20", "20%"), ("multigpu30", "30%"), ("multigpu40", "40%"), ("multigpu50", "50%"))),
+    ("Figure 13", "GPU-model-constrained tasks' share of the GPU requests",
+     (("gpuspec10", "10%"), ("gpuspec20", "20%"), ("gpuspec25", "25%"), ("gpuspec33", "33%"))),
+    ("Figure 14", "non-GPU tasks' share of the tasks",
+     (("cpu050", "5%"), ("cpu100", "10%"), ("cpu200", "20%"), ("cpu250", "25%"))),
+)
 NODES_FILE = "openb_node_list_gpu_node.csv"
 SUMMARY_COLUMNS = ("trace", "policy", "seed", "wall_s", "load_average", "tasks_arrived", "tasks_placed",
                    "allocated_gpu_pct", "fragmentation_gpu_pct", "unallocated_gpu_pct", "allocated_gpu_pct_at_100",
@@ -228,17 +240,9 @@ def paper_table(rows: list[dict], folder: Path) -> str:
     authors' own runs (their simulator's ``experiments/analysis/expected_results/
     analysis_allo_discrete.csv`` and ``analysis_frag_discrete.csv``, columns ``130``), means
     over the seeds each side has."""
-    import csv
     import statistics
 
-    theirs: dict[tuple[str, str, str], list[float]] = {}
-    for name, what in (("analysis_allo_discrete.csv", "allocated"), ("analysis_frag_discrete.csv", "fragmented")):
-        with (folder / name).open(encoding="utf-8") as handle:
-            for record in csv.DictReader(handle):
-                trace = record["workload"].removeprefix("openb_pod_list_")
-                policy = PAPER_POLICIES.get(record["sc_policy"])
-                if policy is not None:
-                    theirs.setdefault((trace, policy, what), []).append(float(record["130"]))
+    allocated, fragmented = paper_runs(folder, "130", "allocated"), paper_runs(folder, "130", "fragmented")
     lines = ["| trace | policy | allocated (ours) | allocated (paper's runs) | fragmented (ours) | "
              "fragmented (paper's runs) |", "|---|---|---|---|---|---|"]
     groups: dict[tuple[str, str], list[dict]] = {}
@@ -251,8 +255,8 @@ def paper_table(rows: list[dict], folder: Path) -> str:
     for (trace, policy), runs in groups.items():
         ours_a = statistics.mean(float(r["allocated_gpu_pct"]) for r in runs)
         ours_f = statistics.mean(float(r["fragmentation_gpu_pct"]) for r in runs)
-        paper_a = theirs.get((trace, policy, "allocated"))
-        paper_f = theirs.get((trace, policy, "fragmented"))
+        paper_a = allocated.get((trace, policy))
+        paper_f = fragmented.get((trace, policy))
         lines.append(f"| {trace} | {policy} | {ours_a:.2f} | {cell(paper_a)} | {ours_f:.2f} | {cell(paper_f)} |")
         if paper_a:
             differences.setdefault(policy, []).append(ours_a - statistics.mean(paper_a))
@@ -262,6 +266,74 @@ def paper_table(rows: list[dict], folder: Path) -> str:
         lines.append(f"| {policy} | {len(values)} | {statistics.mean(abs(v) for v in values):.2f} | "
                      f"{max(abs(v) for v in values):.2f} | {statistics.mean(values):+.2f} |")
     return "\n".join(lines)
+
+
+def paper_runs(folder: Path, column: str = "130", what: str = "allocated") -> dict[tuple[str, str], list[float]]:
+    """The paper authors' own runs, per (trace, policy): the seeds' values of ``column`` (the
+    arrived demand in % of the cluster's GPUs) of ``analysis_allo_discrete.csv`` (``what=
+    "allocated"``) or ``analysis_frag_discrete.csv`` (``"fragmented"``) in their simulator's
+    ``experiments/analysis/expected_results``."""
+    import csv
+
+    name = {"allocated": "analysis_allo_discrete.csv", "fragmented": "analysis_frag_discrete.csv"}[what]
+    theirs: dict[tuple[str, str], list[float]] = {}
+    with (folder / name).open(encoding="utf-8") as handle:
+        for record in csv.DictReader(handle):
+            policy = PAPER_POLICIES.get(record["sc_policy"])
+            if policy is not None:
+                trace = record["workload"].removeprefix("openb_pod_list_")
+                theirs.setdefault((trace, policy), []).append(float(record[column]))
+    return theirs
+
+
+def paper_unallocated(folder: Path) -> dict[tuple[str, str], list[float]]:
+    """The paper's runs, per (trace, policy): the GPUs unallocated (%) at 100 % of arrivals."""
+    return {key: [100.0 - value for value in values] for key, values in paper_runs(folder, "100").items()}
+
+
+def unallocated_at_100(rows: list[dict]) -> dict[tuple[str, str], list[float]]:
+    """Ours, per (trace, policy): the seeds' GPUs unallocated (% of the cluster's) when the arrived
+    demand reaches 100 %, the quantity of the paper's Figures 11-14."""
+    found: dict[tuple[str, str], list[float]] = {}
+    for row in rows:
+        found.setdefault((row["trace"], row["policy"]), []).append(100.0 - float(row["allocated_gpu_pct_at_100"]))
+    return found
+
+
+def sensitivity_table(rows: list[dict], paper: Path | None = None) -> str:
+    """Markdown, one block per figure of :data:`SENSITIVITY`: per trace and policy the mean over
+    seeds of the unallocated GPUs at 100 % of arrivals, ours and (with ``paper``) the paper's
+    runs, then per policy the mean and largest difference over the 16 traces."""
+    import statistics
+
+    ours = unallocated_at_100(rows)
+    theirs = paper_unallocated(paper) if paper else {}
+    policies = list(dict.fromkeys(row["policy"] for row in rows))
+    head = " | ".join(f"{p} (ours{' / paper' if paper else ''})" for p in policies)
+    lines = []
+    differences: dict[str, list[float]] = {}
+    for figure, axis, traces in SENSITIVITY:
+        lines += ["", f"{figure} — GPUs unallocated at 100 % of arrivals [%], by {axis}:", "",
+                  f"| trace | {head} |", "|---" * (len(policies) + 1) + "|"]
+        for trace, label in traces:
+            cells = []
+            for policy in policies:
+                mine = ours.get((trace, policy))
+                cell = f"{statistics.mean(mine):.2f}" if mine else "-"
+                if paper:
+                    other = theirs.get((trace, policy))
+                    cell += f" / {statistics.mean(other):.2f}" if other else " / -"
+                    if mine and other:
+                        differences.setdefault(policy, []).append(statistics.mean(mine) - statistics.mean(other))
+                cells.append(cell)
+            lines.append(f"| {trace} ({label}) | " + " | ".join(cells) + " |")
+    if differences:
+        lines += ["", "| policy | traces | mean abs(ours − paper's), unallocated at 100 % | largest | "
+                      "mean (ours − paper's) |", "|---|---|---|---|---|"]
+        for policy, values in differences.items():
+            lines.append(f"| {policy} | {len(values)} | {statistics.mean(abs(v) for v in values):.2f} | "
+                         f"{max(abs(v) for v in values):.2f} | {statistics.mean(values):+.2f} |")
+    return "\n".join(lines).lstrip("\n")
 
 
 def bound_table(bounds: list[dict], rows: list[dict]) -> str:
@@ -311,6 +383,18 @@ def draw(out: Path, traces: list[str], policies: list[str], seeds: list[int]) ->
             plot_policies(runs, target, title=f"{trace} trace, inflated to 130%: mean over {len(seeds)} seed(s)")
             written.append(target)
     return written
+
+
+def draw_sensitivity(out: Path, rows: list[dict], paper: Path | None = None) -> Path:
+    """``OUT/sensitivity.png``: the paper's Figures 11-14 from our runs (and the paper's own runs)."""
+    from fleetplan.plotting.gpushare import plot_sensitivity
+
+    theirs = paper_unallocated(paper) if paper is not None else None
+    seeds = len({row["seed"] for row in rows})
+    target = out / "sensitivity.png"
+    plot_sensitivity(SENSITIVITY, unallocated_at_100(rows), theirs, target,
+                     title=f"GPUs unallocated when the arrived demand reaches 100 %: mean over {seeds} seed(s)")
+    return target
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -382,8 +466,12 @@ def main(argv: list[str] | None = None) -> int:
     print(summary_table(rows))
     if len(args.traces) > 1:
         print(pivot_table(rows, "allocated_gpu_pct"))
-    if args.paper_results is not None:
-        print(paper_table(rows, Path(args.paper_results)))
+    paper = Path(args.paper_results) if args.paper_results is not None else None
+    if paper is not None:
+        print(paper_table(rows, paper))
+    if any(trace in args.traces for _, _, family in SENSITIVITY for trace, _ in family):
+        print(sensitivity_table(rows, paper))
+        print(f"wrote {draw_sensitivity(out, rows, paper)}")
     if args.bound:
         found = _per_seed(out, args, "bounds", lambda trace, seed: arrival_bounds(data, trace, seed, args.inflation))
         print(bound_table(found, rows))
