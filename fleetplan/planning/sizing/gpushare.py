@@ -16,7 +16,13 @@ cheapest purchase.
                   sum_s demand_s x[s, p] <= capacity_p n_p    (bought nodes of offer p)
 
    Pooling ignores how a node's capacity splits into nodes and GPUs, so no cheaper purchase can
-   work; a dearer one may be needed.
+   work; a dearer one may be needed. One more row sees the nodes one by one: today's nodes hold at
+   most ``H`` GPU milli of the tasks whichever way they are placed (the node-pattern bound of
+   ``offline-patterns``, each node's CPU, memory and GPUs respected), so the bought nodes' GPUs
+   hold at least the rest::
+
+       sum_p 1000 gpus_p n_p >= (GPU milli asked) - H
+
 2. The purchase is checked by placing the tasks on the sized cluster with ``policy``
    (``offline-greedy`` by default: the tasks are known); while some stay pending, nodes of the
    offer that accepts the most pending GPU milli (the cheapest per GPU on a tie) are added —
@@ -80,7 +86,8 @@ def with_nodes(instance: Any, offers: list, counts: Sequence[int]) -> Any:
     return instance_from_data(data)
 
 
-def _bound_model(instance: Any, offers: list, budget: float | None):  # -> (LinearProgram, n columns)
+def _bound_model(instance: Any, offers: list, budget: float | None,
+                 shortfall_milli: float = 0.0):  # -> (LinearProgram, n columns)
     import scipy.sparse as sp
 
     from fleetplan.instances.gpushare import MILLI
@@ -123,6 +130,11 @@ def _bound_model(instance: Any, offers: list, budget: float | None):  # -> (Line
         upper += (cap[:K] * type_count).astype(float).tolist() + [0.0] * P
         row += K + P
     prices = np.array([offer[4] for offer in offers], dtype=float)
+    if shortfall_milli > 0:  # the GPU milli today's nodes cannot hold, node by node, on the bought GPUs
+        rows.append(np.full(P, row)), cols.append(n_x + np.arange(P))
+        vals.append(np.array([offer[3] * MILLI for offer in offers], dtype=float))
+        lower.append(float(shortfall_milli)), upper.append(INF)
+        row += 1
     if budget is not None:
         rows.append(np.full(P, row)), cols.append(n_x + np.arange(P)), vals.append(prices)
         lower.append(-INF), upper.append(float(budget))
@@ -133,6 +145,43 @@ def _bound_model(instance: Any, offers: list, budget: float | None):  # -> (Line
     lp = LinearProgram(cost=cost, matrix=matrix, row_lower=np.array(lower), row_upper=np.array(upper),
                        col_lower=np.zeros(n), col_upper=col_upper, sense="min", integrality=np.ones(n, dtype=np.int64))
     return lp, n_x
+
+
+def _shortfall(instance: Any, time_limit: float | None, started: float, seed: int) -> tuple[float, float]:
+    """(GPU milli asked less what today's nodes can hold at most, that most): the node-pattern
+    bound of :func:`fleetplan.solvers.gpushare.patterns.placeable_milli`, which sees each node's
+    own CPU, memory and GPUs where the pooled model sums them; given half the time left."""
+    from fleetplan.solvers.gpushare.patterns import placeable_milli
+
+    left = time_left(time_limit, started)
+    asked = float(instance.arrays().task_gpu_milli_total.sum())
+    held = placeable_milli(instance, time_limit=None if left is None else 0.5 * left, seed=seed).bound_milli
+    # the bound is a count of milli: a fraction above it is rounding in the master's duals
+    return asked - math.floor(held + 1e-6), float(math.floor(held + 1e-6))
+
+
+def _no_purchase(result: SizingResult, instance: Any, offers: list, counts: list[int], sized: Any, plan: Any,
+                 pending: int, policy: str, bound: float, budget: float | None, time_limit: float | None,
+                 started: float, seed: int) -> SizingResult:
+    """The growth stopped with tasks pending. ``infeasible`` only when proven: every offer at its
+    MAX cannot hold the GPU milli asked, node by node (a larger cluster holds whatever a smaller
+    one does, so no purchase within the limits can); otherwise ``time_limit`` with the bound —
+    the policy's placement missed, which does not prove that no purchase works."""
+    result.bound = bound
+    stuck = f"under {policy} {pending} tasks stay pending and no offer within its limits takes them"
+    if budget is None and all(math.isfinite(offer[5]) for offer in offers):
+        everything = with_nodes(instance, offers, [int(offer[5]) for offer in offers])
+        shortfall, held = _shortfall(everything, time_limit, started, seed)
+        if shortfall > 0:
+            result.status = "infeasible"
+            result.sized_instance, result.plan = sized, plan  # what stays pending, for the picture
+            result.message = (f"{stuck}; proven: with every offer at its MAX the nodes hold at most {held:,.0f} of the "
+                              f"{held + shortfall:,.0f} GPU milli asked, node by node")
+            return result
+    result.status = "time_limit"
+    result.message = (f"{stuck}; not proven impossible (no purchase cheaper than {bound:g} can work): another placement "
+                      f"or purchase may place every task")
+    return result
 
 
 def size_gpushare(instance: Any, targets: Sequence[Target], purchases: Sequence[Purchase], *, budget: float | None,
@@ -147,7 +196,10 @@ def size_gpushare(instance: Any, targets: Sequence[Target], purchases: Sequence[
     offers = node_templates(instance, purchases)
     policy = policy or "offline-greedy"
     result = SizingResult(status="error", kind="gpushare", targets=list(targets), policy=policy)
-    lp, n_x = _bound_model(instance, offers, budget)
+    shortfall, today = _shortfall(instance, time_limit, started, seed)
+    result.log.append(f"today's nodes hold at most {today:,.0f} of the {today + shortfall:,.0f} GPU milli asked "
+                      f"(node patterns): the bought GPUs must hold at least {max(shortfall, 0.0):,.0f}")
+    lp, n_x = _bound_model(instance, offers, budget, shortfall)
     # HiGHS's own relative gap (1e-4), as this sizer always ran it.
     outcome = solve_sizing_mip(lp, time_left(time_limit, started), threads, seed, 1e-4)
     result.log += outcome["log"]
@@ -187,10 +239,8 @@ def size_gpushare(instance: Any, targets: Sequence[Target], purchases: Sequence[
             if best_key is None or key > best_key:
                 best, best_key = p, key
         if best is None or best_key[0] == 0:
-            result.status = "infeasible"
-            result.message = f"{int(pending)} tasks stay pending and no offer within its limits takes them"
-            result.sized_instance, result.plan = sized, solved.plan
-            return result
+            return _no_purchase(result, instance, offers, counts, sized, solved.plan, int(pending), policy, bound,
+                                budget, time_limit, started, seed)
         # Half the pending GPU demand this offer takes, in its nodes (at least one): the deficit
         # halves each round instead of shrinking by one node.
         gpus_per_node = max(offers[best][3], 1)
@@ -211,7 +261,8 @@ def size_gpushare(instance: Any, targets: Sequence[Target], purchases: Sequence[
     met = all(result.checks.values())
     result.status = ("optimal" if result.gap == 0 else "feasible") if met else "time_limit"
     result.stats = {"nodes_added_after_the_bound": float(rounds)}
-    result.message = (f"{sum(counts)} nodes bought for {cost:g}; the pooled bound proves no purchase under "
+    result.message = (f"{sum(counts)} nodes bought for {cost:g}; the bound (pooled, and node by node on today's nodes) "
+                      f"proves no purchase under "
                       f"{result.bound:g} places every task" + ("" if met else "; some tasks still pending"))
     return result
 

@@ -246,6 +246,40 @@ def _greedy(instance: GpushareInstance, order: np.ndarray | None, seed: int):
     return place_in_order(state, FGD(ties="best-fit"), seed=seed, order=order)
 
 
+def _greedy_starts(instance: GpushareInstance, classes: PatternClasses, seed: int):
+    """Two greedy plans — FGD (BestFit ties) in arrival order and largest GPU demand first — and
+    their patterns: (plans, pattern classes, pattern counts, each plan's GPU milli)."""
+    a = instance.arrays()
+    task_shape = np.full(a.num_tasks, -1, dtype=np.int64)
+    for s, rows in enumerate(classes.task_rows):
+        task_shape[rows] = s
+    node_class = np.empty(a.num_nodes, dtype=np.int64)
+    for k, rows in enumerate(classes.node_rows):
+        node_class[rows] = k
+    greedy = [_greedy(instance, None, seed),
+              _greedy(instance, np.argsort(-a.task_gpu_milli_total, kind="stable"), seed)]
+    starts = [plan_patterns(classes, g.task_node, task_shape, node_class) for g in greedy]
+    return (greedy, np.concatenate([s[0] for s in starts]), np.hstack([s[1] for s in starts]),
+            [float(classes.value @ s[1] @ s[2]) for s in starts])
+
+
+def placeable_milli(instance: GpushareInstance, *, time_limit: float | None = None, seed: int = 0) -> PatternBound:
+    """An upper bound on the GPU milli any placement of ``instance``'s tasks on its nodes
+    allocates, each node's CPU, memory and GPUs respected (the column generation of
+    :func:`pattern_bound` from two greedy plans' patterns; valid when cut short by
+    ``time_limit``: its ``bound_milli``).
+
+    >>> import fleetplan
+    >>> instance = fleetplan.generate("gpushare", {"nodes": 3, "tasks": 30}, seed=2)
+    >>> found = placeable_milli(instance)
+    >>> found.bound_milli >= fleetplan.solve(instance, "offline-patterns").objective
+    True
+    """
+    classes = pattern_classes(instance)
+    _, start_class, start_counts, _ = _greedy_starts(instance, classes, seed)
+    return pattern_bound(classes, start_class, start_counts, deadline=Deadline(time_limit))
+
+
 @register("gpushare", "offline-patterns", exact=False,
           description="every arrival known: node patterns by column generation (HiGHS) give an upper bound that "
                       "respects each node's CPU, memory and GPUs, and their integer choice a plan",
@@ -264,19 +298,7 @@ def offline_patterns(instance: GpushareInstance, *, time_limit: float | None = N
     deadline = Deadline(time_limit)
     a = instance.arrays()
     classes = pattern_classes(instance)
-    task_shape = np.full(a.num_tasks, -1, dtype=np.int64)
-    for s, rows in enumerate(classes.task_rows):
-        task_shape[rows] = s
-    node_class = np.empty(a.num_nodes, dtype=np.int64)
-    for k, rows in enumerate(classes.node_rows):
-        node_class[rows] = k
-    # two greedy plans: FGD (BestFit ties) in arrival order and largest GPU demand first
-    greedy = [_greedy(instance, None, seed),
-              _greedy(instance, np.argsort(-a.task_gpu_milli_total, kind="stable"), seed)]
-    starts = [plan_patterns(classes, g.task_node, task_shape, node_class) for g in greedy]
-    start_class = np.concatenate([s[0] for s in starts])
-    start_counts = np.hstack([s[1] for s in starts])
-    start_value = [float(classes.value @ s[1] @ s[2]) for s in starts]
+    greedy, start_class, start_counts, start_value = _greedy_starts(instance, classes, seed)
     bound_deadline = Deadline(None if time_limit is None else BOUND_SHARE * time_limit)
     found = pattern_bound(classes, start_class, start_counts, deadline=bound_deadline, progress=progress,
                           pricing=pricing)
@@ -323,4 +345,4 @@ def offline_patterns(instance: GpushareInstance, *, time_limit: float | None = N
                        log=[*found.log, *dive_log, message], stats=stats)
 
 
-__all__ = ["PatternBound", "offline_patterns", "pattern_bound", "plan_patterns"]
+__all__ = ["PatternBound", "offline_patterns", "pattern_bound", "placeable_milli", "plan_patterns"]
