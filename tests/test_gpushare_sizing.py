@@ -94,7 +94,7 @@ def test_the_node_by_node_bound_sees_what_pooling_misses(monkeypatch):
     assert cheapest == 1 and result.bound == 1 and result.status == "optimal"
     from fleetplan.planning.sizing import gpushare
 
-    monkeypatch.setattr(gpushare, "_shortfall", lambda *args: (0.0, 0.0))
+    monkeypatch.setattr(gpushare, "_shortfall", lambda *args, **options: (0.0, 0.0))
     assert size(instance, ["tasks_pending<=0"], ["T4=1:3"], time_limit=60).bound == 0  # pooled alone
 
 
