@@ -38,10 +38,23 @@ def pack(header: dict[str, Any], body: bytes = b"") -> bytes:
     return _LENGTH.pack(len(head)) + head + body
 
 
-def unpack(message: bytes) -> tuple[dict[str, Any], memoryview]:
+def pack_job(task: str, deadline: float, job_id: str, session: str | None, body: bytes) -> bytes:
+    """:func:`pack` of a job's header, written out: the service's own names and ids (no quoting
+    to do), a finite deadline; ``json.dumps`` builds an encoder on every call.
+
+    >>> pack_job("solve", 1.5, "ab12", None, b"{}") == pack({"task": "solve", "deadline": 1.5, "id": "ab12",
+    ...                                                    "session": None}, b"{}")
+    True
+    """
+    held = "null" if session is None else f'"{session}"'
+    head = f'{{"task": "{task}", "deadline": {deadline!r}, "id": "{job_id}", "session": {held}}}'.encode()
+    return _LENGTH.pack(len(head)) + head + body
+
+
+def unpack(message: bytes | memoryview) -> tuple[dict[str, Any], memoryview]:
     (length,) = _LENGTH.unpack_from(message)
     view = memoryview(message)
-    return json.loads(view[_LENGTH.size:_LENGTH.size + length].tobytes()), view[_LENGTH.size + length:]
+    return json.loads(str(view[_LENGTH.size:_LENGTH.size + length], "utf-8")), view[_LENGTH.size + length:]
 
 
 def error_body(error: Exception, code: int = 2) -> dict[str, Any]:
