@@ -53,6 +53,7 @@ from fleetplan.service.schemas import (
     Ready,
     SessionBrief,
     SessionList,
+    intake,
 )
 
 TASK_NAMES = tuple(REQUESTS)  # a route per task: POST /v1/NAME
@@ -213,12 +214,10 @@ class Service:
             await asyncio.to_thread(self.intake.shutdown, wait=True, cancel_futures=True)
 
     async def check(self, task: str, raw: bytes) -> tuple[int, Any]:
-        from concurrent.futures.process import BrokenProcessPool
-
-        from fleetplan.service.schemas import intake
-
         if len(raw) <= INLINE_CHECK_BYTES and task in INLINE_CHECK_TASKS:
             return intake(task, raw, self.settings.max_time_limit_s)
+        from concurrent.futures.process import BrokenProcessPool
+
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self.intake, intake, task, raw, self.settings.max_time_limit_s)

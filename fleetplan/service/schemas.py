@@ -13,8 +13,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from fleetplan.errors import InstanceError
-from fleetplan.instances.base import MAX_INTEGER, MAX_MAGNITUDE
+# Imported here, not in each call: a small request is checked in the event loop's process,
+# where an import statement per call (a Python-level lookup for a package) adds up.
+from fleetplan.errors import InstanceError, error_object
+from fleetplan.instances import get_kind, instance_from_data
+from fleetplan.instances.base import MAX_INTEGER, MAX_MAGNITUDE, parse_json_text, validate_model
 
 # The largest ``wait`` a request may ask for (seconds).
 MAX_WAIT_S = 3600.0
@@ -235,8 +238,6 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     ...
     fleetplan.errors.InstanceError: instance.jobs[0].weight: 1e+31 is out of range (fleetplan holds |x| <= 1e+30, so sums cannot overflow)
     """
-    from fleetplan.instances.base import parse_json_text
-
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -315,9 +316,6 @@ def check_fields(task: str, data: dict[str, Any], max_time_limit_s: float, numbe
     """:func:`check_request` past the parsing; ``numbers_checked``: ``data`` is
     :func:`parse_body`'s, whose numbers are known to be within the files' bounds (the instance's
     are not walked again)."""
-    from fleetplan.instances import get_kind, instance_from_data
-    from fleetplan.instances.base import validate_model
-
     if task in ("session_patch", "session_solve"):
         request = validate_model(SESSION_REQUESTS[task], data)
         if request.time_limit is not None and request.time_limit > max_time_limit_s:
@@ -371,9 +369,6 @@ def check_fields(task: str, data: dict[str, Any], max_time_limit_s: float, numbe
 def _instance_of_kind(data: dict[str, Any]) -> Any:
     """:func:`fleetplan.instances.instance_from_data` (the same errors) for an instance whose
     numbers are already checked."""
-    from fleetplan.instances import get_kind
-    from fleetplan.instances.base import validate_model
-
     if "kind" not in data:
         raise InstanceError("kind", "required field is missing", "instance")
     try:
@@ -386,8 +381,6 @@ def _instance_of_kind(data: dict[str, Any]) -> Any:
 def intake(task: str, raw: bytes, max_time_limit_s: float) -> tuple[int, Any]:
     """:func:`check_request` as the intake process runs it: ``(200, envelope)`` or
     ``(code, error_object)``; never raises."""
-    from fleetplan.errors import error_object
-
     try:
         data = parse_body(raw)
     except InstanceError as error:  # not a JSON object at all: 400
