@@ -136,7 +136,7 @@ def test_an_instance_whose_numbers_were_checked_gets_the_same_errors(instance):
 
 
 def test_the_pipe_framing_is_multiprocessings_both_ways():
-    from fleetplan.service.jobs import READ_CHUNK, read_messages, write_message
+    from fleetplan.service.tasks import READ_CHUNK, read_messages, write_message
 
     ours, theirs = multiprocessing.Pipe()
     big = bytes(range(256)) * (3 * READ_CHUNK // 256)  # past one read, and past the socket's buffer

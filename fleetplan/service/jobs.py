@@ -28,7 +28,6 @@ import json
 import multiprocessing
 import os
 import shutil
-import struct
 import tempfile
 import time
 import uuid
@@ -38,7 +37,15 @@ from pathlib import Path
 from typing import Any
 
 from fleetplan.errors import InstanceError
-from fleetplan.service.tasks import error_body, pack_job, serve_jobs, unpack
+from fleetplan.service.tasks import (
+    SMALL_MESSAGE,
+    error_body,
+    pack_job,
+    read_messages,
+    serve_jobs,
+    unpack,
+    write_message,
+)
 
 # What the worker processes' fork server imports once, so a new worker starts in milliseconds.
 PRELOAD = ["fleetplan.service.tasks", "fleetplan.solvers", "fleetplan.instances", "scipy.sparse", "highspy",
@@ -48,71 +55,6 @@ KILL_GRACE_S = 5.0
 FINAL = ("done", "failed", "cancelled")
 # Bodies above this are handed to a worker from a thread, not from the event loop.
 LARGE_BODY = 1 << 20
-
-
-# The worker's end of the pipe is a multiprocessing Connection; the service's end reads and
-# writes its framing itself: a signed 4-byte big-endian length (-1: an 8-byte one follows), then
-# the message. Connection.recv_bytes reads a message in two reads and as many Python calls, and
-# under load the service's process spent more on the pipe's plumbing than on the job's own
-# bookkeeping: here one read takes every message waiting, and a small message is one write.
-_FRAME = struct.Struct("!i")
-_LONG_FRAME = struct.Struct("!Q")
-READ_CHUNK = 64 * 1024
-SMALL_MESSAGE = 16 * 1024  # and above, Connection.send_bytes (no copy of a large message)
-
-
-def write_message(fd: int, message: bytes) -> None:
-    """Send one small message on a blocking pipe, framed as ``Connection.send_bytes`` does."""
-    frame = _FRAME.pack(len(message)) + message
-    sent = os.write(fd, frame)
-    while sent < len(frame):  # a blocking socket writes it all; a signal can cut it short
-        sent += os.write(fd, frame[sent:])
-
-
-def read_messages(fd: int) -> list[memoryview]:
-    """Every whole message waiting on a blocking pipe that is ready to read (at least one). A
-    message begun is read to its end, as ``Connection.recv_bytes`` does: the worker sends each
-    whole. Raises :class:`EOFError` when the pipe is closed.
-
-    >>> import multiprocessing
-    >>> ours, theirs = multiprocessing.Pipe()
-    >>> theirs.send_bytes(b"one"); theirs.send_bytes(b"two")
-    >>> [bytes(message) for message in read_messages(ours.fileno())]
-    [b'one', b'two']
-    >>> write_message(ours.fileno(), b"three"); theirs.recv_bytes()
-    b'three'
-    """
-    data = os.read(fd, READ_CHUNK)
-    if not data:
-        raise EOFError
-    messages = []
-    while data:
-        data = _at_least(fd, data, _FRAME.size)
-        (size,) = _FRAME.unpack_from(data)
-        start = _FRAME.size
-        if size == -1:
-            start += _LONG_FRAME.size
-            data = _at_least(fd, data, start)
-            (size,) = _LONG_FRAME.unpack_from(data, _FRAME.size)
-        end = start + size
-        data = _at_least(fd, data, end)
-        messages.append(memoryview(data)[start:end])
-        data = data[end:]
-    return messages
-
-
-def _at_least(fd: int, data: bytes, size: int) -> bytes:
-    """``data`` and what follows it on the pipe, read until it holds ``size`` bytes."""
-    if len(data) >= size:
-        return data
-    parts, have = [data], len(data)
-    while have < size:
-        chunk = os.read(fd, size - have)
-        if not chunk:
-            raise EOFError
-        parts.append(chunk)
-        have += len(chunk)
-    return b"".join(parts)
 
 
 def _error_bytes(message: str, path: str = "", exit_code: int = 1) -> bytes:
