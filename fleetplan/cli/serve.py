@@ -193,7 +193,10 @@ def handle_serve(args: argparse.Namespace) -> int:
     port = sock.getsockname()[1]
     app = create_app(settings)
     # The service drains on its own clock (the grace period); uvicorn's own limit is a backstop.
-    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=int(args.grace) + 5, **ssl)
+    # No access log: at the warning level its lines are never printed, but uvicorn formats each
+    # request's client and quoted path for it all the same.
+    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=int(args.grace) + 5,
+                            **ssl)
     server = _Server(config, app.service)
     scheme = "https" if ssl else "http"
     stderr.print(f"fleetplan serve: {scheme}://{args.host}:{port} ({args.workers} workers, queue {args.queue}, "

@@ -3,6 +3,8 @@ for schedulers written in any language.
 
 * :mod:`~fleetplan.service.app` — the FastAPI application, its endpoints and the middleware
   (token, JSON only, body size, draining);
+* :mod:`~fleetplan.service.compute` — the computing requests' plain ASGI route (solve, evaluate,
+  size, whatif, horizon, session rounds): checks, the job, the wait, the answer;
 * :mod:`~fleetplan.service.schemas` — the strict request models and the checks a request passes
   before it is queued;
 * :mod:`~fleetplan.service.jobs` — the fair, bounded queue and the pool of warm worker processes;

@@ -23,12 +23,14 @@ parsed on the event loop), then waits up to ``wait`` seconds
 (default the service's ``sync_wait_s``, which fits a 5 s caller budget) for its answer: done by
 then, the answer comes back; otherwise 202 with the job's id to poll. Every answer to a queued
 job carries its id in the ``X-Job-Id`` header, and a client that disconnects while it waits
-cancels its job.
+cancels its job. Those requests take a plain ASGI path past FastAPI's layers
+(:mod:`fleetplan.service.compute`); FastAPI serves the rest and the OpenAPI document.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import hmac
 import json
 import os
@@ -37,7 +39,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetplan.errors import KIND_NAMES, InstanceError, error_object
-from fleetplan.service.jobs import FINAL, JobManager, KeyReused, QueueFull
+from fleetplan.service.compute import compute, delegated, request_headers, route
+from fleetplan.service.jobs import FINAL, JobManager
 from fleetplan.service.metrics import Metrics
 from fleetplan.service.schemas import (
     REQUESTS,
@@ -50,9 +53,17 @@ from fleetplan.service.schemas import (
     Ready,
     SessionBrief,
     SessionList,
+    intake,
 )
 
 TASK_NAMES = tuple(REQUESTS)  # a route per task: POST /v1/NAME
+TASKS = frozenset(TASK_NAMES)
+# A computing request's route, as /metrics names it.
+COMPUTE_ROUTES = {**{task: f"/v1/{task}" for task in TASK_NAMES}, "session_create": "/v1/sessions",
+                  "session_patch": "/v1/sessions/{id}", "session_solve": "/v1/sessions/{id}/solve"}
+# The routes /metrics names as they are (the others by their pattern, or "other").
+KNOWN_PATHS = frozenset({f"/v1/{task}" for task in TASK_NAMES} | {
+    "/v1/jobs", "/v1/sessions", "/v1/solvers", "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"})
 # Routes a probe or a client may call without the token: liveness and readiness only.
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 JSON_TYPES = ("application/json",)
@@ -98,12 +109,22 @@ class Guard:
 
     def __init__(self, app: Any, service: Service):
         self.app, self.service = app, service
+        token = service.settings.token
+        self.bearer = b"" if token is None else f"Bearer {token}".encode()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
+        headers = request_headers(scope)
+        refusal = self.refusal(scope, headers)
+        computing = route(scope["method"], scope["path"], TASKS) if refusal is None else None
+        if computing is not None:  # the hot path: past FastAPI's layers (fleetplan.service.compute)
+            code = await compute(self.service, *computing, scope, receive, send, headers)
+            self.service.metrics.observe(scope["method"], COMPUTE_ROUTES[computing[0]], code,
+                                         time.perf_counter() - started)
+            return
         status: list[int] = [500]
 
         async def sending(message: dict[str, Any]) -> None:
@@ -111,22 +132,17 @@ class Guard:
                 status[0] = message["status"]
             await send(message)
 
-        refusal = self.refusal(scope)
-        if refusal is not None:
-            await refusal(scope, receive, sending)
-        else:
-            await self.app(scope, receive, sending)
+        await (refusal or self.app)(scope, receive, sending)
         self.service.metrics.observe(scope["method"], _route_name(scope["path"]), status[0],
                                      time.perf_counter() - started)
 
-    def refusal(self, scope: dict[str, Any]) -> Any:
+    def refusal(self, scope: dict[str, Any], headers: dict[str, str]) -> Any:
         settings, path = self.service.settings, scope["path"]
-        headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
         if path in OPEN_PATHS:
             return None
         if settings.token is not None:
             given = headers.get("authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {settings.token}".encode()):
+            if not hmac.compare_digest(given.encode(), self.bearer):
                 return error_response(401, "missing or wrong bearer token (send Authorization: Bearer TOKEN)",
                                       "authorization", {"WWW-Authenticate": "Bearer"})
         if self.service.draining:
@@ -198,12 +214,10 @@ class Service:
             await asyncio.to_thread(self.intake.shutdown, wait=True, cancel_futures=True)
 
     async def check(self, task: str, raw: bytes) -> tuple[int, Any]:
-        from concurrent.futures.process import BrokenProcessPool
-
-        from fleetplan.service.schemas import intake
-
         if len(raw) <= INLINE_CHECK_BYTES and task in INLINE_CHECK_TASKS:
             return intake(task, raw, self.settings.max_time_limit_s)
+        from concurrent.futures.process import BrokenProcessPool
+
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self.intake, intake, task, raw, self.settings.max_time_limit_s)
@@ -247,7 +261,14 @@ def create_app(settings: ServiceSettings | None = None, jobs: JobManager | None 
 
     @asynccontextmanager
     async def lifespan(app: Any):  # noqa: ANN202 - the ASGI lifespan protocol
-        await service.start()
+        # The OpenAPI document (0.2 s of CPU) is built now, beside the workers' start, not on
+        # the event loop when the first client reads it.
+        await asyncio.gather(service.start(), asyncio.to_thread(app.openapi))
+        # What is loaded by now (FastAPI, pydantic, every kind's models and solvers) lives as long
+        # as the process: out of the collector's sight, its full passes under load walk only
+        # what the requests allocate.
+        gc.collect()
+        gc.freeze()
         housekeeping = asyncio.create_task(_housekeeping(jobs))
         try:
             yield
@@ -276,66 +297,12 @@ def create_app(settings: ServiceSettings | None = None, jobs: JobManager | None 
         path = ".".join(str(part) for part in first["loc"])
         return error_response(422, f"{first['msg']}", path)
 
-    async def compute(task: str, request: Request, held: Any = None) -> Any:
-        raw = bytearray()
-        async for chunk in request.stream():
-            raw += chunk
-            if len(raw) > settings.max_body_bytes:
-                return error_response(413, f"the body exceeds {settings.max_body_bytes:,} bytes", "body")
-        body = bytes(raw)
-        del raw
-        code, envelope = await service.check(task, body)
-        if code != 200:
-            return JSONResponse(envelope, status_code=code)
-        if task == "session_patch":
-            from fleetplan.service.sessions import operations
-
-            known = operations(held.kind)
-            for k, op in enumerate(envelope["ops"]):
-                if op not in known:
-                    return error_response(422, f"'{op[:40]}' is not a change of a {held.kind} session (known: "
-                                               f"{', '.join(known)})", f"changes[{k}].op")
-        if task == "session_create":
-            held = jobs.open_session(envelope["kind"], envelope.get("solver"))
-            if held is None:
-                return error_response(503, "no worker is up to hold the session; retry later", "", exit_code=1)
-        if held is not None:
-            held.used = time.time()
-        limit = min(envelope["time_limit"] or settings.default_time_limit_s, settings.max_time_limit_s)
-        wait_s = settings.sync_wait_s if envelope["wait"] is None else envelope["wait"]
-        client = request.headers.get("x-client-id", "")[:64] or (request.client.host if request.client else "")
-        key = request.headers.get("idempotency-key")
-        if key is not None and not (0 < len(key) <= 200 and key.isprintable()):
-            return error_response(422, "must be 1 to 200 printable characters", "idempotency-key")
-        try:
-            job = jobs.submit(task, body, limit, client, key, session=held.id if held else None,
-                              worker=held.worker if held else None)
-        except QueueFull:
-            return error_response(429, f"the queue is full ({jobs.queue_size} jobs); retry later", "",
-                                  {"Retry-After": str(_retry_after(jobs))}, exit_code=1)
-        except KeyReused:
-            return error_response(422, "this key was sent before with a different request (a retry must send "
-                                       "the same body to the same route)", "idempotency-key")
-        del body
-        if job.persisted is not None:
-            await job.persisted  # on disk before the client hears of it
-        if wait_s > 0 and job.state not in FINAL:
-            await _wait(job, wait_s, request, jobs)
-        headers = {"X-Job-Id": job.id}
-        if job.state in FINAL:
-            code = job.http or 500
-            if task == "session_create" and code == 200:
-                code, headers = 201, {**headers, "Location": f"/v1/sessions/{held.id}"}
-            return Response(job.body, status_code=code, media_type="application/json", headers=headers)
-        return JSONResponse({"id": job.id, "state": job.state, "url": f"/v1/jobs/{job.id}"}, status_code=202,
-                            headers={"Location": f"/v1/jobs/{job.id}", **headers})
-
     for task in TASK_NAMES:
         app.post(f"/v1/{task}", name=task, openapi_extra=_request_body(REQUESTS[task]),
                  responses={200: {"description": f"the {task} answer",
                                   "content": {"application/json": {"schema": {"type": "object"}}}},
                             202: {"model": JobAccepted, "description": "not done within wait: poll the url"},
-                            **{k: errors[k] for k in (400, 413, 422, 429, 500, 504)}})(_bind(compute, task))
+                            **{k: errors[k] for k in (400, 413, 422, 429, 500, 504)}})(_bind(service, task))
 
     session_answers = {200: {"description": "the session's summary, or the solve's result", "content": {
         "application/json": {"schema": {"type": "object"}}}},
@@ -344,31 +311,11 @@ def create_app(settings: ServiceSettings | None = None, jobs: JobManager | None 
         410: errors[422] | {"description": "the worker holding the session ended"},
         **{k: errors[k] for k in (400, 413, 422, 429, 500, 504)}}
 
-    def typed(function: Any) -> Any:
-        # Annotations are strings in this module and Request is imported here, not at its top:
-        # FastAPI must see the class itself to inject the request.
-        function.__annotations__ = {name: Request if hint == "Request" else hint
-                                    for name, hint in function.__annotations__.items()}
-        return function
-
-    def held_session(session_id: str) -> Any:
-        held = jobs.sessions.get(session_id)
-        if held is None:
-            return error_response(404, f"no session '{session_id[:64]}' (idle sessions expire after "
-                                       f"{jobs.session_ttl_s:g} s)", "id")
-        if held.state == "lost":
-            return error_response(410, "the worker process holding the session ended; create the session again",
-                                  "id", exit_code=1)
-        if held.state == "creating":
-            return error_response(409, "the session is still being created; retry", "id", exit_code=1)
-        return held
-
     @app.post("/v1/sessions", openapi_extra=_request_body(SESSION_REQUESTS["session_create"]),
               responses={201: session_answers[200], **session_answers})
-    @typed
-    async def create_session(request: Request) -> Any:
+    async def create_session() -> Any:
         """Keep an instance in one worker between rounds; answers 201 with the session's id."""
-        return await compute("session_create", request)
+        return _delegate(service, "session_create", None)
 
     @app.get("/v1/sessions", response_model=SessionList)
     async def list_sessions() -> Any:
@@ -384,19 +331,15 @@ def create_app(settings: ServiceSettings | None = None, jobs: JobManager | None 
 
     @app.patch("/v1/sessions/{session_id}", openapi_extra=_request_body(SESSION_REQUESTS["session_patch"]),
                responses=session_answers)
-    @typed
-    async def change_session(session_id: str, request: Request) -> Any:
+    async def change_session(session_id: str) -> Any:
         """Apply changes in order, as the in-process session's methods."""
-        held = held_session(session_id)
-        return held if isinstance(held, Response) else await compute("session_patch", request, held)
+        return _delegate(service, "session_patch", session_id)
 
     @app.post("/v1/sessions/{session_id}/solve", openapi_extra=_request_body(SESSION_REQUESTS["session_solve"]),
               responses=session_answers)
-    @typed
-    async def solve_session(session_id: str, request: Request) -> Any:
+    async def solve_session(session_id: str) -> Any:
         """Re-solve warm (binpack: place the body's workloads)."""
-        held = held_session(session_id)
-        return held if isinstance(held, Response) else await compute("session_solve", request, held)
+        return _delegate(service, "session_solve", session_id)
 
     @app.delete("/v1/sessions/{session_id}", response_model=SessionBrief,
                 responses={404: errors[422] | {"description": "no such session"}})
@@ -476,48 +419,22 @@ def create_app(settings: ServiceSettings | None = None, jobs: JobManager | None 
     return Guard(app, service)
 
 
-async def _wait(job: Any, wait_s: float, request: Any, jobs: JobManager) -> None:
-    """Wait for the job's answer, at most ``wait_s``; a client that disconnects meanwhile
-    cancels the job (nobody is left to read its answer, and it holds a worker)."""
-    answered = asyncio.get_running_loop().create_future()
-    job.waiters.append(answered)
-    gone = asyncio.ensure_future(_disconnected(request))
-    try:
-        await asyncio.wait({answered, gone}, timeout=wait_s, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        gone.cancel()
-    if gone.done() and not gone.cancelled() and gone.result() and job.state not in FINAL:
-        jobs.cancel(job, 499, "cancelled: the client disconnected before the answer")
-
-
-async def _disconnected(request: Any) -> bool:
-    while True:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            return True
-
-
 async def _housekeeping(jobs: JobManager) -> None:
     while True:
         await asyncio.sleep(0.25)
         jobs.forget_old()
 
 
-def _retry_after(jobs: JobManager) -> int:
-    """Seconds until a queue slot frees, guessed from the running jobs' deadlines."""
-    now = time.time()
-    remaining = [max(job.deadline - now, 0.0) for job in jobs.running.values()]
-    return max(1, int(min(remaining) + 0.999) if remaining else 1)
+def _delegate(service: Service, task: str, session_id: str | None) -> Any:
+    """A FastAPI endpoint's answer to a computing request: :func:`fleetplan.service.compute.compute`
+    sends it (the same code as the path :class:`Guard` takes before FastAPI)."""
+    return delegated(lambda scope, receive, send: compute(service, task, session_id, scope, receive, send))
 
 
-def _bind(function: Any, task: str) -> Any:
-    from fastapi import Request
+def _bind(service: Service, task: str) -> Any:
+    async def endpoint() -> Any:
+        return _delegate(service, task, None)
 
-    async def endpoint(request: Request) -> Any:
-        return await function(task, request)
-
-    # Annotations are strings in this module: FastAPI must see the class itself to inject it.
-    endpoint.__annotations__ = {"request": Request, "return": Any}
     endpoint.__name__ = f"{task}_endpoint"
     endpoint.__doc__ = REQUESTS[task].__doc__
     return endpoint
@@ -530,8 +447,7 @@ def _route_name(path: str) -> str:
         return "/v1/schema/{kind}"
     if path.startswith("/v1/sessions/"):
         return "/v1/sessions/{id}/solve" if path.endswith("/solve") else "/v1/sessions/{id}"
-    known = {f"/v1/{t}" for t in TASK_NAMES} | {"/v1/jobs", "/v1/sessions", "/v1/solvers", "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"}
-    return path if path in known else "other"
+    return path if path in KNOWN_PATHS else "other"
 
 
 def _version() -> str:

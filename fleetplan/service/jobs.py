@@ -37,7 +37,15 @@ from pathlib import Path
 from typing import Any
 
 from fleetplan.errors import InstanceError
-from fleetplan.service.tasks import error_body, pack, serve_jobs, unpack
+from fleetplan.service.tasks import (
+    SMALL_MESSAGE,
+    error_body,
+    pack_job,
+    read_messages,
+    serve_jobs,
+    unpack,
+    write_message,
+)
 
 # What the worker processes' fork server imports once, so a new worker starts in milliseconds.
 PRELOAD = ["fleetplan.service.tasks", "fleetplan.solvers", "fleetplan.instances", "scipy.sparse", "highspy",
@@ -115,6 +123,8 @@ class Worker:
     process: Any
     connection: Any
     started: float
+    fd: int = -1  # the pipe's descriptor and the process's id, read once (each is a Python call)
+    pid: int | None = None
     ready: bool = False
     job: Job | None = None
     # The next job, sent ahead while ``job`` runs, so the worker starts it the moment it answers
@@ -174,6 +184,7 @@ class JobManager:
         self.sessions: dict[str, HeldSession] = {}
         self.session_ttl_s = session_ttl_s
         self.jobs: dict[str, Job] = {}
+        self._finished: deque[Job] = deque()  # the finished jobs kept, in the order they finished
         self._queues: OrderedDict[str, deque[Job]] = OrderedDict()  # per client, in turn order
         self.queued = 0
         self.running: dict[str, Job] = {}
@@ -210,18 +221,18 @@ class JobManager:
                                         name="fleetplan-worker")
         process.start()
         child.close()
-        worker = Worker(process, parent, time.monotonic())
+        worker = Worker(process, parent, time.monotonic(), parent.fileno(), process.pid)
         self._loop.call_soon_threadsafe(self._watch, worker)
         return worker
 
     def _watch(self, worker: Worker) -> None:
         self.workers.append(worker)
-        self._loop.add_reader(worker.connection.fileno(), self._on_message, worker)
+        self._loop.add_reader(worker.fd, self._on_message, worker)
         self._loop.add_reader(worker.process.sentinel, self._on_exit, worker)
         # uvloop's add_reader (a libuv poll handle) makes the descriptor non-blocking; the pipe's
         # Connection sends and reads whole messages and needs it blocking, or a message larger
         # than the socket's buffer fails half-sent or half-read.
-        os.set_blocking(worker.connection.fileno(), True)
+        os.set_blocking(worker.fd, True)
 
     def _replace(self, delay: float = 0.0) -> None:
         if self.closing:
@@ -233,7 +244,7 @@ class JobManager:
         self._loop.run_in_executor(None, self._spawn_blocking)
 
     def _unwatch(self, worker: Worker) -> None:
-        for fd in (worker.connection.fileno(), worker.process.sentinel):
+        for fd in (worker.fd, worker.process.sentinel):
             try:
                 self._loop.remove_reader(fd)
             except (ValueError, OSError):
@@ -245,10 +256,16 @@ class JobManager:
 
     def _on_message(self, worker: Worker) -> None:
         try:
-            header, body = unpack(worker.connection.recv_bytes())
+            messages = read_messages(worker.fd)
         except (EOFError, OSError):
             self._on_exit(worker)
             return
+        for message in messages:
+            if worker.stopping:  # retired by the one before: it sends nothing more
+                break
+            self._on_answer(worker, *unpack(message))
+
+    def _on_answer(self, worker: Worker, header: dict[str, Any], body: memoryview) -> None:
         if header.get("ready"):
             worker.ready = True
             self._failed_starts = 0
@@ -314,7 +331,8 @@ class JobManager:
         :class:`KeyReused` if that job's request differs)."""
         import hashlib
 
-        digest = hashlib.sha256(task.encode() + b"\0" + raw).hexdigest()
+        # The request's digest tells a retry under the same key from another request: no key, no use.
+        digest = "" if idempotency_key is None else hashlib.sha256(task.encode() + b"\0" + raw).hexdigest()
         if idempotency_key is not None and idempotency_key in self._keys:
             known = self._keys[idempotency_key]
             if known.digest != digest:
@@ -322,7 +340,7 @@ class JobManager:
             return known
         if self.queued >= self.queue_size and not self._idle():
             raise QueueFull()
-        job = Job(id=uuid.uuid4().hex, task=task, raw=raw, arrived=time.time(), time_limit=time_limit,
+        job = Job(id=os.urandom(16).hex(), task=task, raw=raw, arrived=time.time(), time_limit=time_limit,
                   client=client, idempotency_key=idempotency_key, digest=digest, session=session, affinity=worker)
         self.jobs[job.id] = job
         if idempotency_key is not None:
@@ -405,7 +423,7 @@ class JobManager:
         self._queues.move_to_end(job.client, last=False)
 
     def _dispatch(self) -> None:
-        if self.closing:
+        if self.closing or not self.queued:  # nothing waits (the usual case as a job finishes, below full load)
             return
         now = time.time()
         for worker in [*self._idle(), *(w for w in self.workers if self._can_take_ahead(w))]:
@@ -422,7 +440,7 @@ class JobManager:
         """Send ``job`` to ``worker``: it starts now if the worker is free, else it waits there as
         the worker's next job (``ahead``; small requests only, so one a worker will not run can go
         back to the queue whole)."""
-        message = pack({"task": job.task, "deadline": job.deadline, "id": job.id, "session": job.session}, job.raw)
+        message = pack_job(job.task, job.deadline, job.id, job.session, job.raw)
         if worker.job is not None:
             if len(message) > LARGE_BODY:  # not worth holding twice: it waits in the queue instead
                 self._queues.setdefault(job.client, deque()).appendleft(job)
@@ -452,7 +470,7 @@ class JobManager:
             worker.kill_timer = self._loop.call_later(KILL_GRACE_S + max(job.deadline - now, 0.0),
                                                       self._overtime, worker, job)
             return
-        job.state, job.started, job.pid = "running", now, worker.process.pid
+        job.state, job.started, job.pid = "running", now, worker.pid
         job.attempts += 1
         job.raw = b""  # the worker holds it now; a large instance is not kept twice
         if self.store is not None:
@@ -464,7 +482,10 @@ class JobManager:
     @staticmethod
     def _send(worker: Worker, message: bytes) -> None:
         try:
-            worker.connection.send_bytes(message)
+            if len(message) <= SMALL_MESSAGE:
+                write_message(worker.fd, message)
+            else:
+                worker.connection.send_bytes(message)
         except (OSError, ValueError):
             pass  # the worker died: its sentinel reports it
 
@@ -479,6 +500,7 @@ class JobManager:
     def _finish(self, job: Job, state: str, http: int, body: bytes) -> None:
         job.state, job.http, job.body, job.finished = state, http, body, time.time()
         job.raw = b""
+        self._finished.append(job)
         self.running.pop(job.id, None)
         self.counts[f"{job.task}:{state}:{http}"] += 1
         held = self.sessions.get(job.session) if job.session else None
@@ -537,6 +559,8 @@ class JobManager:
                     self._write(self.store.requeued, job.id)
                 self._queues.setdefault(job.client, deque()).append(job)
                 self.queued += 1
+        self._finished = deque(sorted((job for job in self.jobs.values() if job.state in FINAL),
+                                      key=lambda job: job.finished or 0.0))
 
     def cancel(self, job: Job, http: int = 409, message: str = "cancelled by the client") -> None:
         """Cancel a job: drop it from the queue, or kill the worker running it."""
@@ -560,11 +584,10 @@ class JobManager:
     def forget_old(self) -> None:
         """Drop finished jobs past their retention (or beyond ``max_kept``, oldest first)."""
         now = time.time()
-        finished = [job for job in self.jobs.values() if job.state in FINAL]
-        old = [job for job in finished if now - (job.finished or now) > self.retention_s]
-        if len(finished) - len(old) > self.max_kept:
-            finished.sort(key=lambda job: job.finished or 0.0)
-            old += finished[: len(finished) - len(old) - self.max_kept]
+        old = []
+        finished = self._finished  # oldest first: only the jobs dropped now are looked at
+        while finished and (len(finished) > self.max_kept or now - (finished[0].finished or now) > self.retention_s):
+            old.append(finished.popleft())
         for job in old:
             self.jobs.pop(job.id, None)
             if job.idempotency_key is not None and self._keys.get(job.idempotency_key) is job:

@@ -3,6 +3,7 @@ the workers and the finished jobs, in Prometheus' text format."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -19,15 +20,15 @@ class Metrics:
         self.requests: Counter[tuple[str, str, int]] = Counter()
         self.latency_sum: Counter[str] = Counter()
         self.latency_count: Counter[str] = Counter()
-        self.latency_buckets: Counter[tuple[str, float]] = Counter()
+        # Requests by route and the first bucket they fall in (bisect: one update per request,
+        # not one per bucket); render() adds them up into Prometheus' cumulative buckets.
+        self.latency_first_bucket: Counter[tuple[str, int]] = Counter()
 
     def observe(self, method: str, route: str, code: int, seconds: float) -> None:
         self.requests[(method, route, code)] += 1
         self.latency_sum[route] += seconds
         self.latency_count[route] += 1
-        for bound in LATENCY_BUCKETS:
-            if seconds <= bound:
-                self.latency_buckets[(route, bound)] += 1
+        self.latency_first_bucket[(route, bisect_left(LATENCY_BUCKETS, seconds))] += 1
 
     def render(self, jobs: JobManager | None) -> str:
         """The text; without ``jobs`` (the scheduler extender has none) the requests only."""
@@ -37,9 +38,10 @@ class Metrics:
             lines.append(f'fleetplan_requests_total{{method="{method}",route="{route}",code="{code}"}} {count}')
         lines += ["# HELP fleetplan_request_seconds Request latency.", "# TYPE fleetplan_request_seconds histogram"]
         for route in sorted(self.latency_count):
-            for bound in LATENCY_BUCKETS:
-                lines.append(f'fleetplan_request_seconds_bucket{{route="{route}",le="{bound}"}} '
-                             f"{self.latency_buckets[(route, bound)]}")
+            below = 0
+            for index, bound in enumerate(LATENCY_BUCKETS):
+                below += self.latency_first_bucket[(route, index)]
+                lines.append(f'fleetplan_request_seconds_bucket{{route="{route}",le="{bound}"}} {below}')
             lines.append(f'fleetplan_request_seconds_bucket{{route="{route}",le="+Inf"}} {self.latency_count[route]}')
             lines.append(f'fleetplan_request_seconds_sum{{route="{route}"}} {self.latency_sum[route]:.6f}')
             lines.append(f'fleetplan_request_seconds_count{{route="{route}"}} {self.latency_count[route]}')

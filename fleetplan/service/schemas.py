@@ -13,7 +13,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from fleetplan.errors import InstanceError
+# Imported here, not in each call: a small request is checked in the event loop's process,
+# where an import statement per call (a Python-level lookup for a package) adds up.
+from fleetplan.errors import InstanceError, error_object
+from fleetplan.instances import get_kind, instance_from_data
+from fleetplan.instances.base import MAX_INTEGER, MAX_MAGNITUDE, parse_json_text, validate_model
 
 # The largest ``wait`` a request may ask for (seconds).
 MAX_WAIT_S = 3600.0
@@ -223,24 +227,95 @@ def check_request(task: str, raw: bytes, max_time_limit_s: float) -> dict[str, A
 
 
 def parse_body(raw: bytes) -> dict[str, Any]:
-    """The body as a JSON object (the instance files' parser: no NaN, bounded nesting)."""
-    from fleetplan.instances.base import parse_json_text
+    """The body as a JSON object, by the instance files' rules: no NaN, bounded nesting, every
+    number within their bounds (:func:`fleetplan.instances.base.parse_json_text`, whose error
+    names the first bad one).
 
+    >>> parse_body(b'{"seed": 3}')
+    {'seed': 3}
+    >>> parse_body(b'{"instance": {"jobs": [{"weight": 1e31}]}}')
+    Traceback (most recent call last):
+    ...
+    fleetplan.errors.InstanceError: instance.jobs[0].weight: 1e+31 is out of range (fleetplan holds |x| <= 1e+30, so sums cannot overflow)
+    """
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise InstanceError("", "the body is not UTF-8 text") from None
-    data = parse_json_text(text)
+    data = _parsed_in_bounds(text) if len(raw) <= HOOKED_PARSE_BYTES else None
+    if data is None:  # a large body, or a bad one: the files' parser, which names what is wrong
+        data = parse_json_text(text)
     if not isinstance(data, dict):
         raise InstanceError("", "the body must be a JSON object")
     return data
 
 
-def check_fields(task: str, data: dict[str, Any], max_time_limit_s: float) -> dict[str, Any]:
-    """:func:`check_request` past the parsing."""
-    from fleetplan.instances import get_kind, instance_from_data
-    from fleetplan.instances.base import validate_model
+# A body up to this size is parsed with its numbers checked as the parser meets them, which on a
+# scheduler's small request is a fifth of the cost of walking the parsed tree afterwards (the
+# files' parser); a large body's long numeric columns are checked faster by that walk (in numpy).
+HOOKED_PARSE_BYTES = 64 * 1024
 
+
+class _OutOfBounds(Exception):
+    """A number beyond the files' bounds: the files' parser then says which."""
+
+
+def _integer_in_bounds(text: str) -> int:
+    value = int(text)
+    if -MAX_INTEGER <= value <= MAX_INTEGER:
+        return value
+    raise _OutOfBounds
+
+
+def _float_in_bounds(text: str) -> float:
+    value = float(text)
+    if -MAX_MAGNITUDE <= value <= MAX_MAGNITUDE:  # False for infinity ("1e999")
+        return value
+    raise _OutOfBounds
+
+
+def _no_constant(name: str) -> float:
+    raise _OutOfBounds
+
+
+_DECODER: Any = None
+
+
+def _parsed_in_bounds(text: str) -> Any:
+    """``text`` parsed, or None when it is not JSON or holds a number out of bounds (NaN and
+    infinity included): exactly when :func:`~fleetplan.instances.base.parse_json_text` raises."""
+    global _DECODER
+    if _DECODER is None:  # made once: json.loads with hooks builds a decoder per call
+        import json
+
+        _DECODER = json.JSONDecoder(parse_int=_integer_in_bounds, parse_float=_float_in_bounds,
+                                    parse_constant=_no_constant)
+    try:
+        return _DECODER.decode(text)
+    except (ValueError, RecursionError, _OutOfBounds):
+        return None
+
+
+_SOLVERS: dict[tuple[str, str | None], Any] = {}
+
+
+def _solver(kind: str, name: str | None) -> Any:
+    """:func:`fleetplan.solvers.get_solver`, remembered: a kind's default is found by sorting the
+    whole registry, a tenth of a small request's checks. Only found solvers are kept (an unknown
+    name raises every time), so the dictionary stays as small as the registry."""
+    spec = _SOLVERS.get((kind, name))
+    if spec is None:
+        from fleetplan.solvers import get_solver
+
+        spec = _SOLVERS[(kind, name)] = get_solver(kind, name)
+    return spec
+
+
+def check_fields(task: str, data: dict[str, Any], max_time_limit_s: float, numbers_checked: bool = False
+                 ) -> dict[str, Any]:
+    """:func:`check_request` past the parsing; ``numbers_checked``: ``data`` is
+    :func:`parse_body`'s, whose numbers are known to be within the files' bounds (the instance's
+    are not walked again)."""
     if task in ("session_patch", "session_solve"):
         request = validate_model(SESSION_REQUESTS[task], data)
         if request.time_limit is not None and request.time_limit > max_time_limit_s:
@@ -254,7 +329,8 @@ def check_fields(task: str, data: dict[str, Any], max_time_limit_s: float) -> di
     if request.time_limit is not None and request.time_limit > max_time_limit_s:
         raise InstanceError("time_limit", f"{request.time_limit:g} s is above this service's limit of "
                                           f"{max_time_limit_s:g} s")
-    instance = instance_from_data(data["instance"], "instance")
+    instance = (_instance_of_kind(data["instance"]) if numbers_checked else
+                instance_from_data(data["instance"], "instance"))
     if task == "session_create" and get_kind(instance.kind).session is None:
         from fleetplan.embed import session_kinds
 
@@ -262,13 +338,9 @@ def check_fields(task: str, data: dict[str, Any], max_time_limit_s: float) -> di
         raise InstanceError("instance.kind", f"sessions exist for {', '.join(others)} and {last}; not for "
                                              f"'{instance.kind}'")
     if task in ("solve", "session_create"):
-        from fleetplan.solvers import get_solver
-
-        get_solver(instance.kind, request.solver).check_options(request.options)
+        _solver(instance.kind, request.solver).check_options(request.options)
     elif task == "whatif":
-        from fleetplan.solvers import get_solver
-
-        get_solver(instance.kind, request.solver).check_options(request.options)
+        _solver(instance.kind, request.solver).check_options(request.options)
     elif task == "size" and request.policy is not None:
         from fleetplan.solvers import get_solver
 
@@ -294,11 +366,21 @@ def check_fields(task: str, data: dict[str, Any], max_time_limit_s: float) -> di
     return envelope
 
 
+def _instance_of_kind(data: dict[str, Any]) -> Any:
+    """:func:`fleetplan.instances.instance_from_data` (the same errors) for an instance whose
+    numbers are already checked."""
+    if "kind" not in data:
+        raise InstanceError("kind", "required field is missing", "instance")
+    try:
+        spec = get_kind(str(data["kind"]))
+    except InstanceError as error:
+        raise InstanceError(error.path, error.reason, "instance") from None
+    return validate_model(spec.instance_type, data, "instance")
+
+
 def intake(task: str, raw: bytes, max_time_limit_s: float) -> tuple[int, Any]:
     """:func:`check_request` as the intake process runs it: ``(200, envelope)`` or
     ``(code, error_object)``; never raises."""
-    from fleetplan.errors import error_object
-
     try:
         data = parse_body(raw)
     except InstanceError as error:  # not a JSON object at all: 400
@@ -306,7 +388,7 @@ def intake(task: str, raw: bytes, max_time_limit_s: float) -> tuple[int, Any]:
     except MemoryError:
         return 507, error_object(InstanceError("", "not enough memory to read this request on this server"), 2)
     try:
-        return 200, check_fields(task, data, max_time_limit_s)
+        return 200, check_fields(task, data, max_time_limit_s, numbers_checked=True)
     except InstanceError as error:  # a JSON object with a bad field: 422
         return 422, error_object(error, 2)
     except MemoryError:

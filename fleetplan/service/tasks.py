@@ -38,10 +38,100 @@ def pack(header: dict[str, Any], body: bytes = b"") -> bytes:
     return _LENGTH.pack(len(head)) + head + body
 
 
-def unpack(message: bytes) -> tuple[dict[str, Any], memoryview]:
+def pack_job(task: str, deadline: float, job_id: str, session: str | None, body: bytes) -> bytes:
+    """:func:`pack` of a job's header, written out: the service's own names and ids (no quoting
+    to do), a finite deadline; ``json.dumps`` builds an encoder on every call.
+
+    >>> pack_job("solve", 1.5, "ab12", None, b"{}") == pack({"task": "solve", "deadline": 1.5, "id": "ab12",
+    ...                                                    "session": None}, b"{}")
+    True
+    """
+    held = "null" if session is None else f'"{session}"'
+    head = f'{{"task": "{task}", "deadline": {deadline!r}, "id": "{job_id}", "session": {held}}}'.encode()
+    return _LENGTH.pack(len(head)) + head + body
+
+
+# The header is compact JSON that pack wrote: the decoder's scanner reads it in one call
+# (json.loads adds three Python-level calls, an encoding guess and a whitespace match).
+_SCAN_HEADER = json.JSONDecoder().scan_once
+
+
+def unpack(message: bytes | memoryview) -> tuple[dict[str, Any], memoryview]:
+    """:func:`pack`'s header and body.
+
+    >>> header, body = unpack(pack({"http": 200, "id": "ab12"}, b"{}"))
+    >>> header, bytes(body)
+    ({'http': 200, 'id': 'ab12'}, b'{}')
+    """
     (length,) = _LENGTH.unpack_from(message)
     view = memoryview(message)
-    return json.loads(view[_LENGTH.size:_LENGTH.size + length].tobytes()), view[_LENGTH.size + length:]
+    header, _ = _SCAN_HEADER(str(view[_LENGTH.size:_LENGTH.size + length], "utf-8"), 0)
+    return header, view[_LENGTH.size + length:]
+
+
+# The worker's end of the pipe is a multiprocessing Connection; the service's end reads and
+# writes its framing itself: a signed 4-byte big-endian length (-1: an 8-byte one follows), then
+# the message. Connection.recv_bytes reads a message in two reads and as many Python calls, and
+# under load the service's process spent more on the pipe's plumbing than on the job's own
+# bookkeeping: here one read takes every message waiting, and a small message is one write.
+_FRAME = struct.Struct("!i")
+_LONG_FRAME = struct.Struct("!Q")
+READ_CHUNK = 64 * 1024
+SMALL_MESSAGE = 16 * 1024  # and above, Connection.send_bytes (no copy of a large message)
+
+
+def write_message(fd: int, message: bytes) -> None:
+    """Send one small message on a blocking pipe, framed as ``Connection.send_bytes`` does."""
+    frame = _FRAME.pack(len(message)) + message
+    sent = os.write(fd, frame)
+    while sent < len(frame):  # a blocking socket writes it all; a signal can cut it short
+        sent += os.write(fd, frame[sent:])
+
+
+def read_messages(fd: int) -> list[memoryview]:
+    """Every whole message waiting on a blocking pipe that is ready to read (at least one). A
+    message begun is read to its end, as ``Connection.recv_bytes`` does: the worker sends each
+    whole. Raises :class:`EOFError` when the pipe is closed.
+
+    >>> import multiprocessing
+    >>> ours, theirs = multiprocessing.Pipe()
+    >>> theirs.send_bytes(b"one"); theirs.send_bytes(b"two")
+    >>> [bytes(message) for message in read_messages(ours.fileno())]
+    [b'one', b'two']
+    >>> write_message(ours.fileno(), b"three"); theirs.recv_bytes()
+    b'three'
+    """
+    data = os.read(fd, READ_CHUNK)
+    if not data:
+        raise EOFError
+    messages = []
+    while data:
+        data = _at_least(fd, data, _FRAME.size)
+        (size,) = _FRAME.unpack_from(data)
+        start = _FRAME.size
+        if size == -1:
+            start += _LONG_FRAME.size
+            data = _at_least(fd, data, start)
+            (size,) = _LONG_FRAME.unpack_from(data, _FRAME.size)
+        end = start + size
+        data = _at_least(fd, data, end)
+        messages.append(memoryview(data)[start:end])
+        data = data[end:]
+    return messages
+
+
+def _at_least(fd: int, data: bytes, size: int) -> bytes:
+    """``data`` and what follows it on the pipe, read until it holds ``size`` bytes."""
+    if len(data) >= size:
+        return data
+    parts, have = [data], len(data)
+    while have < size:
+        chunk = os.read(fd, size - have)
+        if not chunk:
+            raise EOFError
+        parts.append(chunk)
+        have += len(chunk)
+    return b"".join(parts)
 
 
 def error_body(error: Exception, code: int = 2) -> dict[str, Any]:
