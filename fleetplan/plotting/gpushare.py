@@ -93,7 +93,9 @@ def plot_sensitivity(families: Sequence[tuple[str, str, Sequence[tuple[str, str]
         ax.set_ylabel("GPUs unallocated [%]")
         ax.set_title(name, fontsize=PANEL_TITLE_SIZE)
         grid(ax, "y")
-    np.ravel(axes)[0].legend(fontsize=LEGEND_SIZE, ncol=2, loc="upper left")
+    handles, labels = np.ravel(axes)[0].get_legend_handles_labels()
+    # below the panels: inside, it would hide the tallest bars
+    figure.legend(handles, labels, fontsize=LEGEND_SIZE, ncol=len(labels), loc="outside lower center")
     suptitle(figure, title or "GPUs unallocated when the arrived demand reaches 100 % of the cluster's")
     save(figure, path)
     return figure
