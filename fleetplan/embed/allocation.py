@@ -27,7 +27,10 @@ What a round pays for is the change, not the whole problem:
   column instance whose arrays are the session's;
 * **a warm start** — the capacity prices (and level) of the last round's LP start this round's
   price decomposition (:mod:`fleetplan.solvers.allocation.separable`), skipping the
-  interior-point method that finds them cold. The decomposition's certificate proves the new
+  interior-point method that finds them cold. Where the jobs are the same ones (only worker
+  counts or a job's numbers changed), the last answer's structure is tried before any prices:
+  every job on the vertex it had, the same few jobs free in one small LP, and the same
+  certificate (``separable.resolve_structure``). The decomposition's certificate proves the new
   optimum whatever the start, so a warm answer is the cold answer (tests compare them after
   random sequences of changes); a start that does not certify is dropped for a cold one.
   Policies solved by the full LP (min cost, SJF, below 1,000 distinct jobs) and water filling
@@ -234,6 +237,17 @@ class AllocationSession:
         if ids_changed:
             self._index = None
 
+    def _forget_structure(self) -> None:
+        """Jobs came or went: the last answer's per-job structure (each job's vertex, the free
+        jobs; the third part of a max-min hint) no longer lines up with the rows, so only the
+        prices are kept (a misaligned structure would be rejected by its certificate, at a cost)."""
+        if self._warm is None:
+            return
+        for hints in (self._warm.previous, self._warm.current):
+            for key, hint in hints.items():
+                if isinstance(hint, tuple) and len(hint) > 2:
+                    hints[key] = hint[:2]
+
     @serialised
     def add_jobs(self, jobs: Any) -> None:
         """Jobs arrive: ``jobs`` as columns (a mapping or a DataFrame, the layout of the
@@ -244,6 +258,7 @@ class AllocationSession:
         check_jobs(new, self._counts, self._entity_ids, taken=self._ids)
         first, row_of = len(self._columns), self._index
         self._commit(self._columns.concat(new), ids_changed=False)
+        self._forget_structure()
         added = new.id.tolist()
         self._ids.update(added)
         if row_of is not None:  # rows of the jobs here stay; the new ones follow
@@ -259,6 +274,7 @@ class AllocationSession:
         keep[rows] = False
         self._ids.difference_update(self._columns.id[rows].tolist())
         self._commit(self._columns.take(keep), ids_changed=True)
+        self._forget_structure()
 
     @serialised
     def update_jobs(self, changes: Any) -> None:

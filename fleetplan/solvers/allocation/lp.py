@@ -243,6 +243,9 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
         key = warm.slot(("allocation-separable", spec.form, options.heterogeneity_aware))
         hint = warm.take(key)
         start = None if hint is None else (hint[0] * scale, hint[1] * scale) if spec.form == "max_min" else hint[1]
+        # Max-min: the vertices and free jobs the last answer was certified with (the third part
+        # of the hint), tried before any prices are computed (separable.resolve_structure).
+        structure = hint[2] if hint is not None and len(hint) > 2 and spec.form == "max_min" else None
         ceiling_log: list[str] = []
         result = None
         # A hint without prices is a previous round's level at the ceiling (or no capacity bound).
@@ -265,11 +268,12 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
                     ceiling_log = refined.log + ["refinement at the best-score bound: no certified plan there, so "
                                                  "the max-min LP decides the level"]
         if result is None:
-            result = _solve_separable(work_arrays, work_spec, multiplicity, options, start)
+            result = _solve_separable(work_arrays, work_spec, multiplicity, options, start, structure)
         if result.status == "optimal" and result.prices is not None:
             # The interior-point prices the answer was picked at (centred) where there are some.
             level, prices = result.anchor if result.anchor is not None else (result.level, result.prices)
-            warm.give(key, ((level or 0.0) / scale, np.asarray(prices, dtype=float) / scale))
+            warm.give(key, ((level or 0.0) / scale, np.asarray(prices, dtype=float) / scale)
+                      + (() if result.structure is None else (result.structure,)))
         elif result.status == "capped":
             # A job's own best score set the level and no capacity has a price: that is the hint
             # (the next round starts from it; its certificate decides, as for any hint).
@@ -410,7 +414,8 @@ def _separable_applies(arrays: AllocationArrays, spec: PolicySpec, options: LpOp
     return options.decomposition == "prices" or len(arrays.job_ids) >= SEPARABLE_MIN_JOBS
 
 
-def _solve_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, options: LpOptions, start=None):
+def _solve_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, options: LpOptions, start=None,
+                     structure=None):
     from fleetplan.solvers.allocation import separable as allocation_separable
 
     throughput = np.where(arrays.runnable, model_throughput(arrays, options.heterogeneity_aware), 0.0)
@@ -418,10 +423,23 @@ def _solve_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, o
     deadline = Deadline(options.deadline.remaining(options.reserve), started=None)
     if spec.form == "max_min":
         offset = np.zeros(len(mult)) if spec.offset is None else np.asarray(spec.offset, dtype=float)
-        return allocation_separable.max_min(
-            spec.coefficient[:, None] * throughput, offset, mult, arrays.scale_factor, arrays.num_workers,
-            free_level=spec.offset is not None, deadline=deadline, threads=options.threads, seed=options.seed,
-            start=start, capped=True)
+        A = spec.coefficient[:, None] * throughput
+        tried: list[str] = []
+        if structure is not None:  # the last answer's vertices and free jobs, before any prices
+            from fleetplan.solvers.allocation.separable_structure import resolve_structure
+
+            resolved = resolve_structure(A, offset, mult, arrays.scale_factor, arrays.num_workers, structure,
+                                         free_level=spec.offset is not None, deadline=deadline,
+                                         threads=options.threads, seed=options.seed)
+            if resolved.status != "fallback":
+                resolved.anchor = start  # the centred prices stay the next start, should the structure fail
+                return resolved
+            tried = resolved.log
+        result = allocation_separable.max_min(
+            A, offset, mult, arrays.scale_factor, arrays.num_workers, free_level=spec.offset is not None,
+            deadline=deadline, threads=options.threads, seed=options.seed, start=start, capped=True)
+        result.log = tried + result.log
+        return result
     return allocation_separable.linear(
         (spec.coefficient * mult)[:, None] * throughput, mult, arrays.scale_factor, arrays.num_workers,
         deadline=deadline, threads=options.threads, seed=options.seed, start=start)

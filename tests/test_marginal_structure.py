@@ -1,0 +1,98 @@
+"""Marginal values' re-solves from the base's structure (each job's vertex and the free jobs,
+``separable_structure.resolve_structure``): the objective and every service metric equal a
+cold solve of the changed instance, on random instances; the structure path is really taken;
+and a structure that does not fit hands over to the decomposition from prices."""
+
+import math
+
+import numpy as np
+import pytest
+
+import fleetplan
+from fleetplan.embed import AllocationSession
+from fleetplan.planning.marginal import allocation_units, marginal_values
+from fleetplan.solvers.allocation import separable
+from fleetplan.solvers.allocation.separable_structure import resolve_structure
+
+# Small instances, the decomposition forced (below SEPARABLE_MIN_JOBS the full LP runs).
+OPTIONS = {"decomposition": "prices"}
+
+
+def _instance(seed: int, jobs: int = 240):
+    rng = np.random.default_rng(seed)
+    types = ["v100", "p100", "k80"] + (["h100"] if seed % 2 else [])
+    data = fleetplan.generate("allocation", {"jobs": jobs, "throughput_noise": 0.1, "worker_types": types[:3]},
+                              seed=seed).model_dump()
+    if len(types) == 4:  # a fourth type, a drawn multiple of the V100 per job (no exact ties)
+        data["worker_types"].append({"name": "h100", "count": int(rng.integers(20, 80)), "cost_per_hour": 4.5})
+        for job in data["jobs"]:
+            job["throughput"]["h100"] = float(job["throughput"]["v100"] * rng.uniform(1.8, 2.6))
+    for worker in data["worker_types"]:  # scarce enough that capacity sets the level
+        worker["count"] = int(rng.integers(max(4, jobs // 12), jobs // 4))
+    return fleetplan.instances.instance_from_data(data)
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_re_solves_from_the_structure_equal_cold_solves(seed):
+    instance = _instance(seed)
+    session = AllocationSession.from_instance(instance, solver="max-min-fairness", **OPTIONS)
+    base = session.solve()
+    hints = session.warm_start()
+    assert any(len(hint) == 3 for hint in hints.values())  # the base left its structure
+    structured = 0
+    for _, _, more, fewer in allocation_units(instance):
+        for build in (more, fewer):
+            if build is None:
+                continue
+            unit = build()
+            session.set_workers(unit.counts)
+            session.start_from(hints)
+            warm = session.solve()
+            cold = fleetplan.solve(unit.instance(), "max-min-fairness", **OPTIONS)
+            assert warm.status == cold.status == "optimal"
+            structured += warm.stats.get("separable_structure", 0.0) == 1.0
+            assert _close(warm.objective, cold.objective), (unit.counts, warm.objective, cold.objective)
+            for name, value in cold.evaluation.metrics.items():
+                assert _close(warm.evaluation.metrics[name], value), (unit.counts, name)
+    assert base.status == "optimal" and structured >= 1
+
+
+def test_marginal_values_equal_those_of_cold_re_solves():
+    instance = _instance(11, jobs=300)
+    values = marginal_values(instance, "max-min-fairness", workers=1, **OPTIONS)
+    base = fleetplan.solve(instance, "max-min-fairness", **OPTIONS)
+    for value, (_, _, more, _) in zip(values.values, allocation_units(instance), strict=True):
+        cold = fleetplan.solve(more().instance(), "max-min-fairness", **OPTIONS)
+        assert _close(value.more["objective"] + base.objective, cold.objective)
+        for name, change in value.more.items():
+            if name != "objective":
+                assert _close(change + base.evaluation.metrics[name], cold.evaluation.metrics[name]), name
+
+
+def test_a_structure_that_does_not_fit_falls_back():
+    A = np.array([[2.0, 1.0], [1.0, 1.0], [1.5, 0.5]])
+    ones = np.ones(3)
+    W = np.array([1.0, 1.0])
+    wrong_length = (np.zeros(2, dtype=int), np.ones(2, dtype=bool))
+    assert resolve_structure(A, np.zeros(3), ones, ones, W, wrong_length, free_level=False).status == "fallback"
+    no_vertex = (np.array([-2, 0, 0]), np.array([False, True, True]))  # a fixed job with no vertex
+    assert resolve_structure(A, np.zeros(3), ones, ones, W, no_vertex, free_level=False).status == "fallback"
+    # a structure that fits: its answer is the decomposition's, certified
+    cold = separable.max_min(A, np.zeros(3), ones, ones, W, free_level=False)
+    again = resolve_structure(A, np.zeros(3), ones, ones, W, cold.structure, free_level=False)
+    assert again.status == "optimal" and _close(again.level, cold.level)
+
+
+def test_a_job_change_in_a_session_drops_the_structure_but_keeps_the_prices():
+    instance = _instance(3)
+    session = AllocationSession.from_instance(instance, solver="max-min-fairness", **OPTIONS)
+    session.solve()
+    session.remove_jobs(session.job_ids[:1])
+    assert all(len(hint) == 2 for hint in session.warm_start().values())
+    result = session.solve()
+    assert not any("structure" in line for line in result.log)
+    assert any("warm-started" in line for line in result.log)
