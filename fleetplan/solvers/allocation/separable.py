@@ -213,14 +213,14 @@ def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, 
         col_upper=np.concatenate([np.ones(n_cells), [high]]), sense="max")
     outcome, duals = _solve_lp(lp, deadline, threads, seed, tolerance)
     if outcome.status != "optimal" or duals is None:
-        return outcome.status, None, None, None, None, (t_low, t_high, fixed)
+        return outcome.status, None, None, None, None, (t_low, t_high, fixed, alpha)
     level = float(outcome.values[t_col])
     matrix_out = np.zeros((n, K))
     matrix_out[free_jobs[cell_job], cell_type] = outcome.values[:n_cells]
     matrix_out[fixed] = alpha * level + beta
     lam = np.maximum(duals[2 * n_free:], 0.0)
     score_duals = -duals[:n_free]
-    return "optimal", matrix_out, level, lam, score_duals, (t_low, t_high, fixed)
+    return "optimal", matrix_out, level, lam, score_duals, (t_low, t_high, fixed, alpha)
 
 
 def bucket_of(columns: np.ndarray, target: int = BUCKETS) -> tuple[np.ndarray, np.ndarray]:
@@ -407,7 +407,7 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
                                    stats=stats)
         if deadline.expired():
             return SeparableResult("time_limit", log=log + ["time limit in the separable method"], stats=stats)
-        status, matrix, level, lam, score_duals, (t_low, t_high, fixed) = _max_min_reduced(
+        status, matrix, level, lam, score_duals, (t_low, t_high, fixed, alpha) = _max_min_reduced(
             A, offset, mult, scale, W, free, choice, free_level, deadline, threads, seed, floor, lp_tolerance)
         stats.update(separable_rounds=float(rounds), separable_free=float(free.sum()))
         log.append(f"round {rounds}: {int(free.sum())} free jobs, reduced LP {status}")
@@ -432,7 +432,9 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
                                                              f"{rounds} rounds"], stats=stats)
         # A rejected job stays free from now on (letting it go again made the prices oscillate).
         sticky[fixed_jobs[wrong]] = True
-    duals, all_bottlenecked = certificate.score_duals(A, offset, usage, lam, choice, free, score_duals, floor)
+    # (with floors, the reduced LP's slopes are 0 for floor jobs: their duals take the vertex's own)
+    duals, all_bottlenecked = certificate.score_duals(A, offset, usage, lam, choice, free, score_duals, floor,
+                                                      alpha if floor is None else None)
     stats["separable_s"] = time.perf_counter() - started
     log.append(f"separable: certified optimal in {rounds} round(s), {int(free.sum())} of {n} jobs in the reduced LP")
     return SeparableResult("optimal", np.clip(matrix, 0.0, 1.0), level, all_bottlenecked, log, stats, lam, duals,

@@ -49,14 +49,17 @@ def rejected(A: np.ndarray, offset: np.ndarray, usage: np.ndarray, W: np.ndarray
 
 
 def score_duals(A: np.ndarray, offset: np.ndarray, usage: np.ndarray, lam: np.ndarray, choice: np.ndarray,
-                free: np.ndarray, free_duals: np.ndarray, floor: np.ndarray | None) -> tuple[np.ndarray, bool]:
+                free: np.ndarray, free_duals: np.ndarray, floor: np.ndarray | None,
+                alpha: np.ndarray | None = None) -> tuple[np.ndarray, bool]:
     """Every job's score-row dual of a certified answer (a fixed job's: the marginal cost of its
     need, for a floor job of its floor, its vertex's slope priced at ``lam``; a free job's: the
     reduced LP's ``free_duals``), and whether all of them are positive: then every optimum gives
-    each job exactly the level, and a sum-of-scores refinement changes nothing."""
+    each job exactly the level, and a sum-of-scores refinement changes nothing. ``alpha``: the
+    fixed jobs' vertex slopes (in order) where the caller has them, else computed here."""
     fixed_jobs = np.flatnonzero(~free)
-    fixed_u = (lam[None, :] * usage[fixed_jobs, None] * vertex_affine(
-        A[fixed_jobs], offset[fixed_jobs], choice[fixed_jobs])[0]).sum(axis=1)
+    if alpha is None:
+        alpha = vertex_affine(A[fixed_jobs], offset[fixed_jobs], choice[fixed_jobs])[0]
+    fixed_u = (lam[None, :] * usage[fixed_jobs, None] * alpha).sum(axis=1)
     all_bottlenecked = bool(np.all(fixed_u > 0) and np.all(free_duals > 0)) and floor is None
     duals = np.zeros(len(A))
     duals[fixed_jobs] = np.maximum(fixed_u, 0.0)

@@ -58,7 +58,7 @@ def resolve_structure(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale
     usage = mult * scale
     free = free.copy()
     for rounds in range(1, STRUCTURE_ROUNDS + 1):
-        status, matrix, level, lam, free_duals, (t_low, t_high, fixed) = _max_min_reduced(
+        status, matrix, level, lam, free_duals, (t_low, t_high, fixed, alpha) = _max_min_reduced(
             A, offset, mult, scale, W, free, choice, free_level, deadline, threads, seed, None, lp_tolerance)
         if status != "optimal":
             return SeparableResult("fallback" if status != "time_limit" else "time_limit",
@@ -72,7 +72,7 @@ def resolve_structure(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale
         if rounds == STRUCTURE_ROUNDS or free.sum() > STRUCTURE_MAX_FREE:
             return SeparableResult("fallback", log=[f"separable: the last answer's structure: the certificate "
                                                     f"rejects {int(wrong.sum())} fixed jobs in round {rounds}"])
-    duals, all_bottlenecked = certificate.score_duals(A, offset, usage, lam, choice, free, free_duals, None)
+    duals, all_bottlenecked = certificate.score_duals(A, offset, usage, lam, choice, free, free_duals, None, alpha)
     stats = {"separable_s": time.perf_counter() - started, "separable_rounds": float(rounds),
              "separable_free": float(free.sum()), "separable_structure": 1.0}
     log = [f"separable: certified optimal with the last answer's structure in {rounds} round(s) ({int(free.sum())} "
