@@ -193,6 +193,17 @@ def _expand_pairs(space, pair_values: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return jobs, matrix
 
 
+def _row_max(values: np.ndarray) -> np.ndarray:
+    """``values.max(axis=1)`` for a (jobs, types) array, a type at a time: numpy reduces a short
+    row slowly (16,384 x 4: 0.64 ms against 0.04 ms), and a maximum is exact either way."""
+    if values.ndim != 2 or values.shape[1] == 0:
+        return values.max(axis=1)
+    out = values[:, 0].copy()
+    for j in range(1, values.shape[1]):
+        np.maximum(out, values[:, j], out=out)
+    return out
+
+
 def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -> SpecOutcome:
     """Solve ``spec`` over ``arrays`` (see the module docstring)."""
     n_jobs = len(arrays.job_ids)
@@ -228,7 +239,8 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
     if spec.form == "max_min":
         # Keep the level t near 1: coefficients like 1 / steps (1e-6) would put the optimum
         # within the LP solvers' absolute tolerances (1e-7).
-        reach = work_spec.coefficient * np.where(work_arrays.runnable, model_throughput(work_arrays, options.heterogeneity_aware), 0).max(axis=1)
+        reach = work_spec.coefficient * _row_max(np.where(work_arrays.runnable, model_throughput(
+            work_arrays, options.heterogeneity_aware), 0))
         positive = reach[reach > 0]
         # The middle value by partition (np.median imports numpy.ma on first use: 0.1 s).
         scale = 1.0 / float(np.partition(positive, len(positive) // 2)[len(positive) // 2]) if len(positive) else 1.0

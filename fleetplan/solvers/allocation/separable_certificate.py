@@ -59,7 +59,7 @@ def score_duals(A: np.ndarray, offset: np.ndarray, usage: np.ndarray, lam: np.nd
     fixed_jobs = np.flatnonzero(~free)
     if alpha is None:
         alpha = vertex_affine(A[fixed_jobs], offset[fixed_jobs], choice[fixed_jobs])[0]
-    fixed_u = (lam[None, :] * usage[fixed_jobs, None] * alpha).sum(axis=1)
+    fixed_u = usage[fixed_jobs] * np.einsum("mj,j->m", alpha, lam)
     all_bottlenecked = bool(np.all(fixed_u > 0) and np.all(free_duals > 0)) and floor is None
     duals = np.zeros(len(A))
     duals[fixed_jobs] = np.maximum(fixed_u, 0.0)
