@@ -11,6 +11,7 @@ import pytest
 import fleetplan
 from fleetplan.embed import AllocationSession
 from fleetplan.planning.marginal import allocation_units, marginal_values
+from fleetplan.runs import shared
 from fleetplan.solvers.allocation import separable
 from fleetplan.solvers.allocation.separable_structure import resolve_structure
 
@@ -96,3 +97,11 @@ def test_a_job_change_in_a_session_drops_the_structure_but_keeps_the_prices():
     result = session.solve()
     assert not any("structure" in line for line in result.log)
     assert any("warm-started" in line for line in result.log)
+
+
+@pytest.mark.skipif(not shared.can_fork(), reason="no fork start method (or threads alive)")
+def test_re_solves_from_the_structure_give_the_same_numbers_in_forked_processes():
+    instance = _instance(4)
+    sequential = marginal_values(instance, "max-min-fairness", workers=1, **OPTIONS)
+    parallel = marginal_values(instance, "max-min-fairness", workers=3, **OPTIONS)
+    assert parallel.to_dict() == sequential.to_dict()
