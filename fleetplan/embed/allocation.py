@@ -325,7 +325,11 @@ class AllocationSession:
         types, _, _ = cluster_parts(types, self._entities, self._colocations)
         new_counts = np.array([t.count for t in types], dtype=float)
         c = self._columns
-        runnable = ((c.throughput > 0) & (new_counts[None, :] >= c.scale_factor[:, None])).any(axis=1)
+        # Every job fits somewhere now (checked at each change), so only fewer workers of a type
+        # can leave one without a type.
+        shrinks = bool(np.any(new_counts < self._counts))
+        runnable = ((c.throughput > 0) & (new_counts[None, :] >= c.scale_factor[:, None])).any(axis=1) \
+            if shrinks and len(c) else np.ones(len(c), dtype=bool)
         if not runnable.all():
             m = int(np.flatnonzero(~runnable)[0])
             raise InstanceError("worker_types", f"job '{c.id[m]}' could run on no worker type with these counts "
