@@ -105,3 +105,26 @@ def test_re_solves_from_the_structure_give_the_same_numbers_in_forked_processes(
     sequential = marginal_values(instance, "max-min-fairness", workers=1, **OPTIONS)
     parallel = marginal_values(instance, "max-min-fairness", workers=3, **OPTIONS)
     assert parallel.to_dict() == sequential.to_dict()
+
+
+def test_a_structure_the_certificate_rejects_hands_over_to_the_prices(monkeypatch):
+    from fleetplan.solvers.allocation import separable_structure
+
+    monkeypatch.setattr(separable_structure, "STRUCTURE_ROUNDS", 1)
+    instance = _instance(2)
+    session = AllocationSession.from_instance(instance, solver="max-min-fairness", **OPTIONS)
+    session.solve()
+    hints = session.warm_start()
+    key = next(key for key, hint in hints.items() if len(hint) == 3)
+    level, prices, (choice, free) = hints[key]
+    wrong = np.zeros_like(choice)  # every job on the first type, one job free: not the optimum's
+    only_first = np.zeros_like(free)
+    only_first[0] = True
+    session.start_from({**hints, key: (level, prices, (wrong, only_first))})
+    result = session.solve()
+    cold = fleetplan.solve(instance, "max-min-fairness", **OPTIONS)
+    assert any("structure: the certificate rejects" in line for line in result.log), result.log
+    assert any("warm-started" in line for line in result.log)
+    assert _close(result.objective, cold.objective)
+    for name, value in cold.evaluation.metrics.items():
+        assert _close(result.evaluation.metrics[name], value), name

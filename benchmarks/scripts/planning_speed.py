@@ -18,8 +18,10 @@
         wall and CPU seconds (the children's CPU included). --without-ceiling-try: both without
         max-min fairness's weighted refinement tried first at the jobs' best-score bound.
     python benchmarks/scripts/planning_speed.py marginal-profile JOBS [--repeats N]
-        cProfile (CPU clock) over N marginal_values calls in one process: per call, the CPU time of
-        its parts (session set-up, base solve, re-solves, the structure re-solve, the judge, ...).
+        a CPU timer around each part of N marginal_values calls in one process (session set-up,
+        base solve, re-solves, the structure re-solve and how its calls ended, the judge, ...),
+        cProfile's top functions over N more, and the largest relative difference of any answer
+        (objective, metric) to a cold solve of the changed instance.
     python benchmarks/scripts/planning_speed.py duals JOBS [--repeats N]
         max-min fairness and max throughput in one process with the dual prices read and with
         their reading switched off, alternating: what the prices add to a solve.
@@ -243,6 +245,29 @@ PROFILED = (("marginal_values (whole call)", "fleetplan.planning.marginal", "mar
              "AllocationPlan"))
 
 
+ROUNDS: dict[str, int] = {}  # the structure re-solves' endings, counted by _timed_parts
+
+
+def _against_cold(instance_) -> float:
+    """The largest relative difference, over the 8 units, the objective and every reported
+    metric, between marginal_values' answer (base + change) and a cold solve of the changed
+    instance (relative to max(1e-9, |cold|))."""
+    import fleetplan
+    from fleetplan.planning.marginal import allocation_units
+
+    values = fleetplan.marginal_values(instance_, "max-min-fairness", workers=1)
+    worst = 0.0
+    for value, (_, _, more, fewer) in zip(values.values, allocation_units(instance_), strict=True):
+        for change, build in ((value.more, more), (value.fewer, fewer)):
+            cold = fleetplan.solve(build().instance(), "max-min-fairness")
+            answers = {"objective": (values.objective, cold.objective)}
+            answers.update({name: (values.metrics[name], cold.evaluation.metrics[name]) for name in change
+                            if name != "objective"})
+            for name, (base, exact) in answers.items():
+                worst = max(worst, abs(base + change[name] - exact) / max(1e-9, abs(exact)))
+    return worst
+
+
 def _timed_parts(spent: dict[str, list[float]]) -> None:
     """Wrap each part of PROFILED so that its calls add [calls, CPU seconds] to ``spent``."""
     import functools
@@ -255,13 +280,18 @@ def _timed_parts(spent: dict[str, list[float]]) -> None:
         function = raw.__func__ if isinstance(raw, classmethod) else raw
         spent[label] = [0, 0.0]
 
-        def timed(*args, _function=function, _label=label, **kwargs):
+        def timed(*args, _function=function, _label=label, _attribute=attribute, **kwargs):
             started = time.process_time()
+            result = None
             try:
-                return _function(*args, **kwargs)
+                result = _function(*args, **kwargs)
+                return result
             finally:
                 spent[_label][0] += 1
                 spent[_label][1] += time.process_time() - started
+                if _attribute == "resolve_structure" and result is not None:  # how its calls ended
+                    ending = f"{result.status} in {int(result.stats.get('separable_rounds', 0))} round(s)"
+                    ROUNDS[ending] = ROUNDS.get(ending, 0) + 1
 
         timed = functools.wraps(function)(timed)
         setattr(holder, attribute, classmethod(timed) if isinstance(raw, classmethod) else timed)
@@ -300,7 +330,9 @@ def bench_marginal_profile(jobs: int, repeats: int) -> None:
                  "cpu_s": value[3] / repeats, "share": value[3] / profiled_whole}
                 for (path, _, name), value in by_cumulative if "fleetplan" in path][:25]
     print(json.dumps({"what": "marginal-profile", "jobs": jobs, "repeats": repeats, "load": os.getloadavg()[0],
-                      "commit": _commit(), "ceiling_try": CEILING_TRY, "timers": timers, "cprofile_top": cprofile}))
+                      "commit": _commit(), "ceiling_try": CEILING_TRY, "timers": timers,
+                      "structure_re_solves": {ending: count / repeats for ending, count in ROUNDS.items()},
+                      "largest_relative_difference_to_cold": _against_cold(instance_), "cprofile_top": cprofile}))
 
 
 def _commit() -> str:
