@@ -30,9 +30,10 @@ What a round pays for is the change, not the whole problem:
   interior-point method that finds them cold. Where the jobs are the same ones (only worker
   counts or a job's numbers changed), the last answer's structure is tried before any prices:
   every job on the vertex it had, the same few jobs free in one small LP, and the same
-  certificate (``separable.resolve_structure``). The decomposition's certificate proves the new
-  optimum whatever the start, so a warm answer is the cold answer (tests compare them after
-  random sequences of changes); a start that does not certify is dropped for a cold one.
+  certificate (:mod:`fleetplan.solvers.allocation.separable_structure`). The decomposition's
+  certificate proves the new optimum whatever the start, so a warm answer is the cold answer
+  (tests compare them after random sequences of changes); a start that does not certify is
+  dropped for a cold one.
   Policies solved by the full LP (min cost, SJF, below 1,000 distinct jobs) and water filling
   take no hint: they re-solve from the columns, without the revalidation.
 

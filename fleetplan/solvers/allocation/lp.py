@@ -256,7 +256,7 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
         hint = warm.take(key)
         start = None if hint is None else (hint[0] * scale, hint[1] * scale) if spec.form == "max_min" else hint[1]
         # Max-min: the vertices and free jobs the last answer was certified with (the third part
-        # of the hint), tried before any prices are computed (separable.resolve_structure).
+        # of the hint), tried before any prices are computed (separable_structure.resolve_structure).
         structure = hint[2] if hint is not None and len(hint) > 2 and spec.form == "max_min" else None
         ceiling_log: list[str] = []
         result = None
