@@ -172,7 +172,9 @@ def _no_capacity_binds(A, offset, usage, W, free_level):
 def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, deadline, threads, seed,
                      floor=None, tolerance=None):
     """The reduced LP over the ``free`` jobs; fixed jobs enter the capacity rows as affine terms
-    (constants for ``floor`` jobs, whose score rows have no t)."""
+    (constants for ``floor`` jobs, whose score rows have no t). Returns (status, allocation,
+    level, capacity prices, the free jobs' score duals, (t_low, t_high, fixed, alpha)): the range
+    of t where each fixed job's vertex holds, the fixed mask, and their slopes in t."""
     n, K = A.shape
     usage = mult * scale
     fixed = ~free
