@@ -128,3 +128,29 @@ def test_a_structure_the_certificate_rejects_hands_over_to_the_prices(monkeypatc
     assert _close(result.objective, cold.objective)
     for name, value in cold.evaluation.metrics.items():
         assert _close(result.evaluation.metrics[name], value), name
+
+
+def test_the_re_solves_shortcuts_equal_what_they_replace():
+    from fleetplan.solvers.allocation import separable_certificate
+    from fleetplan.solvers.allocation.lp import _row_max
+
+    rng = np.random.default_rng(5)
+    values = rng.normal(size=(500, 4))
+    values[rng.random(values.shape) < 0.1] = -np.inf
+    values[3] = np.inf
+    assert np.array_equal(_row_max(values), values.max(axis=1))
+    # the score duals from the reduced LP's slopes equal those recomputed from the vertices
+    n = 400
+    A = rng.uniform(0.5, 3.0, size=(n, 3))
+    W = np.array([40.0, 30.0, 20.0])  # scarce: capacity sets the level
+    ones, offset = np.ones(n), np.zeros(n)
+    result = separable.max_min(A, offset, ones, ones, W, free_level=False)
+    assert result.status == "optimal" and result.structure is not None
+    choice, free = result.structure
+    assert 0 < free.sum() < n
+    *_, (_, _, _, alpha) = separable._max_min_reduced(A, offset, ones, ones, W, free, choice, False,
+                                                      separable.Deadline(None), 1, 0)
+    free_duals = rng.uniform(0.1, 1.0, size=int(free.sum()))
+    given = separable_certificate.score_duals(A, offset, ones, result.prices, choice, free, free_duals, None, alpha)
+    recomputed = separable_certificate.score_duals(A, offset, ones, result.prices, choice, free, free_duals, None)
+    assert np.allclose(given[0], recomputed[0], rtol=1e-12, atol=0) and given[1] == recomputed[1]
