@@ -305,7 +305,7 @@ def _timed_parts(spent: dict[str, list[float]]) -> None:
 def bench_marginal_profile(jobs: int, repeats: int) -> None:
     """REPEATS calls of marginal_values in one process, twice: with a CPU timer around each part
     of PROFILED (what a call spends, near-free to measure), and under cProfile (its own overhead
-    per Python call inflates call-heavy parts: reading 16,384 job objects into columns is 500,000
+    per Python call inflates call-heavy parts: reading 16,384 job objects into columns is 100,000
     attribute reads). Per call: the CPU seconds of each part and its share of the whole."""
     import cProfile
     import pstats
