@@ -27,9 +27,13 @@ What a round pays for is the change, not the whole problem:
   column instance whose arrays are the session's;
 * **a warm start** — the capacity prices (and level) of the last round's LP start this round's
   price decomposition (:mod:`fleetplan.solvers.allocation.separable`), skipping the
-  interior-point method that finds them cold. The decomposition's certificate proves the new
-  optimum whatever the start, so a warm answer is the cold answer (tests compare them after
-  random sequences of changes); a start that does not certify is dropped for a cold one.
+  interior-point method that finds them cold. Where the jobs are the same ones (only worker
+  counts or a job's numbers changed), the last answer's structure is tried before any prices:
+  every job on the vertex it had, the same few jobs free in one small LP, and the same
+  certificate (:mod:`fleetplan.solvers.allocation.separable_structure`). The decomposition's
+  certificate proves the new optimum whatever the start, so a warm answer is the cold answer
+  (tests compare them after random sequences of changes); a start that does not certify is
+  dropped for a cold one.
   Policies solved by the full LP (min cost, SJF, below 1,000 distinct jobs) and water filling
   take no hint: they re-solve from the columns, without the revalidation.
 
@@ -234,6 +238,17 @@ class AllocationSession:
         if ids_changed:
             self._index = None
 
+    def _forget_structure(self) -> None:
+        """Jobs came or went: the last answer's per-job structure (each job's vertex, the free
+        jobs; the third part of a max-min hint) no longer lines up with the rows, so only the
+        prices are kept (a misaligned structure would be rejected by its certificate, at a cost)."""
+        if self._warm is None:
+            return
+        for hints in (self._warm.previous, self._warm.current):
+            for key, hint in hints.items():
+                if isinstance(hint, tuple) and len(hint) > 2:
+                    hints[key] = hint[:2]
+
     @serialised
     def add_jobs(self, jobs: Any) -> None:
         """Jobs arrive: ``jobs`` as columns (a mapping or a DataFrame, the layout of the
@@ -244,6 +259,7 @@ class AllocationSession:
         check_jobs(new, self._counts, self._entity_ids, taken=self._ids)
         first, row_of = len(self._columns), self._index
         self._commit(self._columns.concat(new), ids_changed=False)
+        self._forget_structure()
         added = new.id.tolist()
         self._ids.update(added)
         if row_of is not None:  # rows of the jobs here stay; the new ones follow
@@ -259,6 +275,7 @@ class AllocationSession:
         keep[rows] = False
         self._ids.difference_update(self._columns.id[rows].tolist())
         self._commit(self._columns.take(keep), ids_changed=True)
+        self._forget_structure()
 
     @serialised
     def update_jobs(self, changes: Any) -> None:
@@ -309,7 +326,11 @@ class AllocationSession:
         types, _, _ = cluster_parts(types, self._entities, self._colocations)
         new_counts = np.array([t.count for t in types], dtype=float)
         c = self._columns
-        runnable = ((c.throughput > 0) & (new_counts[None, :] >= c.scale_factor[:, None])).any(axis=1)
+        # Every job fits somewhere now (checked at each change), so only fewer workers of a type
+        # can leave one without a type.
+        shrinks = bool(np.any(new_counts < self._counts))
+        runnable = ((c.throughput > 0) & (new_counts[None, :] >= c.scale_factor[:, None])).any(axis=1) \
+            if shrinks and len(c) else np.ones(len(c), dtype=bool)
         if not runnable.all():
             m = int(np.flatnonzero(~runnable)[0])
             raise InstanceError("worker_types", f"job '{c.id[m]}' could run on no worker type with these counts "

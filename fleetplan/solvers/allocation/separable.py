@@ -51,17 +51,16 @@ import numpy as np
 
 from fleetplan.models.linear import INF, LinearProgram
 from fleetplan.solvers import highs as highs_runner
+from fleetplan.solvers.allocation import separable_certificate as certificate
+from fleetplan.solvers.allocation.separable_certificate import CERTIFICATE_TOLERANCE
 from fleetplan.solvers.allocation.vertices import best_types as _best_types
-from fleetplan.solvers.allocation.vertices import best_vertices as _best_vertices
 from fleetplan.solvers.allocation.vertices import closeness as _closeness
-from fleetplan.solvers.allocation.vertices import need_at as _need
 from fleetplan.solvers.allocation.vertices import vertex_affine as _vertex_affine
 from fleetplan.solvers.deadline import Deadline
 
 # A fixed job's vertex must win by this relative margin at the first prices; later rounds add
 # whatever the certificate rejects, so this only trades reduced-LP size against rounds.
 MARGIN = 0.02
-CERTIFICATE_TOLERANCE = 1e-9
 MAX_ROUNDS = 8
 # Above this share of free jobs the reduced LP is no smaller than the full one: give up.
 MAX_FREE_SHARE = 0.5
@@ -119,6 +118,9 @@ class SeparableResult:
     # face, unlike the reduced LP's vertex duals above, so the better start for a neighbouring
     # problem (a scheduler's next round). None when the first prices came from buckets.
     anchor: tuple[float, np.ndarray] | None = None
+    # Max-min: each job's vertex (fixed jobs) and the free set the certificate held for: a
+    # neighbouring problem's first try (:mod:`.separable_structure`).
+    structure: tuple[np.ndarray, np.ndarray] | None = None
 
 
 # --- the reduced LP -----------------------------------------------------------------------------
@@ -170,14 +172,18 @@ def _no_capacity_binds(A, offset, usage, W, free_level):
 def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, deadline, threads, seed,
                      floor=None, tolerance=None):
     """The reduced LP over the ``free`` jobs; fixed jobs enter the capacity rows as affine terms
-    (constants for ``floor`` jobs, whose score rows have no t)."""
+    (constants for ``floor`` jobs, whose score rows have no t). Returns (status, allocation,
+    level, capacity prices, the free jobs' score duals, (t_low, t_high, fixed, alpha)): the range
+    of t where each fixed job's vertex holds, the fixed mask, and their slopes in t."""
     n, K = A.shape
     usage = mult * scale
     fixed = ~free
     alpha, beta, t_low, t_high = _vertex_affine(A[fixed], offset[fixed], fixed_choice[fixed],
                                                 None if floor is None else floor[fixed])
-    gamma = (usage[fixed, None] * alpha).sum(axis=0)
-    delta = (usage[fixed, None] * beta).sum(axis=0)
+    # einsum's own loop: a third of a broadcast product and sum over (jobs, types)
+    fixed_usage = usage[fixed]
+    gamma = np.einsum("m,mj->j", fixed_usage, alpha)
+    delta = np.einsum("m,mj->j", fixed_usage, beta)
     free_jobs = np.flatnonzero(free)
     cell_job, cell_type = np.nonzero(A[free_jobs] > 0)
     n_cells, n_free = len(cell_job), len(free_jobs)
@@ -211,14 +217,14 @@ def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, 
         col_upper=np.concatenate([np.ones(n_cells), [high]]), sense="max")
     outcome, duals = _solve_lp(lp, deadline, threads, seed, tolerance)
     if outcome.status != "optimal" or duals is None:
-        return outcome.status, None, None, None, None, (t_low, t_high, fixed)
+        return outcome.status, None, None, None, None, (t_low, t_high, fixed, alpha)
     level = float(outcome.values[t_col])
     matrix_out = np.zeros((n, K))
     matrix_out[free_jobs[cell_job], cell_type] = outcome.values[:n_cells]
     matrix_out[fixed] = alpha * level + beta
     lam = np.maximum(duals[2 * n_free:], 0.0)
     score_duals = -duals[:n_free]
-    return "optimal", matrix_out, level, lam, score_duals, (t_low, t_high, fixed)
+    return "optimal", matrix_out, level, lam, score_duals, (t_low, t_high, fixed, alpha)
 
 
 def bucket_of(columns: np.ndarray, target: int = BUCKETS) -> tuple[np.ndarray, np.ndarray]:
@@ -405,7 +411,7 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
                                    stats=stats)
         if deadline.expired():
             return SeparableResult("time_limit", log=log + ["time limit in the separable method"], stats=stats)
-        status, matrix, level, lam, score_duals, (t_low, t_high, fixed) = _max_min_reduced(
+        status, matrix, level, lam, score_duals, (t_low, t_high, fixed, alpha) = _max_min_reduced(
             A, offset, mult, scale, W, free, choice, free_level, deadline, threads, seed, floor, lp_tolerance)
         stats.update(separable_rounds=float(rounds), separable_free=float(free.sum()))
         log.append(f"round {rounds}: {int(free.sum())} free jobs, reduced LP {status}")
@@ -421,40 +427,22 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
         # Certificate: each fixed job's vertex is still its cheapest at the new prices and level,
         # and the level does not rest on a fixed job's breakpoint.
         fixed_jobs = np.flatnonzero(fixed)
-        fixed_floor = None if floor is None else floor[fixed_jobs]
-        new_choice, best, _, costs = _best_vertices(A[fixed_jobs], offset[fixed_jobs], level, lam, usage[fixed_jobs],
-                                                    fixed_floor)
-        assumed = choice[fixed_jobs]
-        assumed_cost = np.where(assumed >= 0, costs[np.arange(len(fixed_jobs)), np.maximum(assumed, 0)], 0.0)
-        assumed_cost = np.where(assumed == -1, np.where(_need(offset[fixed_jobs], level, fixed_floor) <= 0, 0.0, np.inf),
-                                assumed_cost)
-        best_cost = np.where(new_choice == -1, 0.0, best)
-        tolerance = CERTIFICATE_TOLERANCE * (np.abs(best_cost) + float(lam @ W) / max(n, 1))
-        wrong = ~(assumed_cost <= best_cost + tolerance)
-        span = max(1.0, abs(level))
-        wrong |= (np.abs(t_high - level) <= 1e-9 * span) | (np.abs(level - t_low) <= 1e-9 * span)
+        wrong = certificate.rejected(A, offset, usage, W, level, lam, choice, fixed, t_low, t_high, floor)
         if not wrong.any():
             break
-        log.append(f"round {rounds}: the certificate rejects {int(wrong.sum())} fixed jobs "
-                   f"({int((~(assumed_cost <= best_cost + tolerance)).sum())} by price)")
+        log.append(f"round {rounds}: the certificate rejects {int(wrong.sum())} fixed jobs")
         if rounds >= MAX_ROUNDS:
             return SeparableResult("fallback", log=log + [f"{int(wrong.sum())} fixed jobs still fail after "
                                                              f"{rounds} rounds"], stats=stats)
         # A rejected job stays free from now on (letting it go again made the prices oscillate).
         sticky[fixed_jobs[wrong]] = True
-    # u_m of a fixed job is the marginal cost of its need; positive for every job (and every free
-    # job's score dual positive) means every optimum gives each job exactly the level.
-    # The marginal cost of a fixed job's need (for a floor job, of its floor: its vertex's slope).
-    fixed_u = (lam[None, :] * usage[fixed_jobs, None] * _vertex_affine(
-        A[fixed_jobs], offset[fixed_jobs], choice[fixed_jobs])[0]).sum(axis=1)
-    all_bottlenecked = bool(np.all(fixed_u > 0) and np.all(score_duals > 0)) and floor is None
-    duals = np.zeros(n)
-    duals[fixed_jobs] = np.maximum(fixed_u, 0.0)
-    duals[np.flatnonzero(free)] = np.maximum(score_duals, 0.0)
+    # (with floors, the reduced LP's slopes are 0 for floor jobs: their duals take the vertex's own)
+    duals, all_bottlenecked = certificate.score_duals(A, offset, usage, lam, choice, free, score_duals, floor,
+                                                      alpha if floor is None else None)
     stats["separable_s"] = time.perf_counter() - started
     log.append(f"separable: certified optimal in {rounds} round(s), {int(free.sum())} of {n} jobs in the reduced LP")
     return SeparableResult("optimal", np.clip(matrix, 0.0, 1.0), level, all_bottlenecked, log, stats, lam, duals,
-                           anchor=anchor)
+                           anchor=anchor, structure=(choice, free))
 
 
 def _reserved_prices(max_min_prices, A, offset, usage, W, floor, free_level, deadline):

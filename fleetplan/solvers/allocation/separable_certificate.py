@@ -1,0 +1,67 @@
+"""The price decomposition's certificate for max-min forms (:mod:`~fleetplan.solvers.allocation.separable`).
+
+A reduced LP over the *free* jobs, with every *fixed* job entering the capacity rows as its
+vertex's affine term, is optimal for the full LP when its duals make every fixed job's vertex
+the cheapest of that job's own LP (dual feasibility of the full LP) and the level rests on no
+fixed job's breakpoint (the vertex stays valid around it). Primal feasibility holds by
+construction and complementary slackness by the choice of vertex, so the KKT conditions of the
+full LP hold. The decomposition's rounds and the structure re-solve of a neighbouring problem
+(:func:`~fleetplan.solvers.allocation.separable.max_min`'s ``structure``) both decide with
+:func:`rejected`.
+
+>>> import numpy as np
+>>> A = np.array([[2.0, 1.0], [1.0, 1.0]])
+>>> fixed = np.array([True, False])
+>>> rejected(A, np.zeros(2), np.ones(2), np.ones(2), 1.0, np.array([0.5, 0.5]), np.array([0, 1]), fixed,
+...          np.array([0.0]), np.array([2.0])).tolist()   # job 0 on type 0 at t = 1: its cheapest vertex
+[False]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fleetplan.solvers.allocation.vertices import best_vertices, need_at, vertex_affine
+
+CERTIFICATE_TOLERANCE = 1e-9
+
+
+def rejected(A: np.ndarray, offset: np.ndarray, usage: np.ndarray, W: np.ndarray, level: float, lam: np.ndarray,
+             choice: np.ndarray, fixed: np.ndarray, t_low: np.ndarray, t_high: np.ndarray,
+             floor: np.ndarray | None = None) -> np.ndarray:
+    """For each fixed job (in order), whether the certificate rejects its vertex ``choice`` at
+    ``level`` and prices ``lam``: a cheaper vertex exists, or the level sits on one of its
+    breakpoints (``t_low``, ``t_high``: the range where the vertex is valid)."""
+    n = len(A)
+    fixed_jobs = np.flatnonzero(fixed)
+    fixed_floor = None if floor is None else floor[fixed_jobs]
+    new_choice, best, _, costs = best_vertices(A[fixed_jobs], offset[fixed_jobs], level, lam, usage[fixed_jobs],
+                                               fixed_floor)
+    assumed = choice[fixed_jobs]
+    assumed_cost = np.where(assumed >= 0, costs[np.arange(len(fixed_jobs)), np.maximum(assumed, 0)], 0.0)
+    assumed_cost = np.where(assumed == -1, np.where(need_at(offset[fixed_jobs], level, fixed_floor) <= 0, 0.0, np.inf),
+                            assumed_cost)
+    best_cost = np.where(new_choice == -1, 0.0, best)
+    tolerance = CERTIFICATE_TOLERANCE * (np.abs(best_cost) + float(lam @ W) / max(n, 1))
+    wrong = ~(assumed_cost <= best_cost + tolerance)
+    span = max(1.0, abs(level))
+    return wrong | (np.abs(t_high - level) <= 1e-9 * span) | (np.abs(level - t_low) <= 1e-9 * span)
+
+
+def score_duals(A: np.ndarray, offset: np.ndarray, usage: np.ndarray, lam: np.ndarray, choice: np.ndarray,
+                free: np.ndarray, free_duals: np.ndarray, floor: np.ndarray | None,
+                alpha: np.ndarray | None = None) -> tuple[np.ndarray, bool]:
+    """Every job's score-row dual of a certified answer (a fixed job's: the marginal cost of its
+    need, for a floor job of its floor, its vertex's slope priced at ``lam``; a free job's: the
+    reduced LP's ``free_duals``), and whether all of them are positive: then every optimum gives
+    each job exactly the level, and a sum-of-scores refinement changes nothing. ``alpha``: the
+    fixed jobs' vertex slopes (in order) where the caller has them, else computed here."""
+    fixed_jobs = np.flatnonzero(~free)
+    if alpha is None:
+        alpha = vertex_affine(A[fixed_jobs], offset[fixed_jobs], choice[fixed_jobs])[0]
+    fixed_u = usage[fixed_jobs] * np.einsum("mj,j->m", alpha, lam)
+    all_bottlenecked = bool(np.all(fixed_u > 0) and np.all(free_duals > 0)) and floor is None
+    duals = np.zeros(len(A))
+    duals[fixed_jobs] = np.maximum(fixed_u, 0.0)
+    duals[np.flatnonzero(free)] = np.maximum(free_duals, 0.0)
+    return duals, all_bottlenecked
