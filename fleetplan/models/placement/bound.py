@@ -60,9 +60,27 @@ The sum of minima is at most the minimum of the sum. Each piece:
   what is pinned there (and today's bytes minus the move quota) and the capacity (and today's
   bytes plus the quota); ``sum_r (b_r - c_r)^2`` is convex, and its Lagrangian dual (closed form
   per region) is maximised by bisection. Table sizes are treated as divisible (a relaxation).
+* *The move quota* couples traffic and storage (at 1,000 tables, seed 0, the quota is spent,
+  mostly on storage balance, and the storage term alone claims almost nothing). For any price
+  ``lam >= 0`` per byte moved, a feasible plan moves ``M <= Q`` bytes, so its traffic plus
+  storage balance is at least ``min over plans of [traffic + storage + lam M] - lam Q``
+  (weak duality), and the minimum is bounded piece by piece with ``lam M`` split into
+  ``alpha lam M`` and ``(1 - alpha) lam M`` (any ``alpha`` in [0, 1]). Storage: bytes leave
+  one region for another, so ``M >= (total / 2) sum_r |b_r - d_r|`` (``d``: today's shares);
+  the storage dual above, with ``alpha lam total / 2`` per unit of ``|b_r - d_r|`` added,
+  bounds its part (each region's term stays convex). Traffic: ``(1 - alpha) lam M`` is at
+  least the sum, over the (Spark/Presto job, table) pairs, of ``(1 - alpha) lam size / n``
+  for each pair whose table moved (``n``: the pairs reading the table); whatever region
+  R(job) takes, each of the job's pairs whose table lies elsewhere today either moved (its
+  share of the price) or is read remotely (its weighted bytes), so the job pays at least the
+  smaller of the two for each, summed, for the best region. A pinned table cannot move. The
+  term ``quota`` is what this adds to the traffic and storage terms at the best ``(lam,
+  alpha)`` found (a golden-section search over ``lam`` for a few ``alpha``), 0 when nothing.
 
 What it does not see: the coupling of jobs through shared tables (beyond jobs reading the very
-same tables), the CPU rows, the home-training row beyond single jobs (several smaller jobs together may also exceed what may train away),
+same tables), the move quota the GPU groups' moves spend (priced, the per-group minima of
+1,000 and 10,000 tables, seed 0, rose by less than the price took: their moves need little of the quota), the
+traffic a storage move causes, the CPU rows, the home-training row beyond single jobs (several smaller jobs together may also exceed what may train away),
 and the granularity of demand beyond the jobs branched on. (At 1,000 tables, seed 0, the A100
 priority-0 group's minimum, 4.23, moves a job whose tables Spark and Presto jobs also read:
 moved with it, they overload their application's CPU in its new region; the default search's
@@ -78,7 +96,7 @@ Example
 >>> instance = generate("placement", {"regions": 3, "tables": 20, "jobs": 20}, seed=0)
 >>> bound = placement_lower_bound(instance.arrays())
 >>> bound.value >= 0.0, sorted(bound.terms)
-(True, ['gpu', 'storage_balance', 'traffic'])
+(True, ['gpu', 'quota', 'storage_balance', 'traffic'])
 """
 
 from __future__ import annotations
@@ -99,6 +117,8 @@ GRID = 64
 # Golden-section steps over the multiplier (the bracket shrinks by 0.618 each step).
 DUAL_STEPS = 36
 GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+# The parts of the move quota's price the storage term carries (the rest: the traffic term).
+QUOTA_SPLITS = (0.0, 0.25, 0.5, 0.75, 1.0)
 # Bisection steps of the storage dual.
 STORAGE_STEPS = 60
 # The judge accepts capacities and the move quota with this relative slack (evaluate.TOLERANCE).
@@ -137,8 +157,10 @@ def placement_lower_bound(arrays: PlacementArrays, data: PlacementData | None = 
     combined = arrays.overload_form == "combined_high_priority"
     groups = [((arrays.gpu_types[group.gpu_type], group.priority, group.parts),
                _group_bound(arrays, data, group, count_split=not combined)) for group in data.groups]
-    terms = {"gpu": float(sum(value for _, value in groups)), "traffic": _forced_traffic(arrays, data),
-             "storage_balance": float(arrays.w_storage * _storage_bound(arrays))}
+    traffic = _forced_traffic(arrays, data)
+    storage = float(arrays.w_storage * _storage_bound(arrays))
+    terms = {"gpu": float(sum(value for _, value in groups)), "traffic": traffic, "storage_balance": storage,
+             "quota": max(0.0, _quota_dual(arrays, data) - traffic - storage)}
     value = max(0.0, sum(terms.values()) * (1.0 - ROUNDING))
     return LowerBound(value=value, terms=terms, groups=groups)
 
@@ -357,11 +379,75 @@ def _forced_traffic(arrays: PlacementArrays, data: PlacementData) -> float:
     return float(arrays.w_traffic * total)
 
 
+def _priced_traffic(arrays: PlacementArrays, data: PlacementData, price: float) -> float:
+    """Expression 1 of the Spark/Presto jobs plus ``price`` per byte of each table they read
+    that moves, shared evenly between the (job, table) pairs reading it (module docstring):
+    a pair whose table lies away from R(job) today either moves it (at least its share of the
+    price) or reads it remotely (its weighted bytes), so each job pays at least, over the
+    region R(job) may take, the smaller of the two for every pair away from that region."""
+    a = arrays
+    if a.w_traffic <= 0:
+        return 0.0
+    pair_job, pair_table = a.pair_job, a.job_tables
+    wanted = np.zeros(a.num_jobs, dtype=bool)
+    wanted[data.jobs] = True
+    spark = wanted[pair_job] & (a.job_kind[pair_job] != ML)
+    jobs, tables = pair_job[spark], pair_table[spark]
+    if jobs.size == 0:
+        return 0.0
+    size = a.table_size[tables]
+    remote = a.w_traffic * a.job_weight[jobs] * size
+    readers = np.bincount(tables, minlength=a.num_tables)[tables]
+    movable = np.array([len(data.allowed[t]) > 1 for t in range(a.num_tables)])[tables]
+    pair_cost = np.where(movable, np.minimum(price * size / readers, remote), remote)
+    total = np.bincount(jobs, weights=pair_cost, minlength=a.num_jobs)
+    staying = np.bincount(jobs * a.num_regions + a.table_home[tables], weights=pair_cost,
+                          minlength=a.num_jobs * a.num_regions).reshape(a.num_jobs, a.num_regions)
+    return float((total - staying.max(axis=1)).sum())
+
+
+def _ml_forced_traffic(arrays: PlacementArrays, data: PlacementData) -> float:
+    """The ML part of :func:`_forced_traffic` (the Spark/Presto part is :func:`_priced_traffic`
+    at price 0)."""
+    return _forced_traffic(arrays, data) - _priced_traffic(arrays, data, 0.0)
+
+
+def _quota_dual(arrays: PlacementArrays, data: PlacementData) -> float:
+    """A lower bound on the least traffic plus storage balance under the move quota: the
+    Lagrangian dual of the quota row (module docstring), maximised over its price and the part
+    ``alpha`` of it that the storage term carries (each pair gives a valid bound)."""
+    a = arrays
+    quota = float(a.move_quota_bytes)
+    total = float(a.table_size.sum())
+    if not math.isfinite(quota) or total <= 0 or (a.w_traffic <= 0 and a.w_storage <= 0):
+        return 0.0
+    room = quota * (1 + JUDGE_SLACK) + 1e-6
+    ml = _ml_forced_traffic(arrays, data)
+
+    def value(price: float, alpha: float) -> float:
+        # Bytes moved are at least half the shares' absolute changes times the total bytes.
+        storage = a.w_storage * _storage_bound(a, alpha * price * total / 2.0 / a.w_storage) if a.w_storage > 0 else 0.0
+        return ml + _priced_traffic(a, data, (1.0 - alpha) * price) + storage - price * room
+
+    # Beyond these prices nothing more is gained: a pair's remote bytes cost at most w1 x weight
+    # per byte, and the storage term's slope in a share is at most 2 w3 (4 w3 from both sides).
+    readers = np.bincount(a.job_tables, minlength=a.num_tables).max(initial=1)
+    top_traffic = a.w_traffic * float(a.job_weight.max(initial=0.0)) * readers
+    top_storage = 8.0 * a.w_storage / total
+    best = value(0.0, 0.0)
+    for alpha in QUOTA_SPLITS:
+        top = max(top_traffic / max(1.0 - alpha, 1e-3) if alpha < 1 else 0.0, top_storage / max(alpha, 1e-3))
+        if top > 0:
+            best = max(best, _maximise(lambda price, alpha=alpha: value(max(price, 0.0), alpha), 0.0, top))
+    return best
+
+
 # --- storage ------------------------------------------------------------------------------------
 
-def _storage_bound(arrays: PlacementArrays) -> float:
-    """Lower bound on min sum_r (b_r - c_r)^2 over byte shares b (sum 1) within the pinned
-    bytes, capacities and move quota (module docstring); 0 when no share vector fits."""
+def _storage_bound(arrays: PlacementArrays, price: float = 0.0) -> float:
+    """Lower bound on min sum_r (b_r - c_r)^2 + price sum_r |b_r - d_r| over byte shares b (sum
+    1) within the pinned bytes, capacities and move quota, d being today's shares (module
+    docstring); 0 when no share vector fits."""
     size = arrays.table_size.astype(float)
     total = float(size.sum())
     capacity = arrays.storage_capacity.astype(float)
@@ -384,11 +470,17 @@ def _storage_bound(arrays: PlacementArrays) -> float:
     if low.sum() > 1.0 + 1e-12 or high.sum() < 1.0 - 1e-12 or (low > high).any():
         return 0.0
 
-    def dual(mu: float) -> tuple[float, float]:  # value and sum of the minimisers
-        b = np.clip(target + mu / 2.0, low, high)
-        return mu + float((np.square(b - target) - mu * b).sum()), float(b.sum())
+    now = today / total
 
-    lo_mu, hi_mu = -4.0, 4.0  # shares and targets lie in [0, 1]: the optimal mu lies in [-2, 2]
+    def dual(mu: float) -> tuple[float, float]:  # value and sum of the minimisers
+        # Per region, (b - c)^2 + price |b - d| - mu b is convex: its minimiser is the one of the
+        # branch above d, or below d, or d itself, clipped to the region's range.
+        above, below = target + (mu - price) / 2.0, target + (mu + price) / 2.0
+        b = np.clip(np.where(above >= now, above, np.where(below <= now, below, now)), low, high)
+        return mu + float((np.square(b - target) + price * np.abs(b - now) - mu * b).sum()), float(b.sum())
+
+    # Shares and targets lie in [0, 1]: the optimal mu lies in [-2 - price, 2 + price].
+    lo_mu, hi_mu = -4.0 - 2.0 * price, 4.0 + 2.0 * price
     best = dual(0.0)[0]
     for _ in range(STORAGE_STEPS):
         mu = 0.5 * (lo_mu + hi_mu)
