@@ -47,9 +47,11 @@ import numpy as np
 
 from fleetplan.instances.placement import ML, PlacementInstance
 from fleetplan.lazy import lazy_module
+from fleetplan.models.placement.bound import LowerBound
 from fleetplan.models.placement.neighbourhood import Background, neighbourhood_model
 from fleetplan.solvers.deadline import Deadline
 from fleetplan.solvers.hill_climb import Candidate, ClimbResult
+from fleetplan.solvers.placement.gaps import group_gaps
 from fleetplan.solvers.placement.groups import split_sweep
 from fleetplan.solvers.placement.state import TetrisState
 from fleetplan.solvers.placement.steps import (
@@ -63,7 +65,7 @@ from fleetplan.solvers.placement.steps import (
 
 highs_run = lazy_module("fleetplan.solvers.highs")
 
-NEIGHBOURHOOD_KINDS = ("jobs", "pair", "overload")
+NEIGHBOURHOOD_KINDS = ("jobs", "pair", "overload", "gap")
 # The node limit when the whole instance is one neighbourhood (its MIP is then the exact solve).
 WHOLE_NODES = 1_000_000
 # A neighbourhood whose MIP has more binaries is not solved (its kind's size shrinks): one of
@@ -88,6 +90,12 @@ SEARCH_MIN_S = 1.0
 # The most tables one whole-group split moves (the ``group_split_tables`` option): one per job
 # still placed, so groups of up to this many jobs are split at once.
 GROUP_SPLIT_TABLES = 32
+# Under a time limit, ``patience`` fruitless neighbourhoods in a row make the neighbourhoods
+# larger (tables x GROW, node limit x 2) at most this many times before the search stops.
+ESCALATIONS = 3
+GROW = 1.5
+# The most ML jobs of one GPU group a ``gap`` neighbourhood starts from.
+GAP_SEED_JOBS = 4
 
 
 def search_budget_s(climb_s: float, ratio: float = SEARCH_RATIO, floor_s: float = SEARCH_MIN_S) -> float:
@@ -113,6 +121,7 @@ class LnsStats:
     too_big: int = 0
     gain: float = 0.0
     group_splits: int = 0  # whole-group splits kept by the sweeps
+    escalations: int = 0  # times the neighbourhoods grew under a time limit (``search``)
     lines: list[str] = field(default_factory=list)
 
 
@@ -127,8 +136,9 @@ class Search:
     """One run of the search over a :class:`TetrisState` (see the module docstring)."""
 
     def __init__(self, state: TetrisState, seed: int, max_free: int, max_regions: int, node_limit: int,
-                 threads: int) -> None:
+                 threads: int, bound: LowerBound | None = None) -> None:
         self.state = state
+        self.bound = bound
         self.a = state.arrays
         self.rng = np.random.default_rng(seed)
         self.max_free = max_free
@@ -137,6 +147,7 @@ class Search:
         self.threads = threads
         self.seed = seed
         self.stats = LnsStats()
+        self.stop_rule = ""  # why :func:`search` stopped before its deadline (empty: it did not)
         self.applied: list[Candidate] = []
         a = self.a
         self.planned = np.flatnonzero(a.planned & (np.diff(a.job_ptr) > 0))
@@ -221,6 +232,8 @@ class Search:
             j = int(pool[rng.integers(pool.size)])
             tables = self._grow([j])
             return tables, self._regions_for(tables), f"jobs around '{a.job_ids[j]}'"
+        if kind == "gap":
+            return self._gap_pick()
         if kind == "pair":
             hp = s.demand.reshape(R, len(a.gpu_types), -1)
             load = hp.sum(axis=(1, 2)) / np.maximum(a.gpu_supply.sum(axis=1), 1e-300)
@@ -258,6 +271,25 @@ class Search:
         regions = np.unique(np.concatenate([[r], cool[: max(1, self.max_regions - 1)]]))
         return tables, (None if R <= self.max_regions else regions), \
             f"overload {a.region_ids[r]} x {a.gpu_types[g]}"
+
+    def _gap_pick(self) -> tuple[np.ndarray, np.ndarray | None, str]:
+        """A GPU group drawn in proportion to how far its plan value lies above its part of the
+        lower bound (:func:`group_gaps`), then a few of its jobs (in proportion to their
+        GPU-hours) and the jobs coupled to them through shared tables (:meth:`_grow`), to the
+        regions with the group's GPU type and the least demand over supply."""
+        a, rng = self.a, self.rng
+        if self.bound is None:
+            return np.zeros(0, dtype=np.int64), None, "no bound"
+        gaps = [g for g in group_gaps(self.state, self.bound) if g.gap > 1e-9 and g.jobs.size]
+        if not gaps:
+            return np.zeros(0, dtype=np.int64), None, "no gap"
+        weight = np.array([g.gap for g in gaps])
+        group = gaps[int(rng.choice(len(gaps), p=weight / weight.sum()))]
+        hours = a.job_gpu_hours[group.jobs] + 1e-9
+        take = rng.choice(group.jobs.size, size=min(GAP_SEED_JOBS, group.jobs.size), replace=False,
+                          p=hours / hours.sum())
+        tables = self._grow(group.jobs[np.sort(take)].tolist())
+        return tables, self._regions_for(tables), f"gap {group.name} ({group.gap:.3g} above its bound)"
 
     # --- one neighbourhood --------------------------------------------------------------------
     def solve(self, tables: np.ndarray, regions: np.ndarray | None, time_limit: float | None,
@@ -342,15 +374,26 @@ def _sweep(run: Search, max_tables: int, deadline: Deadline, when: str, started:
 
 def search(instance: PlacementInstance, state: TetrisState, deadline: Deadline, *, seed: int, max_free: int,
            max_regions: int, node_limit: int, patience: int, threads: int, started: float,
-           trace: list[tuple[float, float, int]], moves_before: int, split_tables: int = 0) -> Search:
+           trace: list[tuple[float, float, int]], moves_before: int, split_tables: int = 0,
+           bound: LowerBound | None = None, escalate: bool = False) -> Search:
     """Neighbourhoods until ``patience`` in a row improve nothing or the deadline; kept answers
     are polished by the climb. ``trace`` gets (seconds since ``started``, objective, moves).
     With ``split_tables`` > 0, every GPU group's compound split is tried before, after each
     kept neighbourhood and at the end (:mod:`fleetplan.solvers.placement.groups`; at most that
-    many tables moved per group)."""
-    run = Search(state, seed, max_free, max_regions, node_limit, threads)
+    many tables moved per group). With ``bound``, ``gap`` neighbourhoods are drawn from the GPU
+    groups furthest above their part of it (:meth:`Search._gap_pick`).
+
+    The stopping rule: without ``escalate`` (the solver passes it without a time limit, when
+    ``deadline`` is the search budget), ``patience`` neighbourhoods in a row that improve
+    nothing stop the search (so a seed gives one plan). With it (under a time limit) they do
+    not while larger neighbourhoods remain to try: every kind's
+    neighbourhood grows by GROW and the node limit doubles, at most ESCALATIONS times, and
+    ``patience`` is counted afresh; the search stops at the limit, after ``patience``
+    fruitless neighbourhoods at the largest size, or when the plan's objective reaches the
+    lower bound (nothing left to gain)."""
+    run = Search(state, seed, max_free, max_regions, node_limit, threads, bound)
     _sweep(run, split_tables, deadline, "before the neighbourhoods", started, trace, moves_before)
-    failures = 0
+    failures = escalations = 0
     rounds = 0
     movable = np.flatnonzero(run.movable)
     if 0 < movable.size <= max_free and not deadline.expired():
@@ -369,10 +412,30 @@ def search(instance: PlacementInstance, state: TetrisState, deadline: Deadline, 
                                f"gain {gain:.6g}")
         trace.append((time.perf_counter() - started, float(sum(state.objective_terms.values())),
                       moves_before + len(run.applied)))
-        failures = patience  # nothing left to search
+        failures, escalations = patience, ESCALATIONS  # nothing left to search
     weights = {kind: 1.0 for kind in NEIGHBOURHOOD_KINDS}
+    if bound is None:
+        weights["gap"] = 0.0
     sizes = dict.fromkeys(NEIGHBOURHOOD_KINDS, max_free)
-    while failures < patience and not deadline.expired():
+    while not deadline.expired():
+        if bound is not None and sum(state.objective_terms.values()) <= bound.value * (1 + 1e-9):
+            run.stop_rule = "the plan meeting the lower bound (nothing left to gain)"
+            break
+        if failures >= patience:
+            if not escalate or escalations >= ESCALATIONS:
+                run.stop_rule = f"{patience} neighbourhoods in a row improved nothing" + (
+                    f" (after {run.stats.escalations} larger sizes)" if run.stats.escalations else "")
+                break
+            # Time is left: larger neighbourhoods with more nodes may pay where the small ones
+            # no longer do (at 1,000 tables the search stopped at 30 s of 60).
+            escalations += 1
+            sizes = {kind: max(MIN_TABLES, int(round(size * GROW))) for kind, size in sizes.items()}
+            run.node_limit *= 2
+            failures = 0
+            run.stats.escalations += 1
+            run.stats.lines.append(f"after neighbourhood {rounds}: {patience} in a row improved nothing; "
+                                   f"neighbourhoods of up to {max(sizes.values())} tables, "
+                                   f"{run.node_limit} nodes")
         rounds += 1
         kinds = list(NEIGHBOURHOOD_KINDS)
         p = np.array([weights[k] for k in kinds])
@@ -381,6 +444,7 @@ def search(instance: PlacementInstance, state: TetrisState, deadline: Deadline, 
         tables, regions, name = run.pick(kind)
         if tables.size == 0:
             failures += 1
+            weights[kind] = max(0.2, weights[kind] * 0.95)
             continue
         tables = with_quota(state, tables, run.max_free, run.rng)
         run.stats.tried[kind] += 1
@@ -535,10 +599,10 @@ def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, 
         run = search(instance, state, inner, seed=seed, max_free=neighbourhood_tables,
                      max_regions=neighbourhood_regions, node_limit=node_limit, patience=patience,
                      threads=threads, started=started, trace=trace, moves_before=len(climb.applied),
-                     split_tables=group_split_tables)
+                     split_tables=group_split_tables, bound=lower, escalate=time_limit is not None)
         if not inner.expired():
             stopped = "converged"
-            rule = f"{patience} neighbourhoods in a row improved nothing"
+            rule = run.stop_rule or f"{patience} neighbourhoods in a row improved nothing"
         elif budget_s is not None:
             stopped = "search budget"
             rule = (f"the search budget without a time limit: {budget_s:.3g} s = max({search_ratio:g} x the "
@@ -555,7 +619,8 @@ def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, 
         result.log.insert(1, f"neighbourhoods: {sum(st.tried.values())} re-optimised, {kept} kept ("
                              + ", ".join(f"{k} {st.kept[k]}/{st.tried[k]}" for k in st.tried)
                              + f"), {st.rejected} undone by the exact check, {st.not_exact} inexact models, "
-                               f"{st.too_big} too big, {st.group_splits} whole groups split; "
+                               f"{st.too_big} too big, {st.group_splits} whole groups split, "
+                               f"{st.escalations} times larger; "
                                f"MIP {st.mip_s:.2f} s, building {st.build_s:.2f} s; gain after the climb "
                                f"{st.gain:.6g}")
         result.log.extend(st.lines)
