@@ -118,7 +118,9 @@ GRID = 64
 DUAL_STEPS = 36
 GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 # The parts of the move quota's price the storage term carries (the rest: the traffic term).
-QUOTA_SPLITS = (0.0, 0.25, 0.5, 0.75, 1.0)
+QUOTA_SPLITS = (0.0, 0.5, 1.0)
+# Golden-section steps over the quota's price (each costs a pass over the Spark/Presto pairs).
+QUOTA_STEPS = 24
 # Bisection steps of the storage dual.
 STORAGE_STEPS = 60
 # The judge accepts capacities and the move quota with this relative slack (evaluate.TOLERANCE).
@@ -160,7 +162,7 @@ def placement_lower_bound(arrays: PlacementArrays, data: PlacementData | None = 
     traffic = _forced_traffic(arrays, data)
     storage = float(arrays.w_storage * _storage_bound(arrays))
     terms = {"gpu": float(sum(value for _, value in groups)), "traffic": traffic, "storage_balance": storage,
-             "quota": max(0.0, _quota_dual(arrays, data) - traffic - storage)}
+             "quota": max(0.0, _quota_dual(arrays, data, traffic) - traffic - storage)}
     value = max(0.0, sum(terms.values()) * (1.0 - ROUNDING))
     return LowerBound(value=value, terms=terms, groups=groups)
 
@@ -336,13 +338,13 @@ def _shares_bound(low: np.ndarray, high: np.ndarray, share: np.ndarray, supply: 
     return p8 * 0.5 + max(best, 0.0)
 
 
-def _maximise(function, low: float, high: float) -> float:
+def _maximise(function, low: float, high: float, steps: int = DUAL_STEPS) -> float:
     """Golden-section search of a concave function; the best value it evaluated (any point
     evaluated gives a valid bound, so the search need not be exact)."""
     x1, x2 = high - GOLDEN * (high - low), low + GOLDEN * (high - low)
     f1, f2 = function(x1), function(x2)
     best = max(f1, f2, function(0.0))
-    for _ in range(DUAL_STEPS):
+    for _ in range(steps):
         if f1 < f2:
             low, x1, f1 = x1, x2, f2
             x2 = low + GOLDEN * (high - low)
@@ -379,55 +381,59 @@ def _forced_traffic(arrays: PlacementArrays, data: PlacementData) -> float:
     return float(arrays.w_traffic * total)
 
 
-def _priced_traffic(arrays: PlacementArrays, data: PlacementData, price: float) -> float:
+class _PricedTraffic:
     """Expression 1 of the Spark/Presto jobs plus ``price`` per byte of each table they read
     that moves, shared evenly between the (job, table) pairs reading it (module docstring):
     a pair whose table lies away from R(job) today either moves it (at least its share of the
     price) or reads it remotely (its weighted bytes), so each job pays at least, over the
-    region R(job) may take, the smaller of the two for every pair away from that region."""
-    a = arrays
-    if a.w_traffic <= 0:
-        return 0.0
-    pair_job, pair_table = a.pair_job, a.job_tables
-    wanted = np.zeros(a.num_jobs, dtype=bool)
-    wanted[data.jobs] = True
-    spark = wanted[pair_job] & (a.job_kind[pair_job] != ML)
-    jobs, tables = pair_job[spark], pair_table[spark]
-    if jobs.size == 0:
-        return 0.0
-    size = a.table_size[tables]
-    remote = a.w_traffic * a.job_weight[jobs] * size
-    readers = np.bincount(tables, minlength=a.num_tables)[tables]
-    movable = np.array([len(data.allowed[t]) > 1 for t in range(a.num_tables)])[tables]
-    pair_cost = np.where(movable, np.minimum(price * size / readers, remote), remote)
-    total = np.bincount(jobs, weights=pair_cost, minlength=a.num_jobs)
-    staying = np.bincount(jobs * a.num_regions + a.table_home[tables], weights=pair_cost,
-                          minlength=a.num_jobs * a.num_regions).reshape(a.num_jobs, a.num_regions)
-    return float((total - staying.max(axis=1)).sum())
+    region R(job) may take, the smaller of the two for every pair away from that region.
+    The pairs are gathered once; each price costs a few passes over them."""
+
+    def __init__(self, arrays: PlacementArrays, data: PlacementData) -> None:
+        a = arrays
+        wanted = np.zeros(a.num_jobs, dtype=bool)
+        wanted[data.jobs] = True
+        spark = wanted[a.pair_job] & (a.job_kind[a.pair_job] != ML) & (a.w_traffic > 0)
+        jobs, tables = a.pair_job[spark], a.job_tables[spark]
+        unique, first = np.unique(jobs, return_inverse=True)
+        self.jobs, self.regions = unique.size, a.num_regions
+        self.pair = first
+        self.key = first * a.num_regions + a.table_home[tables]
+        self.size = a.table_size[tables]
+        self.remote = a.w_traffic * a.job_weight[jobs] * self.size
+        self.readers = np.bincount(tables, minlength=a.num_tables)[tables]
+        movable = np.array([len(data.allowed[t]) > 1 for t in range(a.num_tables)], dtype=bool)
+        self.movable = movable[tables] if tables.size else np.zeros(0, dtype=bool)
+
+    def __call__(self, price: float) -> float:
+        if self.jobs == 0:
+            return 0.0
+        pair_cost = np.where(self.movable, np.minimum(price * self.size / self.readers, self.remote), self.remote)
+        total = np.bincount(self.pair, weights=pair_cost, minlength=self.jobs)
+        staying = np.bincount(self.key, weights=pair_cost, minlength=self.jobs * self.regions)
+        return float((total - staying.reshape(self.jobs, self.regions).max(axis=1)).sum())
 
 
-def _ml_forced_traffic(arrays: PlacementArrays, data: PlacementData) -> float:
-    """The ML part of :func:`_forced_traffic` (the Spark/Presto part is :func:`_priced_traffic`
-    at price 0)."""
-    return _forced_traffic(arrays, data) - _priced_traffic(arrays, data, 0.0)
-
-
-def _quota_dual(arrays: PlacementArrays, data: PlacementData) -> float:
+def _quota_dual(arrays: PlacementArrays, data: PlacementData, forced: float) -> float:
     """A lower bound on the least traffic plus storage balance under the move quota: the
     Lagrangian dual of the quota row (module docstring), maximised over its price and the part
-    ``alpha`` of it that the storage term carries (each pair gives a valid bound)."""
+    ``alpha`` of it that the storage term carries (each pair gives a valid bound). ``forced``:
+    :func:`_forced_traffic`, whose Spark/Presto part the priced traffic at price 0 is."""
     a = arrays
     quota = float(a.move_quota_bytes)
     total = float(a.table_size.sum())
     if not math.isfinite(quota) or total <= 0 or (a.w_traffic <= 0 and a.w_storage <= 0):
         return 0.0
     room = quota * (1 + JUDGE_SLACK) + 1e-6
-    ml = _ml_forced_traffic(arrays, data)
+    spark = _PricedTraffic(arrays, data)
+    unpriced = spark(0.0)
+    ml = forced - unpriced  # the ML jobs' forced traffic
 
     def value(price: float, alpha: float) -> float:
         # Bytes moved are at least half the shares' absolute changes times the total bytes.
         storage = a.w_storage * _storage_bound(a, alpha * price * total / 2.0 / a.w_storage) if a.w_storage > 0 else 0.0
-        return ml + _priced_traffic(a, data, (1.0 - alpha) * price) + storage - price * room
+        traffic = spark((1.0 - alpha) * price) if alpha < 1 else unpriced
+        return ml + traffic + storage - price * room
 
     # Beyond these prices nothing more is gained: a pair's remote bytes cost at most w1 x weight
     # per byte, and the storage term's slope in a share is at most 2 w3 (4 w3 from both sides).
@@ -438,7 +444,8 @@ def _quota_dual(arrays: PlacementArrays, data: PlacementData) -> float:
     for alpha in QUOTA_SPLITS:
         top = max(top_traffic / max(1.0 - alpha, 1e-3) if alpha < 1 else 0.0, top_storage / max(alpha, 1e-3))
         if top > 0:
-            best = max(best, _maximise(lambda price, alpha=alpha: value(max(price, 0.0), alpha), 0.0, top))
+            best = max(best, _maximise(lambda price, alpha=alpha: value(max(price, 0.0), alpha), 0.0, top,
+                                       QUOTA_STEPS))
     return best
 
 
