@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 import fleetplan
-from fleetplan.instances.placement import PlacementInstance
+from fleetplan.instances.placement import PlacementInstance, PlacementPlan
 from fleetplan.models.placement.bound import placement_lower_bound
 from fleetplan.solvers.placement.gaps import group_gaps
+from fleetplan.solvers.placement.group_moves import beam_group_moves
 from fleetplan.solvers.placement.lns import ESCALATIONS, Search
 from fleetplan.solvers.placement.state import TetrisState
 
@@ -81,3 +82,31 @@ def test_the_search_stops_when_the_plan_meets_the_bound():
     result = fleetplan.solve(flat, "lns", replicas=False, time_limit=600)
     assert result.objective == 0.0 and result.bound == 0.0
     assert "search stopped by the plan meeting the lower bound (nothing left to gain)" in result.log
+
+
+def test_a_groups_compound_move_is_found_where_the_climb_stays_put():
+    """The two tables of the job move together to the region with most of its GPU type
+    (:func:`beam_group_moves`); the state is unchanged when nothing improves."""
+    instance = two_table_job()
+    state = TetrisState(instance)
+    before = sum(state.objective_terms.values())
+    gain, moves = beam_group_moves(state, state.counted.nonzero()[0])
+    assert sorted((int(m.item), int(m.target)) for m in moves) == [(0, 1), (1, 1)]
+    assert gain == pytest.approx(before - sum(state.objective_terms.values()), rel=1e-12) and gain > 0.1
+    assert fleetplan.evaluate(instance, PlacementPlan.from_arrays(instance, state.home)).feasible
+    # From there nothing improves: no move, and the state as it was.
+    home = state.home.copy()
+    assert beam_group_moves(state, state.counted.nonzero()[0]) == (0.0, [])
+    assert state.home.tolist() == home.tolist()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_default_is_never_worse_than_the_climb_alone_on_the_same_seed(seed):
+    """Gap neighbourhoods, group moves and all: the default starts from the climb's plan and
+    keeps only what the exact objective confirms (the count stops it, not the clock)."""
+    instance = fleetplan.generate("placement", {"regions": 5, "tables": 60, "jobs": 60}, seed=seed)
+    climb = fleetplan.solve(instance, "hill-climb", seed=seed)
+    result = fleetplan.solve(instance, patience=4, neighbourhood_tables=8, seed=seed, search_min_s=600)
+    assert result.solver == "lns" and result.evaluation.feasible
+    assert result.objective <= climb.objective + 1e-9
+    assert result.objective == fleetplan.evaluate(instance, result.plan).objective

@@ -52,6 +52,7 @@ from fleetplan.models.placement.neighbourhood import Background, neighbourhood_m
 from fleetplan.solvers.deadline import Deadline
 from fleetplan.solvers.hill_climb import Candidate, ClimbResult
 from fleetplan.solvers.placement.gaps import group_gaps
+from fleetplan.solvers.placement.group_moves import group_moves_pass
 from fleetplan.solvers.placement.groups import split_sweep
 from fleetplan.solvers.placement.state import TetrisState
 from fleetplan.solvers.placement.steps import (
@@ -94,6 +95,11 @@ GROUP_SPLIT_TABLES = 32
 # larger (tables x GROW, node limit x 2) at most this many times before the search stops.
 ESCALATIONS = 3
 GROW = 1.5
+# The most seconds one pass of the groups' compound moves takes (about 2 s for the A100
+# priority-3 group at 1,000 tables, seed 0).
+GROUP_MOVES_S = 10.0
+# A pass of them every this share of the search's time (and when the neighbourhoods stall).
+GROUP_MOVES_EVERY = 0.2
 # The most ML jobs of one GPU group a ``gap`` neighbourhood starts from.
 GAP_SEED_JOBS = 4
 
@@ -122,6 +128,7 @@ class LnsStats:
     gain: float = 0.0
     group_splits: int = 0  # whole-group splits kept by the sweeps
     escalations: int = 0  # times the neighbourhoods grew under a time limit (``search``)
+    group_moves: int = 0  # compound moves of one group's large jobs kept (``_group_moves``)
     lines: list[str] = field(default_factory=list)
 
 
@@ -148,6 +155,7 @@ class Search:
         self.seed = seed
         self.stats = LnsStats()
         self.stop_rule = ""  # why :func:`search` stopped before its deadline (empty: it did not)
+        self.fruitless_groups: set = set()  # (group, plan value) tried by _group_moves without gain
         self.applied: list[Candidate] = []
         a = self.a
         self.planned = np.flatnonzero(a.planned & (np.diff(a.job_ptr) > 0))
@@ -372,6 +380,23 @@ def _sweep(run: Search, max_tables: int, deadline: Deadline, when: str, started:
                       moves_before + len(run.applied)))
 
 
+def _group_moves(run: Search, deadline: Deadline, when: str, started: float, trace: list[tuple[float, float, int]],
+                 moves_before: int) -> None:
+    """Compound moves of the large jobs of the groups furthest above their bound
+    (:mod:`fleetplan.solvers.placement.group_moves`), each pass given at most GROUP_MOVES_S."""
+    if run.bound is None or deadline.expired():
+        return
+    limit = GROUP_MOVES_S if deadline.time_limit is None else min(GROUP_MOVES_S, deadline.remaining())
+    outcome = group_moves_pass(run.state, run.bound, Deadline(limit), run.fruitless_groups)
+    run.applied.extend(outcome.moves)
+    run.stats.gain += outcome.gain
+    run.stats.group_moves += outcome.kept
+    run.stats.lines.extend(f"{when}: {line}" for line in outcome.lines)
+    if outcome.moves:
+        trace.append((time.perf_counter() - started, float(sum(run.state.objective_terms.values())),
+                      moves_before + len(run.applied)))
+
+
 def search(instance: PlacementInstance, state: TetrisState, deadline: Deadline, *, seed: int, max_free: int,
            max_regions: int, node_limit: int, patience: int, threads: int, started: float,
            trace: list[tuple[float, float, int]], moves_before: int, split_tables: int = 0,
@@ -393,6 +418,7 @@ def search(instance: PlacementInstance, state: TetrisState, deadline: Deadline, 
     lower bound (nothing left to gain)."""
     run = Search(state, seed, max_free, max_regions, node_limit, threads, bound)
     _sweep(run, split_tables, deadline, "before the neighbourhoods", started, trace, moves_before)
+    _group_moves(run, deadline, "before the neighbourhoods", started, trace, moves_before)
     failures = escalations = 0
     rounds = 0
     movable = np.flatnonzero(run.movable)
@@ -417,11 +443,26 @@ def search(instance: PlacementInstance, state: TetrisState, deadline: Deadline, 
     if bound is None:
         weights["gap"] = 0.0
     sizes = dict.fromkeys(NEIGHBOURHOOD_KINDS, max_free)
+    # Under a time limit the groups' compound moves are tried again every GROUP_MOVES_EVERY of
+    # the search's time (each group only when its value changed since it was last tried);
+    # without one only when the neighbourhoods stall and at the end (a clock would make the
+    # plan depend on the machine's speed).
+    every = GROUP_MOVES_EVERY * deadline.time_limit if escalate and deadline.time_limit else None
+    next_pass = deadline.elapsed() + (every or 0.0)
     while not deadline.expired():
+        if every is not None and deadline.elapsed() >= next_pass:
+            _group_moves(run, deadline, f"after neighbourhood {rounds}", started, trace, moves_before)
+            next_pass = deadline.elapsed() + every
         if bound is not None and sum(state.objective_terms.values()) <= bound.value * (1 + 1e-9):
             run.stop_rule = "the plan meeting the lower bound (nothing left to gain)"
             break
         if failures >= patience:
+            # The groups' compound moves may pay where the neighbourhoods no longer do.
+            kept = run.stats.group_moves
+            _group_moves(run, deadline, f"after neighbourhood {rounds}", started, trace, moves_before)
+            if run.stats.group_moves > kept:
+                failures = 0
+                continue
             if not escalate or escalations >= ESCALATIONS:
                 run.stop_rule = f"{patience} neighbourhoods in a row improved nothing" + (
                     f" (after {run.stats.escalations} larger sizes)" if run.stats.escalations else "")
@@ -477,6 +518,7 @@ def search(instance: PlacementInstance, state: TetrisState, deadline: Deadline, 
         # evaluations per group whose jobs may all split).
         _sweep(run, split_tables, deadline, f"after neighbourhood {rounds}", started, trace, moves_before)
     _sweep(run, split_tables, deadline, "after the neighbourhoods", started, trace, moves_before)
+    _group_moves(run, deadline, "after the neighbourhoods", started, trace, moves_before)
     return run
 
 
@@ -620,7 +662,7 @@ def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, 
                              + ", ".join(f"{k} {st.kept[k]}/{st.tried[k]}" for k in st.tried)
                              + f"), {st.rejected} undone by the exact check, {st.not_exact} inexact models, "
                                f"{st.too_big} too big, {st.group_splits} whole groups split, "
-                               f"{st.escalations} times larger; "
+                               f"{st.escalations} times larger, {st.group_moves} group moves kept; "
                                f"MIP {st.mip_s:.2f} s, building {st.build_s:.2f} s; gain after the climb "
                                f"{st.gain:.6g}")
         result.log.extend(st.lines)
