@@ -9,15 +9,10 @@ must leave at once. §3.4 itself notes that "a comprehensive comparison with loc
 alternatives is yet to be conducted". A neighbourhood of a few dozen tables is a MIP HiGHS
 solves in milliseconds to a fraction of a second (:mod:`fleetplan.models.placement.neighbourhood`).
 
-Neighbourhoods, in turn (each picked at random by the seed, so runs repeat):
-
-* ``jobs``: the tables of a few jobs that share tables (a random planned job with traffic or
-  with a split ML job first, then jobs reading the same tables), all regions allowed (or the
-  regions they use plus the best-supplied regions of their GPU types on large fleets);
-* ``pair``: tables homed in two regions — the most over-loaded (high-priority demand over
-  supply) with a random other, or a random pair — each free to go to either;
-* ``overload``: the tables of ML jobs in an overloaded (region, GPU type), free to go to the
-  regions with that type and the lowest demand over supply.
+Neighbourhoods, in turn (each picked at random by the seed, so runs repeat;
+:mod:`fleetplan.solvers.placement.picks`): ``jobs`` (a few jobs sharing tables), ``pair`` (two
+regions' tables), ``overload`` (an overloaded region x GPU type's jobs) and ``gap`` (jobs of
+the GPU group furthest above its part of the lower bound).
 
 Before the first neighbourhood, after each kept one and after the last, every GPU group's
 compound split is tried in turn (``group_split_tables``,
@@ -25,7 +20,17 @@ compound split is tried in turn (``group_split_tables``,
 moves and no MIP): under ``split_ml_demand="ignored"`` a group whose jobs are all
 split costs nothing in Expressions 7-8, a gain no single move and no neighbourhood grown from
 one job through shared tables can see (at 1,000 tables, seed 0: the plan 28.17 before, 22.36
-after splitting the two priority-0 V100 jobs).
+after splitting the two priority-0 V100 jobs). The two groups furthest above their bound also
+get compound moves of their largest jobs (:mod:`fleetplan.solvers.placement.group_moves`:
+several jobs moved or split at once, found by exact scoring, no MIP): before the first
+neighbourhood, when the neighbourhoods stall, at the end and, under a time limit, every fifth
+of it (at 1,000 tables, seed 0: 0.31 gained on the A100 priority-3 group, where the MIPs had
+found nothing).
+
+When it stops (:func:`search`): without a time limit, after ``patience`` fruitless
+neighbourhoods in a row or the search budget; under one, at the limit — fruitless
+neighbourhoods make them larger instead (at most three times) — or when the plan meets the
+lower bound.
 
 Every step keeps the climb's guarantees: the sub-MIP's rows are the hard constraints the climb
 keeps (no worse than today where today breaks one), its MIP start is the current placement, and
@@ -51,9 +56,9 @@ from fleetplan.models.placement.bound import LowerBound
 from fleetplan.models.placement.neighbourhood import Background, neighbourhood_model
 from fleetplan.solvers.deadline import Deadline
 from fleetplan.solvers.hill_climb import Candidate, ClimbResult
-from fleetplan.solvers.placement.gaps import group_gaps
 from fleetplan.solvers.placement.group_moves import group_moves_pass
 from fleetplan.solvers.placement.groups import split_sweep
+from fleetplan.solvers.placement.picks import NeighbourhoodPicker
 from fleetplan.solvers.placement.state import TetrisState
 from fleetplan.solvers.placement.steps import (
     IMPROVEMENT,
@@ -100,8 +105,6 @@ GROW = 1.5
 GROUP_MOVES_S = 10.0
 # A pass of them every this share of the search's time (and when the neighbourhoods stall).
 GROUP_MOVES_EVERY = 0.2
-# The most ML jobs of one GPU group a ``gap`` neighbourhood starts from.
-GAP_SEED_JOBS = 4
 
 
 def search_budget_s(climb_s: float, ratio: float = SEARCH_RATIO, floor_s: float = SEARCH_MIN_S) -> float:
@@ -139,8 +142,9 @@ def background(state: TetrisState) -> Background:
                       home_bytes=state.home_bytes, reader_ptr=state.reader_ptr, readers=state.readers)
 
 
-class Search:
-    """One run of the search over a :class:`TetrisState` (see the module docstring)."""
+class Search(NeighbourhoodPicker):
+    """One run of the search over a :class:`TetrisState` (see the module docstring); its
+    neighbourhoods are drawn by :class:`NeighbourhoodPicker`."""
 
     def __init__(self, state: TetrisState, seed: int, max_free: int, max_regions: int, node_limit: int,
                  threads: int, bound: LowerBound | None = None) -> None:
@@ -161,143 +165,6 @@ class Search:
         self.planned = np.flatnonzero(a.planned & (np.diff(a.job_ptr) > 0))
         self.ml = self.planned[a.job_kind[self.planned] == ML]
         self.movable = a.table_size <= a.move_quota_bytes
-
-    # --- neighbourhoods -----------------------------------------------------------------------
-    def _jobs_tables(self, jobs: np.ndarray) -> np.ndarray:
-        a = self.a
-        if jobs.size == 0:
-            return np.zeros(0, dtype=np.int64)
-        lengths = a.job_ptr[jobs + 1] - a.job_ptr[jobs]
-        pair = np.repeat(a.job_ptr[jobs] - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
-        return np.unique(a.job_tables[pair])
-
-    def _grow(self, seed_jobs: list[int]) -> np.ndarray:
-        """Tables of ``seed_jobs``, then of jobs sharing their tables, up to ``max_free``: ML
-        readers first (a table of an ML job moved alone splits the job, so its other tables
-        belong in the same neighbourhood), then a few others at random."""
-        s, rng, a = self.state, self.rng, self.a
-        tables: list[int] = []
-        seen_t: set[int] = set()
-        seen_j: set[int] = set()
-        ml_queue, other_queue = list(seed_jobs), []
-        while (ml_queue or other_queue) and len(tables) < self.max_free:
-            j = ml_queue.pop(0) if ml_queue else other_queue.pop(0)
-            if j in seen_j:
-                continue
-            seen_j.add(j)
-            own = [t for t in self._jobs_tables(np.array([j])).tolist() if t not in seen_t and self.movable[t]]
-            if len(tables) + len(own) > self.max_free and tables:
-                continue
-            for t in own:
-                seen_t.add(t)
-                tables.append(t)
-                readers = s.readers[s.reader_ptr[t]:s.reader_ptr[t + 1]]
-                ml = readers[a.job_kind[readers] == ML]
-                ml_queue.extend(int(r) for r in ml if int(r) not in seen_j)
-                rest = readers[a.job_kind[readers] != ML]
-                if rest.size:
-                    other_queue.extend(int(r) for r in rest[rng.permutation(rest.size)[:3]] if int(r) not in seen_j)
-        return np.array(tables[: self.max_free], dtype=np.int64)
-
-    def _regions_for(self, tables: np.ndarray) -> np.ndarray | None:
-        """All regions on small fleets; else the tables' regions and their jobs' best regions."""
-        a, s = self.a, self.state
-        R = a.num_regions
-        if R <= self.max_regions:
-            return None
-        chosen = list(dict.fromkeys(s.home[tables].tolist()))
-        readers = np.unique(np.concatenate([s.readers[s.reader_ptr[t]:s.reader_ptr[t + 1]] for t in tables.tolist()]))
-        ml = readers[a.job_kind[readers] == ML]
-        if ml.size:
-            types = np.bincount(a.job_gpu_type[ml], weights=a.job_gpu_hours[ml], minlength=len(a.gpu_types))
-            g = int(np.argmax(types))
-            demand = s.demand.reshape(R, len(a.gpu_types), -1)[:, g].sum(axis=1)
-            supply = a.gpu_supply[:, g]
-            ratio = np.where(supply > 0, demand / np.maximum(supply, 1e-300), np.inf)
-            for r in np.argsort(ratio, kind="stable").tolist():
-                if len(chosen) >= self.max_regions:
-                    break
-                if r not in chosen and np.isfinite(ratio[r]):
-                    chosen.append(r)
-        for r in self.rng.permutation(R).tolist():
-            if len(chosen) >= self.max_regions:
-                break
-            if r not in chosen:
-                chosen.append(r)
-        return np.array(chosen[: max(self.max_regions, len(set(s.home[tables].tolist())))], dtype=np.int64)
-
-    def pick(self, kind: str) -> tuple[np.ndarray, np.ndarray | None, str]:
-        a, s, rng = self.a, self.state, self.rng
-        R = a.num_regions
-        if kind == "jobs":
-            if self.ml.size and rng.random() < 0.5:
-                split = self.ml[s.region[self.ml] < 0]
-                pool = split if split.size and rng.random() < 0.5 else self.ml
-            else:
-                pool = self.planned
-            if pool.size == 0:
-                return np.zeros(0, dtype=np.int64), None, "no job"
-            j = int(pool[rng.integers(pool.size)])
-            tables = self._grow([j])
-            return tables, self._regions_for(tables), f"jobs around '{a.job_ids[j]}'"
-        if kind == "gap":
-            return self._gap_pick()
-        if kind == "pair":
-            hp = s.demand.reshape(R, len(a.gpu_types), -1)
-            load = hp.sum(axis=(1, 2)) / np.maximum(a.gpu_supply.sum(axis=1), 1e-300)
-            if rng.random() < 0.5:
-                first = int(np.argmax(load))
-            else:
-                first = int(rng.integers(R))
-            second = int(rng.integers(R - 1))
-            second += second >= first
-            regions = np.array(sorted({first, second}))
-            inside = np.flatnonzero(np.isin(s.home, regions) & self.movable)
-            if inside.size > self.max_free:
-                # Tables read by planned jobs first: the others change nothing but storage.
-                read = s.reader_ptr[inside + 1] > s.reader_ptr[inside]
-                order = np.concatenate([rng.permutation(inside[read]), rng.permutation(inside[~read])])
-                seeds = order[: max(1, self.max_free // 3)]
-                readers = np.unique(np.concatenate([s.readers[s.reader_ptr[t]:s.reader_ptr[t + 1]]
-                                                    for t in seeds.tolist()] + [np.zeros(0, dtype=np.int64)]))
-                near = self._jobs_tables(readers)
-                near = near[np.isin(s.home[near], regions) & self.movable[near]]
-                inside = np.unique(np.concatenate([seeds, rng.permutation(near)[: self.max_free - seeds.size]]))
-            return inside, regions, f"region pair {a.region_ids[first]}/{a.region_ids[second]}"
-        # overload: the (region, GPU type) with the highest demand over supply
-        G = len(a.gpu_types)
-        demand = s.demand.reshape(R, G, -1).sum(axis=2)
-        ratio = np.where(a.gpu_supply > 0, demand / np.maximum(a.gpu_supply, 1e-300), np.where(demand > 0, 1e6, 0.0))
-        flat = np.argsort(-ratio, axis=None, kind="stable")[: max(1, min(5, ratio.size))]
-        r, g = np.unravel_index(int(flat[rng.integers(flat.size)]), ratio.shape)
-        jobs = self.ml[(s.dregion[self.ml] == r) & (a.job_gpu_type[self.ml] == g)]
-        if jobs.size == 0:
-            return np.zeros(0, dtype=np.int64), None, "no overload"
-        jobs = jobs[rng.permutation(jobs.size)]
-        tables = self._grow(jobs[:8].tolist())
-        cool = np.argsort(np.where(a.gpu_supply[:, g] > 0, ratio[:, g], np.inf), kind="stable")
-        regions = np.unique(np.concatenate([[r], cool[: max(1, self.max_regions - 1)]]))
-        return tables, (None if R <= self.max_regions else regions), \
-            f"overload {a.region_ids[r]} x {a.gpu_types[g]}"
-
-    def _gap_pick(self) -> tuple[np.ndarray, np.ndarray | None, str]:
-        """A GPU group drawn in proportion to how far its plan value lies above its part of the
-        lower bound (:func:`group_gaps`), then a few of its jobs (in proportion to their
-        GPU-hours) and the jobs coupled to them through shared tables (:meth:`_grow`), to the
-        regions with the group's GPU type and the least demand over supply."""
-        a, rng = self.a, self.rng
-        if self.bound is None:
-            return np.zeros(0, dtype=np.int64), None, "no bound"
-        gaps = [g for g in group_gaps(self.state, self.bound) if g.gap > 1e-9 and g.jobs.size]
-        if not gaps:
-            return np.zeros(0, dtype=np.int64), None, "no gap"
-        weight = np.array([g.gap for g in gaps])
-        group = gaps[int(rng.choice(len(gaps), p=weight / weight.sum()))]
-        hours = a.job_gpu_hours[group.jobs] + 1e-9
-        take = rng.choice(group.jobs.size, size=min(GAP_SEED_JOBS, group.jobs.size), replace=False,
-                          p=hours / hours.sum())
-        tables = self._grow(group.jobs[np.sort(take)].tolist())
-        return tables, self._regions_for(tables), f"gap {group.name} ({group.gap:.3g} above its bound)"
 
     # --- one neighbourhood --------------------------------------------------------------------
     def solve(self, tables: np.ndarray, regions: np.ndarray | None, time_limit: float | None,
@@ -545,11 +412,12 @@ from fleetplan.solvers.placement import _climb, _finish, instance_terms_start  #
                       "(a few jobs', a region pair's, an overloaded region x GPU type's) re-optimised by "
                       "the placement MIP (HiGHS) with the rest fixed, and whole GPU groups split at once "
                       "where that gains, each kept answer polished by the "
-                      "climb; then §3.5 replicas. The default: never worse than the climb alone, and far "
+                      "climb, and the large jobs of the GPU groups furthest above the lower bound moved "
+                      "together; then §3.5 replicas. The default: never worse than the climb alone, and far "
                       "better where the climb stops on moves that must go together; it runs to the time "
-                      "limit or, without one, for at most max(10 x the climb's time, 1 s) "
-                      "(search_ratio, search_min_s), and stops earlier after `patience` fruitless "
-                      "neighbourhoods",
+                      "limit (fruitless neighbourhoods make them larger) or, without one, for at most "
+                      "max(10 x the climb's time, 1 s) (search_ratio, search_min_s) or until `patience` "
+                      "fruitless neighbourhoods; it stops when the plan meets the bound",
           reference="Choudhury et al., MAST, OSDI 2024, §3.3-3.5; Shaw, CP 1998 (large neighbourhood search)")
 def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, seed: int = 0,
                threads: int = 1, progress: Progress, replicas: bool = True, partitions_only: bool = False,
@@ -566,8 +434,11 @@ def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, 
     of neighbourhoods bring it near the best plan known; the search starts from the climb's plan and keeps a neighbourhood's answer only when the
     exact objective falls, so the default is never worse than the climb alone.
 
-    When it stops: with a time limit, at the limit or after ``patience`` neighbourhoods in a row
-    improve nothing (the plan found by then). Without one, also when the search has run
+    When it stops: with a time limit, at the limit; ``patience`` neighbourhoods in a row that
+    improve nothing make the neighbourhoods larger (x1.5 tables, x2 nodes, at most three times)
+    and the groups' compound moves are tried again, and only ``patience`` more at the largest
+    size stop it early — at 1,000 tables the old rule stopped it at 30 s of 60. Without one,
+    after ``patience`` fruitless neighbourhoods at the first size, or when the search has run
     ``max(search_ratio x the climb's seconds, search_min_s)``: the extra time is bounded by a
     multiple of the climb's, with a floor because a small instance's climb takes milliseconds.
     The log names the rule that stopped it; the same seed gives the same plan when ``patience``
@@ -584,7 +455,8 @@ def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, 
     node_limit : int
         branch-and-bound nodes per neighbourhood's MIP (a node limit, not a clock, so runs repeat)
     patience : int
-        stop after this many neighbourhoods in a row improve nothing
+        without a time limit, stop after this many neighbourhoods in a row improve nothing;
+        under one, make them larger (at most three times), then stop
     search_ratio : float
         without a time limit, the search after the climb runs at most this many times the
         climb's seconds (or ``search_min_s``, whichever is longer)
@@ -599,8 +471,9 @@ def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, 
         lowers the exact objective; under ``split_ml_demand="ignored"`` a group
         without demand costs nothing in Expressions 7-8)
     bound : bool
-        compute the instance's lower bound (:mod:`fleetplan.models.placement.bound`; about 1.1 s
-        of CPU at 10^4 tables, 2.4 s at 10^5), so the result carries ``bound`` and ``gap``
+        compute the instance's lower bound (:mod:`fleetplan.models.placement.bound`; about 1.6 s
+        of CPU at 10^4 tables, 3.4 s at 10^5), so the result carries ``bound`` and ``gap``, and
+        the search draws its ``gap`` neighbourhoods and group moves from it (false: neither)
 
     Examples
     --------
