@@ -103,8 +103,10 @@ GROW = 1.5
 # The most seconds one pass of the groups' compound moves takes (about 2 s for the A100
 # priority-3 group at 1,000 tables, seed 0).
 GROUP_MOVES_S = 10.0
-# A pass of them every this share of the search's time (and when the neighbourhoods stall).
+# A pass of them every this share of the search's time (and when the neighbourhoods stall),
+# each at most this share of it.
 GROUP_MOVES_EVERY = 0.2
+GROUP_MOVES_SHARE = 0.1
 
 
 def search_budget_s(climb_s: float, ratio: float = SEARCH_RATIO, floor_s: float = SEARCH_MIN_S) -> float:
@@ -250,10 +252,12 @@ def _sweep(run: Search, max_tables: int, deadline: Deadline, when: str, started:
 def _group_moves(run: Search, deadline: Deadline, when: str, started: float, trace: list[tuple[float, float, int]],
                  moves_before: int) -> None:
     """Compound moves of the large jobs of the groups furthest above their bound
-    (:mod:`fleetplan.solvers.placement.group_moves`), each pass given at most GROUP_MOVES_S."""
+    (:mod:`fleetplan.solvers.placement.group_moves`), each pass given at most GROUP_MOVES_S
+    (and GROUP_MOVES_SHARE of the search's time)."""
     if run.bound is None or deadline.expired():
         return
-    limit = GROUP_MOVES_S if deadline.time_limit is None else min(GROUP_MOVES_S, deadline.remaining())
+    limit = GROUP_MOVES_S if deadline.time_limit is None else \
+        min(GROUP_MOVES_S, GROUP_MOVES_SHARE * deadline.time_limit, deadline.remaining())
     outcome = group_moves_pass(run.state, run.bound, Deadline(limit), run.fruitless_groups)
     run.applied.extend(outcome.moves)
     run.stats.gain += outcome.gain
