@@ -213,3 +213,30 @@ def test_the_quota_price_sees_what_the_per_region_ranges_miss():
     assert bound.terms["quota"] == pytest.approx(4 / 64, rel=1e-6)
     with_traffic = placement_lower_bound(quota_bound_instance(0, 1.0, 3.0).arrays())
     assert with_traffic.terms["quota"] > bound.terms["quota"] + 0.1
+
+
+def test_a_job_is_not_placed_where_the_jobs_that_follow_its_tables_overload_a_cpu_row():
+    """An ML job reads two tables; a Spark job reads one of them, so wherever the ML job lies
+    (all its tables there) the Spark job lies too, and its 5 CPU-hours fit only region 0. The
+    GPU type is mostly in region 1, and the job may not split (the home-training row): the
+    only feasible plan keeps it in region 0, and the bound, which no longer places it in
+    region 1, is that plan's objective."""
+    data = fleetplan.generate("placement", {"regions": 2, "tables": 2, "jobs": 2, "ml_share": 0.5},
+                              seed=0).model_dump()
+    for region, supply, cpu in zip(data["regions"], (1.0, 3.0), (10.0, 1.0), strict=True):
+        region["gpu_supply"] = {"a100": supply}
+        region["storage_capacity_bytes"] = 1e6
+        region["cpu_capacity"] = {"app0": 1e6, "app1": cpu}
+    data["applications"] = ["app0", "app1"]
+    data["tables"].update(size_bytes=[10.0, 10.0], home=["region0", "region0"])
+    data["jobs"].update(kind=["ml", "spark"], tables=[[0, 1], [0]], gpu_type=["a100", None], gpu_hours=[10.0, 0.0],
+                        cpu_hours=[0.0, 5.0], priority=[0, 1], application=["app0", "app1"], recurring=[True, True])
+    data.update(home_training_threshold=0.99, daily_move_quota_bytes=100.0)
+    data["weights"].update(traffic=0.0, storage_balance=0.0)
+    instance = PlacementInstance.model_validate(data)
+    best = enumerate_placements(instance).objective
+    bound = placement_lower_bound(instance.arrays())
+    assert bound.value == pytest.approx(best, rel=1e-8)
+    # Region 1 alone would be cheaper, were the Spark job's CPU not to follow.
+    relaxed = data | {"regions": [dict(r, cpu_capacity={"app0": 1e6, "app1": 10.0}) for r in data["regions"]]}
+    assert enumerate_placements(PlacementInstance.model_validate(relaxed)).objective < best - 0.1

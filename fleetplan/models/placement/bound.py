@@ -49,7 +49,14 @@ The sum of minima is at most the minimum of the sum. Each piece:
   feasible plan the high-priority GPU-hours trained away from home (split, or in a region
   without the job's GPU type) are at most ``(1 - threshold + tolerance)`` of all high-priority
   hours, so a high-priority job with more hours than that is never split and lies in a region
-  with its type (every plan the bound drops is infeasible). And jobs of a group reading exactly
+  with its type (every plan the bound drops is infeasible). The CPU rows narrow them too: an
+  ML job (whose demand lies where all its tables are) lies in region r only with every planned
+  job that reads nothing but some of its tables (itself, Spark/Presto jobs reading a subset:
+  R(job) is where all their tables are), so when those jobs' CPU-hours alone exceed an
+  application's capacity in r (the judge's tolerance added), r is dropped from the job's
+  options (every plan dropped breaks that CPU row; at 1,000 tables, seed 0, this keeps the
+  A100 priority-0 group's 64-hour job out of every region but its own, and the group's bound
+  rises from 4.23 to 4.43, where the search's plans keep 4.44). And jobs of a group reading exactly
   the same tables have the same R(job) (and largest region) in every plan: they add their
   demand to one region together or are split together, so they are one job with their summed
   hours and traffic.
@@ -80,12 +87,10 @@ The sum of minima is at most the minimum of the sum. Each piece:
 What it does not see: the coupling of jobs through shared tables (beyond jobs reading the very
 same tables), the move quota the GPU groups' moves spend (priced, the per-group minima of
 1,000 and 10,000 tables, seed 0, rose by less than the price took: their moves need little of the quota), the
-traffic a storage move causes, the CPU rows, the home-training row beyond single jobs (several smaller jobs together may also exceed what may train away),
-and the granularity of demand beyond the jobs branched on. (At 1,000 tables, seed 0, the A100
-priority-0 group's minimum, 4.23, moves a job whose tables Spark and Presto jobs also read:
-moved with it, they overload their application's CPU in its new region; the default search's
-plan keeps 4.71 there.) So it is weakest where the best plan trades GPU balance against
-traffic; the MIP's own bound is used instead where it is higher
+traffic a storage move causes, the CPU rows beyond the jobs that must follow one ML job's
+tables, the home-training row beyond single jobs (several smaller jobs together may also
+exceed what may train away), and the granularity of demand beyond the jobs branched on. So it
+is weakest where the best plan trades GPU balance against traffic; the MIP's own bound is used instead where it is higher
 (:mod:`fleetplan.solvers.placement.exact` reports the larger of the two). Tested against brute
 force (``tests/test_placement_bound.py``): never above the optimum, never negative.
 
@@ -157,8 +162,11 @@ def placement_lower_bound(arrays: PlacementArrays, data: PlacementData | None = 
     if data is None:  # the storage breakpoints are not used here (w3 = 0 skips them)
         data = prepare(dataclasses.replace(arrays, w_storage=0.0), max_exact_levels=1, grid_levels=1)
     combined = arrays.overload_form == "combined_high_priority"
+    placed = sorted({j for group in data.groups for j in group.jobs.tolist() if data.demand_mode.get(j) == "region"})
+    forbidden = _cpu_forbidden(arrays, placed)
     groups = [((arrays.gpu_types[group.gpu_type], group.priority, group.parts),
-               _group_bound(arrays, data, group, count_split=not combined)) for group in data.groups]
+               _group_bound(arrays, data, group, count_split=not combined, cpu_forbidden=forbidden))
+              for group in data.groups]
     traffic = _forced_traffic(arrays, data)
     storage = float(arrays.w_storage * _storage_bound(arrays))
     terms = {"gpu": float(sum(value for _, value in groups)), "traffic": traffic, "storage_balance": storage,
@@ -188,6 +196,38 @@ def _must_train_at_home(arrays: PlacementArrays) -> np.ndarray:
     return high & (arrays.job_gpu_hours > away * (1 + ROUNDING) + 1e-12)
 
 
+def _cpu_forbidden(arrays: PlacementArrays, jobs: list[int]) -> dict[int, set[int]]:
+    """For each ML job of ``jobs``, the regions where it cannot lie in a feasible plan: with all
+    its tables in r, every planned job reading only tables of it (itself, Spark/Presto jobs
+    reading a subset of them) lies in r too (R(job) is where all its tables are), and their
+    CPU-hours alone exceed an application's CPU capacity in r (the judge's tolerance added)."""
+    a = arrays
+    pairs = np.unique(a.pair_job * a.num_tables + a.job_tables)  # (job, table) without repeats
+    pair_job, pair_table = pairs // a.num_tables, pairs % a.num_tables
+    job_ptr = np.searchsorted(pair_job, np.arange(a.num_jobs + 1))
+    distinct = np.diff(job_ptr)
+    planned = a.planned[pair_job]
+    readers, read = pair_job[planned], pair_table[planned]
+    order = np.argsort(read, kind="stable")
+    readers = readers[order]
+    table_ptr = np.concatenate([[0], np.cumsum(np.bincount(read, minlength=a.num_tables))])
+    forbidden: dict[int, set[int]] = {}
+    for j in jobs:
+        own = pair_table[job_ptr[j]:job_ptr[j + 1]].tolist()
+        found, count = np.unique(np.concatenate([readers[table_ptr[t]:table_ptr[t + 1]] for t in own]),
+                                 return_counts=True)
+        inside = found[count == distinct[found]]
+        if inside.size == 0:
+            continue
+        cpu = np.bincount(a.job_app[inside], weights=a.job_cpu_hours[inside], minlength=len(a.app_ids))
+        apps = np.flatnonzero(cpu > 0)
+        limit = a.cpu_capacity[apps] * (1 + JUDGE_SLACK) + 1e-9
+        over = np.flatnonzero((cpu[apps, None] > limit * (1 + ROUNDING)).any(axis=0))
+        if over.size:
+            forbidden[j] = set(over.tolist())
+    return forbidden
+
+
 def _merge_same_tables(data: PlacementData, jobs: list[int], hours: dict[int, float], splits: dict[int, bool],
                        split_cost: dict[int, float], regions: dict[int, list[int]]) -> list[int]:
     """Jobs reading exactly the same tables have the same R(job) (and largest region) in every
@@ -210,7 +250,8 @@ def _merge_same_tables(data: PlacementData, jobs: list[int], hours: dict[int, fl
     return kept
 
 
-def _group_bound(arrays: PlacementArrays, data: PlacementData, group: GpuGroup, count_split: bool) -> float:
+def _group_bound(arrays: PlacementArrays, data: PlacementData, group: GpuGroup, count_split: bool,
+                 cpu_forbidden: dict[int, set[int]] | None = None) -> float:
     g = group.gpu_type
     supply = arrays.gpu_supply[:, g].astype(float)
     share = supply / supply.sum() if supply.sum() > 0 else np.zeros_like(supply)
@@ -226,6 +267,10 @@ def _group_bound(arrays: PlacementArrays, data: PlacementData, group: GpuGroup, 
         at_home = [r for r in regions[j] if supplied[r]]
         if home[j] and at_home:  # (none: no feasible plan; nothing more is claimed)
             splits[j], regions[j] = False, at_home
+        forbidden = (cpu_forbidden or {}).get(j, set())
+        allowed = [r for r in regions[j] if r not in forbidden]
+        if forbidden and (allowed or splits[j]):  # (neither: no feasible plan; nothing claimed)
+            regions[j] = allowed
     jobs = _merge_same_tables(data, jobs, hours, splits, split_cost, regions)
     fixed = np.zeros(arrays.num_regions)
     for j in jobs:  # always adds its demand, and always in the same region
