@@ -4,6 +4,7 @@ MIP's own bound; the default search's result carries it)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import fleetplan
@@ -168,3 +169,74 @@ def test_jobs_reading_the_same_tables_count_as_one_job():
     assert instance.jobs.tables[0] == instance.jobs.tables[1]
     best = enumerate_placements(instance).objective
     assert placement_lower_bound(instance.arrays()).value == pytest.approx(best, rel=1e-7)
+
+
+def quota_bound_instance(seed: int, quota_tables: float, traffic: float) -> PlacementInstance:
+    """Four regions, four tables in regions 0 and 1, two Spark jobs each reading two tables, room
+    and CPU everywhere: the move quota (``quota_tables`` times the largest table) is what keeps
+    storage unbalanced and the jobs reading remotely. Seed 0: tables of 10 bytes, two in each of
+    regions 0 and 1, each job reading one of each."""
+    rng = np.random.default_rng(seed)
+    data = fleetplan.generate("placement", {"regions": 4, "tables": 4, "jobs": 2, "ml_share": 0.0},
+                              seed=seed).model_dump()
+    size = np.full(4, 10.0) if seed == 0 else (10.0 * (1 + rng.random(4))).round(3)
+    for region in data["regions"]:
+        region["storage_capacity_bytes"] = 1000.0
+        region["cpu_capacity"] = dict.fromkeys(region["cpu_capacity"], 1e6)
+    homes = [0, 0, 1, 1] if seed == 0 else rng.integers(0, 2, 4).tolist()
+    data["tables"].update(size_bytes=size.tolist(), home=[f"region{h}" for h in homes])
+    data["jobs"]["tables"] = [[0, 2], [1, 3]] if seed == 0 else \
+        [sorted(rng.choice(4, 2, replace=False).tolist()) for _ in range(2)]
+    data["daily_move_quota_bytes"] = float(quota_tables * size.max())
+    data["weights"].update(traffic=traffic / size.sum())
+    return PlacementInstance.model_validate(data)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_quota_price_is_never_above_the_enumerated_optimum(seed):
+    for quota_tables, traffic in ((1.0, 0.0), (1.0, 3.0), (2.0, 3.0)):
+        instance = quota_bound_instance(seed, quota_tables, traffic)
+        bound = placement_lower_bound(instance.arrays())
+        best = enumerate_placements(instance).objective
+        assert bound.terms["quota"] >= 0.0 and bound.value >= 0.0
+        assert bound.value <= best * (1 + 1e-9) + 1e-12, (seed, quota_tables, traffic, bound, best)
+
+
+def test_the_quota_price_sees_what_the_per_region_ranges_miss():
+    """Storage shares (1/2, 1/2, 0, 0) today against a target of 1/4 each, one table of four
+    may move: each region's range (today's bytes plus or minus the quota) allows the perfect
+    balance, so the storage term claims 0; the quota's price sees that only a quarter of the
+    bytes may change region in all, and the best shares (3/8, 3/8, 1/8, 1/8) cost 4 / 64. With
+    traffic, the jobs' remote reads that the quota leaves are priced too."""
+    bound = placement_lower_bound(quota_bound_instance(0, 1.0, 0.0).arrays())
+    assert bound.terms["storage_balance"] == pytest.approx(0.0, abs=1e-12)
+    assert bound.terms["quota"] == pytest.approx(4 / 64, rel=1e-6)
+    with_traffic = placement_lower_bound(quota_bound_instance(0, 1.0, 3.0).arrays())
+    assert with_traffic.terms["quota"] > bound.terms["quota"] + 0.1
+
+
+def test_a_job_is_not_placed_where_the_jobs_that_follow_its_tables_overload_a_cpu_row():
+    """An ML job reads two tables; a Spark job reads one of them, so wherever the ML job lies
+    (all its tables there) the Spark job lies too, and its 5 CPU-hours fit only region 0. The
+    GPU type is mostly in region 1, and the job may not split (the home-training row): the
+    only feasible plan keeps it in region 0, and the bound, which no longer places it in
+    region 1, is that plan's objective."""
+    data = fleetplan.generate("placement", {"regions": 2, "tables": 2, "jobs": 2, "ml_share": 0.5},
+                              seed=0).model_dump()
+    for region, supply, cpu in zip(data["regions"], (1.0, 3.0), (10.0, 1.0), strict=True):
+        region["gpu_supply"] = {"a100": supply}
+        region["storage_capacity_bytes"] = 1e6
+        region["cpu_capacity"] = {"app0": 1e6, "app1": cpu}
+    data["applications"] = ["app0", "app1"]
+    data["tables"].update(size_bytes=[10.0, 10.0], home=["region0", "region0"])
+    data["jobs"].update(kind=["ml", "spark"], tables=[[0, 1], [0]], gpu_type=["a100", None], gpu_hours=[10.0, 0.0],
+                        cpu_hours=[0.0, 5.0], priority=[0, 1], application=["app0", "app1"], recurring=[True, True])
+    data.update(home_training_threshold=0.99, daily_move_quota_bytes=100.0)
+    data["weights"].update(traffic=0.0, storage_balance=0.0)
+    instance = PlacementInstance.model_validate(data)
+    best = enumerate_placements(instance).objective
+    bound = placement_lower_bound(instance.arrays())
+    assert bound.value == pytest.approx(best, rel=1e-8)
+    # Region 1 alone would be cheaper, were the Spark job's CPU not to follow.
+    relaxed = data | {"regions": [dict(r, cpu_capacity={"app0": 1e6, "app1": 10.0}) for r in data["regions"]]}
+    assert enumerate_placements(PlacementInstance.model_validate(relaxed)).objective < best - 0.1

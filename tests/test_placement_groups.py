@@ -67,9 +67,13 @@ def test_the_search_splits_the_group_and_its_plan_passes_the_judge():
     instance = two_jobs_one_group()
     climb = fleetplan.solve(instance, "hill-climb")
     # Two-table neighbourhoods cannot free both jobs (they share no table), so without the group
-    # split the search keeps the climb's plan; with it, the group is split.
-    kept = fleetplan.solve(instance, "lns", neighbourhood_tables=2, patience=10, group_split_tables=0)
+    # split and the group moves (which need the bound) the search keeps the climb's plan; with
+    # either, the group is split.
+    kept = fleetplan.solve(instance, "lns", neighbourhood_tables=2, patience=10, group_split_tables=0, bound=False)
     assert kept.objective == pytest.approx(climb.objective)
+    moved = fleetplan.solve(instance, "lns", neighbourhood_tables=2, patience=10, group_split_tables=0)
+    assert moved.objective == pytest.approx(4 * GB * 1e-12, abs=1e-12) and moved.stats["group_splits"] == 0
+    assert any("group moves (" in line for line in moved.log)
     result = fleetplan.solve(instance, "lns", neighbourhood_tables=2, patience=10, seed=3)
     verdict = fleetplan.evaluate(instance, result.plan)
     assert verdict.feasible and verdict.objective == pytest.approx(result.objective)

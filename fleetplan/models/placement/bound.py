@@ -49,7 +49,14 @@ The sum of minima is at most the minimum of the sum. Each piece:
   feasible plan the high-priority GPU-hours trained away from home (split, or in a region
   without the job's GPU type) are at most ``(1 - threshold + tolerance)`` of all high-priority
   hours, so a high-priority job with more hours than that is never split and lies in a region
-  with its type (every plan the bound drops is infeasible). And jobs of a group reading exactly
+  with its type (every plan the bound drops is infeasible). The CPU rows narrow them too: an
+  ML job (whose demand lies where all its tables are) lies in region r only with every planned
+  job that reads nothing but some of its tables (itself, Spark/Presto jobs reading a subset:
+  R(job) is where all their tables are), so when those jobs' CPU-hours alone exceed an
+  application's capacity in r (the judge's tolerance added), r is dropped from the job's
+  options (every plan dropped breaks that CPU row; at 1,000 tables, seed 0, this keeps the
+  A100 priority-0 group's 64-hour job out of every region but its own, and the group's bound
+  rises from 4.23 to 4.43, where the search's plans keep 4.44). And jobs of a group reading exactly
   the same tables have the same R(job) (and largest region) in every plan: they add their
   demand to one region together or are split together, so they are one job with their summed
   hours and traffic.
@@ -60,14 +67,30 @@ The sum of minima is at most the minimum of the sum. Each piece:
   what is pinned there (and today's bytes minus the move quota) and the capacity (and today's
   bytes plus the quota); ``sum_r (b_r - c_r)^2`` is convex, and its Lagrangian dual (closed form
   per region) is maximised by bisection. Table sizes are treated as divisible (a relaxation).
+* *The move quota* couples traffic and storage (at 1,000 tables, seed 0, the quota is spent,
+  mostly on storage balance, and the storage term alone claims almost nothing). For any price
+  ``lam >= 0`` per byte moved, a feasible plan moves ``M <= Q`` bytes, so its traffic plus
+  storage balance is at least ``min over plans of [traffic + storage + lam M] - lam Q``
+  (weak duality), and the minimum is bounded piece by piece with ``lam M`` split into
+  ``alpha lam M`` and ``(1 - alpha) lam M`` (any ``alpha`` in [0, 1]). Storage: bytes leave
+  one region for another, so ``M >= (total / 2) sum_r |b_r - d_r|`` (``d``: today's shares);
+  the storage dual above, with ``alpha lam total / 2`` per unit of ``|b_r - d_r|`` added,
+  bounds its part (each region's term stays convex). Traffic: ``(1 - alpha) lam M`` is at
+  least the sum, over the (Spark/Presto job, table) pairs, of ``(1 - alpha) lam size / n``
+  for each pair whose table moved (``n``: the pairs reading the table); whatever region
+  R(job) takes, each of the job's pairs whose table lies elsewhere today either moved (its
+  share of the price) or is read remotely (its weighted bytes), so the job pays at least the
+  smaller of the two for each, summed, for the best region. A pinned table cannot move. The
+  term ``quota`` is what this adds to the traffic and storage terms at the best ``(lam,
+  alpha)`` found (a golden-section search over ``lam`` for a few ``alpha``), 0 when nothing.
 
 What it does not see: the coupling of jobs through shared tables (beyond jobs reading the very
-same tables), the CPU rows, the home-training row beyond single jobs (several smaller jobs together may also exceed what may train away),
-and the granularity of demand beyond the jobs branched on. (At 1,000 tables, seed 0, the A100
-priority-0 group's minimum, 4.23, moves a job whose tables Spark and Presto jobs also read:
-moved with it, they overload their application's CPU in its new region; the default search's
-plan keeps 4.71 there.) So it is weakest where the best plan trades GPU balance against
-traffic; the MIP's own bound is used instead where it is higher
+same tables), the move quota the GPU groups' moves spend (priced, the per-group minima of
+1,000 and 10,000 tables, seed 0, rose by less than the price took: their moves need little of the quota), the
+traffic a storage move causes, the CPU rows beyond the jobs that must follow one ML job's
+tables, the home-training row beyond single jobs (several smaller jobs together may also
+exceed what may train away), and the granularity of demand beyond the jobs branched on. So it
+is weakest where the best plan trades GPU balance against traffic; the MIP's own bound is used instead where it is higher
 (:mod:`fleetplan.solvers.placement.exact` reports the larger of the two). Tested against brute
 force (``tests/test_placement_bound.py``): never above the optimum, never negative.
 
@@ -78,7 +101,7 @@ Example
 >>> instance = generate("placement", {"regions": 3, "tables": 20, "jobs": 20}, seed=0)
 >>> bound = placement_lower_bound(instance.arrays())
 >>> bound.value >= 0.0, sorted(bound.terms)
-(True, ['gpu', 'storage_balance', 'traffic'])
+(True, ['gpu', 'quota', 'storage_balance', 'traffic'])
 """
 
 from __future__ import annotations
@@ -99,6 +122,10 @@ GRID = 64
 # Golden-section steps over the multiplier (the bracket shrinks by 0.618 each step).
 DUAL_STEPS = 36
 GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+# The parts of the move quota's price the storage term carries (the rest: the traffic term).
+QUOTA_SPLITS = (0.0, 0.5, 1.0)
+# Golden-section steps over the quota's price (each costs a pass over the Spark/Presto pairs).
+QUOTA_STEPS = 24
 # Bisection steps of the storage dual.
 STORAGE_STEPS = 60
 # The judge accepts capacities and the move quota with this relative slack (evaluate.TOLERANCE).
@@ -135,10 +162,15 @@ def placement_lower_bound(arrays: PlacementArrays, data: PlacementData | None = 
     if data is None:  # the storage breakpoints are not used here (w3 = 0 skips them)
         data = prepare(dataclasses.replace(arrays, w_storage=0.0), max_exact_levels=1, grid_levels=1)
     combined = arrays.overload_form == "combined_high_priority"
+    placed = sorted({j for group in data.groups for j in group.jobs.tolist() if data.demand_mode.get(j) == "region"})
+    forbidden = _cpu_forbidden(arrays, placed)
     groups = [((arrays.gpu_types[group.gpu_type], group.priority, group.parts),
-               _group_bound(arrays, data, group, count_split=not combined)) for group in data.groups]
-    terms = {"gpu": float(sum(value for _, value in groups)), "traffic": _forced_traffic(arrays, data),
-             "storage_balance": float(arrays.w_storage * _storage_bound(arrays))}
+               _group_bound(arrays, data, group, count_split=not combined, cpu_forbidden=forbidden))
+              for group in data.groups]
+    traffic = _forced_traffic(arrays, data)
+    storage = float(arrays.w_storage * _storage_bound(arrays))
+    terms = {"gpu": float(sum(value for _, value in groups)), "traffic": traffic, "storage_balance": storage,
+             "quota": max(0.0, _quota_dual(arrays, data, traffic) - traffic - storage)}
     value = max(0.0, sum(terms.values()) * (1.0 - ROUNDING))
     return LowerBound(value=value, terms=terms, groups=groups)
 
@@ -164,6 +196,38 @@ def _must_train_at_home(arrays: PlacementArrays) -> np.ndarray:
     return high & (arrays.job_gpu_hours > away * (1 + ROUNDING) + 1e-12)
 
 
+def _cpu_forbidden(arrays: PlacementArrays, jobs: list[int]) -> dict[int, set[int]]:
+    """For each ML job of ``jobs``, the regions where it cannot lie in a feasible plan: with all
+    its tables in r, every planned job reading only tables of it (itself, Spark/Presto jobs
+    reading a subset of them) lies in r too (R(job) is where all its tables are), and their
+    CPU-hours alone exceed an application's CPU capacity in r (the judge's tolerance added)."""
+    a = arrays
+    pairs = np.unique(a.pair_job * a.num_tables + a.job_tables)  # (job, table) without repeats
+    pair_job, pair_table = pairs // a.num_tables, pairs % a.num_tables
+    job_ptr = np.searchsorted(pair_job, np.arange(a.num_jobs + 1))
+    distinct = np.diff(job_ptr)
+    planned = a.planned[pair_job]
+    readers, read = pair_job[planned], pair_table[planned]
+    order = np.argsort(read, kind="stable")
+    readers = readers[order]
+    table_ptr = np.concatenate([[0], np.cumsum(np.bincount(read, minlength=a.num_tables))])
+    forbidden: dict[int, set[int]] = {}
+    for j in jobs:
+        own = pair_table[job_ptr[j]:job_ptr[j + 1]].tolist()
+        found, count = np.unique(np.concatenate([readers[table_ptr[t]:table_ptr[t + 1]] for t in own]),
+                                 return_counts=True)
+        inside = found[count == distinct[found]]
+        if inside.size == 0:
+            continue
+        cpu = np.bincount(a.job_app[inside], weights=a.job_cpu_hours[inside], minlength=len(a.app_ids))
+        apps = np.flatnonzero(cpu > 0)
+        limit = a.cpu_capacity[apps] * (1 + JUDGE_SLACK) + 1e-9
+        over = np.flatnonzero((cpu[apps, None] > limit * (1 + ROUNDING)).any(axis=0))
+        if over.size:
+            forbidden[j] = set(over.tolist())
+    return forbidden
+
+
 def _merge_same_tables(data: PlacementData, jobs: list[int], hours: dict[int, float], splits: dict[int, bool],
                        split_cost: dict[int, float], regions: dict[int, list[int]]) -> list[int]:
     """Jobs reading exactly the same tables have the same R(job) (and largest region) in every
@@ -186,7 +250,8 @@ def _merge_same_tables(data: PlacementData, jobs: list[int], hours: dict[int, fl
     return kept
 
 
-def _group_bound(arrays: PlacementArrays, data: PlacementData, group: GpuGroup, count_split: bool) -> float:
+def _group_bound(arrays: PlacementArrays, data: PlacementData, group: GpuGroup, count_split: bool,
+                 cpu_forbidden: dict[int, set[int]] | None = None) -> float:
     g = group.gpu_type
     supply = arrays.gpu_supply[:, g].astype(float)
     share = supply / supply.sum() if supply.sum() > 0 else np.zeros_like(supply)
@@ -202,6 +267,10 @@ def _group_bound(arrays: PlacementArrays, data: PlacementData, group: GpuGroup, 
         at_home = [r for r in regions[j] if supplied[r]]
         if home[j] and at_home:  # (none: no feasible plan; nothing more is claimed)
             splits[j], regions[j] = False, at_home
+        forbidden = (cpu_forbidden or {}).get(j, set())
+        allowed = [r for r in regions[j] if r not in forbidden]
+        if forbidden and (allowed or splits[j]):  # (neither: no feasible plan; nothing claimed)
+            regions[j] = allowed
     jobs = _merge_same_tables(data, jobs, hours, splits, split_cost, regions)
     fixed = np.zeros(arrays.num_regions)
     for j in jobs:  # always adds its demand, and always in the same region
@@ -314,13 +383,13 @@ def _shares_bound(low: np.ndarray, high: np.ndarray, share: np.ndarray, supply: 
     return p8 * 0.5 + max(best, 0.0)
 
 
-def _maximise(function, low: float, high: float) -> float:
+def _maximise(function, low: float, high: float, steps: int = DUAL_STEPS) -> float:
     """Golden-section search of a concave function; the best value it evaluated (any point
     evaluated gives a valid bound, so the search need not be exact)."""
     x1, x2 = high - GOLDEN * (high - low), low + GOLDEN * (high - low)
     f1, f2 = function(x1), function(x2)
     best = max(f1, f2, function(0.0))
-    for _ in range(DUAL_STEPS):
+    for _ in range(steps):
         if f1 < f2:
             low, x1, f1 = x1, x2, f2
             x2 = low + GOLDEN * (high - low)
@@ -357,11 +426,80 @@ def _forced_traffic(arrays: PlacementArrays, data: PlacementData) -> float:
     return float(arrays.w_traffic * total)
 
 
+class _PricedTraffic:
+    """Expression 1 of the Spark/Presto jobs plus ``price`` per byte of each table they read
+    that moves, shared evenly between the (job, table) pairs reading it (module docstring):
+    a pair whose table lies away from R(job) today either moves it (at least its share of the
+    price) or reads it remotely (its weighted bytes), so each job pays at least, over the
+    region R(job) may take, the smaller of the two for every pair away from that region.
+    The pairs are gathered once; each price costs a few passes over them."""
+
+    def __init__(self, arrays: PlacementArrays, data: PlacementData) -> None:
+        a = arrays
+        wanted = np.zeros(a.num_jobs, dtype=bool)
+        wanted[data.jobs] = True
+        spark = wanted[a.pair_job] & (a.job_kind[a.pair_job] != ML) & (a.w_traffic > 0)
+        jobs, tables = a.pair_job[spark], a.job_tables[spark]
+        unique, first = np.unique(jobs, return_inverse=True)
+        self.jobs, self.regions = unique.size, a.num_regions
+        self.pair = first
+        self.key = first * a.num_regions + a.table_home[tables]
+        self.size = a.table_size[tables]
+        self.remote = a.w_traffic * a.job_weight[jobs] * self.size
+        self.readers = np.bincount(tables, minlength=a.num_tables)[tables]
+        movable = np.array([len(data.allowed[t]) > 1 for t in range(a.num_tables)], dtype=bool)
+        self.movable = movable[tables] if tables.size else np.zeros(0, dtype=bool)
+
+    def __call__(self, price: float) -> float:
+        if self.jobs == 0:
+            return 0.0
+        pair_cost = np.where(self.movable, np.minimum(price * self.size / self.readers, self.remote), self.remote)
+        total = np.bincount(self.pair, weights=pair_cost, minlength=self.jobs)
+        staying = np.bincount(self.key, weights=pair_cost, minlength=self.jobs * self.regions)
+        return float((total - staying.reshape(self.jobs, self.regions).max(axis=1)).sum())
+
+
+def _quota_dual(arrays: PlacementArrays, data: PlacementData, forced: float) -> float:
+    """A lower bound on the least traffic plus storage balance under the move quota: the
+    Lagrangian dual of the quota row (module docstring), maximised over its price and the part
+    ``alpha`` of it that the storage term carries (each pair gives a valid bound). ``forced``:
+    :func:`_forced_traffic`, whose Spark/Presto part the priced traffic at price 0 is."""
+    a = arrays
+    quota = float(a.move_quota_bytes)
+    total = float(a.table_size.sum())
+    if not math.isfinite(quota) or total <= 0 or (a.w_traffic <= 0 and a.w_storage <= 0):
+        return 0.0
+    room = quota * (1 + JUDGE_SLACK) + 1e-6
+    spark = _PricedTraffic(arrays, data)
+    unpriced = spark(0.0)
+    ml = forced - unpriced  # the ML jobs' forced traffic
+
+    def value(price: float, alpha: float) -> float:
+        # Bytes moved are at least half the shares' absolute changes times the total bytes.
+        storage = a.w_storage * _storage_bound(a, alpha * price * total / 2.0 / a.w_storage) if a.w_storage > 0 else 0.0
+        traffic = spark((1.0 - alpha) * price) if alpha < 1 else unpriced
+        return ml + traffic + storage - price * room
+
+    # Beyond these prices nothing more is gained: a pair's remote bytes cost at most w1 x weight
+    # per byte, and the storage term's slope in a share is at most 2 w3 (4 w3 from both sides).
+    readers = np.bincount(a.job_tables, minlength=a.num_tables).max(initial=1)
+    top_traffic = a.w_traffic * float(a.job_weight.max(initial=0.0)) * readers
+    top_storage = 8.0 * a.w_storage / total
+    best = value(0.0, 0.0)
+    for alpha in QUOTA_SPLITS:
+        top = max(top_traffic / max(1.0 - alpha, 1e-3) if alpha < 1 else 0.0, top_storage / max(alpha, 1e-3))
+        if top > 0:
+            best = max(best, _maximise(lambda price, alpha=alpha: value(max(price, 0.0), alpha), 0.0, top,
+                                       QUOTA_STEPS))
+    return best
+
+
 # --- storage ------------------------------------------------------------------------------------
 
-def _storage_bound(arrays: PlacementArrays) -> float:
-    """Lower bound on min sum_r (b_r - c_r)^2 over byte shares b (sum 1) within the pinned
-    bytes, capacities and move quota (module docstring); 0 when no share vector fits."""
+def _storage_bound(arrays: PlacementArrays, price: float = 0.0) -> float:
+    """Lower bound on min sum_r (b_r - c_r)^2 + price sum_r |b_r - d_r| over byte shares b (sum
+    1) within the pinned bytes, capacities and move quota, d being today's shares (module
+    docstring); 0 when no share vector fits."""
     size = arrays.table_size.astype(float)
     total = float(size.sum())
     capacity = arrays.storage_capacity.astype(float)
@@ -384,11 +522,17 @@ def _storage_bound(arrays: PlacementArrays) -> float:
     if low.sum() > 1.0 + 1e-12 or high.sum() < 1.0 - 1e-12 or (low > high).any():
         return 0.0
 
-    def dual(mu: float) -> tuple[float, float]:  # value and sum of the minimisers
-        b = np.clip(target + mu / 2.0, low, high)
-        return mu + float((np.square(b - target) - mu * b).sum()), float(b.sum())
+    now = today / total
 
-    lo_mu, hi_mu = -4.0, 4.0  # shares and targets lie in [0, 1]: the optimal mu lies in [-2, 2]
+    def dual(mu: float) -> tuple[float, float]:  # value and sum of the minimisers
+        # Per region, (b - c)^2 + price |b - d| - mu b is convex: its minimiser is the one of the
+        # branch above d, or below d, or d itself, clipped to the region's range.
+        above, below = target + (mu - price) / 2.0, target + (mu + price) / 2.0
+        b = np.clip(np.where(above >= now, above, np.where(below <= now, below, now)), low, high)
+        return mu + float((np.square(b - target) + price * np.abs(b - now) - mu * b).sum()), float(b.sum())
+
+    # Shares and targets lie in [0, 1]: the optimal mu lies in [-2 - price, 2 + price].
+    lo_mu, hi_mu = -4.0 - 2.0 * price, 4.0 + 2.0 * price
     best = dual(0.0)[0]
     for _ in range(STORAGE_STEPS):
         mu = 0.5 * (lo_mu + hi_mu)

@@ -9,15 +9,10 @@ must leave at once. §3.4 itself notes that "a comprehensive comparison with loc
 alternatives is yet to be conducted". A neighbourhood of a few dozen tables is a MIP HiGHS
 solves in milliseconds to a fraction of a second (:mod:`fleetplan.models.placement.neighbourhood`).
 
-Neighbourhoods, in turn (each picked at random by the seed, so runs repeat):
-
-* ``jobs``: the tables of a few jobs that share tables (a random planned job with traffic or
-  with a split ML job first, then jobs reading the same tables), all regions allowed (or the
-  regions they use plus the best-supplied regions of their GPU types on large fleets);
-* ``pair``: tables homed in two regions — the most over-loaded (high-priority demand over
-  supply) with a random other, or a random pair — each free to go to either;
-* ``overload``: the tables of ML jobs in an overloaded (region, GPU type), free to go to the
-  regions with that type and the lowest demand over supply.
+Neighbourhoods, in turn (each picked at random by the seed, so runs repeat;
+:mod:`fleetplan.solvers.placement.picks`): ``jobs`` (a few jobs sharing tables), ``pair`` (two
+regions' tables), ``overload`` (an overloaded region x GPU type's jobs) and ``gap`` (jobs of
+the GPU group furthest above its part of the lower bound).
 
 Before the first neighbourhood, after each kept one and after the last, every GPU group's
 compound split is tried in turn (``group_split_tables``,
@@ -25,7 +20,17 @@ compound split is tried in turn (``group_split_tables``,
 moves and no MIP): under ``split_ml_demand="ignored"`` a group whose jobs are all
 split costs nothing in Expressions 7-8, a gain no single move and no neighbourhood grown from
 one job through shared tables can see (at 1,000 tables, seed 0: the plan 28.17 before, 22.36
-after splitting the two priority-0 V100 jobs).
+after splitting the two priority-0 V100 jobs). The two groups furthest above their bound also
+get compound moves of their largest jobs (:mod:`fleetplan.solvers.placement.group_moves`:
+several jobs moved or split at once, found by exact scoring, no MIP): before the first
+neighbourhood, when the neighbourhoods stall, at the end and, under a time limit, every fifth
+of it (at 1,000 tables, seed 0: 0.31 gained on the A100 priority-3 group, where the MIPs had
+found nothing).
+
+When it stops (:func:`search`): without a time limit, after ``patience`` fruitless
+neighbourhoods in a row or the search budget; under one, at the limit — fruitless
+neighbourhoods make them larger instead (at most three times) — or when the plan meets the
+lower bound.
 
 Every step keeps the climb's guarantees: the sub-MIP's rows are the hard constraints the climb
 keeps (no worse than today where today breaks one), its MIP start is the current placement, and
@@ -47,10 +52,13 @@ import numpy as np
 
 from fleetplan.instances.placement import ML, PlacementInstance
 from fleetplan.lazy import lazy_module
+from fleetplan.models.placement.bound import LowerBound
 from fleetplan.models.placement.neighbourhood import Background, neighbourhood_model
 from fleetplan.solvers.deadline import Deadline
 from fleetplan.solvers.hill_climb import Candidate, ClimbResult
+from fleetplan.solvers.placement.group_moves import group_moves_pass
 from fleetplan.solvers.placement.groups import split_sweep
+from fleetplan.solvers.placement.picks import NeighbourhoodPicker
 from fleetplan.solvers.placement.state import TetrisState
 from fleetplan.solvers.placement.steps import (
     IMPROVEMENT,
@@ -63,7 +71,7 @@ from fleetplan.solvers.placement.steps import (
 
 highs_run = lazy_module("fleetplan.solvers.highs")
 
-NEIGHBOURHOOD_KINDS = ("jobs", "pair", "overload")
+NEIGHBOURHOOD_KINDS = ("jobs", "pair", "overload", "gap")
 # The node limit when the whole instance is one neighbourhood (its MIP is then the exact solve).
 WHOLE_NODES = 1_000_000
 # A neighbourhood whose MIP has more binaries is not solved (its kind's size shrinks): one of
@@ -88,6 +96,17 @@ SEARCH_MIN_S = 1.0
 # The most tables one whole-group split moves (the ``group_split_tables`` option): one per job
 # still placed, so groups of up to this many jobs are split at once.
 GROUP_SPLIT_TABLES = 32
+# Under a time limit, ``patience`` fruitless neighbourhoods in a row make the neighbourhoods
+# larger (tables x GROW, node limit x 2) at most this many times before the search stops.
+ESCALATIONS = 3
+GROW = 1.5
+# The most seconds one pass of the groups' compound moves takes (about 2 s for the A100
+# priority-3 group at 1,000 tables, seed 0).
+GROUP_MOVES_S = 10.0
+# A pass of them every this share of the search's time (and when the neighbourhoods stall),
+# each at most this share of it.
+GROUP_MOVES_EVERY = 0.2
+GROUP_MOVES_SHARE = 0.1
 
 
 def search_budget_s(climb_s: float, ratio: float = SEARCH_RATIO, floor_s: float = SEARCH_MIN_S) -> float:
@@ -113,6 +132,8 @@ class LnsStats:
     too_big: int = 0
     gain: float = 0.0
     group_splits: int = 0  # whole-group splits kept by the sweeps
+    escalations: int = 0  # times the neighbourhoods grew under a time limit (``search``)
+    group_moves: int = 0  # compound moves of one group's large jobs kept (``_group_moves``)
     lines: list[str] = field(default_factory=list)
 
 
@@ -123,12 +144,14 @@ def background(state: TetrisState) -> Background:
                       home_bytes=state.home_bytes, reader_ptr=state.reader_ptr, readers=state.readers)
 
 
-class Search:
-    """One run of the search over a :class:`TetrisState` (see the module docstring)."""
+class Search(NeighbourhoodPicker):
+    """One run of the search over a :class:`TetrisState` (see the module docstring); its
+    neighbourhoods are drawn by :class:`NeighbourhoodPicker`."""
 
     def __init__(self, state: TetrisState, seed: int, max_free: int, max_regions: int, node_limit: int,
-                 threads: int) -> None:
+                 threads: int, bound: LowerBound | None = None) -> None:
         self.state = state
+        self.bound = bound
         self.a = state.arrays
         self.rng = np.random.default_rng(seed)
         self.max_free = max_free
@@ -137,127 +160,13 @@ class Search:
         self.threads = threads
         self.seed = seed
         self.stats = LnsStats()
+        self.stop_rule = ""  # why :func:`search` stopped before its deadline (empty: it did not)
+        self.fruitless_groups: set = set()  # (group, plan value) tried by _group_moves without gain
         self.applied: list[Candidate] = []
         a = self.a
         self.planned = np.flatnonzero(a.planned & (np.diff(a.job_ptr) > 0))
         self.ml = self.planned[a.job_kind[self.planned] == ML]
         self.movable = a.table_size <= a.move_quota_bytes
-
-    # --- neighbourhoods -----------------------------------------------------------------------
-    def _jobs_tables(self, jobs: np.ndarray) -> np.ndarray:
-        a = self.a
-        if jobs.size == 0:
-            return np.zeros(0, dtype=np.int64)
-        lengths = a.job_ptr[jobs + 1] - a.job_ptr[jobs]
-        pair = np.repeat(a.job_ptr[jobs] - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
-        return np.unique(a.job_tables[pair])
-
-    def _grow(self, seed_jobs: list[int]) -> np.ndarray:
-        """Tables of ``seed_jobs``, then of jobs sharing their tables, up to ``max_free``: ML
-        readers first (a table of an ML job moved alone splits the job, so its other tables
-        belong in the same neighbourhood), then a few others at random."""
-        s, rng, a = self.state, self.rng, self.a
-        tables: list[int] = []
-        seen_t: set[int] = set()
-        seen_j: set[int] = set()
-        ml_queue, other_queue = list(seed_jobs), []
-        while (ml_queue or other_queue) and len(tables) < self.max_free:
-            j = ml_queue.pop(0) if ml_queue else other_queue.pop(0)
-            if j in seen_j:
-                continue
-            seen_j.add(j)
-            own = [t for t in self._jobs_tables(np.array([j])).tolist() if t not in seen_t and self.movable[t]]
-            if len(tables) + len(own) > self.max_free and tables:
-                continue
-            for t in own:
-                seen_t.add(t)
-                tables.append(t)
-                readers = s.readers[s.reader_ptr[t]:s.reader_ptr[t + 1]]
-                ml = readers[a.job_kind[readers] == ML]
-                ml_queue.extend(int(r) for r in ml if int(r) not in seen_j)
-                rest = readers[a.job_kind[readers] != ML]
-                if rest.size:
-                    other_queue.extend(int(r) for r in rest[rng.permutation(rest.size)[:3]] if int(r) not in seen_j)
-        return np.array(tables[: self.max_free], dtype=np.int64)
-
-    def _regions_for(self, tables: np.ndarray) -> np.ndarray | None:
-        """All regions on small fleets; else the tables' regions and their jobs' best regions."""
-        a, s = self.a, self.state
-        R = a.num_regions
-        if R <= self.max_regions:
-            return None
-        chosen = list(dict.fromkeys(s.home[tables].tolist()))
-        readers = np.unique(np.concatenate([s.readers[s.reader_ptr[t]:s.reader_ptr[t + 1]] for t in tables.tolist()]))
-        ml = readers[a.job_kind[readers] == ML]
-        if ml.size:
-            types = np.bincount(a.job_gpu_type[ml], weights=a.job_gpu_hours[ml], minlength=len(a.gpu_types))
-            g = int(np.argmax(types))
-            demand = s.demand.reshape(R, len(a.gpu_types), -1)[:, g].sum(axis=1)
-            supply = a.gpu_supply[:, g]
-            ratio = np.where(supply > 0, demand / np.maximum(supply, 1e-300), np.inf)
-            for r in np.argsort(ratio, kind="stable").tolist():
-                if len(chosen) >= self.max_regions:
-                    break
-                if r not in chosen and np.isfinite(ratio[r]):
-                    chosen.append(r)
-        for r in self.rng.permutation(R).tolist():
-            if len(chosen) >= self.max_regions:
-                break
-            if r not in chosen:
-                chosen.append(r)
-        return np.array(chosen[: max(self.max_regions, len(set(s.home[tables].tolist())))], dtype=np.int64)
-
-    def pick(self, kind: str) -> tuple[np.ndarray, np.ndarray | None, str]:
-        a, s, rng = self.a, self.state, self.rng
-        R = a.num_regions
-        if kind == "jobs":
-            if self.ml.size and rng.random() < 0.5:
-                split = self.ml[s.region[self.ml] < 0]
-                pool = split if split.size and rng.random() < 0.5 else self.ml
-            else:
-                pool = self.planned
-            if pool.size == 0:
-                return np.zeros(0, dtype=np.int64), None, "no job"
-            j = int(pool[rng.integers(pool.size)])
-            tables = self._grow([j])
-            return tables, self._regions_for(tables), f"jobs around '{a.job_ids[j]}'"
-        if kind == "pair":
-            hp = s.demand.reshape(R, len(a.gpu_types), -1)
-            load = hp.sum(axis=(1, 2)) / np.maximum(a.gpu_supply.sum(axis=1), 1e-300)
-            if rng.random() < 0.5:
-                first = int(np.argmax(load))
-            else:
-                first = int(rng.integers(R))
-            second = int(rng.integers(R - 1))
-            second += second >= first
-            regions = np.array(sorted({first, second}))
-            inside = np.flatnonzero(np.isin(s.home, regions) & self.movable)
-            if inside.size > self.max_free:
-                # Tables read by planned jobs first: the others change nothing but storage.
-                read = s.reader_ptr[inside + 1] > s.reader_ptr[inside]
-                order = np.concatenate([rng.permutation(inside[read]), rng.permutation(inside[~read])])
-                seeds = order[: max(1, self.max_free // 3)]
-                readers = np.unique(np.concatenate([s.readers[s.reader_ptr[t]:s.reader_ptr[t + 1]]
-                                                    for t in seeds.tolist()] + [np.zeros(0, dtype=np.int64)]))
-                near = self._jobs_tables(readers)
-                near = near[np.isin(s.home[near], regions) & self.movable[near]]
-                inside = np.unique(np.concatenate([seeds, rng.permutation(near)[: self.max_free - seeds.size]]))
-            return inside, regions, f"region pair {a.region_ids[first]}/{a.region_ids[second]}"
-        # overload: the (region, GPU type) with the highest demand over supply
-        G = len(a.gpu_types)
-        demand = s.demand.reshape(R, G, -1).sum(axis=2)
-        ratio = np.where(a.gpu_supply > 0, demand / np.maximum(a.gpu_supply, 1e-300), np.where(demand > 0, 1e6, 0.0))
-        flat = np.argsort(-ratio, axis=None, kind="stable")[: max(1, min(5, ratio.size))]
-        r, g = np.unravel_index(int(flat[rng.integers(flat.size)]), ratio.shape)
-        jobs = self.ml[(s.dregion[self.ml] == r) & (a.job_gpu_type[self.ml] == g)]
-        if jobs.size == 0:
-            return np.zeros(0, dtype=np.int64), None, "no overload"
-        jobs = jobs[rng.permutation(jobs.size)]
-        tables = self._grow(jobs[:8].tolist())
-        cool = np.argsort(np.where(a.gpu_supply[:, g] > 0, ratio[:, g], np.inf), kind="stable")
-        regions = np.unique(np.concatenate([[r], cool[: max(1, self.max_regions - 1)]]))
-        return tables, (None if R <= self.max_regions else regions), \
-            f"overload {a.region_ids[r]} x {a.gpu_types[g]}"
 
     # --- one neighbourhood --------------------------------------------------------------------
     def solve(self, tables: np.ndarray, regions: np.ndarray | None, time_limit: float | None,
@@ -283,6 +192,9 @@ class Search:
             self.stats.not_exact += 1
         started = time.perf_counter()
         highs = highs_run.new_highs(time_limit, self.threads, self.seed)
+        # HiGHS checks its own limit only between phases: a 100-table neighbourhood ran for minutes
+        # past a 5 s limit inside the root node's sub-MIP heuristics (seed 3, load 5).
+        highs_run.interrupt_at(highs, None if time_limit is None else time.perf_counter() + time_limit)
         highs_run.pass_lp(highs, model.lp, "simplex")
         highs.setOptionValue("presolve", PRESOLVE)
         highs.setOptionValue("mip_rel_gap", 1e-7)
@@ -340,17 +252,48 @@ def _sweep(run: Search, max_tables: int, deadline: Deadline, when: str, started:
                       moves_before + len(run.applied)))
 
 
+def _group_moves(run: Search, deadline: Deadline, when: str, started: float, trace: list[tuple[float, float, int]],
+                 moves_before: int) -> None:
+    """Compound moves of the large jobs of the groups furthest above their bound
+    (:mod:`fleetplan.solvers.placement.group_moves`), each pass given at most GROUP_MOVES_S
+    (and GROUP_MOVES_SHARE of the search's time)."""
+    if run.bound is None or deadline.expired():
+        return
+    limit = GROUP_MOVES_S if deadline.time_limit is None else \
+        min(GROUP_MOVES_S, GROUP_MOVES_SHARE * deadline.time_limit, deadline.remaining())
+    outcome = group_moves_pass(run.state, run.bound, Deadline(limit), run.fruitless_groups)
+    run.applied.extend(outcome.moves)
+    run.stats.gain += outcome.gain
+    run.stats.group_moves += outcome.kept
+    run.stats.lines.extend(f"{when}: {line}" for line in outcome.lines)
+    if outcome.moves:
+        trace.append((time.perf_counter() - started, float(sum(run.state.objective_terms.values())),
+                      moves_before + len(run.applied)))
+
+
 def search(instance: PlacementInstance, state: TetrisState, deadline: Deadline, *, seed: int, max_free: int,
            max_regions: int, node_limit: int, patience: int, threads: int, started: float,
-           trace: list[tuple[float, float, int]], moves_before: int, split_tables: int = 0) -> Search:
+           trace: list[tuple[float, float, int]], moves_before: int, split_tables: int = 0,
+           bound: LowerBound | None = None, escalate: bool = False) -> Search:
     """Neighbourhoods until ``patience`` in a row improve nothing or the deadline; kept answers
     are polished by the climb. ``trace`` gets (seconds since ``started``, objective, moves).
     With ``split_tables`` > 0, every GPU group's compound split is tried before, after each
     kept neighbourhood and at the end (:mod:`fleetplan.solvers.placement.groups`; at most that
-    many tables moved per group)."""
-    run = Search(state, seed, max_free, max_regions, node_limit, threads)
+    many tables moved per group). With ``bound``, ``gap`` neighbourhoods are drawn from the GPU
+    groups furthest above their part of it (:meth:`Search._gap_pick`).
+
+    The stopping rule: without ``escalate`` (the solver passes it without a time limit, when
+    ``deadline`` is the search budget), ``patience`` neighbourhoods in a row that improve
+    nothing stop the search (so a seed gives one plan). With it (under a time limit) they do
+    not while larger neighbourhoods remain to try: every kind's
+    neighbourhood grows by GROW and the node limit doubles, at most ESCALATIONS times, and
+    ``patience`` is counted afresh; the search stops at the limit, after ``patience``
+    fruitless neighbourhoods at the largest size, or when the plan's objective reaches the
+    lower bound (nothing left to gain); and its first neighbourhood is a ``gap`` one."""
+    run = Search(state, seed, max_free, max_regions, node_limit, threads, bound)
     _sweep(run, split_tables, deadline, "before the neighbourhoods", started, trace, moves_before)
-    failures = 0
+    _group_moves(run, deadline, "before the neighbourhoods", started, trace, moves_before)
+    failures = escalations = 0
     rounds = 0
     movable = np.flatnonzero(run.movable)
     if 0 < movable.size <= max_free and not deadline.expired():
@@ -369,18 +312,59 @@ def search(instance: PlacementInstance, state: TetrisState, deadline: Deadline, 
                                f"gain {gain:.6g}")
         trace.append((time.perf_counter() - started, float(sum(state.objective_terms.values())),
                       moves_before + len(run.applied)))
-        failures = patience  # nothing left to search
+        failures, escalations = patience, ESCALATIONS  # nothing left to search
     weights = {kind: 1.0 for kind in NEIGHBOURHOOD_KINDS}
+    if bound is None:
+        weights["gap"] = 0.0
     sizes = dict.fromkeys(NEIGHBOURHOOD_KINDS, max_free)
-    while failures < patience and not deadline.expired():
+    # Under a time limit the groups' compound moves are tried again every GROUP_MOVES_EVERY of
+    # the search's time (each group only when its value changed since it was last tried);
+    # without one only when the neighbourhoods stall and at the end (a clock would make the
+    # plan depend on the machine's speed).
+    every = GROUP_MOVES_EVERY * deadline.time_limit if escalate and deadline.time_limit else None
+    next_pass = deadline.elapsed() + (every or 0.0)
+    while not deadline.expired():
+        if every is not None and deadline.elapsed() >= next_pass:
+            _group_moves(run, deadline, f"after neighbourhood {rounds}", started, trace, moves_before)
+            next_pass = deadline.elapsed() + every
+        if bound is not None and sum(state.objective_terms.values()) <= bound.value * (1 + 1e-9):
+            run.stop_rule = "the plan meeting the lower bound (nothing left to gain)"
+            break
+        if failures >= patience:
+            # The groups' compound moves may pay where the neighbourhoods no longer do.
+            kept = run.stats.group_moves
+            _group_moves(run, deadline, f"after neighbourhood {rounds}", started, trace, moves_before)
+            if run.stats.group_moves > kept:
+                failures = 0
+                continue
+            if not escalate or escalations >= ESCALATIONS:
+                run.stop_rule = f"{patience} neighbourhoods in a row improved nothing" + (
+                    f" (after {run.stats.escalations} larger sizes)" if run.stats.escalations else "")
+                break
+            # Time is left: larger neighbourhoods with more nodes may pay where the small ones
+            # no longer do (at 1,000 tables the search stopped at 30 s of 60).
+            escalations += 1
+            sizes = {kind: max(MIN_TABLES, int(round(size * GROW))) for kind, size in sizes.items()}
+            run.node_limit *= 2
+            failures = 0
+            run.stats.escalations += 1
+            run.stats.lines.append(f"after neighbourhood {rounds}: {patience} in a row improved nothing; "
+                                   f"neighbourhoods of up to {max(sizes.values())} tables, "
+                                   f"{run.node_limit} nodes")
         rounds += 1
         kinds = list(NEIGHBOURHOOD_KINDS)
         p = np.array([weights[k] for k in kinds])
         kind = kinds[int(run.rng.choice(len(kinds), p=p / p.sum()))]
+        if rounds == 1 and escalate and weights["gap"] > 0:
+            # Under a time limit, the group furthest above its bound first: on the 100-table seed
+            # 3 its neighbourhood takes the climb's 28.32 to 18.2, and a loaded machine may allow
+            # only a few MIPs in 20 s.
+            kind = "gap"
         run.max_free = sizes[kind]
         tables, regions, name = run.pick(kind)
         if tables.size == 0:
             failures += 1
+            weights[kind] = max(0.2, weights[kind] * 0.95)
             continue
         tables = with_quota(state, tables, run.max_free, run.rng)
         run.stats.tried[kind] += 1
@@ -413,6 +397,7 @@ def search(instance: PlacementInstance, state: TetrisState, deadline: Deadline, 
         # evaluations per group whose jobs may all split).
         _sweep(run, split_tables, deadline, f"after neighbourhood {rounds}", started, trace, moves_before)
     _sweep(run, split_tables, deadline, "after the neighbourhoods", started, trace, moves_before)
+    _group_moves(run, deadline, "after the neighbourhoods", started, trace, moves_before)
     return run
 
 
@@ -439,11 +424,12 @@ from fleetplan.solvers.placement import _climb, _finish, instance_terms_start  #
                       "(a few jobs', a region pair's, an overloaded region x GPU type's) re-optimised by "
                       "the placement MIP (HiGHS) with the rest fixed, and whole GPU groups split at once "
                       "where that gains, each kept answer polished by the "
-                      "climb; then §3.5 replicas. The default: never worse than the climb alone, and far "
+                      "climb, and the large jobs of the GPU groups furthest above the lower bound moved "
+                      "together; then §3.5 replicas. The default: never worse than the climb alone, and far "
                       "better where the climb stops on moves that must go together; it runs to the time "
-                      "limit or, without one, for at most max(10 x the climb's time, 1 s) "
-                      "(search_ratio, search_min_s), and stops earlier after `patience` fruitless "
-                      "neighbourhoods",
+                      "limit (fruitless neighbourhoods make them larger) or, without one, for at most "
+                      "max(10 x the climb's time, 1 s) (search_ratio, search_min_s) or until `patience` "
+                      "fruitless neighbourhoods; it stops when the plan meets the bound",
           reference="Choudhury et al., MAST, OSDI 2024, §3.3-3.5; Shaw, CP 1998 (large neighbourhood search)")
 def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, seed: int = 0,
                threads: int = 1, progress: Progress, replicas: bool = True, partitions_only: bool = False,
@@ -460,8 +446,11 @@ def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, 
     of neighbourhoods bring it near the best plan known; the search starts from the climb's plan and keeps a neighbourhood's answer only when the
     exact objective falls, so the default is never worse than the climb alone.
 
-    When it stops: with a time limit, at the limit or after ``patience`` neighbourhoods in a row
-    improve nothing (the plan found by then). Without one, also when the search has run
+    When it stops: with a time limit, at the limit; ``patience`` neighbourhoods in a row that
+    improve nothing make the neighbourhoods larger (x1.5 tables, x2 nodes, at most three times)
+    and the groups' compound moves are tried again, and only ``patience`` more at the largest
+    size stop it early — at 1,000 tables the old rule stopped it at 30 s of 60. Without one,
+    after ``patience`` fruitless neighbourhoods at the first size, or when the search has run
     ``max(search_ratio x the climb's seconds, search_min_s)``: the extra time is bounded by a
     multiple of the climb's, with a floor because a small instance's climb takes milliseconds.
     The log names the rule that stopped it; the same seed gives the same plan when ``patience``
@@ -478,7 +467,8 @@ def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, 
     node_limit : int
         branch-and-bound nodes per neighbourhood's MIP (a node limit, not a clock, so runs repeat)
     patience : int
-        stop after this many neighbourhoods in a row improve nothing
+        without a time limit, stop after this many neighbourhoods in a row improve nothing;
+        under one, make them larger (at most three times), then stop
     search_ratio : float
         without a time limit, the search after the climb runs at most this many times the
         climb's seconds (or ``search_min_s``, whichever is longer)
@@ -493,8 +483,9 @@ def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, 
         lowers the exact objective; under ``split_ml_demand="ignored"`` a group
         without demand costs nothing in Expressions 7-8)
     bound : bool
-        compute the instance's lower bound (:mod:`fleetplan.models.placement.bound`; about 1.1 s
-        of CPU at 10^4 tables, 2.4 s at 10^5), so the result carries ``bound`` and ``gap``
+        compute the instance's lower bound (:mod:`fleetplan.models.placement.bound`; about 1.4 s
+        of CPU at 10^4 tables, 4.1 s at 10^5 at load 4.5), so the result carries ``bound`` and ``gap``, and
+        the search draws its ``gap`` neighbourhoods and group moves from it (false: neither)
 
     Examples
     --------
@@ -516,7 +507,7 @@ def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, 
     deadline = Deadline(time_limit)
     started = time.perf_counter()
     state, climb, after_s = _climb(instance, True, time_limit, progress, None, True, compound_moves)
-    # Before the search, so that a time limit covers it (1.1 s of CPU at 10^4 tables, 2.4 s at 10^5).
+    # Before the search, so that a time limit covers it (1.4 s of CPU at 10^4 tables, 4.1 s at 10^5).
     lower = placement_lower_bound(instance.arrays()) if bound and climb.stopped_by != "time" else None
     start = float(sum(instance_terms_start(instance).values()))
     trace: list[tuple[float, float, int]] = []
@@ -535,10 +526,10 @@ def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, 
         run = search(instance, state, inner, seed=seed, max_free=neighbourhood_tables,
                      max_regions=neighbourhood_regions, node_limit=node_limit, patience=patience,
                      threads=threads, started=started, trace=trace, moves_before=len(climb.applied),
-                     split_tables=group_split_tables)
+                     split_tables=group_split_tables, bound=lower, escalate=time_limit is not None)
         if not inner.expired():
             stopped = "converged"
-            rule = f"{patience} neighbourhoods in a row improved nothing"
+            rule = run.stop_rule or f"{patience} neighbourhoods in a row improved nothing"
         elif budget_s is not None:
             stopped = "search budget"
             rule = (f"the search budget without a time limit: {budget_s:.3g} s = max({search_ratio:g} x the "
@@ -555,7 +546,8 @@ def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, 
         result.log.insert(1, f"neighbourhoods: {sum(st.tried.values())} re-optimised, {kept} kept ("
                              + ", ".join(f"{k} {st.kept[k]}/{st.tried[k]}" for k in st.tried)
                              + f"), {st.rejected} undone by the exact check, {st.not_exact} inexact models, "
-                               f"{st.too_big} too big, {st.group_splits} whole groups split; "
+                               f"{st.too_big} too big, {st.group_splits} whole groups split, "
+                               f"{st.escalations} times larger, {st.group_moves} group moves kept; "
                                f"MIP {st.mip_s:.2f} s, building {st.build_s:.2f} s; gain after the climb "
                                f"{st.gain:.6g}")
         result.log.extend(st.lines)
