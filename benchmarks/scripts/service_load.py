@@ -149,6 +149,19 @@ def solve_rate(seconds: float, workers: int, mix: str = "both") -> dict[str, flo
     return asyncio.run(run())
 
 
+def wait_ready(url: str, seconds: float = 60.0) -> None:
+    """Until the service at ``url`` answers /healthz (or ``seconds`` pass)."""
+    import httpx
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+
+
 def main() -> None:
     import httpx
 
@@ -175,13 +188,7 @@ def main() -> None:
     service = subprocess.Popen([sys.executable, "-m", "fleetplan", "serve", "--port", str(port), "--insecure", "--workers",
                                 str(args.workers), "--queue", "256"], stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
+        wait_ready(url)
         allocation = json.loads((ROOT / "examples" / "allocation-gavel-4.1.json").read_text())
         binpack = json.loads((ROOT / "examples" / "binpack-small.json").read_text())
         results: list[tuple[str, int, float, int]] = []  # kind, code, seconds, request id

@@ -23,17 +23,15 @@ import secrets
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from service_load import cpu_seconds, free_port, solve_rate  # noqa: E402
+from service_load import cpu_seconds, free_port, solve_rate, wait_ready  # noqa: E402
 
 
 def main() -> None:
-    import httpx
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=50)
@@ -47,13 +45,7 @@ def main() -> None:
     service = subprocess.Popen([sys.executable, "-m", "fleetplan", "serve", "--port", str(port), "--token", token,
                                 "--queue", "256"], stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
+        wait_ready(url)
         load_before, cpu_before = os.getloadavg()[0], cpu_seconds(service.pid)
         client = subprocess.run(["node", str(ROOT / "benchmarks" / "scripts" / "service_client.mjs"), url, token,
                                  str(ROOT / "examples" / "allocation-gavel-4.1.json"), "--clients", str(args.clients),
