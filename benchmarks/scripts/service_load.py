@@ -149,6 +149,15 @@ def solve_rate(seconds: float, workers: int, mix: str = "both") -> dict[str, flo
     return asyncio.run(run())
 
 
+def stop_service(service: subprocess.Popen) -> None:
+    """SIGTERM, as an orchestrator stops it; killed when it has not ended within 60 s."""
+    service.send_signal(signal.SIGTERM)
+    try:
+        service.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        service.kill()
+
+
 def wait_ready(url: str, seconds: float = 60.0) -> None:
     """Until the service at ``url`` answers /healthz (or ``seconds`` pass)."""
     import httpx
@@ -296,11 +305,7 @@ def main() -> None:
             "rss_mb_samples": [round(value, 1) for value in memory[::10]],
         }))
     finally:
-        service.send_signal(signal.SIGTERM)
-        try:
-            service.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            service.kill()
+        stop_service(service)
 
 
 if __name__ == "__main__":

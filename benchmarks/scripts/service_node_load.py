@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import secrets
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from service_load import cpu_seconds, free_port, solve_rate, wait_ready  # noqa: E402
+from service_load import cpu_seconds, free_port, solve_rate, stop_service, wait_ready  # noqa: E402
 
 
 def main() -> None:
@@ -53,11 +52,7 @@ def main() -> None:
         cpu = cpu_seconds(service.pid) - cpu_before
         load_after = os.getloadavg()[0]
     finally:
-        service.send_signal(signal.SIGTERM)
-        try:
-            service.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            service.kill()
+        stop_service(service)
     answers = json.loads(client.stdout)
     print(client.stdout.strip())
     measured = {"service_process_cpu_s": round(cpu, 2),

@@ -18,19 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import threading
 import time
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from service_load import free_port, stop_service
 
 
 def main() -> None:
@@ -90,11 +84,7 @@ def main() -> None:
             report["healthz_during_big_body"] = _healthz_during_big_body(url, args.big_mb)
         print(json.dumps(report))
     finally:
-        service.send_signal(signal.SIGTERM)
-        try:
-            service.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            service.kill()
+        stop_service(service)
         if state:
             import shutil
 

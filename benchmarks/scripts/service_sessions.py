@@ -16,18 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import time
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from service_load import free_port, stop_service
 
 
 def main() -> None:
@@ -106,11 +100,7 @@ def main() -> None:
                           "cold_http_solve_ms": round(1000 * cold_s, 1), "ratio": round(round_s / cold_s, 3),
                           "load_before": load_before, "load_after": os.getloadavg()}))
     finally:
-        service.send_signal(signal.SIGTERM)
-        try:
-            service.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            service.kill()
+        stop_service(service)
 
 
 if __name__ == "__main__":
