@@ -188,7 +188,7 @@ def _node_by_node_bound(result: SizingResult, instance: Any, offers: list, budge
     return float(outcome["bound"]) if outcome["bound"] is not None else 0.0
 
 
-def _no_purchase(result: SizingResult, instance: Any, offers: list, counts: list[int], sized: Any, plan: Any,
+def _no_purchase(result: SizingResult, instance: Any, offers: list, sized: Any, plan: Any,
                  pending: int, policy: str, bound: float, budget: float | None, time_limit: float | None,
                  started: float, seed: int) -> SizingResult:
     """The growth stopped with tasks pending. ``infeasible`` only when proven: every offer at its
@@ -264,7 +264,7 @@ def size_gpushare(instance: Any, targets: Sequence[Target], purchases: Sequence[
             if best_key is None or key > best_key:
                 best, best_key = p, key
         if best is None or best_key[0] == 0:
-            return _no_purchase(result, instance, offers, counts, sized, solved.plan, int(pending), policy, bound,
+            return _no_purchase(result, instance, offers, sized, solved.plan, int(pending), policy, bound,
                                 budget, time_limit, started, seed)
         # Half the pending GPU demand this offer takes, in its nodes (at least one): the deficit
         # halves each round instead of shrinking by one node.
