@@ -86,6 +86,7 @@ def large_path(region):
     return fleetplan.solve(region, "mip-highs", large_columns=0, search_rounds=LARGE_PATH_ROUNDS)
 
 
+@pytest.mark.slow  # the 20,000-server region's large path: about 20 s; small regions cover it by default
 def test_mip_highs_large_path_returns_the_search_with_a_bound_below_it(region, large_path):
     greedy = fleetplan.solve(region, "greedy", time_limit=60)
     result = large_path
@@ -164,6 +165,7 @@ def _pass_bounds(log: list[str]) -> list[tuple[float, float]]:
     return [(float(line.split("priced at ")[1].split(")")[0]), float(line.rsplit(" ", 1)[1])) for line in lines]
 
 
+@pytest.mark.slow  # the 20,000-server region's large path: about 20 s; small regions cover it by default
 def test_lagrangian_pass_bounds_the_generated_region_tighter_than_the_relaxation(large_path):
     """On the 20,000-server region the large path's bound is the best Lagrangian pass's
     (measured with LARGE_PATH_ROUNDS: 12,647.3 at the first price, 2.135, and 12,739.2 at the
@@ -182,6 +184,7 @@ def test_lagrangian_pass_bounds_the_generated_region_tighter_than_the_relaxation
 
 
 @pytest.mark.slow  # about 10 s: run by `make test-slow`
+@pytest.mark.slow  # the 20,000-server region's large path: about 20 s; small regions cover it by default
 def test_lagrangian_pass_on_its_own_core(region, large_path):
     """With two threads the Lagrangian pass runs in a child process beside the search's own
     passes: every reservation's bound comes back, the plan is judged feasible and better than

@@ -137,7 +137,7 @@ def test_dual_proof_never_calls_a_free_job_bottlenecked(seed):
         assert -res.fun - levels[m] <= 2 * tolerance(levels)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("fifo", [False, True])
 def test_level_lps_by_the_decomposition_equal_the_plain_procedure(monkeypatch, seed, fifo):
     """From SEPARABLE_CLASSES classes every level LP (events' probes and plain iterations) goes

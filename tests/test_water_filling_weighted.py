@@ -24,7 +24,8 @@ def weighted(jobs: int, share: float, weight: float, seed: int, noise: float = 0
 
 
 @pytest.mark.parametrize(("jobs", "share", "weight", "seed"), [
-    (48, 0.5, 8.0, 0), (96, 0.5, 8.0, 1), (192, 0.5, 8.0, 2), (192, 0.25, 3.0, 3), (128, 0.1, 16.0, 4)])
+    (48, 0.5, 8.0, 0), (96, 0.5, 8.0, 1), pytest.param(192, 0.5, 8.0, 2, marks=pytest.mark.slow),
+    pytest.param(192, 0.25, 3.0, 3, marks=pytest.mark.slow), (128, 0.1, 16.0, 4)])
 @pytest.mark.parametrize("run", [single_level_run, hierarchical_run])
 def test_weighted_runs_equal_the_plain_procedure(jobs, share, weight, seed, run):
     instance = weighted(jobs, share, weight, seed)
