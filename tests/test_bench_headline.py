@@ -46,14 +46,15 @@ print(json.dumps({"ratio": {"small": values[n % len(values)], "large": 10 * valu
 def rows() -> list[dict]:
     return [
         {"id": "a", "row": "Speed of a", "command": "{python} -c \"print('took 2.1 s')\"",
-         "regex": "took ([0-9.]+) s", "runs": 1, "noise_pct": 10},
+         "regex": "took ([0-9.]+) s", "runs": 1, "noise_pct": 10, "minutes": 0.5},
         {"id": "b", "row": "Ratio of b", "command": "{python} values.py b.count [4.0,8.0,5.0]",
-         "json": ["ratio.small", "ratio.large"], "runs": 3, "noise_pct": 20},
+         "json": ["ratio.small", "ratio.large"], "runs": 3, "noise_pct": 20, "minutes": 6},
         {"id": "c", "row": "Round trip",
          "command": "{python} -c \"import json; print(json.dumps({'p50_ms': 10.94, 'p99_ms': 19.0}))\"",
-         "json": ["p50_ms", "p99_ms"], "old_regex": "p50 ([0-9.]+) ms, p99 ([0-9.]+) ms", "runs": 2},
+         "json": ["p50_ms", "p99_ms"], "old_regex": "p50 ([0-9.]+) ms, p99 ([0-9.]+) ms", "runs": 2,
+         "minutes": 2},
         {"id": "d", "row": "Count", "command": "{python} -c \"print('1234.6 and 1300')\"",
-         "regex": "([0-9.]+) and ([0-9]+)", "runs": 1, "noise_pct": 0},
+         "regex": "([0-9.]+) and ([0-9]+)", "runs": 1, "noise_pct": 0, "minutes": 40},
     ]
 
 
@@ -122,7 +123,7 @@ def test_a_failed_or_silent_command_fails_its_row_only(folder):
 
 def test_read_figure_reports_a_missing_key():
     spec = HeadlineSpec.from_data({"results": "R.md", "rows": [{"id": "x", "row": "x", "command": "c",
-                                                                "json": "a.b"}]}, ".")
+                                                                "json": "a.b", "minutes": 1}]}, ".")
     assert read_figure(spec.rows[0], json.dumps({"a": {"b": 3}}) + "\n", "") == [3.0]
     with pytest.raises(ValueError, match="no key 'a.b'"):
         read_figure(spec.rows[0], json.dumps({"a": 3}), "")
@@ -167,6 +168,14 @@ BAD_ROWS = [
     ({"id": "b"}, "rows[1].id: 'b' is used twice"),
     ({"row": "No such row"}, "a.row: no table row of the results file starts with 'No such row'"),
     ({"regex": "(a) (b)"}, "the results file's figure '2.0 s' has 1 numbers, the spec reads 2"),
+    ({"minutes": None}, "rows[0].minutes: required: the row's expected wall minutes"),
+    ({"minutes": 0}, "rows[0].minutes: expected a finite number of minutes > 0"),
+    ({"minutes": "ten"}, "rows[0].minutes: expected a finite number of minutes > 0"),
+    ({"minutes": True}, "rows[0].minutes: expected a finite number of minutes > 0"),
+    ({"file": ""}, "rows[0].file: expected the path of a file the command writes"),
+    ({"manual": "read off a plot"}, "rows[0].command: a `manual` row is never run: give only id, row and manual"),
+    ({"manual": " ", "command": None, "regex": None, "runs": None, "noise_pct": None, "minutes": None},
+     "rows[0].manual: required: a non-empty string (why no command"),
 ]
 
 
@@ -188,6 +197,10 @@ def test_a_bad_spec_is_one_line_and_exit_code_2(folder, capsys, change, message)
     (["--dry-run", "--write"], "--write: a dry run measures nothing to write"),
     (["--spec", "NOWHERE"], "--spec: cannot read"),
     (["--spec", "NOT_YAML"], "not YAML"),
+    (["--max-minutes", "0"], "--max-minutes: expected a finite number of minutes > 0, got '0'"),
+    (["--max-minutes", "soon"], "--max-minutes: expected a finite number of minutes > 0, got 'soon'"),
+    (["--max-minutes", "inf"], "--max-minutes: expected a finite number of minutes > 0"),
+    (["--max-minutes", "nan"], "--max-minutes: expected a finite number of minutes > 0"),
 ])
 def test_bad_arguments_are_one_line_and_exit_code_2(folder, capsys, argv, message):
     (folder / "bad.yaml").write_text("rows: [a: b: c\n")
@@ -202,6 +215,69 @@ def test_bad_arguments_are_one_line_and_exit_code_2(folder, capsys, argv, messag
 def test_headline_flags_belong_to_headline(capsys):
     assert main(["bench", "quick", "--dry-run"]) == 2
     assert "--dry-run: only with `fleetplan bench headline`" in capsys.readouterr().err
+    assert main(["bench", "quick", "--max-minutes", "5"]) == 2
+    assert "--max-minutes: only with `fleetplan bench headline`" in capsys.readouterr().err
+
+
+def test_dry_run_lists_each_rows_minutes_and_the_planned_total(folder, capsys):
+    assert main(["bench", "headline", "--spec", str(folder / "headline.yaml"), "--dry-run", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [row["minutes"] for row in data["rows"]] == [0.5, 6, 2, 40]
+    assert data["planned_minutes"] == 48.5 and not any(row["skipped"] for row in data["rows"])
+    # --runs scales a row's minutes: b's 6 minutes are for its 3 runs
+    assert main(["bench", "headline", "--spec", str(folder / "headline.yaml"), "--dry-run", "--json",
+                 "--runs", "1"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [row["minutes"] for row in data["rows"]] == [0.5, 2, 1, 40] and data["planned_minutes"] == 43.5
+    assert main(["bench", "headline", "--spec", str(folder / "headline.yaml"), "--dry-run",
+                 "--max-minutes", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "planned: 2 rows, about 2.5 min; skipped, over --max-minutes 5: b (6 min), d (40 min)" in out
+    assert "(skipped)" in out
+
+
+def test_max_minutes_skips_the_long_rows_and_the_total_is_printed_first(folder, capsys):
+    assert main(["bench", "headline", "--spec", str(folder / "headline.yaml"), "--max-minutes", "2.5",
+                 "--write"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.startswith("planned: 2 rows, about 2.5 min; skipped, over --max-minutes 2.5: "
+                                   "b (6 min), d (40 min)\n")
+    assert not (folder / "b.count").exists()  # b was not run
+    text = (folder / "RESULTS.md").read_text()
+    assert "| Speed of a | **2.1 s** CPU |" in text and "**p50 10.9 ms, p99 19.0 ms**" in text
+    assert "**4.0x / 10.0x**" in text and "**1,200 of 1,300**" in text  # skipped rows kept
+
+
+def test_a_manual_row_is_listed_never_run_and_counts_as_covered(folder, capsys):
+    from fleetplan.benchmarks.headline import uncovered_rows
+
+    spec = {"results": "RESULTS.md", "rows": rows()[:3]}
+    (folder / "headline.yaml").write_text(yaml.safe_dump(spec))
+    lines = TABLE.replace("# Results\n", "# Results\n\n## Headline\n").split("\n")
+    assert uncovered_rows(lines, HeadlineSpec.load(folder / "headline.yaml")) == ["Count"]
+    spec["rows"].append({"id": "d", "row": "Count", "manual": "read off a plot"})
+    (folder / "headline.yaml").write_text(yaml.safe_dump(spec))
+    loaded = HeadlineSpec.load(folder / "headline.yaml")
+    assert uncovered_rows(lines, loaded) == []
+    assert [outcome.row.id for outcome in run_rows(loaded, loaded.rows, runs=1)] == ["a", "b", "c"]
+    assert main(["bench", "headline", "--spec", str(folder / "headline.yaml"), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "manual: read off a plot" in out and "manual, never run: d" in out
+
+
+def test_a_figure_is_read_from_a_file_the_command_writes(folder):
+    spec = yaml.safe_load((folder / "headline.yaml").read_text())
+    spec["rows"][0]["command"] = "{python} -c \"open('{tmp}/out.txt', 'w').write('took 2.3 s')\""
+    spec["rows"][0]["file"] = "{tmp}/out.txt"
+    spec["rows"][2]["command"] = ("{python} -c \"import json; json.dump({'p50_ms': 9.0, 'p99_ms': 30.0}, "
+                                  "open('{tmp}/r.json', 'w'), indent=1); print('{}')\"")
+    spec["rows"][2]["file"] = "{tmp}/r.json"
+    spec["rows"][3]["file"] = "{tmp}/never-written.txt"
+    (folder / "headline.yaml").write_text(yaml.safe_dump(spec))
+    found = outcomes_by_id(folder)
+    assert found["a"].new == [2.3]  # regex on the file, not on the (empty) output
+    assert found["c"].new == [9.0, 30.0]  # an indented JSON file, not stdout's empty object
+    assert found["d"].new is None and "cannot read {tmp}/never-written.txt" in found["d"].error
 
 
 def test_the_repository_spec_finds_every_row_of_results_md():
@@ -213,7 +289,7 @@ def test_the_repository_spec_finds_every_row_of_results_md():
     lines = spec.results.read_text().split("\n")
     for row in spec.rows:
         cell, numbers = old_figure(lines, row)
-        assert len(numbers) == row.numbers, row.id
+        assert len(numbers) == (0 if row.manual else row.numbers), row.id
 
 
 def test_json_prints_the_rows_and_the_exit_code(folder, capsys):
