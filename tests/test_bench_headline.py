@@ -106,6 +106,8 @@ def test_rewrite_puts_the_figures_date_commit_and_load_in_the_table(folder):
     assert "a plan on **1,235 of 1,300** |" in lines[7]
     assert lines[:4] == TABLE.split("\n")[:4] and lines[8:] == TABLE.split("\n")[8:]
     assert format_like("1,000", 1234.6) == "1,235" and format_like("0.18", 0.2) == "0.20"
+    assert format_like("+2.8", 2.84) == "+2.8" and format_like("+0.3", -0.12) == "-0.1"
+    assert format_like("-2", 0.4) == "0" and format_like("+1,000", 1500) == "+1,500"
 
 
 def test_a_failed_or_silent_command_fails_its_row_only(folder):
@@ -290,6 +292,19 @@ def test_the_repository_spec_finds_every_row_of_results_md():
     for row in spec.rows:
         cell, numbers = old_figure(lines, row)
         assert len(numbers) == (0 if row.manual else row.numbers), row.id
+
+
+def test_every_headline_row_of_results_md_has_a_spec_entry():
+    from pathlib import Path
+
+    from fleetplan.benchmarks.headline import headline_lines, uncovered_rows
+
+    spec = HeadlineSpec.load(Path(__file__).parents[1] / "benchmarks" / "headline.yaml")
+    lines = spec.results.read_text().split("\n")
+    assert len(headline_lines(lines)) >= 30  # the table was found, not an empty section
+    assert uncovered_rows(lines, spec) == []
+    manual = [row.id for row in spec.rows if row.manual]
+    assert len(manual) <= 3, manual  # a command for nearly every row
 
 
 def test_json_prints_the_rows_and_the_exit_code(folder, capsys):

@@ -285,9 +285,11 @@ def old_figure(lines: Sequence[str], row: HeadlineRow) -> tuple[str, list[float]
 
 
 def format_like(old: str, value: float) -> str:
-    """``value`` written as ``old`` is: the same decimals, thousands separators if it had them."""
+    """``value`` written as ``old`` is: the same decimals, thousands separators if it had them,
+    an explicit ``+`` if it had one (a difference: ``+2.8`` stays signed)."""
     decimals = len(old.split(".")[1]) if "." in old else 0
-    return f"{value:,.{decimals}f}" if "," in old else f"{value:.{decimals}f}"
+    sign = "+" if old.startswith("+") else ""
+    return f"{value:{sign},.{decimals}f}" if "," in old else f"{value:{sign}.{decimals}f}"
 
 
 def replace_numbers(cell: str, row: HeadlineRow, values: Sequence[float]) -> str:
