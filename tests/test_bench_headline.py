@@ -318,3 +318,30 @@ def test_json_prints_the_rows_and_the_exit_code(folder, capsys):
 def test_suite_flags_are_refused_with_headline(folder, capsys):
     assert main(["bench", "headline", "--spec", str(folder / "headline.yaml"), "--repeats", "2"]) == 2
     assert "--repeats: not a flag of `fleetplan bench headline`" in capsys.readouterr().err
+
+
+ROOT = __import__("pathlib").Path(__file__).parents[1]
+
+
+@pytest.mark.parametrize(("row_id", "argv"), [
+    ("gavel-73", ["headline_figures.py", "gavel73", "benchmarks/gavel73"]),
+    ("astraea-load", ["headline_figures.py", "astraea", "benchmarks/astraea-load"]),
+    ("tetris-days", ["headline_figures.py", "tetris-days", "benchmarks/tetris-days", "benchmarks/tetris-days-lns"]),
+    ("parsync-figure3", ["headline_figures.py", "parsync", "benchmarks/parsync/figure3-paper.jsonl"]),
+    ("mast-federated", ["mast_federated.py", "--report", "--out", "benchmarks/mast/federated"]),
+])
+def test_the_rows_readers_give_the_recorded_figures_from_the_committed_tables(row_id, argv):
+    """Each experiment row's figure, read as the spec reads it from the tables the experiment's
+    script wrote and the repository keeps, is the figure RESULTS.md quotes, digit for digit."""
+    import subprocess
+    import sys
+
+    from fleetplan.benchmarks.headline import old_figure, replace_numbers
+
+    spec = HeadlineSpec.load(ROOT / "benchmarks" / "headline.yaml")
+    [row] = [row for row in spec.rows if row.id == row_id]
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "scripts" / argv[0]), *argv[1:]], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    cell, _ = old_figure(spec.results.read_text().split("\n"), row)
+    assert replace_numbers(cell, row, read_figure(row, done.stdout, done.stderr)) == cell
