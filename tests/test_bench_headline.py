@@ -345,3 +345,53 @@ def test_the_rows_readers_give_the_recorded_figures_from_the_committed_tables(ro
     assert done.returncode == 0, done.stderr
     cell, _ = old_figure(spec.results.read_text().split("\n"), row)
     assert replace_numbers(cell, row, read_figure(row, done.stdout, done.stderr)) == cell
+
+
+def _figures(*argv: str) -> dict:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "scripts" / "headline_figures.py"), *argv],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_readers_of_the_grid_the_optimum_the_duals_and_the_time_limits(tmp_path):
+    grid, paper = tmp_path / "runs", tmp_path / "paper"
+    paper.mkdir()
+    (paper / "analysis_allo_discrete.csv").write_text(
+        "workload,sc_policy,130\nopenb_pod_list_default,06-FGD,95.0\nopenb_pod_list_default,06-FGD,95.2\n"
+        "openb_pod_list_default,01-Random,86.0\nopenb_pod_list_cpu050,06-FGD,90.0\n")
+    grid.mkdir()
+    (grid / "summary.csv").write_text("trace,policy,seed,allocated_gpu_pct\ndefault,fgd,42,95.3\n"
+                                      "default,fgd,43,95.5\ndefault,random,42,86.5\ndefault,fgd-cpu-aware,42,99\n")
+    for seed in (42, 43):
+        (grid / "default" / "fgd" / str(seed)).mkdir(parents=True)
+        (grid / "default" / "fgd" / str(seed) / "run.json").write_text(json.dumps({"wall_s": 60.0}))
+    found = _figures("gpushare-grid", str(grid), str(paper))
+    # random: |86.5 - 86.0|; fgd: |95.4 - 95.1|; fgd-cpu-aware has no paper runs, cpu050 no runs of ours
+    assert found["largest_points"] == pytest.approx(0.5) and found["fgd_largest_points"] == pytest.approx(0.3)
+    assert found["traces"] == 1 and found["runs"] == 2 and found["grid_minutes"] >= 1.0
+
+    (tmp_path / "optimum.csv").write_text("trace,seed,arrived_gpu_pct,plan_gpu_pct,bound_gpu_pct,gap_points,wall_s\n"
+                                          "default,42,99.99,96.87,96.89,0.021,183.2\ndefault,43,99.99,96.9,96.91,0.01,19\n")
+    assert _figures("gpushare-optimum", str(tmp_path)) == {
+        "seeds": 2, "plan_min": 96.87, "plan_max": 96.9, "bound_min": 96.89, "bound_max": 96.91,
+        "gap_points_max": 0.021, "wall_s_min": 19.0, "wall_s_max": 183.2}
+
+    duals = tmp_path / "duals.jsonl"
+    duals.write_text("\n".join(json.dumps({"what": "duals", "jobs": 512, "solver": s, "added": a})
+                               for s, a in (("max-min-fairness", -0.021), ("max-throughput", 0.0))) + "\n")
+    assert _figures("duals", str(duals)) == {"added_pct_min": -2.1, "added_pct_max": 0.0, "solves": 2}
+
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("\n".join(json.dumps({"kind": k, "solver": s, "limit": limit, "wall": w, "cpu": c})
+                               for k, s, limit, w, c in (
+                                   ("simulate", "cluster", 2, 2.2, 0.7), ("simulate", "cluster", 2, 2.4, 0.7),
+                                   ("simulate", "cluster", 2, 2.3, 0.7), ("simulate", "mast", 5, 4.9, 3),
+                                   ("allocation", "las", 2, 3.0, 1.1), ("allocation", "fifo", 2, 2.0, 0.9),
+                                   ("allocation", "las", 5, 2.0, 2.0))) + "\n")
+    found = _figures("time-limits", str(runs))
+    assert found["simulate_over_s_max"] == pytest.approx(0.3)  # the median of the three cluster runs, 2.3 s
+    assert (found["allocation_2s_cpu_min"], found["allocation_2s_cpu_max"]) == (0.9, 1.1)
