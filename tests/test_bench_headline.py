@@ -313,6 +313,11 @@ def test_json_prints_the_rows_and_the_exit_code(folder, capsys):
     [row] = data["rows"]
     assert data["exit_code"] == 0 and row["id"] == "b" and row["new"] == [5.0, 50.0] and row["flagged"]
     assert row["change_pct"] == pytest.approx([25.0, 400.0]) and len(row["load"]) == 2
+    assert data["planned_minutes"] == 6 and data["skipped"] == [] and data["manual"] == []
+    assert main(["bench", "headline", "--spec", str(folder / "headline.yaml"), "--rows", "a", "b", "--json",
+                 "--max-minutes", "1"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [row["id"] for row in data["rows"]] == ["a"] and data["skipped"] == ["b"] and data["planned_minutes"] == 0.5
 
 
 def test_suite_flags_are_refused_with_headline(folder, capsys):

@@ -281,7 +281,8 @@ def handle_headline(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps({"rows": [
             {"id": o.row.id, "old": o.old, "new": o.new, "runs": o.runs, "change_pct": [c if math.isfinite(c) else None for c in o.changes] if o.new else None,
              "noise_pct": o.row.noise_pct, "flagged": o.flagged, "error": o.error, "load": o.load}
-            for o in outcomes], "exit_code": code}, allow_nan=False, default=str) + "\n")
+            for o in outcomes], "planned_minutes": total, "skipped": [row.id for row in too_long],
+            "manual": [row.id for row in manual], "exit_code": code}, allow_nan=False, default=str) + "\n")
     table = Table(title=f"{spec.source}: {len(rows)} rows", header_style="bold", title_justify="left")
     for name in ("row", "old figure", "new figure", "change", "", "load"):
         table.add_column(name)
