@@ -108,6 +108,7 @@ def test_rewrite_puts_the_figures_date_commit_and_load_in_the_table(folder):
     assert format_like("1,000", 1234.6) == "1,235" and format_like("0.18", 0.2) == "0.20"
     assert format_like("+2.8", 2.84) == "+2.8" and format_like("+0.3", -0.12) == "-0.1"
     assert format_like("-2", 0.4) == "0" and format_like("+1,000", 1500) == "+1,500"
+    assert format_like("826", 14349) == "14,349" and format_like("826", 9390) == "9390"
 
 
 def test_a_failed_or_silent_command_fails_its_row_only(folder):

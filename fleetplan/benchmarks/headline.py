@@ -285,11 +285,13 @@ def old_figure(lines: Sequence[str], row: HeadlineRow) -> tuple[str, list[float]
 
 
 def format_like(old: str, value: float) -> str:
-    """``value`` written as ``old`` is: the same decimals, thousands separators if it had them,
+    """``value`` written as ``old`` is: the same decimals, thousands separators if it had them
+    (or if the value has five digits or more before the point, as the results files write them),
     an explicit ``+`` if it had one (a difference: ``+2.8`` stays signed)."""
     decimals = len(old.split(".")[1]) if "." in old else 0
     sign = "+" if old.startswith("+") else ""
-    return f"{value:{sign},.{decimals}f}" if "," in old else f"{value:{sign}.{decimals}f}"
+    grouped = "," in old or abs(round(value, decimals)) >= 10_000
+    return f"{value:{sign},.{decimals}f}" if grouped else f"{value:{sign}.{decimals}f}"
 
 
 def replace_numbers(cell: str, row: HeadlineRow, values: Sequence[float]) -> str:
