@@ -52,9 +52,16 @@ def run(path: str, solver: str, limit: float | None, options: dict | None = None
     return row
 
 
+# The best plan known for each 100-table seed (benchmarks/results/placement.md, the `lns` section:
+# the lower of `fleetplan solve pK.json --solver mip-highs --time-limit 120` and `lns`'s plan).
+BEST_KNOWN = (14.3802, 11.3054, 10.9573, 17.4191, 22.3717, 5.8309, 14.3956, 16.6347, 6.6718, 16.1323)
+
+
 def seeds(args) -> None:
     folder = Path(args.folder)
     folder.mkdir(parents=True, exist_ok=True)
+    gaps: dict[str, list[float]] = {"hill-climb": [], "lns": []}
+    cpu: list[float] = []
     for k in range(10):
         path = folder / f"p100_{k}.json"
         if not path.exists():
@@ -65,6 +72,13 @@ def seeds(args) -> None:
             row = run(str(path), solver, limit)
             print(json.dumps({"seed": k, **{key: row[key] for key in ("solver", "status", "objective", "cpu_s",
                                                                       "wall_s", "load")}}), flush=True)
+            best = min(BEST_KNOWN[k], row["objective"])  # a plan better than the best known is the best known
+            gaps[solver].append(100 * (row["objective"] - best) / best)
+            if solver == "lns":
+                cpu.append(row["cpu_s"])
+    # the summary the headline reads: the worst seed's gap to the best known, and the CPU range
+    print(json.dumps({"lns_max_gap_pct": round(max(gaps["lns"]), 2), "lns_cpu_s": [min(cpu), max(cpu)],
+                      "hill_climb_max_gap_pct": round(max(gaps["hill-climb"]), 1)}), flush=True)
 
 
 def anytime(args) -> None:

@@ -50,8 +50,9 @@ def solve(servers: int, solver: str, limit: float, options: list[str]) -> None:
     cpu, wall = cpu_now(), time.perf_counter()
     result = fleetplan.solve(instance, solver, time_limit=limit, threads=threads, **chosen)
     gap = (result.objective - result.bound) / result.objective if result.bound is not None else None
+    above = "" if gap is None else f" ({100 * gap:.3f} % above the bound)"
     print(f"{servers} {solver} {chosen} threads {threads} limit {limit}: {result.status}, objective {result.objective}, "
-          f"bound {result.bound}, gap {gap}; {clock(cpu, wall)}")
+          f"bound {result.bound}, gap {gap}{above}; {clock(cpu, wall)}")
     for line in [line for line in result.log[:-8] if "Lagrangian" in line or "relaxation" in line] + result.log[-8:]:
         print("   ", line)
 

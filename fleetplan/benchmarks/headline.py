@@ -12,13 +12,26 @@ A spec (YAML, ``benchmarks/headline.yaml`` in the repository) lists the rows of 
         regex: '`fleetplan --help` \\| [0-9.]+ \\| ([0-9.]+) \\|'   # one number per group
         runs: 3                            # the figure is the median of the runs
         noise_pct: 15                      # a change beyond this is flagged
+        minutes: 0.5                       # the row's expected wall time, all its runs
+      - id: fgd-picture
+        row: "A figure read off a plot"
+        manual: "read off the paper's Figure 9 by eye"   # listed, never run
 
 A figure is one or more numbers. ``regex`` reads them from the command's output (stdout, then
 stderr), one per capture group of the first match; ``json`` is a list of keys (``a.b`` for
 nested ones) read from the last line of stdout that is a JSON object. The old figure is read
 from the row's second cell: the numbers of its first ``**bold**`` span (or of the cell), or the
 groups of ``old_regex`` when given. In ``command``, ``{python}`` is this Python, ``{tmp}`` a
-fresh temporary folder for the run, and ``$NAME`` an environment variable.
+fresh temporary folder for the run, and ``$NAME`` an environment variable. ``file`` (with
+``{tmp}`` in it) reads the figure from a file the command writes instead of its output: the
+whole file for ``regex``, its last JSON object line (or the whole file as one object) for ``json``.
+
+``minutes`` is a row's expected wall time for all its runs on the repository's 2-core machine
+(required for a row with a command): ``fleetplan bench headline`` prints the planned total
+before it starts and ``--max-minutes M`` skips the rows expected to take longer than M. A row
+no command can re-measure (a figure read off a picture, say) has ``manual: "why"`` instead of a
+command; it is listed and never run, so that :func:`uncovered_rows` (every headline row with an
+entry) can hold the spec to the whole table.
 
 :func:`run_rows` runs the commands (the 1-minute load average recorded before and after each
 row), :func:`rewrite` puts the new figures, the date, the commit and the load into the
@@ -55,7 +68,9 @@ from fleetplan.errors import InstanceError
 
 NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
 BOLD = re.compile(r"\*\*(.+?)\*\*")
-ROW_FIELDS = {"id", "row", "command", "regex", "json", "old_regex", "runs", "noise_pct", "timeout_s"}
+ROW_FIELDS = {"id", "row", "command", "regex", "json", "file", "old_regex", "runs", "noise_pct", "timeout_s",
+              "minutes", "manual"}
+MANUAL_FIELDS = {"id", "row", "manual"}
 SPEC_FIELDS = {"results", "workdir", "rows"}
 
 
@@ -65,18 +80,25 @@ class HeadlineRow:
 
     id: str
     row: str
-    command: str
+    command: str = ""
     regex: str | None = None
     json: tuple[str, ...] = ()
     old_regex: str | None = None
     runs: int = 3
     noise_pct: float = 10.0
     timeout_s: float = 3600.0
+    minutes: float = 0.0
+    file: str | None = None
+    manual: str | None = None
 
     @property
     def numbers(self) -> int:
         """How many numbers the figure has."""
         return re.compile(self.regex).groups if self.regex else len(self.json)
+
+    def planned_minutes(self, runs: int | None = None) -> float:
+        """The expected wall minutes for ``runs`` runs (default: the row's), scaled from ``minutes``."""
+        return 0.0 if self.manual else self.minutes * (runs or self.runs) / self.runs
 
 
 @dataclass(frozen=True)
@@ -145,13 +167,29 @@ class HeadlineSpec:
 
 def _row(item: Any, where: str, bad: Callable[[str, str], InstanceError]) -> HeadlineRow:
     if not isinstance(item, dict):
-        raise bad(where, "expected a mapping (id, row, command, regex or json, runs, noise_pct)")
+        raise bad(where, "expected a mapping (id, row, command, regex or json, runs, noise_pct, minutes)")
     unknown = sorted(set(item) - ROW_FIELDS)
     if unknown:
         raise bad(f"{where}.{unknown[0]}", f"unknown field (expected {', '.join(sorted(ROW_FIELDS))})")
+    if "manual" in item:
+        extra = sorted(set(item) - MANUAL_FIELDS)
+        if extra:
+            raise bad(f"{where}.{extra[0]}", "a `manual` row is never run: give only id, row and manual")
+        for name in ("id", "row", "manual"):
+            if not isinstance(item.get(name), str) or not item[name].strip():
+                raise bad(f"{where}.{name}", "required: a non-empty string" + (
+                    " (why no command can re-measure the row)" if name == "manual" else ""))
+        return HeadlineRow(id=item["id"], row=item["row"], manual=item["manual"])
     for name in ("id", "row", "command"):
         if not isinstance(item.get(name), str) or not item[name].strip():
             raise bad(f"{where}.{name}", "required: a non-empty string")
+    if "file" in item and (not isinstance(item["file"], str) or not item["file"].strip()):
+        raise bad(f"{where}.file", "expected the path of a file the command writes ({tmp}/NAME)")
+    minutes = item.get("minutes")
+    if minutes is None:
+        raise bad(f"{where}.minutes", "required: the row's expected wall minutes, all its runs")
+    if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or not 0 < minutes < float("inf"):
+        raise bad(f"{where}.minutes", "expected a finite number of minutes > 0")
     if ("regex" in item) == ("json" in item):
         raise bad(where, "give exactly one of `regex` (one number per group) and `json` (a list of keys)")
     for name in ("regex", "old_regex"):
@@ -179,7 +217,8 @@ def _row(item: Any, where: str, bad: Callable[[str, str], InstanceError]) -> Hea
             raise bad(f"{where}.{name}", "expected a finite number >= 0")
     row = HeadlineRow(id=item["id"], row=item["row"], command=item["command"], regex=item.get("regex"),
                       json=tuple(keys), old_regex=item.get("old_regex"), runs=runs,
-                      noise_pct=float(numbers["noise_pct"]), timeout_s=float(numbers["timeout_s"]))
+                      noise_pct=float(numbers["noise_pct"]), timeout_s=float(numbers["timeout_s"]),
+                      minutes=float(minutes), file=item.get("file"))
     if row.old_regex and re.compile(row.old_regex).groups != row.numbers:
         raise bad(f"{where}.old_regex", f"has {re.compile(row.old_regex).groups} groups, the figure "
                                         f"{row.numbers} numbers")
@@ -203,6 +242,24 @@ def find_line(lines: Sequence[str], row: HeadlineRow) -> int:
     return found[0]
 
 
+def headline_lines(lines: Sequence[str], heading: str = "Headline") -> list[int]:
+    """The indices of the table rows under the ``## Headline`` heading (header and rule left out)."""
+    found: list[int] = []
+    inside = False
+    for i, line in enumerate(lines):
+        if line.startswith("## "):
+            inside = line[3:].strip() == heading
+        elif inside and line.lstrip().startswith("|"):
+            found.append(i)
+    return found[2:]  # the header line and the |---| rule
+
+
+def uncovered_rows(lines: Sequence[str], spec: HeadlineSpec) -> list[str]:
+    """The first cells of the headline rows that no spec entry (command or ``manual``) names."""
+    return [cells(lines[i])[0] for i in headline_lines(lines)
+            if not any(cells(lines[i])[0].startswith(row.row) for row in spec.rows)]
+
+
 def figure_span(cell: str, row: HeadlineRow) -> list[tuple[int, int]]:
     """Where the old figure's numbers are in the figure cell: (start, end) of each."""
     if row.old_regex:
@@ -220,15 +277,21 @@ def figure_span(cell: str, row: HeadlineRow) -> list[tuple[int, int]]:
 
 
 def old_figure(lines: Sequence[str], row: HeadlineRow) -> tuple[str, list[float]]:
-    """The row's figure cell as written, and its numbers."""
+    """The row's figure cell as written, and its numbers (none for a ``manual`` row)."""
     cell = cells(lines[find_line(lines, row)])[1]
+    if row.manual:
+        return cell, []
     return cell, [float(cell[a:b].replace(",", "")) for a, b in figure_span(cell, row)]
 
 
 def format_like(old: str, value: float) -> str:
-    """``value`` written as ``old`` is: the same decimals, thousands separators if it had them."""
+    """``value`` written as ``old`` is: the same decimals, thousands separators if it had them
+    (or if the value has five digits or more before the point, as the results files write them),
+    an explicit ``+`` if it had one (a difference: ``+2.8`` stays signed)."""
     decimals = len(old.split(".")[1]) if "." in old else 0
-    return f"{value:,.{decimals}f}" if "," in old else f"{value:.{decimals}f}"
+    sign = "+" if old.startswith("+") else ""
+    grouped = "," in old or abs(round(value, decimals)) >= 10_000
+    return f"{value:{sign},.{decimals}f}" if grouped else f"{value:{sign}.{decimals}f}"
 
 
 def replace_numbers(cell: str, row: HeadlineRow, values: Sequence[float]) -> str:
@@ -304,21 +367,27 @@ def expand(command: str, tmp: str) -> list[str]:
 
 
 def read_figure(row: HeadlineRow, stdout: str, stderr: str) -> list[float]:
-    """The row's numbers from one run's output (ValueError when they are not there)."""
+    """The row's numbers from one run's output (ValueError when they are not there).
+
+    With ``row.file``, ``stdout`` is that file's text and ``stderr`` is empty."""
+    where = f"the file {row.file}" if row.file else "the output"
     if row.regex:
         for text in (stdout, stderr):
             match = re.search(row.regex, text)
             if match:
                 return [float(value.replace(",", "")) for value in match.groups()]
-        raise ValueError(f"the output does not match {row.regex!r}")
-    for line in reversed(stdout.strip().splitlines()):
+        raise ValueError(f"{where} does not match {row.regex!r}")
+    candidates = reversed(stdout.strip().splitlines())
+    if row.file:
+        candidates = [stdout, *candidates]  # a file may hold one indented JSON object
+    for text in candidates:
         try:
-            data = json.loads(line)
+            data = json.loads(text)
         except ValueError:
             continue
         if isinstance(data, dict):
             return [float(_key(data, key)) for key in row.json]
-    raise ValueError("no JSON object line on stdout")
+    raise ValueError(f"no JSON object line in {where}" if row.file else "no JSON object line on stdout")
 
 
 def _key(data: dict, key: str) -> Any:
@@ -332,40 +401,53 @@ def _key(data: dict, key: str) -> Any:
 
 def run_rows(spec: HeadlineSpec, rows: Sequence[HeadlineRow], runs: int | None = None,
              progress: Callable[[str], None] | None = None) -> list[RowOutcome]:
-    """Run each row's command ``runs`` times (default: the row's), read its figure, take medians."""
+    """Run each row's command ``runs`` times (default: the row's), read its figure, take medians.
+
+    ``manual`` rows are not run (and get no outcome)."""
     lines = spec.results.read_text().split("\n")
-    outcomes = [RowOutcome(row, *old_figure(lines, row)) for row in rows]
+    outcomes = [RowOutcome(row, *old_figure(lines, row)) for row in rows if not row.manual]
     for outcome in outcomes:
         row = outcome.row
         outcome.load.append(os.getloadavg()[0])
         for number in range(runs or row.runs):
+            started = time.perf_counter()
             with tempfile.TemporaryDirectory(prefix="fleetplan-headline-") as tmp:
-                started = time.perf_counter()
-                try:
-                    done = subprocess.run(expand(row.command, tmp), cwd=spec.workdir, capture_output=True,
-                                          text=True, timeout=row.timeout_s)
-                except InstanceError as error:  # an unset variable: this row cannot run, the others can
-                    outcome.error = error.reason
-                    break
-                except subprocess.TimeoutExpired:
-                    outcome.error = f"run {number + 1}: no answer within {row.timeout_s:g} s"
-                    break
-                except OSError as error:
-                    outcome.error = f"run {number + 1}: cannot run the command: {error}"
-                    break
-            if done.returncode != 0:
-                last = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
-                outcome.error = f"run {number + 1}: exit code {done.returncode}: {last}"
+                figure_or_error = _run_once(spec, row, tmp, number)
+            if isinstance(figure_or_error, str):
+                outcome.error = figure_or_error
                 break
-            try:
-                outcome.runs.append(read_figure(row, done.stdout, done.stderr))
-            except ValueError as error:
-                outcome.error = f"run {number + 1}: {error}"
-                break
+            outcome.runs.append(figure_or_error)
             if progress:
                 progress(f"{row.id} run {number + 1}: {outcome.runs[-1]} in {time.perf_counter() - started:.1f} s")
         outcome.load.append(os.getloadavg()[0])
     return outcomes
+
+
+def _run_once(spec: HeadlineSpec, row: HeadlineRow, tmp: str, number: int) -> list[float] | str:
+    """One run of the row's command in ``tmp``: its figure, or why there is none."""
+    try:
+        done = subprocess.run(expand(row.command, tmp), cwd=spec.workdir, capture_output=True,
+                              text=True, timeout=row.timeout_s)
+    except InstanceError as error:  # an unset variable: this row cannot run, the others can
+        return error.reason
+    except subprocess.TimeoutExpired:
+        return f"run {number + 1}: no answer within {row.timeout_s:g} s"
+    except OSError as error:
+        return f"run {number + 1}: cannot run the command: {error}"
+    if done.returncode != 0:
+        last = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
+        return f"run {number + 1}: exit code {done.returncode}: {last}"
+    stdout, stderr = done.stdout, done.stderr
+    if row.file:
+        path = Path(spec.workdir) / row.file.replace("{tmp}", tmp)
+        try:
+            stdout, stderr = path.read_text(), ""
+        except OSError as error:
+            return f"run {number + 1}: cannot read {row.file}: {error.strerror or error}"
+    try:
+        return read_figure(row, stdout, stderr)
+    except ValueError as error:
+        return f"run {number + 1}: {error}"
 
 
 def git_commit(folder: Path) -> str:

@@ -7,7 +7,7 @@
                           [--resume] [--repeats N] [--grace S] [--save-plans] [--no-report] [--no-plots]
                           [--json]
     fleetplan bench report DIR [--no-plots] [--json]
-    fleetplan bench headline [--spec FILE] [--rows ID ...] [--runs N] [--dry-run] [--write]
+    fleetplan bench headline [--spec FILE] [--rows ID ...] [--runs N] [--max-minutes M] [--dry-run] [--write]
 
 SUITE is a YAML file or the name of a bundled suite (``quick``, ``standard``, ``paper``).
 Errors in the suite or the arguments raise :class:`InstanceError` (one line, exit code 2; with
@@ -19,6 +19,8 @@ ended without a plan.
 (``benchmarks/headline.yaml``, :mod:`fleetplan.benchmarks.headline`) gives a command for, and
 prints each row's old and new figure, the change, and a flag when the change is beyond the row's
 noise band; ``--write`` puts the new figures, the date, the commit and the load into the table.
+It prints the planned total (the rows' expected ``minutes``) before it starts; ``--max-minutes M``
+skips the rows expected to take longer than M minutes; ``manual`` rows are listed, never run.
 Exit code 1 when a row's command failed or printed no figure.
 """
 
@@ -82,7 +84,10 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
                           help=f"the rows and their commands (default {HEADLINE_SPEC})")
     headline.add_argument("--rows", nargs="+", default=None, metavar="ID", help="only these rows of the spec")
     headline.add_argument("--runs", type=int, default=None, metavar="N", help="runs per row, overriding the spec")
-    headline.add_argument("--dry-run", action="store_true", help="print the commands and the old figures; run nothing")
+    headline.add_argument("--max-minutes", default=None, metavar="M",
+                          help="skip the rows expected to take longer than M minutes (the spec's `minutes`)")
+    headline.add_argument("--dry-run", action="store_true",
+                          help="print the rows, their minutes, commands and old figures; run nothing")
     headline.add_argument("--write", action="store_true",
                           help="put the new figures, the date, the commit and the load into the results file")
     bench.set_defaults(handler=handle)
@@ -99,7 +104,8 @@ def handle(args: argparse.Namespace) -> int:
     if args.suite == "headline":
         return handle_headline(args)
     given = [flag for flag, value in (("--spec", args.spec), ("--rows", args.rows), ("--runs", args.runs),
-                                      ("--dry-run", args.dry_run), ("--write", args.write)) if value]
+                                      ("--max-minutes", args.max_minutes), ("--dry-run", args.dry_run),
+                                      ("--write", args.write)) if value]
     if given:
         raise InstanceError(given[0], "only with `fleetplan bench headline`")
     if args.suite == "report":
@@ -178,6 +184,18 @@ def _print_summary(folder: Path, report: Path | None, exit_code: int, suite: str
     sys.stdout.write(json.dumps(json_safe(summary), indent=1, allow_nan=False) + "\n")
 
 
+def _max_minutes(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        minutes = float(value)
+    except ValueError:
+        minutes = float("nan")
+    if not 0 < minutes < float("inf"):
+        raise InstanceError("--max-minutes", f"expected a finite number of minutes > 0, got {value!r}")
+    return minutes
+
+
 def handle_headline(args: argparse.Namespace) -> int:
     """``fleetplan bench headline``: re-run the spec's rows, print old and new figures."""
     from fleetplan.benchmarks.headline import (
@@ -203,6 +221,7 @@ def handle_headline(args: argparse.Namespace) -> int:
         raise InstanceError("--runs", "must be at least 1")
     if args.dry_run and args.write:
         raise InstanceError("--write", "a dry run measures nothing to write")
+    max_minutes = _max_minutes(args.max_minutes)
     spec = HeadlineSpec.load(args.spec or HEADLINE_SPEC)
     rows = spec.select(args.rows)
     try:
@@ -214,36 +233,56 @@ def handle_headline(args: argparse.Namespace) -> int:
     olds = {row.id: old_figure(lines, row) for row in rows}  # every row found before anything runs
     if args.write and not os.access(spec.results, os.W_OK):
         raise InstanceError("--write", f"{spec.results} is not writable")
+    manual = [row for row in rows if row.manual]
+    too_long = [row for row in rows if not row.manual and max_minutes is not None
+                and row.planned_minutes(args.runs) > max_minutes]
+    planned = [row for row in rows if not row.manual and row not in too_long]
+    total = sum(row.planned_minutes(args.runs) for row in planned)
+    plan = f"planned: {len(planned)} rows, about {total:.1f} min"
+    if too_long:
+        plan += (f"; skipped, over --max-minutes {max_minutes:g}: "
+                 + ", ".join(f"{row.id} ({row.planned_minutes(args.runs):g} min)" for row in too_long))
+    if manual:
+        plan += f"; manual, never run: {', '.join(row.id for row in manual)}"
 
     from rich.table import Table
 
     console = make_console()
     if args.dry_run:
         table = Table(title=f"{spec.source}: {len(rows)} rows (dry run)", header_style="bold", title_justify="left")
-        for name in ("row", "old figure", "numbers", "runs", "noise", "command"):
+        for name in ("row", "old figure", "numbers", "runs", "noise", "minutes", "command"):
             table.add_column(name)
         for row in rows:
             cell, numbers = olds[row.id]
+            if row.manual:
+                table.add_row(row.id, cell, "-", "-", "-", "-", f"manual: {row.manual}")
+                continue
             try:
                 command = " ".join(expand(row.command, "{tmp}"))
             except InstanceError as error:  # the run would fail this row only
                 command = f"{row.command} ({error.reason})"
+            minutes = f"{row.planned_minutes(args.runs):g}" + (" (skipped)" if row in too_long else "")
             table.add_row(row.id, cell, " / ".join(f"{n:g}" for n in numbers), str(args.runs or row.runs),
-                          f"±{row.noise_pct:g}%", command)
+                          f"±{row.noise_pct:g}%", minutes, command)
         if args.json:
-            sys.stdout.write(json.dumps({"rows": [{"id": row.id, "old": olds[row.id][1], "command": row.command,
-                                                   "runs": args.runs or row.runs, "noise_pct": row.noise_pct}
-                                                  for row in rows], "exit_code": 0}) + "\n")
+            sys.stdout.write(json.dumps({"rows": [
+                {"id": row.id, "old": olds[row.id][1], "command": row.command or None, "manual": row.manual,
+                 "runs": None if row.manual else args.runs or row.runs, "noise_pct": row.noise_pct,
+                 "minutes": row.planned_minutes(args.runs), "skipped": row in too_long} for row in rows],
+                "planned_minutes": total, "exit_code": 0}) + "\n")
         else:
             console.print(table)
+            console.print(plan, markup=False, highlight=False)
         return 0
-    outcomes = run_rows(spec, rows, runs=args.runs, progress=lambda message: print(message, file=sys.stderr))
+    print(plan, file=sys.stderr)
+    outcomes = run_rows(spec, planned, runs=args.runs, progress=lambda message: print(message, file=sys.stderr))
     code = 1 if any(outcome.new is None for outcome in outcomes) else 0
     if args.json:
         sys.stdout.write(json.dumps({"rows": [
             {"id": o.row.id, "old": o.old, "new": o.new, "runs": o.runs, "change_pct": [c if math.isfinite(c) else None for c in o.changes] if o.new else None,
              "noise_pct": o.row.noise_pct, "flagged": o.flagged, "error": o.error, "load": o.load}
-            for o in outcomes], "exit_code": code}, allow_nan=False, default=str) + "\n")
+            for o in outcomes], "planned_minutes": total, "skipped": [row.id for row in too_long],
+            "manual": [row.id for row in manual], "exit_code": code}, allow_nan=False, default=str) + "\n")
     table = Table(title=f"{spec.source}: {len(rows)} rows", header_style="bold", title_justify="left")
     for name in ("row", "old figure", "new figure", "change", "", "load"):
         table.add_column(name)
