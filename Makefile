@@ -44,6 +44,7 @@ clean:
 	rm -rf $(VENV) $(GAVEL_VENV) build *.egg-info
 
 # Re-run the headline rows of benchmarks/RESULTS.md that benchmarks/headline.yaml gives a
-# command for (times: run it on a quiet machine; ROWS="id ..." for some of them).
+# command for (times: run it on a quiet machine; ROWS="id ..." for some of them,
+# MAX_MINUTES=M to skip the rows planned longer than M minutes).
 bench-headline: $(STAMP)
-	$(BIN)/fleetplan bench headline $(if $(ROWS),--rows $(ROWS))
+	$(BIN)/fleetplan bench headline $(if $(ROWS),--rows $(ROWS)) $(if $(MAX_MINUTES),--max-minutes $(MAX_MINUTES))
