@@ -209,6 +209,28 @@ def test_column_instance_has_the_validated_instance_arrays():
     assert again.model_dump() == instance.model_dump()
 
 
+def test_columns_from_the_arrays_pass_equal_the_fields_read_from_the_jobs():
+    # to_columns takes the optional numbers the arrays' pass kept as given; an instance whose
+    # arrays came from elsewhere has none kept and reads the job objects: the same columns.
+    data, _ = _generated(40, seed=3)
+    for k, job in enumerate(data["jobs"]):
+        job["isolated_time_elapsed"] = None if k % 3 else 5.0 * k
+        if k % 4 == 0:
+            job["steps_left"], job["slo_hours"] = 1000.0 + k, 2.0 + k
+    read = instance_from_data(data, "instance")
+    read.arrays()
+    kept = to_columns(read)
+    again = instance_from_data(data, "instance")
+    again.arrays()
+    again._given = None
+    from_jobs = to_columns(again)
+    for name in ("steps_left", "arrival_time", "time_elapsed", "isolated_time_elapsed", "slo_hours", "weight"):
+        assert np.array_equal(getattr(kept, name), getattr(from_jobs, name), equal_nan=True), name
+    assert np.isnan(kept.slo_hours).sum() == sum(job.get("slo_hours") is None for job in data["jobs"])
+    assert np.isnan(kept.isolated_time_elapsed).sum() == 26
+    assert list(kept.job_type) == list(from_jobs.job_type) and list(kept.entity) == list(from_jobs.entity)
+
+
 def test_column_instance_from_a_dataframe_with_per_type_columns():
     pd = pytest.importorskip("pandas")
     frame = pd.DataFrame({"id": ["a", "b", "c"], "throughput_v100": [4.0, 2.0, None],

@@ -215,6 +215,11 @@ class AllocationInstance(InstanceBase):
                                  "printed beside the fleet's cost")
 
     _arrays: AllocationArrays | None = PrivateAttr(default=None)
+    # The optional number fields as given (NaN: not given), read by the arrays' pass over the
+    # jobs: what the arrays keep of them is filled in (slo_seconds, the isolated time), and a
+    # session's columns (:func:`~fleetplan.instances.allocation.columns.to_columns`) want them
+    # as given, without a second pass over 16,384 job objects (8 ms).
+    _given: dict[str, np.ndarray] | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _check_references(self, info: ValidationInfo) -> AllocationInstance:
@@ -315,6 +320,7 @@ class AllocationInstance(InstanceBase):
         old = previous.arrays()  # built once for the base of many changes, then shared
         if [t.name for t in self.worker_types] != old.worker_types:
             return
+        self._given = previous._given
         self._arrays = replace(
             old, num_workers=np.array([t.count for t in self.worker_types], dtype=float),
             cost_per_hour=np.array([t.cost_per_hour for t in self.worker_types], dtype=float))
@@ -339,6 +345,7 @@ class AllocationInstance(InstanceBase):
             elapsed = np.array(elapsed, dtype=float)
             isolated, slo = np.array(isolated, dtype=float), np.array(slo, dtype=float)
             colocation_class, colocation_throughput = self._colocation_arrays(types)
+            self._given = {"arrival_time": arrival, "isolated_time_elapsed": isolated, "slo_hours": slo}
             self._arrays = AllocationArrays(
                 job_ids=list(ids),
                 worker_types=types,
