@@ -432,9 +432,69 @@ class AllocationPlan(PlanBase):
     # The solver's matrix, kept for the judging that follows the solve (its list-of-lists copy
     # is 1 ms to read back at 10,000 jobs, a scheduler round's tenth); used once, then dropped.
     _solver_matrix: np.ndarray | None = PrivateAttr(default=None)
+    # A plan made by from_matrix holds no rows until ``allocation`` is read (or the plan is
+    # dumped, compared, copied or pickled): this matrix, cleaned, is what they are made of. A
+    # what-if or marginal-values re-solve reads only the judge's numbers, and 16,384 rows of
+    # Python floats cost 3 ms to make and more to free (a quarter of such a re-solve).
+    _pending_rows: np.ndarray | None = PrivateAttr(default=None)
 
     def drop_solver_arrays(self) -> None:
         self._solver_matrix = None
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only when ``allocation`` is not in the instance's dict: a lazy plan's rows.
+        if name == "allocation":
+            pending = (self.__pydantic_private__ or {}).get("_pending_rows")
+            if pending is not None:
+                rows = _rows(pending)
+                # In the fields' order, as an eager plan's dict (its repr, dict(plan)) has them.
+                values = self.__dict__
+                ordered = {field: rows if field == "allocation" else values[field]
+                           for field in type(self).model_fields if field in values or field == "allocation"}
+                values.clear()
+                values.update(ordered)
+                self._pending_rows = None
+                return rows
+        return super().__getattr__(name)
+
+    def materialise(self) -> AllocationPlan:
+        """Make the rows now (a plan from :meth:`from_matrix` makes them when first read); returns
+        the plan. Every public way of reading a plan — its fields, dumps, comparison, copies,
+        pickles — does this itself."""
+        if "allocation" not in self.__dict__:
+            self.allocation  # noqa: B018  (the read makes the rows)
+        return self
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
+        return super(AllocationPlan, self.materialise()).model_dump(**kwargs)
+
+    def model_dump_json(self, **kwargs: Any) -> str:
+        return super(AllocationPlan, self.materialise()).model_dump_json(**kwargs)
+
+    def model_copy(self, **kwargs: Any) -> AllocationPlan:
+        return super(AllocationPlan, self.materialise()).model_copy(**kwargs)
+
+    def __eq__(self, other: object) -> bool:
+        # The fields decide (BaseModel's also compares the private arrays, which are caches of
+        # them, and an array refuses to be a truth value).
+        if not isinstance(other, AllocationPlan):
+            return NotImplemented
+        return type(self) is type(other) and self.materialise().__dict__ == other.materialise().__dict__
+
+    def __iter__(self) -> Any:
+        return super(AllocationPlan, self.materialise()).__iter__()
+
+    def __repr_args__(self) -> Any:
+        return super(AllocationPlan, self.materialise()).__repr_args__()
+
+    def __getstate__(self) -> dict[Any, Any]:
+        return super(AllocationPlan, self.materialise()).__getstate__()
+
+    def __copy__(self) -> AllocationPlan:
+        return super(AllocationPlan, self.materialise()).__copy__()
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> AllocationPlan:
+        return super(AllocationPlan, self.materialise()).__deepcopy__(memo)
 
     @model_validator(mode="after")
     def _check_shape(self) -> AllocationPlan:
@@ -472,11 +532,13 @@ class AllocationPlan(PlanBase):
                 pairs.append(PairAllocation.model_construct(
                     jobs=[arrays.job_ids[a], arrays.job_ids[b]], allocation=pair_clean[k].tolist()))
         plan = cls.model_construct(
+            _fields_set={"kind", "schema_version", "solver", "options", "policy", "job_ids", "worker_types",
+                         "allocation", "pairs"},
             kind=KIND, schema_version=1, solver=solver, options=dict(options or {}), policy=policy,
-            job_ids=list(arrays.job_ids), worker_types=list(arrays.worker_types),
-            allocation=_rows(clean), pairs=pairs,
+            job_ids=list(arrays.job_ids), worker_types=list(arrays.worker_types), pairs=pairs,
         )
         plan._solver_matrix = clean
+        plan._pending_rows = clean  # the rows, made when read (see _pending_rows)
         return plan
 
     def to_frame(self, instance: AllocationInstance) -> Any:
@@ -528,6 +590,9 @@ class AllocationPlan(PlanBase):
         the nested lists, a large part of the judge at 10,000 jobs (benchmarks/results/allocation.md,
         "What reading an allocation costs beside solving it")."""
         n, k = len(self.job_ids), len(self.worker_types)
+        pending = self._pending_rows if "allocation" not in self.__dict__ else None
+        if pending is not None:  # the rows not made yet: the matrix they would be made of
+            return pending.copy()
         if len(self.allocation) != n or (n and set(map(len, self.allocation)) != {k}):
             return np.asarray(self.allocation, dtype=float).reshape(n, k)  # the shape check's own error
         return np.fromiter(itertools.chain.from_iterable(self.allocation), dtype=float, count=n * k).reshape(n, k)
