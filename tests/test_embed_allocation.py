@@ -433,3 +433,26 @@ def test_sessions_in_threads_answer_as_alone():
         thread.join()
     assert not errors, errors
     assert together == alone
+
+
+def test_new_worker_counts_keep_what_they_cannot_change_and_rebuild_what_they_can():
+    # Jobs of scale factor 1 and 3: counts that stay on one side of 3 keep which types each job
+    # fits (carried over); a count crossing it changes them (rebuilt). Either way the arrays are
+    # those of the instance built afresh, and the judge's numbers those of a cold solve.
+    session = AllocationSession({"v100": 4, "k80": 4}, {
+        "id": ["a", "b", "c", "d"], "throughput": np.array([[4.0, 1.0], [2.0, 1.5], [3.0, 0.0], [1.0, 2.0]]),
+        "scale_factor": np.array([1, 3, 1, 3])}, solver="max-min-fairness")
+    session.solve()
+    first = session.instance().arrays()
+    for counts, carried in (({"v100": 5}, True), ({"k80": 2}, False), ({"k80": 1}, True), ({"k80": 3}, False)):
+        session.set_workers(counts)
+        result = session.solve()
+        arrays = session.instance().arrays()
+        fresh = instance_from_data(session.instance().model_dump(), "fresh")
+        assert (arrays.__dict__.get("runnable") is first.runnable) == carried, counts
+        assert np.array_equal(arrays.runnable, fresh.arrays().runnable)
+        assert np.array_equal(arrays.fastest_throughput, fresh.arrays().fastest_throughput)
+        assert np.array_equal(arrays.isolated_throughput, fresh.arrays().isolated_throughput)
+        cold = fleetplan.solve(fresh, "max-min-fairness")
+        assert result.evaluation.metrics == pytest.approx(cold.evaluation.metrics, rel=1e-9, abs=1e-12)
+        first = arrays
