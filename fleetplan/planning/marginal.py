@@ -231,6 +231,7 @@ def allocation_warm_solver(instance: Any, solver: str | None, *, time_limit: flo
     instance is the first round, and every later round starts warm from the base's prices (not
     from the round before: the answers then do not depend on the order the units run in)."""
     from fleetplan.embed.allocation import AllocationSession
+    from fleetplan.instances.allocation.evaluate import metrics_only
 
     session = AllocationSession.from_instance(instance, solver=solver, time_limit=time_limit, seed=seed,
                                               threads=threads, **options)
@@ -240,12 +241,13 @@ def allocation_warm_solver(instance: Any, solver: str | None, *, time_limit: flo
         nonlocal base_hints
         counts = trial.counts if isinstance(trial, WorkerCounts) else {w.name: w.count for w in trial.worker_types}
         session.set_workers(counts)
-        if base_hints is not None:
-            session.start_from(base_hints)
-        result = session.solve()
-        if base_hints is None:
+        if base_hints is None:  # the base: judged in full (what binds reads its per-job table)
+            result = session.solve()
             base_hints = session.warm_start()
-        return result
+            return result
+        session.start_from(base_hints)
+        with metrics_only():  # a unit's re-solve: only its numbers are read
+            return session.solve()
 
     return solve
 
