@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -463,7 +464,7 @@ def to_columns(instance: AllocationInstance) -> JobColumns:
         return np.array([getattr(job, name) for job in jobs], dtype=float)
 
     def text(name: str) -> np.ndarray | None:
-        values = [getattr(job, name) for job in jobs]
+        values = list(map(attrgetter(name), jobs))  # no Python frame per job (a comprehension's)
         return None if values.count(None) == len(values) else np.array(values, dtype=object)
 
     return JobColumns(
