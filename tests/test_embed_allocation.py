@@ -25,6 +25,7 @@ from fleetplan.instances.allocation import AllocationParams, generated_instance_
 from fleetplan.instances.allocation.columns import (
     ColumnAllocationInstance,
     from_columns,
+    job_arrays,
     to_columns,
 )
 from fleetplan.instances.base import parse_json_text, to_json_text
@@ -456,3 +457,17 @@ def test_new_worker_counts_keep_what_they_cannot_change_and_rebuild_what_they_ca
         cold = fleetplan.solve(fresh, "max-min-fairness")
         assert result.evaluation.metrics == pytest.approx(cold.evaluation.metrics, rel=1e-9, abs=1e-12)
         first = arrays
+
+
+def test_a_session_from_an_instance_starts_from_its_arrays_on_its_own_columns():
+    data, instance = _generated(30, seed=4)
+    fleetplan.solve(instance, "max-min-fairness")  # the instance has read its arrays
+    session = AllocationSession.from_instance(instance, solver="max-min-fairness")
+    mine, fresh = session.instance().arrays(), job_arrays(session.columns, session._types, session._colocations)
+    assert mine.throughput is session.columns.throughput and not mine.throughput.flags.writeable
+    assert mine.runnable is instance.arrays().runnable  # read once, by the solve above
+    for name in ("throughput", "scale_factor", "weight", "num_workers", "cost_per_hour", "steps_left", "time_elapsed",
+                 "isolated_time_elapsed", "slo_seconds", "arrival_rank", "colocation_class", "colocation_throughput",
+                 "runnable", "isolated_throughput", "fastest_throughput"):
+        assert np.array_equal(getattr(mine, name), getattr(fresh, name), equal_nan=True), name
+    assert session.solve().evaluation.metrics == fleetplan.solve(instance, "max-min-fairness").evaluation.metrics

@@ -99,6 +99,14 @@ def owned(columns: JobColumns) -> JobColumns:
     return JobColumns(**copies)
 
 
+def _carry(source: AllocationArrays, target: AllocationArrays, names: Sequence[str]) -> None:
+    """Hand ``target`` the readings ``source`` has made already of ``names`` (cached properties
+    the caller knows to be the same for both)."""
+    for name in names:
+        if name in source.__dict__:  # functools.cached_property's own slot
+            target.__dict__[name] = source.__dict__[name]
+
+
 def _no_nan_throughput(changes: Mapping[str, Any], types: list[str]) -> None:
     """An update's throughputs: NaN is refused (in new columns it means "cannot run there";
     in a change, where a missing value means "unchanged", it is a bad measurement)."""
@@ -173,6 +181,12 @@ class AllocationSession:
                       name=kwargs.pop("name", instance.name), **kwargs)
         session._columns = owned(to_columns(instance))  # validated with the instance
         session._ids = set(session._columns.id.tolist())
+        # The instance's arrays (to_columns read them) are the first round's, on the session's own
+        # read-only throughput table: built once, with whatever the instance has read of them
+        # already (which types each job fits, its isolated share: a solve of it read them).
+        session._arrays = replace(instance.arrays(), throughput=session._columns.throughput,
+                                  weight=session._columns.weight)
+        _carry(instance.arrays(), session._arrays, ("runnable", "fastest_throughput", "isolated_throughput"))
         return session
 
     # --- what the session holds -------------------------------------------------------------
@@ -225,18 +239,19 @@ class AllocationSession:
         types: 0.5 ms of rebuilding and 1.4 ms of the judge's and the solver's reading, each
         re-solve)."""
         last, types = self._arrays, self._types
+        counts = np.array([t.count for t in types], dtype=float)
+        prices = np.array([t.cost_per_hour for t in types], dtype=float)
         if last is None:
             arrays = job_arrays(self._columns, types, self._colocations)
+        elif np.array_equal(counts, last.num_workers) and np.array_equal(prices, last.cost_per_hour):
+            arrays = last  # the cluster is back as it was (a what-if's base, solved again)
         else:
-            arrays = replace(last, num_workers=np.array([t.count for t in types], dtype=float),
-                             cost_per_hour=np.array([t.cost_per_hour for t in types], dtype=float))
+            arrays = replace(last, num_workers=counts, cost_per_hour=prices)
             scales = np.unique(last.scale_factor)
-            same_fit = np.array_equal(np.searchsorted(scales, last.num_workers, side="right"),
-                                      np.searchsorted(scales, arrays.num_workers, side="right"))
-            if same_fit:  # every job fits the same types: the same cells, the same fastest type
-                for name in ("runnable", "fastest_throughput"):
-                    if name in last.__dict__:  # functools.cached_property's own slot
-                        arrays.__dict__[name] = last.__dict__[name]
+            if np.array_equal(np.searchsorted(scales, last.num_workers, side="right"),
+                              np.searchsorted(scales, counts, side="right")):
+                # Every job fits the same types: the same cells, the same fastest type.
+                _carry(last, arrays, ("runnable", "fastest_throughput"))
         self._arrays = arrays
         return arrays
 

@@ -241,20 +241,27 @@ def allocation_warm_solver(instance: Any, solver: str | None, *, time_limit: flo
         nonlocal base_hints
         counts = trial.counts if isinstance(trial, WorkerCounts) else {w.name: w.count for w in trial.worker_types}
         session.set_workers(counts)
-        if base_hints is None:  # the base: judged in full (what binds reads its per-job table)
+        if base_hints is not None:
+            session.start_from(base_hints)
+        # Only the numbers of each plan are read (what binds judges the base again for its
+        # per-job table, in the rare call where no unit moves the objective).
+        with metrics_only():
             result = session.solve()
+        if base_hints is None:
             base_hints = session.warm_start()
-            return result
-        session.start_from(base_hints)
-        with metrics_only():  # a unit's re-solve: only its numbers are read
-            return session.solve()
+        return result
 
     return solve
 
 
 def allocation_binds(instance: Any, base: Any) -> list[str]:
     """Allocation: jobs already at full time, types no job can use, SLO rows that bind."""
-    jobs = base.evaluation.breakdown.get("jobs", {})
+    jobs = base.evaluation.breakdown.get("jobs")
+    if jobs is None and base.plan is not None:  # judged for its numbers only (marginal_values)
+        from fleetplan.instances import evaluate
+
+        jobs = evaluate(instance, base.plan).breakdown.get("jobs")
+    jobs = jobs or {}
     reasons: list[str] = []
     shares = np.asarray(jobs.get("time_share", []), dtype=float)
     full = [job for job, share in zip(jobs.get("id", []), shares, strict=True) if share >= 1 - 1e-6]
