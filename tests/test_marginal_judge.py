@@ -50,3 +50,17 @@ def test_marginal_values_name_jobs_at_full_time_from_the_base_plan():
     values = fleetplan.marginal_values(instance, "max-throughput", workers=1)
     assert all(value.more["objective"] == 0.0 for value in values.values)
     assert values.binds == ["2 job(s) already run 100% of the time (a, b): more GPUs cannot speed them"]
+
+
+def test_row_sums_and_maxima_are_numpys_to_the_bit():
+    from fleetplan.instances.allocation import row_max, row_sums
+
+    rng = np.random.default_rng(0)
+    for rows in (0, 1, 2, 7, 9, 100, 4097):
+        for columns in range(0, 10):
+            values = rng.uniform(0, 1, (rows, columns)) * 10.0 ** rng.uniform(-6, 6, (rows, columns))
+            if rows and columns:
+                values[0, 0], values[-1, -1] = -0.0, np.nan
+            assert np.array_equal(row_sums(values), values.sum(axis=1), equal_nan=True), (rows, columns)
+            if columns:
+                assert np.array_equal(row_max(values), values.max(axis=1), equal_nan=True), (rows, columns)

@@ -19,6 +19,7 @@ from fleetplan.instances.allocation import (
     AllocationArrays,
     AllocationInstance,
     AllocationPlan,
+    row_sums,
 )
 from fleetplan.instances.allocation.hierarchical import with_water_filling_policies
 from fleetplan.instances.allocation.objectives import POLICY_OBJECTIVES, PlanView, min_makespan
@@ -29,7 +30,7 @@ def effective_throughput(instance: AllocationInstance, matrix: np.ndarray,
                          pair_jobs: np.ndarray | None = None, pair_matrix: np.ndarray | None = None) -> np.ndarray:
     """throughput(m, X) = sum_j T[m, j] X[m, j], plus what m earns in pairs (Gavel §3.1)."""
     arrays = instance.arrays()
-    throughput = (arrays.throughput * matrix).sum(axis=1)
+    throughput = row_sums(arrays.throughput * matrix)
     if pair_jobs is not None and len(pair_jobs):
         earned = (arrays.pair_throughput(pair_jobs[:, 0], pair_jobs[:, 1]) * pair_matrix[:, :, None]).sum(axis=1)
         np.add.at(throughput, pair_jobs[:, 0], earned[:, 0])
@@ -218,7 +219,7 @@ STARVED_TIME_SHARE = 1e-6
 
 def _time_share(matrix: np.ndarray, pair_jobs: np.ndarray, pair_matrix: np.ndarray) -> np.ndarray:
     """The fraction of wall-clock time each job holds GPUs (its pair rows included)."""
-    time_share = matrix.sum(axis=1)
+    time_share = row_sums(matrix)
     if len(pair_jobs):
         pair_sum = pair_matrix.sum(axis=1)
         np.add.at(time_share, pair_jobs[:, 0], pair_sum)
