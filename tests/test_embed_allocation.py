@@ -471,3 +471,22 @@ def test_a_session_from_an_instance_starts_from_its_arrays_on_its_own_columns():
                  "runnable", "isolated_throughput", "fastest_throughput"):
         assert np.array_equal(getattr(mine, name), getattr(fresh, name), equal_nan=True), name
     assert session.solve().evaluation.metrics == fleetplan.solve(instance, "max-min-fairness").evaluation.metrics
+
+
+@pytest.mark.parametrize("counts, message", [
+    ({"v100": -1}, r"worker_types\[0\]\.count"), ({"v100": True}, r"worker_types\[0\]\.count"),
+    ({"v100": 1.5}, r"worker_types\[0\]\.count"), ({"v100": 0, "k80": 0}, "no workers"),
+    ({"k80": 0}, "job 'b' could run on no worker type"), ({"v100": 1}, "job 'c' could run on no worker type"),
+    ({"v100": np.int64(1)}, "valid integer")])
+def test_new_counts_are_refused_as_the_schema_refuses_them(counts, message):
+    # Plain whole counts take a short path; anything else goes through the file schema, and a
+    # count that leaves a job no type (crossing its scale factor) is refused either way.
+    session = AllocationSession({"v100": 2, "k80": 2}, {
+        "id": ["a", "b", "c"], "throughput": [[4.0, 1.0], [0.0, 1.5], [2.0, 0.0]], "scale_factor": [1, 1, 2]})
+    with pytest.raises(InstanceError, match=message):
+        session.set_workers(counts)
+    assert session.workers == {"v100": 2, "k80": 2}
+    with pytest.raises(InstanceError, match="valid integer"):  # the schema is strict: no numpy integer
+        session.set_workers({"v100": np.int64(3)})
+    session.set_workers({"v100": 3, "k80": 1})
+    assert session.workers == {"v100": 3, "k80": 1} and session.solve().status == "optimal"
