@@ -224,8 +224,10 @@ def _known_distinct(array: Any) -> bool:
 
 def _remember_distinct(array: Any) -> None:
     if _unchangeable(array):
-        for key in [key for key, known in _DISTINCT.items() if known() is None]:
-            del _DISTINCT[key]
+        # A copy of the items and pop(): sessions in other threads may add and drop at once.
+        for key, known in list(_DISTINCT.items()):
+            if known() is None:
+                _DISTINCT.pop(key, None)
         _DISTINCT[id(array)] = weakref.ref(array)
 
 
