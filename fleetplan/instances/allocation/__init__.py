@@ -25,7 +25,6 @@ Example
 
 from __future__ import annotations
 
-import gc
 import itertools
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -41,6 +40,7 @@ from fleetplan.instances.allocation.generator import (  # noqa: F401  (re-export
     gavel_throughputs,
     generated_instance_data,
 )
+from fleetplan.instances.allocation.rows import LazyRows, row_max, row_sums, rows_of  # noqa: F401  (re-exported)
 from fleetplan.instances.base import InstanceBase, InstanceError, PlanBase, StrictModel
 
 KIND = "allocation"
@@ -96,37 +96,6 @@ class Entity(StrictModel):
     id: str = Field(min_length=1)
     weight: float = Field(default=1.0, gt=0)
     policy: Literal["fairness", "fifo"] = "fairness"
-
-
-# Rows at most this long are summed column by column (see row_sums).
-SHORT_ROW = 7
-
-
-def row_sums(values: np.ndarray) -> np.ndarray:
-    """``values.sum(axis=1)`` of a (jobs, types) table, the same numbers: numpy reduces a row
-    shorter than 8 from the left, one strided pass per job, and added column by column it is
-    the same sums in 8 times less time (0.03 ms against 0.27 at 16,384 x 4; the judge sums
-    four such tables). Longer rows go to numpy (its pairwise sums from 8 on).
-
-    >>> row_sums(np.array([[1.0, 2.0, 3.0], [0.5, 0.25, 0.0]])).tolist()
-    [6.0, 0.75]
-    """
-    if values.ndim != 2 or not 0 < values.shape[1] <= SHORT_ROW:
-        return values.sum(axis=1)
-    total = values[:, 0].copy()
-    for column in range(1, values.shape[1]):
-        total += values[:, column]
-    return total
-
-
-def row_max(values: np.ndarray) -> np.ndarray:
-    """``values.max(axis=1)`` (NaN propagates as there), column by column: see :func:`row_sums`."""
-    if values.ndim != 2 or not 0 < values.shape[1] <= SHORT_ROW:
-        return values.max(axis=1)
-    top = values[:, 0].copy()
-    for column in range(1, values.shape[1]):
-        np.maximum(top, values[:, column], out=top)
-    return top
 
 
 @dataclass(frozen=True)
@@ -421,19 +390,6 @@ _JOB_FIELDS = attrgetter("id", "throughput", "scale_factor", "weight", "steps_le
                          "isolated_time_elapsed", "slo_hours")
 
 
-def _rows(matrix: np.ndarray) -> list[list[float]]:
-    """``matrix.tolist()`` with the cyclic garbage collector paused: the rows are lists of floats
-    (no cycle to find), and the collections their making triggers took three quarters of the
-    time (0.52 s against 0.14 s for 10^6 x 3)."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return matrix.tolist()
-    finally:
-        if collecting:
-            gc.enable()
-
-
 def _unique(values: list[str], field: str, key: str) -> list[str]:
     seen: set[str] = set()
     for index, value in enumerate(values):
@@ -450,7 +406,7 @@ class PairAllocation(StrictModel):
     allocation: list[float] = Field(description="time fraction of the pair on each worker type")
 
 
-class AllocationPlan(PlanBase):
+class AllocationPlan(LazyRows, PlanBase):
     """Gavel's allocation matrix: ``allocation[m][j]`` is job m's time fraction on type j;
     ``pairs`` (space sharing) adds rows for job pairs running together."""
 
@@ -464,68 +420,12 @@ class AllocationPlan(PlanBase):
     # is 1 ms to read back at 10,000 jobs, a scheduler round's tenth); used once, then dropped.
     _solver_matrix: np.ndarray | None = PrivateAttr(default=None)
     # A plan made by from_matrix holds no rows until ``allocation`` is read (or the plan is
-    # dumped, compared, copied or pickled): this matrix, cleaned, is what they are made of. A
-    # what-if or marginal-values re-solve reads only the judge's numbers, and 16,384 rows of
-    # Python floats cost 3 ms to make and more to free (a quarter of such a re-solve).
+    # dumped, compared, copied or pickled): this matrix, cleaned, is what they are made of
+    # (:class:`~fleetplan.instances.allocation.rows.LazyRows`).
     _pending_rows: np.ndarray | None = PrivateAttr(default=None)
 
     def drop_solver_arrays(self) -> None:
         self._solver_matrix = None
-
-    def __getattr__(self, name: str) -> Any:
-        # Called only when ``allocation`` is not in the instance's dict: a lazy plan's rows.
-        if name == "allocation":
-            pending = (self.__pydantic_private__ or {}).get("_pending_rows")
-            if pending is not None:
-                rows = _rows(pending)
-                # In the fields' order, as an eager plan's dict (its repr, dict(plan)) has them.
-                values = self.__dict__
-                ordered = {field: rows if field == "allocation" else values[field]
-                           for field in type(self).model_fields if field in values or field == "allocation"}
-                values.clear()
-                values.update(ordered)
-                self._pending_rows = None
-                return rows
-        return super().__getattr__(name)
-
-    def materialise(self) -> AllocationPlan:
-        """Make the rows now (a plan from :meth:`from_matrix` makes them when first read); returns
-        the plan. Every public way of reading a plan — its fields, dumps, comparison, copies,
-        pickles — does this itself."""
-        if "allocation" not in self.__dict__:
-            self.allocation  # noqa: B018  (the read makes the rows)
-        return self
-
-    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
-        return super(AllocationPlan, self.materialise()).model_dump(**kwargs)
-
-    def model_dump_json(self, **kwargs: Any) -> str:
-        return super(AllocationPlan, self.materialise()).model_dump_json(**kwargs)
-
-    def model_copy(self, **kwargs: Any) -> AllocationPlan:
-        return super(AllocationPlan, self.materialise()).model_copy(**kwargs)
-
-    def __eq__(self, other: object) -> bool:
-        # The fields decide (BaseModel's also compares the private arrays, which are caches of
-        # them, and an array refuses to be a truth value).
-        if not isinstance(other, AllocationPlan):
-            return NotImplemented
-        return type(self) is type(other) and self.materialise().__dict__ == other.materialise().__dict__
-
-    def __iter__(self) -> Any:
-        return super(AllocationPlan, self.materialise()).__iter__()
-
-    def __repr_args__(self) -> Any:
-        return super(AllocationPlan, self.materialise()).__repr_args__()
-
-    def __getstate__(self) -> dict[Any, Any]:
-        return super(AllocationPlan, self.materialise()).__getstate__()
-
-    def __copy__(self) -> AllocationPlan:
-        return super(AllocationPlan, self.materialise()).__copy__()
-
-    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> AllocationPlan:
-        return super(AllocationPlan, self.materialise()).__deepcopy__(memo)
 
     @model_validator(mode="after")
     def _check_shape(self) -> AllocationPlan:
