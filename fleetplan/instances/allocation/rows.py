@@ -59,7 +59,12 @@ class LazyRows:
     field is first read, and every public way of reading the model — its fields, dumps,
     comparison, copies, pickles, repr — reads them. A what-if or marginal-values re-solve reads
     only the judge's numbers, and 16,384 rows of Python floats cost 3 ms to make and more to
-    free (a quarter of such a re-solve)."""
+    free (a quarter of such a re-solve).
+
+    One way does not: another pydantic model holding such a model as a field serialises the
+    field from its dict (a wrap serializer here would cover it, but would blank the model's
+    serialization schema), so call :meth:`materialise` before nesting one (nothing in fleetplan
+    nests a plan: a ``SolveResult`` is a dataclass that dumps its plan itself)."""
 
     lazy_field: ClassVar[str] = "allocation"
 
