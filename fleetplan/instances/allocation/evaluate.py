@@ -61,8 +61,9 @@ def _violations(instance: AllocationInstance, matrix: np.ndarray, pair_jobs: np.
     tol = FEASIBILITY_TOLERANCE
     found: list[Violation] = []
     # The whole-matrix tests first: a solver's plan breaks none, and np.argwhere is a pass more.
-    if matrix.min(initial=0.0) < -tol:
-        for m, j in np.argwhere(matrix < -tol)[:20]:
+    negative = matrix < -tol
+    if negative.any():
+        for m, j in np.argwhere(negative)[:20]:
             found.append(Violation(constraint="non_negative", where=f"{arrays.job_ids[m]}/{arrays.worker_types[j]}",
                                    amount=float(-matrix[m, j]), message="time fraction below 0"))
     cannot_run = (matrix > tol) & (arrays.throughput <= 0)
