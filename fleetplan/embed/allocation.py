@@ -21,7 +21,9 @@ What a round pays for is the change, not the whole problem:
 * **checks of the change only** — new or changed rows are checked column by column with numpy
   (:mod:`fleetplan.instances.allocation.columns`: the file schema's rules, naming the same paths);
   a change of worker counts re-checks only that every job still fits somewhere (one vectorised
-  pass). A change that would make the problem invalid raises
+  pass, and none unless a count falls below a job's scale factor), and keeps the arrays the
+  solver and the judge read: the jobs' columns, and which types each job fits while no count
+  crosses a scale factor. A change that would make the problem invalid raises
   :class:`~fleetplan.instances.InstanceError` and leaves the session as it was;
 * **no per-job objects** — jobs live in numpy columns; the instance handed to the solver is a
   column instance whose arrays are the session's;
