@@ -25,6 +25,7 @@ from fleetplan.instances.allocation import AllocationParams, generated_instance_
 from fleetplan.instances.allocation.columns import (
     ColumnAllocationInstance,
     from_columns,
+    job_arrays,
     to_columns,
 )
 from fleetplan.instances.base import parse_json_text, to_json_text
@@ -207,6 +208,28 @@ def test_column_instance_has_the_validated_instance_arrays():
     # Saved and read back, it is the same instance file.
     again = instance_from_data(parse_json_text(to_json_text(built)), "again")
     assert again.model_dump() == instance.model_dump()
+
+
+def test_columns_from_the_arrays_pass_equal_the_fields_read_from_the_jobs():
+    # to_columns takes the optional numbers the arrays' pass kept as given; an instance whose
+    # arrays came from elsewhere has none kept and reads the job objects: the same columns.
+    data, _ = _generated(40, seed=3)
+    for k, job in enumerate(data["jobs"]):
+        job["isolated_time_elapsed"] = None if k % 3 else 5.0 * k
+        if k % 4 == 0:
+            job["steps_left"], job["slo_hours"] = 1000.0 + k, 2.0 + k
+    read = instance_from_data(data, "instance")
+    read.arrays()
+    kept = to_columns(read)
+    again = instance_from_data(data, "instance")
+    again.arrays()
+    again._given = None
+    from_jobs = to_columns(again)
+    for name in ("steps_left", "arrival_time", "time_elapsed", "isolated_time_elapsed", "slo_hours", "weight"):
+        assert np.array_equal(getattr(kept, name), getattr(from_jobs, name), equal_nan=True), name
+    assert np.isnan(kept.slo_hours).sum() == sum(job.get("slo_hours") is None for job in data["jobs"])
+    assert np.isnan(kept.isolated_time_elapsed).sum() == 26
+    assert list(kept.job_type) == list(from_jobs.job_type) and list(kept.entity) == list(from_jobs.entity)
 
 
 def test_column_instance_from_a_dataframe_with_per_type_columns():
@@ -411,3 +434,59 @@ def test_sessions_in_threads_answer_as_alone():
         thread.join()
     assert not errors, errors
     assert together == alone
+
+
+def test_new_worker_counts_keep_what_they_cannot_change_and_rebuild_what_they_can():
+    # Jobs of scale factor 1 and 3: counts that stay on one side of 3 keep which types each job
+    # fits (carried over); a count crossing it changes them (rebuilt). Either way the arrays are
+    # those of the instance built afresh, and the judge's numbers those of a cold solve.
+    session = AllocationSession({"v100": 4, "k80": 4}, {
+        "id": ["a", "b", "c", "d"], "throughput": np.array([[4.0, 1.0], [2.0, 1.5], [3.0, 0.0], [1.0, 2.0]]),
+        "scale_factor": np.array([1, 3, 1, 3])}, solver="max-min-fairness")
+    session.solve()
+    first = session.instance().arrays()
+    for counts, carried in (({"v100": 5}, True), ({"k80": 2}, False), ({"k80": 1}, True), ({"k80": 3}, False)):
+        session.set_workers(counts)
+        result = session.solve()
+        arrays = session.instance().arrays()
+        fresh = instance_from_data(session.instance().model_dump(), "fresh")
+        assert (arrays.__dict__.get("runnable") is first.runnable) == carried, counts
+        assert np.array_equal(arrays.runnable, fresh.arrays().runnable)
+        assert np.array_equal(arrays.fastest_throughput, fresh.arrays().fastest_throughput)
+        assert np.array_equal(arrays.isolated_throughput, fresh.arrays().isolated_throughput)
+        cold = fleetplan.solve(fresh, "max-min-fairness")
+        assert result.evaluation.metrics == pytest.approx(cold.evaluation.metrics, rel=1e-9, abs=1e-12)
+        first = arrays
+
+
+def test_a_session_from_an_instance_starts_from_its_arrays_on_its_own_columns():
+    data, instance = _generated(30, seed=4)
+    fleetplan.solve(instance, "max-min-fairness")  # the instance has read its arrays
+    session = AllocationSession.from_instance(instance, solver="max-min-fairness")
+    mine, fresh = session.instance().arrays(), job_arrays(session.columns, session._types, session._colocations)
+    assert mine.throughput is session.columns.throughput and not mine.throughput.flags.writeable
+    assert mine.runnable is instance.arrays().runnable  # read once, by the solve above
+    for name in ("throughput", "scale_factor", "weight", "num_workers", "cost_per_hour", "steps_left", "time_elapsed",
+                 "isolated_time_elapsed", "slo_seconds", "arrival_rank", "colocation_class", "colocation_throughput",
+                 "runnable", "isolated_throughput", "fastest_throughput"):
+        assert np.array_equal(getattr(mine, name), getattr(fresh, name), equal_nan=True), name
+    assert session.solve().evaluation.metrics == fleetplan.solve(instance, "max-min-fairness").evaluation.metrics
+
+
+@pytest.mark.parametrize("counts, message", [
+    ({"v100": -1}, r"worker_types\[0\]\.count"), ({"v100": True}, r"worker_types\[0\]\.count"),
+    ({"v100": 1.5}, r"worker_types\[0\]\.count"), ({"v100": 0, "k80": 0}, "no workers"),
+    ({"k80": 0}, "job 'b' could run on no worker type"), ({"v100": 1}, "job 'c' could run on no worker type"),
+    ({"v100": np.int64(1)}, "valid integer")])
+def test_new_counts_are_refused_as_the_schema_refuses_them(counts, message):
+    # Plain whole counts take a short path; anything else goes through the file schema, and a
+    # count that leaves a job no type (crossing its scale factor) is refused either way.
+    session = AllocationSession({"v100": 2, "k80": 2}, {
+        "id": ["a", "b", "c"], "throughput": [[4.0, 1.0], [0.0, 1.5], [2.0, 0.0]], "scale_factor": [1, 1, 2]})
+    with pytest.raises(InstanceError, match=message):
+        session.set_workers(counts)
+    assert session.workers == {"v100": 2, "k80": 2}
+    with pytest.raises(InstanceError, match="valid integer"):  # the schema is strict: no numpy integer
+        session.set_workers({"v100": np.int64(3)})
+    session.set_workers({"v100": 3, "k80": 1})
+    assert session.workers == {"v100": 3, "k80": 1} and session.solve().status == "optimal"

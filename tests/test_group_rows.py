@@ -21,3 +21,32 @@ def test_groups_equal_numpys_unique_rows(seed):
 
 def test_no_rows():
     assert all(len(part) == 0 for part in group_rows(np.zeros((0, 3))))
+
+
+def _classes(representative, inverse, count):
+    """The partition of the jobs the answer describes (independent of the classes' order)."""
+    return sorted(tuple(np.flatnonzero(inverse == c)) for c in range(len(representative)))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_aggregate_jobs_classes_are_the_equal_rows_with_a_first_column_remembered(seed):
+    # A read-only first column found all distinct is remembered (a session's throughput table,
+    # handed again at every re-solve); a writable one, or one with equal rows, never is. Either
+    # way the classes are exactly the groups of equal rows over every column.
+    from fleetplan.models.allocation import policies
+
+    rng = np.random.default_rng(seed)
+    distinct = rng.uniform(1, 2, (50, 3))
+    distinct.flags.writeable = False
+    repeated = np.repeat(rng.integers(0, 3, (10, 2)).astype(float), 5, axis=0)
+    other = rng.integers(0, 2, 50).astype(float)
+    for table in (distinct, repeated, distinct.copy()):
+        for _ in range(2):
+            got = policies.aggregate_jobs(table, other)
+            want = group_rows(np.column_stack([table, other]))
+            assert _classes(*got) == _classes(*want)
+    assert policies._known_distinct(distinct)
+    assert not policies._known_distinct(repeated) and not policies._known_distinct(distinct.copy())
+    view = distinct[:, :2]  # a view: its base could change under it
+    policies.aggregate_jobs(view, other)
+    assert not policies._known_distinct(view)

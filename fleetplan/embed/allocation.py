@@ -21,7 +21,9 @@ What a round pays for is the change, not the whole problem:
 * **checks of the change only** — new or changed rows are checked column by column with numpy
   (:mod:`fleetplan.instances.allocation.columns`: the file schema's rules, naming the same paths);
   a change of worker counts re-checks only that every job still fits somewhere (one vectorised
-  pass). A change that would make the problem invalid raises
+  pass, and none unless a count falls below a job's scale factor), and keeps the arrays the
+  solver and the judge read: the jobs' columns, and which types each job fits while no count
+  crosses a scale factor. A change that would make the problem invalid raises
   :class:`~fleetplan.instances.InstanceError` and leaves the session as it was;
 * **no per-job objects** — jobs live in numpy columns; the instance handed to the solver is a
   column instance whose arrays are the session's;
@@ -58,12 +60,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
 
 from fleetplan.embed.locking import serialised
-from fleetplan.instances.allocation import KIND, AllocationInstance, AllocationPlan, WorkerType
+from fleetplan.instances.allocation import (
+    KIND,
+    AllocationArrays,
+    AllocationInstance,
+    AllocationPlan,
+)
 from fleetplan.instances.allocation.columns import (
     THROUGHPUT,
     ColumnAllocationInstance,
@@ -90,6 +98,14 @@ def owned(columns: JobColumns) -> JobColumns:
             value.flags.writeable = False
         copies[name] = value
     return JobColumns(**copies)
+
+
+def _carry(source: AllocationArrays, target: AllocationArrays, names: Sequence[str]) -> None:
+    """Hand ``target`` the readings ``source`` has made already of ``names`` (cached properties
+    the caller knows to be the same for both)."""
+    for name in names:
+        if name in source.__dict__:  # functools.cached_property's own slot
+            target.__dict__[name] = source.__dict__[name]
 
 
 def _no_nan_throughput(changes: Mapping[str, Any], types: list[str]) -> None:
@@ -145,6 +161,8 @@ class AllocationSession:
         self._warm = warm.WarmStart() if warm_start else None
         self._index: dict[str, int] | None = None  # see _row_of
         self._instance: ColumnAllocationInstance | None = None
+        self._arrays: AllocationArrays | None = None  # see _arrays_now
+        self._scale_factors: np.ndarray | None = None  # see _scales
         self.rounds = 0
 
     def summary(self) -> dict[str, Any]:
@@ -165,6 +183,12 @@ class AllocationSession:
                       name=kwargs.pop("name", instance.name), **kwargs)
         session._columns = owned(to_columns(instance))  # validated with the instance
         session._ids = set(session._columns.id.tolist())
+        # The instance's arrays (to_columns read them) are the first round's, on the session's own
+        # read-only throughput table: built once, with whatever the instance has read of them
+        # already (which types each job fits, its isolated share: a solve of it read them).
+        session._arrays = replace(instance.arrays(), throughput=session._columns.throughput,
+                                  weight=session._columns.weight)
+        _carry(instance.arrays(), session._arrays, ("runnable", "fastest_throughput", "isolated_throughput"))
         return session
 
     # --- what the session holds -------------------------------------------------------------
@@ -203,10 +227,42 @@ class AllocationSession:
         if len(self._columns) == 0:
             raise InstanceError("jobs", "must list at least one job (the session has none)")
         if self._instance is None:
-            arrays = job_arrays(self._columns, self._types, self._colocations)
             self._instance = ColumnAllocationInstance.from_parts(
-                list(self._types), self._columns, list(self._entities), list(self._colocations), self.name, arrays)
+                list(self._types), self._columns, list(self._entities), list(self._colocations), self.name,
+                self._arrays_now())
         return self._instance
+
+    def _scales(self) -> np.ndarray:
+        """The jobs' distinct scale factors, sorted (kept until the jobs change): a count that
+        passes none of them leaves every job fitting the types it fit."""
+        if self._scale_factors is None:
+            self._scale_factors = np.unique(self._columns.scale_factor).astype(float)
+        return self._scale_factors
+
+    def _arrays_now(self) -> AllocationArrays:
+        """The solvers' and the judge's arrays of the jobs and cluster now. When only the
+        cluster changed since the last ones (new worker counts or prices: a what-if, a GPU
+        bought), they are the last ones with the new counts, and what depends on the jobs and
+        on which types each job fits — ``runnable``, ``fastest_throughput`` — is carried over
+        where no count crossed a job's scale factor (one GPU more or fewer of 16,384 jobs'
+        types: 0.5 ms of rebuilding and 1.4 ms of the judge's and the solver's reading, each
+        re-solve)."""
+        last, types = self._arrays, self._types
+        counts = np.array([t.count for t in types], dtype=float)
+        prices = np.array([t.cost_per_hour for t in types], dtype=float)
+        if last is None:
+            arrays = job_arrays(self._columns, types, self._colocations)
+        elif np.array_equal(counts, last.num_workers) and np.array_equal(prices, last.cost_per_hour):
+            arrays = last  # the cluster is back as it was (a what-if's base, solved again)
+        else:
+            arrays = replace(last, num_workers=counts, cost_per_hour=prices)
+            scales = self._scales()
+            if np.array_equal(np.searchsorted(scales, last.num_workers, side="right"),
+                              np.searchsorted(scales, counts, side="right")):
+                # Every job fits the same types: the same cells, the same fastest type.
+                _carry(last, arrays, ("runnable", "fastest_throughput"))
+        self._arrays = arrays
+        return arrays
 
     # --- changes ------------------------------------------------------------------------------
     @property
@@ -235,6 +291,7 @@ class AllocationSession:
                 value.flags.writeable = False
         self._columns = columns
         self._instance = None
+        self._arrays = self._scale_factors = None
         if ids_changed:
             self._index = None
 
@@ -315,22 +372,30 @@ class AllocationSession:
         for name in [*counts, *(cost_per_hour or {})]:
             if name not in known:
                 raise InstanceError(f"worker_types.{name}", f"unknown worker type (known: {', '.join(known)})")
-        types: list[WorkerType] = []
-        for t in self._types:
-            data = t.model_dump()
-            if t.name in counts:
-                data["count"] = counts[t.name]
-            if cost_per_hour and t.name in cost_per_hour:
-                data["cost_per_hour"] = cost_per_hour[t.name]
-            types.append(data)
-        types, _, _ = cluster_parts(types, self._entities, self._colocations)
+        if not cost_per_hour and all(type(count) is int and count >= 0 for count in counts.values()) and \
+                any(counts.get(t.name, t.count) > 0 for t in self._types):
+            # Whole counts >= 0 and a worker left: what the schema would check of them (anything
+            # else goes through it below, for its own error). A what-if's new counts, 0.3 ms less.
+            types = [t.model_copy(update={"count": counts[t.name]}) if t.name in counts else t for t in self._types]
+        else:
+            rows: list[dict[str, Any]] = []
+            for t in self._types:
+                data = t.model_dump()
+                if t.name in counts:
+                    data["count"] = counts[t.name]
+                if cost_per_hour and t.name in cost_per_hour:
+                    data["cost_per_hour"] = cost_per_hour[t.name]
+                rows.append(data)
+            types, _, _ = cluster_parts(rows, self._entities, self._colocations)
         new_counts = np.array([t.count for t in types], dtype=float)
         c = self._columns
-        # Every job fits somewhere now (checked at each change), so only fewer workers of a type
-        # can leave one without a type.
-        shrinks = bool(np.any(new_counts < self._counts))
+        # Every job fits somewhere now (checked at each change), so only counts that cross a
+        # job's scale factor downwards can leave one without a type.
+        scales = self._scales()
+        crossed = np.any(np.searchsorted(scales, new_counts, side="right")
+                         < np.searchsorted(scales, self._counts, side="right"))
         runnable = ((c.throughput > 0) & (new_counts[None, :] >= c.scale_factor[:, None])).any(axis=1) \
-            if shrinks and len(c) else np.ones(len(c), dtype=bool)
+            if crossed and len(c) else np.ones(len(c), dtype=bool)
         if not runnable.all():
             m = int(np.flatnonzero(~runnable)[0])
             raise InstanceError("worker_types", f"job '{c.id[m]}' could run on no worker type with these counts "

@@ -231,6 +231,7 @@ def allocation_warm_solver(instance: Any, solver: str | None, *, time_limit: flo
     instance is the first round, and every later round starts warm from the base's prices (not
     from the round before: the answers then do not depend on the order the units run in)."""
     from fleetplan.embed.allocation import AllocationSession
+    from fleetplan.instances.allocation.evaluate import metrics_only
 
     session = AllocationSession.from_instance(instance, solver=solver, time_limit=time_limit, seed=seed,
                                               threads=threads, **options)
@@ -242,7 +243,10 @@ def allocation_warm_solver(instance: Any, solver: str | None, *, time_limit: flo
         session.set_workers(counts)
         if base_hints is not None:
             session.start_from(base_hints)
-        result = session.solve()
+        # Only the numbers of each plan are read (what binds judges the base again for its
+        # per-job table, in the rare call where no unit moves the objective).
+        with metrics_only():
+            result = session.solve()
         if base_hints is None:
             base_hints = session.warm_start()
         return result
@@ -252,7 +256,12 @@ def allocation_warm_solver(instance: Any, solver: str | None, *, time_limit: flo
 
 def allocation_binds(instance: Any, base: Any) -> list[str]:
     """Allocation: jobs already at full time, types no job can use, SLO rows that bind."""
-    jobs = base.evaluation.breakdown.get("jobs", {})
+    jobs = base.evaluation.breakdown.get("jobs")
+    if jobs is None and base.plan is not None:  # judged for its numbers only (marginal_values)
+        from fleetplan.instances import evaluate
+
+        jobs = evaluate(instance, base.plan).breakdown.get("jobs")
+    jobs = jobs or {}
     reasons: list[str] = []
     shares = np.asarray(jobs.get("time_share", []), dtype=float)
     full = [job for job, share in zip(jobs.get("id", []), shares, strict=True) if share >= 1 - 1e-6]

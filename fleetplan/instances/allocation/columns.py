@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -452,20 +453,26 @@ def to_columns(instance: AllocationInstance) -> JobColumns:
         return columns
     jobs = instance.jobs
     arrays = instance.arrays()
+    # The number fields as given, kept by the arrays' own pass over the jobs where it ran here
+    # (a pass per field read the 16,384 job objects six times: 14 ms of a marginal-values call's
+    # set-up); numpy reads None as NaN in a float array: "not given", as the columns want it.
+    given = (instance.__pydantic_private__ or {}).get("_given") or {}
 
-    def given(name: str) -> np.ndarray:
-        return np.array([np.nan if getattr(job, name) is None else getattr(job, name) for job in jobs], dtype=float)
+    def number(name: str) -> np.ndarray:
+        if name in given:
+            return given[name].copy()
+        return np.array([getattr(job, name) for job in jobs], dtype=float)
 
     def text(name: str) -> np.ndarray | None:
-        values = [getattr(job, name) for job in jobs]
-        return None if all(v is None for v in values) else np.array(values, dtype=object)
+        values = list(map(attrgetter(name), jobs))  # no Python frame per job (a comprehension's)
+        return None if values.count(None) == len(values) else np.array(values, dtype=object)
 
     return JobColumns(
         id=np.array(arrays.job_ids, dtype=object), throughput=arrays.throughput.copy(),
         scale_factor=arrays.scale_factor.astype(np.int64), weight=arrays.weight.copy(),
-        steps_left=given("steps_left"), arrival_time=np.array([job.arrival_time for job in jobs], dtype=float),
-        time_elapsed=arrays.time_elapsed.copy(), isolated_time_elapsed=given("isolated_time_elapsed"),
-        slo_hours=given("slo_hours"), job_type=text("job_type"), entity=text("entity"))
+        steps_left=arrays.steps_left.copy(), arrival_time=number("arrival_time"),
+        time_elapsed=arrays.time_elapsed.copy(), isolated_time_elapsed=number("isolated_time_elapsed"),
+        slo_hours=number("slo_hours"), job_type=text("job_type"), entity=text("entity"))
 
 
 __all__ = ["ColumnAllocationInstance", "JobColumns", "check_jobs", "cluster_parts", "from_columns",

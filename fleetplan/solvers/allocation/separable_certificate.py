@@ -35,10 +35,19 @@ def rejected(A: np.ndarray, offset: np.ndarray, usage: np.ndarray, W: np.ndarray
     n = len(A)
     fixed_jobs = np.flatnonzero(fixed)
     fixed_floor = None if floor is None else floor[fixed_jobs]
-    new_choice, best, _, costs = best_vertices(A[fixed_jobs], offset[fixed_jobs], level, lam, usage[fixed_jobs],
-                                               fixed_floor)
+    if 2 * len(fixed_jobs) >= n:
+        # Most jobs are fixed (a structure re-solve: all but a few dozen of 16,384): every job's
+        # vertices are priced and the fixed ones' read after, which spares copying the rows of
+        # A, the offsets and the usages first. Each job's costs are its own row's, so the fixed
+        # jobs' numbers are the same either way.
+        new_choice, best, _, costs = best_vertices(A, offset, level, lam, usage, floor)
+        new_choice, best, rows = new_choice[fixed_jobs], best[fixed_jobs], fixed_jobs
+    else:
+        new_choice, best, _, costs = best_vertices(A[fixed_jobs], offset[fixed_jobs], level, lam, usage[fixed_jobs],
+                                                   fixed_floor)
+        rows = np.arange(len(fixed_jobs))
     assumed = choice[fixed_jobs]
-    assumed_cost = np.where(assumed >= 0, costs[np.arange(len(fixed_jobs)), np.maximum(assumed, 0)], 0.0)
+    assumed_cost = np.where(assumed >= 0, costs[rows, np.maximum(assumed, 0)], 0.0)
     assumed_cost = np.where(assumed == -1, np.where(need_at(offset[fixed_jobs], level, fixed_floor) <= 0, 0.0, np.inf),
                             assumed_cost)
     best_cost = np.where(new_choice == -1, 0.0, best)
