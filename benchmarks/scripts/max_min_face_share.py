@@ -9,7 +9,8 @@ policy's own LP (:func:`fleetplan.models.allocation.policies.policy_lp`):
 * the policy's level;
 * the largest worst-job time share of any allocation that keeps that level ("level face");
 * the same, also keeping the refinement's sum of scores ("refined face");
-* the worst-job time share of the plan ``fleetplan.solve(..., "max-min-fairness")`` returns.
+* the worst-job time share of the plan ``fleetplan.solve(..., "max-min-fairness")`` returns,
+  and (in the JSON line) which job that is and its time on each type.
 
 When the three shares agree, the policy's answer is pinned by the level itself, not by a choice
 among optima. Usage (purchases of one type, added to the instance's own workers)::
@@ -72,7 +73,12 @@ def measure(instance, add: np.ndarray) -> dict:
     refined = refinement_lp(lp, space, spec, level)
     score_sum = _optimum(refined)
     policy = fleetplan.solve(sized, "max-min-fairness")
+    matrix = np.asarray(policy.plan.matrix(sized))
+    worst = int(np.argmin(matrix.sum(axis=1)))
     return {"level": level,
+            "policy_worst_job": arrays.job_ids[worst],
+            "policy_worst_job_time": {name: round(float(t), 4) for name, t in zip(
+                [w.name for w in sized.worker_types], matrix[worst], strict=True) if t > 0},
             "level_face_worst_share": worst_share_on_face(lp, space, level, None, None),
             "refined_face_worst_share": worst_share_on_face(lp, space, level, refined, score_sum),
             "policy_worst_share": policy.evaluation.metrics["min_time_share"]}
