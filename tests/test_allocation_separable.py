@@ -87,9 +87,9 @@ def test_max_min_forms_equal_the_lp(seed, jobs, multi_gpu):
 
 
 @pytest.mark.parametrize("multi_gpu", [True, False])
-def test_a_tiny_reduced_lp_by_the_primal_simplex_certifies_the_dual_simplex_level(multi_gpu, monkeypatch):
-    """Reduced LPs of at most TINY_LP_COLUMNS columns run the primal simplex without presolve:
-    the same certified level as the dual simplex, with the reduced LP that small."""
+def test_a_tiny_reduced_lp_without_presolve_certifies_the_same_level(multi_gpu, monkeypatch):
+    """Reduced LPs of at most TINY_LP_COLUMNS columns run without HiGHS's presolve: the same
+    certified level as with it, with the reduced LP that small."""
     arrays = _distinct(600, 4, multi_gpu=multi_gpu).arrays()
     share = arrays.num_workers / arrays.num_workers.sum()
     A = (arrays.scale_factor / (arrays.weight * (arrays.throughput @ share)))[:, None] * arrays.throughput
@@ -101,8 +101,8 @@ def test_a_tiny_reduced_lp_by_the_primal_simplex_certifies_the_dual_simplex_leve
     tiny = allocation_separable.max_min(*args, free_level=False)
     assert tiny.status == "optimal" and columns[0] <= allocation_separable.TINY_LP_COLUMNS
     monkeypatch.setattr(allocation_separable, "TINY_LP_COLUMNS", 0)
-    dual = allocation_separable.max_min(*args, free_level=False)
-    assert dual.status == "optimal" and tiny.level == pytest.approx(dual.level, rel=1e-12)
+    presolved = allocation_separable.max_min(*args, free_level=False)
+    assert presolved.status == "optimal" and tiny.level == pytest.approx(presolved.level, rel=1e-12)
 
 
 @pytest.mark.slow

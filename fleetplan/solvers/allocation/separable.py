@@ -94,12 +94,12 @@ FIRST_PRICES_TOLERANCE = TIE
 # own code (cvxpy + ECOS); at 1e-9 the two agree to 1e-9, for no measurable time.
 REDUCED_LP_TOLERANCE = 1e-9
 # Reduced LPs of at most this many columns (LAS's first round at 2,048 distinct jobs: 16 free
-# jobs, 49 columns) run HiGHS's primal simplex without presolve: 0.77 ms instead of 1.04 per
-# reduced LP (the 8 LAS instances of 2,048 jobs, seeds 0-3, with and without multi-GPU jobs;
-# the same levels to the last digit), where the presolve and the dual simplex's set-up cost
-# more than the few pivots. Larger LPs keep the dual simplex (see _solve_lp).
+# jobs, 49 columns) run without HiGHS's presolve, whose set-up costs more there than the few
+# pivots: 0.69 ms instead of 0.78 per reduced LP (8 LAS instances of 2,048 jobs, seeds 0-3,
+# with and without multi-GPU jobs). The primal simplex without presolve took 0.25 ms less, but
+# its level at 16,384 jobs (a 49-column reduced LP) was 4.5e-10 below the dual simplex's, and
+# below Gavel's own code's: the dual simplex stays.
 TINY_LP_COLUMNS = 256
-PRIMAL_SIMPLEX = 4  # HiGHS's simplex_strategy for the primal simplex
 # The first prices come from an LP over at most this many buckets of similar jobs.
 BUCKETS = 300
 # bucket_of tries each grid on every n // BUCKET_SAMPLE-th row before sorting all of them.
@@ -137,8 +137,7 @@ class SeparableResult:
 def _solve_lp(lp: LinearProgram, deadline: Deadline, threads: int, seed: int, tolerance: float | None = None):
     # HiGHS's default (dual) simplex. Its primal simplex without presolve was faster on LAS's
     # small reduced LPs (4.7 ms instead of 9.1 at 2,048 distinct jobs) but did not finish the
-    # second round's reduced LP at 10^6 jobs in two minutes (the dual simplex: 0.1 s); it is
-    # kept for LPs of at most TINY_LP_COLUMNS columns (below).
+    # second round's reduced LP at 10^6 jobs in two minutes (the dual simplex: 0.1 s).
     highs = highs_runner.new_highs(deadline.remaining(), threads, seed)
     highs_runner.pass_lp(highs, lp, "simplex")
     tolerance = REDUCED_LP_TOLERANCE if tolerance is None else tolerance
@@ -146,7 +145,6 @@ def _solve_lp(lp: LinearProgram, deadline: Deadline, threads: int, seed: int, to
     highs.setOptionValue("dual_feasibility_tolerance", tolerance)
     if lp.num_cols <= TINY_LP_COLUMNS:
         highs.setOptionValue("presolve", "off")
-        highs.setOptionValue("simplex_strategy", PRIMAL_SIMPLEX)
     outcome = highs_runner.run(highs)
     duals = np.asarray(highs.getSolution().row_dual, dtype=float) if outcome.values is not None else None
     return outcome, duals
