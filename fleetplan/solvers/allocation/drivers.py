@@ -38,6 +38,7 @@ from fleetplan.solvers.allocation.lp import (
     effective_model_throughput,
     solve_spec,
 )
+from fleetplan.solvers.allocation.vertices import row_max
 
 FTF_TOLERANCE = 1e-6
 FTF_MAX_STEPS = 60
@@ -58,7 +59,7 @@ def _equal_share(arrays: AllocationArrays, throughput: np.ndarray) -> np.ndarray
 
 
 def _fastest(arrays: AllocationArrays, throughput: np.ndarray) -> np.ndarray:
-    return np.where(arrays.runnable, throughput, 0.0).max(axis=1)
+    return row_max(np.where(arrays.runnable, throughput, 0.0))
 
 
 def _isolated(arrays: AllocationArrays, throughput: np.ndarray, aware: bool) -> np.ndarray:

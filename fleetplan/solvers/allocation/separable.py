@@ -55,6 +55,7 @@ from fleetplan.solvers.allocation import separable_certificate as certificate
 from fleetplan.solvers.allocation.separable_certificate import CERTIFICATE_TOLERANCE
 from fleetplan.solvers.allocation.vertices import best_types as _best_types
 from fleetplan.solvers.allocation.vertices import closeness as _closeness
+from fleetplan.solvers.allocation.vertices import row_max
 from fleetplan.solvers.allocation.vertices import vertex_affine as _vertex_affine
 from fleetplan.solvers.deadline import Deadline
 
@@ -160,7 +161,7 @@ def _no_capacity_binds(A, offset, usage, W, free_level):
     capacity prices 0 and the whole weight on that job's score row (its time row's dual is its
     fastest score), whose objective is the same bound."""
     n, K = A.shape
-    best = A.max(axis=1)
+    best = row_max(A)
     if n == 0 or np.any(best <= 0):
         return None
     binding = int(np.argmin(best - offset))
@@ -370,7 +371,7 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
 
         if start is not None:
             log.append("separable: interior-point prices warm-started from the previous round's")
-        ceiling = float((A.max(axis=1) - offset).min()) if capped and floor is None else None
+        ceiling = float((row_max(A) - offset).min()) if capped and floor is None else None
         # Over every job (below the sampled sizes, no warm start) the method stops at
         # FIRST_PRICES_TOLERANCE; a level that close to the ceiling is priced again at the
         # method's own tolerance, which the ceiling test below was made for.

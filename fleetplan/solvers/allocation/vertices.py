@@ -24,6 +24,22 @@ def _compiled():
     return kernels.load(COMPILED)
 
 
+def row_max(values: np.ndarray) -> np.ndarray:
+    """``values.max(axis=1)`` for a (jobs, types) array, a type at a time: numpy reduces a short
+    row slowly (16,384 x 4: 0.64 ms against 0.04 ms; 2,048 x 3: 72 us against 5), and a maximum
+    is exact either way.
+
+    >>> row_max(np.array([[1.0, 3.0, 2.0], [5.0, 4.0, 0.0]])).tolist()
+    [3.0, 5.0]
+    """
+    if values.ndim != 2 or values.shape[1] == 0:
+        return values.max(axis=1)
+    out = values[:, 0].copy()
+    for j in range(1, values.shape[1]):
+        np.maximum(out, values[:, j], out=out)
+    return out
+
+
 def type_pairs(n_types: int) -> tuple[np.ndarray, np.ndarray]:
     """The (first, second) types of every two-type vertex, in ``np.triu_indices`` order."""
     first, second = np.triu_indices(n_types, k=1)
