@@ -385,7 +385,7 @@ _JOB_OPTIONAL = tuple(map(attrgetter, ("steps_left", "isolated_time_elapsed", "s
 
 
 # numpy reduces a short row slowly: a (2,048, 3) array's max(axis=1) took 72 us, its sum(axis=1)
-# 32 us, a type at a time 5 and 8. Sums of fewer than 8 types add in numpy's order (it sums so
+# 32 us, a type at a time 5 and 7. Sums of fewer than 8 types add in numpy's order (it sums so
 # few values one by one), so the bits are the same; from 8 types numpy's own sum runs.
 def _row_max(values: np.ndarray) -> np.ndarray:
     if values.shape[1] == 0:

@@ -170,10 +170,11 @@ def _interior_point(system, deadline: Deadline, tolerance: float, max_iterations
     if system.held:
         return _iterations(system, _starting_point(system), deadline, tolerance, max_iterations)
     # The max-min start scaled to the optimum's duals (ipm_systems.START_TIME_DUAL) serves the
-    # loose runs it was measured on (the separable method's first prices); a run to 1e-8 from
-    # it stalled short of its tolerance on a weighted LAS instance, so tight runs keep the
-    # classic start, as does a loose run whose iterations diverged from the scaled one (a
-    # water-filling level LP with weighted rates and floors did).
+    # loose runs it was measured on (the separable method's first prices). A run to 1e-8 from
+    # it on a weighted LAS instance ended "approximate" with its level within 1e-6 of the
+    # ceiling (a job's best score), which sent that solve to the ceiling's refinement: tight
+    # runs keep the classic start, as does a loose run whose iterations diverge from the scaled
+    # one (a water-filling level LP with weighted rates and floors did).
     scaled = system.classic_start is not None and tolerance >= LOOSE_TOLERANCE
     first = system.start() if scaled or system.classic_start is None else system.classic_start()
     status, point, iterations = _iterations(system, _Point(*first), deadline, tolerance, max_iterations)

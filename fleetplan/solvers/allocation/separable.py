@@ -82,12 +82,12 @@ LINEAR_IPM_FIRST = 100_000
 TIE = 1e-4
 # The interior-point method's tolerance for max-min prices over every job (no warm start, below
 # its sampled sizes): TIE, since every job within TIE of a tie is freed anyway and the
-# certificate decides the rest. Its default 1e-8 took 2-6 more iterations for the same plans;
-# 1e-5 (TIE / 10, until 2026-11-29) 1-3 more: LAS at 2,048 distinct jobs, seeds 0-7, with and
-# without multi-GPU jobs, 14-17 iterations instead of 15-18, one round each, the same certified
-# levels, 0.1-1.0 ms less a solve. Over 1,024, 4,096 and 6,000 jobs (48 instances) 4 more took
-# a second round (5 ms each) and the total was 3 % lower; looser still (1e-3) sent a third of
-# the 2,048-job instances to a second round.
+# certificate decides the rest. Against 1e-5 (TIE / 10, until 2026-11-29; the method's default
+# 1e-8 took 1-5 iterations more still), from the classic start: LAS at 2,048 distinct jobs,
+# seeds 0-7, with and without multi-GPU jobs, 14-17 iterations instead of 15-18, one round
+# each, the same certified levels, up to 1 ms less a solve; over 1,024, 4,096 and 6,000 jobs
+# (48 instances) 4 more took a second round (5 ms each) and the total was 3 % lower. Looser
+# still (1e-3) sent 9 of the 16 2,048-job instances to a second round.
 FIRST_PRICES_TOLERANCE = TIE
 # The reduced LP's primal and dual feasibility tolerances. HiGHS's default 1e-7 let the dual
 # simplex stop with the level short of the full LP's optimum: LAS at 16,384 / 65,536 distinct
