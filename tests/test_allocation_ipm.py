@@ -213,3 +213,52 @@ def test_a_loose_run_refines_late_and_still_prices_the_lp(seed, monkeypatch):
     early = max_min_prices(A, np.zeros(400), usage, W, free_level=False, tolerance=ipm.LOOSE_TOLERANCE)
     assert loose.status == early.status == "optimal" and loose.iterations <= early.iterations
     assert loose.level == pytest.approx(_lp_level(A, np.zeros(400), usage, W, False), rel=1e-4)
+
+
+def _uneven_cluster(seed, n):
+    """LAS-like rows (a job speed times a type speed) on three types shared by jobs of 1, 2 or
+    4 workers: the capacity binds."""
+    rng = np.random.default_rng(seed)
+    A = rng.uniform(0.5, 3.0, (n, 3)) * rng.uniform(0.5, 2.0, (n, 1))
+    return A, rng.choice([1.0, 2.0, 4.0], n), np.full(3, n / 8)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_loose_run_from_the_scaled_start_prices_the_lp_in_fewer_iterations(seed, monkeypatch):
+    """A loose run (the separable method's first prices) starts from duals of the optimum's
+    order (ipm_systems.START_TIME_DUAL): the same level to its tolerance in fewer iterations
+    than from the classic start; a tight run keeps the classic start."""
+    from fleetplan.solvers.allocation import ipm
+    from fleetplan.solvers.allocation.ipm_systems import MaxMin
+
+    A, usage, W = _uneven_cluster(seed, 300)
+    optimum = _lp_level(A, np.zeros(300), usage, W, False)
+    scaled = max_min_prices(A, np.zeros(300), usage, W, free_level=False, tolerance=1e-4)
+    starts = []
+    original = MaxMin.start
+    monkeypatch.setattr(MaxMin, "start", lambda self, *args: starts.append(args) or original(self, *args))
+    tight = max_min_prices(A, np.zeros(300), usage, W, free_level=False, tolerance=ipm.TOLERANCE)
+    assert starts == [(2.0, None)]  # the classic start
+    monkeypatch.setattr(MaxMin, "start", lambda self, *args: original(self, 2.0, None))
+    classic = max_min_prices(A, np.zeros(300), usage, W, free_level=False, tolerance=1e-4)
+    assert scaled.status == classic.status == tight.status == "optimal"
+    assert scaled.iterations < classic.iterations
+    assert scaled.level == pytest.approx(optimum, rel=1e-3) and tight.level == pytest.approx(optimum, rel=1e-7)
+
+
+def test_a_loose_run_that_diverges_from_the_scaled_start_runs_again_from_the_classic_one(monkeypatch):
+    from fleetplan.solvers.allocation import ipm
+
+    A, usage, W = _uneven_cluster(2, 300)
+    real = ipm._iterations
+    calls = []
+
+    def first_diverges(system, point, *args):
+        calls.append(point.y.copy())
+        return ("not_converged", None, 7) if len(calls) == 1 else real(system, point, *args)
+
+    monkeypatch.setattr(ipm, "_iterations", first_diverges)
+    prices = max_min_prices(A, np.zeros(300), usage, W, free_level=False, tolerance=1e-4)
+    assert len(calls) == 2 and not np.allclose(calls[0], calls[1])
+    assert prices.status == "optimal" and prices.iterations > 7
+    assert prices.level == pytest.approx(_lp_level(A, np.zeros(300), usage, W, False), rel=1e-3)

@@ -86,6 +86,25 @@ def test_max_min_forms_equal_the_lp(seed, jobs, multi_gpu):
         assert scores.min() >= separable.objective * (1 - 1e-7)
 
 
+@pytest.mark.parametrize("multi_gpu", [True, False])
+def test_a_tiny_reduced_lp_without_presolve_certifies_the_same_level(multi_gpu, monkeypatch):
+    """Reduced LPs of at most TINY_LP_COLUMNS columns run without HiGHS's presolve: the same
+    certified level as with it, with the reduced LP that small."""
+    arrays = _distinct(600, 4, multi_gpu=multi_gpu).arrays()
+    share = arrays.num_workers / arrays.num_workers.sum()
+    A = (arrays.scale_factor / (arrays.weight * (arrays.throughput @ share)))[:, None] * arrays.throughput
+    args = (A, np.zeros(600), np.ones(600), arrays.scale_factor, arrays.num_workers)
+    columns = []
+    solve_lp = allocation_separable._solve_lp
+    monkeypatch.setattr(allocation_separable, "_solve_lp", lambda lp, *rest: columns.append(lp.num_cols) or
+                        solve_lp(lp, *rest))
+    tiny = allocation_separable.max_min(*args, free_level=False)
+    assert tiny.status == "optimal" and columns[0] <= allocation_separable.TINY_LP_COLUMNS
+    monkeypatch.setattr(allocation_separable, "TINY_LP_COLUMNS", 0)
+    presolved = allocation_separable.max_min(*args, free_level=False)
+    assert presolved.status == "optimal" and tiny.level == pytest.approx(presolved.level, rel=1e-12)
+
+
 @pytest.mark.slow
 def test_las_at_16384_distinct_jobs_reaches_the_full_lp_to_1e8():
     # With HiGHS's default tolerances (1e-7) on the reduced LP the certified level was 3.9e-7

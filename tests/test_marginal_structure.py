@@ -132,7 +132,7 @@ def test_a_structure_the_certificate_rejects_hands_over_to_the_prices(monkeypatc
 
 def test_the_re_solves_shortcuts_equal_what_they_replace():
     from fleetplan.solvers.allocation import separable_certificate
-    from fleetplan.solvers.allocation.lp import _row_max
+    from fleetplan.instances.allocation.rows import row_max as _row_max
 
     rng = np.random.default_rng(5)
     values = rng.normal(size=(500, 4))

@@ -329,32 +329,33 @@ class AllocationInstance(InstanceBase):
         """The instance as numpy arrays (computed once)."""
         if self._arrays is None:
             types = [t.name for t in self.worker_types]
-            # One pass over the jobs reads every field (a pass per column read each job object
-            # anew: 2.45 ms against 2.04 for 2,048 freshly loaded jobs, where the arrays are
-            # about a fifth of a max-min solve). The schema forbids NaN, so NaN here is a
-            # missing value (None).
-            columns = zip(*map(_JOB_FIELDS, self.jobs), strict=True) if self.jobs else ((),) * 9
-            ids, throughputs, scale, weight, steps, arrival, elapsed, isolated, slo = columns
+            jobs, n = self.jobs, len(self.jobs)
+            # A column at a time, each straight into its array (np.fromiter over an attrgetter):
+            # 2,048 freshly loaded jobs 2.0-2.6 ms against 2.5-3.0, 100,000 jobs 0.18 s against
+            # 0.41-0.51 s, for one pass reading every field into a tuple per job and zipping
+            # them (four and two alternations). The schema forbids NaN, so NaN here is a missing
+            # value (None).
+            ids = list(map(_JOB_ID, jobs))
+            throughputs = list(map(_JOB_THROUGHPUT, jobs))
             # One column per type: a comprehension per job (a frame each) took 3.3 s at 10^6 jobs.
-            throughput = np.empty((len(ids), len(types)))
+            throughput = np.empty((n, len(types)))
             for column, name in enumerate(types):
                 throughput[:, column] = [values.get(name, 0.0) for values in throughputs]
-            arrival = np.array(arrival, dtype=float)
-            rank = np.empty(len(ids), dtype=int)
-            rank[np.argsort(arrival, kind="stable")] = np.arange(len(ids))
-            elapsed = np.array(elapsed, dtype=float)
-            isolated, slo = np.array(isolated, dtype=float), np.array(slo, dtype=float)
+            scale, weight, arrival, elapsed = (np.fromiter(map(getter, jobs), float, n) for getter in _JOB_NUMBERS)
+            rank = np.empty(n, dtype=int)
+            rank[np.argsort(arrival, kind="stable")] = np.arange(n)
+            steps, isolated, slo = (_optional_column(tuple(map(getter, jobs))) for getter in _JOB_OPTIONAL)
             colocation_class, colocation_throughput = self._colocation_arrays(types)
             self._given = {"arrival_time": arrival, "isolated_time_elapsed": isolated, "slo_hours": slo}
             self._arrays = AllocationArrays(
-                job_ids=list(ids),
+                job_ids=ids,
                 worker_types=types,
                 throughput=throughput,
-                scale_factor=np.array(scale, dtype=float),
-                weight=np.array(weight, dtype=float),
+                scale_factor=scale,
+                weight=weight,
                 num_workers=np.array([t.count for t in self.worker_types], dtype=float),
                 cost_per_hour=np.array([t.cost_per_hour for t in self.worker_types], dtype=float),
-                steps_left=np.array(steps, dtype=float),
+                steps_left=steps,
                 time_elapsed=elapsed,
                 isolated_time_elapsed=np.where(np.isnan(isolated), elapsed, isolated),
                 slo_seconds=np.where(np.isnan(slo), np.inf, slo * 3600.0),
@@ -385,9 +386,19 @@ class AllocationInstance(InstanceBase):
         return classes, table
 
 
-# The fields of a job that AllocationInstance.arrays reads, in its order.
-_JOB_FIELDS = attrgetter("id", "throughput", "scale_factor", "weight", "steps_left", "arrival_time", "time_elapsed",
-                         "isolated_time_elapsed", "slo_hours")
+# The fields of a job that AllocationInstance.arrays reads: numbers, then optional numbers.
+_JOB_ID, _JOB_THROUGHPUT = attrgetter("id"), attrgetter("throughput")
+_JOB_NUMBERS = tuple(map(attrgetter, ("scale_factor", "weight", "arrival_time", "time_elapsed")))
+_JOB_OPTIONAL = tuple(map(attrgetter, ("steps_left", "isolated_time_elapsed", "slo_hours")))
+
+
+def _optional_column(values: tuple) -> np.ndarray:
+    """An optional field's column, NaN where a job leaves it out (None). A column of None only
+    (most instances give no SLO) is not converted value by value: 0.11 ms of the 2.5 ms the
+    arrays of 2,048 jobs took."""
+    if values.count(None) == len(values):
+        return np.full(len(values), np.nan)
+    return np.array(values, dtype=float)
 
 
 def _unique(values: list[str], field: str, key: str) -> list[str]:

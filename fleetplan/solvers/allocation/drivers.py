@@ -31,6 +31,7 @@ import numpy as np
 
 from fleetplan.instances import InstanceError
 from fleetplan.instances.allocation import AllocationArrays
+from fleetplan.instances.allocation.rows import row_max
 from fleetplan.models.allocation.policies import PolicySpec, model_throughput
 from fleetplan.solvers.allocation.lp import (
     LpOptions,
@@ -58,7 +59,7 @@ def _equal_share(arrays: AllocationArrays, throughput: np.ndarray) -> np.ndarray
 
 
 def _fastest(arrays: AllocationArrays, throughput: np.ndarray) -> np.ndarray:
-    return np.where(arrays.runnable, throughput, 0.0).max(axis=1)
+    return row_max(np.where(arrays.runnable, throughput, 0.0))
 
 
 def _isolated(arrays: AllocationArrays, throughput: np.ndarray, aware: bool) -> np.ndarray:

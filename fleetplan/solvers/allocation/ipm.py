@@ -167,7 +167,26 @@ def _interior_point(system, deadline: Deadline, tolerance: float, max_iterations
     # The interior start (every primal bound strict, every dual slack positive) takes 20-45 %
     # fewer iterations than Mehrotra's on Gavel's LPs (2,048-65,536 distinct jobs); with held
     # jobs (capacity rows whose right-hand sides and level terms vary) Mehrotra's does better.
-    point = _starting_point(system) if system.held else _Point(*system.start())
+    if system.held:
+        return _iterations(system, _starting_point(system), deadline, tolerance, max_iterations)
+    # The max-min start scaled to the optimum's duals (ipm_systems.START_TIME_DUAL) serves the
+    # loose runs it was measured on (the separable method's first prices). A run to 1e-8 from
+    # it on a weighted LAS instance ended "approximate" with its level within 1e-6 of the
+    # ceiling (a job's best score), which sent that solve to the ceiling's refinement: tight
+    # runs keep the classic start, as does a loose run whose iterations diverge from the scaled
+    # one (a water-filling level LP with weighted rates and floors did).
+    scaled = system.classic_start is not None and tolerance >= LOOSE_TOLERANCE
+    first = system.start() if scaled or system.classic_start is None else system.classic_start()
+    status, point, iterations = _iterations(system, _Point(*first), deadline, tolerance, max_iterations)
+    if scaled and status == "not_converged":
+        status, point, more = _iterations(system, _Point(*system.classic_start()), deadline, tolerance,
+                                          max_iterations)
+        iterations += more
+    return status, point, iterations
+
+
+def _iterations(system, point: _Point, deadline: Deadline, tolerance: float, max_iterations: int):
+    """The iterations from ``point``: compiled where they can be (:func:`_compiled_iterations`)."""
     if system.cells < CORRECTOR_CELLS:
         compiled = _compiled_iterations(system, point, deadline, tolerance, max_iterations)
         if compiled is not None:

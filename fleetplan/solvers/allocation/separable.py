@@ -49,6 +49,7 @@ from typing import Literal
 
 import numpy as np
 
+from fleetplan.instances.allocation.rows import row_max
 from fleetplan.models.linear import INF, LinearProgram
 from fleetplan.solvers import highs as highs_runner
 from fleetplan.solvers.allocation import separable_certificate as certificate
@@ -80,17 +81,26 @@ CONVERGED_WORKING_SET = 16
 LINEAR_IPM_FIRST = 100_000
 TIE = 1e-4
 # The interior-point method's tolerance for max-min prices over every job (no warm start, below
-# its sampled sizes): a tenth of TIE, since every job within TIE of a tie is freed anyway and
-# the certificate decides the rest. Its default 1e-8 took 1-5 more iterations for the same plans
-# (LAS at 2,048 distinct jobs, seeds 0-7, with and without multi-GPU jobs: 15-18 iterations
-# instead of 17-21, one round each, levels within 4e-16 of each other; at 4,096 jobs one of
-# the 16 took a second round, and the certified levels agreed within 2e-11).
-FIRST_PRICES_TOLERANCE = TIE / 10
+# its sampled sizes): TIE, since every job within TIE of a tie is freed anyway and the
+# certificate decides the rest. Against 1e-5 (TIE / 10, until 2026-11-29; the method's default
+# 1e-8 took 1-5 iterations more still), from the classic start: LAS at 2,048 distinct jobs,
+# seeds 0-7, with and without multi-GPU jobs, 14-17 iterations instead of 15-18, one round
+# each, the same certified levels, up to 1 ms less a solve; over 1,024, 4,096 and 6,000 jobs
+# (48 instances) 4 more took a second round (5 ms each) and the total was 3 % lower. Looser
+# still (1e-3) sent 9 of the 16 2,048-job instances to a second round.
+FIRST_PRICES_TOLERANCE = TIE
 # The reduced LP's primal and dual feasibility tolerances. HiGHS's default 1e-7 let the dual
 # simplex stop with the level short of the full LP's optimum: LAS at 16,384 / 65,536 distinct
 # jobs 3.9e-7 / 1.8e-7 below it, with 128 jobs free, measured against the full LP and Gavel's
 # own code (cvxpy + ECOS); at 1e-9 the two agree to 1e-9, for no measurable time.
 REDUCED_LP_TOLERANCE = 1e-9
+# Reduced LPs of at most this many columns (LAS's first round at 2,048 distinct jobs: 16 free
+# jobs, 49 columns) run without HiGHS's presolve, whose set-up costs more there than the few
+# pivots: 0.69 ms instead of 0.78 per reduced LP (8 LAS instances of 2,048 jobs, seeds 0-3,
+# with and without multi-GPU jobs). The primal simplex without presolve took 0.25 ms less, but
+# its level at 16,384 jobs (a 49-column reduced LP) was 4.5e-10 below the dual simplex's, and
+# below Gavel's own code's: the dual simplex stays.
+TINY_LP_COLUMNS = 256
 # The first prices come from an LP over at most this many buckets of similar jobs.
 BUCKETS = 300
 # bucket_of tries each grid on every n // BUCKET_SAMPLE-th row before sorting all of them.
@@ -134,6 +144,8 @@ def _solve_lp(lp: LinearProgram, deadline: Deadline, threads: int, seed: int, to
     tolerance = REDUCED_LP_TOLERANCE if tolerance is None else tolerance
     highs.setOptionValue("primal_feasibility_tolerance", tolerance)
     highs.setOptionValue("dual_feasibility_tolerance", tolerance)
+    if lp.num_cols <= TINY_LP_COLUMNS:
+        highs.setOptionValue("presolve", "off")
     outcome = highs_runner.run(highs)
     duals = np.asarray(highs.getSolution().row_dual, dtype=float) if outcome.values is not None else None
     return outcome, duals
@@ -149,7 +161,7 @@ def _no_capacity_binds(A, offset, usage, W, free_level):
     capacity prices 0 and the whole weight on that job's score row (its time row's dual is its
     fastest score), whose objective is the same bound."""
     n, K = A.shape
-    best = A.max(axis=1)
+    best = row_max(A)
     if n == 0 or np.any(best <= 0):
         return None
     binding = int(np.argmin(best - offset))
@@ -359,7 +371,7 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
 
         if start is not None:
             log.append("separable: interior-point prices warm-started from the previous round's")
-        ceiling = float((A.max(axis=1) - offset).min()) if capped and floor is None else None
+        ceiling = float((row_max(A) - offset).min()) if capped and floor is None else None
         # Over every job (below the sampled sizes, no warm start) the method stops at
         # FIRST_PRICES_TOLERANCE; a level that close to the ceiling is priced again at the
         # method's own tolerance, which the ceiling test below was made for.
