@@ -116,7 +116,7 @@ def test_a_structure_the_certificate_rejects_hands_over_to_the_prices(monkeypatc
     session.solve()
     hints = session.warm_start()
     key = next(key for key, hint in hints.items() if len(hint) == 3)
-    level, prices, (choice, free) = hints[key]
+    level, prices, (choice, free, *_) = hints[key]  # the third part: the reduced LP's basis
     wrong = np.zeros_like(choice)  # every job on the first type, one job free: not the optimum's
     only_first = np.zeros_like(free)
     only_first[0] = True
@@ -131,8 +131,8 @@ def test_a_structure_the_certificate_rejects_hands_over_to_the_prices(monkeypatc
 
 
 def test_the_re_solves_shortcuts_equal_what_they_replace():
-    from fleetplan.solvers.allocation import separable_certificate
     from fleetplan.instances.allocation.rows import row_max as _row_max
+    from fleetplan.solvers.allocation import separable_certificate
 
     rng = np.random.default_rng(5)
     values = rng.normal(size=(500, 4))

@@ -274,8 +274,10 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
         if result.status == "optimal" and result.prices is not None:
             # The interior-point prices the answer was picked at (centred) where there are some.
             level, prices = result.anchor if result.anchor is not None else (result.level, result.prices)
-            warm.give(key, ((level or 0.0) / scale, np.asarray(prices, dtype=float) / scale)
-                      + (() if result.structure is None else (result.structure,)))
+            # The structure's optional third part: the last reduced LP's basis (its next start).
+            structure = () if result.structure is None else (
+                result.structure + (() if result.reduced_basis is None else (result.reduced_basis,)),)
+            warm.give(key, ((level or 0.0) / scale, np.asarray(prices, dtype=float) / scale) + structure)
         elif result.status == "capped":
             # A job's own best score set the level and no capacity has a price: that is the hint
             # (the next round starts from it; its certificate decides, as for any hint).

@@ -131,11 +131,14 @@ class SeparableResult:
     # Max-min: each job's vertex (fixed jobs) and the free set the certificate held for: a
     # neighbouring problem's first try (:mod:`.separable_structure`).
     structure: tuple[np.ndarray, np.ndarray] | None = None
+    # Max-min: the last reduced LP's optimal basis, the start of a neighbouring problem's.
+    reduced_basis: ReducedBasis | None = None
 
 
 # --- the reduced LP -----------------------------------------------------------------------------
 
-def _solve_lp(lp: LinearProgram, deadline: Deadline, threads: int, seed: int, tolerance: float | None = None):
+def _solve_lp(lp: LinearProgram, deadline: Deadline, threads: int, seed: int, tolerance: float | None = None,
+              basis: tuple[np.ndarray, np.ndarray] | None = None, keep_basis: bool = False):
     # HiGHS's default (dual) simplex. Its primal simplex without presolve was faster on LAS's
     # small reduced LPs (4.7 ms instead of 9.1 at 2,048 distinct jobs) but did not finish the
     # second round's reduced LP at 10^6 jobs in two minutes (the dual simplex: 0.1 s).
@@ -146,9 +149,60 @@ def _solve_lp(lp: LinearProgram, deadline: Deadline, threads: int, seed: int, to
     highs.setOptionValue("dual_feasibility_tolerance", tolerance)
     if lp.num_cols <= TINY_LP_COLUMNS:
         highs.setOptionValue("presolve", "off")
+    if basis is not None:
+        highs_runner.set_basis(highs, basis)
     outcome = highs_runner.run(highs)
     duals = np.asarray(highs.getSolution().row_dual, dtype=float) if outcome.values is not None else None
+    if keep_basis and outcome.status == "optimal":
+        outcome.basis = highs_runner.basis_of(highs)
     return outcome, duals
+
+
+# HiGHS's basis status codes (HighsBasisStatus), kept as int8 in a ReducedBasis.
+_AT_LOWER, _BASIC = 0, 1
+
+
+@dataclass
+class ReducedBasis:
+    """A max-min reduced LP's optimal simplex basis, each status keyed by what it belongs to
+    (a free job's score and time rows, a (job, type) cell, t, a capacity row), so that it can
+    start the reduced LP of another free set or of changed capacities (a neighbouring problem's
+    structure re-solve): one GPU more changes a capacity row's right-hand side only, and the
+    dual simplex then needs a few pivots from the old basis instead of a hundred from a slack one."""
+
+    free_jobs: np.ndarray  # sorted job indices
+    cell_keys: np.ndarray  # job * K + type, sorted (the LP's column order)
+    cell_status: np.ndarray
+    t_status: int
+    score_status: np.ndarray  # per free job
+    time_status: np.ndarray
+    capacity_status: np.ndarray  # per type
+
+    def start_for(self, free_jobs: np.ndarray, cell_keys: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """(column, row) statuses for the reduced LP over ``free_jobs`` with columns
+        ``cell_keys``: kept where the row or column was in this basis, a new job's rows basic and
+        its cells at zero (a valid basis: one basic per row); None where the counts do not add up
+        (a cell this basis had basic is gone)."""
+        if len(self.capacity_status) != K:
+            return None
+        rows = _kept(self.free_jobs, free_jobs)
+        columns = _kept(self.cell_keys, cell_keys)
+        col_status = np.append(np.where(columns >= 0, self.cell_status[np.maximum(columns, 0)], _AT_LOWER),
+                               self.t_status).astype(np.int8)
+        row_status = np.concatenate([np.where(rows >= 0, self.score_status[np.maximum(rows, 0)], _BASIC),
+                                     np.where(rows >= 0, self.time_status[np.maximum(rows, 0)], _BASIC),
+                                     self.capacity_status]).astype(np.int8)
+        if int((col_status == _BASIC).sum() + (row_status == _BASIC).sum()) != len(row_status):
+            return None
+        return col_status, row_status
+
+
+def _kept(old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """Each of ``new``'s (sorted, distinct) keys' position in ``old`` (sorted), or -1."""
+    if not len(old):
+        return np.full(len(new), -1)
+    where = np.minimum(np.searchsorted(old, new), len(old) - 1)
+    return np.where(old[where] == new, where, -1)
 
 
 def _no_capacity_binds(A, offset, usage, W, free_level):
@@ -182,11 +236,14 @@ def _no_capacity_binds(A, offset, usage, W, free_level):
 
 
 def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, deadline, threads, seed,
-                     floor=None, tolerance=None):
+                     floor=None, tolerance=None, basis: ReducedBasis | None = None,
+                     bases: list[ReducedBasis] | None = None):
     """The reduced LP over the ``free`` jobs; fixed jobs enter the capacity rows as affine terms
     (constants for ``floor`` jobs, whose score rows have no t). Returns (status, allocation,
     level, capacity prices, the free jobs' score duals, (t_low, t_high, fixed, alpha)): the range
-    of t where each fixed job's vertex holds, the fixed mask, and their slopes in t."""
+    of t where each fixed job's vertex holds, the fixed mask, and their slopes in t. ``basis``:
+    the simplex starts from it (mapped onto these free jobs); ``bases``: the optimal basis is
+    appended to it."""
     n, K = A.shape
     usage = mult * scale
     fixed = ~free
@@ -227,9 +284,15 @@ def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, 
         row_upper=np.concatenate([np.full(n_free, INF), np.ones(n_free), W - delta]),
         col_lower=np.concatenate([np.zeros(n_cells), [low]]),
         col_upper=np.concatenate([np.ones(n_cells), [high]]), sense="max")
-    outcome, duals = _solve_lp(lp, deadline, threads, seed, tolerance)
+    cell_keys = free_jobs[cell_job] * K + cell_type
+    start = None if basis is None else basis.start_for(free_jobs, cell_keys, K)
+    outcome, duals = _solve_lp(lp, deadline, threads, seed, tolerance, start, bases is not None)
     if outcome.status != "optimal" or duals is None:
         return outcome.status, None, None, None, None, (t_low, t_high, fixed, alpha)
+    if bases is not None and outcome.basis is not None:
+        col_status, row_status = outcome.basis
+        bases.append(ReducedBasis(free_jobs, cell_keys, col_status[:n_cells], int(col_status[t_col]),
+                                  row_status[:n_free], row_status[n_free:2 * n_free], row_status[2 * n_free:]))
     level = float(outcome.values[t_col])
     matrix_out = np.zeros((n, K))
     matrix_out[free_jobs[cell_job], cell_type] = outcome.values[:n_cells]
@@ -405,6 +468,7 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
         if status != "optimal":
             return SeparableResult("fallback", log=log + [f"bucket LP ended {status}"], stats=stats)
     sticky = np.zeros(n, dtype=bool)  # jobs a certificate rejected stay free
+    bases: list[ReducedBasis] = []  # each round's optimal basis: the last one is kept
     previous = (level, lam)
     size = CONVERGED_WORKING_SET if converged else WORKING_SET
     rounds = 0
@@ -424,7 +488,8 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
         if deadline.expired():
             return SeparableResult("time_limit", log=log + ["time limit in the separable method"], stats=stats)
         status, matrix, level, lam, score_duals, (t_low, t_high, fixed, alpha) = _max_min_reduced(
-            A, offset, mult, scale, W, free, choice, free_level, deadline, threads, seed, floor, lp_tolerance)
+            A, offset, mult, scale, W, free, choice, free_level, deadline, threads, seed, floor, lp_tolerance,
+            bases=bases)
         stats.update(separable_rounds=float(rounds), separable_free=float(free.sum()))
         log.append(f"round {rounds}: {int(free.sum())} free jobs, reduced LP {status}")
         if status == "infeasible" and rounds < MAX_ROUNDS:
@@ -454,7 +519,7 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
     stats["separable_s"] = time.perf_counter() - started
     log.append(f"separable: certified optimal in {rounds} round(s), {int(free.sum())} of {n} jobs in the reduced LP")
     return SeparableResult("optimal", np.clip(matrix, 0.0, 1.0), level, all_bottlenecked, log, stats, lam, duals,
-                           anchor=anchor, structure=(choice, free))
+                           anchor=anchor, structure=(choice, free), reduced_basis=bases[-1] if bases else None)
 
 
 def _reserved_prices(max_min_prices, A, offset, usage, W, floor, free_level, deadline):

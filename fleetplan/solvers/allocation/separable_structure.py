@@ -29,7 +29,12 @@ import time
 import numpy as np
 
 from fleetplan.solvers.allocation import separable_certificate as certificate
-from fleetplan.solvers.allocation.separable import WORKING_SET, SeparableResult, _max_min_reduced
+from fleetplan.solvers.allocation.separable import (
+    WORKING_SET,
+    ReducedBasis,
+    SeparableResult,
+    _max_min_reduced,
+)
 from fleetplan.solvers.deadline import Deadline
 
 # Rounds that free the jobs the certificate rejects, and the free set's limit: one unit more or
@@ -40,26 +45,33 @@ STRUCTURE_MAX_FREE = 8 * WORKING_SET
 
 
 def resolve_structure(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarray, W: np.ndarray,
-                      structure: tuple[np.ndarray, np.ndarray], *, free_level: bool, deadline: Deadline | None = None,
+                      structure: tuple[np.ndarray, ...], *, free_level: bool, deadline: Deadline | None = None,
                       threads: int = 1, seed: int = 0, lp_tolerance: float | None = None) -> SeparableResult:
     """The max-min LP of :func:`~fleetplan.solvers.allocation.separable.max_min` (no floors)
-    solved by keeping ``structure`` = (each job's vertex, the free jobs), a neighbouring
+    solved by keeping ``structure`` = (each job's vertex, the free jobs[, the last reduced LP's
+    :class:`~fleetplan.solvers.allocation.separable.ReducedBasis`]), a neighbouring
     problem's :attr:`~fleetplan.solvers.allocation.separable.SeparableResult.structure`. Status
     ``optimal`` (certified; its own structure kept), ``time_limit``, or ``fallback``: the
     structure does not fit these jobs, the reduced LP is not optimal, or the certificate still
     rejects jobs after the rounds allowed."""
     deadline = deadline or Deadline(None)
     started = time.perf_counter()
-    choice, free = (np.asarray(part) for part in structure)
+    choice, free = (np.asarray(part) for part in structure[:2])
+    # The neighbour's last reduced LP's basis, where the structure carries one: its reduced LP
+    # has these rows and columns, so the dual simplex starts a few pivots from the optimum.
+    basis = structure[2] if len(structure) > 2 else None
     n, K = A.shape
     if choice.shape != (n,) or free.shape != (n,) or free.dtype != bool or not free.any() or \
             np.any(choice[~free] < -1) or np.any(choice >= K * (K + 1) // 2):
         return SeparableResult("fallback", log=["separable: the last answer's structure does not fit these jobs"])
     usage = mult * scale
     free = free.copy()
+    bases: list[ReducedBasis] = []
     for rounds in range(1, STRUCTURE_ROUNDS + 1):
+        # A later round starts from the round before's basis (the rejected jobs' rows basic).
         status, matrix, level, lam, free_duals, (t_low, t_high, fixed, alpha) = _max_min_reduced(
-            A, offset, mult, scale, W, free, choice, free_level, deadline, threads, seed, None, lp_tolerance)
+            A, offset, mult, scale, W, free, choice, free_level, deadline, threads, seed, None, lp_tolerance,
+            basis=bases[-1] if bases else basis, bases=bases)
         if status != "optimal":
             return SeparableResult("fallback" if status != "time_limit" else "time_limit",
                                    log=[f"separable: the last answer's structure: reduced LP {status}"])
@@ -78,4 +90,4 @@ def resolve_structure(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale
     log = [f"separable: certified optimal with the last answer's structure in {rounds} round(s) ({int(free.sum())} "
            f"of {n} jobs in the reduced LP, every other job on its vertex)"]
     return SeparableResult("optimal", np.clip(matrix, 0.0, 1.0), level, all_bottlenecked, log, stats, lam, duals,
-                           structure=(choice, free))
+                           structure=(choice, free), reduced_basis=bases[-1] if bases else None)
