@@ -254,6 +254,27 @@ def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, 
     gamma = np.einsum("m,mj->j", fixed_usage, alpha)
     delta = np.einsum("m,mj->j", fixed_usage, beta)
     free_jobs = np.flatnonzero(free)
+    low = max(float(t_low.max(initial=-INF)), -INF if free_level else 0.0)
+    high = float(t_high.min(initial=INF))
+    status, level, cells, lam, score_duals = reduced_lp(A, offset, usage, W, free_jobs, gamma, delta, (low, high),
+                                                        deadline, threads, seed, floor, tolerance, basis, bases)
+    if status != "optimal":
+        return status, None, None, None, None, (t_low, t_high, fixed, alpha)
+    cell_job, cell_type, cell_values = cells
+    matrix_out = np.zeros((n, K))
+    matrix_out[cell_job, cell_type] = cell_values
+    matrix_out[fixed] = alpha * level + beta
+    return "optimal", matrix_out, level, lam, score_duals, (t_low, t_high, fixed, alpha)
+
+
+def reduced_lp(A, offset, usage, W, free_jobs, gamma, delta, level_bounds, deadline, threads, seed, floor=None,
+               tolerance=None, basis: ReducedBasis | None = None, bases: list[ReducedBasis] | None = None):
+    """The reduced LP itself: the ``free_jobs``' cells and t, the fixed jobs' vertices entering
+    the capacity rows as ``gamma`` t + ``delta`` per type, t within ``level_bounds``. Returns
+    (status, level, (each cell's job, type, value), capacity prices, the free jobs' score duals);
+    ``basis`` and ``bases`` as in :func:`_max_min_reduced`."""
+    K = A.shape[1]
+    free_jobs = np.asarray(free_jobs)
     cell_job, cell_type = np.nonzero(A[free_jobs] > 0)
     n_cells, n_free = len(cell_job), len(free_jobs)
     import scipy.sparse as sp
@@ -274,8 +295,7 @@ def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, 
     values[3 * n_cells:] = np.concatenate([-np.ones(len(lifted)), gamma])
     starts = np.append(np.arange(0, 3 * n_cells + 1, 3), len(indices)).astype(np.int32)
     matrix = sp.csc_matrix((values, indices, starts), shape=(2 * n_free + K, n_cells + 1))
-    low = max(float(t_low.max(initial=-INF)), -INF if free_level else 0.0)
-    high = float(t_high.min(initial=INF))
+    low, high = level_bounds
     cost = np.zeros(n_cells + 1)
     cost[t_col] = 1.0
     lp = LinearProgram(
@@ -284,22 +304,20 @@ def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, 
         row_upper=np.concatenate([np.full(n_free, INF), np.ones(n_free), W - delta]),
         col_lower=np.concatenate([np.zeros(n_cells), [low]]),
         col_upper=np.concatenate([np.ones(n_cells), [high]]), sense="max")
-    cell_keys = free_jobs[cell_job] * K + cell_type
+    job_of_cell = free_jobs[cell_job]
+    cell_keys = job_of_cell * K + cell_type
     start = None if basis is None else basis.start_for(free_jobs, cell_keys, K)
     outcome, duals = _solve_lp(lp, deadline, threads, seed, tolerance, start, bases is not None)
     if outcome.status != "optimal" or duals is None:
-        return outcome.status, None, None, None, None, (t_low, t_high, fixed, alpha)
+        return outcome.status, None, None, None, None
     if bases is not None and outcome.basis is not None:
         col_status, row_status = outcome.basis
         bases.append(ReducedBasis(free_jobs, cell_keys, col_status[:n_cells], int(col_status[t_col]),
                                   row_status[:n_free], row_status[n_free:2 * n_free], row_status[2 * n_free:]))
     level = float(outcome.values[t_col])
-    matrix_out = np.zeros((n, K))
-    matrix_out[free_jobs[cell_job], cell_type] = outcome.values[:n_cells]
-    matrix_out[fixed] = alpha * level + beta
     lam = np.maximum(duals[2 * n_free:], 0.0)
     score_duals = -duals[:n_free]
-    return "optimal", matrix_out, level, lam, score_duals, (t_low, t_high, fixed, alpha)
+    return "optimal", level, (job_of_cell, cell_type, outcome.values[:n_cells]), lam, score_duals
 
 
 def bucket_of(columns: np.ndarray, target: int = BUCKETS) -> tuple[np.ndarray, np.ndarray]:

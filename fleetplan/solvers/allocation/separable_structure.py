@@ -33,8 +33,9 @@ from fleetplan.solvers.allocation.separable import (
     WORKING_SET,
     ReducedBasis,
     SeparableResult,
-    _max_min_reduced,
+    reduced_lp,
 )
+from fleetplan.solvers.allocation.vertices import vertex_affine
 from fleetplan.solvers.deadline import Deadline
 
 # Rounds that free the jobs the certificate rejects, and the free set's limit: one unit more or
@@ -66,12 +67,22 @@ def resolve_structure(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale
         return SeparableResult("fallback", log=["separable: the last answer's structure does not fit these jobs"])
     usage = mult * scale
     free = free.copy()
+    # Every job's vertex as an affine function of t, once for all rounds (a free job idles: zero
+    # rows, so sums over all jobs are the fixed jobs' sums and the plan's fixed rows come out of
+    # one product); a round only zeroes the rows of the jobs it frees.
+    alpha, beta, t_low_all, t_high_all = vertex_affine(A, offset, np.where(free, -1, choice))
+    low_floor = -np.inf if free_level else 0.0
     bases: list[ReducedBasis] = []
     for rounds in range(1, STRUCTURE_ROUNDS + 1):
+        fixed = ~free
+        t_low, t_high = t_low_all[fixed], t_high_all[fixed]
+        gamma = np.einsum("m,mj->j", usage, alpha)
+        delta = np.einsum("m,mj->j", usage, beta)
+        level_bounds = (max(float(t_low.max(initial=-np.inf)), low_floor), float(t_high.min(initial=np.inf)))
         # A later round starts from the round before's basis (the rejected jobs' rows basic).
-        status, matrix, level, lam, free_duals, (t_low, t_high, fixed, alpha) = _max_min_reduced(
-            A, offset, mult, scale, W, free, choice, free_level, deadline, threads, seed, None, lp_tolerance,
-            basis=bases[-1] if bases else basis, bases=bases)
+        status, level, cells, lam, free_duals = reduced_lp(
+            A, offset, usage, W, np.flatnonzero(free), gamma, delta, level_bounds, deadline, threads, seed, None,
+            lp_tolerance, bases[-1] if bases else basis, bases)
         if status != "optimal":
             return SeparableResult("fallback" if status != "time_limit" else "time_limit",
                                    log=[f"separable: the last answer's structure: reduced LP {status}"])
@@ -80,10 +91,16 @@ def resolve_structure(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale
             break
         # As in the decomposition's rounds: the rejected jobs join the free ones (one GPU more
         # can move the few jobs nearest a tie to another vertex).
-        free[np.flatnonzero(fixed)[wrong]] = True
+        freed = np.flatnonzero(fixed)[wrong]
+        free[freed] = True
+        alpha[freed], beta[freed] = 0.0, 0.0
         if rounds == STRUCTURE_ROUNDS or free.sum() > STRUCTURE_MAX_FREE:
             return SeparableResult("fallback", log=[f"separable: the last answer's structure: the certificate "
                                                     f"rejects {int(wrong.sum())} fixed jobs in round {rounds}"])
+    matrix = alpha * level + beta
+    cell_job, cell_type, cell_values = cells
+    matrix[cell_job, cell_type] = cell_values
+    alpha = alpha[fixed]
     duals, all_bottlenecked = certificate.score_duals(A, offset, usage, lam, choice, free, free_duals, None, alpha)
     stats = {"separable_s": time.perf_counter() - started, "separable_rounds": float(rounds),
              "separable_free": float(free.sum()), "separable_structure": 1.0}
