@@ -177,6 +177,10 @@ class ReducedBasis:
     score_status: np.ndarray  # per free job
     time_status: np.ndarray
     capacity_status: np.ndarray  # per type
+    # Buffers a re-solve from this basis borrows and gives back (each taken with dict.pop, so
+    # two threads never share one): the certificate's (jobs, vertices) costs, whose fresh pages
+    # cost a 16,384-job re-solve more than pricing the vertices itself.
+    scratch: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     def start_for(self, free_jobs: np.ndarray, cell_keys: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray] | None:
         """(column, row) statuses for the reduced LP over ``free_jobs`` with columns

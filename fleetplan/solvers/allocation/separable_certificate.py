@@ -28,10 +28,12 @@ CERTIFICATE_TOLERANCE = 1e-9
 
 def rejected(A: np.ndarray, offset: np.ndarray, usage: np.ndarray, W: np.ndarray, level: float, lam: np.ndarray,
              choice: np.ndarray, fixed: np.ndarray, t_low: np.ndarray, t_high: np.ndarray,
-             floor: np.ndarray | None = None) -> np.ndarray:
+             floor: np.ndarray | None = None, costs: np.ndarray | None = None) -> np.ndarray:
     """For each fixed job (in order), whether the certificate rejects its vertex ``choice`` at
     ``level`` and prices ``lam``: a cheaper vertex exists, or the level sits on one of its
-    breakpoints (``t_low``, ``t_high``: the range where the vertex is valid)."""
+    breakpoints (``t_low``, ``t_high``: the range where the vertex is valid). ``costs``: a
+    buffer for every job's vertex costs (:func:`~fleetplan.solvers.allocation.vertices.best_vertices`),
+    used when most jobs are fixed."""
     n = len(A)
     fixed_jobs = np.flatnonzero(fixed)
     fixed_floor = None if floor is None else floor[fixed_jobs]
@@ -40,7 +42,7 @@ def rejected(A: np.ndarray, offset: np.ndarray, usage: np.ndarray, W: np.ndarray
         # vertices are priced and the fixed ones' read after, which spares copying the rows of
         # A, the offsets and the usages first. Each job's costs are its own row's, so the fixed
         # jobs' numbers are the same either way.
-        new_choice, best, _, costs = best_vertices(A, offset, level, lam, usage, floor)
+        new_choice, best, _, costs = best_vertices(A, offset, level, lam, usage, floor, costs)
         new_choice, best, rows = new_choice[fixed_jobs], best[fixed_jobs], fixed_jobs
     else:
         new_choice, best, _, costs = best_vertices(A[fixed_jobs], offset[fixed_jobs], level, lam, usage[fixed_jobs],
@@ -64,11 +66,12 @@ def score_duals(A: np.ndarray, offset: np.ndarray, usage: np.ndarray, lam: np.nd
     need, for a floor job of its floor, its vertex's slope priced at ``lam``; a free job's: the
     reduced LP's ``free_duals``), and whether all of them are positive: then every optimum gives
     each job exactly the level, and a sum-of-scores refinement changes nothing. ``alpha``: the
-    fixed jobs' vertex slopes (in order) where the caller has them, else computed here."""
+    fixed jobs' vertex slopes (in order) where the caller has them, or already priced (each
+    fixed job's ``alpha @ lam``, one dimension), else computed here."""
     fixed_jobs = np.flatnonzero(~free)
     if alpha is None:
         alpha = vertex_affine(A[fixed_jobs], offset[fixed_jobs], choice[fixed_jobs])[0]
-    fixed_u = usage[fixed_jobs] * np.einsum("mj,j->m", alpha, lam)
+    fixed_u = usage[fixed_jobs] * (np.einsum("mj,j->m", alpha, lam) if alpha.ndim == 2 else alpha)
     all_bottlenecked = bool(np.all(fixed_u > 0) and np.all(free_duals > 0)) and floor is None
     duals = np.zeros(len(A))
     duals[fixed_jobs] = np.maximum(fixed_u, 0.0)
