@@ -83,8 +83,8 @@ def resolve_structure(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale
         for rounds in range(1, STRUCTURE_ROUNDS + 1):
             fixed = ~free
             t_low, t_high = t_low_all[fixed], t_high_all[fixed]
-            gamma = np.einsum("m,mj->j", usage, alpha)
-            delta = np.einsum("m,mj->j", usage, beta)
+            # (BLAS's matrix-vector product: a third of einsum's time on 16,384 x 4, one thread)
+            gamma, delta = usage @ alpha, usage @ beta
             level_bounds = (max(float(t_low.max(initial=-np.inf)), low_floor), float(t_high.min(initial=np.inf)))
             # A later round starts from the round before's basis (the rejected jobs' rows basic).
             status, level, cells, lam, free_duals = reduced_lp(
@@ -110,7 +110,7 @@ def resolve_structure(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale
             scratch["costs"] = costs
     # Each fixed job's slope priced (free rows are zero), then the plan built in alpha's own
     # array: no (jobs, types) temporaries.
-    priced_slopes = np.einsum("mj,j->m", alpha, lam)[fixed]
+    priced_slopes = (alpha @ lam)[fixed]
     matrix = np.multiply(alpha, level, out=alpha)
     matrix += beta
     cell_job, cell_type, cell_values = cells
