@@ -13,6 +13,7 @@ from fleetplan.embed import AllocationSession
 from fleetplan.planning.marginal import allocation_units, marginal_values
 from fleetplan.runs import shared
 from fleetplan.solvers.allocation import separable
+from fleetplan.solvers.allocation.reduced_basis import ReducedBasis
 from fleetplan.solvers.allocation.separable_structure import resolve_structure
 
 # Small instances, the decomposition forced (below SEPARABLE_MIN_JOBS the full LP runs).
@@ -196,7 +197,7 @@ def test_a_re_solve_from_the_neighbours_basis_pivots_less_for_the_same_answer(se
 def test_a_reduced_basis_maps_onto_another_free_set():
     """Kept rows and cells keep their status; a newly freed job's rows are basic and its cells at
     zero (one basic per row); a basis that lost a basic cell is not used."""
-    basis = separable.ReducedBasis(free_jobs=np.array([2, 5]), cell_keys=np.array([2 * 2 + 0, 5 * 2 + 1]),
+    basis = ReducedBasis(free_jobs=np.array([2, 5]), cell_keys=np.array([2 * 2 + 0, 5 * 2 + 1]),
                                    cell_status=np.array([1, 1], dtype=np.int8), t_status=1,
                                    score_status=np.array([2, 0], dtype=np.int8),
                                    time_status=np.array([0, 2], dtype=np.int8),

@@ -53,6 +53,7 @@ from fleetplan.instances.allocation.rows import row_max
 from fleetplan.models.linear import INF, LinearProgram
 from fleetplan.solvers import highs as highs_runner
 from fleetplan.solvers.allocation import separable_certificate as certificate
+from fleetplan.solvers.allocation.reduced_basis import ReducedBasis
 from fleetplan.solvers.allocation.separable_certificate import CERTIFICATE_TOLERANCE
 from fleetplan.solvers.allocation.vertices import best_types as _best_types
 from fleetplan.solvers.allocation.vertices import closeness as _closeness
@@ -156,57 +157,6 @@ def _solve_lp(lp: LinearProgram, deadline: Deadline, threads: int, seed: int, to
     if keep_basis and outcome.status == "optimal":
         outcome.basis = highs_runner.basis_of(highs)
     return outcome, duals
-
-
-# HiGHS's basis status codes (HighsBasisStatus), kept as int8 in a ReducedBasis.
-_AT_LOWER, _BASIC = 0, 1
-
-
-@dataclass
-class ReducedBasis:
-    """A max-min reduced LP's optimal simplex basis, each status keyed by what it belongs to
-    (a free job's score and time rows, a (job, type) cell, t, a capacity row), so that it can
-    start the reduced LP of another free set or of changed capacities (a neighbouring problem's
-    structure re-solve): one GPU more changes a capacity row's right-hand side only, and the
-    dual simplex then needs a few pivots from the old basis instead of a hundred from a slack one."""
-
-    free_jobs: np.ndarray  # sorted job indices
-    cell_keys: np.ndarray  # job * K + type, sorted (the LP's column order)
-    cell_status: np.ndarray
-    t_status: int
-    score_status: np.ndarray  # per free job
-    time_status: np.ndarray
-    capacity_status: np.ndarray  # per type
-    # Buffers a re-solve from this basis borrows and gives back (each taken with dict.pop, so
-    # two threads never share one): the certificate's (jobs, vertices) costs, whose fresh pages
-    # cost a 16,384-job re-solve more than pricing the vertices itself.
-    scratch: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
-
-    def start_for(self, free_jobs: np.ndarray, cell_keys: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """(column, row) statuses for the reduced LP over ``free_jobs`` with columns
-        ``cell_keys``: kept where the row or column was in this basis, a new job's rows basic and
-        its cells at zero (a valid basis: one basic per row); None where the counts do not add up
-        (a cell this basis had basic is gone)."""
-        if len(self.capacity_status) != K:
-            return None
-        rows = _kept(self.free_jobs, free_jobs)
-        columns = _kept(self.cell_keys, cell_keys)
-        col_status = np.append(np.where(columns >= 0, self.cell_status[np.maximum(columns, 0)], _AT_LOWER),
-                               self.t_status).astype(np.int8)
-        row_status = np.concatenate([np.where(rows >= 0, self.score_status[np.maximum(rows, 0)], _BASIC),
-                                     np.where(rows >= 0, self.time_status[np.maximum(rows, 0)], _BASIC),
-                                     self.capacity_status]).astype(np.int8)
-        if int((col_status == _BASIC).sum() + (row_status == _BASIC).sum()) != len(row_status):
-            return None
-        return col_status, row_status
-
-
-def _kept(old: np.ndarray, new: np.ndarray) -> np.ndarray:
-    """Each of ``new``'s (sorted, distinct) keys' position in ``old`` (sorted), or -1."""
-    if not len(old):
-        return np.full(len(new), -1)
-    where = np.minimum(np.searchsorted(old, new), len(old) - 1)
-    return np.where(old[where] == new, where, -1)
 
 
 def _no_capacity_binds(A, offset, usage, W, free_level):
