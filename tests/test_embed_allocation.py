@@ -451,7 +451,11 @@ def test_new_worker_counts_keep_what_they_cannot_change_and_rebuild_what_they_ca
         arrays = session.instance().arrays()
         fresh = instance_from_data(session.instance().model_dump(), "fresh")
         assert (arrays.__dict__.get("runnable") is first.runnable) == carried, counts
+        assert (arrays.__dict__.get("runnable_throughput") is first.runnable_throughput) == carried, counts
         assert np.array_equal(arrays.runnable, fresh.arrays().runnable)
+        assert np.array_equal(arrays.runnable_throughput, np.where(fresh.arrays().runnable, fresh.arrays().throughput,
+                                                                   0.0))
+        assert not arrays.runnable_throughput.flags.writeable
         assert np.array_equal(arrays.fastest_throughput, fresh.arrays().fastest_throughput)
         assert np.array_equal(arrays.isolated_throughput, fresh.arrays().isolated_throughput)
         cold = fleetplan.solve(fresh, "max-min-fairness")
@@ -468,7 +472,7 @@ def test_a_session_from_an_instance_starts_from_its_arrays_on_its_own_columns():
     assert mine.runnable is instance.arrays().runnable  # read once, by the solve above
     for name in ("throughput", "scale_factor", "weight", "num_workers", "cost_per_hour", "steps_left", "time_elapsed",
                  "isolated_time_elapsed", "slo_seconds", "arrival_rank", "colocation_class", "colocation_throughput",
-                 "runnable", "isolated_throughput", "fastest_throughput"):
+                 "runnable", "runnable_throughput", "isolated_throughput", "fastest_throughput"):
         assert np.array_equal(getattr(mine, name), getattr(fresh, name), equal_nan=True), name
     assert session.solve().evaluation.metrics == fleetplan.solve(instance, "max-min-fairness").evaluation.metrics
 

@@ -13,6 +13,7 @@ from fleetplan.embed import AllocationSession
 from fleetplan.planning.marginal import allocation_units, marginal_values
 from fleetplan.runs import shared
 from fleetplan.solvers.allocation import separable
+from fleetplan.solvers.allocation.reduced_basis import ReducedBasis
 from fleetplan.solvers.allocation.separable_structure import resolve_structure
 
 # Small instances, the decomposition forced (below SEPARABLE_MIN_JOBS the full LP runs).
@@ -116,7 +117,7 @@ def test_a_structure_the_certificate_rejects_hands_over_to_the_prices(monkeypatc
     session.solve()
     hints = session.warm_start()
     key = next(key for key, hint in hints.items() if len(hint) == 3)
-    level, prices, (choice, free) = hints[key]
+    level, prices, (choice, free, *_) = hints[key]  # the third part: the reduced LP's basis
     wrong = np.zeros_like(choice)  # every job on the first type, one job free: not the optimum's
     only_first = np.zeros_like(free)
     only_first[0] = True
@@ -131,8 +132,8 @@ def test_a_structure_the_certificate_rejects_hands_over_to_the_prices(monkeypatc
 
 
 def test_the_re_solves_shortcuts_equal_what_they_replace():
-    from fleetplan.solvers.allocation import separable_certificate
     from fleetplan.instances.allocation.rows import row_max as _row_max
+    from fleetplan.solvers.allocation import separable_certificate
 
     rng = np.random.default_rng(5)
     values = rng.normal(size=(500, 4))
@@ -154,3 +155,73 @@ def test_the_re_solves_shortcuts_equal_what_they_replace():
     given = separable_certificate.score_duals(A, offset, ones, result.prices, choice, free, free_duals, None, alpha)
     recomputed = separable_certificate.score_duals(A, offset, ones, result.prices, choice, free, free_duals, None)
     assert np.allclose(given[0], recomputed[0], rtol=1e-12, atol=0) and given[1] == recomputed[1]
+
+
+def _scarce(n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    A = rng.uniform(0.5, 3.0, size=(n, 4))
+    return A, np.zeros(n), np.ones(n), np.array([n / 10, n / 12, n / 15, n / 20])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_re_solve_from_the_neighbours_basis_pivots_less_for_the_same_answer(seed, monkeypatch):
+    """One worker more or fewer of a type changes a capacity row's right-hand side only: started
+    from the base's optimal basis the reduced LPs take fewer simplex pivots, and the certified
+    level, plan and prices are those of the re-solve without a basis."""
+    A, offset, ones, W = _scarce(600, seed)
+    base = separable.max_min(A, offset, ones, ones, W, free_level=False)
+    assert base.status == "optimal" and base.reduced_basis is not None
+    pivots: list[int] = []
+    solve_lp = separable._solve_lp
+    monkeypatch.setattr(separable, "_solve_lp", lambda lp, *rest: (lambda out: pivots.append(
+        out[0].simplex_iterations) or out)(solve_lp(lp, *rest)))
+    warm_total = cold_total = 0
+    for k in range(4):
+        for step in (1.0, -1.0):
+            changed = W.copy()
+            changed[k] += step
+            pivots.clear()
+            warm = resolve_structure(A, offset, ones, ones, changed, base.structure + (base.reduced_basis,),
+                                     free_level=False)
+            warm_total += sum(pivots)
+            pivots.clear()
+            cold = resolve_structure(A, offset, ones, ones, changed, base.structure, free_level=False)
+            cold_total += sum(pivots)
+            assert warm.status == cold.status == "optimal"
+            assert _close(warm.level, cold.level)
+            assert np.allclose(warm.matrix, cold.matrix, rtol=0, atol=1e-7)
+            assert np.allclose(warm.prices, cold.prices, rtol=1e-6, atol=1e-9)
+    assert warm_total < cold_total
+
+
+def test_a_reduced_basis_maps_onto_another_free_set():
+    """Kept rows and cells keep their status; a newly freed job's rows are basic and its cells at
+    zero (one basic per row); a basis that lost a basic cell is not used."""
+    basis = ReducedBasis(free_jobs=np.array([2, 5]), cell_keys=np.array([2 * 2 + 0, 5 * 2 + 1]),
+                                   cell_status=np.array([1, 1], dtype=np.int8), t_status=1,
+                                   score_status=np.array([2, 0], dtype=np.int8),
+                                   time_status=np.array([0, 2], dtype=np.int8),
+                                   capacity_status=np.array([1, 2], dtype=np.int8))
+    # 3 basic columns (two cells, t) and 1 basic row (capacity 0) for 2 * 2 + 2 = 6 rows: refused.
+    assert basis.start_for(np.array([2, 5]), np.array([4, 11]), 2) is None
+    basis.score_status[:] = 1  # now 3 + 2 + 1 = 6 basics for 6 rows
+    same = basis.start_for(np.array([2, 5]), np.array([4, 11]), 2)
+    assert same is not None and same[0].tolist() == [1, 1, 1] and same[1].tolist() == [1, 1, 0, 2, 1, 2]
+    grown = basis.start_for(np.array([2, 3, 5]), np.array([4, 6, 7, 11]), 2)
+    assert grown[0].tolist() == [1, 0, 0, 1, 1]  # job 3's cells at zero
+    assert grown[1].tolist() == [1, 1, 1, 0, 1, 2, 1, 2]  # job 3's score and time rows basic
+    assert basis.start_for(np.array([2, 5]), np.array([4, 10]), 2) is None  # cell (5, 1) gone
+    assert basis.start_for(np.array([2, 5]), np.array([4, 11]), 3) is None  # another cluster
+
+
+def test_re_solves_from_one_basis_reuse_its_buffer_and_repeat_bit_for_bit():
+    A, offset, ones, W = _scarce(500, 7)
+    base = separable.max_min(A, offset, ones, ones, W, free_level=False)
+    changed = W + np.array([1.0, 0.0, 0.0, 0.0])
+    structure = base.structure + (base.reduced_basis,)
+    first = resolve_structure(A, offset, ones, ones, changed, structure, free_level=False)
+    buffer = base.reduced_basis.scratch["costs"]
+    second = resolve_structure(A, offset, ones, ones, changed, structure, free_level=False)
+    assert base.reduced_basis.scratch["costs"] is buffer
+    assert first.level == second.level and np.array_equal(first.matrix, second.matrix)
+    assert np.array_equal(first.score_duals, second.score_duals)

@@ -188,7 +188,8 @@ class AllocationSession:
         # already (which types each job fits, its isolated share: a solve of it read them).
         session._arrays = replace(instance.arrays(), throughput=session._columns.throughput,
                                   weight=session._columns.weight)
-        _carry(instance.arrays(), session._arrays, ("runnable", "fastest_throughput", "isolated_throughput"))
+        _carry(instance.arrays(), session._arrays, ("runnable", "runnable_throughput", "fastest_throughput",
+                                                    "isolated_throughput"))
         return session
 
     # --- what the session holds -------------------------------------------------------------
@@ -243,10 +244,10 @@ class AllocationSession:
         """The solvers' and the judge's arrays of the jobs and cluster now. When only the
         cluster changed since the last ones (new worker counts or prices: a what-if, a GPU
         bought), they are the last ones with the new counts, and what depends on the jobs and
-        on which types each job fits — ``runnable``, ``fastest_throughput`` — is carried over
-        where no count crossed a job's scale factor (one GPU more or fewer of 16,384 jobs'
-        types: 0.5 ms of rebuilding and 1.4 ms of the judge's and the solver's reading, each
-        re-solve)."""
+        on which types each job fits — ``runnable``, ``runnable_throughput``,
+        ``fastest_throughput`` — is carried over where no count crossed a job's scale factor
+        (one GPU more or fewer of 16,384 jobs' types: 0.5 ms of rebuilding and 1.4 ms of the
+        judge's and the solver's reading, each re-solve)."""
         last, types = self._arrays, self._types
         counts = np.array([t.count for t in types], dtype=float)
         prices = np.array([t.cost_per_hour for t in types], dtype=float)
@@ -260,7 +261,7 @@ class AllocationSession:
             if np.array_equal(np.searchsorted(scales, last.num_workers, side="right"),
                               np.searchsorted(scales, counts, side="right")):
                 # Every job fits the same types: the same cells, the same fastest type.
-                _carry(last, arrays, ("runnable", "fastest_throughput"))
+                _carry(last, arrays, ("runnable", "runnable_throughput", "fastest_throughput"))
         self._arrays = arrays
         return arrays
 

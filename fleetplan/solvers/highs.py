@@ -43,6 +43,9 @@ class LpOutcome:
     # The rows' dual values (HiGHS's sign convention: for a maximization, a binding <= row has
     # a non-negative dual), when the solver reports a dual-feasible point.
     row_duals: np.ndarray | None = None
+    simplex_iterations: int = 0
+    # The final simplex basis (:func:`basis_of`) where the caller asked for it.
+    basis: tuple[np.ndarray, np.ndarray] | None = None
 
 
 # Keyed by the back-ends' status names, so this module loads without HiGHS or Pyomo.
@@ -150,7 +153,27 @@ def run(highs: highspy.Highs) -> LpOutcome:
     elif status == "optimal":
         status = "error"
     return LpOutcome(status=status, values=values, objective=objective, log=log, solve_s=solve_s,
-                     row_duals=row_duals)
+                     row_duals=row_duals, simplex_iterations=int(info.simplex_iteration_count))
+
+
+def basis_of(highs: highspy.Highs) -> tuple[np.ndarray, np.ndarray] | None:
+    """The simplex basis ``highs`` ended with, as (column, row) status codes (HiGHS's
+    ``HighsBasisStatus`` values, int8), or None when it has none."""
+    basis = highs.getBasis()
+    if not basis.valid:
+        return None
+    return np.array(basis.col_status, dtype=np.int8), np.array(basis.row_status, dtype=np.int8)
+
+
+def set_basis(highs: highspy.Highs, basis: tuple[np.ndarray, np.ndarray]) -> bool:
+    """Start ``highs``'s next simplex run from ``basis`` (as :func:`basis_of` gives it); False
+    when HiGHS refuses it (the run then starts from its own)."""
+    by_value = sorted(highspy.HighsBasisStatus.__members__.values(), key=lambda status: status.value)
+    start = highspy.HighsBasis()
+    start.col_status = [by_value[code] for code in basis[0].tolist()]
+    start.row_status = [by_value[code] for code in basis[1].tolist()]
+    start.valid = True
+    return highs.setBasis(start) == highspy.HighsStatus.kOk
 
 
 def solve_lp(lp: LinearProgram, *, time_limit: float | None = None, threads: int = 1, seed: int = 0,

@@ -170,7 +170,14 @@ class AllocationArrays:
     @cached_property
     def fastest_throughput(self) -> np.ndarray:
         """throughput(m, X_fastest): the job alone on its fastest type it fits on (FIFO, §4.2)."""
-        return row_max(np.where(self.runnable, self.throughput, 0.0))
+        return row_max(self.runnable_throughput)
+
+    @cached_property  # the max-min LP's scaling, its coefficients and the fastest type read it
+    def runnable_throughput(self) -> np.ndarray:
+        """(jobs, types): the throughput where the job fits the type, 0 elsewhere (read-only)."""
+        masked = np.where(self.runnable, self.throughput, 0.0)
+        masked.flags.writeable = False
+        return masked
 
     def pair_throughput(self, job_a: np.ndarray, job_b: np.ndarray) -> np.ndarray:
         """(pairs, types, 2): throughputs of jobs a and b sharing each type; 0 where they cannot."""

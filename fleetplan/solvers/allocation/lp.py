@@ -229,8 +229,8 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
     if spec.form == "max_min":
         # Keep the level t near 1: coefficients like 1 / steps (1e-6) would put the optimum
         # within the LP solvers' absolute tolerances (1e-7).
-        reach = work_spec.coefficient * _row_max(np.where(work_arrays.runnable, model_throughput(
-            work_arrays, options.heterogeneity_aware), 0))
+        reach = work_spec.coefficient * (work_arrays.fastest_throughput if options.heterogeneity_aware else
+                                         _row_max(_runnable_model_throughput(work_arrays, False)))
         positive = reach[reach > 0]
         # The middle value by partition (np.median imports numpy.ma on first use: 0.1 s).
         scale = 1.0 / float(np.partition(positive, len(positive) // 2)[len(positive) // 2]) if len(positive) else 1.0
@@ -274,8 +274,10 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
         if result.status == "optimal" and result.prices is not None:
             # The interior-point prices the answer was picked at (centred) where there are some.
             level, prices = result.anchor if result.anchor is not None else (result.level, result.prices)
-            warm.give(key, ((level or 0.0) / scale, np.asarray(prices, dtype=float) / scale)
-                      + (() if result.structure is None else (result.structure,)))
+            # The structure's optional third part: the last reduced LP's basis (its next start).
+            structure = () if result.structure is None else (
+                result.structure + (() if result.reduced_basis is None else (result.reduced_basis,)),)
+            warm.give(key, ((level or 0.0) / scale, np.asarray(prices, dtype=float) / scale) + structure)
         elif result.status == "capped":
             # A job's own best score set the level and no capacity has a price: that is the hint
             # (the next round starts from it; its certificate decides, as for any hint).
@@ -416,11 +418,20 @@ def _separable_applies(arrays: AllocationArrays, spec: PolicySpec, options: LpOp
     return options.decomposition == "prices" or len(arrays.job_ids) >= SEPARABLE_MIN_JOBS
 
 
+def _runnable_model_throughput(arrays: AllocationArrays, heterogeneity_aware: bool) -> np.ndarray:
+    """The LP's throughputs where each job fits, 0 elsewhere: the arrays' own cached reading when
+    heterogeneity-aware (the scaling, the decomposition and a refinement read it in one solve,
+    and a session keeps it between solves that change no type a job fits)."""
+    if heterogeneity_aware:
+        return arrays.runnable_throughput
+    return np.where(arrays.runnable, model_throughput(arrays, False), 0.0)
+
+
 def _solve_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, options: LpOptions, start=None,
                      structure=None):
     from fleetplan.solvers.allocation import separable as allocation_separable
 
-    throughput = np.where(arrays.runnable, model_throughput(arrays, options.heterogeneity_aware), 0.0)
+    throughput = _runnable_model_throughput(arrays, options.heterogeneity_aware)
     mult = np.ones(len(arrays.job_ids)) if multiplicity is None else np.asarray(multiplicity, dtype=float)
     deadline = Deadline(options.deadline.remaining(options.reserve), started=None)
     if spec.form == "max_min":
@@ -473,7 +484,7 @@ def _refine_at_ceiling(arrays: AllocationArrays, spec: PolicySpec, multiplicity,
     on its fastest type the ceiling is reachable and that plan starts the refinement; otherwise
     the try is a guess and stops at its first infeasible reduced LP (a level just below the
     ceiling)."""
-    throughput = np.where(arrays.runnable, model_throughput(arrays, options.heterogeneity_aware), 0.0)
+    throughput = _runnable_model_throughput(arrays, options.heterogeneity_aware)
     A = spec.coefficient[:, None] * throughput
     offset = np.zeros(len(A)) if spec.offset is None else np.asarray(spec.offset, dtype=float)
     best = _row_max(A)
@@ -526,7 +537,7 @@ def _refine_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, 
     """The max-min refinement LP at ``level`` (in the spec's scaled units) by price decomposition."""
     from fleetplan.solvers.allocation.separable_refine import refine
 
-    throughput = np.where(arrays.runnable, model_throughput(arrays, options.heterogeneity_aware), 0.0)
+    throughput = _runnable_model_throughput(arrays, options.heterogeneity_aware)
     mult = np.ones(len(arrays.job_ids)) if multiplicity is None else np.asarray(multiplicity, dtype=float)
     offset = np.zeros(len(mult)) if spec.offset is None else np.asarray(spec.offset, dtype=float)
     deadline = Deadline(options.deadline.remaining(options.reserve), started=None)

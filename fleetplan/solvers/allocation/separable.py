@@ -53,6 +53,7 @@ from fleetplan.instances.allocation.rows import row_max
 from fleetplan.models.linear import INF, LinearProgram
 from fleetplan.solvers import highs as highs_runner
 from fleetplan.solvers.allocation import separable_certificate as certificate
+from fleetplan.solvers.allocation.reduced_basis import ReducedBasis
 from fleetplan.solvers.allocation.separable_certificate import CERTIFICATE_TOLERANCE
 from fleetplan.solvers.allocation.vertices import best_types as _best_types
 from fleetplan.solvers.allocation.vertices import closeness as _closeness
@@ -131,11 +132,14 @@ class SeparableResult:
     # Max-min: each job's vertex (fixed jobs) and the free set the certificate held for: a
     # neighbouring problem's first try (:mod:`.separable_structure`).
     structure: tuple[np.ndarray, np.ndarray] | None = None
+    # Max-min: the last reduced LP's optimal basis, the start of a neighbouring problem's.
+    reduced_basis: ReducedBasis | None = None
 
 
 # --- the reduced LP -----------------------------------------------------------------------------
 
-def _solve_lp(lp: LinearProgram, deadline: Deadline, threads: int, seed: int, tolerance: float | None = None):
+def _solve_lp(lp: LinearProgram, deadline: Deadline, threads: int, seed: int, tolerance: float | None = None,
+              basis: tuple[np.ndarray, np.ndarray] | None = None, keep_basis: bool = False):
     # HiGHS's default (dual) simplex. Its primal simplex without presolve was faster on LAS's
     # small reduced LPs (4.7 ms instead of 9.1 at 2,048 distinct jobs) but did not finish the
     # second round's reduced LP at 10^6 jobs in two minutes (the dual simplex: 0.1 s).
@@ -146,8 +150,12 @@ def _solve_lp(lp: LinearProgram, deadline: Deadline, threads: int, seed: int, to
     highs.setOptionValue("dual_feasibility_tolerance", tolerance)
     if lp.num_cols <= TINY_LP_COLUMNS:
         highs.setOptionValue("presolve", "off")
+    if basis is not None:
+        highs_runner.set_basis(highs, basis)
     outcome = highs_runner.run(highs)
     duals = np.asarray(highs.getSolution().row_dual, dtype=float) if outcome.values is not None else None
+    if keep_basis and outcome.status == "optimal":
+        outcome.basis = highs_runner.basis_of(highs)
     return outcome, duals
 
 
@@ -182,11 +190,14 @@ def _no_capacity_binds(A, offset, usage, W, free_level):
 
 
 def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, deadline, threads, seed,
-                     floor=None, tolerance=None):
+                     floor=None, tolerance=None, basis: ReducedBasis | None = None,
+                     bases: list[ReducedBasis] | None = None):
     """The reduced LP over the ``free`` jobs; fixed jobs enter the capacity rows as affine terms
     (constants for ``floor`` jobs, whose score rows have no t). Returns (status, allocation,
     level, capacity prices, the free jobs' score duals, (t_low, t_high, fixed, alpha)): the range
-    of t where each fixed job's vertex holds, the fixed mask, and their slopes in t."""
+    of t where each fixed job's vertex holds, the fixed mask, and their slopes in t. ``basis``:
+    the simplex starts from it (mapped onto these free jobs); ``bases``: the optimal basis is
+    appended to it."""
     n, K = A.shape
     usage = mult * scale
     fixed = ~free
@@ -197,6 +208,27 @@ def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, 
     gamma = np.einsum("m,mj->j", fixed_usage, alpha)
     delta = np.einsum("m,mj->j", fixed_usage, beta)
     free_jobs = np.flatnonzero(free)
+    low = max(float(t_low.max(initial=-INF)), -INF if free_level else 0.0)
+    high = float(t_high.min(initial=INF))
+    status, level, cells, lam, score_duals = reduced_lp(A, offset, usage, W, free_jobs, gamma, delta, (low, high),
+                                                        deadline, threads, seed, floor, tolerance, basis, bases)
+    if status != "optimal":
+        return status, None, None, None, None, (t_low, t_high, fixed, alpha)
+    cell_job, cell_type, cell_values = cells
+    matrix_out = np.zeros((n, K))
+    matrix_out[cell_job, cell_type] = cell_values
+    matrix_out[fixed] = alpha * level + beta
+    return "optimal", matrix_out, level, lam, score_duals, (t_low, t_high, fixed, alpha)
+
+
+def reduced_lp(A, offset, usage, W, free_jobs, gamma, delta, level_bounds, deadline, threads, seed, floor=None,
+               tolerance=None, basis: ReducedBasis | None = None, bases: list[ReducedBasis] | None = None):
+    """The reduced LP itself: the ``free_jobs``' cells and t, the fixed jobs' vertices entering
+    the capacity rows as ``gamma`` t + ``delta`` per type, t within ``level_bounds``. Returns
+    (status, level, (each cell's job, type, value), capacity prices, the free jobs' score duals);
+    ``basis`` and ``bases`` as in :func:`_max_min_reduced`."""
+    K = A.shape[1]
+    free_jobs = np.asarray(free_jobs)
     cell_job, cell_type = np.nonzero(A[free_jobs] > 0)
     n_cells, n_free = len(cell_job), len(free_jobs)
     import scipy.sparse as sp
@@ -217,8 +249,7 @@ def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, 
     values[3 * n_cells:] = np.concatenate([-np.ones(len(lifted)), gamma])
     starts = np.append(np.arange(0, 3 * n_cells + 1, 3), len(indices)).astype(np.int32)
     matrix = sp.csc_matrix((values, indices, starts), shape=(2 * n_free + K, n_cells + 1))
-    low = max(float(t_low.max(initial=-INF)), -INF if free_level else 0.0)
-    high = float(t_high.min(initial=INF))
+    low, high = level_bounds
     cost = np.zeros(n_cells + 1)
     cost[t_col] = 1.0
     lp = LinearProgram(
@@ -227,16 +258,20 @@ def _max_min_reduced(A, offset, mult, scale, W, free, fixed_choice, free_level, 
         row_upper=np.concatenate([np.full(n_free, INF), np.ones(n_free), W - delta]),
         col_lower=np.concatenate([np.zeros(n_cells), [low]]),
         col_upper=np.concatenate([np.ones(n_cells), [high]]), sense="max")
-    outcome, duals = _solve_lp(lp, deadline, threads, seed, tolerance)
+    job_of_cell = free_jobs[cell_job]
+    cell_keys = job_of_cell * K + cell_type
+    start = None if basis is None else basis.start_for(free_jobs, cell_keys, K)
+    outcome, duals = _solve_lp(lp, deadline, threads, seed, tolerance, start, bases is not None)
     if outcome.status != "optimal" or duals is None:
-        return outcome.status, None, None, None, None, (t_low, t_high, fixed, alpha)
+        return outcome.status, None, None, None, None
+    if bases is not None and outcome.basis is not None:
+        col_status, row_status = outcome.basis
+        bases.append(ReducedBasis(free_jobs, cell_keys, col_status[:n_cells], int(col_status[t_col]),
+                                  row_status[:n_free], row_status[n_free:2 * n_free], row_status[2 * n_free:]))
     level = float(outcome.values[t_col])
-    matrix_out = np.zeros((n, K))
-    matrix_out[free_jobs[cell_job], cell_type] = outcome.values[:n_cells]
-    matrix_out[fixed] = alpha * level + beta
     lam = np.maximum(duals[2 * n_free:], 0.0)
     score_duals = -duals[:n_free]
-    return "optimal", matrix_out, level, lam, score_duals, (t_low, t_high, fixed, alpha)
+    return "optimal", level, (job_of_cell, cell_type, outcome.values[:n_cells]), lam, score_duals
 
 
 def bucket_of(columns: np.ndarray, target: int = BUCKETS) -> tuple[np.ndarray, np.ndarray]:
@@ -405,6 +440,7 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
         if status != "optimal":
             return SeparableResult("fallback", log=log + [f"bucket LP ended {status}"], stats=stats)
     sticky = np.zeros(n, dtype=bool)  # jobs a certificate rejected stay free
+    bases: list[ReducedBasis] = []  # each round's optimal basis: the last one is kept
     previous = (level, lam)
     size = CONVERGED_WORKING_SET if converged else WORKING_SET
     rounds = 0
@@ -424,7 +460,8 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
         if deadline.expired():
             return SeparableResult("time_limit", log=log + ["time limit in the separable method"], stats=stats)
         status, matrix, level, lam, score_duals, (t_low, t_high, fixed, alpha) = _max_min_reduced(
-            A, offset, mult, scale, W, free, choice, free_level, deadline, threads, seed, floor, lp_tolerance)
+            A, offset, mult, scale, W, free, choice, free_level, deadline, threads, seed, floor, lp_tolerance,
+            bases=bases)
         stats.update(separable_rounds=float(rounds), separable_free=float(free.sum()))
         log.append(f"round {rounds}: {int(free.sum())} free jobs, reduced LP {status}")
         if status == "infeasible" and rounds < MAX_ROUNDS:
@@ -454,7 +491,7 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
     stats["separable_s"] = time.perf_counter() - started
     log.append(f"separable: certified optimal in {rounds} round(s), {int(free.sum())} of {n} jobs in the reduced LP")
     return SeparableResult("optimal", np.clip(matrix, 0.0, 1.0), level, all_bottlenecked, log, stats, lam, duals,
-                           anchor=anchor, structure=(choice, free))
+                           anchor=anchor, structure=(choice, free), reduced_basis=bases[-1] if bases else None)
 
 
 def _reserved_prices(max_min_prices, A, offset, usage, W, floor, free_level, deadline):

@@ -105,14 +105,18 @@ def vertex_affine(A: np.ndarray, offset: np.ndarray, choice: np.ndarray, floor: 
 
 
 def best_vertices(A: np.ndarray, offset: np.ndarray, level: float, lam: np.ndarray, usage: np.ndarray,
-                  floor: np.ndarray | None = None):
+                  floor: np.ndarray | None = None, costs: np.ndarray | None = None):
     """Each job's cheapest vertex at ``level`` (-1 idle, -2 none reaches it), its cost, the
-    runner-up's cost, and every vertex's cost."""
+    runner-up's cost, and every vertex's cost (written into ``costs``, an (n, K + K(K-1)/2)
+    float array, where one is given: a caller pricing the same jobs again and again keeps its
+    pages instead of having fresh ones mapped and zeroed each time)."""
     need = need_at(offset, level, floor)
     compiled = _compiled()
     if compiled is not None:
         n, K = A.shape
-        costs = np.empty((n, K + K * (K - 1) // 2))
+        shape = (n, K + K * (K - 1) // 2)
+        if costs is None or costs.shape != shape or costs.dtype != np.float64 or not costs.flags.c_contiguous:
+            costs = np.empty(shape)
         choice, best, second = np.empty(n, dtype=np.int64), np.empty(n), np.empty(n)
         compiled.best_vertices(np.ascontiguousarray(A, dtype=float), np.ascontiguousarray(need, dtype=float),
                                np.ascontiguousarray(lam, dtype=float), np.ascontiguousarray(usage, dtype=float),
