@@ -37,7 +37,11 @@ def free_port() -> int:
 
 
 class Service:
-    """A `fleetplan serve` child process on a free loopback port."""
+    """A `fleetplan serve` child process on a free loopback port.
+
+    A test whose point is not the worker pool starts one worker (``--workers 1``): every worker
+    warms up by importing each kind's solvers before the service answers, most of a start's cost
+    on busy cores."""
 
     def __init__(self, *flags: str):
         self.port = free_port()
@@ -209,7 +213,7 @@ def test_only_json_bodies_are_taken(service):
 
 
 def test_an_oversized_body_is_refused_before_it_is_read():
-    small = Service("--max-body-mb", "1")
+    small = Service("--max-body-mb", "1", "--workers", "1")
     try:
         answer = small.post("/v1/solve", None, content=b"x" * (2 * 2**20), headers={"Content-Type": "application/json"})
         assert answer.status_code == 413 and "at most" in answer.json()["error"]
@@ -227,7 +231,7 @@ def test_an_oversized_body_is_refused_before_it_is_read():
 
 
 def test_a_token_is_required_by_default_on_loopback_too():
-    guarded = Service("--no-default-token")
+    guarded = Service("--no-default-token", "--workers", "1")
     try:
         line = next(line for line in guarded.process.stderr if line.startswith("token: "))
         token = line.split(": ", 1)[1].strip()
@@ -250,7 +254,7 @@ def test_a_token_file_and_bad_token_options(tmp_path, capsys):
 
     token_file = tmp_path / "token"
     token_file.write_text("s3cret-token-of-some-length\n")
-    guarded = Service("--token-file", str(token_file))
+    guarded = Service("--token-file", str(token_file), "--workers", "1")
     try:
         ok = guarded.post("/v1/solve", {"instance": GAVEL}, headers={"Authorization": "Bearer s3cret-token-of-some-length"})
         assert ok.status_code == 200
@@ -339,7 +343,7 @@ def test_a_client_that_disconnects_cancels_its_job(service):
 
 def test_a_removed_scratch_folder_is_made_again(tmp_path):
     scratch = tmp_path / "scratch"
-    served = Service("--scratch", str(scratch))
+    served = Service("--scratch", str(scratch), "--workers", "1")
     try:
         import shutil
 
