@@ -53,3 +53,35 @@ def edit_line(path: Path, line: int, old: str, new: str) -> None:
     assert old in lines[line - 1], (old, lines[line - 1])
     lines[line - 1] = lines[line - 1].replace(old, new, 1)
     path.write_text("\n".join(lines) + "\n")
+
+
+_ENUMERATED_OPTIMA: dict[str, float] = {}
+
+
+def enumerated_optimum(instance) -> float:
+    """The brute-force optimum of a placement instance (``enumerate_placements``), enumerated
+    once per run: several tests (often each solver's parameter of one test) compare against the
+    same tiny instance, and enumerating it is most of their time. Keyed by the instance's JSON,
+    so a changed instance is enumerated afresh."""
+    from fleetplan.solvers.placement.enumerate import enumerate_placements
+
+    key = instance.model_dump_json()
+    if key not in _ENUMERATED_OPTIMA:
+        _ENUMERATED_OPTIMA[key] = enumerate_placements(instance).objective
+    return _ENUMERATED_OPTIMA[key]
+
+
+_ENUMERATED_ASSIGNMENTS: dict[str, object] = {}
+
+
+def enumerated_assignments(instance):
+    """``enumerate_assignments`` of a reservation instance, enumerated once per run: the tiny
+    random regions (``random_tiny``) are checked against their optimum by the exact solvers,
+    the heuristics, relax-and-fix and the Lagrangian bounds alike. Keyed by the instance's JSON.
+    Read it, do not change it: later tests get the same object."""
+    from fleetplan.solvers.reservation.enumerate import enumerate_assignments
+
+    key = instance.model_dump_json()
+    if key not in _ENUMERATED_ASSIGNMENTS:
+        _ENUMERATED_ASSIGNMENTS[key] = enumerate_assignments(instance)
+    return _ENUMERATED_ASSIGNMENTS[key]

@@ -16,8 +16,20 @@ from fleetplan.solvers.gpushare.offline import allocation_bound
 POLICIES = ["fgd", "random", "dot-product", "gpu-clustering", "gpu-packing", "best-fit", "offline-greedy"]
 
 
+_BRUTE_FORCE: dict[str, int] = {}
+
+
 def brute_force(instance: GpushareInstance) -> int:
-    """The most GPU milli any plan places: every task pending or on a node's GPUs, tried all."""
+    """The most GPU milli any plan places: every task pending or on a node's GPUs, tried all.
+    Tried once per instance: the exact model's and the pattern bound's properties below draw the
+    same tiny clusters."""
+    key = instance.model_dump_json()
+    if key not in _BRUTE_FORCE:
+        _BRUTE_FORCE[key] = _try_every_plan(instance)
+    return _BRUTE_FORCE[key]
+
+
+def _try_every_plan(instance: GpushareInstance) -> int:
     a = instance.arrays()
     options = []
     for j in range(a.num_tasks):
@@ -153,7 +165,7 @@ def test_a_bound_cut_short_is_still_a_bound():
     assert cut.bound_milli >= fleetplan.solve(instance, "mip-highs").objective - 1e-6
 
 
-@pytest.mark.parametrize(("pricing", "seed", "limit"), [("relaxed", 0, None), ("relaxed", 1, None), ("packed", 1, 4.0)])
+@pytest.mark.parametrize(("pricing", "seed", "limit"), [("relaxed", 0, None), ("relaxed", 1, None), ("packed", 1, 2.0)])
 def test_the_pattern_plan_and_bound_frame_every_policy_on_crowded_clusters(pricing, seed, limit):
     """Relaxed pricing converges fast here; packed pricing on eight-GPU nodes with many sharing
     shapes is cut by the time limit, and the bound it reports is still above every plan."""

@@ -8,13 +8,13 @@ import dataclasses
 
 import numpy as np
 import pytest
+from conftest import enumerated_optimum
 
 import fleetplan
 from fleetplan.instances.placement import PlacementInstance, PlacementPlan
 from fleetplan.instances.placement.evaluate import objective_terms
 from fleetplan.models.placement.neighbourhood import Background, neighbourhood_model
 from fleetplan.solvers import highs
-from fleetplan.solvers.placement.enumerate import enumerate_placements
 
 SETTINGS = [{}, {"split_ml_demand": "largest_region"}, {"overload_form": "combined_high_priority"},
             {"split_ml_demand": "largest_region", "overload_form": "combined_high_priority"}]
@@ -70,21 +70,24 @@ def test_neighbourhood_model_is_the_exact_objective_up_to_a_constant(setting):
     assert checked >= 3
 
 
+# Two draws a setting by default, two more with the slow set: each setting's model is built and
+# checked by default (none of these four draws has every table pinned by the quota).
+@pytest.mark.parametrize("seeds", [(0, 1), pytest.param((2, 3), marks=pytest.mark.slow)], ids=["seeds01", "seeds23"])
 @pytest.mark.parametrize("setting", SETTINGS, ids=["default", "largest", "combined", "both"])
-def test_whole_instance_neighbourhood_finds_the_brute_force_optimum(setting):
-    for seed in range(4):
+def test_whole_instance_neighbourhood_finds_the_brute_force_optimum(setting, seeds):
+    for seed in seeds:
         instance = tiny(seed, setting)
         a = instance.arrays()
-        best = enumerate_placements(instance)
         model = neighbourhood_model(a, Background.of(a, a.table_home), np.arange(a.num_tables))
         if model is None:  # every table pinned by the quota: today's placement is the only one
             continue
+        best = enumerated_optimum(instance)  # the same tiny instances as the search's test below
         outcome = solve_model(model)
         home = a.table_home.copy()
         home[model.free] = model.homes(outcome.values)
         got = fleetplan.evaluate(instance, PlacementPlan.from_arrays(instance, home))
         assert got.feasible
-        assert got.objective == pytest.approx(best.objective, rel=1e-7, abs=1e-9)
+        assert got.objective == pytest.approx(best, rel=1e-7, abs=1e-9)
 
 
 def test_a_neighbourhood_with_the_rest_fixed_is_exact_against_enumerating_it():
@@ -115,13 +118,14 @@ def test_a_neighbourhood_with_the_rest_fixed_is_exact_against_enumerating_it():
         assert got == pytest.approx(best, rel=1e-7, abs=1e-9)
 
 
-@pytest.mark.parametrize("seed", range(10))
+# Four draws by default (0 and 1 are enumerated already for the whole-instance neighbourhood
+# above), six more with the slow set.
+@pytest.mark.parametrize("seed", [*range(4), *(pytest.param(seed, marks=pytest.mark.slow) for seed in range(4, 10))])
 def test_lns_finds_the_brute_force_optimum_on_tiny_instances(seed):
     instance = tiny(seed)
-    best = enumerate_placements(instance)
     result = fleetplan.solve(instance, "lns")
     assert result.evaluation.feasible
-    assert result.objective == pytest.approx(best.objective, rel=1e-7, abs=1e-9)
+    assert result.objective == pytest.approx(enumerated_optimum(instance), rel=1e-7, abs=1e-9)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -245,7 +245,9 @@ def test_the_search_limit_ends_the_search_without_changing_it():
     ray (feasible, not optimal) and the cost of the cheapest purchase not checked as the bound;
     the same call gives the same answer."""
     instance = fleetplan.load_instance(EXAMPLES / "inventory-30-jobs.json")
-    args = (["min_time_share>=0.5"], ["v100", "p100", "k80"])
+    # Two types to buy: the uncut search checks 41 points (405 with p100 too, seconds more) and
+    # 20 still cannot reach its answer.
+    args = (["min_time_share>=0.5"], ["v100", "k80"])
     full = size(instance, *args, policy="max-min-fairness")
     cut = size(instance, *args, policy="max-min-fairness", max_points=20)
     again = size(instance, *args, policy="max-min-fairness", max_points=20)

@@ -110,7 +110,9 @@ def policy_passes(instance, add, target):
     return result.success and target.holds(result.evaluation.metrics)
 
 
-@pytest.mark.parametrize("block", range(3))
+# The first block of twelve clusters by default (its boxes with a passing purchase are the check
+# the other blocks repeat on other draws); blocks 1 and 2 run with the slow set.
+@pytest.mark.parametrize("block", [0, pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow)])
 def test_the_box_bound_never_exceeds_a_passing_purchase_of_the_box(block):
     price = np.array([4.5, 2.9, 0.8])
     checked = 0

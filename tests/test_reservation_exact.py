@@ -5,6 +5,7 @@ import itertools
 
 import numpy as np
 import pytest
+from conftest import enumerated_assignments
 
 import fleetplan
 from fleetplan.instances import evaluate, generate, instance_from_data
@@ -18,7 +19,6 @@ from fleetplan.models.reservation import (
     minimal_moves,
     server_groups,
 )
-from fleetplan.solvers.reservation.enumerate import enumerate_assignments
 from tests.test_reservation_instance import tiny_data
 
 EXACT = ["mip-highs", "cpsat"]
@@ -73,7 +73,7 @@ def test_hand_solved_tiny_region():
 @pytest.mark.parametrize("seed", range(12))
 def test_exact_solvers_match_enumeration(seed):
     instance = instance_from_data(random_tiny(seed))
-    truth = enumerate_assignments(instance)
+    truth = enumerated_assignments(instance)
     for solver in EXACT:
         result = fleetplan.solve(instance, solver, time_limit=30)
         if truth.objective is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import enumerated_assignments
 
 import fleetplan
 from fleetplan.instances import evaluate, generate, instance_from_data
@@ -13,7 +14,6 @@ from fleetplan.instances.reservation import ReservationPlan
 from fleetplan.models.reservation import build, disaggregate
 from fleetplan.models.reservation.cuts import with_cuts
 from fleetplan.solvers.deadline import Deadline
-from fleetplan.solvers.reservation.enumerate import enumerate_assignments
 from fleetplan.solvers.reservation.relax_fix import relax_and_fix
 from tests.test_reservation_exact import random_tiny
 
@@ -47,7 +47,7 @@ def test_without_datacenter_binaries_the_count_mip_still_runs(seed):
     for spec in data["reservations"]:
         spec["workload"] = "general"
     instance = instance_from_data(data)
-    truth = enumerate_assignments(instance)
+    truth = enumerated_assignments(instance)
     model = build(instance.arrays())
     relaxed = relax_and_fix(model, Deadline(10), 1, 0, [])
     if truth.objective is None:
@@ -64,7 +64,7 @@ def test_without_datacenter_binaries_the_count_mip_still_runs(seed):
 @pytest.mark.parametrize("seed", range(6))
 def test_mip_highs_from_relax_and_fix_matches_enumeration(seed):
     instance = instance_from_data(random_tiny(seed))
-    truth = enumerate_assignments(instance)
+    truth = enumerated_assignments(instance)
     result = fleetplan.solve(instance, "mip-highs", time_limit=30, warm_start="relax-and-fix")
     if truth.objective is None:
         assert result.status == "infeasible" and result.plan is None

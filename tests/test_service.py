@@ -37,7 +37,11 @@ def free_port() -> int:
 
 
 class Service:
-    """A `fleetplan serve` child process on a free loopback port."""
+    """A `fleetplan serve` child process on a free loopback port.
+
+    A test whose point is not the worker pool starts one worker (``--workers 1``): every worker
+    warms up by importing each kind's solvers before the service answers, most of a start's cost
+    on busy cores."""
 
     def __init__(self, *flags: str):
         self.port = free_port()
@@ -87,6 +91,20 @@ class Service:
 @pytest.fixture(scope="module")
 def service():
     running = Service("--workers", "2", "--queue", "8")
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def configured(tmp_path_factory):
+    """One service for the options the pool does not touch: the token read from a file, a
+    scratch folder of the test's, a 1 MB body limit (one start for three tests)."""
+    folder = tmp_path_factory.mktemp("configured")
+    token_file = folder / "token"
+    token_file.write_text(TOKEN + "\n")
+    running = Service("--token-file", str(token_file), "--scratch", str(folder / "scratch"), "--max-body-mb", "1",
+                      "--workers", "1")
+    running.scratch = folder / "scratch"
     yield running
     running.stop()
 
@@ -208,26 +226,23 @@ def test_only_json_bodies_are_taken(service):
     assert missing.status_code == 404 and missing.json()["exit_code"] == 2
 
 
-def test_an_oversized_body_is_refused_before_it_is_read():
-    small = Service("--max-body-mb", "1")
-    try:
-        answer = small.post("/v1/solve", None, content=b"x" * (2 * 2**20), headers={"Content-Type": "application/json"})
-        assert answer.status_code == 413 and "at most" in answer.json()["error"]
+def test_an_oversized_body_is_refused_before_it_is_read(configured):
+    small = configured  # --max-body-mb 1
+    answer = small.post("/v1/solve", None, content=b"x" * (2 * 2**20), headers={"Content-Type": "application/json"})
+    assert answer.status_code == 413 and "at most" in answer.json()["error"]
 
-        def chunks():  # no Content-Length: counted as it streams
-            for _ in range(3):
-                yield b" " * 2**20
+    def chunks():  # no Content-Length: counted as it streams
+        for _ in range(3):
+            yield b" " * 2**20
 
-        streamed = httpx.post(small.url + "/v1/solve", content=chunks(), timeout=60,
-                              headers={"Content-Type": "application/json", **AUTH})
-        assert streamed.status_code == 413
-        assert small.post("/v1/solve", {"instance": GAVEL}).status_code == 200
-    finally:
-        small.stop()
+    streamed = httpx.post(small.url + "/v1/solve", content=chunks(), timeout=60,
+                          headers={"Content-Type": "application/json", **AUTH})
+    assert streamed.status_code == 413
+    assert small.post("/v1/solve", {"instance": GAVEL}).status_code == 200
 
 
 def test_a_token_is_required_by_default_on_loopback_too():
-    guarded = Service("--no-default-token")
+    guarded = Service("--no-default-token", "--workers", "1")
     try:
         line = next(line for line in guarded.process.stderr if line.startswith("token: "))
         token = line.split(": ", 1)[1].strip()
@@ -245,17 +260,14 @@ def test_a_token_is_required_by_default_on_loopback_too():
         guarded.stop()
 
 
-def test_a_token_file_and_bad_token_options(tmp_path, capsys):
+def test_a_token_file_and_bad_token_options(configured, capsys):
     from fleetplan.cli.app import main
 
-    token_file = tmp_path / "token"
-    token_file.write_text("s3cret-token-of-some-length\n")
-    guarded = Service("--token-file", str(token_file))
-    try:
-        ok = guarded.post("/v1/solve", {"instance": GAVEL}, headers={"Authorization": "Bearer s3cret-token-of-some-length"})
-        assert ok.status_code == 200
-    finally:
-        guarded.stop()
+    # The service was given no --token: it takes the token its --token-file holds, and no other.
+    ok = configured.post("/v1/solve", {"instance": GAVEL})
+    assert ok.status_code == 200
+    wrong = configured.post("/v1/solve", {"instance": GAVEL}, headers={"Authorization": "Bearer s3cret-token-of-some-length"})
+    assert wrong.status_code == 401
     assert main(["serve", "--port", "0", "--token", "short"]) == 2
     assert "--token" in capsys.readouterr().err
     assert main(["serve", "--port", "0", "--token", "a" * 20, "--insecure"]) == 2
@@ -337,19 +349,15 @@ def test_a_client_that_disconnects_cancels_its_job(service):
     assert service.get("/metrics").text.count('code="499"') > before
 
 
-def test_a_removed_scratch_folder_is_made_again(tmp_path):
-    scratch = tmp_path / "scratch"
-    served = Service("--scratch", str(scratch))
-    try:
-        import shutil
+def test_a_removed_scratch_folder_is_made_again(configured):
+    import shutil
 
-        shutil.rmtree(scratch)
-        assert httpx.get(served.url + "/readyz").json()["scratch"] is True and scratch.is_dir()
-        shutil.rmtree(scratch)
-        sweep = served.post("/v1/whatif", {"instance": GAVEL, "vary": ["worker_types.v100.count=1:2:1"]})
-        assert sweep.status_code == 200 and len(sweep.json()["rows"]) == 2
-    finally:
-        served.stop()
+    scratch, served = configured.scratch, configured
+    shutil.rmtree(scratch)
+    assert httpx.get(served.url + "/readyz").json()["scratch"] is True and scratch.is_dir()
+    shutil.rmtree(scratch)
+    sweep = served.post("/v1/whatif", {"instance": GAVEL, "vary": ["worker_types.v100.count=1:2:1"]})
+    assert sweep.status_code == 200 and len(sweep.json()["rows"]) == 2
 
 
 def _children(pid: int) -> list[int]:

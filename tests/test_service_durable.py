@@ -25,7 +25,7 @@ def wait_final(service: Service, job: str, seconds: float = 60) -> dict:
 
 
 def test_an_idempotency_key_returns_the_same_job(tmp_path):
-    served = Service("--state", str(tmp_path / "state"))
+    served = Service("--state", str(tmp_path / "state"), "--workers", "1")
     try:
         body = {"instance": GAVEL, "seed": 3}
         first = served.post("/v1/solve", body, headers={"Idempotency-Key": "round-17"})
@@ -44,13 +44,13 @@ def test_an_idempotency_key_returns_the_same_job(tmp_path):
 
 def test_a_restart_keeps_finished_answers_and_keys(tmp_path):
     state = str(tmp_path / "state")
-    served = Service("--state", state)
+    served = Service("--state", state, "--workers", "1")
     try:
         answer = served.post("/v1/solve", {"instance": GAVEL}, headers={"Idempotency-Key": "k1"})
         job = answer.headers["X-Job-Id"]
     finally:
         assert served.stop() == 143
-    again = Service("--state", state)
+    again = Service("--state", state, "--workers", "1")
     try:
         kept = again.get(f"/v1/jobs/{job}").json()
         assert kept["state"] == "done" and kept["result"] == answer.json()

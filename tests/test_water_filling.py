@@ -138,7 +138,9 @@ def generated(jobs: int, entities: int, seed: int, fifo: bool = False, multi_gpu
     return instance_from_data(data)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+# Two draws of each of the four shapes (FIFO or not, multi-GPU or not) by default; the third
+# draw of each runs with the slow set.
+@pytest.mark.parametrize("seed", [0, 1, pytest.param(2, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("fifo", [False, True])
 @pytest.mark.parametrize("multi_gpu", [False, True])
 def test_lp_test_and_milp_test_give_the_same_allocation(seed, fifo, multi_gpu):

@@ -36,7 +36,8 @@ def assert_same_run(reference, fast):
     assert fast.first_level == pytest.approx(reference.first_level, rel=1e-7)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+# Two draws with and without FIFO by default; seeds 2 and 3 run with the slow set.
+@pytest.mark.parametrize("seed", [0, 1, *(pytest.param(seed, marks=pytest.mark.slow) for seed in (2, 3))])
 @pytest.mark.parametrize("fifo", [False, True])
 def test_hierarchical_shortcuts_equal_the_plain_procedure(seed, fifo):
     instance = distinct(160, 4, seed, fifo)
