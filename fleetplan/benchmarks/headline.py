@@ -38,7 +38,7 @@ row), :func:`rewrite` puts the new figures, the date, the commit and the load in
 Markdown table, each number written with as many decimals as the one it replaces.
 
 >>> spec = HeadlineSpec.from_data({"results": "R.md", "rows": [{"id": "a", "row": "speed",
-...     "command": "{python} -c \\"print('took 1.5 s')\\"", "regex": "took ([0-9.]+) s"}]}, ".")
+...     "command": "{python} -c \\"print('took 1.5 s')\\"", "regex": "took ([0-9.]+) s", "minutes": 0.1}]}, ".")
 >>> row = spec.rows[0]
 >>> read_figure(row, "took 1.25 s\\n", "")
 [1.25]
