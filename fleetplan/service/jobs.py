@@ -338,7 +338,7 @@ class JobManager:
             if known.digest != digest:
                 raise KeyReused()
             return known
-        if self.queued >= self.queue_size and not self._idle():
+        if self._waiting() >= self.queue_size and not self._idle():
             raise QueueFull()
         job = Job(id=os.urandom(16).hex(), task=task, raw=raw, arrived=time.time(), time_limit=time_limit,
                   client=client, idempotency_key=idempotency_key, digest=digest, session=session, affinity=worker)
@@ -409,6 +409,13 @@ class JobManager:
         return (worker.ready and not worker.stopping and worker.job is not None and worker.ahead is None
                 and worker.job.session is None and not worker.pending and not worker.sessions
                 and worker.jobs_done + 2 < self.max_jobs_per_worker)
+
+    def _waiting(self) -> int:
+        """Jobs that count against the queue's size: ``queued`` less those cancelled while sent
+        ahead to a worker, which leave the count only once that worker is seen to finish or exit
+        (a client that cancelled and asked again at once was answered 429)."""
+        return self.queued - sum(1 for worker in self.workers
+                                 if worker.ahead is not None and worker.ahead.state in FINAL)
 
     def _requeue_ahead(self, worker: Worker) -> None:
         """A job sent ahead to a worker that will not run it goes back to the front of its queue."""
