@@ -539,7 +539,7 @@ class AllocationPlan(LazyRows, PlanBase):
         the nested lists, a large part of the judge at 10,000 jobs (benchmarks/results/allocation.md,
         "What reading an allocation costs beside solving it")."""
         n, k = len(self.job_ids), len(self.worker_types)
-        pending = self._pending_rows if "allocation" not in self.__dict__ else None
+        pending = self._pending_rows if self.lazy_field not in self.__dict__ else None
         if pending is not None:  # the rows not made yet: the matrix they would be made of
             return pending.copy()
         if len(self.allocation) != n or (n and set(map(len, self.allocation)) != {k}):
