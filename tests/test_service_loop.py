@@ -80,3 +80,25 @@ def test_small_requests_are_checked_in_the_loops_process_with_the_same_answer(ta
     assert pool.calls == (0 if inline else 1)
     assert (code, answer) == intake(task, raw, service.settings.max_time_limit_s)
     assert code == expected
+
+
+def test_a_job_cancelled_while_sent_ahead_leaves_the_queue_at_once():
+    """A job sent ahead to a busy worker stays counted in ``queued`` until that worker is seen
+    to finish or exit; cancelled there, it no longer counts against the queue's size (a cancel
+    followed at once by a new request was answered 429)."""
+    from fleetplan.service.jobs import Job, JobManager, QueueFull, Worker
+
+    manager = JobManager(workers=1, queue_size=1)
+    try:
+        running = Job(id="r", task="solve", raw=b"{}", arrived=0.0, time_limit=10.0, state="running")
+        ahead = Job(id="a", task="solve", raw=b"{}", arrived=0.0, time_limit=10.0)
+        manager.workers.append(Worker(process=None, connection=None, started=0.0, ready=True, job=running,
+                                      ahead=ahead))
+        manager.queued = 1
+        with pytest.raises(QueueFull):
+            manager.submit("solve", b"{}", 10.0, "client")
+        ahead.state = "cancelled"
+        assert manager.submit("solve", b"{}", 10.0, "client").state == "queued"  # not QueueFull
+    finally:
+        manager.workers.clear()  # a stand-in, no process behind it to stop
+        manager.close()
