@@ -219,14 +219,7 @@ def _highs(model: ReservationModel, deadline: Deadline, threads: int, seed: int,
     # HiGHS checks its own limit only between phases (its root cut loop ran 4-8x over a 20 s
     # limit here); the interrupt callbacks stop simplex and branch-and-bound at the deadline.
     stop_at = None if deadline.time_limit is None else deadline.started + deadline.time_limit - reserve
-
-    def interrupt(event) -> None:
-        if stop_at is not None and time.perf_counter() > stop_at:
-            event.interrupt()
-
-    highs.cbSimplexInterrupt += interrupt
-    highs.cbIpmInterrupt += interrupt
-    highs.cbMipInterrupt += interrupt
+    runner.interrupt_at(highs, stop_at)
     started = time.perf_counter()
     ran = run_bounded(highs, stop_at)
     status = _BOUNDED_STATUS.get(ran.status, "error")
