@@ -69,7 +69,9 @@ def mip_highs(instance: GpushareInstance, *, time_limit: float | None = None, se
         solution.value_valid = True
         highs.setSolution(solution)
     remaining = deadline.remaining()
-    interrupt_at(highs, None if remaining is None else deadline.started + (time_limit or 0.0))
+    # new_highs watches branch and bound already; this also stops the LPs inside it.
+    interrupt_at(highs, None if remaining is None else deadline.started + (time_limit or 0.0),
+                 events=("simplex", "ipm"))
     outcome = run(highs)
     bound = float(highs.getInfo().mip_dual_bound)
     if outcome.values is None:

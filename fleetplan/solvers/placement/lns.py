@@ -193,8 +193,10 @@ class Search(NeighbourhoodPicker):
         started = time.perf_counter()
         highs = highs_run.new_highs(time_limit, self.threads, self.seed)
         # HiGHS checks its own limit only between phases: a 100-table neighbourhood ran for minutes
-        # past a 5 s limit inside the root node's sub-MIP heuristics (seed 3, load 5).
-        highs_run.interrupt_at(highs, None if time_limit is None else time.perf_counter() + time_limit)
+        # past a 5 s limit inside the root node's sub-MIP heuristics (seed 3, load 5). new_highs
+        # already watches branch and bound; the LPs inside it are watched here.
+        highs_run.interrupt_at(highs, None if time_limit is None else time.perf_counter() + time_limit,
+                               events=("simplex", "ipm"))
         highs_run.pass_lp(highs, model.lp, "simplex")
         highs.setOptionValue("presolve", PRESOLVE)
         highs.setOptionValue("mip_rel_gap", 1e-7)
