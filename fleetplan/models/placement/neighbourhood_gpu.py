@@ -4,6 +4,11 @@ where each free ML job's GPU-hours count (R(job), or its largest region under
 (type x priority) slice a free job's demand can change, as levels of each region's demand and of
 the total with one binary per (total level, region level) pair. Split from that module, whose
 docstring describes the whole formulation.
+
+>>> from fleetplan.instances import generate
+>>> arrays = generate("placement", {"regions": 2, "tables": 4, "jobs": 3}, seed=0).arrays()
+>>> len(_slices(arrays)) == len(arrays.gpu_types) * PRIORITY_LEVELS  # one per (type, priority) cell
+True
 """
 
 from __future__ import annotations

@@ -2,6 +2,10 @@
 and a session held in one, the two refusals a submission can meet, and the error body of a job
 that fails in the manager rather than in a worker. Split from that module; no behaviour here
 beyond formatting a record as the service's JSON.
+
+>>> job = Job(id="a1", task="solve", raw=b"{}", arrived=0.0, time_limit=60.0)
+>>> job.deadline, job.brief()["state"]
+(60.0, 'queued')
 """
 
 from __future__ import annotations
