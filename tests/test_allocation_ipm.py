@@ -8,6 +8,7 @@ import pytest
 from fleetplan.models.linear import INF, LinearProgram
 from fleetplan.solvers import highs as highs_runner
 from fleetplan.solvers.allocation import separable as allocation_separable
+from fleetplan.solvers.allocation import separable_linear
 from fleetplan.solvers.allocation.ipm import linear_prices, max_min_prices
 
 
@@ -156,7 +157,7 @@ def test_linear_prices_give_the_lp_optimum_through_the_decomposition(seed):
     bound = float(np.maximum(reduced.max(axis=1), 0.0).sum() + prices.lam @ W)
     optimum = _linear_lp_value(A, usage, W)
     assert optimum <= bound * (1 + 1e-9) and bound == pytest.approx(optimum, rel=1e-4)
-    result = allocation_separable.linear(A, np.ones(len(A)), usage, W)
+    result = separable_linear.linear(A, np.ones(len(A)), usage, W)
     assert result.status == "optimal" and result.level == pytest.approx(optimum, rel=1e-7)
 
 
@@ -192,7 +193,7 @@ def test_restricted_linear_prices_give_the_lp_optimum(seed, scarcity, restricted
     bound = float(np.maximum(reduced.max(axis=1), 0.0).sum() + prices.lam @ W)
     optimum = _linear_lp_value(A, usage, W)
     assert optimum <= bound * (1 + 1e-9) and bound == pytest.approx(optimum, rel=1e-6)
-    result = allocation_separable.linear(A, np.ones(len(A)), usage, W, prices="ipm")
+    result = separable_linear.linear(A, np.ones(len(A)), usage, W, prices="ipm")
     assert result.status == "optimal" and result.level == pytest.approx(optimum, rel=1e-7)
 
 

@@ -8,6 +8,7 @@ import pytest
 import fleetplan
 from fleetplan.models.allocation.policies import PolicySpec
 from fleetplan.solvers.allocation import separable as allocation_separable
+from fleetplan.solvers.allocation import separable_linear
 from fleetplan.solvers.allocation.lp import LpOptions, solve_spec
 
 
@@ -36,7 +37,7 @@ def test_hand_solved_max_min():
     scores = (A * result.matrix).sum(axis=1)
     assert scores.min() >= 1 - 1e-9 and result.matrix.sum(axis=0).max() <= 1 + 1e-9
     # The linear form: job 0 to type 0 (2), job 1 to type 1 (1): total 3.
-    linear = allocation_separable.linear(A, np.ones(2), np.ones(2), np.ones(2))
+    linear = separable_linear.linear(A, np.ones(2), np.ones(2), np.ones(2))
     assert linear.status == "optimal" and linear.level == pytest.approx(3.0)
     assert linear.matrix == pytest.approx(np.array([[1.0, 0.0], [0.0, 1.0]]))
 

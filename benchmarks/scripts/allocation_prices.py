@@ -2,7 +2,7 @@
 (the default from ``ipm.RESTRICT_ABOVE`` jobs) against the method on every job.
 
 The LP arrays are the ones :func:`fleetplan.solve` hands to the price decomposition (captured
-from ``separable.max_min`` / ``separable.linear``), so the prices are those of a real solve.
+from ``separable.max_min`` / ``separable_linear.linear``), so the prices are those of a real solve.
 
     python benchmarks/scripts/allocation_prices.py 65536 max-min-fairness
     python benchmarks/scripts/allocation_prices.py 1000000 max-throughput --no-full
@@ -16,7 +16,7 @@ import argparse
 import time
 
 import fleetplan
-from fleetplan.solvers.allocation import ipm, separable
+from fleetplan.solvers.allocation import ipm, separable, separable_linear
 
 
 class _Captured(Exception):
@@ -33,14 +33,14 @@ def captured_arrays(jobs: int, solver: str, seed: int) -> tuple[str, tuple, dict
             raise _Captured
         return stop
 
-    original = separable.max_min, separable.linear
-    separable.max_min, separable.linear = capture("max_min"), capture("linear")
+    original = separable.max_min, separable_linear.linear
+    separable.max_min, separable_linear.linear = capture("max_min"), capture("linear")
     try:
         fleetplan.solve(fleetplan.generate("allocation", {"jobs": jobs, "throughput_noise": 0.1}, seed=seed), solver)
     except _Captured:
         pass
     finally:
-        separable.max_min, separable.linear = original
+        separable.max_min, separable_linear.linear = original
     if not seen:
         raise SystemExit(f"{solver} did not reach the price decomposition at {jobs} jobs")
     return seen["form"], seen["args"], seen["kwargs"]

@@ -177,7 +177,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
             if line != result.message:
                 stdout.print(line, style="dim", markup=False)
         if marginal is not None:
-            from fleetplan.cli.planning import render_marginal
+            from fleetplan.cli.planning_output import render_marginal
 
             render_marginal(stdout, marginal)
         if written:
@@ -224,7 +224,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         render_capacity_at_limit(stdout, evaluation)
         render_fleet_cost(stdout, instance, evaluation)
         if optimum is not None:
-            from fleetplan.cli.planning import render_marginal
+            from fleetplan.cli.planning_output import render_marginal
 
             stdout.print(f"at the {optimum.solver} optimum of this instance:", markup=False)
             render_marginal(stdout, optimum)

@@ -74,7 +74,7 @@ def handle_horizon(args: argparse.Namespace) -> int:
     """``fleetplan horizon``."""
     import fleetplan
     from fleetplan.cli.common import CommandError, check_outputs, print_json, stdout, working
-    from fleetplan.cli.planning import check_pictures
+    from fleetplan.cli.planning_output import check_pictures
     from fleetplan.planning.horizon import load_horizon, plan_horizon
 
     if args.vary:
@@ -113,7 +113,7 @@ def handle_horizon(args: argparse.Namespace) -> int:
 def handle_sweep(args: argparse.Namespace) -> int:
     """``fleetplan horizon --vary ...``: one schedule per point, tabulated and drawn."""
     from fleetplan.cli.common import CommandError, executor_security
-    from fleetplan.cli.planning import SWEEP_FIELDS, check_sweep_report, finish_sweep
+    from fleetplan.cli.planning_output import SWEEP_FIELDS, check_sweep_report, finish_sweep
     from fleetplan.planning.horizon.sweep import horizon_whatif
 
     for flag, given in (("--plot", args.plot), ("--prices", args.prices)):

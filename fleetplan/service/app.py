@@ -188,7 +188,7 @@ class Service:
     async def start(self) -> None:
         import multiprocessing
 
-        from fleetplan.service.jobs import PRELOAD
+        from fleetplan.service.jobs.processes import PRELOAD
 
         # One fork server serves the workers and the intake: its imports are set before either starts.
         multiprocessing.get_context("forkserver").set_forkserver_preload(PRELOAD)

@@ -13,7 +13,7 @@ the sums over a job's types or over jobs are ``einsum`` contractions (no tempora
 threads). An iteration is about 150 numpy calls, whatever n.
 
 This method only *prices*: its duals (lam, and t) start :func:`fleetplan.solvers.allocation.separable.max_min`
-and :func:`~fleetplan.solvers.allocation.separable.linear`,
+and :func:`~fleetplan.solvers.allocation.separable_linear.linear`,
 whose reduced LP and optimality certificate make the answer exact. Prices this close to the
 optimum's leave few jobs near a tie between two vertices, so the reduced LP is small and the
 certificate passes in one or two rounds (bucketed prices a few percent off left thousands of

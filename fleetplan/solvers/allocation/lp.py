@@ -453,7 +453,9 @@ def _solve_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, o
             deadline=deadline, threads=options.threads, seed=options.seed, start=start, capped=True)
         result.log = tried + result.log
         return result
-    return allocation_separable.linear(
+    from fleetplan.solvers.allocation import separable_linear
+
+    return separable_linear.linear(
         (spec.coefficient * mult)[:, None] * throughput, mult, arrays.scale_factor, arrays.num_workers,
         deadline=deadline, threads=options.threads, seed=options.seed, start=start)
 

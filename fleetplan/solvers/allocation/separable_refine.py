@@ -38,7 +38,6 @@ import numpy as np
 
 from fleetplan.models.linear import INF, LinearProgram
 from fleetplan.solvers.allocation.separable import (
-    CERTIFICATE_TOLERANCE,
     CONVERGED_WORKING_SET,
     MAX_FREE_SHARE,
     MAX_ROUNDS,
@@ -48,6 +47,7 @@ from fleetplan.solvers.allocation.separable import (
     _solve_lp,
     bucket_of,
 )
+from fleetplan.solvers.allocation.separable_certificate import CERTIFICATE_TOLERANCE
 from fleetplan.solvers.deadline import Deadline
 
 # The bucket LP's floors, as shares of the buckets' mean needs, tried in turn until it is feasible.

@@ -17,6 +17,9 @@ With a state folder the jobs are also rows of a SQLite database (:mod:`fleetplan
 written by one writer thread in the order the loop asks: a job is on disk before its client hears
 of it, and its answer before the client gets it; a restart loads them back (:meth:`JobManager.recover`).
 
+The manager's records (:class:`Job`, :class:`Worker`, ...) are in :mod:`.records`, and its
+handling of the worker processes (:class:`~.processes.WorkerProcesses`) in :mod:`.processes`.
+
 The manager runs on the service's event loop (pipe and process readiness through
 ``loop.add_reader``, no polling); it is not thread-safe and needs no lock.
 """
@@ -24,139 +27,34 @@ The manager runs on the service's event loop (pipe and process readiness through
 from __future__ import annotations
 
 import asyncio
-import json
-import multiprocessing
 import os
 import shutil
 import tempfile
 import time
 import uuid
 from collections import Counter, OrderedDict, deque
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fleetplan.errors import InstanceError
-from fleetplan.service.tasks import (
-    SMALL_MESSAGE,
-    error_body,
-    pack_job,
-    read_messages,
-    serve_jobs,
-    unpack,
-    write_message,
+from fleetplan.service.jobs.processes import WorkerProcesses
+from fleetplan.service.jobs.records import (
+    FINAL,
+    HeldSession,
+    Job,
+    KeyReused,
+    QueueFull,
+    Worker,
+    _error_bytes,
 )
+from fleetplan.service.tasks import pack_job
 
-# What the worker processes' fork server imports once, so a new worker starts in milliseconds.
-PRELOAD = ["fleetplan.service.tasks", "fleetplan.solvers", "fleetplan.instances", "scipy.sparse", "highspy",
-           "ortools.sat.python.cp_model"]
 # A job still running this long after its time limit is killed.
 KILL_GRACE_S = 5.0
-FINAL = ("done", "failed", "cancelled")
 # Bodies above this are handed to a worker from a thread, not from the event loop.
 LARGE_BODY = 1 << 20
 
 
-def _error_bytes(message: str, path: str = "", exit_code: int = 1) -> bytes:
-    return json.dumps(error_body(InstanceError(path, message), exit_code)).encode()
-
-
-@dataclass
-class Job:
-    """One request's work and what became of it."""
-
-    id: str
-    task: str
-    raw: bytes
-    arrived: float  # time.time()
-    time_limit: float
-    client: str = ""
-    state: str = "queued"  # queued | running | done | failed | cancelled
-    started: float | None = None
-    finished: float | None = None
-    http: int | None = None
-    body: bytes | None = None  # the answer's JSON, handed on as it came from the worker
-    pid: int | None = None  # the worker process running it
-    idempotency_key: str | None = None
-    digest: str = ""  # of the task and body, to tell a retry from a different request under the same key
-    attempts: int = 0  # times started (a restart counts the one it interrupted)
-    persisted: Any = None  # a future: the job's row is on disk (with a state folder)
-    session: str | None = None  # the session a session job is for
-    affinity: Any = None  # the Worker that must run it (the one holding its session)
-    waiters: list[asyncio.Future[None]] = field(default_factory=list)
-
-    @property
-    def deadline(self) -> float:
-        return self.arrived + self.time_limit
-
-    def brief(self) -> dict[str, Any]:
-        """One row of ``GET /v1/jobs``."""
-        return {"id": self.id, "task": self.task, "state": self.state, "arrived": self.arrived,
-                "http": self.http if self.state in FINAL else None, "idempotency_key": self.idempotency_key}
-
-    def summary(self) -> bytes:
-        """``GET /v1/jobs/{id}``'s JSON (the answer is spliced in as bytes, never re-parsed)."""
-        data: dict[str, Any] = {"id": self.id, "task": self.task, "state": self.state,
-                                "queued_s": round((self.started or self.finished or time.time()) - self.arrived, 6)}
-        if self.state == "running":
-            data["pid"] = self.pid
-        if self.finished is not None and self.started is not None:
-            data["run_s"] = round(self.finished - self.started, 6)
-        if self.state not in FINAL or self.body is None:
-            return json.dumps(data).encode()
-        data["http"] = self.http
-        return json.dumps(data).encode()[:-1] + b', "result": ' + self.body + b"}"
-
-
-class QueueFull(Exception):
-    """The queue holds as many jobs as allowed: answer 429."""
-
-
-class KeyReused(Exception):
-    """An ``Idempotency-Key`` sent again with a different request: answer 422."""
-
-
-@dataclass
-class Worker:
-    """One worker process and the pipe to it."""
-
-    process: Any
-    connection: Any
-    started: float
-    fd: int = -1  # the pipe's descriptor and the process's id, read once (each is a Python call)
-    pid: int | None = None
-    ready: bool = False
-    job: Job | None = None
-    # The next job, sent ahead while ``job`` runs, so the worker starts it the moment it answers
-    # instead of waiting for the event loop to read the answer and send it (the round trip, not
-    # the solve, set the pace of small solves). Still ``queued``: it starts when promoted.
-    ahead: Job | None = None
-    jobs_done: int = 0
-    kill_timer: asyncio.TimerHandle | None = None
-    stopping: bool = False  # killed or retired: takes no more jobs
-    pending: deque[Job] = field(default_factory=deque)  # jobs for the sessions it holds
-    sessions: set[str] = field(default_factory=set)
-
-
-@dataclass
-class HeldSession:
-    """A session kept in a worker process (``/v1/sessions``)."""
-
-    id: str
-    kind: str
-    solver: str
-    worker: Worker
-    created: float
-    used: float
-    state: str = "creating"  # creating | ready | lost
-
-    def brief(self, ttl_s: float) -> dict[str, Any]:
-        return {"id": self.id, "kind": self.kind, "solver": self.solver, "state": self.state,
-                "created": self.created, "idle_s": round(time.time() - self.used, 3),
-                "expires_in_s": round(max(self.used + ttl_s - time.time(), 0.0), 3)}
-
-
-class JobManager:
+class JobManager(WorkerProcesses):
     """Queue, worker processes and the record of finished jobs (kept ``retention_s`` seconds)."""
 
     def __init__(self, workers: int = 2, queue_size: int = 64, scratch: str | None = None,
@@ -197,73 +95,7 @@ class JobManager:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._failed_starts = 0
 
-    # --- the worker processes ---------------------------------------------------------------
-
-    async def start(self, timeout_s: float = 120.0) -> None:
-        """Start the fork server (the imports happen once, here) and the workers; return once
-        every worker has warmed up and said so."""
-        self._loop = asyncio.get_running_loop()
-        if self.store is not None:
-            await self.recover()
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(PRELOAD)  # no effect if the fork server already runs
-        self._context = context
-        self.scratch.mkdir(parents=True, exist_ok=True)
-        for _ in range(self.size):
-            await self._loop.run_in_executor(None, self._spawn_blocking)
-        ends = time.monotonic() + timeout_s
-        while not all(worker.ready for worker in self.workers) and time.monotonic() < ends and not self.draining:
-            await asyncio.sleep(0.02)
-
-    def _spawn_blocking(self) -> Worker:
-        parent, child = self._context.Pipe()
-        process = self._context.Process(target=serve_jobs, args=(child, str(self.scratch), os.getpid()), daemon=True,
-                                        name="fleetplan-worker")
-        process.start()
-        child.close()
-        worker = Worker(process, parent, time.monotonic(), parent.fileno(), process.pid)
-        self._loop.call_soon_threadsafe(self._watch, worker)
-        return worker
-
-    def _watch(self, worker: Worker) -> None:
-        self.workers.append(worker)
-        self._loop.add_reader(worker.fd, self._on_message, worker)
-        self._loop.add_reader(worker.process.sentinel, self._on_exit, worker)
-        # uvloop's add_reader (a libuv poll handle) makes the descriptor non-blocking; the pipe's
-        # Connection sends and reads whole messages and needs it blocking, or a message larger
-        # than the socket's buffer fails half-sent or half-read.
-        os.set_blocking(worker.fd, True)
-
-    def _replace(self, delay: float = 0.0) -> None:
-        if self.closing:
-            return
-        if delay:
-            self._loop.call_later(delay, self._replace)
-            return
-        self.restarts += 1
-        self._loop.run_in_executor(None, self._spawn_blocking)
-
-    def _unwatch(self, worker: Worker) -> None:
-        for fd in (worker.fd, worker.process.sentinel):
-            try:
-                self._loop.remove_reader(fd)
-            except (ValueError, OSError):
-                pass
-        if worker.kill_timer is not None:
-            worker.kill_timer.cancel()
-        if worker in self.workers:
-            self.workers.remove(worker)
-
-    def _on_message(self, worker: Worker) -> None:
-        try:
-            messages = read_messages(worker.fd)
-        except (EOFError, OSError):
-            self._on_exit(worker)
-            return
-        for message in messages:
-            if worker.stopping:  # retired by the one before: it sends nothing more
-                break
-            self._on_answer(worker, *unpack(message))
+    # --- a worker's answers and its end -----------------------------------------------------
 
     def _on_answer(self, worker: Worker, header: dict[str, Any], body: memoryview) -> None:
         if header.get("ready"):
@@ -309,19 +141,6 @@ class JobManager:
         if not worker.ready:
             self._failed_starts += 1
         self._replace(min(30.0, 0.5 * 2 ** self._failed_starts) if self._failed_starts else 0.0)
-
-    def _retire(self, worker: Worker) -> None:
-        worker.stopping = True
-        self._unwatch(worker)
-        worker.connection.close()  # the worker reads end-of-file and exits
-        self._loop.run_in_executor(None, worker.process.join, 30)
-        self._replace()
-
-    def _kill(self, worker: Worker) -> None:
-        """Kill a worker mid-job (cancel, time limit); :meth:`_on_exit` replaces it."""
-        worker.job, worker.stopping = None, True
-        if worker.process.exitcode is None:
-            worker.process.kill()
 
     # --- jobs -------------------------------------------------------------------------------
 
@@ -486,15 +305,6 @@ class JobManager:
         delay = job.deadline + KILL_GRACE_S - time.time()
         worker.kill_timer = self._loop.call_later(max(delay, 0.0), self._overtime, worker, job)
 
-    @staticmethod
-    def _send(worker: Worker, message: bytes) -> None:
-        try:
-            if len(message) <= SMALL_MESSAGE:
-                write_message(worker.fd, message)
-            else:
-                worker.connection.send_bytes(message)
-        except (OSError, ValueError):
-            pass  # the worker died: its sentinel reports it
 
     def _overtime(self, worker: Worker, job: Job) -> None:
         if worker.job is job:
@@ -652,3 +462,7 @@ class JobManager:
             self.store.close()
         if self._own_scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+
+__all__ = ["FINAL", "HeldSession", "Job", "JobManager", "KeyReused", "QueueFull", "Worker"]
