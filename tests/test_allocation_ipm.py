@@ -7,9 +7,9 @@ import pytest
 
 from fleetplan.models.linear import INF, LinearProgram
 from fleetplan.solvers import highs as highs_runner
-from fleetplan.solvers.allocation import separable as allocation_separable
-from fleetplan.solvers.allocation import separable_linear
-from fleetplan.solvers.allocation.ipm import linear_prices, max_min_prices
+from fleetplan.solvers.allocation.interior_point.ipm import linear_prices, max_min_prices
+from fleetplan.solvers.allocation.price_decomposition import separable as allocation_separable
+from fleetplan.solvers.allocation.price_decomposition import separable_linear
 
 
 def _lp_level(A, offset, usage, W, free_level, rate=None):
@@ -102,7 +102,7 @@ def test_rates_and_floors_equal_the_lp(seed):
 def test_restricted_prices_equal_the_method_on_every_job(masked, offsets, monkeypatch):
     # Above RESTRICT_ABOVE jobs the prices come from a sample, then from the method on the jobs
     # near a tie with the others held at their vertices: the same optimum as on every job.
-    from fleetplan.solvers.allocation import ipm
+    from fleetplan.solvers.allocation.interior_point import ipm
 
     # (smaller thresholds than the defaults, so that HiGHS proves the optimum in a test's time)
     monkeypatch.setattr(ipm, "RESTRICT_ABOVE", 2_000)
@@ -178,7 +178,7 @@ def test_restricted_linear_prices_give_the_lp_optimum(seed, scarcity, restricted
     # held jobs alone overfill a type, and the path used to decline and price every job) the
     # held jobs of that type that win by least are released first: either way
     # the Lagrangian bound closes on the LP's optimum and the decomposition reaches it.
-    from fleetplan.solvers.allocation import ipm
+    from fleetplan.solvers.allocation.interior_point import ipm
 
     monkeypatch.setattr(ipm, "RESTRICT_ABOVE", 2_000)
     monkeypatch.setattr(ipm, "SAMPLE_MIN", 500)
@@ -201,7 +201,7 @@ def test_restricted_linear_prices_give_the_lp_optimum(seed, scarcity, restricted
 def test_a_loose_run_refines_late_and_still_prices_the_lp(seed, monkeypatch):
     """At LOOSE_TOLERANCE the method refines only near its tolerance: the level is the full
     LP's to that tolerance, in no more iterations than refining from REFINE_BELOW."""
-    from fleetplan.solvers.allocation import ipm
+    from fleetplan.solvers.allocation.interior_point import ipm
 
     rng = np.random.default_rng(seed)
     A = rng.uniform(0.5, 3.0, (400, 3))
@@ -229,8 +229,8 @@ def test_a_loose_run_from_the_scaled_start_prices_the_lp_in_fewer_iterations(see
     """A loose run (the separable method's first prices) starts from duals of the optimum's
     order (ipm_systems.START_TIME_DUAL): the same level to its tolerance in fewer iterations
     than from the classic start; a tight run keeps the classic start."""
-    from fleetplan.solvers.allocation import ipm
-    from fleetplan.solvers.allocation.ipm_systems import MaxMin
+    from fleetplan.solvers.allocation.interior_point import ipm
+    from fleetplan.solvers.allocation.interior_point.ipm_systems import MaxMin
 
     A, usage, W = _uneven_cluster(seed, 300)
     optimum = _lp_level(A, np.zeros(300), usage, W, False)
@@ -248,7 +248,7 @@ def test_a_loose_run_from_the_scaled_start_prices_the_lp_in_fewer_iterations(see
 
 
 def test_a_loose_run_that_diverges_from_the_scaled_start_runs_again_from_the_classic_one(monkeypatch):
-    from fleetplan.solvers.allocation import ipm
+    from fleetplan.solvers.allocation.interior_point import ipm
 
     A, usage, W = _uneven_cluster(2, 300)
     real = ipm._iterations

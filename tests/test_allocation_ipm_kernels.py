@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from fleetplan.solvers import kernels
-from fleetplan.solvers.allocation import ipm, ipm_kernels
+from fleetplan.solvers.allocation import ipm_kernels
+from fleetplan.solvers.allocation.interior_point import ipm
 from fleetplan.solvers.deadline import Deadline
 
 

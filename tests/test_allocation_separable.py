@@ -7,9 +7,9 @@ import pytest
 
 import fleetplan
 from fleetplan.models.allocation.policies import PolicySpec
-from fleetplan.solvers.allocation import separable as allocation_separable
-from fleetplan.solvers.allocation import separable_linear
 from fleetplan.solvers.allocation.lp import LpOptions, solve_spec
+from fleetplan.solvers.allocation.price_decomposition import separable as allocation_separable
+from fleetplan.solvers.allocation.price_decomposition import separable_linear
 
 
 def _distinct(jobs, seed, **params):
@@ -247,7 +247,7 @@ def test_first_prices_stop_early_and_price_again_at_the_ceiling(monkeypatch):
     """The first prices stop at FIRST_PRICES_TOLERANCE, and the certified level is the one
     prices at the method's own tolerance give; a level near the ceiling (a job's best score)
     is priced again at that tolerance before the ceiling test."""
-    from fleetplan.solvers.allocation import ipm
+    from fleetplan.solvers.allocation.interior_point import ipm
 
     calls = []
     original = ipm.max_min_prices

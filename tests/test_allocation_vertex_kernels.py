@@ -1,5 +1,5 @@
 """Each job's closed-form vertices compiled (fleetplan/solvers/allocation/vertex_kernels.pyx)
-against the numpy code (fleetplan/solvers/allocation/vertices.py with FLEETPLAN_KERNELS=0):
+against the numpy code (fleetplan/solvers/allocation/price_decomposition/vertices.py with FLEETPLAN_KERNELS=0):
 the same bits, on random jobs with unusable types, offsets of both signs, floors, prices of 0
 and ties."""
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from fleetplan.solvers import kernels
-from fleetplan.solvers.allocation import vertices
+from fleetplan.solvers.allocation.price_decomposition import vertices
 
 
 def _jobs(seed, n=400, K=4):

@@ -9,9 +9,9 @@ import pytest
 
 import fleetplan
 from fleetplan.models.allocation.policies import PolicySpec
-from fleetplan.solvers.allocation import separable
 from fleetplan.solvers.allocation.lp import LpOptions, solve_spec
-from fleetplan.solvers.allocation.separable_refine import refine
+from fleetplan.solvers.allocation.price_decomposition import separable
+from fleetplan.solvers.allocation.price_decomposition.separable_refine import refine
 
 
 def _weighted(jobs: int, seed: int, share: float, weights: tuple[float, ...]):
@@ -94,7 +94,7 @@ def test_identical_jobs_merged_into_classes_refine_to_the_same_optimum():
 
 
 def test_a_refinement_stopped_by_the_clock_keeps_the_max_min_plan(monkeypatch):
-    import fleetplan.solvers.allocation.separable_refine as refinement
+    import fleetplan.solvers.allocation.price_decomposition.separable_refine as refinement
     from fleetplan.solvers.allocation import lp
 
     arrays = _weighted(1200, 9, 0.5, (2.0,)).arrays()
@@ -157,7 +157,7 @@ def test_a_bound_the_refinement_cannot_certify_leaves_the_answer_to_the_lp(only_
 
 
 def test_a_try_at_the_bound_stopped_by_the_clock_says_so(monkeypatch):
-    import fleetplan.solvers.allocation.separable_refine as refinement
+    import fleetplan.solvers.allocation.price_decomposition.separable_refine as refinement
 
     arrays = _weighted(1100, 11, 0.5, (8.0,)).arrays()
     monkeypatch.setattr(refinement, "refine", lambda *args, **kwargs: separable.SeparableResult(
@@ -184,7 +184,7 @@ def test_random_weighted_instances_with_ties_and_unusable_types_equal_the_full_l
 
 def test_picks_find_each_jobs_best_vertex_and_its_lead():
     # The in-place pass over the vertex rows against argmax and a sort of each job's values.
-    from fleetplan.solvers.allocation import separable_refine as refinement
+    from fleetplan.solvers.allocation.price_decomposition import separable_refine as refinement
 
     rng = np.random.default_rng(5)
     A = np.where(rng.random((500, 3)) < 0.2, 0.0, rng.random((500, 3)) + 0.1)

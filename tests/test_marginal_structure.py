@@ -12,9 +12,9 @@ import fleetplan
 from fleetplan.embed import AllocationSession
 from fleetplan.planning.marginal import allocation_units, marginal_values
 from fleetplan.runs import shared
-from fleetplan.solvers.allocation import separable
-from fleetplan.solvers.allocation.reduced_basis import ReducedBasis
-from fleetplan.solvers.allocation.separable_structure import resolve_structure
+from fleetplan.solvers.allocation.price_decomposition import separable
+from fleetplan.solvers.allocation.price_decomposition.reduced_basis import ReducedBasis
+from fleetplan.solvers.allocation.price_decomposition.separable_structure import resolve_structure
 
 # Small instances, the decomposition forced (below SEPARABLE_MIN_JOBS the full LP runs).
 OPTIONS = {"decomposition": "prices"}
@@ -109,7 +109,7 @@ def test_re_solves_from_the_structure_give_the_same_numbers_in_forked_processes(
 
 
 def test_a_structure_the_certificate_rejects_hands_over_to_the_prices(monkeypatch):
-    from fleetplan.solvers.allocation import separable_structure
+    from fleetplan.solvers.allocation.price_decomposition import separable_structure
 
     monkeypatch.setattr(separable_structure, "STRUCTURE_ROUNDS", 1)
     instance = _instance(2)
@@ -133,7 +133,7 @@ def test_a_structure_the_certificate_rejects_hands_over_to_the_prices(monkeypatc
 
 def test_the_re_solves_shortcuts_equal_what_they_replace():
     from fleetplan.instances.allocation.rows import row_max as _row_max
-    from fleetplan.solvers.allocation import separable_certificate
+    from fleetplan.solvers.allocation.price_decomposition import separable_certificate
 
     rng = np.random.default_rng(5)
     values = rng.normal(size=(500, 4))

@@ -12,7 +12,7 @@ from fleetplan.instances import instance_from_data
 from fleetplan.models.allocation.water_filling import job_classes, level_lp
 from fleetplan.solvers import highs as highs_runner
 from fleetplan.solvers.allocation.water_filling import hierarchical_run, single_level_run
-from fleetplan.solvers.allocation.water_filling_events import (
+from fleetplan.solvers.allocation.water_filling.events import (
     State,
     dual_stuck,
     individual_caps,
@@ -144,7 +144,7 @@ def test_level_lps_by_the_decomposition_equal_the_plain_procedure(monkeypatch, s
     """From SEPARABLE_CLASSES classes every level LP (events' probes and plain iterations) goes
     to the price decomposition with floors, and bottlenecks come from its duals; forced on here
     at a small size, the run is still the plain procedure's."""
-    from fleetplan.solvers.allocation import water_filling_batches as batches
+    from fleetplan.solvers.allocation.water_filling import batches
 
     instance = distinct(256, 5, seed, fifo)
     _, reference = hierarchical_run(instance, aggregate=False, shortcuts=False)
@@ -178,7 +178,7 @@ def test_a_declined_decomposition_falls_back_without_changing_the_run(monkeypatc
     first event's state, a search probe goes to HiGHS (a bisection's to the state before it), and
     so do the batch's later probes: the run is still the plain procedure's. Declined here: the
     first probe and every third call, or two calls in three."""
-    from fleetplan.solvers.allocation import water_filling_batches as batches
+    from fleetplan.solvers.allocation.water_filling import batches
 
     instance = distinct(256, 5, 0)
     _, reference = hierarchical_run(instance, aggregate=False, shortcuts=False)

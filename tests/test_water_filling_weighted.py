@@ -12,7 +12,7 @@ import fleetplan
 from fleetplan.instances import instance_from_data
 from fleetplan.models.allocation.water_filling import job_classes
 from fleetplan.solvers.allocation.water_filling import hierarchical_run, single_level_run
-from fleetplan.solvers.allocation.water_filling_events import capacity_prices, priced_out
+from fleetplan.solvers.allocation.water_filling.events import capacity_prices, priced_out
 from tests.test_water_filling_events import assert_same_run
 
 
@@ -58,7 +58,7 @@ def test_weighted_runs_with_the_decomposition_equal_the_plain_procedure(monkeypa
     """From SEPARABLE_CLASSES classes the probes go to the price decomposition first; forced on
     at a small size, the run is the same where it certifies them (its prices feeding the cuts)
     and where it declines (after two declines a batch's probes go to HiGHS)."""
-    from fleetplan.solvers.allocation import water_filling_batches as batches
+    from fleetplan.solvers.allocation.water_filling import batches
 
     instance = weighted(jobs, share, weight, seed)
     _, reference = single_level_run(instance, aggregate=False, shortcuts=False)

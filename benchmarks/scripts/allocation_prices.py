@@ -16,7 +16,8 @@ import argparse
 import time
 
 import fleetplan
-from fleetplan.solvers.allocation import ipm, separable, separable_linear
+from fleetplan.solvers.allocation.interior_point import ipm
+from fleetplan.solvers.allocation.price_decomposition import separable, separable_linear
 
 
 class _Captured(Exception):

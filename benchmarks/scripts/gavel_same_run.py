@@ -205,7 +205,8 @@ def profile_process(jobs: int, solver: str, repeats: int, warm_up_jobs: int | No
     import fleetplan.solvers.allocation as allocation_solvers
     import fleetplan.solvers.base as base
     from fleetplan.instances.allocation import AllocationInstance, AllocationPlan
-    from fleetplan.solvers.allocation import drivers, lp, policies, separable
+    from fleetplan.solvers.allocation import drivers, lp, policies
+    from fleetplan.solvers.allocation.price_decomposition import separable
 
     own = dict.fromkeys(PHASES, 0.0)
     stack: list[list[float]] = []  # per open phase: [children's CPU]

@@ -28,11 +28,11 @@ What a round pays for is the change, not the whole problem:
 * **no per-job objects** — jobs live in numpy columns; the instance handed to the solver is a
   column instance whose arrays are the session's;
 * **a warm start** — the capacity prices (and level) of the last round's LP start this round's
-  price decomposition (:mod:`fleetplan.solvers.allocation.separable`), skipping the
+  price decomposition (:mod:`fleetplan.solvers.allocation.price_decomposition.separable`), skipping the
   interior-point method that finds them cold. Where the jobs are the same ones (only worker
   counts or a job's numbers changed), the last answer's structure is tried before any prices:
   every job on the vertex it had, the same few jobs free in one small LP, and the same
-  certificate (:mod:`fleetplan.solvers.allocation.separable_structure`). The decomposition's
+  certificate (:mod:`fleetplan.solvers.allocation.price_decomposition.separable_structure`). The decomposition's
   certificate proves the new optimum whatever the start, so a warm answer is the cold answer
   (tests compare them after random sequences of changes); a start that does not certify is
   dropped for a cold one.

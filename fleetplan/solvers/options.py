@@ -96,11 +96,11 @@ GLOSSARY: dict[str, GlossaryEntry] = {
                             "capacity to jobs that can use it"),
     "decomposition": GlossaryEntry(
         "how a max-min or linear LP is solved: auto (the price decomposition of "
-        "fleetplan.solvers.allocation.separable from 1,000 distinct jobs up, the full LP below), prices "
+        "fleetplan.solvers.allocation.price_decomposition.separable from 1,000 distinct jobs up, the full LP below), prices "
         "(the decomposition at any size) or none (always the full LP, the reference); the "
         "decomposition is certified optimal and falls back to the full LP where it does not apply. "
         "A max-min refinement (keep the level, maximize the sum of scores) is decomposed the same way "
-        "(fleetplan.solvers.allocation.separable_refine: first prices from buckets of similar jobs, "
+        "(fleetplan.solvers.allocation.price_decomposition.separable_refine: first prices from buckets of similar jobs, "
         "sharpened by Newton's method on the Lagrangian dual smoothed by a soft maximum, then a "
         "reduced LP of the jobs near a tie and the certificate), so priority weights, which leave "
         "most jobs above the level, need no full LP; a level set by one job's own best score (a "

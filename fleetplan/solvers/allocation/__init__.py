@@ -33,6 +33,13 @@ LP's many optima are tied; ``ties="spread"`` (default) spreads each job's time o
 proportion to their workers (:mod:`fleetplan.solvers.allocation.agnostic`), ``ties="vertex"``
 keeps the vertex the LP solver returns. An agnostic plan reports ``feasible``, not ``optimal``:
 its LP's optimum is the time-share model's, not the judged objective's.
+
+Beside the policies (:mod:`~fleetplan.solvers.allocation.policies`, their drivers and the LP of
+:mod:`~fleetplan.solvers.allocation.lp`), three families have their own sub-packages:
+:mod:`~fleetplan.solvers.allocation.price_decomposition` (the exact decomposition of large LPs),
+:mod:`~fleetplan.solvers.allocation.interior_point` (the prices it starts from) and
+:mod:`~fleetplan.solvers.allocation.water_filling` (Gavel §4.3). The compiled kernels
+(``ipm_kernels``, ``vertex_kernels``) stay in this folder, where ``pyproject.toml`` builds them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """The interior-point method's iterations compiled: the same steps as
-:func:`fleetplan.solvers.allocation.ipm._numpy_iterations` on the systems of
-:mod:`~fleetplan.solvers.allocation.ipm_systems`, as loops over jobs and types.
+:func:`fleetplan.solvers.allocation.interior_point.ipm._numpy_iterations` on the systems of
+:mod:`~fleetplan.solvers.allocation.interior_point.ipm_systems`, as loops over jobs and types.
 
 At a few thousand jobs an iteration of the numpy code is about 150 calls on arrays of a few
 thousand entries, and each call's fixed cost, not its arithmetic, sets the time (17 iterations

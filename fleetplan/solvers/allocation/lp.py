@@ -12,7 +12,7 @@
    model through HiGHS, or OR-Tools GLOP / PDLP;
 4. for ``max_min`` forms, *refine*: a second LP keeps the max-min level and maximizes the sum of
    the same scores, so capacity the minimum does not need is not left idle (after the price
-   decomposition, the refinement is decomposed too: :mod:`fleetplan.solvers.allocation.separable_refine`;
+   decomposition, the refinement is decomposed too: :mod:`fleetplan.solvers.allocation.price_decomposition.separable_refine`;
    where the jobs' best-score bound is within the workers' reach, as priority weights make it,
    the refinement at that bound is tried before the max-min LP, and its plan proves the level);
 5. expand classes back to jobs and Charnes-Cooper's y / s back to X.
@@ -66,7 +66,7 @@ class AllocationLpOptions:
     :data:`fleetplan.solvers.options.GLOSSARY`), and a solver receives them as one instance.
 
     ``decomposition``: none (the full LP); prices (the price decomposition with a certificate,
-    :mod:`fleetplan.solvers.allocation.separable`, falling back to the LP where it does not
+    :mod:`fleetplan.solvers.allocation.price_decomposition.separable`, falling back to the LP where it does not
     apply); auto (prices from :data:`SEPARABLE_MIN_JOBS` jobs, after merging identical ones, up).
     ``partitions`` is read before any LP (POP splits the instance, then each part is solved).
     """
@@ -263,7 +263,9 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
                     return SpecOutcome(status="time_limit", log=refined.log, stats=refined.stats)
                 if proven:
                     # The max-min method would find that same plan and run this same refinement.
-                    from fleetplan.solvers.allocation.separable import SeparableResult
+                    from fleetplan.solvers.allocation.price_decomposition.separable import (
+                        SeparableResult,
+                    )
 
                     result = SeparableResult("fallback", log=refined.log)
                 else:
@@ -429,7 +431,7 @@ def _runnable_model_throughput(arrays: AllocationArrays, heterogeneity_aware: bo
 
 def _solve_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, options: LpOptions, start=None,
                      structure=None):
-    from fleetplan.solvers.allocation import separable as allocation_separable
+    from fleetplan.solvers.allocation.price_decomposition import separable as allocation_separable
 
     throughput = _runnable_model_throughput(arrays, options.heterogeneity_aware)
     mult = np.ones(len(arrays.job_ids)) if multiplicity is None else np.asarray(multiplicity, dtype=float)
@@ -439,7 +441,9 @@ def _solve_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, o
         A = spec.coefficient[:, None] * throughput
         tried: list[str] = []
         if structure is not None:  # the last answer's vertices and free jobs, before any prices
-            from fleetplan.solvers.allocation.separable_structure import resolve_structure
+            from fleetplan.solvers.allocation.price_decomposition.separable_structure import (
+                resolve_structure,
+            )
 
             resolved = resolve_structure(A, offset, mult, arrays.scale_factor, arrays.num_workers, structure,
                                          free_level=spec.offset is not None, deadline=deadline,
@@ -453,7 +457,7 @@ def _solve_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, o
             deadline=deadline, threads=options.threads, seed=options.seed, start=start, capped=True)
         result.log = tried + result.log
         return result
-    from fleetplan.solvers.allocation import separable_linear
+    from fleetplan.solvers.allocation.price_decomposition import separable_linear
 
     return separable_linear.linear(
         (spec.coefficient * mult)[:, None] * throughput, mult, arrays.scale_factor, arrays.num_workers,
@@ -501,7 +505,7 @@ def _refine_at_ceiling(arrays: AllocationArrays, spec: PolicySpec, multiplicity,
     if workers > CEILING_FIRST_SHARE * float(arrays.num_workers.sum()) or \
             not _sets_of_types_fit(A > 0, demand, arrays.num_workers):
         return None
-    from fleetplan.solvers.allocation.separable import _no_capacity_binds
+    from fleetplan.solvers.allocation.price_decomposition.separable import _no_capacity_binds
 
     # Where every job fits on its fastest type at the ceiling, that plan proves the level
     # reachable: the refinement starts from it (as after the max-min method) and is no guess.
@@ -537,7 +541,7 @@ def _sets_of_types_fit(runnable: np.ndarray, demand: np.ndarray, W: np.ndarray) 
 def _refine_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, options: LpOptions, level: float,
                       start: np.ndarray | None = None, guess: bool = False):
     """The max-min refinement LP at ``level`` (in the spec's scaled units) by price decomposition."""
-    from fleetplan.solvers.allocation.separable_refine import refine
+    from fleetplan.solvers.allocation.price_decomposition.separable_refine import refine
 
     throughput = _runnable_model_throughput(arrays, options.heterogeneity_aware)
     mult = np.ones(len(arrays.job_ids)) if multiplicity is None else np.asarray(multiplicity, dtype=float)

@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Each job's closed-form vertices (:mod:`fleetplan.solvers.allocation.vertices`) compiled: one
+"""Each job's closed-form vertices (:mod:`fleetplan.solvers.allocation.price_decomposition.vertices`) compiled: one
 pass over the jobs instead of a few numpy calls per type and per pair of types.
 
 Every value is computed by the numpy code's formula in its order of operations (the same

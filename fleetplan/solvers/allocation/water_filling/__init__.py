@@ -1,5 +1,9 @@
 """Gavel's water filling (Gavel §4.3, Appendix A.1): hierarchical and single-level max-min fairness.
 
+This package holds the two solvers and the procedure (here), the closed-form shortcuts through
+its cap events (:mod:`~fleetplan.solvers.allocation.water_filling.events`) and the level LPs with
+the batches of events they decide (:mod:`~fleetplan.solvers.allocation.water_filling.batches`).
+
 Water filling raises every unsaturated job together, at rates given by the jobs' weights, until
 some jobs are *bottlenecked* (they cannot rise without another job falling); those keep their
 level, the weights are redistributed, and the rest rise again — until every job is bottlenecked.
@@ -22,15 +26,15 @@ bottlenecked jobs with one of two exact tests (option ``bottleneck_test``):
   About two or three LPs per iteration on the generated instances (benchmarks/RESULTS.md).
 
 With the LP test, shortcuts keep those answers at a fraction of the LPs
-(:mod:`~fleetplan.solvers.allocation.water_filling_events`,
-:mod:`~fleetplan.solvers.allocation.water_filling_batches`; ``water_fill(shortcuts=False)`` is
+(:mod:`~fleetplan.solvers.allocation.water_filling.events`,
+:mod:`~fleetplan.solvers.allocation.water_filling.batches`; ``water_fill(shortcuts=False)`` is
 the reference the tests compare them with): iterations whose level is set by a job reaching its
 own best score (*cap events*: 112 of 113 at 2,048 distinct jobs, 379 of 381 when half of them
 weigh 8) are computed in closed form and proven in batches by one feasible allocation each,
 the batch's end found with capacity prices and level LPs warm-started from each other; the
 level LP's prices prove bottlenecks by weak duality before any rise LP, and the next level LP
 witnesses the classes that can still rise; and from ``SEPARABLE_CLASSES`` classes each level LP
-goes to the price decomposition (:func:`fleetplan.solvers.allocation.separable.max_min`,
+goes to the price decomposition (:func:`fleetplan.solvers.allocation.price_decomposition.separable.max_min`,
 bottlenecked jobs as floors), HiGHS only where it declines (the iterations and times at 2,048
 and 8,192 distinct jobs: benchmarks/results/allocation.md, "Gavel on distinct jobs: price
 decomposition").
@@ -68,13 +72,13 @@ from fleetplan.models.allocation.water_filling import (
 )
 from fleetplan.solvers import highs as highs_runner
 from fleetplan.solvers.allocation.lp import load_backend
-from fleetplan.solvers.allocation.water_filling_batches import (
+from fleetplan.solvers.allocation.water_filling.batches import (
     LevelHints,
     cap_event_batch,
     level_answer,
     solve_highs,
 )
-from fleetplan.solvers.allocation.water_filling_events import (
+from fleetplan.solvers.allocation.water_filling.events import (
     dual_stuck,
     individual_caps,
     tolerance,
@@ -133,7 +137,7 @@ def water_fill(classes: JobClasses, rates: Callable[[np.ndarray], np.ndarray], *
 
     ``shortcuts`` (with the LP test) takes the iterations that cap events decide in batches and
     lets the level LP's duals prove bottlenecks before any rise LP
-    (:mod:`~fleetplan.solvers.allocation.water_filling_events`); ``False`` runs every iteration's
+    (:mod:`~fleetplan.solvers.allocation.water_filling.events`); ``False`` runs every iteration's
     LPs, the reference the tests compare it with.
     """
     deadline = deadline if deadline is not None else Deadline(time_limit)

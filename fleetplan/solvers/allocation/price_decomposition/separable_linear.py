@@ -1,6 +1,6 @@
 """Gavel's linear allocation LPs (max throughput, FIFO; Gavel §4.1) by price decomposition.
 
-The linear half of :mod:`fleetplan.solvers.allocation.separable`, split from it: the same four
+The linear half of :mod:`fleetplan.solvers.allocation.price_decomposition.separable`, split from it: the same four
 steps (first prices, each job's vertex at them, a reduced LP over the jobs near a tie, the
 certificate), where a fixed job's vertex is a constant, not an affine function of a level. A
 fixed job sits on the type of the largest reduced profit ``P_mj - lam_j k_m s_m``, or idles when
@@ -23,9 +23,11 @@ from typing import Literal
 import numpy as np
 
 from fleetplan.models.linear import INF, LinearProgram
-from fleetplan.solvers.allocation import separable
-from fleetplan.solvers.allocation.separable_certificate import CERTIFICATE_TOLERANCE
-from fleetplan.solvers.allocation.vertices import best_types as _best_types
+from fleetplan.solvers.allocation.price_decomposition import separable
+from fleetplan.solvers.allocation.price_decomposition.separable_certificate import (
+    CERTIFICATE_TOLERANCE,
+)
+from fleetplan.solvers.allocation.price_decomposition.vertices import best_types as _best_types
 from fleetplan.solvers.deadline import Deadline
 
 # ``prices="auto"`` on linear forms starts from interior-point prices from this many jobs (they
@@ -38,7 +40,7 @@ LINEAR_IPM_FIRST = 100_000
 
 
 def _linear_ipm_prices(P, usage, W, deadline, log, stats, start=None):
-    from fleetplan.solvers.allocation.ipm import linear_prices
+    from fleetplan.solvers.allocation.interior_point.ipm import linear_prices
 
     first = separable._interior_point_prices(lambda: linear_prices(P, usage, W, deadline=deadline, start=start),
                                              log, stats)
@@ -71,7 +73,7 @@ def linear(P: np.ndarray, mult: np.ndarray, scale: np.ndarray, W: np.ndarray, *,
     first from LINEAR_IPM_FIRST jobs, at every size when the method runs compiled (``auto``:
     measured faster than either alone on max throughput and FIFO, 2,048 to 10^6 jobs), or one
     of the two. ``start``: the capacity prices of a neighbouring problem (as for
-    :func:`~fleetplan.solvers.allocation.separable.max_min`),
+    :func:`~fleetplan.solvers.allocation.price_decomposition.separable.max_min`),
     tried first; the method starts again from its own prices when they do not certify."""
     if start is not None:
         warm = _linear(P, mult, scale, W, deadline=deadline, threads=threads, seed=seed, prices=prices, start=start)
@@ -84,7 +86,7 @@ def linear(P: np.ndarray, mult: np.ndarray, scale: np.ndarray, W: np.ndarray, *,
 
 
 def _linear(P, mult, scale, W, *, deadline, threads, seed, prices, start=None) -> separable.SeparableResult:
-    from fleetplan.solvers.allocation.ipm import compiled
+    from fleetplan.solvers.allocation.interior_point.ipm import compiled
 
     deadline = deadline or Deadline(None)
     started = time.perf_counter()

@@ -6,8 +6,8 @@ At capacity prices ``lam`` and a level t, job m's part of the max-min LP is: rea
 optimal vertices are a single type (x_j = need / A_mj) or two types with the job's time full
 (A_mh > need > A_ml: x_h = (need - A_ml) / (A_mh - A_ml), x_l = 1 - x_h); both are affine in t,
 which is what lets a job whose vertex wins clearly be *fixed* while the prices move a little.
-Used by the price decomposition (:mod:`fleetplan.solvers.allocation.separable`) and the
-restricted interior-point prices (:mod:`fleetplan.solvers.allocation.ipm`).
+Used by the price decomposition (:mod:`fleetplan.solvers.allocation.price_decomposition.separable`) and the
+restricted interior-point prices (:mod:`fleetplan.solvers.allocation.interior_point.ipm`).
 """
 
 from __future__ import annotations

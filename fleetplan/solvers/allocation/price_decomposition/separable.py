@@ -2,14 +2,14 @@
 
 This module holds the method's shared parts (the reduced LP's HiGHS run, buckets of similar
 jobs, interior-point pricing, :class:`SeparableResult`) and the max-min form; the linear form's
-own loop is :func:`fleetplan.solvers.allocation.separable_linear.linear`.
+own loop is :func:`fleetplan.solvers.allocation.price_decomposition.separable_linear.linear`.
 
 Jobs are coupled only through one capacity row per worker type (a handful of rows): given the
 prices ``lam`` of those rows, the LP separates into one tiny LP per job. This module solves the
 full LP exactly without ever building it:
 
 1. *Prices.* Max-min forms: a structured interior-point method over all jobs
-   (:mod:`fleetplan.solvers.allocation.ipm`) gives ``lam`` and t close to the optimum's.
+   (:mod:`fleetplan.solvers.allocation.interior_point.ipm`) gives ``lam`` and t close to the optimum's.
    Otherwise (linear forms first, or when that method does not converge) jobs are merged into
    buckets of nearly equal rows (log-throughputs rounded to a grid) and that small LP's capacity
    duals are a first guess: a few percent off, so more jobs stay free and more rounds follow,
@@ -37,7 +37,7 @@ Forms (columns x[m, j] >= 0, sum_j x[m, j] <= 1, sum_m k_m s_m x[m, j] <= W_j):
   "types h, l" (A_mh > need > A_ml) is x_h = (need - A_ml) / (A_mh - A_ml), x_l = 1 - x_h;
 * linear: maximize ``sum_m P[m] @ x[m]`` (max throughput, FIFO); a fixed job sits on the type of
   the largest reduced profit P_mj - lam_j k_m s_m, or idles when none is positive
-  (:mod:`fleetplan.solvers.allocation.separable_linear`).
+  (:mod:`fleetplan.solvers.allocation.price_decomposition.separable_linear`).
 
 >>> import numpy as np
 >>> A = np.array([[2.0, 1.0], [1.0, 1.0]])  # two jobs, two one-worker types
@@ -57,10 +57,12 @@ import numpy as np
 from fleetplan.instances.allocation.rows import row_max
 from fleetplan.models.linear import INF, LinearProgram
 from fleetplan.solvers import highs as highs_runner
-from fleetplan.solvers.allocation import separable_certificate as certificate
-from fleetplan.solvers.allocation.reduced_basis import ReducedBasis
-from fleetplan.solvers.allocation.vertices import closeness as _closeness
-from fleetplan.solvers.allocation.vertices import vertex_affine as _vertex_affine
+from fleetplan.solvers.allocation.price_decomposition import separable_certificate as certificate
+from fleetplan.solvers.allocation.price_decomposition.reduced_basis import ReducedBasis
+from fleetplan.solvers.allocation.price_decomposition.vertices import closeness as _closeness
+from fleetplan.solvers.allocation.price_decomposition.vertices import (
+    vertex_affine as _vertex_affine,
+)
 from fleetplan.solvers.deadline import Deadline
 
 # A fixed job's vertex must win by this relative margin at the first prices; later rounds add
@@ -352,7 +354,7 @@ def max_min(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarr
     (a job's own best score sets the level, as a heavily weighted job does in weighted max-min
     fairness, and no capacity price is positive, so every vertex ties), return status ``capped``
     with that ceiling as ``level`` instead of deciding the vertices: the caller checks the level
-    with the refinement LP (:func:`fleetplan.solvers.allocation.separable_refine.refine`), whose
+    with the refinement LP (:func:`fleetplan.solvers.allocation.price_decomposition.separable_refine.refine`), whose
     plan, if it has one, reaches it."""
     if start is not None:
         warm = _max_min(A, offset, mult, scale, W, free_level=free_level, deadline=deadline, threads=threads,
@@ -398,7 +400,11 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
     status, level, lam, anchor, picks = "not_converged", None, None, None, None
     converged = False
     if prices == "ipm" or start is not None:
-        from fleetplan.solvers.allocation.ipm import RESTRICT_ABOVE, TOLERANCE, max_min_prices
+        from fleetplan.solvers.allocation.interior_point.ipm import (
+            RESTRICT_ABOVE,
+            TOLERANCE,
+            max_min_prices,
+        )
 
         if start is not None:
             log.append("separable: interior-point prices warm-started from the previous round's")
@@ -505,7 +511,7 @@ def _reserved_prices(max_min_prices, A, offset, usage, W, floor, free_level, dea
 
 
 def _interior_point_prices(compute, log: list[str], stats: dict[str, float]):
-    """Run ``compute`` (an :mod:`~fleetplan.solvers.allocation.ipm` pricing call), log and time
+    """Run ``compute`` (an :mod:`~fleetplan.solvers.allocation.interior_point.ipm` pricing call), log and time
     it; its prices when usable (status optimal or approximate), else None."""
     started = time.perf_counter()
     first = compute()

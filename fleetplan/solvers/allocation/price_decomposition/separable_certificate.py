@@ -1,4 +1,4 @@
-"""The price decomposition's certificate for max-min forms (:mod:`~fleetplan.solvers.allocation.separable`).
+"""The price decomposition's certificate for max-min forms (:mod:`~fleetplan.solvers.allocation.price_decomposition.separable`).
 
 A reduced LP over the *free* jobs, with every *fixed* job entering the capacity rows as its
 vertex's affine term, is optimal for the full LP when its duals make every fixed job's vertex
@@ -6,7 +6,7 @@ the cheapest of that job's own LP (dual feasibility of the full LP) and the leve
 fixed job's breakpoint (the vertex stays valid around it). Primal feasibility holds by
 construction and complementary slackness by the choice of vertex, so the KKT conditions of the
 full LP hold. The decomposition's rounds and the structure re-solve of a neighbouring problem
-(:func:`~fleetplan.solvers.allocation.separable.max_min`'s ``structure``) both decide with
+(:func:`~fleetplan.solvers.allocation.price_decomposition.separable.max_min`'s ``structure``) both decide with
 :func:`rejected`.
 
 >>> import numpy as np
@@ -21,7 +21,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from fleetplan.solvers.allocation.vertices import best_vertices, need_at, vertex_affine
+from fleetplan.solvers.allocation.price_decomposition.vertices import (
+    best_vertices,
+    need_at,
+    vertex_affine,
+)
 
 CERTIFICATE_TOLERANCE = 1e-9
 
@@ -32,7 +36,7 @@ def rejected(A: np.ndarray, offset: np.ndarray, usage: np.ndarray, W: np.ndarray
     """For each fixed job (in order), whether the certificate rejects its vertex ``choice`` at
     ``level`` and prices ``lam``: a cheaper vertex exists, or the level sits on one of its
     breakpoints (``t_low``, ``t_high``: the range where the vertex is valid). ``costs``: a
-    buffer for every job's vertex costs (:func:`~fleetplan.solvers.allocation.vertices.best_vertices`),
+    buffer for every job's vertex costs (:func:`~fleetplan.solvers.allocation.price_decomposition.vertices.best_vertices`),
     used when most jobs are fixed."""
     n = len(A)
     fixed_jobs = np.flatnonzero(fixed)

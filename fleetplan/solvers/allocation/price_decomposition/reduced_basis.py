@@ -1,9 +1,9 @@
 """A max-min reduced LP's simplex basis kept by what each status belongs to, so that it can
 start another reduced LP: a neighbouring problem's (one GPU more changes a capacity row's
 right-hand side only) or the next round's, whose free set has grown
-(:mod:`~fleetplan.solvers.allocation.separable_structure`).
+(:mod:`~fleetplan.solvers.allocation.price_decomposition.separable_structure`).
 
-The reduced LP (:func:`~fleetplan.solvers.allocation.separable.reduced_lp`) has rows (each
+The reduced LP (:func:`~fleetplan.solvers.allocation.price_decomposition.separable.reduced_lp`) has rows (each
 free job's score row, then each free job's time row, then one capacity row per type) and
 columns (each free job's cells, in job then type order, then the level t).
 

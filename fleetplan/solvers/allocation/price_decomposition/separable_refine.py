@@ -12,7 +12,7 @@ With all weights equal every job of Gavel's LAS is usually a bottleneck and the 
 changes nothing; with priority weights the level is often set by a few heavily weighted jobs
 (their best score caps it), the rest have room, and the refinement decides every allocation —
 the full LP, 300 times the decomposition's time at 10,000 jobs. This module solves it as
-:mod:`fleetplan.solvers.allocation.separable` solves the max-min LP: given capacity prices
+:mod:`fleetplan.solvers.allocation.price_decomposition.separable` solves the max-min LP: given capacity prices
 ``lam``, each job's LP has two rows and its optimum is one of its vertices — a type with the
 job's time full (A_mj >= need), a type at the need (x_j = need / A_mj), or two types with both
 rows tight (A_mh > need > A_ml) — found in closed form; jobs whose best vertex wins clearly are
@@ -37,7 +37,7 @@ import time
 import numpy as np
 
 from fleetplan.models.linear import INF, LinearProgram
-from fleetplan.solvers.allocation.separable import (
+from fleetplan.solvers.allocation.price_decomposition.separable import (
     CONVERGED_WORKING_SET,
     MAX_FREE_SHARE,
     MAX_ROUNDS,
@@ -47,7 +47,9 @@ from fleetplan.solvers.allocation.separable import (
     _solve_lp,
     bucket_of,
 )
-from fleetplan.solvers.allocation.separable_certificate import CERTIFICATE_TOLERANCE
+from fleetplan.solvers.allocation.price_decomposition.separable_certificate import (
+    CERTIFICATE_TOLERANCE,
+)
 from fleetplan.solvers.deadline import Deadline
 
 # The bucket LP's floors, as shares of the buckets' mean needs, tried in turn until it is feasible.

@@ -35,7 +35,7 @@ import numpy as np
 
 from fleetplan.instances.allocation.hierarchical import RISE_TOLERANCE
 from fleetplan.models.allocation.water_filling import JobClasses
-from fleetplan.solvers.allocation.vertices import best_vertices
+from fleetplan.solvers.allocation.price_decomposition.vertices import best_vertices
 
 
 def tolerance(levels: np.ndarray) -> float:
@@ -180,7 +180,7 @@ def priced_out(classes: JobClasses, levels: np.ndarray, prices: list[np.ndarray]
 
     At prices ``lam >= 0`` every class's cheapest way to reach its level (its own LP: the level
     at least, time at most 1) costs at least ``cost_m``, a vertex of that LP
-    (:func:`fleetplan.solvers.allocation.vertices.best_vertices`; infinite above the class's
+    (:func:`fleetplan.solvers.allocation.price_decomposition.vertices.best_vertices`; infinite above the class's
     best score); any feasible allocation pays ``sum_m cost_m <= lam . W``. Levels whose costs
     exceed the workers' value by more than rounding cannot be met. Prices near the optimum's
     (the last level LP's, or those of a probe past the capacity point) refute every state of a

@@ -1,4 +1,4 @@
-"""The two linear systems of the structured interior-point method (:mod:`fleetplan.solvers.allocation.ipm`):
+"""The two linear systems of the structured interior-point method (:mod:`fleetplan.solvers.allocation.interior_point.ipm`):
 Gavel's max-min LP and its linear LP, with their normal equations solved by block elimination.
 
 Both keep their iterates as flat vectors. Primal z: the (K, n) cells x first (types by jobs: a
@@ -157,7 +157,7 @@ class MaxMin(System):
         return self.start(2.0, None)
 
     def kernel_arrays(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
-        """(form, profit, rate, level usage) for :func:`.ipm_kernels.iterate`."""
+        """(form, profit, rate, level usage) for :func:`fleetplan.solvers.allocation.ipm_kernels.iterate`."""
         return 0, self.A, np.ascontiguousarray(self.rate, dtype=float), np.ascontiguousarray(self.level_usage, dtype=float)
 
     def start(self, score_dual: float = START_SCORE_DUAL, time_dual: float | None = START_TIME_DUAL) \
@@ -297,7 +297,7 @@ class Linear(System):
         return -dot(self.cost[:self.cells], z[:self.cells])
 
     def kernel_arrays(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
-        """(form, profit, rate, level usage) for :func:`.ipm_kernels.iterate`."""
+        """(form, profit, rate, level usage) for :func:`fleetplan.solvers.allocation.ipm_kernels.iterate`."""
         profit = np.ascontiguousarray(-self.cost[:self.cells].reshape(self.K, self.n))
         return 1, profit, np.zeros(0), np.zeros(self.K)
 

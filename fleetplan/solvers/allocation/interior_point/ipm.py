@@ -12,8 +12,8 @@ the element-wise work of an iteration is one numpy call per step rather than one
 the sums over a job's types or over jobs are ``einsum`` contractions (no temporaries, no BLAS
 threads). An iteration is about 150 numpy calls, whatever n.
 
-This method only *prices*: its duals (lam, and t) start :func:`fleetplan.solvers.allocation.separable.max_min`
-and :func:`~fleetplan.solvers.allocation.separable_linear.linear`,
+This method only *prices*: its duals (lam, and t) start :func:`fleetplan.solvers.allocation.price_decomposition.separable.max_min`
+and :func:`~fleetplan.solvers.allocation.price_decomposition.separable_linear.linear`,
 whose reduced LP and optimality certificate make the answer exact. Prices this close to the
 optimum's leave few jobs near a tie between two vertices, so the reduced LP is small and the
 certificate passes in one or two rounds (bucketed prices a few percent off left thousands of
@@ -46,8 +46,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from fleetplan.solvers import kernels
-from fleetplan.solvers.allocation import vertices
-from fleetplan.solvers.allocation.ipm_systems import Linear, MaxMin, cells_and_mask, dot
+from fleetplan.solvers.allocation.interior_point.ipm_systems import (
+    Linear,
+    MaxMin,
+    cells_and_mask,
+    dot,
+)
+from fleetplan.solvers.allocation.price_decomposition import vertices
 from fleetplan.solvers.deadline import Deadline
 
 TOLERANCE = 1e-8
@@ -201,7 +206,7 @@ def compiled() -> bool:
 
 
 def _compiled_iterations(system, point: _Point, deadline: Deadline, tolerance: float, max_iterations: int):
-    """:func:`_numpy_iterations` compiled (:mod:`.ipm_kernels`; no Gondzio correctors, as below
+    """:func:`_numpy_iterations` compiled (:mod:`fleetplan.solvers.allocation.ipm_kernels`; no Gondzio correctors, as below
     CORRECTOR_CELLS), run in chunks of about KERNEL_CHUNK_CELLS cell-iterations between checks
     of the deadline. None when the Schur complement turns singular (the numpy code then runs
     from the start, with its pseudo-inverse) or the kernels are off or not built."""

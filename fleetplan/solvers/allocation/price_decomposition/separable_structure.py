@@ -1,12 +1,12 @@
 """A max-min LP re-solved from a neighbouring problem's *structure* (Gavel §3.1's LP after a
 small change: one GPU more or fewer, a job's throughput re-measured).
 
-The price decomposition (:mod:`~fleetplan.solvers.allocation.separable`) ends with a certified
+The price decomposition (:mod:`~fleetplan.solvers.allocation.price_decomposition.separable`) ends with a certified
 structure: each fixed job's vertex (one type, or two types with its time full) and the few
 free jobs of the reduced LP. After a change of one unit among thousands the vertices that were
 cheapest almost always still are, so the neighbour's answer is found by solving the reduced
 LP once at the new data — no interior-point prices, no search for the free set — and proven
-by the decomposition's own certificate (:mod:`~fleetplan.solvers.allocation.separable_certificate`).
+by the decomposition's own certificate (:mod:`~fleetplan.solvers.allocation.price_decomposition.separable_certificate`).
 Jobs the certificate rejects join the free ones for another round, as in the decomposition;
 past :data:`STRUCTURE_ROUNDS` rounds or :data:`STRUCTURE_MAX_FREE` free jobs the caller
 solves from prices. Whatever the structure, an answer returned is certified optimal.
@@ -28,14 +28,14 @@ import time
 
 import numpy as np
 
-from fleetplan.solvers.allocation import separable_certificate as certificate
-from fleetplan.solvers.allocation.separable import (
+from fleetplan.solvers.allocation.price_decomposition import separable_certificate as certificate
+from fleetplan.solvers.allocation.price_decomposition.separable import (
     WORKING_SET,
     ReducedBasis,
     SeparableResult,
     reduced_lp,
 )
-from fleetplan.solvers.allocation.vertices import vertex_affine
+from fleetplan.solvers.allocation.price_decomposition.vertices import vertex_affine
 from fleetplan.solvers.deadline import Deadline
 
 # Rounds that free the jobs the certificate rejects, and the free set's limit: one unit more or
@@ -52,10 +52,10 @@ SCRATCH_BYTES = 16 * 2**20
 def resolve_structure(A: np.ndarray, offset: np.ndarray, mult: np.ndarray, scale: np.ndarray, W: np.ndarray,
                       structure: tuple[np.ndarray, ...], *, free_level: bool, deadline: Deadline | None = None,
                       threads: int = 1, seed: int = 0, lp_tolerance: float | None = None) -> SeparableResult:
-    """The max-min LP of :func:`~fleetplan.solvers.allocation.separable.max_min` (no floors)
+    """The max-min LP of :func:`~fleetplan.solvers.allocation.price_decomposition.separable.max_min` (no floors)
     solved by keeping ``structure`` = (each job's vertex, the free jobs[, the last reduced LP's
-    :class:`~fleetplan.solvers.allocation.separable.ReducedBasis`]), a neighbouring
-    problem's :attr:`~fleetplan.solvers.allocation.separable.SeparableResult.structure`. Status
+    :class:`~fleetplan.solvers.allocation.price_decomposition.separable.ReducedBasis`]), a neighbouring
+    problem's :attr:`~fleetplan.solvers.allocation.price_decomposition.separable.SeparableResult.structure`. Status
     ``optimal`` (certified; its own structure kept), ``time_limit``, or ``fallback``: the
     structure does not fit these jobs, the reduced LP is not optimal, or the certificate still
     rejects jobs after the rounds allowed."""

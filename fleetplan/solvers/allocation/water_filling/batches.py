@@ -1,5 +1,5 @@
 """The level LPs of Gavel's water filling (Gavel §4.3, Appendix A.1) and the batches of cap
-events they decide (:mod:`~fleetplan.solvers.allocation.water_filling_events` explains why the
+events they decide (:mod:`~fleetplan.solvers.allocation.water_filling.events` explains why the
 batches keep the procedure's answers).
 
 Every level LP of a run has the same rows and columns, so HiGHS starts each from the last one's
@@ -22,8 +22,8 @@ import numpy as np
 
 from fleetplan.models.allocation.water_filling import JobClasses, level_lp
 from fleetplan.solvers import highs as highs_runner
-from fleetplan.solvers.allocation import separable
-from fleetplan.solvers.allocation.water_filling_events import (
+from fleetplan.solvers.allocation.price_decomposition import separable
+from fleetplan.solvers.allocation.water_filling.events import (
     State,
     capacity_prices,
     priced_out,
@@ -63,7 +63,7 @@ class LevelHints:
     simplex iterations (0.01-0.05 s) from its basis against 5,900 (0.4-0.5 s, the interior point
     method or the simplex from scratch). ``warm`` is False when the caller asked for another
     algorithm than the simplex (``lp_algorithm``). The prices bound the cap events a batch
-    simulates (:func:`~fleetplan.solvers.allocation.water_filling_events.priced_out`)."""
+    simulates (:func:`~fleetplan.solvers.allocation.water_filling.events.priced_out`)."""
 
     warm: bool = True
     basis: object | None = None
@@ -125,7 +125,7 @@ def cap_event_batch(classes: JobClasses, caps: np.ndarray, rates: Callable[[np.n
                     levels: np.ndarray, done: np.ndarray, run, deadline: Deadline, threads: int, seed: int,
                     algorithm: highs_runner.LpAlgorithm, reserve: float, hints: LevelHints, known=None):
     """Commit the iterations that cap events decide (Gavel §4.3 iterations, outcomes proven as
-    :mod:`~fleetplan.solvers.allocation.water_filling_events` explains) to ``run`` (a
+    :mod:`~fleetplan.solvers.allocation.water_filling.events` explains) to ``run`` (a
     :class:`~fleetplan.solvers.allocation.water_filling.WaterFillingRun`).
 
     The first probe is the next iteration's own level LP (``known``, when the last iteration
@@ -307,7 +307,7 @@ def cap_event_batch(classes: JobClasses, caps: np.ndarray, rates: Callable[[np.n
 
 def separable_level(classes: JobClasses, levels: np.ndarray, rate: np.ndarray, deadline: Deadline, threads: int,
                     seed: int):
-    """:func:`level_lp` by the price decomposition (:func:`fleetplan.solvers.allocation.separable.max_min`:
+    """:func:`level_lp` by the price decomposition (:func:`fleetplan.solvers.allocation.price_decomposition.separable.max_min`:
     rows divided by their rates, classes of rate 0 as floors, t free): (t, cell values, the LP's
     outcome and row duals in :func:`level_lp`'s layout) of a certified optimum, or None when it
     does not certify (the caller solves the LP). A negative t means the levels are infeasible."""
