@@ -63,7 +63,7 @@ def enumerated_optimum(instance) -> float:
     once per run: several tests (often each solver's parameter of one test) compare against the
     same tiny instance, and enumerating it is most of their time. Keyed by the instance's JSON,
     so a changed instance is enumerated afresh."""
-    from fleetplan.solvers.placement.enumerate import enumerate_placements
+    from fleetplan.solvers.placement.exact.enumeration import enumerate_placements
 
     key = instance.model_dump_json()
     if key not in _ENUMERATED_OPTIMA:

@@ -12,8 +12,8 @@ import fleetplan
 from fleetplan.instances.placement import PlacementInstance
 from fleetplan.models.placement.bound import placement_lower_bound
 from fleetplan.solvers.base import relative_gap
-from fleetplan.solvers.placement.enumerate import enumerate_placements
 from fleetplan.solvers.placement.exact import PartOutcome, solve_exact
+from fleetplan.solvers.placement.exact.enumeration import enumerate_placements
 
 SETTINGS = [{}, {"split_ml_demand": "largest_region"}, {"overload_form": "combined_high_priority"},
             {"split_ml_demand": "largest_region", "overload_form": "combined_high_priority"}]

@@ -17,7 +17,7 @@ import pytest
 import fleetplan
 import fleetplan.solvers.hill_climb as engine
 import fleetplan.solvers.placement as placement
-from fleetplan.solvers.placement.first_pass import first_pass_batches
+from fleetplan.solvers.placement.climb.first_pass import first_pass_batches
 
 
 class _SlowClock:

@@ -10,7 +10,6 @@ from conftest import enumerated_optimum
 import fleetplan
 from fleetplan.instances.placement import PlacementInstance, PlacementPlan
 from fleetplan.models.placement import gpu_cost_lower_bound, make_levels, prepare, subset_sums
-from fleetplan.solvers.placement.enumerate import enumerate_placements
 from fleetplan.solvers.placement.exact import (
     PartOutcome,
     components,
@@ -18,6 +17,7 @@ from fleetplan.solvers.placement.exact import (
     explain_infeasibility,
     solve_exact,
 )
+from fleetplan.solvers.placement.exact.enumeration import enumerate_placements
 
 EXACT = ("mip-highs", "cpsat")
 RELATIVE = 1e-6

@@ -1,4 +1,4 @@
-"""The compiled per-table gains of Tetris's hill climb (``placement/gain_kernels.py``)
+"""The compiled per-table gains of Tetris's hill climb (``placement/climb/gain_kernels.py``)
 §4) against the numpy code they replace (``first_pass.table_gains_numpy``): the same bits on
 random states, under every reading of Figure 4 (split ML jobs' demand, combined overload), with
 Expression 6's floor and the CPU capacities at today's use so the full checks run; and the
@@ -11,12 +11,12 @@ import pytest
 
 import fleetplan
 from fleetplan.instances.placement import PlacementInstance
-from fleetplan.solvers.placement import estimates, first_pass
-from fleetplan.solvers.placement.first_pass import table_gains_numpy
-from fleetplan.solvers.placement.state import TetrisState
+from fleetplan.solvers.placement.climb import estimates, first_pass
+from fleetplan.solvers.placement.climb.first_pass import table_gains_numpy
+from fleetplan.solvers.placement.climb.state import TetrisState
 
-gain_kernels = pytest.importorskip("fleetplan.solvers.placement.gain_kernels")
-exact_kernels = pytest.importorskip("fleetplan.solvers.placement.exact_kernels")
+gain_kernels = pytest.importorskip("fleetplan.solvers.placement.climb.gain_kernels")
+exact_kernels = pytest.importorskip("fleetplan.solvers.placement.climb.exact_kernels")
 
 
 @pytest.fixture(autouse=True)

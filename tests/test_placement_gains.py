@@ -10,7 +10,7 @@ import pytest
 
 import fleetplan
 from fleetplan.instances.placement import PlacementPlan
-from fleetplan.solvers.placement.state import TetrisState
+from fleetplan.solvers.placement.climb.state import TetrisState
 
 # The reported instance (2 regions, 3 tables, 27 ML jobs).
 CYCLING = {"regions": 2, "tables": 3, "jobs": 27, "gpu_types": 2, "applications": 4, "ml_share": 1.0,

@@ -1,4 +1,4 @@
-"""Whole-group splits (fleetplan/solvers/placement/groups.py): a GPU group whose two jobs must be
+"""Whole-group splits (fleetplan/solvers/placement/neighbourhood/groups.py): a GPU group whose two jobs must be
 split together — one split alone loses — is split by the search, not by the climb; the move
 passes the judge, frees quota when the climb spent it, and is never tried where a split job's
 demand still counts."""
@@ -10,8 +10,8 @@ import pytest
 
 import fleetplan
 from fleetplan.instances.placement import PlacementInstance, PlacementPlan
-from fleetplan.solvers.placement.groups import active_groups, split_group, split_sweep
-from fleetplan.solvers.placement.state import TetrisState
+from fleetplan.solvers.placement.climb.state import TetrisState
+from fleetplan.solvers.placement.neighbourhood.groups import active_groups, split_group, split_sweep
 
 GB = 1e9
 

@@ -9,10 +9,10 @@ import pytest
 import fleetplan
 from fleetplan.instances.placement import PlacementInstance, PlacementPlan
 from fleetplan.models.placement.bound import placement_lower_bound
-from fleetplan.solvers.placement.gaps import group_gaps
-from fleetplan.solvers.placement.group_moves import beam_group_moves
-from fleetplan.solvers.placement.lns import ESCALATIONS, Search
-from fleetplan.solvers.placement.state import TetrisState
+from fleetplan.solvers.placement.climb.state import TetrisState
+from fleetplan.solvers.placement.neighbourhood.gaps import group_gaps
+from fleetplan.solvers.placement.neighbourhood.group_moves import beam_group_moves
+from fleetplan.solvers.placement.neighbourhood.lns import ESCALATIONS, Search
 
 
 def two_table_job() -> PlacementInstance:

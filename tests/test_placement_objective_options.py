@@ -16,8 +16,8 @@ import pytest
 import fleetplan
 from fleetplan.instances.placement import PRIORITY_LEVELS, PlacementInstance, PlacementPlan
 from fleetplan.instances.placement.evaluate import gpu_demand, job_regions, objective_terms, sigmoid
-from fleetplan.solvers.placement.enumerate import enumerate_placements
-from fleetplan.solvers.placement.state import TetrisState
+from fleetplan.solvers.placement.climb.state import TetrisState
+from fleetplan.solvers.placement.exact.enumeration import enumerate_placements
 
 EXACT = ("mip-highs", "cpsat")
 SPLIT = ("ignored", "largest_region")
@@ -279,7 +279,7 @@ def test_hill_climb_tracks_the_judges_objective(split, overload, seed):
 def test_every_candidate_gain_is_the_judges_difference(split, overload):
     """The exact gains (``_candidates``) and the batch estimates of the first pass against the
     judge, along a random walk of moves (good or bad) on small instances."""
-    from fleetplan.solvers.placement.first_pass import table_gains
+    from fleetplan.solvers.placement.climb.first_pass import table_gains
 
     rng = np.random.default_rng(7)
     for seed in range(3):
@@ -378,8 +378,8 @@ def test_settings_are_validated_and_read_from_frames():
 def test_first_pass_estimates_over_many_pairs_equal_the_exact_gains(split, overload):
     """The first pass's chunked path (each distinct job counted once, above DISTINCT_JOBS_FROM
     pairs) and the cached batch estimates against the exact gains, from a plan with split jobs."""
-    from fleetplan.solvers.placement.estimates import estimate
-    from fleetplan.solvers.placement.first_pass import DISTINCT_JOBS_FROM, table_gains
+    from fleetplan.solvers.placement.climb.estimates import estimate
+    from fleetplan.solvers.placement.climb.first_pass import DISTINCT_JOBS_FROM, table_gains
 
     base = fleetplan.generate("placement", {"regions": 5, "tables": 800, "jobs": 800, "move_quota_share": None},
                               seed=4)

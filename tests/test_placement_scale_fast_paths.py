@@ -11,9 +11,9 @@ import pytest
 import fleetplan
 from fleetplan.instances.placement import PlacementPlan
 from fleetplan.solvers.hill_climb import Budget, Candidate, hill_climb
-from fleetplan.solvers.placement import estimates
-from fleetplan.solvers.placement.first_pass import first_pass, first_pass_batches, table_gains
-from fleetplan.solvers.placement.state import TetrisState
+from fleetplan.solvers.placement.climb import estimates
+from fleetplan.solvers.placement.climb.first_pass import first_pass, first_pass_batches, table_gains
+from fleetplan.solvers.placement.climb.state import TetrisState
 
 
 def random_instance(seed: int, quota: float | None = None):

@@ -12,7 +12,7 @@ import fleetplan
 from fleetplan.instances.placement import PlacementPlan
 from fleetplan.instances.placement.evaluate import objective_terms
 from fleetplan.solvers.hill_climb import hill_climb
-from fleetplan.solvers.placement.state import TetrisState
+from fleetplan.solvers.placement.climb.state import TetrisState
 
 SMALL = {"regions": 5, "tables": 120, "jobs": 120}
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import fleetplan
-from fleetplan.solvers.placement.lns import search_budget_s
+from fleetplan.solvers.placement.neighbourhood.lns import search_budget_s
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -11,7 +11,7 @@ import time
 
 import fleetplan
 from fleetplan.solvers.placement import _climb, instance_terms_start
-from fleetplan.solvers.placement.state import TetrisState
+from fleetplan.solvers.placement.climb.state import TetrisState
 
 CHECKPOINT = 4000
 

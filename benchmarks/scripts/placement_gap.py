@@ -1,6 +1,6 @@
 """Where a placement plan's gap to the instance's lower bound lies: per GPU group (type x
 priority), the plan's Expressions 7-8 plus the traffic of its split jobs against the group's
-bound (:func:`fleetplan.solvers.placement.gaps.group_gaps`), then the traffic and storage
+bound (:func:`fleetplan.solvers.placement.neighbourhood.gaps.group_gaps`), then the traffic and storage
 terms against theirs and the move quota's price.
 
     fleetplan generate placement --regions 20 --tables 1000 --jobs 1000 --seed 0 -o p1000.json
@@ -21,8 +21,8 @@ import numpy as np
 import fleetplan
 from fleetplan.instances.placement import ML, PlacementPlan
 from fleetplan.models.placement.bound import placement_lower_bound
-from fleetplan.solvers.placement.gaps import group_gaps
-from fleetplan.solvers.placement.state import TetrisState
+from fleetplan.solvers.placement.climb.state import TetrisState
+from fleetplan.solvers.placement.neighbourhood.gaps import group_gaps
 
 
 def main(instance_path: str, plan_path: str) -> None:

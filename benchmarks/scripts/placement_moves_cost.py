@@ -7,7 +7,7 @@ import sys
 import time
 
 import fleetplan
-from fleetplan.solvers.placement.moves import moves_between
+from fleetplan.solvers.placement.exact.moves import moves_between
 
 tables = int(sys.argv[1])
 instance = fleetplan.generate("placement", {"regions": 20, "tables": tables, "jobs": tables}, seed=1)

@@ -74,7 +74,7 @@ def tiny(count: int) -> None:
     constant floor, which no plan escapes)."""
     import fleetplan
     from fleetplan.instances.placement import PlacementInstance, PlacementPlan
-    from fleetplan.solvers.placement.enumerate import enumerate_placements
+    from fleetplan.solvers.placement.exact.enumeration import enumerate_placements
 
     for split, overload in SETTINGS:
         reached, excess, splits = 0, [], 0

@@ -111,8 +111,8 @@ def _breakdown() -> tuple[dict[str, float], dict[str, int]]:
     which inflates the Python-level parts."""
     import fleetplan.solvers.hill_climb as engine
     import fleetplan.solvers.placement as placement
-    import fleetplan.solvers.placement.first_pass as first_pass
-    from fleetplan.solvers.placement.state import TetrisState
+    import fleetplan.solvers.placement.climb.first_pass as first_pass
+    from fleetplan.solvers.placement.climb.state import TetrisState
 
     seconds: dict[str, float] = {}
     calls: dict[str, int] = {}

@@ -1,7 +1,7 @@
 """The skeleton every brute force shares: try every assignment of items to choices, judge each
 with the kind's evaluator, keep the best feasible one (ties: the first in lexicographic order).
 The yardstick the exact solvers and heuristics are tested against on tiny instances; each kind
-says what an item and a choice are (:mod:`fleetplan.solvers.placement.enumerate`: tables and
+says what an item and a choice are (:mod:`fleetplan.solvers.placement.exact.enumeration`: tables and
 regions; :mod:`fleetplan.solvers.reservation.enumerate`: available servers and reservations or
 the free pool).
 

@@ -1,9 +1,13 @@
 """Solvers of the ``placement`` kind: Tetris hill climbing (MAST §3.4), a greedy baseline and
 today's placement (§5.6's V0), each optionally followed by the §3.5 replicas.
 
-The climb moves tables one at a time over :class:`~fleetplan.solvers.placement.state.TetrisState`
+The climb moves tables one at a time over :class:`~fleetplan.solvers.placement.climb.state.TetrisState`
 (the incremental view of a placement, where each move's gain is computed); the first pass and
-the batch estimates are in :mod:`fleetplan.solvers.placement.first_pass`.
+the batch estimates are in :mod:`fleetplan.solvers.placement.climb.first_pass`.
+
+The other families have their own sub-packages: :mod:`~fleetplan.solvers.placement.climb` (the
+state and the gains), :mod:`~fleetplan.solvers.placement.neighbourhood` (``lns`` and the compound
+moves) and :mod:`~fleetplan.solvers.placement.exact` (``mip-highs``, ``cpsat``).
 """
 
 from __future__ import annotations
@@ -24,9 +28,9 @@ from fleetplan.instances.placement.evaluate import (
 from fleetplan.solvers.base import Progress, SolveResult, register
 from fleetplan.solvers.deadline import Deadline
 from fleetplan.solvers.hill_climb import Budget, Candidate, ClimbResult, hill_climb
-from fleetplan.solvers.placement.first_pass import first_pass_batches
+from fleetplan.solvers.placement.climb.first_pass import first_pass_batches
+from fleetplan.solvers.placement.climb.state import TERMS, TetrisState  # noqa: F401  (TERMS re-exported)
 from fleetplan.solvers.placement.replicas import add_replicas
-from fleetplan.solvers.placement.state import TERMS, TetrisState  # noqa: F401  (TERMS re-exported)
 
 # Under a time limit the first pass applies its queued moves after every this many seconds of
 # evaluating tables (then evaluates more): at 10^6 tables one full pass took 23 s before the
@@ -203,7 +207,7 @@ def tetris_hill_climb(instance: PlacementInstance, *, time_limit: float | None =
     group_split_tables : int
         when > 0, a last move type once the climb stops: every job of a GPU group split at once
         where that lowers the objective (at most this many tables moved per group;
-        :mod:`fleetplan.solvers.placement.groups`), then the climb again from the moved tables.
+        :mod:`fleetplan.solvers.placement.neighbourhood.groups`), then the climb again from the moved tables.
         0 (the default) keeps §3.4's single moves only
     stop_window : int
         once the first pass is done, the climb stops when its last ``stop_window`` moves
@@ -234,7 +238,7 @@ def tetris_hill_climb(instance: PlacementInstance, *, time_limit: float | None =
                                    compound_moves, (stop_window, stop_gain))
     splits = None
     if group_split_tables > 0 and climb.stopped_by != "time":
-        from fleetplan.solvers.placement.groups import split_sweep
+        from fleetplan.solvers.placement.neighbourhood.groups import split_sweep
 
         # What the climb kept back for the finish (replicas, the plan, the judge) stays kept.
         left = None if time_limit is None else max(0.0, time_limit - deadline.elapsed() - after_s)
@@ -288,4 +292,4 @@ def keep(instance: PlacementInstance, *, time_limit: float | None = None, seed: 
                    hot_replica_share, False)
 
 
-from fleetplan.solvers.placement import lns  # noqa: E402, F401  (registers "lns"; needs the names above)
+from fleetplan.solvers.placement.neighbourhood import lns  #noqa: E402, F401

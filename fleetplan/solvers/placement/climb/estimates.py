@@ -35,7 +35,7 @@ import numpy as np
 from fleetplan.instances.placement import ML
 from fleetplan.solvers import kernels
 from fleetplan.solvers.hill_climb import Candidate
-from fleetplan.solvers.placement.first_pass import (
+from fleetplan.solvers.placement.climb.first_pass import (
     _cpu_ok,
     _gpu,
     _hp_ok,
@@ -46,7 +46,7 @@ from fleetplan.solvers.placement.first_pass import (
     storage_terms,
 )
 
-# A fleetplan.solvers.placement.state.TetrisState (state.py imports this module).
+# A fleetplan.solvers.placement.climb.state.TetrisState (state.py imports this module).
 TetrisState = Any
 
 _new = object.__new__
@@ -86,7 +86,7 @@ def estimate(state: TetrisState, items: list[int]) -> list[Candidate | None]:
         gains = cached_gains(state, tables)
         found = dict.fromkeys(tables.tolist())
         if kernels.use_jit(state.num_tables):  # the same, in one compiled call
-            from fleetplan.solvers.placement import gain_kernels
+            from fleetplan.solvers.placement.climb import gain_kernels
 
             moves = gain_kernels.best_moves(state, tables, gains)
         else:
@@ -119,7 +119,7 @@ def cached_gains(state: TetrisState, tables: np.ndarray) -> np.ndarray:
     ``FLEETPLAN_KERNELS=0`` from each table's :class:`_Entry`, recomputing only the parts a
     move since changed."""
     if kernels.use_jit(state.num_tables):
-        from fleetplan.solvers.placement import gain_kernels
+        from fleetplan.solvers.placement.climb import gain_kernels
 
         return gain_kernels.table_gains(state, tables, keep=True)[0]
     a = state.arrays

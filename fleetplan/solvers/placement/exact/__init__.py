@@ -1,6 +1,12 @@
 """Exact solvers of the ``placement`` kind: the Figure 4 MIP (MAST §3.2-§3.3) solved by HiGHS
 through Pyomo (``mip-highs``) and by OR-Tools CP-SAT (``cpsat``).
 
+This package holds those two solvers (here) and what they need beside the models of
+:mod:`fleetplan.models.placement`: the pre-checks and the splitting into independent parts
+(:mod:`~fleetplan.solvers.placement.exact.parts`), the moves of a whole plan replayed on the
+climb's state (:mod:`~fleetplan.solvers.placement.exact.moves`), and the brute force the exact
+solvers are tested against (:mod:`~fleetplan.solvers.placement.exact.enumeration`).
+
 Both follow the same steps:
 
 1. *Pre-checks* that explain infeasibility in the instance's terms: tables larger than the daily
@@ -71,8 +77,8 @@ from fleetplan.solvers.base import Progress, SolveResult, get_solver, register, 
 from fleetplan.solvers.cpsat_run import solve_interruptibly
 from fleetplan.solvers.deadline import Deadline
 from fleetplan.solvers.placement import polish
-from fleetplan.solvers.placement.moves import moves_between
-from fleetplan.solvers.placement.parts import (  # noqa: F401  (re-exported for callers and tests)
+from fleetplan.solvers.placement.exact.moves import moves_between
+from fleetplan.solvers.placement.exact.parts import (  # noqa: F401  (re-exported for callers and tests)
     _common_regions,
     components,
     coupling,

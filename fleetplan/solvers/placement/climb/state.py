@@ -39,8 +39,8 @@ from fleetplan.instances.placement.evaluate import (
 )
 from fleetplan.solvers import kernels
 from fleetplan.solvers.hill_climb import Candidate
-from fleetplan.solvers.placement.estimates import estimate
-from fleetplan.solvers.placement.first_pass import largest_with
+from fleetplan.solvers.placement.climb.estimates import estimate
+from fleetplan.solvers.placement.climb.first_pass import largest_with
 
 TERMS = ("traffic", "gpu_balance", "gpu_overload", "storage_balance")
 
@@ -241,7 +241,7 @@ class TetrisState:
         """:meth:`_evaluate_numpy`, with its per-job loops compiled (``exact_kernels``, the
         same bits) unless ``FLEETPLAN_KERNELS=0``."""
         if kernels.use_jit(self.num_tables):
-            from fleetplan.solvers.placement import exact_kernels
+            from fleetplan.solvers.placement.climb import exact_kernels
 
             return exact_kernels.evaluate(self, table)
         return self._evaluate_numpy(table)

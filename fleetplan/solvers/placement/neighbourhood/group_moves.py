@@ -21,7 +21,7 @@ cuts it short.
 Example
 -------
 >>> import fleetplan
->>> from fleetplan.solvers.placement.state import TetrisState
+>>> from fleetplan.solvers.placement.climb.state import TetrisState
 >>> instance = fleetplan.generate("placement", {"regions": 4, "tables": 40, "jobs": 40}, seed=0)
 >>> state = TetrisState(instance)
 >>> before = sum(state.objective_terms.values())
@@ -40,10 +40,10 @@ import numpy as np
 from fleetplan.models.placement.bound import LowerBound
 from fleetplan.solvers.deadline import Deadline
 from fleetplan.solvers.hill_climb import Candidate
-from fleetplan.solvers.placement.gaps import group_gaps
-from fleetplan.solvers.placement.groups import _cheapest_split
-from fleetplan.solvers.placement.state import TetrisState
-from fleetplan.solvers.placement.steps import (
+from fleetplan.solvers.placement.climb.state import TetrisState
+from fleetplan.solvers.placement.neighbourhood.gaps import group_gaps
+from fleetplan.solvers.placement.neighbourhood.groups import _cheapest_split
+from fleetplan.solvers.placement.neighbourhood.steps import (
     IMPROVEMENT,
     feasible,
     polish_from,

@@ -22,7 +22,7 @@ import numpy as np
 from fleetplan.instances.placement import ML
 from fleetplan.instances.placement.evaluate import TOLERANCE
 
-TetrisState = Any  # fleetplan.solvers.placement.state.TetrisState (imports point one way)
+TetrisState = Any  # fleetplan.solvers.placement.climb.state.TetrisState (imports point one way)
 
 _jit = numba.njit(cache=True)
 

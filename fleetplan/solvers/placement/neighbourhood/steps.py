@@ -1,10 +1,10 @@
 """What every compound step of the Tetris searches shares: the byte quota left, the hard
 constraints as the hill climb keeps them, tables sent home to free the quota, one table's exact
-move, and the climb that polishes a kept step (:mod:`fleetplan.solvers.placement.lns`,
-:mod:`fleetplan.solvers.placement.groups`).
+move, and the climb that polishes a kept step (:mod:`fleetplan.solvers.placement.neighbourhood.lns`,
+:mod:`fleetplan.solvers.placement.neighbourhood.groups`).
 
 >>> import fleetplan
->>> from fleetplan.solvers.placement.state import TetrisState
+>>> from fleetplan.solvers.placement.climb.state import TetrisState
 >>> state = TetrisState(fleetplan.generate("placement", {"regions": 3, "tables": 20, "jobs": 20}, seed=0))
 >>> quota_left(state) == state.arrays.move_quota_bytes, feasible(state, snapshot(state), quota_left(state))
 (True, True)
@@ -19,7 +19,7 @@ import numpy as np
 from fleetplan.instances.placement.evaluate import TOLERANCE
 from fleetplan.solvers.deadline import Deadline
 from fleetplan.solvers.hill_climb import Budget, Candidate, ClimbResult, hill_climb
-from fleetplan.solvers.placement.state import TERMS, TetrisState
+from fleetplan.solvers.placement.climb.state import TERMS, TetrisState
 
 # A step is kept when the exact objective falls by more than this (relative).
 IMPROVEMENT = 1e-9

@@ -28,9 +28,9 @@ from fleetplan.instances.placement import ML, NO_REGION
 from fleetplan.instances.placement.evaluate import TOLERANCE, sigmoid
 from fleetplan.solvers import kernels
 from fleetplan.solvers.hill_climb import Batch, Candidate
-from fleetplan.solvers.placement.slices import slice_sums as _slice_sums
+from fleetplan.solvers.placement.climb.slices import slice_sums as _slice_sums
 
-# A fleetplan.solvers.placement.state.TetrisState. Named, not imported: state.py imports this
+# A fleetplan.solvers.placement.climb.state.TetrisState. Named, not imported: state.py imports this
 # module (through estimates.py), and the imports point one way.
 TetrisState = Any
 
@@ -97,10 +97,10 @@ def _candidates(state: TetrisState, tables: np.ndarray, target: np.ndarray, best
 def table_gains(state: TetrisState, tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Gains of moving each of ``tables`` to each region, (n, R), -inf where infeasible or the
     table's home, and the change of each term, (4, n, R): ``_candidates`` for many tables.
-    Compiled (:mod:`fleetplan.solvers.placement.gain_kernels`, the same bits) for climbs of
+    Compiled (:mod:`fleetplan.solvers.placement.climb.gain_kernels`, the same bits) for climbs of
     ``kernels.JIT_MIN_SIZE`` tables or more unless ``FLEETPLAN_KERNELS=0``; :func:`table_gains_numpy` is the reference."""
     if kernels.use_jit(state.num_tables):
-        from fleetplan.solvers.placement import gain_kernels
+        from fleetplan.solvers.placement.climb import gain_kernels
 
         return gain_kernels.table_gains(state, tables)
     return table_gains_numpy(state, tables)
@@ -109,7 +109,7 @@ def table_gains(state: TetrisState, tables: np.ndarray) -> tuple[np.ndarray, np.
 def table_gains_numpy(state: TetrisState, tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:func:`table_gains` in numpy over the CSR of (table, reader) pairs. (The climb's batch
     estimates compute the same per table, from values kept across moves:
-    :func:`fleetplan.solvers.placement.estimates.cached_gains`.)"""
+    :func:`fleetplan.solvers.placement.climb.estimates.cached_gains`.)"""
     a = state.arrays
     R = a.num_regions
     n = tables.size

@@ -1,5 +1,5 @@
 """Per-slice sums of the Tetris climb's GPU demand (MAST §3.3, Expressions 7-8), kept per state
-version: what :mod:`.first_pass`'s gains and :mod:`.gain_kernels` both read."""
+version: what :mod:`~fleetplan.solvers.placement.climb.first_pass`'s gains and :mod:`~fleetplan.solvers.placement.climb.gain_kernels` both read."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 
 from fleetplan.instances.placement.evaluate import sigmoid
 
-TetrisState = Any  # fleetplan.solvers.placement.state.TetrisState (imports point one way)
+TetrisState = Any  # fleetplan.solvers.placement.climb.state.TetrisState (imports point one way)
 
 
 def slice_sums(state: TetrisState, demand: np.ndarray) -> tuple[np.ndarray, ...]:

@@ -10,18 +10,18 @@ alternatives is yet to be conducted". A neighbourhood of a few dozen tables is a
 solves in milliseconds to a fraction of a second (:mod:`fleetplan.models.placement.neighbourhood`).
 
 Neighbourhoods, in turn (each picked at random by the seed, so runs repeat;
-:mod:`fleetplan.solvers.placement.picks`): ``jobs`` (a few jobs sharing tables), ``pair`` (two
+:mod:`fleetplan.solvers.placement.neighbourhood.picks`): ``jobs`` (a few jobs sharing tables), ``pair`` (two
 regions' tables), ``overload`` (an overloaded region x GPU type's jobs) and ``gap`` (jobs of
 the GPU group furthest above its part of the lower bound).
 
 Before the first neighbourhood, after each kept one and after the last, every GPU group's
 compound split is tried in turn (``group_split_tables``,
-:mod:`fleetplan.solvers.placement.groups`: every job of the group split at once, a few table
+:mod:`fleetplan.solvers.placement.neighbourhood.groups`: every job of the group split at once, a few table
 moves and no MIP): under ``split_ml_demand="ignored"`` a group whose jobs are all
 split costs nothing in Expressions 7-8, a gain no single move and no neighbourhood grown from
 one job through shared tables can see (at 1,000 tables, seed 0: the plan 28.17 before, 22.36
 after splitting the two priority-0 V100 jobs). The two groups furthest above their bound also
-get compound moves of their largest jobs (:mod:`fleetplan.solvers.placement.group_moves`:
+get compound moves of their largest jobs (:mod:`fleetplan.solvers.placement.neighbourhood.group_moves`:
 several jobs moved or split at once, found by exact scoring, no MIP): before the first
 neighbourhood, when the neighbourhoods stall, at the end and, under a time limit, every fifth
 of it (at 1,000 tables, seed 0: 0.31 gained on the A100 priority-3 group, where the MIPs had
@@ -56,11 +56,11 @@ from fleetplan.models.placement.bound import LowerBound
 from fleetplan.models.placement.neighbourhood import Background, neighbourhood_model
 from fleetplan.solvers.deadline import Deadline
 from fleetplan.solvers.hill_climb import Candidate, ClimbResult
-from fleetplan.solvers.placement.group_moves import group_moves_pass
-from fleetplan.solvers.placement.groups import split_sweep
-from fleetplan.solvers.placement.picks import NeighbourhoodPicker
-from fleetplan.solvers.placement.state import TetrisState
-from fleetplan.solvers.placement.steps import (
+from fleetplan.solvers.placement.climb.state import TetrisState
+from fleetplan.solvers.placement.neighbourhood.group_moves import group_moves_pass
+from fleetplan.solvers.placement.neighbourhood.groups import split_sweep
+from fleetplan.solvers.placement.neighbourhood.picks import NeighbourhoodPicker
+from fleetplan.solvers.placement.neighbourhood.steps import (
     IMPROVEMENT,
     feasible,
     polish_from,
@@ -85,7 +85,7 @@ SUB_LIMIT_S = 5.0
 # tangents under-estimate by about this much between their points).
 CLAIM = 1e-5
 # HiGHS 1.14's MIP presolve returned wrong answers on these models (an improving neighbourhood
-# reported "optimal" at its start, or "infeasible"; see also solvers/placement/exact.py).
+# reported "optimal" at its start, or "infeasible"; see also solvers/placement/exact/__init__.py).
 PRESOLVE = "off"
 # The stopping rule without a time limit (the ``search_ratio`` and ``search_min_s`` options):
 # the search after the climb runs at most SEARCH_RATIO times the climb's seconds, and at least
@@ -257,7 +257,7 @@ def _sweep(run: Search, max_tables: int, deadline: Deadline, when: str, started:
 def _group_moves(run: Search, deadline: Deadline, when: str, started: float, trace: list[tuple[float, float, int]],
                  moves_before: int) -> None:
     """Compound moves of the large jobs of the groups furthest above their bound
-    (:mod:`fleetplan.solvers.placement.group_moves`), each pass given at most GROUP_MOVES_S
+    (:mod:`fleetplan.solvers.placement.neighbourhood.group_moves`), each pass given at most GROUP_MOVES_S
     (and GROUP_MOVES_SHARE of the search's time)."""
     if run.bound is None or deadline.expired():
         return
@@ -280,7 +280,7 @@ def search(instance: PlacementInstance, state: TetrisState, deadline: Deadline, 
     """Neighbourhoods until ``patience`` in a row improve nothing or the deadline; kept answers
     are polished by the climb. ``trace`` gets (seconds since ``started``, objective, moves).
     With ``split_tables`` > 0, every GPU group's compound split is tried before, after each
-    kept neighbourhood and at the end (:mod:`fleetplan.solvers.placement.groups`; at most that
+    kept neighbourhood and at the end (:mod:`fleetplan.solvers.placement.neighbourhood.groups`; at most that
     many tables moved per group). With ``bound``, ``gap`` neighbourhoods are drawn from the GPU
     groups furthest above their part of it (:meth:`Search._gap_pick`).
 
@@ -440,7 +440,7 @@ def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, 
                search_ratio: float = SEARCH_RATIO, search_min_s: float = SEARCH_MIN_S,
                group_split_tables: int = GROUP_SPLIT_TABLES, bound: bool = True) -> SolveResult:
     """The hill climb from today's placement, then neighbourhoods re-optimised exactly while they
-    improve (:mod:`fleetplan.solvers.placement.lns`); never worse than the climb.
+    improve (:mod:`fleetplan.solvers.placement.neighbourhood.lns`); never worse than the climb.
 
     The placement default. Why: the climb stops where every single move loses, often far from
     the best plan (``fleetplan generate placement --regions 5 --tables 100 --jobs 100`` seeds 101
@@ -480,7 +480,7 @@ def tetris_lns(instance: PlacementInstance, *, time_limit: float | None = None, 
         the climb also moves all tables of a split multi-table ML job to one region at once
     group_split_tables : int
         the most tables a whole-group split may move (one per job it splits); 0: no group
-        splits (:mod:`fleetplan.solvers.placement.groups`: before the neighbourhoods, after
+        splits (:mod:`fleetplan.solvers.placement.neighbourhood.groups`: before the neighbourhoods, after
         each kept one and at the end, every job of a GPU group is split at once when that
         lowers the exact objective; under ``split_ml_demand="ignored"`` a group
         without demand costs nothing in Expressions 7-8)

@@ -3,7 +3,7 @@ per table whose home differs from today's, with why — the gain and each term's
 hill climb records its own moves, so every placement plan can say what moved and what it bought.
 
 The moves are replayed from today's placement in order of size (largest first) on the hill
-climb's incremental state (:class:`~fleetplan.solvers.placement.state.TetrisState`): each move's
+climb's incremental state (:class:`~fleetplan.solvers.placement.climb.state.TetrisState`): each move's
 gain is the objective's fall when it is applied after the ones before it, so the gains add up to
 the whole plan's fall (Expression 8's interactions make a single table's share depend on that
 order; the total does not). A replayed move may pass through a state the hill climb would refuse
@@ -25,7 +25,7 @@ import numpy as np
 
 from fleetplan.instances.placement import Move, PlacementInstance
 from fleetplan.solvers.hill_climb import Candidate
-from fleetplan.solvers.placement.state import TERMS, TetrisState
+from fleetplan.solvers.placement.climb.state import TERMS, TetrisState
 
 
 def moves_between(instance: PlacementInstance, home: np.ndarray) -> list[Move]:

@@ -24,7 +24,7 @@ all of them split).
 Example
 -------
 >>> import fleetplan
->>> from fleetplan.solvers.placement.state import TetrisState
+>>> from fleetplan.solvers.placement.climb.state import TetrisState
 >>> instance = fleetplan.generate("placement", {"regions": 4, "tables": 40, "jobs": 40}, seed=0)
 >>> state = TetrisState(instance)
 >>> outcome = split_sweep(state, max_tables=8)
@@ -41,8 +41,8 @@ import numpy as np
 from fleetplan.instances.placement import PRIORITY_LEVELS
 from fleetplan.solvers.deadline import Deadline
 from fleetplan.solvers.hill_climb import Candidate
-from fleetplan.solvers.placement.state import TetrisState
-from fleetplan.solvers.placement.steps import (
+from fleetplan.solvers.placement.climb.state import TetrisState
+from fleetplan.solvers.placement.neighbourhood.steps import (
     IMPROVEMENT,
     feasible,
     polish_from,

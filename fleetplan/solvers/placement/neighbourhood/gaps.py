@@ -5,14 +5,14 @@ group's part of :func:`~fleetplan.models.placement.bound.placement_lower_bound`.
 Why: the bound is a sum of per-group minima (and a traffic and a storage term), so the group
 whose plan value lies furthest above its minimum is where the plan can gain most — or where the
 bound is weakest. The neighbourhood search draws its ``gap`` neighbourhoods from these gaps
-(:mod:`fleetplan.solvers.placement.lns`), and ``benchmarks/scripts/placement_gap.py`` prints
+(:mod:`fleetplan.solvers.placement.neighbourhood.lns`), and ``benchmarks/scripts/placement_gap.py`` prints
 them.
 
 Example
 -------
 >>> import fleetplan
 >>> from fleetplan.models.placement.bound import placement_lower_bound
->>> from fleetplan.solvers.placement.state import TetrisState
+>>> from fleetplan.solvers.placement.climb.state import TetrisState
 >>> instance = fleetplan.generate("placement", {"regions": 3, "tables": 30, "jobs": 30}, seed=0)
 >>> state = TetrisState(instance)
 >>> gaps = group_gaps(state, placement_lower_bound(instance.arrays()))
@@ -28,7 +28,7 @@ import numpy as np
 
 from fleetplan.instances.placement import ML, PRIORITY_LEVELS
 from fleetplan.models.placement.bound import LowerBound
-from fleetplan.solvers.placement.state import TetrisState
+from fleetplan.solvers.placement.climb.state import TetrisState
 
 
 @dataclass

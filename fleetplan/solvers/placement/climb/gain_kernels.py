@@ -33,9 +33,9 @@ import numpy as np
 
 from fleetplan.instances.placement import ML
 from fleetplan.instances.placement.evaluate import TOLERANCE, sigmoid
-from fleetplan.solvers.placement.slices import slice_sums as _slice_sums
+from fleetplan.solvers.placement.climb.slices import slice_sums as _slice_sums
 
-TetrisState = Any  # fleetplan.solvers.placement.state.TetrisState (imports point one way)
+TetrisState = Any  # fleetplan.solvers.placement.climb.state.TetrisState (imports point one way)
 
 _jit = numba.njit(cache=True)
 

@@ -1,4 +1,4 @@
-"""How the neighbourhood search (:mod:`fleetplan.solvers.placement.lns`) draws its
+"""How the neighbourhood search (:mod:`fleetplan.solvers.placement.neighbourhood.lns`) draws its
 neighbourhoods: which tables to free, and to which regions.
 
 * ``jobs``: the tables of a few jobs that share tables (a random planned job with traffic or
@@ -9,7 +9,7 @@ neighbourhoods: which tables to free, and to which regions.
 * ``overload``: the tables of ML jobs in an overloaded (region, GPU type), free to go to the
   regions with that type and the lowest demand over supply;
 * ``gap``: a GPU group drawn in proportion to how far its plan value lies above its part of
-  the lower bound (:func:`~fleetplan.solvers.placement.gaps.group_gaps`), a few of its jobs and
+  the lower bound (:func:`~fleetplan.solvers.placement.neighbourhood.gaps.group_gaps`), a few of its jobs and
   the jobs sharing their tables.
 
 Every draw uses the search's seeded generator, so runs repeat.
@@ -21,8 +21,8 @@ import numpy as np
 
 from fleetplan.instances.placement import ML, PlacementArrays
 from fleetplan.models.placement.bound import LowerBound
-from fleetplan.solvers.placement.gaps import group_gaps
-from fleetplan.solvers.placement.state import TetrisState
+from fleetplan.solvers.placement.climb.state import TetrisState
+from fleetplan.solvers.placement.neighbourhood.gaps import group_gaps
 
 # The most ML jobs of one GPU group a ``gap`` neighbourhood starts from.
 GAP_SEED_JOBS = 4
