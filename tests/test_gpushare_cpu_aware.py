@@ -11,8 +11,8 @@ from fleetplan.instances.gpushare import GpushareInstance, GpusharePlan
 from fleetplan.instances.gpushare.evaluate import evaluate
 from fleetplan.instances.gpushare.fragmentation import instance_mix
 from fleetplan.solvers.gpushare.engine import ClusterState, place_in_order
-from fleetplan.solvers.gpushare.fgd import FGD
-from fleetplan.solvers.gpushare.fgd_cpu_aware import (
+from fleetplan.solvers.gpushare.online.fgd import FGD
+from fleetplan.solvers.gpushare.online.fgd_cpu_aware import (
     FGDCpuAware,
     cpu_aware_key,
     cpu_per_gpu_milli,

@@ -154,7 +154,7 @@ def test_a_bound_cut_short_is_still_a_bound():
     (the deadline already past) still lies above the optimum."""
     from fleetplan.models.gpushare.patterns import pattern_classes
     from fleetplan.solvers.deadline import Deadline
-    from fleetplan.solvers.gpushare.patterns import pattern_bound
+    from fleetplan.solvers.gpushare.offline.patterns import pattern_bound
 
     instance = fleetplan.generate("gpushare", {"nodes": 3, "tasks": 14, "sharing_share": 0.5,
                                                "multi_gpu_share": 0.1}, seed=1)

@@ -11,8 +11,6 @@ import pytest
 import fleetplan
 from fleetplan.instances.gpushare import GpushareInstance
 from fleetplan.instances.gpushare.fragmentation import instance_mix, node_fragmentation
-from fleetplan.solvers.gpushare.best_fit import BestFit
-from fleetplan.solvers.gpushare.dot_product import DotProduct
 from fleetplan.solvers.gpushare.engine import (
     ClusterState,
     TaskShape,
@@ -20,11 +18,13 @@ from fleetplan.solvers.gpushare.engine import (
     shuffled_name_rank,
     task_shapes,
 )
-from fleetplan.solvers.gpushare.fgd import FGD
-from fleetplan.solvers.gpushare.fgd_cpu_aware import FGDCpuAware
-from fleetplan.solvers.gpushare.gpu_clustering import GpuClustering
-from fleetplan.solvers.gpushare.gpu_packing import GpuPacking
-from fleetplan.solvers.gpushare.random_fit import RandomFit
+from fleetplan.solvers.gpushare.online.best_fit import BestFit
+from fleetplan.solvers.gpushare.online.dot_product import DotProduct
+from fleetplan.solvers.gpushare.online.fgd import FGD
+from fleetplan.solvers.gpushare.online.fgd_cpu_aware import FGDCpuAware
+from fleetplan.solvers.gpushare.online.gpu_clustering import GpuClustering
+from fleetplan.solvers.gpushare.online.gpu_packing import GpuPacking
+from fleetplan.solvers.gpushare.online.random_fit import RandomFit
 
 SOLVERS = ["fgd", "random", "dot-product", "gpu-clustering", "gpu-packing", "best-fit", "fgd-cpu-aware"]
 

@@ -79,11 +79,11 @@ from fleetplan.service.kube_objects import (  # noqa: F401 - re-exported: the ke
     read_node,
     read_pod,
 )
-from fleetplan.solvers.gpushare.best_fit import BestFit
-from fleetplan.solvers.gpushare.dot_product import DotProduct
 from fleetplan.solvers.gpushare.engine import ClusterState, Policy, TaskShape
-from fleetplan.solvers.gpushare.fgd import FGD
-from fleetplan.solvers.gpushare.gpu_packing import GpuPacking
+from fleetplan.solvers.gpushare.online.best_fit import BestFit
+from fleetplan.solvers.gpushare.online.dot_product import DotProduct
+from fleetplan.solvers.gpushare.online.fgd import FGD
+from fleetplan.solvers.gpushare.online.gpu_packing import GpuPacking
 
 MAX_EXTENDER_PRIORITY = 10  # k8s.io/kube-scheduler/extender/v1.MaxExtenderPriority
 

@@ -95,7 +95,7 @@ def _seeded_arrivals(data: Path, trace: str, seed: int, inflation: float):
 def arrival_bounds(data: Path, trace: str, seed: int, inflation: float) -> dict:
     """With the arrivals of ``seed`` known, once they reach 100 % of the cluster's GPU demand and
     at their end: the offline greedy's plan and the upper bound on any placement (% of the
-    cluster's GPUs; :mod:`fleetplan.solvers.gpushare.offline_greedy`)."""
+    cluster's GPUs; :mod:`fleetplan.solvers.gpushare.offline.greedy`)."""
     from fleetplan.sim.gpushare import arrivals
     from fleetplan.solvers import solve
 

@@ -159,7 +159,7 @@ def _shortfall(instance: Any, time_limit: float | None, started: float, seed: in
     node-pattern bound of :func:`fleetplan.solvers.gpushare.patterns.placeable_milli`, which sees
     each node's own CPU, memory and GPUs where the pooled model sums them; given ``share`` of the
     time left."""
-    from fleetplan.solvers.gpushare.patterns import placeable_milli
+    from fleetplan.solvers.gpushare.offline.patterns import placeable_milli
 
     left = time_left(time_limit, started)
     asked = float(instance.arrays().task_gpu_milli_total.sum())

@@ -147,17 +147,17 @@ def arrivals(trace, order: np.ndarray):  # -> GpushareInstance
 
 
 def policy_of(name: str):  # -> Policy
-    from fleetplan.solvers.gpushare.best_fit import BestFit
-    from fleetplan.solvers.gpushare.dot_product import DotProduct
-    from fleetplan.solvers.gpushare.fgd import FGD
-    from fleetplan.solvers.gpushare.gpu_clustering import GpuClustering
-    from fleetplan.solvers.gpushare.gpu_packing import GpuPacking
-    from fleetplan.solvers.gpushare.random_fit import RandomFit
+    from fleetplan.solvers.gpushare.online.best_fit import BestFit
+    from fleetplan.solvers.gpushare.online.dot_product import DotProduct
+    from fleetplan.solvers.gpushare.online.fgd import FGD
+    from fleetplan.solvers.gpushare.online.gpu_clustering import GpuClustering
+    from fleetplan.solvers.gpushare.online.gpu_packing import GpuPacking
+    from fleetplan.solvers.gpushare.online.random_fit import RandomFit
 
     if name == "fgd-best-fit-ties":
         return FGD(ties="best-fit")
     if name == "fgd-cpu-aware":
-        from fleetplan.solvers.gpushare.fgd_cpu_aware import FGDCpuAware
+        from fleetplan.solvers.gpushare.online.fgd_cpu_aware import FGDCpuAware
 
         return FGDCpuAware()
     return {"fgd": FGD, "random": RandomFit, "dot-product": DotProduct, "gpu-clustering": GpuClustering,

@@ -24,10 +24,10 @@ from fleetplan.instances.gpushare import GpushareInstance, GpusharePlan
 from fleetplan.instances.gpushare.fragmentation import instance_mix
 from fleetplan.solvers.base import Progress, SolveResult, register
 from fleetplan.solvers.deadline import Deadline
-from fleetplan.solvers.gpushare.best_fit import BestFit
 from fleetplan.solvers.gpushare.engine import ClusterState, place_in_order
-from fleetplan.solvers.gpushare.fgd import FGD
 from fleetplan.solvers.gpushare.offline import allocation_bound
+from fleetplan.solvers.gpushare.online.best_fit import BestFit
+from fleetplan.solvers.gpushare.online.fgd import FGD
 
 
 @register("gpushare", "offline-greedy", exact=False,

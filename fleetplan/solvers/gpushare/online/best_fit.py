@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from fleetplan.solvers.base import register
-from fleetplan.solvers.gpushare.dot_product import MAX_SPEC_CPU, MAX_SPEC_GPU
 from fleetplan.solvers.gpushare.engine import MAX_SCORE, ClusterState, Policy, TaskShape
+from fleetplan.solvers.gpushare.online.dot_product import MAX_SPEC_CPU, MAX_SPEC_GPU
 from fleetplan.solvers.gpushare.run import policy_solver
 
 

@@ -3,6 +3,13 @@ GPU capacity could any placement allocate at most? HiGHS solves the pooled relax
 :mod:`fleetplan.models.gpushare` and reports its proven dual bound — an upper bound on every
 plan of the instance, online or not.
 
+This package holds that bound (here) and the solvers that know every arrival:
+:mod:`~fleetplan.solvers.gpushare.offline.greedy` (``offline-greedy``: the largest GPU demand
+first, with this bound), :mod:`~fleetplan.solvers.gpushare.offline.patterns`
+(``offline-patterns``: a plan and a bound that respects each node's own resources, at the trace's
+scale) and :mod:`~fleetplan.solvers.gpushare.offline.exact` (``mip-highs``: the optimum of small
+clusters). They go past the FGD paper, which places tasks online only.
+
 >>> import fleetplan
 >>> instance = fleetplan.generate("gpushare", {"nodes": 6, "tasks": 80}, seed=1)
 >>> bound = allocation_bound(instance)

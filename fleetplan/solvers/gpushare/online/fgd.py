@@ -63,7 +63,7 @@ class FGD(Policy):
     def __init__(self, ties: str = "name") -> None:
         self.ties = ties
         if ties == "best-fit":
-            from fleetplan.solvers.gpushare.best_fit import BestFit
+            from fleetplan.solvers.gpushare.online.best_fit import BestFit
 
             self.name = "fgd-best-fit-ties"
             self._tie_break = BestFit()

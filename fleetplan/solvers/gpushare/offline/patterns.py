@@ -44,7 +44,7 @@ from fleetplan.models.gpushare.patterns import (
 from fleetplan.solvers.base import Progress, SolveResult, register
 from fleetplan.solvers.deadline import Deadline
 from fleetplan.solvers.gpushare.engine import ClusterState, place_in_order, task_shapes
-from fleetplan.solvers.gpushare.fgd import FGD
+from fleetplan.solvers.gpushare.online.fgd import FGD
 
 # A pattern enters the master when its reduced value exceeds this (GPU milli).
 ENTER = 1e-6

@@ -39,7 +39,7 @@ import numpy as np
 from fleetplan.instances.gpushare.fragmentation import TaskMix
 from fleetplan.solvers.base import register
 from fleetplan.solvers.gpushare.engine import ClusterState, TaskShape
-from fleetplan.solvers.gpushare.fgd import FGD
+from fleetplan.solvers.gpushare.online.fgd import FGD
 from fleetplan.solvers.gpushare.run import policy_solver
 
 # The key's range: FGD's score is scaled by KEY_RANGE so the key decides among equals only.

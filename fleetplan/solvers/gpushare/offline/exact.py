@@ -29,7 +29,7 @@ def _warm_start(instance: GpushareInstance, model, seed: int) -> np.ndarray | No
     """The columns of FGD's plan (ties broken by BestFit), or None when a column is missing."""
     from fleetplan.instances.gpushare.fragmentation import instance_mix
     from fleetplan.solvers.gpushare.engine import ClusterState, place_in_order
-    from fleetplan.solvers.gpushare.fgd import FGD
+    from fleetplan.solvers.gpushare.online.fgd import FGD
 
     outcome = place_in_order(ClusterState(instance.arrays(), instance_mix(instance)), FGD(ties="best-fit"),
                              seed=seed)
