@@ -23,4 +23,11 @@ an optimality certificate make the answer an optimum of the full LP
 
 The prices themselves come from the interior-point method of
 :mod:`fleetplan.solvers.allocation.interior_point`.
+
+>>> import fleetplan
+>>> instance = fleetplan.generate("allocation", {"jobs": 8}, seed=0)
+>>> by_prices = fleetplan.solve(instance, "max-min-fairness", decomposition="prices")
+>>> full_lp = fleetplan.solve(instance, "max-min-fairness", decomposition="none")
+>>> by_prices.status, abs(by_prices.objective - full_lp.objective) <= 1e-6 * full_lp.objective
+('optimal', True)
 """

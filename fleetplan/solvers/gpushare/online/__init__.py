@@ -9,4 +9,10 @@ from the paper's simulator (hkust-adsl/kubernetes-scheduler-simulator, ``pkg/sim
 :mod:`~fleetplan.solvers.gpushare.online.gpu_packing` and
 :mod:`~fleetplan.solvers.gpushare.online.best_fit`; and fleetplan's own variant of FGD with
 CPU-aware ties, :mod:`~fleetplan.solvers.gpushare.online.fgd_cpu_aware`.
+
+>>> import fleetplan
+>>> instance = fleetplan.generate("gpushare", {"nodes": 8, "tasks": 60}, seed=0)
+>>> names = ["fgd", "fgd-cpu-aware", "random", "dot-product", "gpu-clustering", "gpu-packing", "best-fit"]
+>>> all(fleetplan.solve(instance, name).evaluation.feasible for name in names)
+True
 """

@@ -15,4 +15,10 @@ only when the exact objective falls.
   quota left, the hard constraints, the polishing climb).
 
 They work on the climb's :class:`~fleetplan.solvers.placement.climb.state.TetrisState`.
+
+>>> import fleetplan
+>>> instance = fleetplan.generate("placement", {"regions": 3, "tables": 30, "jobs": 30}, seed=0)
+>>> searched, climbed = fleetplan.solve(instance, "lns"), fleetplan.solve(instance, "hill-climb")
+>>> searched.evaluation.feasible, searched.objective <= climbed.objective
+(True, True)
 """
