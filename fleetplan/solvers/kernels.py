@@ -4,14 +4,15 @@ turns them off.
 Some solvers spend their time in many numpy calls on small arrays (the interior-point method's
 iterations at a few thousand jobs, the Tetris climb's per-table gains), where each call's fixed
 cost, not its arithmetic, sets the time. Those loops have a compiled form in a ``*_kernels``
-module beside the numpy code they replace:
+module near the numpy code they replace:
 
-* allocation (``solvers/allocation/*_kernels.pyx``): Cython, compiled by the install
+* allocation (``solvers/allocation/*_kernels.pyx``, for ``interior_point/`` and
+  ``price_decomposition/``; kept at the module paths ``pyproject.toml`` builds): Cython, compiled by the install
   (``pyproject.toml``'s ext-modules; ``make`` reinstalls when a ``.pyx`` file changes), as
   scikit-learn does, so a kernel loads like any extension module, in about a millisecond, with
   no compiler or just-in-time step at run time. A 2,048-job solve takes tens of milliseconds:
   numba's start-up (1.5-3 s in the first call of each process, measured here) would dwarf it;
-* placement (``solvers/placement/*_kernels.py``): numba (``njit(cache=True)``, machine code kept
+* placement (``solvers/placement/climb/*_kernels.py``): numba (``njit(cache=True)``, machine code kept
   on disk beside the module), used only for climbs of JIT_MIN_SIZE tables or more
   (:func:`use_jit`), which repay that start-up;
 * the numpy code stays as the reference: tests check each kernel against it, and it runs
