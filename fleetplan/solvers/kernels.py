@@ -7,8 +7,8 @@ cost, not its arithmetic, sets the time. Those loops have a compiled form in a `
 module near the numpy code they replace:
 
 * allocation (``solvers/allocation/*_kernels.pyx``, for ``interior_point/`` and
-  ``price_decomposition/``; kept at the module paths ``pyproject.toml`` builds): Cython, compiled by the install
-  (``pyproject.toml``'s ext-modules; ``make`` reinstalls when a ``.pyx`` file changes), as
+  ``price_decomposition/``, at the module paths ``pyproject.toml`` builds): Cython, compiled by
+  the install (``pyproject.toml``'s ext-modules; ``make`` reinstalls when a ``.pyx`` file changes), as
   scikit-learn does, so a kernel loads like any extension module, in about a millisecond, with
   no compiler or just-in-time step at run time. A 2,048-job solve takes tens of milliseconds:
   numba's start-up (1.5-3 s in the first call of each process, measured here) would dwarf it;
