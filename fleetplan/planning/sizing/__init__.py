@@ -205,7 +205,7 @@ def size(instance: Any, targets: Sequence[str | Target], buy: Sequence[str | Pur
     if isinstance(instance, dict):
         instance = instance_from_data(instance, "instance")
     parsed = [t if isinstance(t, Target) else None for t in targets]
-    if any(t is None for t in parsed):
+    if not parsed or any(t is None for t in parsed):  # no target at all is refused there, not sized to nothing
         parsed = parse_targets([str(t) for t in targets], instance.kind)
     purchases = [check_purchase(parse_purchase(item), instance.kind) for item in buy]
     if not purchases:
@@ -217,6 +217,8 @@ def size(instance: Any, targets: Sequence[str | Target], buy: Sequence[str | Pur
                                or not math.isfinite(budget) or budget < 0):
         raise InstanceError("--budget", f"{budget!r}: must be a non-negative finite number")
     time_limit = check_time_limit(time_limit)
+    if policy is not None:  # named by its flag, before any model is built
+        _check_policy(policy, instance.kind)
     sizer = planning_kind(instance.kind).sizer()
     result: SizingResult = sizer(instance, parsed, purchases, budget=budget, policy=policy, time_limit=time_limit,
                                  threads=threads, seed=seed, started=started, **options)
@@ -225,6 +227,18 @@ def size(instance: Any, targets: Sequence[str | Target], buy: Sequence[str | Pur
         result.gap = relative_gap(result.cost, result.bound)
     result.wall_s = time.perf_counter() - began
     return result
+
+
+def _check_policy(policy: Any, kind: str) -> None:
+    """``policy`` names a forward solver of ``kind``; otherwise one error naming ``--policy``."""
+    from fleetplan.solvers.base import get_solver
+
+    if not isinstance(policy, str) or not policy:
+        raise InstanceError("--policy", f"{policy!r}: name a solver of {kind} (`fleetplan solvers {kind}`)")
+    try:
+        get_solver(kind, policy)
+    except InstanceError as error:
+        raise InstanceError("--policy", error.reason) from None
 
 
 def time_left(limit: float | None, started: float) -> float | None:
