@@ -2,6 +2,9 @@
 no plan is exit 1, and what the terminal prints agrees with the JSON and the report."""
 
 
+import json
+import math
+
 import pytest
 from conftest import EXAMPLES
 
@@ -28,3 +31,52 @@ def test_size_unknown_policy_names_the_flag(capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: --policy:") and "nosuch" in err and len(err.splitlines()) == 1
 
+
+
+def test_size_infeasible_prints_no_inf_and_agrees_with_its_json(capsys):
+    argv = ["size", INVENTORY, "--target", "min_time_share>=0.5", "--buy", "v100", "--budget", "1"]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "infeasible" in out and "inf " not in out.replace("infeasible", "") and "nan" not in out
+    assert main([*argv, "--json"]) == 1
+    data = json.loads(capsys.readouterr().out, parse_constant=lambda text: pytest.fail(f"{text} in JSON"))
+    assert data["status"] == "infeasible" and data["bound"] is None
+    assert "bound -" in out  # the terminal's "-" is the JSON's null
+
+
+def test_numbers_never_print_inf_or_nan():
+    from fleetplan.cli.numbers import fmt_measure, fmt_number
+
+    for value in (math.inf, -math.inf, math.nan):
+        assert fmt_number(value) == "-"
+        assert fmt_measure("cost", value) == "-"
+    # an infinite VSS has a meaning: the mean scenario's orders leave a scenario unservable
+    assert "inf" not in fmt_measure("vss", math.inf) and "mean" in fmt_measure("vss", math.inf)
+
+
+
+def test_horizon_sweep_says_what_an_infinite_vss_means(tmp_path, capsys):
+    # At 30% growth the mean scenario's orders leave the fast case unservable: VSS is infinite,
+    # which the report printed as "inf" and --json as Infinity (not JSON); the CSV keeps it.
+    report = tmp_path / "sweep.html"
+    assert main(["horizon", INVENTORY, str(EXAMPLES / "horizon-1-year.yaml"), "--policy", "none",
+                 "--vary", "scenarios.cases.fast.demand.growth=0.3", "-o", str(tmp_path / "sweep"),
+                 "--report", str(report), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out, parse_constant=lambda text: pytest.fail(f"{text} in JSON"))
+    assert data["rows"][0]["vss"] is None and "inf" in (tmp_path / "sweep" / "whatif.csv").read_text()
+    page = report.read_text()
+    assert "mean plan unservable" in page and ">inf<" not in page
+
+
+def test_sweep_table_prints_no_inf_and_names_what_ran():
+    from rich.console import Console
+
+    from fleetplan.cli.planning import render_sweep
+    from fleetplan.planning.whatif import WhatIfResult
+
+    console = Console(width=300, record=True)
+    result = WhatIfResult(rows=[{"growth": 0.3, "status": "feasible", "cost": 60885.4, "vss": math.inf}],
+                          varied=["growth"], metrics=["cost", "vss"], solver="the horizon model")
+    render_sweep(console, result)
+    text = console.export_text()
+    assert "mean plan unservable" in text and " inf " not in text and "60,885" in text

@@ -632,8 +632,10 @@ def finish_sweep(args: argparse.Namespace, result: Any, fields: tuple[str, ...],
         whatif_report(args, result, **report)
         result.files.append(args.report)
     settle(code)  # the sweep's files are in place
-    if args.json:
-        print_json({name: getattr(result, name) for name in fields})
+    if args.json:  # JSON has no infinity (a horizon's VSS can be one): null there
+        from fleetplan.instances.base import json_safe
+
+        print_json(json_safe({name: getattr(result, name) for name in fields}))
     else:
         render_sweep(stdout, result)
         for path in result.files:

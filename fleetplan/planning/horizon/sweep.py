@@ -304,7 +304,8 @@ def tabulate(folder: Path, rows: list[dict[str, Any]], grid: list[dict[str, Any]
             record["message"] = row.get("message", "")
         table.append(record)
     names.sort(key=_column_order)
-    result = WhatIfResult(rows=table, varied=[v.path for v in varies], metrics=names, failed=failed, solver="horizon")
+    result = WhatIfResult(rows=table, varied=[v.path for v in varies], metrics=names, failed=failed,
+                          solver="the horizon model")  # the title's "under ...": no policy solves a schedule
     frame = pd.DataFrame(table)
     result.files.append(str(write_table(frame, folder / TABLE_FILE, "csv")))
     result.files.append(str(write_table(frame, folder / PARQUET_FILE, "parquet")))
