@@ -80,3 +80,12 @@ def test_sweep_table_prints_no_inf_and_names_what_ran():
     render_sweep(console, result)
     text = console.export_text()
     assert "mean plan unservable" in text and " inf " not in text and "60,885" in text
+
+
+def test_a_sweeps_gap_column_prints_as_the_sizing_line_does():
+    # "0.00%" in a horizon sweep's gap column where `size` and `horizon` print "0%" below 1e-6
+    from fleetplan.cli.numbers import fmt_gap, fmt_measure
+
+    for gap in (0.0, 1e-9, 0.00125, 0.5):
+        assert fmt_measure("gap", gap) == fmt_measure("gap", gap, 4) == fmt_gap(gap)
+    assert fmt_measure("gap", 0.0) == "0%" and fmt_measure("gap", 0.00125) == "0.125%"

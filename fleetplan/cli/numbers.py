@@ -65,6 +65,8 @@ def fmt_measure(name: str, value: float | None, digits: int = 6, scope: str | No
     chosen by the value (1.0957 and 0.6794 of one metric print alike)."""
     from fleetplan.instances.glossary import format_value
 
+    if value is not None and (name == "gap" or name.endswith("_gap")):  # a gap prints one way everywhere
+        return _not_finite(value, name) or fmt_gap(value)
     return _not_finite(value, name) or format_value(name, value, digits, scope)
 
 
