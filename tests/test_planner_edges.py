@@ -89,3 +89,32 @@ def test_a_sweeps_gap_column_prints_as_the_sizing_line_does():
     for gap in (0.0, 1e-9, 0.00125, 0.5):
         assert fmt_measure("gap", gap) == fmt_measure("gap", gap, 4) == fmt_gap(gap)
     assert fmt_measure("gap", 0.0) == "0%" and fmt_measure("gap", 0.00125) == "0.125%"
+
+
+@pytest.mark.parametrize("vary,named", [("nosuch.field=1:3:1", "nosuch"), ("worker_types.h100.count=1,2", "h100")])
+def test_whatif_unknown_field_names_the_flag(tmp_path, capsys, vary, named):
+    out = tmp_path / "sweep"
+    assert main(["whatif", INVENTORY, "--vary", vary, "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --vary:") and named in err and len(err.splitlines()) == 1 and not out.exists()
+
+
+def test_horizon_unknown_policy_names_the_flag(tmp_path, capsys):
+    horizon = str(EXAMPLES / "horizon-1-year.yaml")
+    for extra in ([], ["--vary", "budget=1e5", "-o", str(tmp_path / "sweep")]):
+        assert main(["horizon", INVENTORY, horizon, "--policy", "nosuch", *extra]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: --policy:") and "nosuch" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "sweep").exists()
+
+
+def test_horizon_file_that_is_empty_or_an_instance_is_one_line(tmp_path, capsys):
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing yet\n")
+    assert main(["horizon", INVENTORY, str(empty)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "empty" in err and "NoneType" not in err and len(err.splitlines()) == 1
+    # the arguments swapped: one line saying so, not one per field of the instance
+    assert main(["horizon", INVENTORY, INVENTORY, "-o", str(tmp_path / "s.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "instance first" in err and len(err.splitlines()) == 1 and not (tmp_path / "s.json").exists()

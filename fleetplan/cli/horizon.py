@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from fleetplan.cli.settling import settle
@@ -91,7 +93,7 @@ def handle_horizon(args: argparse.Namespace) -> int:
     with working(f"loading {args.file}", not args.json):
         instance = fleetplan.load_instance(args.file)
         spec = load_horizon(args.horizon)
-    with working(f"planning {spec.periods} {spec.period_name}s", not args.json):
+    with working(f"planning {spec.periods} {spec.period_name}s", not args.json), _policy_flag():
         result = plan_horizon(instance, spec, time_limit=args.time_limit, threads=args.threads, seed=args.seed,
                               mip_rel_gap=args.gap, stochastic=not args.no_stochastic, marginal=args.prices,
                               policy=None if args.policy == "none" else args.policy)
@@ -126,16 +128,31 @@ def handle_sweep(args: argparse.Namespace) -> int:
         check_sweep_report(args, [args.file, args.horizon])
     tls = executor_security(args)
     per_point = 60.0 if args.time_limit is None else args.time_limit
-    result = horizon_whatif(args.file, args.horizon, args.vary, args.output, time_limit=per_point, seed=args.seed,
-                            threads=args.threads, mip_rel_gap=args.gap, stochastic=not args.no_stochastic,
-                            policy=None if args.policy == "none" else args.policy, executor=args.executor,
-                            workers=args.workers, address=args.address, tls=tls, insecure=args.insecure,
-                            resume=args.resume, progress=None if args.json else "auto", plot=True)
+    with _policy_flag():
+        result = horizon_whatif(args.file, args.horizon, args.vary, args.output, time_limit=per_point, seed=args.seed,
+                                threads=args.threads, mip_rel_gap=args.gap, stochastic=not args.no_stochastic,
+                                policy=None if args.policy == "none" else args.policy, executor=args.executor,
+                                workers=args.workers, address=args.address, tls=tls, insecure=args.insecure,
+                                resume=args.resume, progress=None if args.json else "auto", plot=True)
     return finish_sweep(args, result, SWEEP_FIELDS,
                         question=f"how the cheapest purchase schedule and its cost move with {', '.join(result.varied)}",
                         inputs={"instance": args.file, "horizon": args.horizon, "vary": " ".join(args.vary),
                                 "time limit per point (s)": per_point,
                                 "results folder": args.output})
+
+
+@contextlib.contextmanager
+def _policy_flag() -> Iterator[None]:
+    """The library names its ``policy`` parameter; the command's error names the flag."""
+    from fleetplan.cli.common import CommandError
+    from fleetplan.errors import InstanceError
+
+    try:
+        yield
+    except InstanceError as error:
+        if error.path != "policy":
+            raise
+        raise CommandError(f"--policy: {error.reason}") from None
 
 
 def _write(args: argparse.Namespace, result: Any, spec: Any) -> None:
