@@ -118,3 +118,35 @@ def test_horizon_file_that_is_empty_or_an_instance_is_one_line(tmp_path, capsys)
     assert main(["horizon", INVENTORY, INVENTORY, "-o", str(tmp_path / "s.json")]) == 2
     err = capsys.readouterr().err.strip()
     assert "instance first" in err and len(err.splitlines()) == 1 and not (tmp_path / "s.json").exists()
+
+
+def test_compare_report_says_what_the_terminal_says(tmp_path, capsys, monkeypatch):
+    # The report wrote "0 same", "0 pp same" and "... not comparable" where the terminal wrote
+    # "same" and the objectives' names: one table, two wordings.
+    import html
+    import re
+
+    instance = fleetplan.load_instance(INVENTORY)
+    paths = []
+    for name in ("max-min-fairness", "max-throughput"):
+        paths.append(tmp_path / f"{name}.json")
+        fleetplan.save(fleetplan.solve(instance, name).plan, paths[-1])
+    monkeypatch.setenv("COLUMNS", "300")
+    report = tmp_path / "compare.html"
+    assert main(["compare", *map(str, paths), "--instance", INVENTORY, "--report", str(report)]) == 0
+    out = capsys.readouterr().out
+    terminal = {}
+    for line in out.splitlines():
+        cells = [cell.strip() for cell in line.strip("│ ").split("│")]
+        if len(cells) == 5:
+            terminal[cells[0]] = cells[4]
+    page = {}
+    for row in re.findall(r"<tr>(.*?)</tr>", report.read_text(), re.S):
+        cells = [html.unescape(re.sub("<.*?>", "", cell)).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        if len(cells) == 5:
+            page[cells[0]] = cells[4]
+    assert terminal["cost_per_hour"] == page["cost_per_hour"] == "same"
+    assert page["min_time_share"] == terminal["min_time_share"] and "pp worse" in page["min_time_share"]
+    assert page["objective"] == terminal["objective"]
+    shared = set(terminal) & set(page)
+    assert len(shared) > 10 and all(terminal[name] == page[name] for name in shared)

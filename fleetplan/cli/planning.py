@@ -524,16 +524,14 @@ def handle_compare(args: argparse.Namespace) -> int:
 def _compare_report(args: argparse.Namespace, table: Any) -> None:
     from fleetplan.cli.render import fmt_measure
     from fleetplan.cli.report import table_html, write_report
-    from fleetplan.instances.glossary import format_change
+    from fleetplan.cli.views import comparison_changes
     from fleetplan.plotting.planning import plot_comparison
 
     rows = []
-    for row in table.rows:
+    for row in table.rows:  # the terminal's change texts (views.comparison_changes), and the verdict
         cells = [fmt_measure(row["metric"], value, scope=table.kind) for value in row["values"]]
-        texts = row.get("change_texts") or [None] * len(row["changes"])
-        for change, word, text in zip(row["changes"], row["verdicts"], texts, strict=True):
-            shown = text or ("-" if change is None else format_change(row["metric"], change, table.kind))
-            cells.append(f"{shown} {word or ''}".strip())
+        cells += [f"{text} {word}" if word in ("better", "worse") else text
+                  for text, word in comparison_changes(row, table.kind)]
         rows.append([row["metric"], row["unit"], *cells])
     header = ["metric", "unit", *table.columns, *[f"change ({label})" for label in table.columns[1:]]]
     write_report(args.report, f"{table.kind} plans compared",
@@ -560,7 +558,7 @@ def render_comparison(console: Any, table: Any) -> None:
     from rich.table import Table
 
     from fleetplan.cli.render import fmt_measure
-    from fleetplan.instances.glossary import format_change
+    from fleetplan.cli.views import comparison_changes
 
     view = Table(title=f"{table.kind} plans compared with {table.columns[0]}", header_style="bold")
     view.add_column("metric", overflow="fold")
@@ -571,18 +569,7 @@ def render_comparison(console: Any, table: Any) -> None:
         view.add_column(f"change ({label})", justify="right")
     for row in table.rows:
         cells = [fmt_measure(row["metric"], value, scope=table.kind) for value in row["values"]]
-        texts = row.get("change_texts") or [None] * len(row["changes"])
-        for change, word, exact in zip(row["changes"], row["verdicts"], texts, strict=True):
-            if exact is not None and word != "same":  # binpack's exact order; objectives not comparable
-                text = exact
-            elif change is None:
-                text = "-"
-            elif word == "same":
-                text = "same"
-            elif row["metric"] == "objective":
-                text = f"{'+' if change > 0 else ''}{fmt_measure('objective', change, scope=table.kind)}"
-            else:
-                text = format_change(row["metric"], change, table.kind)  # fractions in percentage points
+        for text, word in comparison_changes(row, table.kind):
             if word in ("better", "worse"):
                 text = f"{text} [{'green' if word == 'better' else 'red'}]{word}[/]"
             cells.append(text)

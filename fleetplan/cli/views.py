@@ -217,3 +217,26 @@ class BinpackView(KindView):
         from fleetplan.instances.binpack.evaluate import preemptions_by_priority
 
         return {"preempted_by_priority": preemptions_by_priority(evaluation.metrics)}
+
+
+def comparison_changes(row: dict[str, Any], kind: str) -> list[tuple[str, str | None]]:
+    """One ``compare`` row's change cells against the first plan, as (text, verdict): the
+    terminal and the report print these same texts ("same", "+12.9 pp", binpack's exact order)."""
+    from fleetplan.cli.numbers import fmt_measure
+    from fleetplan.instances.glossary import format_change
+
+    cells = []
+    texts = row.get("change_texts") or [None] * len(row["changes"])
+    for change, word, exact in zip(row["changes"], row["verdicts"], texts, strict=True):
+        if exact is not None and word != "same":  # binpack's exact order; objectives not comparable
+            text = exact
+        elif change is None:
+            text = "-"
+        elif word == "same":
+            text = "same"
+        elif row["metric"] == "objective":
+            text = f"{'+' if change > 0 else ''}{fmt_measure('objective', change, scope=kind)}"
+        else:
+            text = format_change(row["metric"], change, kind)  # fractions in percentage points
+        cells.append((text, word))
+    return cells
