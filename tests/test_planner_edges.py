@@ -150,3 +150,9 @@ def test_compare_report_says_what_the_terminal_says(tmp_path, capsys, monkeypatc
     assert page["objective"] == terminal["objective"]
     shared = set(terminal) & set(page)
     assert len(shared) > 10 and all(terminal[name] == page[name] for name in shared)
+
+
+def test_a_missed_target_is_written_as_the_tables_write_it():
+    # "misses min_time_share 0.128828 < 0.5" beside a table that prints 12.88% and 50.00%
+    result = size(fleetplan.load_instance(INVENTORY), ["min_time_share>=0.5"], ["v100", "p100", "k80"])
+    assert "misses min_time_share 12.88% < 50.00%" in result.message and "0.128828" not in result.message

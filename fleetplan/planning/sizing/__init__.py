@@ -265,13 +265,17 @@ def check_targets(targets: Sequence[Target], metrics: dict[str, float]) -> dict[
 
 
 def describe_misses(targets: Sequence[Target], metrics: dict[str, float]) -> str:
-    """``"min_time_share 0.47 < 0.5"`` for each missed target, joined."""
+    """``"min_time_share 47.00% < 50.00%"`` for each missed target, joined: each number in its
+    metric's one format (a fraction as a percentage, as the tables print it)."""
+    from fleetplan.instances.glossary import format_value
+
     missed = []
     for target in targets:
         if not target.holds(metrics):
             measured = metrics.get(target.metric)
-            shown = "missing" if measured is None else f"{measured:.6g}"
-            missed.append(f"{target.metric} {shown} {'<' if target.op == '>=' else '>'} {target.value:g}")
+            shown = "missing" if measured is None else format_value(target.metric, measured)
+            missed.append(f"{target.metric} {shown} {'<' if target.op == '>=' else '>'} "
+                          f"{format_value(target.metric, target.value)}")
     return ", ".join(missed)
 
 
