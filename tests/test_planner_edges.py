@@ -156,3 +156,24 @@ def test_a_missed_target_is_written_as_the_tables_write_it():
     # "misses min_time_share 0.128828 < 0.5" beside a table that prints 12.88% and 50.00%
     result = size(fleetplan.load_instance(INVENTORY), ["min_time_share>=0.5"], ["v100", "p100", "k80"])
     assert "misses min_time_share 12.88% < 50.00%" in result.message and "0.128828" not in result.message
+
+
+def test_size_report_writes_the_purchase_as_the_terminal_does(tmp_path, capsys, monkeypatch):
+    # Storage bought was "1.65658e+12 bytes" in the report and "1.66 TB" on the terminal.
+    import html
+    import re
+
+    data = json.loads((EXAMPLES / "placement-small.json").read_text())
+    for region in data["regions"]:
+        region["storage_capacity_bytes"] *= 0.5
+    instance = tmp_path / "half-storage.json"
+    instance.write_text(json.dumps(data))
+    monkeypatch.setenv("COLUMNS", "200")
+    report = tmp_path / "size.html"
+    assert main(["size", str(instance), "--target", "storage_over_capacity_bytes<=0", "--buy", "region0/storage=1e-9",
+                 "--buy", "*/h100=2", "--report", str(report)]) == 0
+    out = capsys.readouterr().out
+    rows = [[html.unescape(re.sub("<.*?>", "", cell)).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+            for row in re.findall(r"<tr>(.*?)</tr>", report.read_text(), re.S)]
+    bought = [row for row in rows if row and row[0] == "region0/storage"]
+    assert bought == [["region0/storage", "1.66 TB", ""]] and "1.66 TB" in out and "e+12" not in report.read_text()

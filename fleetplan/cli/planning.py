@@ -291,11 +291,6 @@ def _size_sweep(args: argparse.Namespace, instance: Any, options: dict[str, Any]
     return 0 if solved else 1
 
 
-def _plural(unit: str, count: float) -> str:
-    """"GPUs" for 24, "GPU" for 1; units that are not counts as they are."""
-    return f"{unit}s" if unit in ("GPU", "server", "machine") and count != 1 else unit
-
-
 def check_pictures(args: argparse.Namespace) -> None:
     """--plot names a picture format, --report an HTML file: refused before any work."""
     from fleetplan.cli.common import CommandError
@@ -313,6 +308,7 @@ def _size_pictures(args: argparse.Namespace, instance: Any, result: Any) -> None
     import fleetplan
     from fleetplan.cli.render import fmt_measure
     from fleetplan.cli.report import table_html, write_report
+    from fleetplan.cli.views import purchase_rows
     from fleetplan.instances.glossary import describe
     from fleetplan.instances.outputs import save_figure
     from fleetplan.plotting.planning import plot_sizing
@@ -327,8 +323,7 @@ def _size_pictures(args: argparse.Namespace, instance: Any, result: Any) -> None
     if args.plot:
         save_figure(figure, args.plot)
     if args.report:
-        rows = [[name, f"{units_bought:,.6g}", _plural(result.units.get(name, ""), units_bought)]
-                for name, units_bought in result.additions.items() if units_bought]
+        rows = [list(row) for row in purchase_rows(result)]  # as the terminal prints them
         notes = [part.strip() for part in result.message.split(";") if part.strip().startswith("warning")]
         checks = [[str(t), "-" if before is None else fmt_measure(t.metric, before.get(t.metric), scope=instance.kind),
                    fmt_measure(t.metric, result.metrics.get(t.metric), scope=instance.kind),
@@ -381,6 +376,7 @@ def render_sizing(console: Any, result: Any) -> None:
     from rich.table import Table
 
     from fleetplan.cli.render import fmt_gap, fmt_measure, fmt_number
+    from fleetplan.cli.views import purchase_rows
 
     console.print(f"[bold]{result.status}[/]: {result.message}" if result.message else f"[bold]{result.status}[/]")
     bought = {name: units for name, units in result.additions.items() if units}
@@ -389,14 +385,8 @@ def render_sizing(console: Any, result: Any) -> None:
         table.add_column("buy")
         table.add_column("units", justify="right")
         table.add_column("unit")
-        for name, units in bought.items():
-            unit = result.units.get(name, "")
-            if unit == "GPU-hours/day":  # and as GPUs running all day
-                table.add_row(name, fmt_number(round(units, 3)), f"GPU-hours/day = {units / 24:,.1f} GPUs all day")
-            elif unit == "bytes":
-                table.add_row(name, fmt_measure("storage_bytes", units), "")
-            else:
-                table.add_row(name, fmt_number(units), _plural(unit, units))
+        for row in purchase_rows(result):
+            table.add_row(*row)
         console.print(table)
     elif result.success:
         console.print("nothing to buy: the instance meets the targets as it is", markup=False)
