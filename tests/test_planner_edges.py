@@ -177,3 +177,17 @@ def test_size_report_writes_the_purchase_as_the_terminal_does(tmp_path, capsys, 
             for row in re.findall(r"<tr>(.*?)</tr>", report.read_text(), re.S)]
     bought = [row for row in rows if row and row[0] == "region0/storage"]
     assert bought == [["region0/storage", "1.66 TB", ""]] and "1.66 TB" in out and "e+12" not in report.read_text()
+
+
+def test_size_sweep_checks_every_target_value_before_sizing(monkeypatch, capsys):
+    # A target value out of range (a time share of 2) was found only when its point came up,
+    # after the points before it had been sized, and the error named --target, not --vary.
+    import fleetplan.planning.sizing.sweep as sweep
+
+    sized = []
+    monkeypatch.setattr(sweep, "size", lambda *args, **kwargs: sized.append(args) or pytest.fail("sized"))
+    assert main(["size", INVENTORY, "--target", "min_time_share>=0.6", "--buy", "k80",
+                 "--vary", "target.min_time_share=0.5,2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --vary:") and "min_time_share=2" in err and len(err.splitlines()) == 1
+    assert not sized

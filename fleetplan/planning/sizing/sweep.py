@@ -25,7 +25,7 @@ from typing import Any
 
 from fleetplan.errors import InstanceError
 from fleetplan.planning.sizing import Purchase, parse_purchase, size
-from fleetplan.planning.targets import Target, parse_targets
+from fleetplan.planning.targets import Target, parse_target, parse_targets
 
 
 @dataclass
@@ -54,6 +54,12 @@ def size_sweep(instance: Any, targets: Sequence[str | Target], buy: Sequence[str
         if name not in {t.metric for t in goal}:
             raise InstanceError("--vary", f"'{parsed.path}': no --target on {name} to vary "
                                           f"(targets: {', '.join(t.metric for t in goal)})")
+        op = next(t.op for t in goal if t.metric == name)
+        for value in parsed.values:  # every value a valid target before the first sizing runs
+            try:
+                parse_target(f"{name}{op}{float(value)!r}", instance.kind)
+            except InstanceError as error:
+                raise InstanceError("--vary", f"'{parsed.path}={value:g}': {error.reason}") from None
     elif kind == "price":
         if name not in {p.name for p in purchases}:
             raise InstanceError("--vary", f"'{parsed.path}': no --buy {name} to price "
