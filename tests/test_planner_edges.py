@@ -191,3 +191,21 @@ def test_size_sweep_checks_every_target_value_before_sizing(monkeypatch, capsys)
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: --vary:") and "min_time_share=2" in err and len(err.splitlines()) == 1
     assert not sized
+
+
+def test_compare_names_each_plans_policy(tmp_path, capsys, monkeypatch):
+    instance = fleetplan.load_instance(INVENTORY)
+    paths = []
+    for name in ("max-min-fairness", "max-throughput"):
+        paths.append(tmp_path / ("a.json" if name == "max-min-fairness" else "b.json"))
+        fleetplan.save(fleetplan.solve(instance, name).plan, paths[-1])
+    monkeypatch.setenv("COLUMNS", "300")
+    report = tmp_path / "compare.html"
+    assert main(["compare", *map(str, paths), "--instance", INVENTORY, "--report", str(report)]) == 0
+    title = "allocation plans compared with a (max-min-fairness): b (max-throughput)"
+    assert title in capsys.readouterr().out and f"<title>{title}</title>" in report.read_text()
+    assert main(["compare", *map(str, paths), "--instance", INVENTORY, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["solvers"] == {"a": "max-min-fairness", "b": "max-throughput"}
+    # a plan with an instance of another kind: "a plan of kind allocation", not "a allocation plan"
+    assert main(["compare", str(paths[0]), "--instance", str(EXAMPLES / "binpack-small.json")]) == 2
+    assert "a plan of kind allocation needs an instance of kind allocation" in capsys.readouterr().err

@@ -503,7 +503,8 @@ def handle_compare(args: argparse.Namespace) -> int:
         _compare_report(args, table)
     settle(EXIT_OK)
     if args.json:
-        print_json({"kind": table.kind, "columns": table.columns, "rows": table.rows, "output": args.output})
+        print_json({"kind": table.kind, "columns": table.columns, "solvers": table.solvers, "rows": table.rows,
+                    "output": args.output})
         return 0
     render_comparison(stdout, table)
     if args.output:
@@ -524,7 +525,7 @@ def _compare_report(args: argparse.Namespace, table: Any) -> None:
                   for text, word in comparison_changes(row, table.kind)]
         rows.append([row["metric"], row["unit"], *cells])
     header = ["metric", "unit", *table.columns, *[f"change ({label})" for label in table.columns[1:]]]
-    write_report(args.report, f"{table.kind} plans compared",
+    write_report(args.report, table.title(),
                  question=f"which of {', '.join(table.columns)} serves better, metric by metric",
                  inputs={"plans": ", ".join(args.plans), "instances": ", ".join(args.instance)},
                  sections=[("The plans side by side (judged)", table_html(header, rows))],
@@ -550,7 +551,7 @@ def render_comparison(console: Any, table: Any) -> None:
     from fleetplan.cli.render import fmt_measure
     from fleetplan.cli.views import comparison_changes
 
-    view = Table(title=f"{table.kind} plans compared with {table.columns[0]}", header_style="bold")
+    view = Table(title=table.title(), header_style="bold")
     view.add_column("metric", overflow="fold")
     view.add_column("unit")
     for label in table.columns:
