@@ -209,3 +209,25 @@ def test_compare_names_each_plans_policy(tmp_path, capsys, monkeypatch):
     # a plan with an instance of another kind: "a plan of kind allocation", not "a allocation plan"
     assert main(["compare", str(paths[0]), "--instance", str(EXAMPLES / "binpack-small.json")]) == 2
     assert "a plan of kind allocation needs an instance of kind allocation" in capsys.readouterr().err
+
+
+def test_horizon_report_amounts_are_the_terminals(tmp_path, capsys, monkeypatch):
+    # The report wrote capex 7,527.2 and opex 13,030.5 where the terminal wrote 7,527 and 13,030.
+    import html
+    import re
+
+    monkeypatch.setenv("COLUMNS", "300")
+    report = tmp_path / "horizon.html"
+    assert main(["horizon", INVENTORY, str(EXAMPLES / "horizon-1-year.yaml"), "--no-stochastic", "--policy", "none",
+                 "--report", str(report)]) == 0
+    terminal = {}
+    for line in capsys.readouterr().out.splitlines():
+        cells = [cell.strip() for cell in line.strip("│ ").split("│")]
+        if len(cells) >= 8 and cells[1].isdigit():
+            terminal[(cells[0], cells[1])] = (cells[6], cells[7])  # capex, opex
+    page = {}
+    for row in re.findall(r"<tr>(.*?)</tr>", report.read_text(), re.S):
+        cells = [html.unescape(re.sub("<.*?>", "", cell)).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        if len(cells) == 6 and cells[1].isdigit():  # the periods table (the orders table has 8 columns)
+            page[(cells[0], cells[1])] = (cells[2], cells[3])
+    assert len(terminal) == 8 and page == terminal

@@ -181,12 +181,13 @@ def _write(args: argparse.Namespace, result: Any, spec: Any) -> None:
 def _report(args: argparse.Namespace, result: Any, spec: Any, figure: Any) -> None:
     from fleetplan.cli.report import table_html, write_report
 
-    orders = [[row["scenario"], row["period"], row["item"], f"{row['ordered']:,.6g}", f"{row['arriving']:,.6g}",
-               f"{row['retiring']:,.6g}", f"{row['installed']:,.6g}", f"{row['capex']:,.6g}"]
+    # Every amount as the terminal's table prints it (_money): 7,527 there is not 7,527.2 here.
+    orders = [[row["scenario"], row["period"], row["item"],
+               *(_money(row[name], "") for name in ("ordered", "arriving", "retiring", "installed", "capex"))]
               for row in result.schedule if row["ordered"] or row["arriving"] or row["retiring"]]
     policy = next((row["policy"] for row in result.periods if row.get("policy")), None)
-    periods = [[row["scenario"], row["period"], f"{row['capex']:,.6g}", f"{row['opex']:,.6g}",
-                "-" if row["budget"] is None else f"{row['budget']:,.6g}",
+    periods = [[row["scenario"], row["period"], _money(row["capex"], ""), _money(row["opex"], ""),
+                _money(row["budget"], ""),
                 ", ".join(f"{name} {'met' if ok else 'MISSED'} ({_measured(row, name)})"
                           for name, ok in row["checks"].items()),
                 *([", ".join(f"{name} {'met' if ok else 'MISSED'} "
