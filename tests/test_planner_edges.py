@@ -231,3 +231,17 @@ def test_horizon_report_amounts_are_the_terminals(tmp_path, capsys, monkeypatch)
         if len(cells) == 6 and cells[1].isdigit():  # the periods table (the orders table has 8 columns)
             page[(cells[0], cells[1])] = (cells[2], cells[3])
     assert len(terminal) == 8 and page == terminal
+
+
+def test_horizon_storage_is_written_in_gb_and_tb(tmp_path, capsys, monkeypatch):
+    # Placement's storage columns printed 5,521,935,940,332 (bytes) beside GPU-hours.
+    import re
+
+    monkeypatch.setenv("COLUMNS", "300")
+    report = tmp_path / "horizon.html"
+    assert main(["horizon", str(EXAMPLES / "placement-small.json"), str(EXAMPLES / "horizon-placement.yaml"),
+                 "--report", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "5.52 TB" in out and "storage in GB/TB" in out and not re.search(r"\d{1,3}(,\d{3}){3,}", out)
+    page = re.sub(r'src="data:[^"]*"', "", report.read_text())
+    assert "TB" in page and not re.search(r"\d{1,3}(,\d{3}){3,}", page)

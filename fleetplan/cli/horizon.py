@@ -183,7 +183,8 @@ def _report(args: argparse.Namespace, result: Any, spec: Any, figure: Any) -> No
 
     # Every amount as the terminal's table prints it (_money): 7,527 there is not 7,527.2 here.
     orders = [[row["scenario"], row["period"], row["item"],
-               *(_money(row[name], "") for name in ("ordered", "arriving", "retiring", "installed", "capex"))]
+               *(_units(row["item"], row[name]) for name in ("ordered", "arriving", "retiring", "installed")),
+               _money(row["capex"], "")]
               for row in result.schedule if row["ordered"] or row["arriving"] or row["retiring"]]
     policy = next((row["policy"] for row in result.periods if row.get("policy")), None)
     periods = [[row["scenario"], row["period"], _money(row["capex"], ""), _money(row["opex"], ""),
@@ -229,6 +230,20 @@ def _measured(row: dict, target: str) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
+def _is_storage(item: str) -> bool:
+    return item.endswith("/storage")  # placement's REGION/storage: bytes, where GPU items are GPU-hours a day
+
+
+def _units(item: str, value: float | None) -> str:
+    """Units of an item as a planner reads them: bytes of storage as GB/TB (5.52 TB, not
+    5,521,935,940,332), GPUs and GPU-hours as amounts."""
+    from fleetplan.cli.numbers import fmt_bytes
+
+    if value is None or not _is_storage(item):
+        return _money(value, "")
+    return fmt_bytes(value) if value else "0"
+
+
 def _money(value: float | None, currency: str) -> str:
     from fleetplan.plotting.horizon import amount
 
@@ -269,7 +284,8 @@ def render_horizon(console: Any, result: Any) -> None:
     if not result.schedule:
         return
     many = len(result.scenarios) > 1
-    table = Table(title=f"orders per {result.period_name} (in {result.unit})")
+    storage = any(_is_storage(item) for item in result.items)
+    table = Table(title=f"orders per {result.period_name} (in {result.unit}{'; storage in GB/TB' if storage else ''})")
     if many:
         table.add_column("scenario")
     table.add_column(result.period_name, justify="right")
@@ -288,7 +304,7 @@ def render_horizon(console: Any, result: Any) -> None:
         cells.append(str(row["period"]))
         for item in result.items:
             entry = by_key[(row["scenario"], row["period"], item)]
-            cells += [_money(entry["ordered"], "") if entry["ordered"] else "-", _money(entry["installed"], "")]
+            cells += [_units(item, entry["ordered"]) if entry["ordered"] else "-", _units(item, entry["installed"])]
         met = all(row["checks"].values())
         targets = ", ".join(f"{_measured(row, name)}" for name in row["checks"])
         cells += [_money(row["capex"], ""), _money(row["opex"], ""),
