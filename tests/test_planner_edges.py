@@ -245,3 +245,16 @@ def test_horizon_storage_is_written_in_gb_and_tb(tmp_path, capsys, monkeypatch):
     assert "5.52 TB" in out and "storage in GB/TB" in out and not re.search(r"\d{1,3}(,\d{3}){3,}", out)
     page = re.sub(r'src="data:[^"]*"', "", report.read_text())
     assert "TB" in page and not re.search(r"\d{1,3}(,\d{3}){3,}", page)
+
+
+def test_horizon_message_writes_orders_as_a_planner_does():
+    from types import SimpleNamespace
+
+    from fleetplan.planning.horizon import _order_summary
+
+    result = SimpleNamespace(period_name="quarter", scenarios=[{"name": "base"}],
+                             orders=lambda: {("base", 1, "region0/storage"): 320272285538.0,
+                                             ("base", 1, "region0/h100"): 149.852, ("base", 2, "region0/a100"): 2000.0})
+    text = _order_summary(result)
+    assert "320 GB region0/storage in quarter 1" in text and "149.852 region0/h100" in text
+    assert "2,000 region0/a100 in quarter 2" in text and "e+" not in text
