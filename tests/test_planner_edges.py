@@ -258,3 +258,24 @@ def test_horizon_message_writes_orders_as_a_planner_does():
     text = _order_summary(result)
     assert "320 GB region0/storage in quarter 1" in text and "149.852 region0/h100" in text
     assert "2,000 region0/a100 in quarter 2" in text and "e+" not in text
+
+
+def test_horizon_that_does_not_fit_the_instance_is_refused_before_any_point(tmp_path, capsys, monkeypatch):
+    # An unknown target metric, or a GPU type the instance lacks, is found only against the
+    # instance: the sweep ran every point to the same "invalid input" (exit 1), and the plain
+    # command's error did not name the horizon file.
+    import fleetplan.planning.horizon.sweep as sweep
+
+    monkeypatch.setattr(sweep, "_sweep", lambda *args, **kwargs: pytest.fail("the points ran"))
+    text = (EXAMPLES / "horizon-1-year.yaml").read_text()
+    for name, changed, named in (("metric.yaml", text.replace("min_throughput_vs_fastest>=0.3", "nosuch>=1"), "nosuch"),
+                                 ("type.yaml", text.replace("  k80: {opex", "  h100: {opex"), "existing.h100")):
+        horizon = tmp_path / name
+        horizon.write_text(changed)
+        assert main(["horizon", INVENTORY, str(horizon), "--policy", "none", "--vary", "budget=1e5",
+                     "-o", str(tmp_path / "sweep")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert named in err and len(err.splitlines()) == 1 and not (tmp_path / "sweep").exists()
+        assert main(["horizon", INVENTORY, str(horizon), "--policy", "none"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"error: {horizon}:") and named in err

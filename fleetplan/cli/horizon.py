@@ -93,7 +93,7 @@ def handle_horizon(args: argparse.Namespace) -> int:
     with working(f"loading {args.file}", not args.json):
         instance = fleetplan.load_instance(args.file)
         spec = load_horizon(args.horizon)
-    with working(f"planning {spec.periods} {spec.period_name}s", not args.json), _policy_flag():
+    with working(f"planning {spec.periods} {spec.period_name}s", not args.json), _policy_flag(args.horizon):
         result = plan_horizon(instance, spec, time_limit=args.time_limit, threads=args.threads, seed=args.seed,
                               mip_rel_gap=args.gap, stochastic=not args.no_stochastic, marginal=args.prices,
                               policy=None if args.policy == "none" else args.policy)
@@ -128,7 +128,7 @@ def handle_sweep(args: argparse.Namespace) -> int:
         check_sweep_report(args, [args.file, args.horizon])
     tls = executor_security(args)
     per_point = 60.0 if args.time_limit is None else args.time_limit
-    with _policy_flag():
+    with _policy_flag(args.horizon):
         result = horizon_whatif(args.file, args.horizon, args.vary, args.output, time_limit=per_point, seed=args.seed,
                                 threads=args.threads, mip_rel_gap=args.gap, stochastic=not args.no_stochastic,
                                 policy=None if args.policy == "none" else args.policy, executor=args.executor,
@@ -142,17 +142,23 @@ def handle_sweep(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _policy_flag() -> Iterator[None]:
-    """The library names its ``policy`` parameter; the command's error names the flag."""
+def _policy_flag(horizon: str | None = None) -> Iterator[None]:
+    """The library names its ``policy`` parameter; the command's error names the flag. A field
+    of the horizon found wrong only against the instance (a target's metric, a GPU type to buy)
+    names the horizon file, as its other errors do."""
     from fleetplan.cli.common import CommandError
     from fleetplan.errors import InstanceError
+    from fleetplan.planning.horizon.spec import HorizonSpec
 
     try:
         yield
     except InstanceError as error:
-        if error.path != "policy":
-            raise
-        raise CommandError(f"--policy: {error.reason}") from None
+        if error.path == "policy":
+            raise CommandError(f"--policy: {error.reason}") from None
+        field = error.path.split(".")[0].split("[")[0]
+        if horizon and error.source is None and field in HorizonSpec.model_fields:
+            raise InstanceError(error.path, error.reason, horizon, error.more) from None
+        raise
 
 
 def _write(args: argparse.Namespace, result: Any, spec: Any) -> None:
