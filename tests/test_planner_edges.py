@@ -279,3 +279,17 @@ def test_horizon_that_does_not_fit_the_instance_is_refused_before_any_point(tmp_
         assert main(["horizon", INVENTORY, str(horizon), "--policy", "none"]) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith(f"error: {horizon}:") and named in err
+
+
+def test_binding_table_shows_each_metrics_change_at_its_own_scale(capsys, monkeypatch):
+    # binpack's objective is an encoded score near 2.8e14: the table printed every metric change
+    # below 1e-9 of it (one preemption fewer, four GPUs idle) as "0", and the objective's change
+    # as -16,777,217, a number that means nothing to a planner.
+    monkeypatch.setenv("COLUMNS", "250")
+    assert main(["solve", str(EXAMPLES / "binpack-small.json"), "--binding"]) == 0
+    out = capsys.readouterr().out
+    rows = [[cell.strip() for cell in line.strip("│ ").split("│")] for line in out.splitlines()
+            if line.startswith("│ dc")]
+    assert rows and all(row[2] == "-1 priority-3 preemptions / -" and row[3] == "-1 / -" and row[4] == "+4 / -"
+                        for row in rows)
+    assert "16,777" not in out

@@ -437,18 +437,22 @@ def render_marginal(console: Any, values: Any) -> None:
     if duals:
         table.add_column("LP dual / unit", justify="right", overflow="fold")
 
-    def cell(change: dict | None, name: str) -> str:
+    def cell(change: dict | None, name: str, text: str | None = None) -> str:
         if change is None or name not in change:
             return "-"
+        if name == "objective" and text:  # the kind's exact reading (binpack's encoded score)
+            return text
         value = change[name]
-        if abs(value) < 1e-9 * max(1.0, abs(values.objective or 0.0)):
+        reference = values.objective if name == "objective" else values.metrics.get(name)  # its own scale
+        if abs(value) < 1e-9 * max(1.0, abs(reference or 0.0)):
             return "0"
         if name == "objective":
             return f"{'+' if value > 0 else '-'}{fmt_number(abs(value), 4)}"
         return format_change(name, value, values.kind)
 
     for v in values.values:
-        cells = [f"{cell(v.more, name)} / {cell(v.fewer, name)}" for name in shown]
+        cells = [f"{cell(v.more, name, v.objective_text.get('more'))} / "
+                 f"{cell(v.fewer, name, v.objective_text.get('fewer'))}" for name in shown]
         if duals:
             cells.append("-" if v.dual is None else (fmt_number(v.dual, 4) + (" (local)" if v.dual_note else "")))
         table.add_row(v.capacity, v.unit, *cells)
