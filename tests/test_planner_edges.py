@@ -293,3 +293,10 @@ def test_binding_table_shows_each_metrics_change_at_its_own_scale(capsys, monkey
     assert rows and all(row[2] == "-1 priority-3 preemptions / -" and row[3] == "-1 / -" and row[4] == "+4 / -"
                         for row in rows)
     assert "16,777" not in out
+
+
+def test_gpushare_nothing_to_buy_says_so():
+    # "optimal: 0 nodes bought for 0; the bound ... proves no purchase under 0 places every task"
+    result = size(fleetplan.load_instance(str(EXAMPLES / "gpushare-small.json")), ["tasks_pending<=0"], ["T4"])
+    assert result.status == "optimal" and result.cost == 0
+    assert result.message == "nothing to buy: offline-greedy places every task on today's nodes"
