@@ -300,3 +300,9 @@ def test_gpushare_nothing_to_buy_says_so():
     result = size(fleetplan.load_instance(str(EXAMPLES / "gpushare-small.json")), ["tasks_pending<=0"], ["T4"])
     assert result.status == "optimal" and result.cost == 0
     assert result.message == "nothing to buy: offline-greedy places every task on today's nodes"
+
+
+def test_reservation_nothing_to_buy_does_not_speak_of_racks_bought():
+    result = size(fleetplan.load_instance(str(EXAMPLES / "reservation-small.json")), ["shortfall_rru<=0"], ["gpu-h100"])
+    assert result.status == "optimal" and not any(result.additions.values())
+    assert result.message.startswith("nothing to buy; the instance meets every target under")
