@@ -75,11 +75,14 @@ def test_sweep_table_prints_no_inf_and_names_what_ran():
     from fleetplan.planning.whatif import WhatIfResult
 
     console = Console(width=300, record=True)
-    result = WhatIfResult(rows=[{"growth": 0.3, "status": "feasible", "cost": 60885.4, "vss": math.inf}],
+    result = WhatIfResult(rows=[{"growth": 0.3, "status": "feasible", "cost": 60885.4, "vss": math.inf},
+                                {"growth": 100000.0, "status": "feasible", "cost": 1.0, "vss": 2.0}],
                           varied=["growth"], metrics=["cost", "vss"], solver="the horizon model")
     render_sweep(console, result)
     text = console.export_text()
     assert "mean plan unservable" in text and " inf " not in text and "60,885" in text
+    # a varied value as a planner writes it: 100,000, not 100000.0
+    assert "100,000" in text and "100000.0" not in text
 
 
 def test_a_sweeps_gap_column_prints_as_the_sizing_line_does():

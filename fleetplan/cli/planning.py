@@ -631,13 +631,13 @@ def whatif_report(args: argparse.Namespace, result: Any, question: str | None = 
     solver's metrics (a horizon's schedules)."""
     from pathlib import Path
 
-    from fleetplan.cli.render import fmt_measure
+    from fleetplan.cli.render import fmt_measure, fmt_number
     from fleetplan.cli.report import table_html, write_report
 
     columns = [*result.metrics]
     for name in result.frontier:
         columns.insert(columns.index(name) + 1, f"frontier_{name}")
-    rows = [[*(row.get(name) for name in result.varied), row.get("status"),
+    rows = [[*(fmt_number(row.get(name)) for name in result.varied), row.get("status"),  # 100,000 not 100000.0
              *(fmt_measure(name.removeprefix("frontier_"), row.get(name), 4) for name in columns)] for row in result.rows]
     picture = Path(args.output) / "whatif.png"
     figures = [("the sweep", picture)] if picture.exists() else []
@@ -653,7 +653,7 @@ def whatif_report(args: argparse.Namespace, result: Any, question: str | None = 
 def render_sweep(console: Any, result: Any) -> None:
     from rich.table import Table
 
-    from fleetplan.cli.render import fmt_measure
+    from fleetplan.cli.render import fmt_measure, fmt_number
 
     table = Table(title=f"what if: {', '.join(result.varied)} (under {result.solver or 'the default solver'})",
                   header_style="bold")
@@ -663,7 +663,7 @@ def render_sweep(console: Any, result: Any) -> None:
     for name in [*result.varied, "status", *columns]:
         table.add_column(name, justify="right", overflow="fold")
     for row in result.rows:
-        table.add_row(*[str(row.get(name)) for name in result.varied], str(row.get("status")),
+        table.add_row(*[fmt_number(row.get(name)) for name in result.varied], str(row.get("status")),
                       *[fmt_measure(name.removeprefix("frontier_"), row.get(name), 4) for name in columns])
     console.print(table)
     for line in result.warnings:
