@@ -309,3 +309,11 @@ def test_reservation_nothing_to_buy_does_not_speak_of_racks_bought():
     result = size(fleetplan.load_instance(str(EXAMPLES / "reservation-small.json")), ["shortfall_rru<=0"], ["gpu-h100"])
     assert result.status == "optimal" and not any(result.additions.values())
     assert result.message.startswith("nothing to buy; the instance meets every target under")
+
+
+def test_size_sweep_json_is_json_when_a_point_is_infeasible(capsys):
+    # An infeasible point's bound went out as Infinity, which no JSON parser reads.
+    assert main(["size", INVENTORY, "--target", "min_time_share>=0.6", "--buy", "k80", "--vary", "budget=0,100",
+                 "--json"]) == 0
+    data = json.loads(capsys.readouterr().out, parse_constant=lambda text: pytest.fail(f"{text} in JSON"))
+    assert [row["status"] for row in data["rows"]] == ["infeasible", "optimal"] and data["rows"][0]["bound"] is None

@@ -282,7 +282,7 @@ def _size_sweep(args: argparse.Namespace, instance: Any, options: dict[str, Any]
     for column in (sweep.field, "status", "cost", "bound", "gap", *sweep.items):
         table.add_column(column, justify="right")
     for row in sweep.rows:
-        table.add_row(f"{row[sweep.field]:g}", row["status"], fmt_number(row["cost"]), fmt_number(row["bound"]),
+        table.add_row(fmt_number(row[sweep.field]), row["status"], fmt_number(row["cost"]), fmt_number(row["bound"]),
                       fmt_gap(row["gap"]), *(fmt_number(row[item]) for item in sweep.items))
     stdout.print(table)
     for flag, path in (("the table", args.output), ("the picture", args.plot), ("the report", args.report)):

@@ -81,8 +81,10 @@ def size_sweep(instance: Any, targets: Sequence[str | Target], buy: Sequence[str
         else:
             point_options["budget"] = float(value)
         result = size(instance, point_targets, point_buy, **point_options)
+        # An infeasible point's bound is +inf (no purchase passes): null here, as in size's own
+        # JSON (JSON has no infinity; the CSV's empty cell is the table's "-").
         row: dict[str, Any] = {parsed.path: value, "status": result.status, "cost": result.cost,
-                               "bound": result.bound, "gap": result.gap}
+                               "bound": result.to_dict()["bound"], "gap": result.gap}
         row.update({item: result.additions.get(item, 0) if result.success else None for item in sweep.items})
         sweep.rows.append(row)
     return sweep
