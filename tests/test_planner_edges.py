@@ -317,3 +317,14 @@ def test_size_sweep_json_is_json_when_a_point_is_infeasible(capsys):
                  "--json"]) == 0
     data = json.loads(capsys.readouterr().out, parse_constant=lambda text: pytest.fail(f"{text} in JSON"))
     assert [row["status"] for row in data["rows"]] == ["infeasible", "optimal"] and data["rows"][0]["bound"] is None
+
+
+def test_a_stopped_box_search_states_the_bound_it_reports():
+    # With no points to check, the log said "no purchase cheaper than 0 can pass" beside a bound
+    # of 3.6 (the policy-free minimum), and "the cheapest of 1 rays".
+    result = size(fleetplan.load_instance(INVENTORY), ["min_time_share>=0.5"], ["k80"], policy="max-min-fairness",
+                  max_points=0)
+    assert result.status == "feasible" and result.bound == pytest.approx(3.6)
+    stopped = next(line for line in result.log if line.startswith("boxes: stopped"))
+    assert stopped.endswith("no purchase cheaper than 3.6 can pass")
+    assert not any("1 rays" in line for line in result.log)
