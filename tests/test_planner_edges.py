@@ -328,3 +328,10 @@ def test_a_stopped_box_search_states_the_bound_it_reports():
     stopped = next(line for line in result.log if line.startswith("boxes: stopped"))
     assert stopped.endswith("no purchase cheaper than 3.6 can pass")
     assert not any("1 rays" in line for line in result.log)
+
+
+def test_size_sweep_table_names_the_policy(capsys, monkeypatch):
+    # The picture's title named the policy ("under no policy"); the terminal's table did not.
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["size", INVENTORY, "--target", "min_time_share>=0.6", "--buy", "k80", "--vary", "price.k80=1"]) == 0
+    assert "sizing against price.k80 (under no policy)" in capsys.readouterr().out

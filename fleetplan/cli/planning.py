@@ -278,7 +278,7 @@ def _size_sweep(args: argparse.Namespace, instance: Any, options: dict[str, Any]
     if args.json:
         print_json({"field": sweep.field, "items": sweep.items, "rows": sweep.rows})
         return 0 if solved else 1
-    table = Table(title=f"sizing against {sweep.field}", header_style="bold")
+    table = Table(title=f"sizing against {sweep.field} (under {args.policy or 'no policy'})", header_style="bold")
     for column in (sweep.field, "status", "cost", "bound", "gap", *sweep.items):
         table.add_column(column, justify="right")
     for row in sweep.rows:
