@@ -274,7 +274,7 @@ def parse_horizon(data: Any, source: str | None = None, base_folder: str | os.Pa
     to ``base_folder``) with a row per option. ``text`` (the file's YAML/JSON) lets errors name
     their line and column."""
     if data is None:  # an empty file (or one of comments only) reads as None in YAML
-        raise InstanceError("$", "the file is empty: a horizon is a mapping of fields (periods, targets, buy, ...)",
+        raise InstanceError("", "the file is empty: a horizon is a mapping of fields (periods, targets, buy, ...)",
                             source)
     if not isinstance(data, dict):
         raise InstanceError("$", f"a horizon is a mapping of fields (periods, targets, buy, ...), not "
