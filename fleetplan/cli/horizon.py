@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from fleetplan.cli.settling import settle
@@ -91,7 +93,7 @@ def handle_horizon(args: argparse.Namespace) -> int:
     with working(f"loading {args.file}", not args.json):
         instance = fleetplan.load_instance(args.file)
         spec = load_horizon(args.horizon)
-    with working(f"planning {spec.periods} {spec.period_name}s", not args.json):
+    with working(f"planning {spec.periods} {spec.period_name}s", not args.json), _policy_flag(args.horizon):
         result = plan_horizon(instance, spec, time_limit=args.time_limit, threads=args.threads, seed=args.seed,
                               mip_rel_gap=args.gap, stochastic=not args.no_stochastic, marginal=args.prices,
                               policy=None if args.policy == "none" else args.policy)
@@ -126,16 +128,37 @@ def handle_sweep(args: argparse.Namespace) -> int:
         check_sweep_report(args, [args.file, args.horizon])
     tls = executor_security(args)
     per_point = 60.0 if args.time_limit is None else args.time_limit
-    result = horizon_whatif(args.file, args.horizon, args.vary, args.output, time_limit=per_point, seed=args.seed,
-                            threads=args.threads, mip_rel_gap=args.gap, stochastic=not args.no_stochastic,
-                            policy=None if args.policy == "none" else args.policy, executor=args.executor,
-                            workers=args.workers, address=args.address, tls=tls, insecure=args.insecure,
-                            resume=args.resume, progress=None if args.json else "auto", plot=True)
+    with _policy_flag(args.horizon):
+        result = horizon_whatif(args.file, args.horizon, args.vary, args.output, time_limit=per_point, seed=args.seed,
+                                threads=args.threads, mip_rel_gap=args.gap, stochastic=not args.no_stochastic,
+                                policy=None if args.policy == "none" else args.policy, executor=args.executor,
+                                workers=args.workers, address=args.address, tls=tls, insecure=args.insecure,
+                                resume=args.resume, progress=None if args.json else "auto", plot=True)
     return finish_sweep(args, result, SWEEP_FIELDS,
                         question=f"how the cheapest purchase schedule and its cost move with {', '.join(result.varied)}",
                         inputs={"instance": args.file, "horizon": args.horizon, "vary": " ".join(args.vary),
                                 "time limit per point (s)": per_point,
                                 "results folder": args.output})
+
+
+@contextlib.contextmanager
+def _policy_flag(horizon: str | None = None) -> Iterator[None]:
+    """The library names its ``policy`` parameter; the command's error names the flag. A field
+    of the horizon found wrong only against the instance (a target's metric, a GPU type to buy)
+    names the horizon file, as its other errors do."""
+    from fleetplan.cli.common import CommandError
+    from fleetplan.errors import InstanceError
+    from fleetplan.planning.horizon.spec import HorizonSpec
+
+    try:
+        yield
+    except InstanceError as error:
+        if error.path == "policy":
+            raise CommandError(f"--policy: {error.reason}") from None
+        field = error.path.split(".")[0].split("[")[0]
+        if horizon and error.source is None and field in HorizonSpec.model_fields:
+            raise InstanceError(error.path, error.reason, horizon, error.more) from None
+        raise
 
 
 def _write(args: argparse.Namespace, result: Any, spec: Any) -> None:
@@ -164,12 +187,14 @@ def _write(args: argparse.Namespace, result: Any, spec: Any) -> None:
 def _report(args: argparse.Namespace, result: Any, spec: Any, figure: Any) -> None:
     from fleetplan.cli.report import table_html, write_report
 
-    orders = [[row["scenario"], row["period"], row["item"], f"{row['ordered']:,.6g}", f"{row['arriving']:,.6g}",
-               f"{row['retiring']:,.6g}", f"{row['installed']:,.6g}", f"{row['capex']:,.6g}"]
+    # Every amount as the terminal's table prints it (_money): 7,527 there is not 7,527.2 here.
+    orders = [[row["scenario"], row["period"], row["item"],
+               *(_units(row["item"], row[name]) for name in ("ordered", "arriving", "retiring", "installed")),
+               _money(row["capex"], "")]
               for row in result.schedule if row["ordered"] or row["arriving"] or row["retiring"]]
     policy = next((row["policy"] for row in result.periods if row.get("policy")), None)
-    periods = [[row["scenario"], row["period"], f"{row['capex']:,.6g}", f"{row['opex']:,.6g}",
-                "-" if row["budget"] is None else f"{row['budget']:,.6g}",
+    periods = [[row["scenario"], row["period"], _money(row["capex"], ""), _money(row["opex"], ""),
+                _money(row["budget"], ""),
                 ", ".join(f"{name} {'met' if ok else 'MISSED'} ({_measured(row, name)})"
                           for name, ok in row["checks"].items()),
                 *([", ".join(f"{name} {'met' if ok else 'MISSED'} "
@@ -209,6 +234,20 @@ def _measured(row: dict, target: str) -> str:
     metric = target.split(">=")[0].split("<=")[0]
     value = row["metrics"].get(metric)
     return "-" if value is None else f"{value:.4g}"
+
+
+def _is_storage(item: str) -> bool:
+    return item.endswith("/storage")  # placement's REGION/storage: bytes, where GPU items are GPU-hours a day
+
+
+def _units(item: str, value: float | None) -> str:
+    """Units of an item as a planner reads them: bytes of storage as GB/TB (5.52 TB, not
+    5,521,935,940,332), GPUs and GPU-hours as amounts."""
+    from fleetplan.cli.numbers import fmt_bytes
+
+    if value is None or not _is_storage(item):
+        return _money(value, "")
+    return fmt_bytes(value) if value else "0"
 
 
 def _money(value: float | None, currency: str) -> str:
@@ -251,7 +290,8 @@ def render_horizon(console: Any, result: Any) -> None:
     if not result.schedule:
         return
     many = len(result.scenarios) > 1
-    table = Table(title=f"orders per {result.period_name} (in {result.unit})")
+    storage = any(_is_storage(item) for item in result.items)
+    table = Table(title=f"orders per {result.period_name} (in {result.unit}{'; storage in GB/TB' if storage else ''})")
     if many:
         table.add_column("scenario")
     table.add_column(result.period_name, justify="right")
@@ -270,7 +310,7 @@ def render_horizon(console: Any, result: Any) -> None:
         cells.append(str(row["period"]))
         for item in result.items:
             entry = by_key[(row["scenario"], row["period"], item)]
-            cells += [_money(entry["ordered"], "") if entry["ordered"] else "-", _money(entry["installed"], "")]
+            cells += [_units(item, entry["ordered"]) if entry["ordered"] else "-", _units(item, entry["installed"])]
         met = all(row["checks"].values())
         targets = ", ".join(f"{_measured(row, name)}" for name in row["checks"])
         cells += [_money(row["capex"], ""), _money(row["opex"], ""),

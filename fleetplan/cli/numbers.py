@@ -7,8 +7,22 @@ bytes and seconds in readable units, a metric in its glossary unit's one format.
 
 from __future__ import annotations
 
+import math
+
 # Rows of a plan shown before "... N more" (the per-kind views and the plan renderer).
 PREVIEW_ROWS = 10
+
+# An infinite value printed as what it means, never "inf" (the JSON holds null): a VSS is
+# infinite when the mean scenario's orders leave some scenario unservable. Any other infinite
+# or NaN value (an infeasible sizing's bound) prints as "-", as a missing one does.
+INFINITE_MEANINGS = {"vss": "mean plan unservable"}
+
+
+def _not_finite(value: object, name: str | None = None) -> str | None:
+    """The text for a NaN or infinite ``value``, or None for a finite one."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return INFINITE_MEANINGS.get(name or "", "-") if value > 0 else "-"
+    return None
 
 
 def fmt(value: float | None, digits: int = 6) -> str:
@@ -21,7 +35,9 @@ def fmt_number(value: float | None, digits: int = 6) -> str:
     """A count or an amount as a planner writes it: 18,000 (not 1.8e+04), 3.2, 568."""
     from fleetplan.instances.glossary import fmt_number as glossary_number
 
-    return "-" if value is None else glossary_number(value, digits)
+    if value is None:
+        return "-"
+    return _not_finite(value) or glossary_number(value, digits)
 
 
 def fmt_gap(gap: float | None) -> str:
@@ -49,6 +65,8 @@ def fmt_measure(name: str, value: float | None, digits: int = 6, scope: str | No
     chosen by the value (1.0957 and 0.6794 of one metric print alike)."""
     from fleetplan.instances.glossary import format_value
 
-    return format_value(name, value, digits, scope)
+    if value is not None and (name == "gap" or name.endswith("_gap")):  # a gap prints one way everywhere
+        return _not_finite(value, name) or fmt_gap(value)
+    return _not_finite(value, name) or format_value(name, value, digits, scope)
 
 

@@ -290,11 +290,11 @@ def _size_sweep(args: argparse.Namespace, instance: Any, options: dict[str, Any]
     if args.json:
         print_json({"field": sweep.field, "items": sweep.items, "rows": sweep.rows})
         return 0 if solved else 1
-    table = Table(title=f"sizing against {sweep.field}", header_style="bold")
+    table = Table(title=f"sizing against {sweep.field} (under {args.policy or 'no policy'})", header_style="bold")
     for column in (sweep.field, "status", "cost", "bound", "gap", *sweep.items):
         table.add_column(column, justify="right")
     for row in sweep.rows:
-        table.add_row(f"{row[sweep.field]:g}", row["status"], fmt_number(row["cost"]), fmt_number(row["bound"]),
+        table.add_row(fmt_number(row[sweep.field]), row["status"], fmt_number(row["cost"]), fmt_number(row["bound"]),
                       fmt_gap(row["gap"]), *(fmt_number(row[item]) for item in sweep.items))
     stdout.print(table)
     for flag, path in (("the table", args.output), ("the picture", args.plot), ("the report", args.report)):
@@ -369,7 +369,8 @@ def handle_compare(args: argparse.Namespace) -> int:
         _compare_report(args, table)
     settle(EXIT_OK)
     if args.json:
-        print_json({"kind": table.kind, "columns": table.columns, "rows": table.rows, "output": args.output})
+        print_json({"kind": table.kind, "columns": table.columns, "solvers": table.solvers, "rows": table.rows,
+                    "output": args.output})
         return 0
     render_comparison(stdout, table)
     if args.output:

@@ -14,11 +14,6 @@ from typing import Any
 from fleetplan.cli.settling import settle
 
 
-def _plural(unit: str, count: float) -> str:
-    """"GPUs" for 24, "GPU" for 1; units that are not counts as they are."""
-    return f"{unit}s" if unit in ("GPU", "server", "machine") and count != 1 else unit
-
-
 def check_pictures(args: argparse.Namespace) -> None:
     """--plot names a picture format, --report an HTML file: refused before any work."""
     from fleetplan.cli.common import CommandError
@@ -37,6 +32,7 @@ def _size_pictures(args: argparse.Namespace, instance: Any, result: Any) -> None
     import fleetplan
     from fleetplan.cli.render import fmt_measure
     from fleetplan.cli.report import table_html, write_report
+    from fleetplan.cli.views import purchase_rows
     from fleetplan.instances.glossary import describe
     from fleetplan.instances.outputs import save_figure
     from fleetplan.plotting.planning import plot_sizing
@@ -51,8 +47,7 @@ def _size_pictures(args: argparse.Namespace, instance: Any, result: Any) -> None
     if args.plot:
         save_figure(figure, args.plot)
     if args.report:
-        rows = [[name, f"{units_bought:,.6g}", _plural(result.units.get(name, ""), units_bought)]
-                for name, units_bought in result.additions.items() if units_bought]
+        rows = [list(row) for row in purchase_rows(result)]  # as the terminal prints them
         notes = [part.strip() for part in result.message.split(";") if part.strip().startswith("warning")]
         checks = [[str(t), "-" if before is None else fmt_measure(t.metric, before.get(t.metric), scope=instance.kind),
                    fmt_measure(t.metric, result.metrics.get(t.metric), scope=instance.kind),
@@ -84,6 +79,7 @@ def render_sizing(console: Any, result: Any) -> None:
     from rich.table import Table
 
     from fleetplan.cli.render import fmt_gap, fmt_measure, fmt_number
+    from fleetplan.cli.views import purchase_rows
 
     console.print(f"[bold]{result.status}[/]: {result.message}" if result.message else f"[bold]{result.status}[/]")
     bought = {name: units for name, units in result.additions.items() if units}
@@ -92,14 +88,8 @@ def render_sizing(console: Any, result: Any) -> None:
         table.add_column("buy")
         table.add_column("units", justify="right")
         table.add_column("unit")
-        for name, units in bought.items():
-            unit = result.units.get(name, "")
-            if unit == "GPU-hours/day":  # and as GPUs running all day
-                table.add_row(name, fmt_number(round(units, 3)), f"GPU-hours/day = {units / 24:,.1f} GPUs all day")
-            elif unit == "bytes":
-                table.add_row(name, fmt_measure("storage_bytes", units), "")
-            else:
-                table.add_row(name, fmt_number(units), _plural(unit, units))
+        for row in purchase_rows(result):
+            table.add_row(*row)
         console.print(table)
     elif result.success:
         console.print("nothing to buy: the instance meets the targets as it is", markup=False)
@@ -150,18 +140,22 @@ def render_marginal(console: Any, values: Any) -> None:
     if duals:
         table.add_column("LP dual / unit", justify="right", overflow="fold")
 
-    def cell(change: dict | None, name: str) -> str:
+    def cell(change: dict | None, name: str, text: str | None = None) -> str:
         if change is None or name not in change:
             return "-"
+        if name == "objective" and text:  # the kind's exact reading (binpack's encoded score)
+            return text
         value = change[name]
-        if abs(value) < 1e-9 * max(1.0, abs(values.objective or 0.0)):
+        reference = values.objective if name == "objective" else values.metrics.get(name)  # its own scale
+        if abs(value) < 1e-9 * max(1.0, abs(reference or 0.0)):
             return "0"
         if name == "objective":
             return f"{'+' if value > 0 else '-'}{fmt_number(abs(value), 4)}"
         return format_change(name, value, values.kind)
 
     for v in values.values:
-        cells = [f"{cell(v.more, name)} / {cell(v.fewer, name)}" for name in shown]
+        cells = [f"{cell(v.more, name, v.objective_text.get('more'))} / "
+                 f"{cell(v.fewer, name, v.objective_text.get('fewer'))}" for name in shown]
         if duals:
             cells.append("-" if v.dual is None else (fmt_number(v.dual, 4) + (" (local)" if v.dual_note else "")))
         table.add_row(v.capacity, v.unit, *cells)
@@ -177,19 +171,17 @@ def render_marginal(console: Any, values: Any) -> None:
 def _compare_report(args: argparse.Namespace, table: Any) -> None:
     from fleetplan.cli.render import fmt_measure
     from fleetplan.cli.report import table_html, write_report
-    from fleetplan.instances.glossary import format_change
+    from fleetplan.cli.views import comparison_changes
     from fleetplan.plotting.planning import plot_comparison
 
     rows = []
-    for row in table.rows:
+    for row in table.rows:  # the terminal's change texts (views.comparison_changes), and the verdict
         cells = [fmt_measure(row["metric"], value, scope=table.kind) for value in row["values"]]
-        texts = row.get("change_texts") or [None] * len(row["changes"])
-        for change, word, text in zip(row["changes"], row["verdicts"], texts, strict=True):
-            shown = text or ("-" if change is None else format_change(row["metric"], change, table.kind))
-            cells.append(f"{shown} {word or ''}".strip())
+        cells += [f"{text} {word}" if word in ("better", "worse") else text
+                  for text, word in comparison_changes(row, table.kind)]
         rows.append([row["metric"], row["unit"], *cells])
     header = ["metric", "unit", *table.columns, *[f"change ({label})" for label in table.columns[1:]]]
-    write_report(args.report, f"{table.kind} plans compared",
+    write_report(args.report, table.title(),
                  question=f"which of {', '.join(table.columns)} serves better, metric by metric",
                  inputs={"plans": ", ".join(args.plans), "instances": ", ".join(args.instance)},
                  sections=[("The plans side by side (judged)", table_html(header, rows))],
@@ -213,9 +205,9 @@ def render_comparison(console: Any, table: Any) -> None:
     from rich.table import Table
 
     from fleetplan.cli.render import fmt_measure
-    from fleetplan.instances.glossary import format_change
+    from fleetplan.cli.views import comparison_changes
 
-    view = Table(title=f"{table.kind} plans compared with {table.columns[0]}", header_style="bold")
+    view = Table(title=table.title(), header_style="bold")
     view.add_column("metric", overflow="fold")
     view.add_column("unit")
     for label in table.columns:
@@ -224,18 +216,7 @@ def render_comparison(console: Any, table: Any) -> None:
         view.add_column(f"change ({label})", justify="right")
     for row in table.rows:
         cells = [fmt_measure(row["metric"], value, scope=table.kind) for value in row["values"]]
-        texts = row.get("change_texts") or [None] * len(row["changes"])
-        for change, word, exact in zip(row["changes"], row["verdicts"], texts, strict=True):
-            if exact is not None and word != "same":  # binpack's exact order; objectives not comparable
-                text = exact
-            elif change is None:
-                text = "-"
-            elif word == "same":
-                text = "same"
-            elif row["metric"] == "objective":
-                text = f"{'+' if change > 0 else ''}{fmt_measure('objective', change, scope=table.kind)}"
-            else:
-                text = format_change(row["metric"], change, table.kind)  # fractions in percentage points
+        for text, word in comparison_changes(row, table.kind):
             if word in ("better", "worse"):
                 text = f"{text} [{'green' if word == 'better' else 'red'}]{word}[/]"
             cells.append(text)
@@ -268,8 +249,10 @@ def finish_sweep(args: argparse.Namespace, result: Any, fields: tuple[str, ...],
         whatif_report(args, result, **report)
         result.files.append(args.report)
     settle(code)  # the sweep's files are in place
-    if args.json:
-        print_json({name: getattr(result, name) for name in fields})
+    if args.json:  # JSON has no infinity (a horizon's VSS can be one): null there
+        from fleetplan.instances.base import json_safe
+
+        print_json(json_safe({name: getattr(result, name) for name in fields}))
     else:
         render_sweep(stdout, result)
         for path in result.files:
@@ -283,13 +266,13 @@ def whatif_report(args: argparse.Namespace, result: Any, question: str | None = 
     solver's metrics (a horizon's schedules)."""
     from pathlib import Path
 
-    from fleetplan.cli.render import fmt_measure
+    from fleetplan.cli.render import fmt_measure, fmt_number
     from fleetplan.cli.report import table_html, write_report
 
     columns = [*result.metrics]
     for name in result.frontier:
         columns.insert(columns.index(name) + 1, f"frontier_{name}")
-    rows = [[*(row.get(name) for name in result.varied), row.get("status"),
+    rows = [[*(fmt_number(row.get(name)) for name in result.varied), row.get("status"),  # 100,000 not 100000.0
              *(fmt_measure(name.removeprefix("frontier_"), row.get(name), 4) for name in columns)] for row in result.rows]
     picture = Path(args.output) / "whatif.png"
     figures = [("the sweep", picture)] if picture.exists() else []
@@ -305,7 +288,7 @@ def whatif_report(args: argparse.Namespace, result: Any, question: str | None = 
 def render_sweep(console: Any, result: Any) -> None:
     from rich.table import Table
 
-    from fleetplan.cli.render import fmt_measure
+    from fleetplan.cli.render import fmt_measure, fmt_number
 
     table = Table(title=f"what if: {', '.join(result.varied)} (under {result.solver or 'the default solver'})",
                   header_style="bold")
@@ -315,7 +298,7 @@ def render_sweep(console: Any, result: Any) -> None:
     for name in [*result.varied, "status", *columns]:
         table.add_column(name, justify="right", overflow="fold")
     for row in result.rows:
-        table.add_row(*[str(row.get(name)) for name in result.varied], str(row.get("status")),
+        table.add_row(*[fmt_number(row.get(name)) for name in result.varied], str(row.get("status")),
                       *[fmt_measure(name.removeprefix("frontier_"), row.get(name), 4) for name in columns])
     console.print(table)
     for line in result.warnings:

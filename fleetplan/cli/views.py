@@ -217,3 +217,46 @@ class BinpackView(KindView):
         from fleetplan.instances.binpack.evaluate import preemptions_by_priority
 
         return {"preempted_by_priority": preemptions_by_priority(evaluation.metrics)}
+
+
+def comparison_changes(row: dict[str, Any], kind: str) -> list[tuple[str, str | None]]:
+    """One ``compare`` row's change cells against the first plan, as (text, verdict): the
+    terminal and the report print these same texts ("same", "+12.9 pp", binpack's exact order)."""
+    from fleetplan.cli.numbers import fmt_measure
+    from fleetplan.instances.glossary import format_change
+
+    cells = []
+    texts = row.get("change_texts") or [None] * len(row["changes"])
+    for change, word, exact in zip(row["changes"], row["verdicts"], texts, strict=True):
+        if exact is not None and word != "same":  # binpack's exact order; objectives not comparable
+            text = exact
+        elif change is None:
+            text = "-"
+        elif word == "same":
+            text = "same"
+        elif row["metric"] == "objective":
+            text = f"{'+' if change > 0 else ''}{fmt_measure('objective', change, scope=kind)}"
+        else:
+            text = format_change(row["metric"], change, kind)  # fractions in percentage points
+        cells.append((text, word))
+    return cells
+
+
+def purchase_rows(result: Any) -> list[tuple[str, str, str]]:
+    """A sizing's purchase as (what, units, unit) texts, the terminal's and the report's alike:
+    counts with thousands marks, bytes in GB/TB, GPU-hours a day also as GPUs running all day."""
+    from fleetplan.cli.numbers import fmt_measure
+
+    rows = []
+    for name, units in result.additions.items():
+        if not units:
+            continue
+        unit = result.units.get(name, "")
+        if unit == "GPU-hours/day":
+            rows.append((name, fmt_number(round(units, 3)), f"GPU-hours/day = {units / 24:,.1f} GPUs all day"))
+        elif unit == "bytes":
+            rows.append((name, fmt_measure("storage_bytes", units), ""))
+        else:  # "GPUs" for 24, "GPU" for 1
+            plural = unit in ("GPU", "server", "machine") and units != 1
+            rows.append((name, fmt_number(units), f"{unit}s" if plural else unit))
+    return rows

@@ -33,6 +33,14 @@ class Comparison:
     columns: list[str]
     rows: list[dict[str, Any]] = field(default_factory=list)
     decisive: list[str] = field(default_factory=list)  # the kind's metrics a reader decides on
+    # Each plan's solver (its policy), by label: a file name alone does not say which policy ran.
+    solvers: dict[str, str] = field(default_factory=dict)
+
+    def title(self) -> str:
+        """``"allocation plans compared with a (max-min-fairness), b (max-throughput)"``: the
+        first plan is the reference; each plan named with the solver that made it."""
+        named = [f"{label} ({self.solvers[label]})" if self.solvers.get(label) else label for label in self.columns]
+        return f"{self.kind} plans compared with {named[0]}" + (f": {', '.join(named[1:])}" if len(named) > 1 else "")
 
     def row(self, metric: str) -> dict[str, Any]:
         for row in self.rows:
@@ -89,8 +97,8 @@ def compare(plans: dict[str, tuple[Any, Any]], metrics: list[str] | None = None)
         raise InstanceError("PLAN", f"plans of different kinds cannot be compared ({', '.join(sorted(kinds))})")
     for label, (instance, plan) in plans.items():
         if instance.kind != plan.kind:
-            raise InstanceError("--instance", f"{label}: a {plan.kind} plan needs a {plan.kind} instance, "
-                                              f"not {instance.kind}")
+            raise InstanceError("--instance", f"{label}: a plan of kind {plan.kind} needs an instance of "
+                                              f"kind {plan.kind}, not {instance.kind}")
     verdicts = {label: evaluate(instance, plan) for label, (instance, plan) in plans.items()}
     kind = next(iter(kinds))
     # Objectives of different policies are different quantities (a normalised max-min value and
@@ -99,7 +107,8 @@ def compare(plans: dict[str, tuple[Any, Any]], metrics: list[str] | None = None)
     exact_order = planning_kind(kind).objective_difference()
     columns = list(verdicts)
     names = metrics or _default_metrics(list(verdicts.values()))
-    table = Comparison(kind=kind, columns=columns, decisive=[n for n in planning_kind(kind).decisive if n in names])
+    table = Comparison(kind=kind, columns=columns, decisive=[n for n in planning_kind(kind).decisive if n in names],
+                       solvers={label: str(getattr(plan, "solver", "") or "") for label, (_, plan) in plans.items()})
     for name in names:
         values = [_value(verdicts[label], name) for label in columns]
         entry = describe(name, kind)

@@ -64,6 +64,10 @@ class Marginal:
     fewer: dict[str, float] | None
     dual: float | None = None
     dual_note: str = ""
+    # Where the objective is an encoding whose differences mean nothing as numbers (binpack's
+    # RMS score packs an order into one float): the kind's exact reading of the change, per
+    # "more" and "fewer" ("1 more workload placed"), shown instead of the number.
+    objective_text: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -140,11 +144,13 @@ def marginal_values(instance: Any, solver: str | None = None, *, metrics: Sequen
     hold = kind.hold_plan if hold_plan is None else hold_plan
     result.held_plan = hold
 
-    def change(build: Callable[[], Any]) -> dict[str, float] | None:
+    exact_order = kind.objective_difference()
+
+    def change(build: Callable[[], Any]) -> tuple[dict[str, float] | None, str | None]:
         try:
             trial = build()
             if trial is None:
-                return None
+                return None, None
             if isinstance(trial, WorkerCounts) and (hold or warm is None):
                 trial = trial.instance()
             if hold:
@@ -152,16 +158,16 @@ def marginal_values(instance: Any, solver: str | None = None, *, metrics: Sequen
             else:
                 outcome = solve(trial)
                 if not outcome.success or outcome.evaluation is None or outcome.objective is None:
-                    return None
+                    return None, None
                 evaluation = outcome.evaluation
         except InstanceError:  # e.g. one GPU fewer leaves a job nowhere to run
-            return None
+            return None, None
         out = {"objective": evaluation.objective - base.evaluation.objective}
         for name in reported:
             value = evaluation.metrics.get(name)
             if value is not None and math.isfinite(value):
                 out[name] = value - result.metrics[name]
-        return out
+        return out, (exact_order(base.evaluation, evaluation)[0] if exact_order is not None else None)
 
     units = list(kind.capacity_units(instance))
     builds = [build for _, _, more, fewer in units for build in (more, fewer) if build is not None]
@@ -169,8 +175,10 @@ def marginal_values(instance: Any, solver: str | None = None, *, metrics: Sequen
         workers = default_workers(len(builds), base_seconds)
     changes = iter(shared.run_shared(change, builds, workers))
     for name, unit, more, fewer in units:
-        value = Marginal(name, unit, next(changes) if more is not None else None,
-                         next(changes) if fewer is not None else None)
+        (up, up_text), (down, down_text) = (next(changes) if more is not None else (None, None),
+                                            next(changes) if fewer is not None else (None, None))
+        value = Marginal(name, unit, up, down)
+        value.objective_text = {side: text for side, text in (("more", up_text), ("fewer", down_text)) if text}
         if name in duals:
             value.dual, value.dual_note = _judge_dual(duals[name], value, result.sense, base.solver)
         result.values.append(value)

@@ -56,6 +56,26 @@ TARGETABLE: dict[str, dict[str, tuple[Op, str]]] = {
     },
 }
 
+# The values a target may take whatever the instance, checked when it is read (so a sizing
+# sweep refuses a bad value before its first point runs): (lowest, highest, lowest included).
+# The kinds' sizers keep the checks that need the instance.
+_VALUE_RANGES: dict[str, tuple[float, float, bool, str]] = {
+    "min_time_share": (0.0, 1.0, True, "min_time_share must be >= 0 and at most 1 (a fraction of time)"),
+    "min_throughput_vs_fastest": (0.0, math.inf, True, "min_throughput_vs_fastest must be >= 0"),
+    "min_speedup_over_isolated": (0.0, math.inf, True, "min_speedup_over_isolated must be >= 0"),
+    "total_throughput": (0.0, math.inf, True, "total_throughput must be >= 0"),
+    "makespan_s": (0.0, math.inf, False, "makespan_s must be a positive number of seconds"),
+    "hp_demand_supply_max": (0.0, math.inf, False, "hp_demand_supply_max must be positive"),
+    "hp_demand_supply_max_per_type": (0.0, math.inf, False, "hp_demand_supply_max_per_type must be positive"),
+    "hp_gpu_hours_unserved": (0.0, math.inf, True, "hp_gpu_hours_unserved must be >= 0"),
+    "storage_over_capacity_bytes": (0.0, math.inf, True, "storage_over_capacity_bytes must be >= 0"),
+    "slo_missed_jobs": (0.0, 0.0, True, "only slo_missed_jobs<=0 can be sized for (every SLO met)"),
+    "shortfall_rru": (0.0, 0.0, True, "only shortfall_rru<=0 can be sized for (every request met)"),
+    "unplaced_workloads": (0.0, 0.0, True, "only unplaced_workloads<=0 can be sized for"),
+    "preempted_jobs": (0.0, 0.0, True, "only preempted_jobs<=0 can be sized for"),
+    "tasks_pending": (0.0, 0.0, True, "only tasks_pending<=0 can be sized for"),
+}
+
 # A measured value within this (relative, and absolute for values near 0) of the target meets it:
 # LP solutions are feasible only to about 1e-7.
 TOLERANCE = 1e-6
@@ -121,6 +141,10 @@ def parse_target(text: str, kind: str) -> Target:
         raise InstanceError("--target", f"'{text}': '{raw[:30]}' is not a number") from None
     if not math.isfinite(value):
         raise InstanceError("--target", f"'{text}': the value must be finite")
+    if metric in _VALUE_RANGES:
+        low, high, closed, rule = _VALUE_RANGES[metric]
+        if value > high or value < low or (value == low and not closed):
+            raise InstanceError("--target", f"'{text}': {rule}")
     return Target(metric, op, value)  # type: ignore[arg-type]
 
 

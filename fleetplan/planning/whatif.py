@@ -147,7 +147,11 @@ def check_paths(data: dict[str, Any], varies: Sequence[Vary]) -> None:
         if vary.path in seen:
             raise InstanceError("--vary", f"{vary.path} is varied twice")
         seen.add(vary.path)
-        for value in leaves(data, vary.path):
+        try:
+            found = leaves(data, vary.path)
+        except InstanceError as error:  # named by its flag, as every other --vary error is
+            raise InstanceError("--vary", f"{error.path}: {error.reason}") from None
+        for value in found:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise InstanceError("--vary", f"{vary.path} names a {type(value).__name__}, not a number")
 

@@ -277,7 +277,11 @@ def _order_summary(result: HorizonResult) -> str:
     if not orders:
         return "nothing to order"
     first = sorted(orders.items(), key=lambda item: (item[0][1], item[0][0]))[:3]
-    shown = ", ".join(f"{units:g} {item} in {result.period_name} {period}"
+    from fleetplan.instances.glossary import fmt_bytes, fmt_number
+
+    # Bytes of storage as GB/TB, other units as amounts: never 3.20272e+11 in a sentence.
+    shown = ", ".join(f"{fmt_bytes(units) if item.endswith('/storage') else fmt_number(units)} {item} "
+                      f"in {result.period_name} {period}"
                       + (f" ({scenario})" if len(result.scenarios) > 1 else "")
                       for (scenario, period, item), units in first)
     return f"orders: {shown}{' ...' if len(orders) > 3 else ''}"

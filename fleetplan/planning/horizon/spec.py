@@ -273,9 +273,16 @@ def parse_horizon(data: Any, source: str | None = None, base_folder: str | os.Pa
     """Validate a horizon given as a dict (a parsed file). ``buy`` may name a CSV file (relative
     to ``base_folder``) with a row per option. ``text`` (the file's YAML/JSON) lets errors name
     their line and column."""
+    if data is None:  # an empty file (or one of comments only) reads as None in YAML
+        raise InstanceError("", "the file is empty: a horizon is a mapping of fields (periods, targets, buy, ...)",
+                            source)
     if not isinstance(data, dict):
         raise InstanceError("$", f"a horizon is a mapping of fields (periods, targets, buy, ...), not "
                                  f"{type(data).__name__}", source)
+    if "kind" in data and "periods" not in data:  # the arguments swapped: one line, not one per field
+        raise InstanceError("$", f"this is an instance file (kind {str(data['kind'])[:40]!r}), not a horizon: give "
+                                 "the instance first, then the horizon (fleetplan horizon INSTANCE HORIZON.yaml)",
+                            source)
     data = dict(data)
     if isinstance(data.get("buy"), str):
         data["buy"] = read_buy_table(Path(base_folder or ".") / data["buy"])

@@ -102,7 +102,9 @@ def horizon_whatif(instance: Any, horizon: Any, varies: Sequence[Any], out: str 
         raise InstanceError("mip_rel_gap", f"{gap!r}: a fraction from 0 to 1")
     grid = points(parsed)
     for point in {0: grid[0], len(grid) - 1: grid[-1]}.values():
-        _point_problem(base, instance_data, horizon_data, point)  # an impossible range fails before anything runs
+        # An impossible range fails before anything runs; so does a horizon that does not fit the
+        # instance (a target's metric, a GPU type to buy): each point would fail alike.
+        _check_point(*_point_problem(base, instance_data, horizon_data, point), point)
     if policy is not None and not isinstance(policy, str):
         raise InstanceError("policy", f"expected a solver name, got {type(policy).__name__}")
     if policy not in (None, "default"):  # a misspelt policy fails here, not once per point
@@ -174,6 +176,22 @@ def _point_problem(base: Any, instance_data: dict[str, Any], horizon_data: dict[
     except InstanceError as error:
         raise InstanceError(error.path, error.reason, f"the point {point_label(point)}") from None
     return instance, spec
+
+
+def _check_point(instance: Any, spec: Any, point: dict[str, Any]) -> None:
+    """What :func:`~fleetplan.planning.horizon.plan_horizon` checks of the instance and the
+    horizon together before it solves (the kind, the targets, what may be bought, the budgets)."""
+    from fleetplan.planning.horizon import horizon_kinds
+    from fleetplan.planning.horizon.schedule import check_budgets, periods_for
+    from fleetplan.planning.whatif import point_label
+
+    if getattr(instance, "kind", None) not in horizon_kinds():
+        raise InstanceError("kind", f"planning over time is built for {', '.join(horizon_kinds())}, not "
+                                    f"{getattr(instance, 'kind', type(instance).__name__)}")
+    try:
+        check_budgets(spec, periods_for(instance, spec, spec.scenario_list()))
+    except InstanceError as error:
+        raise InstanceError(error.path, error.reason, f"the point {point_label(point)}") from None
 
 
 def run_point(cell: Any) -> dict[str, Any]:
@@ -304,7 +322,8 @@ def tabulate(folder: Path, rows: list[dict[str, Any]], grid: list[dict[str, Any]
             record["message"] = row.get("message", "")
         table.append(record)
     names.sort(key=_column_order)
-    result = WhatIfResult(rows=table, varied=[v.path for v in varies], metrics=names, failed=failed, solver="horizon")
+    result = WhatIfResult(rows=table, varied=[v.path for v in varies], metrics=names, failed=failed,
+                          solver="the horizon model")  # the title's "under ...": no policy solves a schedule
     frame = pd.DataFrame(table)
     result.files.append(str(write_table(frame, folder / TABLE_FILE, "csv")))
     result.files.append(str(write_table(frame, folder / PARQUET_FILE, "parquet")))

@@ -205,7 +205,7 @@ def size(instance: Any, targets: Sequence[str | Target], buy: Sequence[str | Pur
     if isinstance(instance, dict):
         instance = instance_from_data(instance, "instance")
     parsed = [t if isinstance(t, Target) else None for t in targets]
-    if any(t is None for t in parsed):
+    if not parsed or any(t is None for t in parsed):  # no target at all is refused there, not sized to nothing
         parsed = parse_targets([str(t) for t in targets], instance.kind)
     purchases = [check_purchase(parse_purchase(item), instance.kind) for item in buy]
     if not purchases:
@@ -217,6 +217,8 @@ def size(instance: Any, targets: Sequence[str | Target], buy: Sequence[str | Pur
                                or not math.isfinite(budget) or budget < 0):
         raise InstanceError("--budget", f"{budget!r}: must be a non-negative finite number")
     time_limit = check_time_limit(time_limit)
+    if policy is not None:  # named by its flag, before any model is built
+        _check_policy(policy, instance.kind)
     sizer = planning_kind(instance.kind).sizer()
     result: SizingResult = sizer(instance, parsed, purchases, budget=budget, policy=policy, time_limit=time_limit,
                                  threads=threads, seed=seed, started=started, **options)
@@ -225,6 +227,18 @@ def size(instance: Any, targets: Sequence[str | Target], buy: Sequence[str | Pur
         result.gap = relative_gap(result.cost, result.bound)
     result.wall_s = time.perf_counter() - began
     return result
+
+
+def _check_policy(policy: Any, kind: str) -> None:
+    """``policy`` names a forward solver of ``kind``; otherwise one error naming ``--policy``."""
+    from fleetplan.solvers.base import get_solver
+
+    if not isinstance(policy, str) or not policy:
+        raise InstanceError("--policy", f"{policy!r}: name a solver of {kind} (`fleetplan solvers {kind}`)")
+    try:
+        get_solver(kind, policy)
+    except InstanceError as error:
+        raise InstanceError("--policy", error.reason) from None
 
 
 def time_left(limit: float | None, started: float) -> float | None:
@@ -251,13 +265,17 @@ def check_targets(targets: Sequence[Target], metrics: dict[str, float]) -> dict[
 
 
 def describe_misses(targets: Sequence[Target], metrics: dict[str, float]) -> str:
-    """``"min_time_share 0.47 < 0.5"`` for each missed target, joined."""
+    """``"min_time_share 47.00% < 50.00%"`` for each missed target, joined: each number in its
+    metric's one format (a fraction as a percentage, as the tables print it)."""
+    from fleetplan.instances.glossary import format_value
+
     missed = []
     for target in targets:
         if not target.holds(metrics):
             measured = metrics.get(target.metric)
-            shown = "missing" if measured is None else f"{measured:.6g}"
-            missed.append(f"{target.metric} {shown} {'<' if target.op == '>=' else '>'} {target.value:g}")
+            shown = "missing" if measured is None else format_value(target.metric, measured)
+            missed.append(f"{target.metric} {shown} {'<' if target.op == '>=' else '>'} "
+                          f"{format_value(target.metric, target.value)}")
     return ", ".join(missed)
 
 

@@ -331,7 +331,8 @@ def _ray_and_trim(start: np.ndarray, cap: np.ndarray, price: np.ndarray, budget:
     if best is None:
         log.append("ray: no purchase along the rays from the policy-free purchase to the MAX passes")
         return None
-    log.append(f"ray: {float(price @ best):g} passes (the cheapest of {len(ends) if len(ends) > 2 else 1} rays)")
+    rays = len(ends) if len(ends) > 2 else 1
+    log.append(f"ray: {float(price @ best):g} passes ({f'the cheapest of {rays} rays' if rays > 1 else 'the one ray'})")
     for k in np.argsort(-price):  # the dearest type first: trimming it saves the most
         step = max(int(best[k]) // 2, 1)
         while step >= 1 and best[k] > 0 and not out_of_time():

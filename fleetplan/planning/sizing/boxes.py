@@ -90,7 +90,7 @@ def search_boxes(price: Sequence[float], cap: Sequence[int], box_bound: Callable
         if outcome.checked >= max_points or boxes >= max_boxes or (deadline is not None and time.perf_counter() >= deadline):
             outcome.stopped = "time" if outcome.checked < max_points and boxes < max_boxes else "points"
             outcome.log.append(f"boxes: stopped after {outcome.checked} purchases checked and {boxes} boxes tested "
-                               f"({outcome.stopped}); no purchase cheaper than {cost:g} can pass")
+                               f"({outcome.stopped}); no purchase cheaper than {outcome.bound:g} can pass")  # the bound reported
             return outcome
         heapq.heappop(heap)
         if not tested:

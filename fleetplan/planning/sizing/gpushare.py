@@ -288,9 +288,12 @@ def size_gpushare(instance: Any, targets: Sequence[Target], purchases: Sequence[
     result.gap = relative_gap(cost, result.bound)
     result.status = ("optimal" if result.gap == 0 else "feasible") if met else "time_limit"
     result.stats = {"nodes_added_after_the_bound": float(rounds)}
-    result.message = (f"{sum(counts)} nodes bought for {cost:g}; the bound (pooled, and node by node on today's nodes) "
-                      f"proves no purchase under "
-                      f"{result.bound:g} places every task" + ("" if met else "; some tasks still pending"))
+    if met and not sum(counts):  # "proves no purchase under 0" says nothing: say why nothing is bought
+        result.message = f"nothing to buy: {policy} places every task on today's nodes"
+    else:
+        result.message = (f"{sum(counts)} {'node' if sum(counts) == 1 else 'nodes'} bought for {cost:g}; the bound "
+                          f"(pooled, and node by node on today's nodes) proves no purchase under "
+                          f"{result.bound:g} places every task" + ("" if met else "; some tasks still pending"))
     return result
 
 

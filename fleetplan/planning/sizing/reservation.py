@@ -129,8 +129,9 @@ def size_reservation(instance: Any, targets: Sequence[Target], purchases: Sequen
     result.policy = solver
     proven = proven and (result.gap or 0) <= mip_rel_gap + 1e-9
     result.status = "optimal" if proven else ("time_limit" if outcome["status"] == "time_limit" else "feasible")
-    result.message = (f"bought in racks of {rack_size} server(s); the sized instance meets every target under "
-                      f"{solver} (solved and judged)")
+    bought = f"bought in racks of {rack_size} server(s)" if any(result.additions.values()) else "nothing to buy"
+    result.message = (f"{bought}; the {'sized ' if bought != 'nothing to buy' else ''}instance meets every target "
+                      f"under {solver} (solved and judged)")
     return result
 
 

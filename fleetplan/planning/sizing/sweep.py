@@ -25,7 +25,7 @@ from typing import Any
 
 from fleetplan.errors import InstanceError
 from fleetplan.planning.sizing import Purchase, parse_purchase, size
-from fleetplan.planning.targets import Target, parse_targets
+from fleetplan.planning.targets import Target, parse_target, parse_targets
 
 
 @dataclass
@@ -54,6 +54,12 @@ def size_sweep(instance: Any, targets: Sequence[str | Target], buy: Sequence[str
         if name not in {t.metric for t in goal}:
             raise InstanceError("--vary", f"'{parsed.path}': no --target on {name} to vary "
                                           f"(targets: {', '.join(t.metric for t in goal)})")
+        op = next(t.op for t in goal if t.metric == name)
+        for value in parsed.values:  # every value a valid target before the first sizing runs
+            try:
+                parse_target(f"{name}{op}{float(value)!r}", instance.kind)
+            except InstanceError as error:
+                raise InstanceError("--vary", f"'{parsed.path}={value:g}': {error.reason}") from None
     elif kind == "price":
         if name not in {p.name for p in purchases}:
             raise InstanceError("--vary", f"'{parsed.path}': no --buy {name} to price "
@@ -75,8 +81,10 @@ def size_sweep(instance: Any, targets: Sequence[str | Target], buy: Sequence[str
         else:
             point_options["budget"] = float(value)
         result = size(instance, point_targets, point_buy, **point_options)
+        # An infeasible point's bound is +inf (no purchase passes): null here, as in size's own
+        # JSON (JSON has no infinity; the CSV's empty cell is the table's "-").
         row: dict[str, Any] = {parsed.path: value, "status": result.status, "cost": result.cost,
-                               "bound": result.bound, "gap": result.gap}
+                               "bound": result.to_dict()["bound"], "gap": result.gap}
         row.update({item: result.additions.get(item, 0) if result.success else None for item in sweep.items})
         sweep.rows.append(row)
     return sweep
