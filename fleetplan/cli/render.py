@@ -183,19 +183,22 @@ def render_binding(console: Console, result: Any) -> None:
     if moving and result.duals_source == "lp":
         # A normalised policy's LP price holds its reference fixed; one GPU more moves it.
         label = "binding (LP prices at fixed references, local derivatives; --binding measures a unit)"
+    # The prices are in the objective's better direction: a minimized objective falls by them.
+    sense = getattr(getattr(result, "evaluation", None), "sense", "max")
+    moved = "lowered" if sense == "min" else "gained"
     for family, unit in BINDING_UNITS.items():
         prices = duals.get(family)
         if not prices:
             continue
         ordered = sorted(prices.items(), key=lambda item: -abs(item[1]))
         shown = ", ".join(f"{name} {fmt(value, 3)}/{unit}" for name, value in ordered[:12])
-        console.print(f"{label}: {shown}{' ...' if len(ordered) > 12 else ''}  (objective gained per {unit} added)",
+        console.print(f"{label}: {shown}{' ...' if len(ordered) > 12 else ''}  (objective {moved} per {unit} added)",
                       markup=False)
     slo = duals.get("slo") or {}
     if slo:
         top = sorted(slo.items(), key=lambda item: -item[1])[:5]
         console.print("binding SLOs: " + ", ".join(f"{job} {fmt(value, 3)}" for job, value in top)
-                      + f"{' ...' if len(slo) > 5 else ''}  (objective gained per step/s of SLO relaxed)",
+                      + f"{' ...' if len(slo) > 5 else ''}  (objective {moved} per step/s of SLO relaxed)",
                       markup=False)
 
 

@@ -656,12 +656,29 @@ def fmt_percent(value: float) -> str:
     return f"{100 * value:.2f}%"
 
 
+def fmt_money(value: float) -> str:
+    """An amount of money as a planner writes it: cents below 100,000 (27,696.20, 37.94), whole
+    units above (1,234,567), three significant digits below 1 (0.057).
+
+    >>> fmt_money(27696.2), fmt_money(1234567.8), fmt_money(0.0571)
+    ('27,696.20', '1,234,568', '0.0571')
+    """
+    magnitude = abs(value)
+    if magnitude == 0:
+        return "0"
+    if magnitude < 1:
+        return f"{value:.3g}"
+    return f"{value:,.0f}" if magnitude >= 1e5 else f"{value:,.2f}"
+
+
 _UNIT_FORMATS = {
     "fraction": fmt_percent,
     "bytes": fmt_bytes,
     "s": fmt_duration,
     "min": lambda value: f"{value:.3g} min" if abs(value) < 120 else f"{value:,.0f} min = {value / 60:.3g} h",
     "ms": lambda value: f"{value:.3g} ms",
+    "cost/h": fmt_money,
+    "cost/month": fmt_money,
 }
 # Units printed to 8 significant digits (the judge's objective and terms, scores).
 _PRECISE_UNITS = {"objective", "score"}
