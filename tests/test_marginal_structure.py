@@ -48,7 +48,7 @@ def test_re_solves_from_the_structure_equal_cold_solves(seed):
     structured = 0
     for _, _, more, fewer in allocation_units(instance):
         for build in (more, fewer):
-            if build is None:
+            if not callable(build):  # a unit that cannot be removed says why instead
                 continue
             unit = build()
             session.set_workers(unit.counts)

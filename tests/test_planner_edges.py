@@ -293,7 +293,8 @@ def test_binding_table_shows_each_metrics_change_at_its_own_scale(capsys, monkey
     out = capsys.readouterr().out
     rows = [[cell.strip() for cell in line.strip("│ ").split("│")] for line in out.splitlines()
             if line.startswith("│ dc")]
-    assert rows and all(row[2] == "-1 priority-3 preemptions / -" and row[3] == "-1 / -" and row[4] == "+4 / -"
+    assert rows and all(row[2] == "-1 priority-3 preemptions / no idle machine" and row[3] == "-1 / -"
+                        and row[4] == "+4 / -"
                         for row in rows)
     assert "16,777" not in out
 

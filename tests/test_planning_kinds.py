@@ -106,6 +106,30 @@ def test_reservation_binding_estimates_name_the_servers_that_help(capsys):
     assert "preempted_jobs" in out and "machine" in out
 
 
+def test_reservation_one_rack_fewer_is_measured_and_a_missing_side_says_why(capsys):
+    """4 cpu servers (a rack of 2 per fault domain) hold a 2-RRU fault-domain guarantee: 2 in
+    each domain are needed, so one rack fewer leaves a domain short — infeasible, said so; 'big'
+    has no server to remove — said so, not a bare dash."""
+    from rich.console import Console
+
+    from fleetplan.cli.planning_output import render_marginal
+    from fleetplan.planning.marginal import marginal_values
+
+    values = marginal_values(reservation_region(request=2.0), "mip-highs")
+    by_name = {v.capacity: v for v in values.values}
+    assert by_name["dc0/cpu"].fewer is None and by_name["dc0/cpu"].missing == {"fewer": "infeasible"}
+    assert by_name["dc0/big"].missing == {"fewer": "fewer than 2 here"}
+    # Without the guarantee, 2 RRU fit on the rack that is left: one rack fewer is measured.
+    roomy = {v.capacity: v for v in marginal_values(reservation_region(request=2.0, guarantee="none"),
+                                                     "mip-highs").values}
+    assert roomy["dc0/cpu"].fewer is not None and roomy["dc0/cpu"].missing == {}
+    assert roomy["dc0/cpu"].fewer["shortfall_rru"] == 0
+    console = Console(width=200, record=True)
+    render_marginal(console, values)
+    text = console.export_text()
+    assert "/ infeasible" in text and "/ fewer than 2 here" in text
+
+
 def test_gpushare_marginal_values_add_and_remove_one_node_of_each_model():
     from fleetplan.planning.marginal import gpushare_units, marginal_values
 

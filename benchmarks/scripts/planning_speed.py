@@ -259,6 +259,8 @@ def _against_cold(instance_) -> float:
     worst = 0.0
     for value, (_, _, more, fewer) in zip(values.values, allocation_units(instance_), strict=True):
         for change, build in ((value.more, more), (value.fewer, fewer)):
+            if change is None:  # a GPU type with none to remove
+                continue
             cold = fleetplan.solve(build().instance(), "max-min-fairness")
             answers = {"objective": (values.objective, cold.objective)}
             answers.update({name: (values.metrics[name], cold.evaluation.metrics[name]) for name in change

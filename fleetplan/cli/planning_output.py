@@ -140,8 +140,10 @@ def render_marginal(console: Any, values: Any) -> None:
     if duals:
         table.add_column("LP dual / unit", justify="right", overflow="fold")
 
-    def cell(change: dict | None, name: str, text: str | None = None) -> str:
-        if change is None or name not in change:
+    def cell(change: dict | None, name: str, text: str | None = None, missing: str | None = None) -> str:
+        if change is None:  # the objective's column says why there is no change (infeasible, ...)
+            return missing if name == "objective" and missing else "-"
+        if name not in change:
             return "-"
         if name == "objective" and text:  # the kind's exact reading (binpack's encoded score)
             return text
@@ -154,8 +156,8 @@ def render_marginal(console: Any, values: Any) -> None:
         return format_change(name, value, values.kind)
 
     for v in values.values:
-        cells = [f"{cell(v.more, name, v.objective_text.get('more'))} / "
-                 f"{cell(v.fewer, name, v.objective_text.get('fewer'))}" for name in shown]
+        cells = [f"{cell(v.more, name, v.objective_text.get('more'), v.missing.get('more'))} / "
+                 f"{cell(v.fewer, name, v.objective_text.get('fewer'), v.missing.get('fewer'))}" for name in shown]
         if duals:
             cells.append("-" if v.dual is None else (fmt_number(v.dual, 4) + (" (local)" if v.dual_note else "")))
         table.add_row(v.capacity, v.unit, *cells)

@@ -30,8 +30,9 @@ class Sizer(Protocol):
                  **options: Any) -> Any: ...
 
 
-# A capacity unit a re-solve adds or removes: name, unit, build one more, build one fewer (or None).
-CapacityUnit = tuple[str, str, Callable[[], Any], Callable[[], Any] | None]
+# A capacity unit a re-solve adds or removes: name, unit, build one more, build one fewer (or,
+# where none can be removed, why: "no idle machine").
+CapacityUnit = tuple[str, str, Callable[[], Any], Callable[[], Any] | str]
 
 
 @dataclass(frozen=True)

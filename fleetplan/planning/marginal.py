@@ -68,6 +68,9 @@ class Marginal:
     # RMS score packs an order into one float): the kind's exact reading of the change, per
     # "more" and "fewer" ("1 more workload placed"), shown instead of the number.
     objective_text: dict[str, str] = field(default_factory=dict)
+    # Why a side has no change, per "more" and "fewer": "infeasible" (no plan meets the
+    # constraints with that capacity), "none to remove", "no plan (time_limit)", the error.
+    missing: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -147,10 +150,11 @@ def marginal_values(instance: Any, solver: str | None = None, *, metrics: Sequen
     exact_order = kind.objective_difference()
 
     def change(build: Callable[[], Any]) -> tuple[dict[str, float] | None, str | None]:
+        """The changes, and the kind's reading of the objective's; or None and why there is none."""
         try:
             trial = build()
             if trial is None:
-                return None, None
+                return None, "none to remove"
             if isinstance(trial, WorkerCounts) and (hold or warm is None):
                 trial = trial.instance()
             if hold:
@@ -158,10 +162,10 @@ def marginal_values(instance: Any, solver: str | None = None, *, metrics: Sequen
             else:
                 outcome = solve(trial)
                 if not outcome.success or outcome.evaluation is None or outcome.objective is None:
-                    return None, None
+                    return None, ("infeasible" if outcome.status == "infeasible" else f"no plan ({outcome.status})")
                 evaluation = outcome.evaluation
-        except InstanceError:  # e.g. one GPU fewer leaves a job nowhere to run
-            return None, None
+        except InstanceError as error:  # e.g. one GPU fewer leaves a job nowhere to run
+            return None, f"not valid ({error.path})"
         out = {"objective": evaluation.objective - base.evaluation.objective}
         for name in reported:
             value = evaluation.metrics.get(name)
@@ -170,15 +174,16 @@ def marginal_values(instance: Any, solver: str | None = None, *, metrics: Sequen
         return out, (exact_order(base.evaluation, evaluation)[0] if exact_order is not None else None)
 
     units = list(kind.capacity_units(instance))
-    builds = [build for _, _, more, fewer in units for build in (more, fewer) if build is not None]
+    builds = [build for _, _, more, fewer in units for build in (more, fewer) if callable(build)]
     if workers is None:
         workers = default_workers(len(builds), base_seconds)
     changes = iter(shared.run_shared(change, builds, workers))
-    for name, unit, more, fewer in units:
-        (up, up_text), (down, down_text) = (next(changes) if more is not None else (None, None),
-                                            next(changes) if fewer is not None else (None, None))
+    for name, unit, _more, fewer in units:
+        (up, up_text), (down, down_text) = (next(changes), next(changes) if callable(fewer) else (None, fewer))
         value = Marginal(name, unit, up, down)
-        value.objective_text = {side: text for side, text in (("more", up_text), ("fewer", down_text)) if text}
+        for side, change_of, text in (("more", up, up_text), ("fewer", down, down_text)):
+            if text:  # beside a change, the objective's reading; without one, why there is none
+                (value.objective_text if change_of is not None else value.missing)[side] = text
         if name in duals:
             value.dual, value.dual_note = _judge_dual(duals[name], value, result.sense, base.solver)
         result.values.append(value)
@@ -310,7 +315,7 @@ def allocation_units(instance: Any) -> Iterator[CapacityUnit]:
     for worker in instance.worker_types:
         yield (worker.name, "GPU", lambda name=worker.name: WorkerCounts(instance, {**counts, name: counts[name] + 1}),
                (lambda name=worker.name: WorkerCounts(instance, {**counts, name: counts[name] - 1}))
-               if worker.count >= 1 else None)
+               if worker.count >= 1 else "none to remove")
 
 
 def placement_units(instance: Any) -> Iterator[CapacityUnit]:
@@ -326,7 +331,8 @@ def placement_units(instance: Any) -> Iterator[CapacityUnit]:
     for region in instance.regions:
         for gpu_type, supply in region.gpu_supply.items():
             yield (f"{region.id}/{gpu_type}", "GPU-day", lambda r=region.id, t=gpu_type: shifted(r, t, GPU_DAY_HOURS),
-                   (lambda r=region.id, t=gpu_type: shifted(r, t, -GPU_DAY_HOURS)) if supply >= GPU_DAY_HOURS else None)
+                   (lambda r=region.id, t=gpu_type: shifted(r, t, -GPU_DAY_HOURS)) if supply >= GPU_DAY_HOURS
+                   else "less than a GPU-day here")
 
 
 def reservation_units(instance: Any) -> Iterator[CapacityUnit]:
@@ -340,9 +346,32 @@ def reservation_units(instance: Any) -> Iterator[CapacityUnit]:
             continue
         for t, kind in enumerate(arrays.type_ids):
             if arrays.accepts[:, t].any():
+                present = np.flatnonzero((arrays.server_dc == d) & (arrays.server_type == t))
+                chosen = _servers_to_remove(arrays, present, rack)
                 yield (f"{datacenter}/{kind}", f"rack of {rack}",
                        lambda t=t, f=fds[0]: sized_instance(instance, np.array([t]), np.array([f]), np.array([1]), rack),
-                       None)
+                       (lambda chosen=chosen: _without_servers(instance, chosen)) if len(present) >= rack
+                       else f"fewer than {rack} here")
+
+
+def _servers_to_remove(arrays: Any, present: np.ndarray, count: int) -> np.ndarray:
+    """``count`` of the servers ``present`` for one rack fewer: the free ones first (no
+    reservation, not in maintenance), then the others, the last listed first among equals: the
+    unit taken is the one today's assignment misses least."""
+    assigned = arrays.server_current[present] >= 0  # -1: no reservation today
+    order = np.lexsort((-present, arrays.server_maintenance[present].astype(int), assigned.astype(int)))
+    return np.sort(present[order[:count]])
+
+
+def _without_servers(instance: Any, servers: np.ndarray) -> Any:
+    from fleetplan.instances import instance_from_data
+
+    data = instance.model_dump()
+    gone = set(int(server) for server in servers)
+    for name, column in data["servers"].items():
+        if isinstance(column, list):
+            data["servers"][name] = [value for index, value in enumerate(column) if index not in gone]
+    return instance_from_data(data)
 
 
 def binpack_units(instance: Any) -> Iterator[CapacityUnit]:
@@ -371,7 +400,7 @@ def binpack_units(instance: Any) -> Iterator[CapacityUnit]:
             yield (name, "machine",
                    lambda c=c, h=h, capacity=capacity: sized_instance(instance, np.array([c]), np.array([h]),
                                                                       capacity.reshape(1, 3)),
-                   (lambda m=int(idle[-1]): without(m)) if idle.size else None)
+                   (lambda m=int(idle[-1]): without(m)) if idle.size else "no idle machine")
 
 
 def gpushare_units(instance: Any) -> Iterator[CapacityUnit]:
@@ -396,5 +425,5 @@ def gpushare_units(instance: Any) -> Iterator[CapacityUnit]:
         alike = [row for row, shape in enumerate(zip(nodes.model, nodes.cpu_milli, nodes.memory_mib, nodes.gpus,
                                                      strict=True)) if shape == (model, cpu, memory, gpus)]
         yield (model, f"node of {gpus} GPU", lambda offer=offer: with_nodes(instance, [offer], [1]),
-               (lambda row=alike[-1]: without(row)) if alike else None)
+               (lambda row=alike[-1]: without(row)) if alike else "none to remove")
 
