@@ -156,7 +156,7 @@ def _bound_model(instance: Any, offers: list, budget: float | None,
 def _shortfall(instance: Any, time_limit: float | None, started: float, seed: int,
                share: float = 0.5) -> tuple[float, float]:
     """(GPU milli asked less what the instance's nodes can hold at most, that most): the
-    node-pattern bound of :func:`fleetplan.solvers.gpushare.patterns.placeable_milli`, which sees
+    node-pattern bound of :func:`fleetplan.solvers.gpushare.offline.patterns.placeable_milli`, which sees
     each node's own CPU, memory and GPUs where the pooled model sums them; given ``share`` of the
     time left."""
     from fleetplan.solvers.gpushare.offline.patterns import placeable_milli
