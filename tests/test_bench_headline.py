@@ -402,3 +402,23 @@ def test_the_readers_of_the_grid_the_optimum_the_duals_and_the_time_limits(tmp_p
     # the median of the three cluster runs (2.3 s) is 0.3 s past its limit; mast ends 0.1 s early
     assert found["simulate_within_s"] == pytest.approx(0.3)
     assert (found["allocation_2s_cpu_min"], found["allocation_2s_cpu_max"]) == (0.9, 1.1)
+
+
+def test_the_load_is_read_while_a_long_command_runs_and_a_time_out_ends_it(folder, monkeypatch):
+    # A row's load range was its two ends only: a 44-minute grid read "load 0.8-1.2" while other
+    # work had the machine at 2.6-3.6 for most of it. The command sleeps past several readings.
+    import fleetplan.benchmarks.headline as headline
+
+    monkeypatch.setattr(headline, "LOAD_SAMPLE_S", 0.05)
+    slow = {"id": "s", "row": "Speed", "regex": "took ([0-9.]+) s", "runs": 1, "minutes": 1,
+            "command": "{python} -c \"import time; time.sleep(0.4); print('took 1.5 s')\""}
+    (folder / "headline.yaml").write_text(yaml.safe_dump({"results": "RESULTS.md", "rows": [slow]}))
+    spec = HeadlineSpec.load(folder / "headline.yaml")
+    [outcome] = run_rows(spec, spec.rows)
+    assert outcome.error is None and outcome.runs == [[1.5]]
+    assert len(outcome.load) >= 3  # before, at least one reading while it slept, after
+    stuck = {**slow, "timeout_s": 0.2, "command": "{python} -c \"import time; time.sleep(30)\""}
+    (folder / "headline.yaml").write_text(yaml.safe_dump({"results": "RESULTS.md", "rows": [stuck]}))
+    spec = HeadlineSpec.load(folder / "headline.yaml")
+    [outcome] = run_rows(spec, spec.rows)
+    assert outcome.error == "run 1: no answer within 0.2 s" and outcome.runs == []

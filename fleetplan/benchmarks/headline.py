@@ -33,8 +33,9 @@ no command can re-measure (a figure read off a picture, say) has ``manual: "why"
 command; it is listed and never run, so that :func:`uncovered_rows` (every headline row with an
 entry) can hold the spec to the whole table.
 
-:func:`run_rows` runs the commands (the 1-minute load average recorded before and after each
-row), :func:`rewrite` puts the new figures, the date, the commit and the load into the
+:func:`run_rows` runs the commands (the 1-minute load average recorded before each row, every
+:data:`LOAD_SAMPLE_S` seconds while a command runs, and after it: a long row's range says what
+ran beside it, not only how its ends looked), :func:`rewrite` puts the new figures, the date, the commit and the load into the
 Markdown table, each number written with as many decimals as the one it replaces.
 
 >>> spec = HeadlineSpec.from_data({"results": "R.md", "rows": [{"id": "a", "row": "speed",
@@ -412,7 +413,7 @@ def run_rows(spec: HeadlineSpec, rows: Sequence[HeadlineRow], runs: int | None =
         for number in range(runs or row.runs):
             started = time.perf_counter()
             with tempfile.TemporaryDirectory(prefix="fleetplan-headline-") as tmp:
-                figure_or_error = _run_once(spec, row, tmp, number)
+                figure_or_error = _run_once(spec, row, tmp, number, outcome.load)
             if isinstance(figure_or_error, str):
                 outcome.error = figure_or_error
                 break
@@ -423,21 +424,36 @@ def run_rows(spec: HeadlineSpec, rows: Sequence[HeadlineRow], runs: int | None =
     return outcomes
 
 
-def _run_once(spec: HeadlineSpec, row: HeadlineRow, tmp: str, number: int) -> list[float] | str:
-    """One run of the row's command in ``tmp``: its figure, or why there is none."""
+# Seconds between two readings of the load average while a row's command runs.
+LOAD_SAMPLE_S = 30.0
+
+
+def _run_once(spec: HeadlineSpec, row: HeadlineRow, tmp: str, number: int,
+              load: list[float]) -> list[float] | str:
+    """One run of the row's command in ``tmp``: its figure, or why there is none; the load
+    average is appended to ``load`` every :data:`LOAD_SAMPLE_S` seconds while it runs."""
     try:
-        done = subprocess.run(expand(row.command, tmp), cwd=spec.workdir, capture_output=True,
-                              text=True, timeout=row.timeout_s)
+        process = subprocess.Popen(expand(row.command, tmp), cwd=spec.workdir, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
     except InstanceError as error:  # an unset variable: this row cannot run, the others can
         return error.reason
-    except subprocess.TimeoutExpired:
-        return f"run {number + 1}: no answer within {row.timeout_s:g} s"
     except OSError as error:
         return f"run {number + 1}: cannot run the command: {error}"
-    if done.returncode != 0:
-        last = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
-        return f"run {number + 1}: exit code {done.returncode}: {last}"
-    stdout, stderr = done.stdout, done.stderr
+    stop_at = time.monotonic() + row.timeout_s
+    while True:
+        wait = max(min(LOAD_SAMPLE_S, stop_at - time.monotonic()), 0.0)
+        try:
+            stdout, stderr = process.communicate(timeout=wait)  # a retry after a timeout loses no output
+            break
+        except subprocess.TimeoutExpired:
+            load.append(os.getloadavg()[0])
+            if time.monotonic() >= stop_at:
+                process.kill()
+                process.communicate()
+                return f"run {number + 1}: no answer within {row.timeout_s:g} s"
+    if process.returncode != 0:
+        last = (stderr.strip() or stdout.strip() or "no output").splitlines()[-1]
+        return f"run {number + 1}: exit code {process.returncode}: {last}"
     if row.file:
         path = Path(spec.workdir) / row.file.replace("{tmp}", tmp)
         try:
