@@ -336,6 +336,7 @@ def placement_units(instance: Any) -> Iterator[CapacityUnit]:
 
 
 def reservation_units(instance: Any) -> Iterator[CapacityUnit]:
+    from fleetplan.instances import instance_from_data
     from fleetplan.planning.sizing.reservation import servers_per_rack, sized_instance
 
     arrays = instance.arrays()
@@ -350,8 +351,8 @@ def reservation_units(instance: Any) -> Iterator[CapacityUnit]:
                 chosen = _servers_to_remove(arrays, present, rack)
                 yield (f"{datacenter}/{kind}", f"rack of {rack}",
                        lambda t=t, f=fds[0]: sized_instance(instance, np.array([t]), np.array([f]), np.array([1]), rack),
-                       (lambda chosen=chosen: _without_servers(instance, chosen)) if len(present) >= rack
-                       else f"fewer than {rack} here")
+                       (lambda chosen=chosen: instance_from_data(_drop_rows(instance.model_dump(), "servers", chosen)))
+                       if len(present) >= rack else f"fewer than {rack} here")
 
 
 def _servers_to_remove(arrays: Any, present: np.ndarray, count: int) -> np.ndarray:
@@ -363,15 +364,15 @@ def _servers_to_remove(arrays: Any, present: np.ndarray, count: int) -> np.ndarr
     return np.sort(present[order[:count]])
 
 
-def _without_servers(instance: Any, servers: np.ndarray) -> Any:
-    from fleetplan.instances import instance_from_data
-
-    data = instance.model_dump()
-    gone = set(int(server) for server in servers)
-    for name, column in data["servers"].items():
+def _drop_rows(data: dict[str, Any], table: str, rows: Any) -> dict[str, Any]:
+    """``data`` (an instance's dump) with ``rows`` gone from every column of its columnar
+    ``table`` (servers, machines, nodes): one fewer unit of a kind whose units are table rows."""
+    gone = {int(row) for row in rows}
+    columns = data[table]
+    for name, column in columns.items():
         if isinstance(column, list):
-            data["servers"][name] = [value for index, value in enumerate(column) if index not in gone]
-    return instance_from_data(data)
+            columns[name] = [value for index, value in enumerate(column) if index not in gone]
+    return data
 
 
 def binpack_units(instance: Any) -> Iterator[CapacityUnit]:
@@ -383,11 +384,7 @@ def binpack_units(instance: Any) -> Iterator[CapacityUnit]:
     templates = machine_templates(arrays, needed)
 
     def without(machine: int) -> Any:
-        data = instance.model_dump()
-        columns = data["machines"]
-        for name in columns:
-            if isinstance(columns[name], list):
-                del columns[name][machine]
+        data = _drop_rows(instance.model_dump(), "machines", [machine])
         holdings = data["running"]["holdings"]
         holdings["machine"] = [m - (m > machine) for m in holdings["machine"]]
         return instance_from_data(data)
@@ -412,18 +409,12 @@ def gpushare_units(instance: Any) -> Iterator[CapacityUnit]:
 
     nodes = instance.nodes
 
-    def without(row: int) -> Any:
-        data = instance.model_dump()
-        for column in data["nodes"].values():
-            if isinstance(column, list):
-                del column[row]
-        return instance_from_data(data)
-
     for model in sorted({name for name in nodes.model if name}):
         offer = node_templates(instance, [Purchase(model)])[0]
         _, cpu, memory, gpus, _, _ = offer
         alike = [row for row, shape in enumerate(zip(nodes.model, nodes.cpu_milli, nodes.memory_mib, nodes.gpus,
                                                      strict=True)) if shape == (model, cpu, memory, gpus)]
         yield (model, f"node of {gpus} GPU", lambda offer=offer: with_nodes(instance, [offer], [1]),
-               (lambda row=alike[-1]: without(row)) if alike else "none to remove")
+               (lambda row=alike[-1]: instance_from_data(_drop_rows(instance.model_dump(), "nodes", [row])))
+               if alike else "none to remove")
 
