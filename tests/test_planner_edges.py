@@ -336,3 +336,19 @@ def test_size_sweep_table_names_the_policy(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     assert main(["size", INVENTORY, "--target", "min_time_share>=0.6", "--buy", "k80", "--vary", "price.k80=1"]) == 0
     assert "sizing against price.k80 (under no policy)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("target", "rule"), [
+    (("min_time_share", ">=", 1.5), "at most 1"),
+    (("makespan_s", "<=", 0.0), "positive number of seconds"),
+])
+def test_a_target_given_as_an_object_keeps_the_value_rules_of_a_target_given_as_text(target, rule):
+    # The rules live in one place (targets.check_target_value); a Target built in Python skips the
+    # text parser, so size() applies them to it before any sizer runs.
+    from fleetplan.planning.targets import Target
+
+    instance = fleetplan.load_instance(INVENTORY)
+    for given in (Target(*target), f"{target[0]}{target[1]}{target[2]:g}"):
+        with pytest.raises(InstanceError, match=rule) as error:
+            size(instance, [given], ["k80"])
+        assert error.value.path == "--target"

@@ -141,11 +141,25 @@ def parse_target(text: str, kind: str) -> Target:
         raise InstanceError("--target", f"'{text}': '{raw[:30]}' is not a number") from None
     if not math.isfinite(value):
         raise InstanceError("--target", f"'{text}': the value must be finite")
-    if metric in _VALUE_RANGES:
-        low, high, closed, rule = _VALUE_RANGES[metric]
-        if value > high or value < low or (value == low and not closed):
-            raise InstanceError("--target", f"'{text}': {rule}")
-    return Target(metric, op, value)  # type: ignore[arg-type]
+    target = Target(metric, op, value)  # type: ignore[arg-type]
+    check_target_value(target, text)
+    return target
+
+
+def check_target_value(target: Target, text: str | None = None) -> None:
+    """Refuse a value ``target``'s metric can never take as a target, whatever the instance
+    (a time share above 1, a makespan of 0 s, a shortfall above 0); one error naming
+    ``--target``. The kinds' sizers keep the checks that need the instance.
+
+    >>> check_target_value(Target("min_time_share", ">=", 1.5))
+    Traceback (most recent call last):
+    ...
+    fleetplan.errors.InstanceError: --target: 'min_time_share>=1.5': min_time_share must be >= 0 and at most 1 (a fraction of time)
+    """
+    if target.metric in _VALUE_RANGES:
+        low, high, closed, rule = _VALUE_RANGES[target.metric]
+        if target.value > high or target.value < low or (target.value == low and not closed):
+            raise InstanceError("--target", f"'{text or f'{target.metric}{target.op}{target.value:g}'}': {rule}")
 
 
 def parse_targets(texts: list[str], kind: str) -> list[Target]:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleetplan.errors import InstanceError
-from fleetplan.planning.targets import Target, parse_targets
+from fleetplan.planning.targets import Target, check_target_value, parse_targets
 from fleetplan.solvers.base import STATUSES
 from fleetplan.solvers.base import relative_gap as solver_gap
 
@@ -207,6 +207,9 @@ def size(instance: Any, targets: Sequence[str | Target], buy: Sequence[str | Pur
     parsed = [t if isinstance(t, Target) else None for t in targets]
     if not parsed or any(t is None for t in parsed):  # no target at all is refused there, not sized to nothing
         parsed = parse_targets([str(t) for t in targets], instance.kind)
+    else:  # Target objects from Python: the value rules parse_target applies to text
+        for target in parsed:
+            check_target_value(target)
     purchases = [check_purchase(parse_purchase(item), instance.kind) for item in buy]
     if not purchases:
         raise InstanceError("--buy", "name at least one thing that may be bought (--buy NAME[=PRICE[:MAX]])")

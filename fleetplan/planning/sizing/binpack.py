@@ -51,9 +51,6 @@ def size_binpack(instance: Any, targets: Sequence[Target], purchases: Sequence[P
     """:func:`fleetplan.planning.size` for the binpack kind (module docstring)."""
     from fleetplan.instances.binpack import tasks_that_fit
 
-    for target in targets:
-        if target.value != 0:
-            raise InstanceError("--target", f"only {target.metric}<=0 can be sized for")
     check_max_points(max_points)
     arrays = instance.arrays()
     jobs = [(w, j, job) for w, workload in enumerate(instance.workloads) for j, job in enumerate(workload.jobs)]

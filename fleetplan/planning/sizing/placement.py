@@ -159,8 +159,6 @@ def placement_sizing_lp(arrays: Any, targets: Sequence[Target], demand: np.ndarr
 
     opened: list[tuple[int, int, float]] = []  # (region, type, D/v) cells a purchase would open
     for target in targets:
-        if target.metric in ("hp_demand_supply_max", "hp_demand_supply_max_per_type") and target.value <= 0:
-            raise InstanceError("--target", f"{target.metric} must be positive")
         if target.metric == "hp_demand_supply_max":
             for r in range(n_r):
                 need = demand[r].sum() / target.value - supply[r].sum()

@@ -50,9 +50,6 @@ def size_reservation(instance: Any, targets: Sequence[Target], purchases: Sequen
     from fleetplan.models.reservation import Groups, build, type_fd_groups
 
     check_max_points(max_points)
-    for target in targets:
-        if target.metric == "shortfall_rru" and target.value != 0:
-            raise InstanceError("--target", "only shortfall_rru<=0 can be sized for (every request met)")
     arrays = instance.arrays()
     rack_size = servers_per_rack(instance)
     offers = _offers(arrays, purchases)  # (type, dc, price, max)
