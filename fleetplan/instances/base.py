@@ -447,6 +447,11 @@ def json_safe(value: Any) -> Any:
 
 
 def finite_or_none(value: float | None) -> float | None:
+    """``value``, or None where JSON could not hold it (NaN, infinity) or it is missing.
+
+    >>> finite_or_none(2.5), finite_or_none(float("inf")), finite_or_none(None)
+    (2.5, None, None)
+    """
     if value is None or not math.isfinite(value):
         return None
     return value

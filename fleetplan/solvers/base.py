@@ -30,7 +30,7 @@ from fleetplan.instances import (
     evaluate,
     get_kind,
 )
-from fleetplan.instances.base import Evaluation
+from fleetplan.instances.base import Evaluation, finite_or_none
 from fleetplan.solvers.options import OptionSpec, option_specs, pack_options, parameters_section
 from fleetplan.solvers.progress import ProgressGuard
 
@@ -85,17 +85,13 @@ class SolveResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind, "solver": self.solver, "status": self.status,
-            "objective": _json_number(self.objective), "bound": _json_number(self.bound),
-            "gap": _json_number(self.gap), "wall_s": self.wall_s, "message": self.message,
-            "model_objective": _json_number(self.model_objective), "stats": self.stats,
+            "objective": finite_or_none(self.objective), "bound": finite_or_none(self.bound),
+            "gap": finite_or_none(self.gap), "wall_s": self.wall_s, "message": self.message,
+            "model_objective": finite_or_none(self.model_objective), "stats": self.stats,
             "duals": self.duals, "duals_source": self.duals_source or None, "log": self.log,
             "evaluation": self.evaluation.model_dump() if self.evaluation else None,
             "plan": self.plan.model_dump() if self.plan else None,
         }
-
-
-def _json_number(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
 
 
 def relative_gap(objective: float | None, bound: float | None) -> float | None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleetplan.errors import InstanceError
+from fleetplan.instances.base import finite_or_none
 from fleetplan.planning.targets import Target, check_target_value, parse_targets
 from fleetplan.solvers.base import STATUSES
 from fleetplan.solvers.base import relative_gap as solver_gap
@@ -140,14 +141,11 @@ class SizingResult:
         return self.status in ("optimal", "feasible", "time_limit") and self.sized_instance is not None
 
     def to_dict(self) -> dict[str, Any]:
-        def number(value: float | None) -> float | None:
-            return value if value is not None and math.isfinite(value) else None
-
         return {
             "kind": self.kind, "status": self.status, "targets": [str(t) for t in self.targets],
-            "additions": self.additions, "cost": number(self.cost), "bound": number(self.bound),
-            "gap": number(self.gap), "policy": self.policy, "checks": self.checks,
-            "metrics": {name: number(value) for name, value in self.metrics.items()},
+            "additions": self.additions, "cost": finite_or_none(self.cost), "bound": finite_or_none(self.bound),
+            "gap": finite_or_none(self.gap), "policy": self.policy, "checks": self.checks,
+            "metrics": {name: finite_or_none(value) for name, value in self.metrics.items()},
             "message": self.message, "log": self.log, "wall_s": self.wall_s, "stats": self.stats,
             "policy_free": self.policy_free, "units": self.units,
         }

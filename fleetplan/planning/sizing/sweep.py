@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fleetplan.errors import InstanceError
+from fleetplan.instances.base import finite_or_none
 from fleetplan.planning.sizing import Purchase, parse_purchase, size
 from fleetplan.planning.targets import Target, parse_target, parse_targets
 
@@ -84,7 +85,7 @@ def size_sweep(instance: Any, targets: Sequence[str | Target], buy: Sequence[str
         # An infeasible point's bound is +inf (no purchase passes): null here, as in size's own
         # JSON (JSON has no infinity; the CSV's empty cell is the table's "-").
         row: dict[str, Any] = {parsed.path: value, "status": result.status, "cost": result.cost,
-                               "bound": result.to_dict()["bound"], "gap": result.gap}
+                               "bound": finite_or_none(result.bound), "gap": result.gap}
         row.update({item: result.additions.get(item, 0) if result.success else None for item in sweep.items})
         sweep.rows.append(row)
     return sweep
