@@ -56,6 +56,13 @@ def horizon_kinds() -> list[str]:
     return [name for name, entry in PLANNING_KINDS.items() if entry.horizon_path]
 
 
+def check_horizon_kind(instance: Any) -> None:
+    """Refuse an instance of a kind planning over time is not built for (one error naming ``kind``)."""
+    if getattr(instance, "kind", None) not in horizon_kinds():
+        raise InstanceError("kind", f"planning over time is built for {', '.join(horizon_kinds())}, not "
+                                    f"{getattr(instance, 'kind', type(instance).__name__)}")
+
+
 @dataclass
 class HorizonResult:
     """What :func:`plan_horizon` returns.
@@ -155,9 +162,7 @@ def plan_horizon(instance: Any, horizon: Any, *, time_limit: float | None = None
     if isinstance(instance, dict):
         instance = instance_from_data(instance, "instance")
     spec = as_spec(horizon)
-    if getattr(instance, "kind", None) not in horizon_kinds():
-        raise InstanceError("kind", f"planning over time is built for {', '.join(horizon_kinds())}, not "
-                                    f"{getattr(instance, 'kind', type(instance).__name__)}")
+    check_horizon_kind(instance)
     if isinstance(mip_rel_gap, bool) or not isinstance(mip_rel_gap, (int, float)) or not 0 <= mip_rel_gap < 1:
         raise InstanceError("mip_rel_gap", f"{mip_rel_gap!r}: a fraction from 0 to 1")
     time_limit = check_time_limit(time_limit)

@@ -181,13 +181,11 @@ def _point_problem(base: Any, instance_data: dict[str, Any], horizon_data: dict[
 def _check_point(instance: Any, spec: Any, point: dict[str, Any]) -> None:
     """What :func:`~fleetplan.planning.horizon.plan_horizon` checks of the instance and the
     horizon together before it solves (the kind, the targets, what may be bought, the budgets)."""
-    from fleetplan.planning.horizon import horizon_kinds
+    from fleetplan.planning.horizon import check_horizon_kind
     from fleetplan.planning.horizon.schedule import check_budgets, periods_for
     from fleetplan.planning.whatif import point_label
 
-    if getattr(instance, "kind", None) not in horizon_kinds():
-        raise InstanceError("kind", f"planning over time is built for {', '.join(horizon_kinds())}, not "
-                                    f"{getattr(instance, 'kind', type(instance).__name__)}")
+    check_horizon_kind(instance)
     try:
         check_budgets(spec, periods_for(instance, spec, spec.scenario_list()))
     except InstanceError as error:
