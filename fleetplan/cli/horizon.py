@@ -236,16 +236,13 @@ def _measured(row: dict, target: str) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
-def _is_storage(item: str) -> bool:
-    return item.endswith("/storage")  # placement's REGION/storage: bytes, where GPU items are GPU-hours a day
-
-
 def _units(item: str, value: float | None) -> str:
     """Units of an item as a planner reads them: bytes of storage as GB/TB (5.52 TB, not
     5,521,935,940,332), GPUs and GPU-hours as amounts."""
     from fleetplan.cli.numbers import fmt_bytes
+    from fleetplan.planning.horizon.placement import is_storage_item
 
-    if value is None or not _is_storage(item):
+    if value is None or not is_storage_item(item):
         return _money(value, "")
     return fmt_bytes(value) if value else "0"
 
@@ -286,11 +283,13 @@ def render_horizon(console: Any, result: Any) -> None:
     """The schedule's orders, each period's spend and service, and the totals, as tables."""
     from rich.table import Table
 
+    from fleetplan.planning.horizon.placement import is_storage_item
+
     console.print(f"[bold]{result.status}[/bold]: {result.message}", highlight=False)
     if not result.schedule:
         return
     many = len(result.scenarios) > 1
-    storage = any(_is_storage(item) for item in result.items)
+    storage = any(is_storage_item(item) for item in result.items)
     table = Table(title=f"orders per {result.period_name} (in {result.unit}{'; storage in GB/TB' if storage else ''})")
     if many:
         table.add_column("scenario")

@@ -283,9 +283,10 @@ def _order_summary(result: HorizonResult) -> str:
         return "nothing to order"
     first = sorted(orders.items(), key=lambda item: (item[0][1], item[0][0]))[:3]
     from fleetplan.instances.glossary import fmt_bytes, fmt_number
+    from fleetplan.planning.horizon.placement import is_storage_item
 
     # Bytes of storage as GB/TB, other units as amounts: never 3.20272e+11 in a sentence.
-    shown = ", ".join(f"{fmt_bytes(units) if item.endswith('/storage') else fmt_number(units)} {item} "
+    shown = ", ".join(f"{fmt_bytes(units) if is_storage_item(item) else fmt_number(units)} {item} "
                       f"in {result.period_name} {period}"
                       + (f" ({scenario})" if len(result.scenarios) > 1 else "")
                       for (scenario, period, item), units in first)

@@ -57,6 +57,16 @@ from fleetplan.planning.horizon.spec import HorizonSpec, Scenario
 from fleetplan.planning.targets import Target, parse_targets
 
 STORAGE = "storage"
+
+
+def is_storage_item(item: str) -> bool:
+    """``REGION/storage``: an item counted in bytes, where the GPU items are GPU-hours a day.
+
+    >>> is_storage_item("eu/storage"), is_storage_item("eu/h100")
+    (True, False)
+    """
+    return item.endswith(f"/{STORAGE}")
+
 # Purchases are rounded up to this many GPU-hours (and to whole bytes) before judging: size's rounding.
 GPU_HOURS_STEP = 1e-6
 
