@@ -328,9 +328,6 @@ def _period_targets(spec: HorizonSpec, period: int) -> list[Target]:
     field = f"targets_by_period.{period + 1}" if (period + 1) in spec.targets_by_period else "targets"
     try:
         targets = parse_targets(spec.targets_of(period + 1), "placement")
-    except InstanceError as error:
+    except InstanceError as error:  # a ratio of 0 or below among them (targets.check_target_value)
         raise InstanceError(field, error.reason) from None
-    for target in targets:
-        if target.metric.startswith("hp_demand_supply_max") and target.value <= 0:
-            raise InstanceError(field, f"{target}: a demand/supply ratio target must be positive")
     return targets
