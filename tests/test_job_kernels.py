@@ -19,8 +19,13 @@ from fleetplan.solvers import kernels as solver_kernels
 TYPES = ["v100", "p100", "k80"]
 
 
-@pytest.fixture(scope="module")
-def job_kernels():
+@pytest.fixture(autouse=True)
+def _kernels_on(monkeypatch):
+    monkeypatch.setenv(kernels.ENVIRONMENT_SWITCH, "1")
+
+
+@pytest.fixture
+def job_kernels(_kernels_on):
     module = kernels.load(job_fields.COMPILED)
     assert module is not None, "the job kernels were not built (pip install -e . builds them)"
     return module

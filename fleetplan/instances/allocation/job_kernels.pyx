@@ -3,13 +3,14 @@
 (:func:`fleetplan.instances.allocation.job_fields.read_job_fields` calls it; its Python code,
 ``read_job_fields_python``, is the reference).
 
-The Python code reads each field of each job by attribute (about a microsecond per job of
-2,048); here a job's fields are read from its instance dict, where pydantic keeps them, with C
-calls. That is the same as reading the attribute only for a class whose attribute lookup is the
-generic one and that defines none of the fields' names (the caller's ``plain_class`` tells), so
-a job of any other class, or a field or value this pass does not convert exactly as numpy
-does, returns None: the caller then runs the Python code, which gives the same numbers or
-raises the same error. ``tests/test_job_kernels.py`` checks the two give the same bits.
+The Python code reads each field of each job by attribute, a Python call each (the figures
+are in ``AllocationInstance.arrays``); here a job's fields are read from its instance dict,
+where pydantic keeps them, with C calls. That is the same as reading the attribute only for a
+class whose attribute lookup is the generic one and that defines none of the fields' names
+(the caller's ``plain_class`` tells), so a job of any other class, or a field or value this
+pass does not convert exactly as numpy does, returns None: the caller then runs the Python
+code, which gives the same numbers or raises the same error. ``tests/test_job_kernels.py``
+checks the two give the same bits.
 """
 
 import numpy as np
