@@ -10,9 +10,9 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "fleetplan"
 
 # Lower rank: lower layer. A module may import its own layer and any lower one. The leaf
-# utilities (errors, lazy, highs_pool, bounded_yaml) import nothing of fleetplan's but errors.
+# utilities (errors, lazy, kernels, highs_pool, bounded_yaml) import nothing of fleetplan's but errors.
 RANK = {
-    "errors": 0, "lazy": 0, "highs_pool": 0, "bounded_yaml": 1,
+    "errors": 0, "lazy": 0, "kernels": 0, "highs_pool": 0, "bounded_yaml": 1,
     "instances": 2, "models": 3, "solvers": 4, "embed": 5, "sim": 5, "plotting": 6, "runs": 7, "planning": 8,
     "benchmarks": 9, "service": 10, "cli": 11, "__main__": 12,
 }

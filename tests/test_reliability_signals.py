@@ -234,7 +234,7 @@ def test_a_signal_inside_an_extension_modules_initialisation_is_the_signal():
 
 
 def test_a_kernel_import_cut_by_a_signal_does_not_fall_back(monkeypatch):
-    from fleetplan.solvers import kernels
+    from fleetplan import kernels
 
     def cut(name):
         raise ImportError("initialization failed") from KeyboardInterrupt()

@@ -22,14 +22,15 @@ import pytest
 import fleetplan
 
 ROOT = Path(__file__).resolve().parents[1]
-KERNELS = ("fleetplan.solvers.allocation.ipm_kernels", "fleetplan.solvers.allocation.vertex_kernels")
+KERNELS = ("fleetplan.instances.allocation.job_kernels", "fleetplan.solvers.allocation.ipm_kernels",
+           "fleetplan.solvers.allocation.vertex_kernels")
 
 pytestmark = pytest.mark.slow
 
 # Run inside the fresh environment: where fleetplan and its kernels load from, and the version.
 PROBE = f"""
 import json, fleetplan
-from fleetplan.solvers import kernels
+from fleetplan import kernels
 loaded = {{name: kernels.load(name) for name in {KERNELS!r}}}
 print(json.dumps({{"package": fleetplan.__file__, "version": fleetplan.__version__,
                   "kernels": {{name: module and module.__file__ for name, module in loaded.items()}}}}))

@@ -28,7 +28,6 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, replace
 from functools import cached_property
-from operator import attrgetter
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -40,6 +39,7 @@ from fleetplan.instances.allocation.generator import (  # noqa: F401  (re-export
     gavel_throughputs,
     generated_instance_data,
 )
+from fleetplan.instances.allocation.job_fields import read_job_fields
 from fleetplan.instances.allocation.rows import LazyRows, row_max, row_sums, rows_of  # noqa: F401  (re-exported)
 from fleetplan.instances.base import InstanceBase, InstanceError, PlanBase, StrictModel
 
@@ -336,22 +336,17 @@ class AllocationInstance(InstanceBase):
         """The instance as numpy arrays (computed once)."""
         if self._arrays is None:
             types = [t.name for t in self.worker_types]
-            jobs, n = self.jobs, len(self.jobs)
-            # A column at a time, each straight into its array (np.fromiter over an attrgetter):
-            # 2,048 freshly loaded jobs 2.0-2.6 ms against 2.5-3.0, 100,000 jobs 0.18 s against
-            # 0.41-0.51 s, for one pass reading every field into a tuple per job and zipping
-            # them (four and two alternations). The schema forbids NaN, so NaN here is a missing
-            # value (None).
-            ids = list(map(_JOB_ID, jobs))
-            throughputs = list(map(_JOB_THROUGHPUT, jobs))
-            # One column per type: a comprehension per job (a frame each) took 3.3 s at 10^6 jobs.
-            throughput = np.empty((n, len(types)))
-            for column, name in enumerate(types):
-                throughput[:, column] = [values.get(name, 0.0) for values in throughputs]
-            scale, weight, arrival, elapsed = (np.fromiter(map(getter, jobs), float, n) for getter in _JOB_NUMBERS)
-            rank = np.empty(n, dtype=int)
-            rank[np.argsort(arrival, kind="stable")] = np.arange(n)
-            steps, isolated, slo = (_optional_column(tuple(map(getter, jobs))) for getter in _JOB_OPTIONAL)
+            # The jobs' fields by the compiled reader where it is built, else by attribute
+            # (job_fields.py). The "arrays" row of `benchmarks/scripts/gavel_same_run.py profile
+            # --jobs 2048 --repeats 30 --processes 2` (2,048 freshly loaded jobs, median CPU ms,
+            # 2 shared cores at load average 1.6-2.3): 0.96-1.39 ms with it, 2.35-3.16 ms with
+            # FLEETPLAN_KERNELS=0 (the attribute reads).
+            fields = read_job_fields(self.jobs, types)
+            ids, throughput, arrival, elapsed = fields.ids, fields.throughput, fields.arrival_time, fields.time_elapsed
+            scale, weight, steps = fields.scale_factor, fields.weight, fields.steps_left
+            isolated, slo = fields.isolated_time_elapsed, fields.slo_hours
+            rank = np.empty(len(ids), dtype=int)
+            rank[np.argsort(arrival, kind="stable")] = np.arange(len(ids))
             colocation_class, colocation_throughput = self._colocation_arrays(types)
             self._given = {"arrival_time": arrival, "isolated_time_elapsed": isolated, "slo_hours": slo}
             self._arrays = AllocationArrays(
@@ -391,21 +386,6 @@ class AllocationInstance(InstanceBase):
             return np.full(len(self.jobs), -1), table
         classes = np.array([class_of.get((job.job_type, job.scale_factor), -1) for job in self.jobs], dtype=int)
         return classes, table
-
-
-# The fields of a job that AllocationInstance.arrays reads: numbers, then optional numbers.
-_JOB_ID, _JOB_THROUGHPUT = attrgetter("id"), attrgetter("throughput")
-_JOB_NUMBERS = tuple(map(attrgetter, ("scale_factor", "weight", "arrival_time", "time_elapsed")))
-_JOB_OPTIONAL = tuple(map(attrgetter, ("steps_left", "isolated_time_elapsed", "slo_hours")))
-
-
-def _optional_column(values: tuple) -> np.ndarray:
-    """An optional field's column, NaN where a job leaves it out (None). A column of None only
-    (most instances give no SLO) is not converted value by value: 0.11 ms of the 2.5 ms the
-    arrays of 2,048 jobs took."""
-    if values.count(None) == len(values):
-        return np.full(len(values), np.nan)
-    return np.array(values, dtype=float)
 
 
 def _unique(values: list[str], field: str, key: str) -> list[str]:
