@@ -126,3 +126,25 @@ def test_kernels_off_or_not_built_load_nothing(monkeypatch):
     monkeypatch.setenv(kernels.ENVIRONMENT_SWITCH, "1")
     assert kernels.load("fleetplan.solvers.allocation.ipm_kernels") is ipm_kernels
     assert kernels.load("fleetplan.solvers.allocation.no_such_kernels") is None
+
+
+def test_kept_work_arrays_carry_nothing_between_calls(monkeypatch):
+    # The work arrays are kept for the next call of the same size: a problem solved after
+    # another of its size gives, to the bit, what it gives first in line or with fresh arrays.
+    monkeypatch.setenv(kernels.ENVIRONMENT_SWITCH, "1")
+    first = _instance(6, 400, 3, masked=True, offsets=False)
+    other = _instance(7, 400, 3, masked=False, offsets=True)
+    monkeypatch.setattr(ipm_kernels, "WORK_ARRAYS_KEPT", 0)  # fresh arrays every call
+    fresh = ipm.max_min_prices(*first, free_level=False)
+    monkeypatch.setattr(ipm_kernels, "WORK_ARRAYS_KEPT", 65_536)
+    ipm.max_min_prices(*first, free_level=False)
+    assert ipm_kernels._kept_work_arrays is not None
+    ipm.max_min_prices(*other, free_level=True)
+    again = ipm.max_min_prices(*first, free_level=False)
+    assert again.level == fresh.level and np.array_equal(again.lam, fresh.lam)
+    assert again.iterations == fresh.iterations
+    # The linear form leaves some max-min arrays unused: it runs on kept arrays all the same.
+    P = first[0] * 1.5
+    fresh_linear = ipm.linear_prices(P, first[2], first[3])
+    ipm.max_min_prices(*first, free_level=False)
+    assert np.array_equal(ipm.linear_prices(P, first[2], first[3]).lam, fresh_linear.lam)
