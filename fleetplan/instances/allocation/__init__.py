@@ -509,6 +509,8 @@ class AllocationPlan(LazyRows, PlanBase):
 
     def _column_order(self, instance: AllocationInstance) -> list[int]:
         arrays = instance.arrays()
+        if self.worker_types == arrays.worker_types:  # a solver's own plan: the instance's order
+            return list(range(len(self.worker_types)))
         if sorted(self.worker_types) != sorted(arrays.worker_types):
             raise InstanceError("worker_types", "plan does not match the instance's worker types")
         col_of = {name: j for j, name in enumerate(self.worker_types)}
@@ -550,7 +552,9 @@ class AllocationPlan(LazyRows, PlanBase):
         """The pair rows: (pairs, 2) job indices of the instance and a (pairs, types) array."""
         arrays = instance.arrays()
         cols = self._column_order(instance)
-        index_of = {job: m for m, job in enumerate(arrays.job_ids)} if self.pairs else {}
+        if not self.pairs:  # most plans (no space sharing): nothing to look up or convert
+            return np.zeros((0, 2), dtype=int), np.zeros((0, len(cols)))
+        index_of = {job: m for m, job in enumerate(arrays.job_ids)}
         jobs = np.zeros((len(self.pairs), 2), dtype=int)
         for k, pair in enumerate(self.pairs):
             for side, job in enumerate(pair.jobs):

@@ -8,6 +8,7 @@ policies of :mod:`fleetplan.instances.allocation.hierarchical` added to the Tabl
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator
 from contextvars import ContextVar
 
@@ -158,7 +159,10 @@ def evaluate(instance: AllocationInstance, plan: AllocationPlan) -> Evaluation:
     pair_jobs, pair_matrix = plan.pair_matrix(instance)
     arrays = instance.arrays()
     scoring = POLICY_OBJECTIVES[plan.policy]
-    if scoring.needs_steps and np.isnan(arrays.steps_left).any():
+    # Read once: the steps' NaN test, the equal share (a product, not cached on the arrays) and
+    # the SLO mask each served two places of this function (0.03 ms of its 0.9 at 2,048 jobs).
+    steps_known = not np.isnan(arrays.steps_left).any()
+    if scoring.needs_steps and not steps_known:
         missing = int(np.flatnonzero(np.isnan(arrays.steps_left))[0])
         raise InstanceError(f"jobs[{missing}].steps_left", f"is required by the {plan.policy} policy")
     throughput = effective_throughput(instance, matrix, pair_jobs, pair_matrix)
@@ -166,20 +170,23 @@ def evaluate(instance: AllocationInstance, plan: AllocationPlan) -> Evaluation:
     # utilization, the time shares the job_time check (3 passes fewer: a tenth of the judge).
     used = busy_workers(arrays, matrix, pair_jobs, pair_matrix)
     cost = float(used @ arrays.cost_per_hour)
+    equal_share = arrays.equal_share_throughput
     view = PlanView(
-        throughput=throughput, equal_share=arrays.equal_share_throughput, isolated=arrays.isolated_throughput,
+        throughput=throughput, equal_share=equal_share, isolated=arrays.isolated_throughput,
         fastest=arrays.fastest_throughput, scale_factor=arrays.scale_factor, weight=arrays.weight,
         steps_left=arrays.steps_left, time_elapsed=arrays.time_elapsed,
         isolated_time_elapsed=arrays.isolated_time_elapsed, slo_seconds=arrays.slo_seconds,
         arrival_rank=arrays.arrival_rank, cost_per_hour=cost,
     )
     terms = scoring.terms(view)
-    normalized = throughput / arrays.equal_share_throughput
+    normalized = throughput / equal_share
     speedup = throughput / arrays.isolated_throughput
     time_share = _time_share(matrix, pair_jobs, pair_matrix)
     versus_fastest = throughput / arrays.fastest_throughput
+    met = slo_met(arrays, throughput) if np.isfinite(arrays.slo_seconds).any() else None
+    fleet_cost = float(arrays.num_workers @ arrays.cost_per_hour)
     metrics = {
-        **service_metrics(arrays, time_share, throughput, versus_fastest, speedup),
+        **service_metrics(arrays, time_share, throughput, versus_fastest, speedup, met=met),
         "total_throughput": float(throughput.sum()),
         "min_normalized_throughput": float(normalized.min()),
         "mean_normalized_throughput": float(normalized.mean()),
@@ -187,12 +194,12 @@ def evaluate(instance: AllocationInstance, plan: AllocationPlan) -> Evaluation:
         "min_speedup_over_isolated": float(speedup.min()),
         "mean_speedup_over_isolated": float(speedup.mean()),
         "cost_per_hour": cost,
-        "fleet_cost_per_hour": float(arrays.num_workers @ arrays.cost_per_hour),
-        "fleet_cost_per_month": float(arrays.num_workers @ arrays.cost_per_hour) * HOURS_PER_MONTH,
+        "fleet_cost_per_hour": fleet_cost,
+        "fleet_cost_per_month": fleet_cost * HOURS_PER_MONTH,
     }
     if len(pair_jobs):
         metrics["pair_rows"] = float(len(pair_jobs))
-    if not np.isnan(arrays.steps_left).any():
+    if steps_known:
         makespan = min_makespan(view)["makespan_s"]
         if np.isfinite(makespan):
             metrics["makespan_s"] = makespan
@@ -210,7 +217,7 @@ def evaluate(instance: AllocationInstance, plan: AllocationPlan) -> Evaluation:
         return verdict
     # Lists of plain values built here: validating 10^5 items again would only cost time.
     verdict.breakdown = _breakdown(arrays, time_share, throughput, normalized, speedup, versus_fastest,
-                                   used, utilization)
+                                   used, utilization, met=met)
     return verdict
 
 
@@ -236,17 +243,25 @@ def slo_met(arrays: AllocationArrays, throughput: np.ndarray) -> np.ndarray:
 
 
 def service_metrics(arrays: AllocationArrays, time_share: np.ndarray, throughput: np.ndarray,
-                    versus_fastest: np.ndarray, speedup: np.ndarray) -> dict[str, float]:
+                    versus_fastest: np.ndarray, speedup: np.ndarray, *,
+                    met: np.ndarray | None = None) -> dict[str, float]:
     """What a planner compares across instances (planning issue, section 1): time shares and
     throughput as a multiple of the job alone on its fastest type are absolute; the speed-up
-    over the isolated 1/n share is relative to this cluster (it moves when the cluster grows)."""
+    over the isolated 1/n share is relative to this cluster (it moves when the cluster grows).
+    ``met``: :func:`slo_met` of ``throughput`` where the caller has it (None: computed here
+    when a job has an SLO).
+
+    >>> import numpy as np, fleetplan
+    >>> arrays = fleetplan.generate("allocation", {"jobs": 3}, seed=0).arrays()
+    >>> values = np.array([0.5, 1.0, 2.0])
+    >>> service_metrics(arrays, values, values, values, values)["p10_time_share"]
+    0.6
+    """
     metrics: dict[str, float] = {}
     columns = (("time_share", time_share), ("throughput_vs_fastest", versus_fastest),
                ("speedup_over_isolated", speedup))
-    # One call for the three (each row's partition and interpolation are np.percentile's on it
-    # alone, so the values are the same): 0.05 ms less of the judge's 0.7 at 2,048 jobs.
     stacked = np.stack([values for _, values in columns])
-    quantiles = np.percentile(stacked, [10, 50], axis=1).T.tolist()
+    quantiles = low_percentiles(stacked)
     lowest = stacked.min(axis=1).tolist()
     for (name, _), (p10, median), low in zip(columns, quantiles, lowest, strict=True):
         metrics[f"min_{name}"] = low
@@ -256,13 +271,55 @@ def service_metrics(arrays: AllocationArrays, time_share: np.ndarray, throughput
     metrics["jobs_below_isolated"] = float(np.count_nonzero(speedup < 1 - FEASIBILITY_TOLERANCE))
     with_slo = np.isfinite(arrays.slo_seconds)
     if with_slo.any():
-        metrics["slo_missed_jobs"] = float(np.count_nonzero(with_slo & ~slo_met(arrays, throughput)))
+        met = slo_met(arrays, throughput) if met is None else met
+        metrics["slo_missed_jobs"] = float(np.count_nonzero(with_slo & ~met))
     return metrics
+
+
+def low_percentiles(rows: np.ndarray) -> list[list[float]]:
+    """Per row of a 2-D array, its 10th and 50th percentiles: ``np.percentile(rows, [10, 50],
+    axis=1).T.tolist()`` to the bit (the same order statistics, found by one partition, and
+    numpy's own linear interpolation, done on the two scalars in the same float operations).
+    np.percentile's generic path was a third of the judge's service metrics at 2,048 jobs.
+    A row holding NaN goes to np.percentile, whose NaN rule it keeps.
+
+    >>> rows = np.array([[4.0, 1.0, 3.0, 2.0, 5.0], [0.5, 0.25, 1.0, 0.0, 2.0]])
+    >>> low_percentiles(rows) == np.percentile(rows, [10, 50], axis=1).T.tolist()
+    True
+    """
+    n = rows.shape[1]
+    if n == 0 or np.isnan(rows).any():
+        return np.percentile(rows, [10, 50], axis=1).T.tolist()
+    # np.percentile's "linear" method: the virtual index (n - 1) q, its floor and the next one
+    # (the last index for both at or past the end), the fraction between as the weight.
+    places = []
+    for fraction in (10 / 100, 50 / 100):
+        virtual = (n - 1) * fraction
+        below = math.floor(virtual)
+        if virtual >= n - 1:  # numpy's index -1 for both, and its weight from there
+            places.append((-1, -1, virtual + 1))
+        else:
+            places.append((below, below + 1, virtual - below))
+    # np.percentile's own partition points (the first and the last, as -1, included): among
+    # equal values (0.0 and -0.0) the partition then puts the same one at each place.
+    kth = np.unique([0, -1, *(index for below, above, _ in places for index in (below, above))])
+    picked = np.partition(rows, kth, axis=1)[:, kth].tolist()
+    position = {index: k for k, index in enumerate(kth.tolist())}
+    quantiles = []
+    for row in picked:
+        values = []
+        for below, above, gamma in places:
+            a, b = row[position[below]], row[position[above]]
+            # numpy's _lerp: a + (b - a) gamma, or b - (b - a)(1 - gamma) from gamma 0.5 up.
+            difference = b - a
+            values.append(b - difference * (1 - gamma) if gamma >= 0.5 else a + difference * gamma)
+        quantiles.append(values)
+    return quantiles
 
 
 def _breakdown(arrays: AllocationArrays, time_share: np.ndarray, throughput: np.ndarray, normalized: np.ndarray,
                speedup: np.ndarray, versus_fastest: np.ndarray, used: np.ndarray,
-               utilization: np.ndarray) -> dict[str, dict[str, list]]:
+               utilization: np.ndarray, *, met: np.ndarray | None = None) -> dict[str, dict[str, list]]:
     """Per job (in the instance's order) and per worker type, column-wise:
     effective throughput (Gavel §3.1), normalized against X_equal (§4.1), speed-up over the
     isolated 1/n share, as a multiple of the job alone on its fastest type, the time share the
@@ -271,7 +328,8 @@ def _breakdown(arrays: AllocationArrays, time_share: np.ndarray, throughput: np.
     if with_slo.any():
         # One pass in C (a comprehension over numpy scalars took 10 ms at 10,000 jobs, a scheduler
         # round's budget): an object array holds Python booleans and None.
-        slo = np.where(with_slo, slo_met(arrays, throughput), None).tolist()
+        met = slo_met(arrays, throughput) if met is None else met
+        slo = np.where(with_slo, met, None).tolist()
     else:  # no job has an SLO (most instances): the object array's two passes skipped
         slo = [None] * len(throughput)
     return {
