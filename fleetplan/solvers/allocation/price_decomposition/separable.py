@@ -141,19 +141,19 @@ def _solve_lp(lp: LinearProgram, deadline: Deadline, threads: int, seed: int, to
     # HiGHS's default (dual) simplex. Its primal simplex without presolve was faster on LAS's
     # small reduced LPs (4.7 ms instead of 9.1 at 2,048 distinct jobs) but did not finish the
     # second round's reduced LP at 10^6 jobs in two minutes (the dual simplex: 0.1 s).
-    highs = highs_runner.new_highs(deadline.remaining(), threads, seed)
-    highs_runner.pass_lp(highs, lp, "simplex")
-    tolerance = REDUCED_LP_TOLERANCE if tolerance is None else tolerance
-    highs.setOptionValue("primal_feasibility_tolerance", tolerance)
-    highs.setOptionValue("dual_feasibility_tolerance", tolerance)
-    if lp.num_cols <= TINY_LP_COLUMNS:
-        highs.setOptionValue("presolve", "off")
-    if basis is not None:
-        highs_runner.set_basis(highs, basis)
-    outcome = highs_runner.run(highs)
-    duals = np.asarray(highs.getSolution().row_dual, dtype=float) if outcome.values is not None else None
-    if keep_basis and outcome.status == "optimal":
-        outcome.basis = highs_runner.basis_of(highs)
+    with highs_runner.lp_highs(deadline.remaining(), threads, seed) as highs:
+        highs_runner.pass_lp(highs, lp, "simplex")
+        tolerance = REDUCED_LP_TOLERANCE if tolerance is None else tolerance
+        highs.setOptionValue("primal_feasibility_tolerance", tolerance)
+        highs.setOptionValue("dual_feasibility_tolerance", tolerance)
+        if lp.num_cols <= TINY_LP_COLUMNS:
+            highs.setOptionValue("presolve", "off")
+        if basis is not None:
+            highs_runner.set_basis(highs, basis)
+        outcome = highs_runner.run(highs)
+        duals = np.asarray(highs.getSolution().row_dual, dtype=float) if outcome.values is not None else None
+        if keep_basis and outcome.status == "optimal":
+            outcome.basis = highs_runner.basis_of(highs)
     return outcome, duals
 
 
