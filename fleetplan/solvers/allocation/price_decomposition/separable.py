@@ -157,7 +157,7 @@ def _solve_lp(lp: LinearProgram, deadline: Deadline, threads: int, seed: int, to
     return outcome, duals
 
 
-def _no_capacity_binds(A, offset, usage, W, free_level):
+def _no_capacity_binds(A, offset, usage, W, free_level, best=None):
     """(level, allocation, score duals) when the optimum is set by one job's own time, or None.
 
     No job can score more than its fastest type gives it with all its time, so t <= min_m
@@ -165,9 +165,10 @@ def _no_capacity_binds(A, offset, usage, W, free_level):
     workers, the bound is reached: that allocation is optimal (makespan on Gavel's mix, where the
     slowest job's steps decide). Checked in one pass, before any prices. The dual that proves it:
     capacity prices 0 and the whole weight on that job's score row (its time row's dual is its
-    fastest score), whose objective is the same bound."""
+    fastest score), whose objective is the same bound. ``best``: ``row_max(A)`` where the caller
+    has it."""
     n, K = A.shape
-    best = row_max(A)
+    best = row_max(A) if best is None else best
     if n == 0 or np.any(best <= 0):
         return None
     binding = int(np.argmin(best - offset))
@@ -390,7 +391,9 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
     # A warm start whose prices are positive had capacity binding a round ago: the check is
     # skipped (its answer would be certified below all the same).
     warm_binding = start is not None and float(np.asarray(start[1]) @ W) > 0
-    slack = _no_capacity_binds(A, offset, usage, W, free_level) if floor is None and not warm_binding else None
+    # Each job's best score, read by the slack test and the ceiling (once for both).
+    best = row_max(A) if floor is None else None
+    slack = _no_capacity_binds(A, offset, usage, W, free_level, best) if floor is None and not warm_binding else None
     if slack is not None:
         level, matrix, score_duals = slack
         stats["separable_s"] = time.perf_counter() - started
@@ -408,7 +411,7 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
 
         if start is not None:
             log.append("separable: interior-point prices warm-started from the previous round's")
-        ceiling = float((row_max(A) - offset).min()) if capped and floor is None else None
+        ceiling = float((best - offset).min()) if capped and floor is None else None
         # Over every job (below the sampled sizes, no warm start) the method stops at
         # FIRST_PRICES_TOLERANCE; a level that close to the ceiling is priced again at the
         # method's own tolerance, which the ceiling test below was made for.
