@@ -276,7 +276,9 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
                                                  "the max-min LP decides the level"]
         if result is None:
             result = _solve_separable(work_arrays, work_spec, multiplicity, options, start, structure, scores)
-        if result.status == "optimal" and result.prices is not None:
+        if key is None:
+            pass  # hints are off (a single solve): no hint is made to be dropped
+        elif result.status == "optimal" and result.prices is not None:
             # The interior-point prices the answer was picked at (centred) where there are some.
             level, prices = result.anchor if result.anchor is not None else (result.level, result.prices)
             # The structure's optional third part: the last reduced LP's basis (its next start).

@@ -176,9 +176,15 @@ def _no_capacity_binds(A, offset, usage, W, free_level, best=None):
     if level < 0 and not free_level:
         return None
     need = level + offset
-    fastest = np.argmax(A, axis=1)
     time_share = np.where(need > 0, need / best, 0.0)
-    used = np.bincount(fastest, weights=usage * time_share, minlength=K)
+    demand = usage * time_share
+    # Past every worker in all (with a margin far beyond the sums' rounding) some type is past
+    # its own: capacity binds, and each job's fastest type need not be found (0.03 ms of
+    # the driver's 1.6 at 2,048 jobs, where capacity sets the level).
+    if float(demand.sum()) > float(W.sum()) * (1 - 1e-9) * (1 + 1e-6):
+        return None
+    fastest = np.argmax(A, axis=1)
+    used = np.bincount(fastest, weights=demand, minlength=K)
     if np.any(used > W * (1 - 1e-9)):
         return None
     matrix = np.zeros((n, K))
