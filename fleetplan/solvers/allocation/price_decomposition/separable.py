@@ -55,7 +55,7 @@ from typing import Literal
 import numpy as np
 
 from fleetplan.instances.allocation.rows import row_max
-from fleetplan.models.linear import INF, LinearProgram
+from fleetplan.models.linear import INF, ColumnMatrix, LinearProgram
 from fleetplan.solvers import highs as highs_runner
 from fleetplan.solvers.allocation.price_decomposition import separable_certificate as certificate
 from fleetplan.solvers.allocation.price_decomposition.reduced_basis import ReducedBasis
@@ -236,8 +236,6 @@ def reduced_lp(A, offset, usage, W, free_jobs, gamma, delta, level_bounds, deadl
     free_jobs = np.asarray(free_jobs)
     cell_job, cell_type = np.nonzero(A[free_jobs] > 0)
     n_cells, n_free = len(cell_job), len(free_jobs)
-    import scipy.sparse as sp
-
     t_col = n_cells
     lifted = np.arange(n_free) if floor is None else np.flatnonzero(~floor[free_jobs])
     # Built column-wise, as HiGHS takes it: a cell's rows (its score, its time, its type's
@@ -253,7 +251,7 @@ def reduced_lp(A, offset, usage, W, free_jobs, gamma, delta, level_bounds, deadl
     indices[3 * n_cells:] = np.concatenate([lifted, 2 * n_free + np.arange(K)])
     values[3 * n_cells:] = np.concatenate([-np.ones(len(lifted)), gamma])
     starts = np.append(np.arange(0, 3 * n_cells + 1, 3), len(indices)).astype(np.int32)
-    matrix = sp.csc_matrix((values, indices, starts), shape=(2 * n_free + K, n_cells + 1))
+    matrix = ColumnMatrix(values, indices, starts, (2 * n_free + K, n_cells + 1))
     low, high = level_bounds
     cost = np.zeros(n_cells + 1)
     cost[t_col] = 1.0
