@@ -30,7 +30,11 @@ from fleetplan.instances.base import Evaluation, InstanceError, Violation
 def effective_throughput(instance: AllocationInstance, matrix: np.ndarray,
                          pair_jobs: np.ndarray | None = None, pair_matrix: np.ndarray | None = None) -> np.ndarray:
     """throughput(m, X) = sum_j T[m, j] X[m, j], plus what m earns in pairs (Gavel §3.1)."""
-    arrays = instance.arrays()
+    return _effective_throughput(instance.arrays(), matrix, pair_jobs, pair_matrix)
+
+
+def _effective_throughput(arrays: AllocationArrays, matrix: np.ndarray, pair_jobs: np.ndarray | None = None,
+                          pair_matrix: np.ndarray | None = None) -> np.ndarray:
     throughput = row_sums(arrays.throughput * matrix)
     if pair_jobs is not None and len(pair_jobs):
         earned = (arrays.pair_throughput(pair_jobs[:, 0], pair_jobs[:, 1]) * pair_matrix[:, :, None]).sum(axis=1)
@@ -53,12 +57,11 @@ def jain_index(values: np.ndarray) -> float:
     return float(values.sum() ** 2 / (len(values) * square_sum))
 
 
-def _violations(instance: AllocationInstance, matrix: np.ndarray, pair_jobs: np.ndarray,
+def _violations(arrays: AllocationArrays, matrix: np.ndarray, pair_jobs: np.ndarray,
                 pair_matrix: np.ndarray, throughput: np.ndarray, check_slo: bool, row_sum: np.ndarray,
                 used: np.ndarray) -> list[Violation]:
     """Every broken constraint; ``row_sum`` (each job's time, pair rows included) and ``used``
     (busy workers per type, pairs included) are the judge's own, computed once."""
-    arrays = instance.arrays()
     tol = FEASIBILITY_TOLERANCE
     found: list[Violation] = []
     # The whole-matrix tests first: a solver's plan breaks none, and np.argwhere is a pass more.
@@ -165,7 +168,7 @@ def evaluate(instance: AllocationInstance, plan: AllocationPlan) -> Evaluation:
     if scoring.needs_steps and not steps_known:
         missing = int(np.flatnonzero(np.isnan(arrays.steps_left))[0])
         raise InstanceError(f"jobs[{missing}].steps_left", f"is required by the {plan.policy} policy")
-    throughput = effective_throughput(instance, matrix, pair_jobs, pair_matrix)
+    throughput = _effective_throughput(arrays, matrix, pair_jobs, pair_matrix)
     # Each pass over the (jobs, types) matrix once: the busy workers give the cost and the
     # utilization, the time shares the job_time check (3 passes fewer: a tenth of the judge).
     used = busy_workers(arrays, matrix, pair_jobs, pair_matrix)
@@ -209,7 +212,7 @@ def evaluate(instance: AllocationInstance, plan: AllocationPlan) -> Evaluation:
         metrics[f"utilization_{name}"] = value
     verdict = Evaluation(
         kind=KIND, objective=float(sum(terms.values())), sense=scoring.sense, terms=terms,
-        violations=_violations(instance, matrix, pair_jobs, pair_matrix, throughput, scoring.checks_slo, time_share,
+        violations=_violations(arrays, matrix, pair_jobs, pair_matrix, throughput, scoring.checks_slo, time_share,
                                used),
         metrics=metrics,
     )
