@@ -463,16 +463,19 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
         pick_level, pick_lam = anchor if anchor is not None else (level, lam)
         choice, free = _working_set(A, offset, pick_level, pick_lam, usage, W, sticky, size, floor=floor,
                                     picks=picks if anchor is not None else None)
-        if free.mean() > MAX_FREE_SHARE and n > WORKING_SET:
-            return SeparableResult("fallback", log=log + [f"{int(free.sum())} of {n} jobs free: the full LP is as small"],
+        # The free jobs counted once for the test, the stats and the log (a mean and three sums
+        # before; count / n > share exactly when the mean was, below 2^52 jobs).
+        n_free = int(np.count_nonzero(free))
+        if n_free > MAX_FREE_SHARE * n and n > WORKING_SET:
+            return SeparableResult("fallback", log=log + [f"{n_free} of {n} jobs free: the full LP is as small"],
                                    stats=stats)
         if deadline.expired():
             return SeparableResult("time_limit", log=log + ["time limit in the separable method"], stats=stats)
         status, matrix, level, lam, score_duals, (t_low, t_high, fixed, alpha) = _max_min_reduced(
             A, offset, mult, scale, W, free, choice, free_level, deadline, threads, seed, floor, lp_tolerance,
             bases=bases)
-        stats.update(separable_rounds=float(rounds), separable_free=float(free.sum()))
-        log.append(f"round {rounds}: {int(free.sum())} free jobs, reduced LP {status}")
+        stats.update(separable_rounds=float(rounds), separable_free=float(n_free))
+        log.append(f"round {rounds}: {n_free} free jobs, reduced LP {status}")
         if status == "infeasible" and rounds < MAX_ROUNDS:
             level, lam = previous
             size *= 4
@@ -498,7 +501,7 @@ def _max_min(A, offset, mult, scale, W, *, free_level, deadline, threads, seed, 
     duals, all_bottlenecked = certificate.score_duals(A, offset, usage, lam, choice, free, score_duals, floor,
                                                       alpha if floor is None else None)
     stats["separable_s"] = time.perf_counter() - started
-    log.append(f"separable: certified optimal in {rounds} round(s), {int(free.sum())} of {n} jobs in the reduced LP")
+    log.append(f"separable: certified optimal in {rounds} round(s), {n_free} of {n} jobs in the reduced LP")
     return SeparableResult("optimal", np.clip(matrix, 0.0, 1.0), level, all_bottlenecked, log, stats, lam, duals,
                            anchor=anchor, structure=(choice, free), reduced_basis=bases[-1] if bases else None)
 
