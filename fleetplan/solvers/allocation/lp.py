@@ -276,7 +276,9 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
                     ceiling_log = refined.log + ["refinement at the best-score bound: no certified plan there, so "
                                                  "the max-min LP decides the level"]
         if result is None:
-            result = _solve_separable(work_arrays, work_spec, multiplicity, options, start, structure, scores)
+            # The reduced LP's basis only starts a next round's: read back where hints are on.
+            result = _solve_separable(work_arrays, work_spec, multiplicity, options, start, structure, scores,
+                                      keep_basis=key is not None)
         if key is None:
             pass  # hints are off (a single solve): no hint is made to be dropped
         elif result.status == "optimal" and result.prices is not None:
@@ -441,9 +443,9 @@ def _max_min_scores(arrays: AllocationArrays, spec: PolicySpec, options: LpOptio
 
 
 def _solve_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, options: LpOptions, start=None,
-                     structure=None, scores: np.ndarray | None = None):
+                     structure=None, scores: np.ndarray | None = None, keep_basis: bool = True):
     """The price decomposition of ``spec`` (``scores``: its max-min score table where the caller
-    has it, else made here)."""
+    has it, else made here; ``keep_basis``: see :func:`~.price_decomposition.separable.max_min`)."""
     from fleetplan.solvers.allocation.price_decomposition import separable as allocation_separable
 
     mult = np.ones(len(arrays.job_ids)) if multiplicity is None else np.asarray(multiplicity, dtype=float)
@@ -466,7 +468,8 @@ def _solve_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, o
             tried = resolved.log
         result = allocation_separable.max_min(
             A, offset, mult, arrays.scale_factor, arrays.num_workers, free_level=spec.offset is not None,
-            deadline=deadline, threads=options.threads, seed=options.seed, start=start, capped=True)
+            deadline=deadline, threads=options.threads, seed=options.seed, start=start, capped=True,
+            keep_basis=keep_basis)
         result.log = tried + result.log
         return result
     from fleetplan.solvers.allocation.price_decomposition import separable_linear
