@@ -50,3 +50,21 @@ def test_aggregate_jobs_classes_are_the_equal_rows_with_a_first_column_remembere
     view = distinct[:, :2]  # a view: its base could change under it
     policies.aggregate_jobs(view, other)
     assert not policies._known_distinct(view)
+
+
+def test_aggregate_jobs_reads_the_columns_after_an_equal_first_one():
+    # Jobs equal in the first column are told apart, or not, by the later ones (a boolean
+    # table, integers, NaN placeholders): the classes are the groups of equal rows over all.
+    from fleetplan.models.allocation import policies
+
+    rng = np.random.default_rng(4)
+    first = np.repeat(rng.uniform(1, 2, (6, 3)), 4, axis=0)  # six groups of four equal rows
+    runnable = np.tile([[True, False, True], [False, True, True]], (12, 1))
+    scale = np.ones(24, dtype=int)
+    missing = np.tile([np.nan, 1.0], 12)  # NaN with the first pattern: no further split
+    got = policies.aggregate_jobs(first, runnable, scale, missing)
+    want = group_rows(np.column_stack([first, runnable, scale, np.where(np.isnan(missing), -1.2345e300, missing)]))
+    assert _classes(*got) == _classes(*want) == sorted(
+        (4 * c + k, 4 * c + k + 2) for c in range(6) for k in (0, 1))
+    same = policies.aggregate_jobs(first, np.zeros((24, 3), dtype=bool), np.ones(24), np.full(24, np.nan))
+    assert _classes(*same) == [tuple(range(4 * c, 4 * c + 4)) for c in range(6)]

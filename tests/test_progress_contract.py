@@ -165,3 +165,21 @@ def test_every_simulator_keeps_the_progress_contract(name):
         assert nows == sorted(nows) and nows[0] >= 0, (name, scheduler, nows)
         assert all(now <= end for now, end in calls)
         assert calls[-1][0] == calls[-1][1], f"{name}/{scheduler}: the last call is not at the end"
+
+
+def test_a_guard_without_a_callback_finishes_and_exits_quietly():
+    # No callback: no heartbeat (and nothing to stop), yet the contract's bookkeeping holds.
+    guard = ProgressGuard(None)
+    with guard:
+        guard(0.4, "part")
+        guard(0.2, "back")
+    assert guard.fraction == 0.4
+    guard.finish("done")
+    assert guard.finished and guard.fraction == 1.0
+    from fleetplan.solvers.progress import SimulationProgressGuard
+
+    simulation = SimulationProgressGuard(None)
+    with simulation:
+        simulation(10.0, 10.0)  # the simulator's own last call at the end
+    simulation.finish()
+    assert simulation.now == 10.0

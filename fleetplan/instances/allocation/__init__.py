@@ -487,8 +487,9 @@ class AllocationPlan(LazyRows, PlanBase):
 
         return plan_to_frame(instance, self)
 
-    def _column_order(self, instance: AllocationInstance) -> list[int]:
-        arrays = instance.arrays()
+    def _column_order(self, arrays: AllocationArrays) -> list[int]:
+        if self.worker_types == arrays.worker_types:  # a solver's own plan: the instance's order
+            return list(range(len(self.worker_types)))
         if sorted(self.worker_types) != sorted(arrays.worker_types):
             raise InstanceError("worker_types", "plan does not match the instance's worker types")
         col_of = {name: j for j, name in enumerate(self.worker_types)}
@@ -496,8 +497,10 @@ class AllocationPlan(LazyRows, PlanBase):
 
     def matrix(self, instance: AllocationInstance) -> np.ndarray:
         """The allocation as a (jobs, types) array ordered like the instance."""
+        # The instance's arrays read once here (each read is a few microseconds: the judge's
+        # reads were 0.05 ms of a 2,048-job LAS solve).
         arrays = instance.arrays()
-        cols = self._column_order(instance)
+        cols = self._column_order(arrays)
         if self.job_ids == arrays.job_ids:  # a solver's own plan: no reordering (10^6 jobs: 1 s)
             fresh, self._solver_matrix = self._solver_matrix, None
             if fresh is not None and fresh.shape == (len(self.job_ids), len(self.worker_types)):
@@ -529,8 +532,10 @@ class AllocationPlan(LazyRows, PlanBase):
     def pair_matrix(self, instance: AllocationInstance) -> tuple[np.ndarray, np.ndarray]:
         """The pair rows: (pairs, 2) job indices of the instance and a (pairs, types) array."""
         arrays = instance.arrays()
-        cols = self._column_order(instance)
-        index_of = {job: m for m, job in enumerate(arrays.job_ids)} if self.pairs else {}
+        cols = self._column_order(arrays)
+        if not self.pairs:  # most plans (no space sharing): nothing to look up or convert
+            return np.zeros((0, 2), dtype=int), np.zeros((0, len(cols)))
+        index_of = {job: m for m, job in enumerate(arrays.job_ids)}
         jobs = np.zeros((len(self.pairs), 2), dtype=int)
         for k, pair in enumerate(self.pairs):
             for side, job in enumerate(pair.jobs):

@@ -8,6 +8,7 @@ policies of :mod:`fleetplan.instances.allocation.hierarchical` added to the Tabl
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator
 from contextvars import ContextVar
 
@@ -29,7 +30,11 @@ from fleetplan.instances.base import Evaluation, InstanceError, Violation
 def effective_throughput(instance: AllocationInstance, matrix: np.ndarray,
                          pair_jobs: np.ndarray | None = None, pair_matrix: np.ndarray | None = None) -> np.ndarray:
     """throughput(m, X) = sum_j T[m, j] X[m, j], plus what m earns in pairs (Gavel §3.1)."""
-    arrays = instance.arrays()
+    return _effective_throughput(instance.arrays(), matrix, pair_jobs, pair_matrix)
+
+
+def _effective_throughput(arrays: AllocationArrays, matrix: np.ndarray, pair_jobs: np.ndarray | None = None,
+                          pair_matrix: np.ndarray | None = None) -> np.ndarray:
     throughput = row_sums(arrays.throughput * matrix)
     if pair_jobs is not None and len(pair_jobs):
         earned = (arrays.pair_throughput(pair_jobs[:, 0], pair_jobs[:, 1]) * pair_matrix[:, :, None]).sum(axis=1)
@@ -52,12 +57,11 @@ def jain_index(values: np.ndarray) -> float:
     return float(values.sum() ** 2 / (len(values) * square_sum))
 
 
-def _violations(instance: AllocationInstance, matrix: np.ndarray, pair_jobs: np.ndarray,
+def _violations(arrays: AllocationArrays, matrix: np.ndarray, pair_jobs: np.ndarray,
                 pair_matrix: np.ndarray, throughput: np.ndarray, check_slo: bool, row_sum: np.ndarray,
                 used: np.ndarray) -> list[Violation]:
     """Every broken constraint; ``row_sum`` (each job's time, pair rows included) and ``used``
     (busy workers per type, pairs included) are the judge's own, computed once."""
-    arrays = instance.arrays()
     tol = FEASIBILITY_TOLERANCE
     found: list[Violation] = []
     # The whole-matrix tests first: a solver's plan breaks none, and np.argwhere is a pass more.
@@ -158,51 +162,59 @@ def evaluate(instance: AllocationInstance, plan: AllocationPlan) -> Evaluation:
     pair_jobs, pair_matrix = plan.pair_matrix(instance)
     arrays = instance.arrays()
     scoring = POLICY_OBJECTIVES[plan.policy]
-    if scoring.needs_steps and np.isnan(arrays.steps_left).any():
+    # Read once: the steps' NaN test, the equal share (a product, not cached on the arrays: 0.014
+    # ms at 2,048 jobs) and the SLO mask each served two places of the judge.
+    steps_known = not np.isnan(arrays.steps_left).any()
+    if scoring.needs_steps and not steps_known:
         missing = int(np.flatnonzero(np.isnan(arrays.steps_left))[0])
         raise InstanceError(f"jobs[{missing}].steps_left", f"is required by the {plan.policy} policy")
-    throughput = effective_throughput(instance, matrix, pair_jobs, pair_matrix)
+    throughput = _effective_throughput(arrays, matrix, pair_jobs, pair_matrix)
     # Each pass over the (jobs, types) matrix once: the busy workers give the cost and the
     # utilization, the time shares the job_time check (3 passes fewer: a tenth of the judge).
     used = busy_workers(arrays, matrix, pair_jobs, pair_matrix)
     cost = float(used @ arrays.cost_per_hour)
+    equal_share = arrays.equal_share_throughput
     view = PlanView(
-        throughput=throughput, equal_share=arrays.equal_share_throughput, isolated=arrays.isolated_throughput,
+        throughput=throughput, equal_share=equal_share, isolated=arrays.isolated_throughput,
         fastest=arrays.fastest_throughput, scale_factor=arrays.scale_factor, weight=arrays.weight,
         steps_left=arrays.steps_left, time_elapsed=arrays.time_elapsed,
         isolated_time_elapsed=arrays.isolated_time_elapsed, slo_seconds=arrays.slo_seconds,
         arrival_rank=arrays.arrival_rank, cost_per_hour=cost,
     )
     terms = scoring.terms(view)
-    normalized = throughput / arrays.equal_share_throughput
+    normalized = throughput / equal_share
     speedup = throughput / arrays.isolated_throughput
     time_share = _time_share(matrix, pair_jobs, pair_matrix)
     versus_fastest = throughput / arrays.fastest_throughput
+    met = slo_met(arrays, throughput) if np.isfinite(arrays.slo_seconds).any() else None
+    fleet_cost = float(arrays.num_workers @ arrays.cost_per_hour)
     metrics = {
-        **service_metrics(arrays, time_share, throughput, versus_fastest, speedup),
+        **service_metrics(arrays, time_share, throughput, versus_fastest, speedup, met=met),
         "total_throughput": float(throughput.sum()),
         "min_normalized_throughput": float(normalized.min()),
-        "mean_normalized_throughput": float(normalized.mean()),
+        # np.mean is the same sum over the count, through a dozen Python calls of numpy's own.
+        "mean_normalized_throughput": float(normalized.sum()) / len(normalized),
         "jain_index": jain_index(normalized),
         "min_speedup_over_isolated": float(speedup.min()),
-        "mean_speedup_over_isolated": float(speedup.mean()),
+        "mean_speedup_over_isolated": float(speedup.sum()) / len(speedup),
         "cost_per_hour": cost,
-        "fleet_cost_per_hour": float(arrays.num_workers @ arrays.cost_per_hour),
-        "fleet_cost_per_month": float(arrays.num_workers @ arrays.cost_per_hour) * HOURS_PER_MONTH,
+        "fleet_cost_per_hour": fleet_cost,
+        "fleet_cost_per_month": fleet_cost * HOURS_PER_MONTH,
     }
     if len(pair_jobs):
         metrics["pair_rows"] = float(len(pair_jobs))
-    if not np.isnan(arrays.steps_left).any():
+    if steps_known:
         makespan = min_makespan(view)["makespan_s"]
         if np.isfinite(makespan):
             metrics["makespan_s"] = makespan
-    utilization = np.divide(used, arrays.num_workers, out=np.zeros_like(used),
-                            where=arrays.num_workers > 0)
-    for name, value in zip(arrays.worker_types, utilization.tolist(), strict=True):
+    # A few types: the same divisions on Python floats (a masked np.divide cost more than them).
+    utilization = [busy / workers if workers > 0 else 0.0
+                   for busy, workers in zip(used.tolist(), arrays.num_workers.tolist(), strict=True)]
+    for name, value in zip(arrays.worker_types, utilization, strict=True):
         metrics[f"utilization_{name}"] = value
     verdict = Evaluation(
         kind=KIND, objective=float(sum(terms.values())), sense=scoring.sense, terms=terms,
-        violations=_violations(instance, matrix, pair_jobs, pair_matrix, throughput, scoring.checks_slo, time_share,
+        violations=_violations(arrays, matrix, pair_jobs, pair_matrix, throughput, scoring.checks_slo, time_share,
                                used),
         metrics=metrics,
     )
@@ -210,7 +222,7 @@ def evaluate(instance: AllocationInstance, plan: AllocationPlan) -> Evaluation:
         return verdict
     # Lists of plain values built here: validating 10^5 items again would only cost time.
     verdict.breakdown = _breakdown(arrays, time_share, throughput, normalized, speedup, versus_fastest,
-                                   used, utilization)
+                                   used, utilization, met=met)
     return verdict
 
 
@@ -236,17 +248,25 @@ def slo_met(arrays: AllocationArrays, throughput: np.ndarray) -> np.ndarray:
 
 
 def service_metrics(arrays: AllocationArrays, time_share: np.ndarray, throughput: np.ndarray,
-                    versus_fastest: np.ndarray, speedup: np.ndarray) -> dict[str, float]:
+                    versus_fastest: np.ndarray, speedup: np.ndarray, *,
+                    met: np.ndarray | None = None) -> dict[str, float]:
     """What a planner compares across instances (planning issue, section 1): time shares and
     throughput as a multiple of the job alone on its fastest type are absolute; the speed-up
-    over the isolated 1/n share is relative to this cluster (it moves when the cluster grows)."""
+    over the isolated 1/n share is relative to this cluster (it moves when the cluster grows).
+    ``met``: :func:`slo_met` of ``throughput`` where the caller has it (None: computed here
+    when a job has an SLO).
+
+    >>> import numpy as np, fleetplan
+    >>> arrays = fleetplan.generate("allocation", {"jobs": 3}, seed=0).arrays()
+    >>> values = np.array([0.5, 1.0, 2.0])
+    >>> service_metrics(arrays, values, values, values, values)["p10_time_share"]
+    0.6
+    """
     metrics: dict[str, float] = {}
     columns = (("time_share", time_share), ("throughput_vs_fastest", versus_fastest),
                ("speedup_over_isolated", speedup))
-    # One call for the three (each row's partition and interpolation are np.percentile's on it
-    # alone, so the values are the same): 0.05 ms less of the judge's 0.7 at 2,048 jobs.
     stacked = np.stack([values for _, values in columns])
-    quantiles = np.percentile(stacked, [10, 50], axis=1).T.tolist()
+    quantiles = low_percentiles(stacked)
     lowest = stacked.min(axis=1).tolist()
     for (name, _), (p10, median), low in zip(columns, quantiles, lowest, strict=True):
         metrics[f"min_{name}"] = low
@@ -256,13 +276,55 @@ def service_metrics(arrays: AllocationArrays, time_share: np.ndarray, throughput
     metrics["jobs_below_isolated"] = float(np.count_nonzero(speedup < 1 - FEASIBILITY_TOLERANCE))
     with_slo = np.isfinite(arrays.slo_seconds)
     if with_slo.any():
-        metrics["slo_missed_jobs"] = float(np.count_nonzero(with_slo & ~slo_met(arrays, throughput)))
+        met = slo_met(arrays, throughput) if met is None else met
+        metrics["slo_missed_jobs"] = float(np.count_nonzero(with_slo & ~met))
     return metrics
+
+
+def low_percentiles(rows: np.ndarray) -> list[list[float]]:
+    """Per row of a 2-D array, its 10th and 50th percentiles: ``np.percentile(rows, [10, 50],
+    axis=1).T.tolist()`` to the bit (the same order statistics, found by one partition, and
+    numpy's own linear interpolation, done on the two scalars in the same float operations).
+    np.percentile's generic path was a third of the judge's service metrics at 2,048 jobs.
+    A row holding NaN goes to np.percentile, whose NaN rule it keeps.
+
+    >>> rows = np.array([[4.0, 1.0, 3.0, 2.0, 5.0], [0.5, 0.25, 1.0, 0.0, 2.0]])
+    >>> low_percentiles(rows) == np.percentile(rows, [10, 50], axis=1).T.tolist()
+    True
+    """
+    n = rows.shape[1]
+    if n == 0 or np.isnan(rows).any():
+        return np.percentile(rows, [10, 50], axis=1).T.tolist()
+    # np.percentile's "linear" method: the virtual index (n - 1) q, its floor and the next one
+    # (the last index for both at or past the end), the fraction between as the weight.
+    places = []
+    for fraction in (10 / 100, 50 / 100):
+        virtual = (n - 1) * fraction
+        below = math.floor(virtual)
+        if virtual >= n - 1:  # numpy's index -1 for both, and its weight from there
+            places.append((-1, -1, virtual + 1))
+        else:
+            places.append((below, below + 1, virtual - below))
+    # np.percentile's own partition points (the first and the last, as -1, included): among
+    # equal values (0.0 and -0.0) the partition then puts the same one at each place.
+    kth = np.unique([0, -1, *(index for below, above, _ in places for index in (below, above))])
+    picked = np.partition(rows, kth, axis=1)[:, kth].tolist()
+    position = {index: k for k, index in enumerate(kth.tolist())}
+    quantiles = []
+    for row in picked:
+        values = []
+        for below, above, gamma in places:
+            a, b = row[position[below]], row[position[above]]
+            # numpy's _lerp: a + (b - a) gamma, or b - (b - a)(1 - gamma) from gamma 0.5 up.
+            difference = b - a
+            values.append(b - difference * (1 - gamma) if gamma >= 0.5 else a + difference * gamma)
+        quantiles.append(values)
+    return quantiles
 
 
 def _breakdown(arrays: AllocationArrays, time_share: np.ndarray, throughput: np.ndarray, normalized: np.ndarray,
                speedup: np.ndarray, versus_fastest: np.ndarray, used: np.ndarray,
-               utilization: np.ndarray) -> dict[str, dict[str, list]]:
+               utilization: list[float], *, met: np.ndarray | None = None) -> dict[str, dict[str, list]]:
     """Per job (in the instance's order) and per worker type, column-wise:
     effective throughput (Gavel §3.1), normalized against X_equal (§4.1), speed-up over the
     isolated 1/n share, as a multiple of the job alone on its fastest type, the time share the
@@ -271,7 +333,8 @@ def _breakdown(arrays: AllocationArrays, time_share: np.ndarray, throughput: np.
     if with_slo.any():
         # One pass in C (a comprehension over numpy scalars took 10 ms at 10,000 jobs, a scheduler
         # round's budget): an object array holds Python booleans and None.
-        slo = np.where(with_slo, slo_met(arrays, throughput), None).tolist()
+        met = slo_met(arrays, throughput) if met is None else met
+        slo = np.where(with_slo, met, None).tolist()
     else:  # no job has an SLO (most instances): the object array's two passes skipped
         slo = [None] * len(throughput)
     return {
@@ -280,7 +343,7 @@ def _breakdown(arrays: AllocationArrays, time_share: np.ndarray, throughput: np.
                  "throughput_vs_fastest": versus_fastest.tolist(), "time_share": time_share.tolist(),
                  "slo_met": slo},
         "worker_types": {"id": list(arrays.worker_types), "workers": arrays.num_workers.tolist(),
-                         "busy_workers": used.tolist(), "utilization": utilization.tolist()},
+                         "busy_workers": used.tolist(), "utilization": list(utilization)},
     }
 
 

@@ -210,8 +210,9 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
         if len(representative) == n_jobs and not options.space_sharing and \
                 bool(np.all(representative == np.arange(n_jobs))):
             # Every job its own class (distinct jobs): the classes' arrays are the jobs' own, so
-            # they are not copied (2 ms of a 20 ms scheduling round at 10,000 jobs).
-            work_arrays, work_spec = arrays, spec
+            # they are not copied (2 ms of a 20 ms scheduling round at 10,000 jobs), nor is the
+            # answer gathered back through the identity (0.02 ms at 2,048).
+            work_arrays, work_spec, inverse = arrays, spec, None
         else:
             work_arrays = arrays.subset(representative)
             # subset() keeps the part's workers; the classes share the whole cluster.
@@ -250,9 +251,12 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
         structure = hint[2] if hint is not None and len(hint) > 2 and spec.form == "max_min" else None
         ceiling_log: list[str] = []
         result = None
+        # The max-min form's scores A = coefficient x throughput, made once: the ceiling's try,
+        # the decomposition and its refinement each made the same table.
+        scores = _max_min_scores(work_arrays, work_spec, options) if spec.form == "max_min" else None
         # A hint without prices is a previous round's level at the ceiling (or no capacity bound).
         if spec.form == "max_min" and options.refine and (start is None or not np.any(start[1])):
-            tried = _refine_at_ceiling(work_arrays, work_spec, multiplicity, options)
+            tried = _refine_at_ceiling(work_arrays, work_spec, multiplicity, options, scores)
             if tried is not None:
                 ceiling, refined, proven = tried
                 if refined.status == "optimal":
@@ -272,8 +276,12 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
                     ceiling_log = refined.log + ["refinement at the best-score bound: no certified plan there, so "
                                                  "the max-min LP decides the level"]
         if result is None:
-            result = _solve_separable(work_arrays, work_spec, multiplicity, options, start, structure)
-        if result.status == "optimal" and result.prices is not None:
+            # The reduced LP's basis only starts a next round's: read back where hints are on.
+            result = _solve_separable(work_arrays, work_spec, multiplicity, options, start, structure, scores,
+                                      keep_basis=key is not None)
+        if key is None:
+            pass  # hints are off (a single solve): no hint is made to be dropped
+        elif result.status == "optimal" and result.prices is not None:
             # The interior-point prices the answer was picked at (centred) where there are some.
             level, prices = result.anchor if result.anchor is not None else (result.level, result.prices)
             # The structure's optional third part: the last reduced LP's basis (its next start).
@@ -291,7 +299,7 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
             # fairness, where a few heavily weighted jobs set the level and every other job has
             # room, without the full LP. At a ceiling (``capped``) it also proves the level.
             refined = _refine_separable(work_arrays, work_spec, multiplicity, options, result.level,
-                                        result.matrix if result.status == "optimal" else None)
+                                        result.matrix if result.status == "optimal" else None, scores=scores)
             pre_log = pre_log + refined.log
             if refined.status == "optimal":
                 prices = None
@@ -429,16 +437,22 @@ def _runnable_model_throughput(arrays: AllocationArrays, heterogeneity_aware: bo
     return np.where(arrays.runnable, model_throughput(arrays, False), 0.0)
 
 
+def _max_min_scores(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -> np.ndarray:
+    """A max-min spec's score table: coefficient[m] x the LP's throughput where job m fits."""
+    return spec.coefficient[:, None] * _runnable_model_throughput(arrays, options.heterogeneity_aware)
+
+
 def _solve_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, options: LpOptions, start=None,
-                     structure=None):
+                     structure=None, scores: np.ndarray | None = None, keep_basis: bool = True):
+    """The price decomposition of ``spec`` (``scores``: its max-min score table where the caller
+    has it, else made here; ``keep_basis``: see :func:`~.price_decomposition.separable.max_min`)."""
     from fleetplan.solvers.allocation.price_decomposition import separable as allocation_separable
 
-    throughput = _runnable_model_throughput(arrays, options.heterogeneity_aware)
     mult = np.ones(len(arrays.job_ids)) if multiplicity is None else np.asarray(multiplicity, dtype=float)
     deadline = Deadline(options.deadline.remaining(options.reserve), started=None)
     if spec.form == "max_min":
         offset = np.zeros(len(mult)) if spec.offset is None else np.asarray(spec.offset, dtype=float)
-        A = spec.coefficient[:, None] * throughput
+        A = _max_min_scores(arrays, spec, options) if scores is None else scores
         tried: list[str] = []
         if structure is not None:  # the last answer's vertices and free jobs, before any prices
             from fleetplan.solvers.allocation.price_decomposition.separable_structure import (
@@ -454,11 +468,13 @@ def _solve_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, o
             tried = resolved.log
         result = allocation_separable.max_min(
             A, offset, mult, arrays.scale_factor, arrays.num_workers, free_level=spec.offset is not None,
-            deadline=deadline, threads=options.threads, seed=options.seed, start=start, capped=True)
+            deadline=deadline, threads=options.threads, seed=options.seed, start=start, capped=True,
+            keep_basis=keep_basis)
         result.log = tried + result.log
         return result
     from fleetplan.solvers.allocation.price_decomposition import separable_linear
 
+    throughput = _runnable_model_throughput(arrays, options.heterogeneity_aware)
     return separable_linear.linear(
         (spec.coefficient * mult)[:, None] * throughput, mult, arrays.scale_factor, arrays.num_workers,
         deadline=deadline, threads=options.threads, seed=options.seed, start=start)
@@ -475,7 +491,8 @@ def _refined_outcome(refined, level: float, inverse, lp_jobs: int, first_stats: 
     return SpecOutcome(status="optimal", matrix=matrix, objective=level, log=log, stats=stats, capacity_prices=prices)
 
 
-def _refine_at_ceiling(arrays: AllocationArrays, spec: PolicySpec, multiplicity, options: LpOptions):
+def _refine_at_ceiling(arrays: AllocationArrays, spec: PolicySpec, multiplicity, options: LpOptions,
+                       scores: np.ndarray | None = None):
     """(ceiling, the refinement at it, whether the ceiling is known reachable) when the max-min
     level is likely the *ceiling* — the lowest of the jobs' best scores (a job's best type with
     all its time), which no plan can beat — else None. A refinement plan that reaches the
@@ -489,9 +506,8 @@ def _refine_at_ceiling(arrays: AllocationArrays, spec: PolicySpec, multiplicity,
     (unweighted LAS on Gavel's mix needs more workers than there are) nothing is spent. Where every job fits
     on its fastest type the ceiling is reachable and that plan starts the refinement; otherwise
     the try is a guess and stops at its first infeasible reduced LP (a level just below the
-    ceiling)."""
-    throughput = _runnable_model_throughput(arrays, options.heterogeneity_aware)
-    A = spec.coefficient[:, None] * throughput
+    ceiling). ``scores``: the spec's score table where the caller has it."""
+    A = _max_min_scores(arrays, spec, options) if scores is None else scores
     offset = np.zeros(len(A)) if spec.offset is None else np.asarray(spec.offset, dtype=float)
     best = _row_max(A)
     if len(A) == 0 or np.any(best <= 0):
@@ -509,14 +525,15 @@ def _refine_at_ceiling(arrays: AllocationArrays, spec: PolicySpec, multiplicity,
 
     # Where every job fits on its fastest type at the ceiling, that plan proves the level
     # reachable: the refinement starts from it (as after the max-min method) and is no guess.
-    fits = _no_capacity_binds(A, offset, mult * arrays.scale_factor, arrays.num_workers, spec.offset is not None)
+    fits = _no_capacity_binds(A, offset, mult * arrays.scale_factor, arrays.num_workers, spec.offset is not None,
+                              best=best)
     if fits is None and spec.offset is None and np.ptp(arrays.weight) == 0:
         # A guess without priority weights mostly fails (the level is set by capacity below the
         # ceiling) and a failed try cost a cold unweighted solve at 16,384 jobs more than it
         # takes (0.19 s against 0.08): only weights make the guess worth its price.
         return None
     refined = _refine_separable(arrays, spec, multiplicity, options, ceiling, None if fits is None else fits[1],
-                                guess=fits is None)
+                                guess=fits is None, scores=A)
     refined.log = [f"separable: the jobs' best scores cap the level at {ceiling:.9g}, and the workers could hold "
                    f"every job there ({workers:.4g} of {float(arrays.num_workers.sum()):.4g}): the refinement at "
                    "that level is tried first (its plan proves the level)"] + refined.log
@@ -539,15 +556,16 @@ def _sets_of_types_fit(runnable: np.ndarray, demand: np.ndarray, W: np.ndarray) 
 
 
 def _refine_separable(arrays: AllocationArrays, spec: PolicySpec, multiplicity, options: LpOptions, level: float,
-                      start: np.ndarray | None = None, guess: bool = False):
-    """The max-min refinement LP at ``level`` (in the spec's scaled units) by price decomposition."""
+                      start: np.ndarray | None = None, guess: bool = False, scores: np.ndarray | None = None):
+    """The max-min refinement LP at ``level`` (in the spec's scaled units) by price decomposition
+    (``scores``: the spec's score table where the caller has it)."""
     from fleetplan.solvers.allocation.price_decomposition.separable_refine import refine
 
-    throughput = _runnable_model_throughput(arrays, options.heterogeneity_aware)
+    A = _max_min_scores(arrays, spec, options) if scores is None else scores
     mult = np.ones(len(arrays.job_ids)) if multiplicity is None else np.asarray(multiplicity, dtype=float)
     offset = np.zeros(len(mult)) if spec.offset is None else np.asarray(spec.offset, dtype=float)
     deadline = Deadline(options.deadline.remaining(options.reserve), started=None)
-    return refine(spec.coefficient[:, None] * throughput, offset, mult, arrays.scale_factor, arrays.num_workers,
+    return refine(A, offset, mult, arrays.scale_factor, arrays.num_workers,
                   level=level, deadline=deadline, threads=options.threads, seed=options.seed, start=start, guess=guess)
 
 

