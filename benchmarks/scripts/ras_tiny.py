@@ -19,7 +19,8 @@ from pathlib import Path
 import fleetplan
 from fleetplan.instances import instance_from_data
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+# tests.test_reservation_heuristics imports the tests' conftest by name, as pytest lets it.
+sys.path[:0] = [str(Path(__file__).resolve().parents[2]), str(Path(__file__).resolve().parents[2] / "tests")]
 from tests.test_reservation_heuristics import tiny_region  # noqa: E402
 
 
