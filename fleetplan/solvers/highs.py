@@ -70,14 +70,20 @@ def _algorithm_name(algorithm: LpAlgorithm, num_cols: int) -> str:
     return algorithm
 
 
-def new_highs(time_limit: float | None, threads: int, seed: int) -> highspy.Highs:
+def _set_options(highs: highspy.Highs, time_limit: float | None, threads: int, seed: int) -> highspy.Highs:
+    """Quiet, seeded, ``threads`` threads and HiGHS's own ``time_limit``: every run's options."""
     use_threads(threads)
-    highs = highspy.Highs()
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("random_seed", int(seed) % 2_147_483_647)
     highs.setOptionValue("threads", int(threads))
     if time_limit is not None:
         highs.setOptionValue("time_limit", float(time_limit))
+    return highs
+
+
+def new_highs(time_limit: float | None, threads: int, seed: int) -> highspy.Highs:
+    highs = _set_options(highspy.Highs(), time_limit, threads, seed)
+    if time_limit is not None:
         # HiGHS 1.14 does not check its own limit inside branch and bound's sub-MIP heuristics
         # (a neighbourhood of the placement search ran minutes past a 5 s limit there); the MIP
         # callback does run there. LPs never fire it, so their hot paths pay nothing.
@@ -110,16 +116,9 @@ def lp_highs(time_limit: float | None, threads: int, seed: int) -> Iterator[high
     3.5
     3.5
     """
-    use_threads(threads)
     highs = getattr(_SPARE, "highs", None)
     _SPARE.highs = None  # a nested LP in this thread makes its own
-    if highs is None:
-        highs = highspy.Highs()
-    highs.setOptionValue("output_flag", False)
-    highs.setOptionValue("random_seed", int(seed) % 2_147_483_647)
-    highs.setOptionValue("threads", int(threads))
-    if time_limit is not None:
-        highs.setOptionValue("time_limit", float(time_limit))
+    highs = _set_options(highspy.Highs() if highs is None else highs, time_limit, threads, seed)
     yield highs
     highs.clear()  # model, solution and options: the next LP finds a new object's state
     _SPARE.highs = highs
