@@ -25,7 +25,10 @@ max-min and the scaled profits for the linear form; ``rate`` is empty and ``leve
 for the linear form.
 
 Built at install (Cython, ``pyproject.toml``'s ext-modules): it loads like any extension
-module, in a millisecond, with no compiler at run time (:mod:`fleetplan.solvers.kernels`).
+module, in a millisecond, with no compiler at run time (:mod:`fleetplan.kernels`). It is one
+module past 600 lines because its passes are C functions the iterations call directly: in
+another extension module each call would go through a shared declaration file and a
+function-pointer table, for passes of a few microseconds.
 """
 
 import numpy as np
