@@ -25,7 +25,7 @@ import numpy as np
 import fleetplan.kernels as kernels
 
 COMPILED = "fleetplan.instances.allocation.job_kernels"
-# The numbers every job has, then the optional ones (None: NaN), as job_kernels.pyx reads them.
+# The numbers every job has, then the optional ones (None: NaN); job_kernels.pyx reads these.
 NUMBERS = ("scale_factor", "weight", "arrival_time", "time_elapsed")
 OPTIONAL = ("steps_left", "isolated_time_elapsed", "slo_hours")
 

@@ -15,15 +15,16 @@ checks the two give the same bits.
 
 import numpy as np
 
+from fleetplan.instances.allocation.job_fields import NUMBERS, OPTIONAL
+
 from cpython.dict cimport PyDict_GetItem
 from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.long cimport PyLong_AsDouble
 from cpython.object cimport PyObject, PyObject_GenericGetDict
 from libc.math cimport NAN
 
-# The required numbers, then the optional ones (None: NaN), in the order the result lists them.
-NUMBERS = ("scale_factor", "weight", "arrival_time", "time_elapsed")
-OPTIONAL = ("steps_left", "isolated_time_elapsed", "slo_hours")
+# NUMBERS, then OPTIONAL (None: NaN), in the order the result lists them; the C array of
+# columns needs their count at compile time.
 cdef enum:
     N_FIELDS = 7
 assert len(NUMBERS) + len(OPTIONAL) == N_FIELDS
