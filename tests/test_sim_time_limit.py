@@ -8,6 +8,7 @@ caller's own timer.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import time
 
@@ -112,3 +113,36 @@ def test_a_callers_own_timer_is_left_alone():
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="no interval timers here")
+def test_a_ring_that_lands_where_python_cannot_raise_rings_again():
+    """The alarm firing inside a ``__del__`` (as inside a gc callback) cannot stop anything
+    there: Python reports it as unraisable. The limit rings again in the simulation's own code
+    instead, and the caller's unraisable hook never sees it."""
+    from fleetplan.sim.engine import _alarm, _OutOfTime
+
+    reported: list[object] = []
+    entered: list[bool] = []
+
+    class Slow:
+        def __del__(self) -> None:
+            entered.append(True)
+            until = time.perf_counter() + 30
+            while time.perf_counter() < until:  # the first ring lands here
+                pass
+
+    hook = sys.unraisablehook
+    sys.unraisablehook = reported.append
+    try:
+        with pytest.raises(_OutOfTime):
+            with _alarm(0.02):
+                slow = Slow()
+                del slow
+                until = time.perf_counter() + 30  # a bound for the failing case only
+                while time.perf_counter() < until:
+                    pass
+    finally:
+        sys.unraisablehook = hook
+    assert entered == [True] and reported == []
+    assert signal.getitimer(signal.ITIMER_REAL)[0] == 0 and sys.unraisablehook is hook

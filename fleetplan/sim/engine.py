@@ -31,6 +31,7 @@ import heapq
 import inspect
 import math
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -158,6 +159,10 @@ class SimulationTimeLimit(RuntimeError):
                          "no result")
 
 
+# After a ring that landed where it could not raise: how soon to ring again.
+RING_AGAIN_S = 0.01
+
+
 class _OutOfTime(BaseException):
     """Raised inside a simulation when its time limit passes; a BaseException so that no
     ``except Exception`` in the simulator swallows it. :meth:`SimulatorSpec.run` turns it into
@@ -170,23 +175,43 @@ def _alarm(seconds: float | None) -> Iterator[None]:
     (building a trace, a scheduler's Python code; a C call in progress finishes first).
     Armed only on the main thread, where SIGALRM exists and no interval timer is already set
     (a caller's own alarm is left alone); elsewhere the limit is checked at each progress
-    report only."""
+    report only. A ring that lands where Python cannot raise (a gc callback, a ``__del__``) is
+    rung again :data:`RING_AGAIN_S` later instead of being reported as unraisable."""
     if (seconds is None or not hasattr(signal, "setitimer")
             or threading.current_thread() is not threading.main_thread()
             or signal.getitimer(signal.ITIMER_REAL)[0] > 0):
         yield
         return
 
+    active = True
+
     def ring(signum: int, frame: object) -> None:
-        raise _OutOfTime()
+        if active:
+            raise _OutOfTime()
+
+    previous_hook = sys.unraisablehook
+
+    def swallowed(unraisable: Any) -> None:
+        # The ring landed where Python cannot raise (a gc or weakref callback, a __del__): it
+        # is not the caller's error, so ring again shortly, in the simulation's own code.
+        if isinstance(unraisable.exc_value, _OutOfTime):
+            if active:
+                signal.setitimer(signal.ITIMER_REAL, RING_AGAIN_S)
+            return
+        previous_hook(unraisable)
 
     previous = signal.signal(signal.SIGALRM, ring)
+    sys.unraisablehook = swallowed
     signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-3))
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        try:  # a ring before this line raises here; the cleanup below runs all the same
+            active = False
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+            sys.unraisablehook = previous_hook
 
 
 def _checked_time_limit(time_limit: float | None) -> float | None:
