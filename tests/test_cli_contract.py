@@ -303,6 +303,6 @@ def test_a_command_module_that_cannot_load_fails_loudly(monkeypatch):
 
     from fleetplan.cli.app import build_parser
 
-    monkeypatch.setitem(sys.modules, "fleetplan.cli.serve", None)  # importing it raises ImportError
-    with pytest.raises(ImportError, match="fleetplan.cli.serve"):
+    monkeypatch.setitem(sys.modules, "fleetplan.cli.commands.serve", None)  # importing it raises ImportError
+    with pytest.raises(ImportError, match="fleetplan.cli.commands.serve"):
         build_parser()

@@ -204,7 +204,7 @@ def test_bar_only_on_a_terminal_and_not_under_json(json_mode, tmp_path, monkeypa
 
 def test_bar_in_hours_for_a_simulator_that_reports_hours(monkeypatch):
     import fleetplan.cli.common as common
-    from fleetplan.cli.simulate import simulated_time_bar
+    from fleetplan.cli.commands.simulate import simulated_time_bar
     from fleetplan.sim.engine import TIME_UNITS
 
     screen = io.StringIO()

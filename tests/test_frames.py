@@ -1,6 +1,6 @@
 """Tables in and out: CSV/Parquet/DataFrame round trips give instances equal to
 the JSON ones, exported plans read back evaluate the same, bad cells name file, row and column,
-and the import/export/plot commands (fleetplan.cli.tables) behave as documented."""
+and the import/export/plot commands (fleetplan.cli.commands.tables) behave as documented."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 from conftest import edit_line, write_frames
 
 import fleetplan
-from fleetplan.cli.tables import add_arguments
+from fleetplan.cli.commands.tables import add_arguments
 from fleetplan.instances import InstanceError, evaluate, generate, load_instance, load_plan
 from fleetplan.instances.allocation import frames as af
 from fleetplan.instances.frames import plan_from_frame, plan_to_frame, write_table
@@ -378,7 +378,7 @@ def test_heavy_libraries_load_only_when_used():
     code = (
         "import sys, fleetplan.instances\n"
         "before = {m for m in ('pandas', 'pyarrow', 'matplotlib') if m in sys.modules}\n"
-        "import fleetplan.cli.tables, fleetplan.plotting, fleetplan.instances.frames\n"
+        "import fleetplan.cli.commands.tables, fleetplan.plotting, fleetplan.instances.frames\n"
         "import fleetplan.instances.allocation.frames, fleetplan.instances.placement.frames\n"
         "after = {m for m in ('pandas', 'pyarrow', 'matplotlib') if m in sys.modules}\n"
         "print(sorted(after - before))\n"

@@ -28,7 +28,7 @@ def test_every_kind_has_an_example_here():
 @pytest.mark.parametrize("name", sorted(KINDS))
 def test_every_kind_has_what_the_commands_need(name):
     """`fleetplan solve` (solver modules, a default solver, a view), `fleetplan plot` (a plot)."""
-    from fleetplan.cli.views import KindView
+    from fleetplan.cli.display.views import KindView
 
     kind = get_kind(name)
     assert kind.name == name
@@ -77,7 +77,7 @@ def test_every_optional_entry_resolves(name):
 @pytest.mark.parametrize("name", sorted(KINDS))
 def test_every_kind_renders_through_its_view(name):
     """The command line's tables for a judged plan of each kind, through the registration only."""
-    from fleetplan.cli.render import (
+    from fleetplan.cli.display.render import (
         render_capacity_at_limit,
         render_evaluations,
         render_fleet_cost,

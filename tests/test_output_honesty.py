@@ -29,7 +29,7 @@ def test_an_exact_placement_plan_carries_its_moves(solver, capsys):
     assert sum(move.gain for move in result.plan.moves) == pytest.approx(today - result.objective, rel=1e-9)
     moved_bytes = sum(move.bytes for move in result.plan.moves)
     assert moved_bytes == pytest.approx(metrics["bytes_moved"])
-    from fleetplan.cli.render import make_console, render_plan
+    from fleetplan.cli.display.render import make_console, render_plan
 
     console = make_console()
     render_plan(console, instance, result.plan, result.evaluation)

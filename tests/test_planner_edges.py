@@ -45,7 +45,7 @@ def test_size_infeasible_prints_no_inf_and_agrees_with_its_json(capsys):
 
 
 def test_numbers_never_print_inf_or_nan():
-    from fleetplan.cli.numbers import fmt_measure, fmt_number
+    from fleetplan.cli.display.numbers import fmt_measure, fmt_number
 
     for value in (math.inf, -math.inf, math.nan):
         assert fmt_number(value) == "-"
@@ -71,7 +71,7 @@ def test_horizon_sweep_says_what_an_infinite_vss_means(tmp_path, capsys):
 def test_sweep_table_prints_no_inf_and_names_what_ran():
     from rich.console import Console
 
-    from fleetplan.cli.planning_output import render_sweep
+    from fleetplan.cli.planning.output import render_sweep
     from fleetplan.planning.whatif import WhatIfResult
 
     console = Console(width=300, record=True)
@@ -87,7 +87,7 @@ def test_sweep_table_prints_no_inf_and_names_what_ran():
 
 def test_a_sweeps_gap_column_prints_as_the_sizing_line_does():
     # "0.00%" in a horizon sweep's gap column where `size` and `horizon` print "0%" below 1e-6
-    from fleetplan.cli.numbers import fmt_gap, fmt_measure
+    from fleetplan.cli.display.numbers import fmt_gap, fmt_measure
 
     for gap in (0.0, 1e-9, 0.00125, 0.5):
         assert fmt_measure("gap", gap) == fmt_measure("gap", gap, 4) == fmt_gap(gap)

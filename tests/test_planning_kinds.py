@@ -112,7 +112,7 @@ def test_reservation_one_rack_fewer_is_measured_and_a_missing_side_says_why(caps
     has no server to remove — said so, not a bare dash."""
     from rich.console import Console
 
-    from fleetplan.cli.planning_output import render_marginal
+    from fleetplan.cli.planning.output import render_marginal
     from fleetplan.planning.marginal import marginal_values
 
     values = marginal_values(reservation_region(request=2.0), "mip-highs")

@@ -127,7 +127,7 @@ def test_json_output_names_the_event(tmp_path, region, capsys):
 
 @pytest.mark.parametrize("kind", ["reservation", "binpack"])
 def test_every_generator_parameter_has_a_meaning(kind):
-    from fleetplan.cli.render import generator_parameters
+    from fleetplan.cli.display.render import generator_parameters
     from fleetplan.instances import get_kind
 
     rows = generator_parameters(get_kind(kind).generate_params)

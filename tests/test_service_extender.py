@@ -437,8 +437,8 @@ def test_serve_extender_refuses_bad_flags(flags, message):
 def test_extender_mix_from_a_file(tmp_path):
     from argparse import Namespace
 
+    from fleetplan.cli.commands.serve import _extender
     from fleetplan.cli.common import CommandError
-    from fleetplan.cli.serve import _extender
 
     entries = [{"cpu_milli": 4000, "num_gpu": 1, "gpu_milli": 500, "gpu_spec": "", "weight": 0.75},
                {"cpu_milli": 8000, "num_gpu": 1, "gpu_milli": 1000, "gpu_spec": "T4", "weight": 0.25}]

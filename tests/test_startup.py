@@ -7,7 +7,7 @@ import sys
 import fleetplan
 from fleetplan import errors
 from fleetplan.benchmarks import suite
-from fleetplan.cli import bench as command
+from fleetplan.cli.commands import bench as command
 from fleetplan.runs import cells
 
 

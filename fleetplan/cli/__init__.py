@@ -2,14 +2,15 @@
 family.
 
 * :mod:`~fleetplan.cli.entry` — the console script: signal handlers first, then the rest;
+  :mod:`~fleetplan.cli.settling` — when a command's exit code is decided;
 * :mod:`~fleetplan.cli.app` — the parser, dispatch, exit codes and one-line errors, and the
   core commands (``generate``, ``validate``, ``solve``, ``evaluate``, ``solvers``, ``schema``);
-* :mod:`~fleetplan.cli.tables` — ``import``, ``export``, ``plot``;
-* :mod:`~fleetplan.cli.simulate` — ``simulate``;
-* :mod:`~fleetplan.cli.bench` — ``bench``;
-* :mod:`~fleetplan.cli.demo` — ``demo``;
-* :mod:`~fleetplan.cli.common`, :mod:`~fleetplan.cli.render`, :mod:`~fleetplan.cli.catalog` —
-  what the commands share: argument helpers, tables on screen, the solver catalog.
+* :mod:`~fleetplan.cli.commands` — the other sub-commands, a module each: ``import`` /
+  ``export`` / ``plot`` (``tables``), ``simulate``, ``bench``, ``demo``, ``serve``;
+* :mod:`~fleetplan.cli.planning` — the planner's commands (``size``, ``whatif``, ``compare``,
+  ``horizon``), what they print and their HTML reports;
+* :mod:`~fleetplan.cli.common`, :mod:`~fleetplan.cli.display`, :mod:`~fleetplan.cli.catalog` —
+  what the commands share: argument helpers, what is shown on screen, the solver catalog.
 
 This package's own import loads nothing (the console script installs its signal handlers
 before anything heavy); :func:`main` and :func:`build_parser` load the application on call.

@@ -42,7 +42,7 @@ from fleetplan.cli.common import (
     stdout,
     working,
 )
-from fleetplan.cli.render import (
+from fleetplan.cli.display.render import (
     generator_parameters,
     render_capacity_at_limit,
     render_evaluations,
@@ -177,7 +177,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
             if line != result.message:
                 stdout.print(line, style="dim", markup=False)
         if marginal is not None:
-            from fleetplan.cli.planning_output import render_marginal
+            from fleetplan.cli.planning.output import render_marginal
 
             render_marginal(stdout, marginal)
         if written:
@@ -224,7 +224,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         render_capacity_at_limit(stdout, evaluation)
         render_fleet_cost(stdout, instance, evaluation)
         if optimum is not None:
-            from fleetplan.cli.planning_output import render_marginal
+            from fleetplan.cli.planning.output import render_marginal
 
             stdout.print(f"at the {optimum.solver} optimum of this instance:", markup=False)
             render_marginal(stdout, optimum)
@@ -364,7 +364,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from fleetplan.cli.demo import default_examples, run_demo
+    from fleetplan.cli.commands.demo import default_examples, run_demo
 
     examples = Path(args.examples) if args.examples else default_examples()
     return run_demo(examples, stdout, json_output=args.json)
@@ -482,8 +482,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     # Each command family adds its own commands; a module that cannot be imported is a bug and
     # fails here, loudly, rather than a command quietly missing from --help.
-    for module in ("fleetplan.cli.bench", "fleetplan.cli.tables", "fleetplan.cli.simulate", "fleetplan.cli.planning",
-                   "fleetplan.cli.horizon", "fleetplan.cli.serve"):
+    for module in ("fleetplan.cli.commands.bench", "fleetplan.cli.commands.tables",
+                   "fleetplan.cli.commands.simulate", "fleetplan.cli.planning.commands",
+                   "fleetplan.cli.planning.horizon", "fleetplan.cli.commands.serve"):
         importlib.import_module(module).add_arguments(commands)
     return parser
 
@@ -517,7 +518,7 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
         if args.command == "generate":
             return cmd_generate(args, extra)
         if args.command == "simulate":
-            from fleetplan.cli.simulate import run as run_simulation
+            from fleetplan.cli.commands.simulate import run as run_simulation
 
             return run_simulation(args, list(extra))
         if extra:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from fleetplan.cli.render import make_console
+from fleetplan.cli.display.render import make_console
 from fleetplan.cli.settling import settle
 from fleetplan.errors import clip
 

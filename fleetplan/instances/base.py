@@ -273,7 +273,7 @@ class ProblemKind:
     solver_modules: tuple[str, ...] = ()
     # plot(instance, plan, path) -> Figure: ``fleetplan plot``.
     plot: str | None = None
-    # The command line's view of the kind (a ``fleetplan.cli.views.KindView`` subclass): what
+    # The command line's view of the kind (a ``fleetplan.cli.display.views.KindView`` subclass): what
     # `solve` and `evaluate` print beyond the shared tables.
     cli_view: str | None = None
     # The kind's tables (a module with from_frames, to_frames, plan_to_frame, plan_from_frame):

@@ -18,7 +18,7 @@ for schedulers written in any language.
   (``fleetplan serve --extender``).
 
 The service sits above the solvers and planning (it calls them) and beside the command line,
-which starts it (:mod:`fleetplan.cli.serve`). docs/embedding.md shows it with curl and Python.
+which starts it (:mod:`fleetplan.cli.commands.serve`). docs/embedding.md shows it with curl and Python.
 """
 
 from __future__ import annotations

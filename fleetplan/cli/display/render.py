@@ -17,7 +17,7 @@ from rich.table import Table
 
 # The numbers' formats live in .numbers (the per-kind views use them too); the names stay
 # importable from here, where the commands have always found them.
-from fleetplan.cli.numbers import (  # noqa: F401
+from fleetplan.cli.display.numbers import (  # noqa: F401
     PREVIEW_ROWS,
     fmt,
     fmt_bytes,
@@ -48,7 +48,7 @@ def render_evaluations(console: Console, columns: dict[str, Evaluation], title: 
     with two columns, the change and whether it is better. ``explain`` adds each row's meaning,
     unit and better direction beneath it. Then the alerts (a value past its glossary
     threshold) and the last column's violations, one line each."""
-    from fleetplan.cli.views import view_of
+    from fleetplan.cli.display.views import view_of
     from fleetplan.instances import get_kind
     from fleetplan.instances.glossary import describe
 
@@ -159,7 +159,7 @@ def render_result(console: Console, result: Any) -> None:
                   fmt(result.gap, 3), fmt_seconds(result.wall_s))
     console.print(table)
     if result.evaluation is not None:  # what the kind adds is read from the plan's verdict
-        from fleetplan.cli.views import view_of
+        from fleetplan.cli.display.views import view_of
 
         view_of(result.evaluation.kind).result_summary(console, result)
     if result.message:
@@ -205,7 +205,7 @@ def render_binding(console: Console, result: Any) -> None:
 def render_capacity_at_limit(console: Console, evaluation: Evaluation) -> None:
     """What a plan runs against: GPU types with every worker busy (allocation), region and
     GPU type cells whose high-priority demand exceeds supply (placement); the kind's view says."""
-    from fleetplan.cli.views import view_of
+    from fleetplan.cli.display.views import view_of
 
     view_of(evaluation.kind).capacity_at_limit(console, evaluation)
 
@@ -214,7 +214,7 @@ def render_fleet_cost(console: Console, instance: Any, evaluation: Evaluation | 
     """What the whole fleet costs, busy or idle, beside what its busy GPUs cost (allocation)."""
     if evaluation is None:
         return
-    from fleetplan.cli.views import view_of
+    from fleetplan.cli.display.views import view_of
 
     view_of(evaluation.kind).fleet_cost(console, instance, evaluation)
 
@@ -224,7 +224,7 @@ def render_service_warnings(console: Console, evaluation: Evaluation | None) -> 
     time at all, which a normalized objective can look fine with)."""
     if evaluation is None:
         return
-    from fleetplan.cli.views import view_of
+    from fleetplan.cli.display.views import view_of
 
     view_of(evaluation.kind).service_warnings(console, evaluation)
 
@@ -237,8 +237,8 @@ def render_plan(console: Console, instance: Any, plan: Any, evaluation: Evaluati
     """The plan itself, briefly: allocation — the top rows of X and effective throughput;
     placement — the largest moves and GPU demand/supply and storage per region (before and
     after when ``before``, today's verdict, is given). Per-item numbers come from the
-    verdicts' breakdowns, not recomputed here. The kind's view (:mod:`fleetplan.cli.views`) draws it."""
-    from fleetplan.cli.views import view_of
+    verdicts' breakdowns, not recomputed here. The kind's view (:mod:`fleetplan.cli.display.views`) draws it."""
+    from fleetplan.cli.display.views import view_of
 
     view_of(plan.kind).plan(console, instance, plan, evaluation, before)
 

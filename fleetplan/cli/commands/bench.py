@@ -206,7 +206,7 @@ def handle_headline(args: argparse.Namespace) -> int:
         rewrite,
         run_rows,
     )
-    from fleetplan.cli.render import make_console
+    from fleetplan.cli.display.render import make_console
 
     if args.directory is not None:
         raise InstanceError("DIR", f"unexpected argument '{args.directory}'")

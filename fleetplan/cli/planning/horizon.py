@@ -76,7 +76,7 @@ def handle_horizon(args: argparse.Namespace) -> int:
     """``fleetplan horizon``."""
     import fleetplan
     from fleetplan.cli.common import CommandError, check_outputs, print_json, stdout, working
-    from fleetplan.cli.planning_output import check_pictures
+    from fleetplan.cli.planning.output import check_pictures
     from fleetplan.planning.horizon import load_horizon, plan_horizon
 
     if args.vary:
@@ -115,7 +115,7 @@ def handle_horizon(args: argparse.Namespace) -> int:
 def handle_sweep(args: argparse.Namespace) -> int:
     """``fleetplan horizon --vary ...``: one schedule per point, tabulated and drawn."""
     from fleetplan.cli.common import CommandError, executor_security
-    from fleetplan.cli.planning_output import SWEEP_FIELDS, check_sweep_report, finish_sweep
+    from fleetplan.cli.planning.output import SWEEP_FIELDS, check_sweep_report, finish_sweep
     from fleetplan.planning.horizon.sweep import horizon_whatif
 
     for flag, given in (("--plot", args.plot), ("--prices", args.prices)):
@@ -185,7 +185,7 @@ def _write(args: argparse.Namespace, result: Any, spec: Any) -> None:
 
 
 def _report(args: argparse.Namespace, result: Any, spec: Any, figure: Any) -> None:
-    from fleetplan.cli.report import table_html, write_report
+    from fleetplan.cli.planning.report import table_html, write_report
 
     # Every amount as the terminal's table prints it (_money): 7,527 there is not 7,527.2 here.
     orders = [[row["scenario"], row["period"], row["item"],
@@ -239,7 +239,7 @@ def _measured(row: dict, target: str) -> str:
 def _units(item: str, value: float | None) -> str:
     """Units of an item as a planner reads them: bytes of storage as GB/TB (5.52 TB, not
     5,521,935,940,332), GPUs and GPU-hours as amounts."""
-    from fleetplan.cli.numbers import fmt_bytes
+    from fleetplan.cli.display.numbers import fmt_bytes
     from fleetplan.planning.horizon.placement import is_storage_item
 
     if value is None or not is_storage_item(item):

@@ -1,6 +1,6 @@
 """What the command line shows of each kind beyond the shared tables, one class per kind.
 
-:mod:`fleetplan.cli.render` prints what every kind has (the result, the verdict's objective,
+:mod:`fleetplan.cli.display.render` prints what every kind has (the result, the verdict's objective,
 terms and metrics); a kind's :class:`KindView` adds what only it has — allocation's fleet cost
 and starved jobs, placement's largest moves and regions, binpack's placements and preemptions.
 The kind's registration names its view (``ProblemKind.cli_view``); :func:`view_of` finds it, so
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from fleetplan.cli.numbers import PREVIEW_ROWS, fmt, fmt_bytes, fmt_number
+from fleetplan.cli.display.numbers import PREVIEW_ROWS, fmt, fmt_bytes, fmt_number
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from fleetplan.instances.base import Evaluation
@@ -222,7 +222,7 @@ class BinpackView(KindView):
 def comparison_changes(row: dict[str, Any], kind: str) -> list[tuple[str, str | None]]:
     """One ``compare`` row's change cells against the first plan, as (text, verdict): the
     terminal and the report print these same texts ("same", "+12.9 pp", binpack's exact order)."""
-    from fleetplan.cli.numbers import fmt_measure
+    from fleetplan.cli.display.numbers import fmt_measure
     from fleetplan.instances.glossary import format_change
 
     cells = []
@@ -245,7 +245,7 @@ def comparison_changes(row: dict[str, Any], kind: str) -> list[tuple[str, str | 
 def purchase_rows(result: Any) -> list[tuple[str, str, str]]:
     """A sizing's purchase as (what, units, unit) texts, the terminal's and the report's alike:
     counts with thousands marks, bytes in GB/TB, GPU-hours a day also as GPUs running all day."""
-    from fleetplan.cli.numbers import fmt_measure
+    from fleetplan.cli.display.numbers import fmt_measure
 
     rows = []
     for name, units in result.additions.items():

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 import fleetplan
-from fleetplan.cli.views import view_of
+from fleetplan.cli.display.views import view_of
 from fleetplan.instances import InstanceError, get_kind
 
 DEMO_TIME_LIMIT_S = 10.0
@@ -142,7 +142,7 @@ def _print_example(console: Console, kind: str, example: str, rows: list[dict]) 
     """One table per example: a row per solver, metrics with their units."""
     from rich import box
 
-    from fleetplan.cli.render import fmt_measure
+    from fleetplan.cli.display.render import fmt_measure
 
     entry = get_kind(kind)
     table = Table(title=f"{kind}: {example}", header_style="bold", title_justify="left",

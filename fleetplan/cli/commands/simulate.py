@@ -85,7 +85,7 @@ class _SimulatorHelp(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         from fleetplan import sim
         from fleetplan.cli.common import stdout
-        from fleetplan.cli.render import generator_parameters, render_options
+        from fleetplan.cli.display.render import generator_parameters, render_options
 
         parser.print_help()
         if getattr(namespace, "name", None):
@@ -204,7 +204,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         working,
         write_json,
     )
-    from fleetplan.cli.render import explanation, fmt_measure
+    from fleetplan.cli.display.render import explanation, fmt_measure
     from fleetplan.cli.settling import settle
     from fleetplan.instances.glossary import describe
 

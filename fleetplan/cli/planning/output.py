@@ -1,8 +1,8 @@
-"""What the planner's commands (:mod:`fleetplan.cli.planning`, :mod:`fleetplan.cli.horizon`)
+"""What the planner's commands (:mod:`fleetplan.cli.planning.commands`, :mod:`fleetplan.cli.planning.horizon`)
 print and write once the work is done: the tables on the terminal (a sizing, marginal values,
 a comparison of plans, a sweep), the pictures and HTML reports of ``size`` and ``compare``, the
 check of picture paths before any work, and a sweep's summary and report. Split from
-:mod:`fleetplan.cli.planning`, which parses the commands and runs them; the heavy libraries
+:mod:`fleetplan.cli.planning.commands`, which parses the commands and runs them; the heavy libraries
 (rich, matplotlib, the glossary) load inside each function, so ``--help`` stays fast.
 """
 
@@ -30,9 +30,9 @@ def _size_pictures(args: argparse.Namespace, instance: Any, result: Any) -> None
     """``size --plot`` and ``--report``: the instance as it is under the same policy beside the
     sized one."""
     import fleetplan
-    from fleetplan.cli.render import fmt_measure
-    from fleetplan.cli.report import table_html, write_report
-    from fleetplan.cli.views import purchase_rows
+    from fleetplan.cli.display.render import fmt_measure
+    from fleetplan.cli.display.views import purchase_rows
+    from fleetplan.cli.planning.report import table_html, write_report
     from fleetplan.instances.glossary import describe
     from fleetplan.instances.outputs import save_figure
     from fleetplan.plotting.planning import plot_sizing
@@ -78,8 +78,8 @@ def render_sizing(console: Any, result: Any) -> None:
     differs, and each target's check."""
     from rich.table import Table
 
-    from fleetplan.cli.render import fmt_gap, fmt_measure, fmt_number
-    from fleetplan.cli.views import purchase_rows
+    from fleetplan.cli.display.render import fmt_gap, fmt_measure, fmt_number
+    from fleetplan.cli.display.views import purchase_rows
 
     console.print(f"[bold]{result.status}[/]: {result.message}" if result.message else f"[bold]{result.status}[/]")
     bought = {name: units for name, units in result.additions.items() if units}
@@ -120,7 +120,7 @@ def render_marginal(console: Any, values: Any) -> None:
     derivative; what binds when nothing moves the objective."""
     from rich.table import Table
 
-    from fleetplan.cli.render import fmt_number
+    from fleetplan.cli.display.render import fmt_number
     from fleetplan.instances.glossary import format_change
 
     if not values.values:
@@ -171,9 +171,9 @@ def render_marginal(console: Any, values: Any) -> None:
 
 
 def _compare_report(args: argparse.Namespace, table: Any) -> None:
-    from fleetplan.cli.render import fmt_measure
-    from fleetplan.cli.report import table_html, write_report
-    from fleetplan.cli.views import comparison_changes
+    from fleetplan.cli.display.render import fmt_measure
+    from fleetplan.cli.display.views import comparison_changes
+    from fleetplan.cli.planning.report import table_html, write_report
     from fleetplan.plotting.planning import plot_comparison
 
     rows = []
@@ -206,8 +206,8 @@ def _labels(paths: list[str]) -> list[str]:
 def render_comparison(console: Any, table: Any) -> None:
     from rich.table import Table
 
-    from fleetplan.cli.render import fmt_measure
-    from fleetplan.cli.views import comparison_changes
+    from fleetplan.cli.display.render import fmt_measure
+    from fleetplan.cli.display.views import comparison_changes
 
     view = Table(title=table.title(), header_style="bold")
     view.add_column("metric", overflow="fold")
@@ -268,8 +268,8 @@ def whatif_report(args: argparse.Namespace, result: Any, question: str | None = 
     solver's metrics (a horizon's schedules)."""
     from pathlib import Path
 
-    from fleetplan.cli.render import fmt_measure, fmt_number
-    from fleetplan.cli.report import table_html, write_report
+    from fleetplan.cli.display.render import fmt_measure, fmt_number
+    from fleetplan.cli.planning.report import table_html, write_report
 
     columns = [*result.metrics]
     for name in result.frontier:
@@ -290,7 +290,7 @@ def whatif_report(args: argparse.Namespace, result: Any, question: str | None = 
 def render_sweep(console: Any, result: Any) -> None:
     from rich.table import Table
 
-    from fleetplan.cli.render import fmt_measure, fmt_number
+    from fleetplan.cli.display.render import fmt_measure, fmt_number
 
     table = Table(title=f"what if: {', '.join(result.varied)} (under {result.solver or 'the default solver'})",
                   header_style="bold")

@@ -7,7 +7,7 @@
     fleetplan compare PLAN [PLAN ...] [--instance INSTANCE ...] [-o FILE.png|.csv]
 
 The work is :mod:`fleetplan.planning`'s; this module parses, checks outputs before any work,
-prints and writes (the printing and writing by :mod:`fleetplan.cli.planning_output`). Exit
+prints and writes (the printing and writing by :mod:`fleetplan.cli.planning.output`). Exit
 codes as everywhere: 0 an answer, 1 none (infeasible targets), 2 bad input.
 """
 
@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from fleetplan.cli.common import EXIT_OK
-from fleetplan.cli.planning_output import (
+from fleetplan.cli.planning.output import (
     SWEEP_FIELDS,
     _compare_report,
     _labels,
@@ -247,7 +247,7 @@ def _size_sweep(args: argparse.Namespace, instance: Any, options: dict[str, Any]
     from rich.table import Table
 
     from fleetplan.cli.common import CommandError, print_json, stdout, working
-    from fleetplan.cli.render import fmt_gap, fmt_number
+    from fleetplan.cli.display.render import fmt_gap, fmt_number
     from fleetplan.planning.sizing.sweep import size_sweep
 
     if args.plan:
@@ -274,7 +274,7 @@ def _size_sweep(args: argparse.Namespace, instance: Any, options: dict[str, Any]
 
         save_figure(figure, args.plot)
     if args.report:
-        from fleetplan.cli.report import table_html, write_report
+        from fleetplan.cli.planning.report import table_html, write_report
 
         header = [sweep.field, "status", "cost", "bound", "gap", *sweep.items]
         rows = [[row[sweep.field], row["status"], fmt_number(row["cost"]), fmt_number(row["bound"]),
