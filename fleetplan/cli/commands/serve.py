@@ -204,14 +204,7 @@ def handle_serve(args: argparse.Namespace) -> int:
     if generated:
         # The token on a line of its own, for a script to read (clients send Authorization: Bearer TOKEN).
         stderr.print(f"token: {token}", markup=False, soft_wrap=True)
-    try:
-        server.run(sockets=[sock])
-    finally:
-        sock.close()
-    if server.signals:
-        stderr.print("fleetplan serve: stopped", markup=False)
-        return EXIT_INTERRUPTED if server.signals[0] == signal.SIGINT else EXIT_TERMINATED
-    return 0
+    return _serve_until_stopped(server, sock, stderr)
 
 
 def _extender(args: argparse.Namespace) -> Any:
@@ -279,6 +272,12 @@ def _serve_extender(args: argparse.Namespace, token: str | None, generated: bool
                  f"{'no token' if token is None else 'token required'})", markup=False)
     if generated:
         stderr.print(f"token: {token}", markup=False, soft_wrap=True)
+    return _serve_until_stopped(server, sock, stderr)
+
+
+def _serve_until_stopped(server: Any, sock: Any, stderr: Any) -> int:
+    """Run ``server`` on ``sock`` until it stops: 0, or the exit code of the signal that
+    stopped it."""
     try:
         server.run(sockets=[sock])
     finally:
