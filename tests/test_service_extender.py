@@ -526,3 +526,15 @@ def test_filter_and_prioritize_of_a_pod_over_1000_nodes_within_100_ms_of_cpu():
         service.answer("prioritize", request)
         costs.append(filtering + time.process_time() - started)
     assert np.percentile(costs, 99) <= 0.100, sorted(costs)[-5:]
+
+
+def test_the_service_and_the_extender_read_the_same_tls_flags():
+    from argparse import Namespace
+
+    from fleetplan.cli.commands.serve import _ssl_options
+
+    plain = Namespace(tls_cert=None, tls_key=None, tls_ca_file=None)
+    assert _ssl_options(plain) == {}
+    mutual = _ssl_options(Namespace(tls_cert="c.pem", tls_key="k.pem", tls_ca_file="ca.pem"))
+    assert mutual["ssl_certfile"] == "c.pem" and mutual["ssl_keyfile"] == "k.pem"
+    assert mutual["ssl_ca_certs"] == "ca.pem" and int(mutual["ssl_cert_reqs"]) == 2  # ssl.CERT_REQUIRED

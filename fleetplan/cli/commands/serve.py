@@ -182,13 +182,7 @@ def handle_serve(args: argparse.Namespace) -> int:
                                default_time_limit_s=min(args.default_time_limit, args.max_time_limit), token=token,
                                grace_s=args.grace, max_jobs_per_worker=args.max_jobs_per_worker,
                                scratch=args.scratch, state=args.state, session_ttl_s=args.session_ttl)
-    ssl: dict[str, Any] = {}
-    if args.tls_cert:
-        ssl = {"ssl_certfile": args.tls_cert, "ssl_keyfile": args.tls_key}
-        if args.tls_ca_file:
-            import ssl as ssl_module
-
-            ssl.update(ssl_ca_certs=args.tls_ca_file, ssl_cert_reqs=ssl_module.CERT_REQUIRED)
+    ssl = _ssl_options(args)
     sock = _listen(args.host, args.port)
     port = sock.getsockname()[1]
     app = create_app(settings)
@@ -254,13 +248,7 @@ def _serve_extender(args: argparse.Namespace, token: str | None, generated: bool
         if value is not None:
             raise CommandError(f"{flag} does not go with --extender (the extender keeps no jobs)")
     extender = _extender(args)
-    ssl: dict[str, Any] = {}
-    if args.tls_cert:
-        ssl = {"ssl_certfile": args.tls_cert, "ssl_keyfile": args.tls_key}
-        if args.tls_ca_file:
-            import ssl as ssl_module
-
-            ssl.update(ssl_ca_certs=args.tls_ca_file, ssl_cert_reqs=ssl_module.CERT_REQUIRED)
+    ssl = _ssl_options(args)
     sock = _listen(args.host, args.port)
     port = sock.getsockname()[1]
     app = create_extender_app(extender, token, args.max_body_mb * 2**20)
@@ -273,6 +261,18 @@ def _serve_extender(args: argparse.Namespace, token: str | None, generated: bool
     if generated:
         stderr.print(f"token: {token}", markup=False, soft_wrap=True)
     return _serve_until_stopped(server, sock, stderr)
+
+
+def _ssl_options(args: argparse.Namespace) -> dict[str, Any]:
+    """uvicorn's TLS settings from the flags (empty: plain HTTP); mutual TLS with --tls-ca-file."""
+    if not args.tls_cert:
+        return {}
+    ssl = {"ssl_certfile": args.tls_cert, "ssl_keyfile": args.tls_key}
+    if args.tls_ca_file:
+        import ssl as ssl_module
+
+        ssl.update(ssl_ca_certs=args.tls_ca_file, ssl_cert_reqs=ssl_module.CERT_REQUIRED)
+    return ssl
 
 
 def _serve_until_stopped(server: Any, sock: Any, stderr: Any) -> int:
