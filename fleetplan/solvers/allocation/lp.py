@@ -281,17 +281,18 @@ def solve_spec(arrays: AllocationArrays, spec: PolicySpec, options: LpOptions) -
                                       keep_basis=key is not None)
         # Hints on (key given: a scheduler's rounds): the answer starts the next round's solve.
         # Off (a single solve), no hint is made only to be dropped.
-        if key is not None and result.status == "optimal" and result.prices is not None:
-            # The interior-point prices the answer was picked at (centred) where there are some.
-            level, prices = result.anchor if result.anchor is not None else (result.level, result.prices)
-            # The structure's optional third part: the last reduced LP's basis (its next start).
-            structure = () if result.structure is None else (
-                result.structure + (() if result.reduced_basis is None else (result.reduced_basis,)),)
-            warm.give(key, ((level or 0.0) / scale, np.asarray(prices, dtype=float) / scale) + structure)
-        elif key is not None and result.status == "capped":
-            # A job's own best score set the level and no capacity has a price: that is the hint
-            # (the next round starts from it; its certificate decides, as for any hint).
-            warm.give(key, (result.level / scale, np.zeros(len(work_arrays.worker_types))))
+        if key is not None:
+            if result.status == "optimal" and result.prices is not None:
+                # The interior-point prices the answer was picked at (centred) where there are some.
+                level, prices = result.anchor if result.anchor is not None else (result.level, result.prices)
+                # The structure's optional third part: the last reduced LP's basis (its next start).
+                structure = () if result.structure is None else (
+                    result.structure + (() if result.reduced_basis is None else (result.reduced_basis,)),)
+                warm.give(key, ((level or 0.0) / scale, np.asarray(prices, dtype=float) / scale) + structure)
+            elif result.status == "capped":
+                # A job's own best score set the level and no capacity has a price: that is the
+                # hint (the next round starts from it; its certificate decides, as for any hint).
+                warm.give(key, (result.level / scale, np.zeros(len(work_arrays.worker_types))))
         pre_log = ceiling_log + result.log
         if spec.form == "max_min" and (result.status == "capped" or (
                 result.status == "optimal" and options.refine and not result.all_bottlenecked)):
